@@ -1,0 +1,39 @@
+# Two entry points that work on a fresh machine: `make demo` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP_BASE := $(VENV)/.installed-base
+STAMP_TEST := $(VENV)/.installed-test
+
+.PHONY: demo test test-deep bench lint clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP_BASE): $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(STAMP_TEST): $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+demo: $(STAMP_BASE)
+	$(BIN)/python examples/demo.py
+
+test: $(STAMP_TEST)
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -n 2 tests
+
+test-deep: $(STAMP_TEST)
+	HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest -q tests
+
+bench: $(STAMP_BASE)
+	$(BIN)/python bench/parse.py
+
+lint: $(STAMP_TEST)
+	$(BIN)/pip install --quiet ruff
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

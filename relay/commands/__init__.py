@@ -1,0 +1,1 @@
+"""One module per ``relay`` sub-command; see :mod:`relay.cli`."""

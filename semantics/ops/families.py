@@ -1,0 +1,10 @@
+"""Imports every operator family so that each registers its operators."""
+
+from __future__ import annotations
+
+import importlib
+
+FAMILIES = ("tensor", "creation", "reduce", "nn", "transform")
+
+for _name in FAMILIES:
+    importlib.import_module(f"semantics.ops.{_name}")

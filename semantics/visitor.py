@@ -1,0 +1,206 @@
+"""The one traversal base every phase builds on (HOUSE_STYLE habit 5).
+
+Design (decided once, here):
+
+* **Iterative, never recursive.** Traversals keep their own stack, so a
+  20,000-deep let chain or a 20,000-operator graph never reaches Python's
+  recursion limit.
+* **Post-order over the DAG, memoized by identity.** A node reachable along
+  several paths (graph sharing) is visited once, so traversals are linear
+  in the size of the DAG, not of its unfolding into a tree.
+* **Mutators return the same node when nothing changed**, so sharing and
+  unchanged subprograms survive a pass.
+* **Scope-aware recursion** (where a traversal must do something *before*
+  the children — bind a variable, open a scope) is written as generators:
+  a case ``yield``s a sub-generator for each premise and receives its result;
+  :func:`run_recursive` drives them on an explicit stack. The interpreter,
+  the type checker, the parser and the printer use this one mechanism.
+
+``post_order`` walks expression children as :func:`semantics.expr.children`
+defines them (binders and patterns are not children).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable
+from typing import Any
+
+from semantics.expr import (
+    Call, Constant, Constructor, Expr, Function, GlobalVar, Grad, If, Let, Match, Op, RefCreate,
+    RefRead, RefWrite, Tuple, TupleGetItem, Var, children, with_children,
+)
+
+Recursive = Generator[Any, Any, Any]
+
+
+def run_recursive(root: Recursive) -> Any:
+    """Drive a generator-based recursion on an explicit stack.
+
+    A generator ``yield``s another generator to "call" it; the driver runs
+    that one to completion and ``send``s its return value back. Exceptions
+    raised by an inner generator propagate into the outer one (``throw``), so
+    ``try``/``except`` in a case works as in ordinary recursion.
+    """
+    stack: list[Recursive] = [root]
+    value: Any = None
+    error: BaseException | None = None
+    while stack:
+        top = stack[-1]
+        try:
+            if error is not None:
+                err, error = error, None
+                request = top.throw(err)
+            else:
+                request = top.send(value)
+        except StopIteration as stop:
+            stack.pop()
+            value = stop.value
+            continue
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's frame
+            stack.pop()
+            if not stack:
+                raise
+            error = exc
+            continue
+        stack.append(request)
+        value = None
+    return value
+
+
+def post_order(root: Expr, descend: Callable[[Expr], bool] | None = None) -> list[Expr]:
+    """Every node reachable from ``root`` once, children before parents.
+
+    ``descend(node)`` (optional) returns False to treat ``node`` as a leaf
+    (its children are neither listed nor visited).
+    """
+    order: list[Expr] = []
+    seen: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        if descend is None or descend(node):
+            kids = children(node)
+            for kid in reversed(kids):
+                if id(kid) not in seen:
+                    stack.append((kid, False))
+    return order
+
+
+_KIND = {
+    Var: "var", GlobalVar: "global_var", Constant: "constant", Op: "op",
+    Constructor: "constructor", Call: "call", Let: "let", Function: "function", Tuple: "tuple",
+    TupleGetItem: "tuple_getitem", If: "if", Match: "match", RefCreate: "ref_create",
+    RefRead: "ref_read", RefWrite: "ref_write", Grad: "grad",
+}
+
+
+def kind_of(node: Expr) -> str:
+    """The method suffix for ``node``'s class (``"tuple_getitem"`` for TupleGetItem)."""
+    return _KIND[type(node)]
+
+
+class ExprVisitor:
+    """Visit every node once, post-order: override ``visit_<kind>(node)``.
+
+    ``descend(node)`` may be overridden to prune (e.g. skip function bodies).
+    """
+
+    def descend(self, node: Expr) -> bool:
+        return True
+
+    def visit(self, root: Expr) -> None:
+        table: dict[type, Callable[[Expr], None]] = {
+            cls: getattr(self, "visit_" + name) for cls, name in _KIND.items()}
+        for node in post_order(root, self.descend):
+            table[type(node)](node)
+
+    def visit_default(self, node: Expr) -> None:
+        """Called by every ``visit_<kind>`` not overridden."""
+
+    def visit_var(self, node: Var) -> None: self.visit_default(node)
+    def visit_global_var(self, node: GlobalVar) -> None: self.visit_default(node)
+    def visit_constant(self, node: Constant) -> None: self.visit_default(node)
+    def visit_op(self, node: Op) -> None: self.visit_default(node)
+    def visit_constructor(self, node: Constructor) -> None: self.visit_default(node)
+    def visit_call(self, node: Call) -> None: self.visit_default(node)
+    def visit_let(self, node: Let) -> None: self.visit_default(node)
+    def visit_function(self, node: Function) -> None: self.visit_default(node)
+    def visit_tuple(self, node: Tuple) -> None: self.visit_default(node)
+    def visit_tuple_getitem(self, node: TupleGetItem) -> None: self.visit_default(node)
+    def visit_if(self, node: If) -> None: self.visit_default(node)
+    def visit_match(self, node: Match) -> None: self.visit_default(node)
+    def visit_ref_create(self, node: RefCreate) -> None: self.visit_default(node)
+    def visit_ref_read(self, node: RefRead) -> None: self.visit_default(node)
+    def visit_ref_write(self, node: RefWrite) -> None: self.visit_default(node)
+    def visit_grad(self, node: Grad) -> None: self.visit_default(node)
+
+
+class ExprMutator:
+    """Bottom-up rewriting over the DAG.
+
+    For every node, post-order, the mutator first rebuilds it from its
+    already-rewritten children (``with_children``: the same object when no
+    child changed), then calls ``visit_<kind>(new_node, old_node)``, whose
+    result replaces the node everywhere it is shared. The defaults return
+    ``new_node``. Binders (``Let.var``, ``Function.params``, pattern
+    variables) are not rewritten; a pass that renames them overrides the
+    binding node's method.
+    """
+
+    def descend(self, node: Expr) -> bool:
+        return True
+
+    def mutate(self, root: Expr) -> Expr:
+        table: dict[type, Callable[[Expr, Expr], Expr]] = {
+            cls: getattr(self, "visit_" + name) for cls, name in _KIND.items()}
+        memo: dict[int, Expr] = {}
+        for node in post_order(root, self.descend):
+            kids = children(node) if self.descend(node) else ()
+            rebuilt = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
+            memo[id(node)] = table[type(node)](rebuilt, node)
+        return memo[id(root)]
+
+    def visit_default(self, new: Expr, old: Expr) -> Expr:
+        """Called by every ``visit_<kind>`` not overridden."""
+        return new
+
+    def visit_var(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_global_var(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_constant(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_op(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_constructor(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_call(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_let(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_function(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_tuple(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_tuple_getitem(self, new: Expr, old: Expr) -> Expr:
+        return self.visit_default(new, old)
+    def visit_if(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_match(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_ref_create(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_ref_read(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_ref_write(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_grad(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+
+
+def count_uses(root: Expr) -> dict[int, int]:
+    """How many parent edges point at each node (by ``id``); >1 means the node is shared."""
+    uses: dict[int, int] = {}
+    for node in post_order(root):
+        for kid in children(node):
+            uses[id(kid)] = uses.get(id(kid), 0) + 1
+    return uses
+
+
+def iter_let_spine(e: Expr) -> Iterable[Let]:
+    """The lets of a ``let x1 = v1; let x2 = v2; ... body`` chain, outermost first."""
+    while isinstance(e, Let):
+        yield e
+        e = e.body
