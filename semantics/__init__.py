@@ -1,19 +1,37 @@
 """The Relay language: AST, text format, structural operations, errors, operators, prelude.
 
-This package re-exports its part of the public API (ARCHITECTURE.md §4).
+This package re-exports its part of the public API (ARCHITECTURE.md §4),
+loading each piece on first use so that submodules import independently.
 The AST lives in :mod:`semantics.expr` and :mod:`semantics.types`.
 """
 
 from __future__ import annotations
 
-from semantics.alpha import alpha_equal, structural_hash, types_equal
+import importlib
+from typing import Any
+
 from semantics.errors import ParseError, RelayError, RelayRuntimeError, RelayTypeError
 from semantics.module import IRModule
-from semantics.parser import parse, parse_expr, parse_type
-from semantics.printer import pretty
+
+_LAZY = {
+    "alpha_equal": "semantics.alpha", "types_equal": "semantics.alpha",
+    "structural_hash": "semantics.alpha",
+    "parse": "semantics.parser", "parse_expr": "semantics.parser",
+    "parse_type": "semantics.parser",
+    "pretty": "semantics.printer",
+}
 
 __all__ = [
     "IRModule", "ParseError", "RelayError", "RelayRuntimeError", "RelayTypeError",
     "alpha_equal", "parse", "parse_expr", "parse_type", "pretty", "structural_hash",
     "types_equal",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'semantics' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,1 @@
+"""Operator family creation (being written)."""

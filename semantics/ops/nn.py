@@ -1,0 +1,1 @@
+"""Operator family nn (being written)."""

@@ -1,0 +1,1 @@
+"""Operator family tensor (being written)."""

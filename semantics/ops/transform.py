@@ -1,0 +1,1 @@
+"""Operator family transform (being written)."""
