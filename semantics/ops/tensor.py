@@ -1,1 +1,326 @@
-"""Operator family tensor (being written)."""
+"""Elementwise and broadcast operators: arithmetic, math, logic, comparison, where, clip, cast.
+
+Family ``tensor`` of the operator registry (paper §3.3.2; ARCHITECTURE.md §5 for the
+numeric semantics).  Names, attributes and pattern kinds are TVM's (≥ 0.8): unary ops are
+``ELEMWISE`` with the ``Identity`` relation, binary ops ``BROADCAST`` with ``Broadcast`` /
+``BroadcastCompare``; ``where`` is ``BROADCAST`` (``Where``), ``clip`` / ``cast`` /
+``copy`` are ``ELEMWISE``.
+
+Dtype rules (the relations enforce them; TVM requires equal operand dtypes too):
+
+* arithmetic (``add subtract multiply divide power mod floor_divide floor_mod maximum
+  minimum negative abs sign``): integers and floats, not bool;
+* math (``exp log sqrt rsqrt tanh sigmoid erf sin cos floor ceil round trunc``): floats;
+* logic (``logical_not logical_and logical_or``): bool;
+* comparisons: any dtype, bool result; ``copy``: any dtype; ``cast``: any to any.
+
+Semantics of the references (§5):
+
+* Integers wrap at the dtype's width (two's complement), including ``negative``/``abs``
+  (``abs(int8 -128) = -128``), ``power`` and ``INT_MIN / -1 = INT_MIN``.
+* ``divide`` on integers truncates toward zero and ``mod`` is the matching truncated
+  remainder (C's ``/`` and ``%``, TVM's ``truncdiv``/``truncmod``); ``floor_divide`` /
+  ``floor_mod`` floor (remainder has the divisor's sign).  Any zero divisor that is
+  actually used raises ``RelayRuntimeError("division by zero ...")``.
+* Float ``divide`` is IEEE (``x/0`` is ±inf or nan); float ``floor_divide`` is
+  ``floor(a / b)`` and ``floor_mod`` is ``a - floor(a / b) * b``, each step rounded in the
+  dtype, exactly as TVM lowers them; float ``mod`` is C ``fmod`` (exact).
+* Integer ``power`` with a negative exponent is the truncated value of ``1 / a**-e``:
+  ``1`` for base 1, ``±1`` for base -1, ``0`` for other bases; base 0 raises
+  ``RelayRuntimeError`` (division by zero).  Nonnegative exponents wrap.
+* ``round`` rounds half away from zero (TVM lowers it to LLVM's ``llvm.round``, not to
+  ``nearbyint``): ``round(2.5) = 3``, ``round(-0.5) = -1``.
+* ``+ - * /``, ``sqrt``, ``floor``/``ceil``/``trunc``/``round``, ``maximum``/``minimum``
+  and comparisons are computed in the operand dtype (float16 in float16: IEEE results are
+  the same as the exact result rounded once).  The transcendental functions (``exp log
+  tanh sigmoid erf sin cos rsqrt`` and float ``power``) are evaluated in float64 and rounded
+  once to the dtype — the closest float16/float32 to a high-precision value; their
+  overflow follows the dtype (float16 ``exp(12)`` is inf).  ``erf`` uses ``math.erf``
+  (no SciPy).
+* ``maximum``/``minimum`` (and ``clip``) propagate NaN (numpy's convention; TVM's
+  ``select`` lowering may not).
+* ``cast``: see :func:`semantics.ops.relations.cast_array` — float to integer truncates and
+  wraps modulo ``2**bits``, NaN/inf become 0; to bool is ``!= 0``.
+* ``clip(a_min, a_max)`` is ``maximum(minimum(x, a_max), a_min)`` as TVM computes it; for
+  integer tensors the bounds are truncated toward zero and saturated to the dtype's range
+  (TVM would fail to build an out-of-range constant).  NaN bounds are rejected.
+* ``where(c, x, y)``: ``c`` of any dtype, nonzero selects ``x``.
+
+Every reference returns an ``np.ndarray`` of exactly the relation's dtype and shape (0-d in,
+0-d out) and never lets a numpy warning or exception escape (see
+:func:`semantics.ops.relations.guarded`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from semantics.errors import RelayRuntimeError
+from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
+from semantics.ops.relations import (
+    BOOL, BROADCAST, BROADCAST_COMPARE, CAST, CLIP, FLOAT, IDENTITY, NUMERIC, WHERE,
+    broadcast_relation, cast_array, check_nonzero_divisor, guarded, identity_relation,
+)
+
+FAMILY = "tensor"
+
+IDENTITY_NUMERIC = identity_relation(NUMERIC)
+IDENTITY_FLOAT = identity_relation(FLOAT)
+IDENTITY_BOOL = identity_relation(BOOL)
+BROADCAST_BOOL = broadcast_relation(BOOL)
+
+
+def _register(name: str, num_inputs: int, relation: Relation, pattern: OpPattern,
+              fn: Callable[..., np.ndarray], doc: str, attrs: tuple[AttrSpec, ...] = ()) -> None:
+    register_op(name, num_inputs=num_inputs, relation=relation, pattern=pattern,
+                impl=guarded(name, relation, fn), attrs=attrs, doc=doc, family=FAMILY)
+
+
+# --- integer helpers ----------------------------------------------------------------------
+
+def _is_int(a: np.ndarray) -> bool:
+    return a.dtype.kind in "iu"
+
+
+def _out_shape(a: np.ndarray, b: np.ndarray) -> tuple[int, ...]:
+    return np.broadcast_shapes(a.shape, b.shape)
+
+
+def trunc_divide_int(a: np.ndarray, b: np.ndarray, op: str = "divide") -> np.ndarray:
+    """Integer division rounding toward zero, wrapping (``INT_MIN / -1 = INT_MIN``).
+
+    Raises:
+        RelayRuntimeError: a used divisor is zero.
+    """
+    check_nonzero_divisor(op, np.broadcast_to(b, _out_shape(a, b)), _out_shape(a, b))
+    if a.dtype.kind == "u":
+        return np.floor_divide(a, b)
+    minus_one = b == -1
+    safe_b = np.where(minus_one, np.ones_like(b), b)
+    q = np.floor_divide(a, safe_b)
+    r = np.remainder(a, safe_b)
+    inexact_negative = (r != 0) & ((a < 0) != (safe_b < 0))
+    q = q + inexact_negative.astype(q.dtype)
+    return np.where(minus_one, np.negative(a), q).astype(a.dtype)
+
+
+def trunc_mod_int(a: np.ndarray, b: np.ndarray, op: str = "mod") -> np.ndarray:
+    """The remainder matching :func:`trunc_divide_int` (sign of the dividend)."""
+    check_nonzero_divisor(op, np.broadcast_to(b, _out_shape(a, b)), _out_shape(a, b))
+    minus_one = b == -1
+    safe_b = np.where(minus_one, np.ones_like(b), b)
+    r = np.fmod(a, safe_b)
+    return np.where(minus_one, np.zeros_like(r), r).astype(a.dtype)
+
+
+def floor_divide_int(a: np.ndarray, b: np.ndarray, op: str = "floor_divide") -> np.ndarray:
+    """Integer division rounding toward -inf, wrapping."""
+    check_nonzero_divisor(op, np.broadcast_to(b, _out_shape(a, b)), _out_shape(a, b))
+    if a.dtype.kind == "u":
+        return np.floor_divide(a, b)
+    minus_one = b == -1
+    safe_b = np.where(minus_one, np.ones_like(b), b)
+    q = np.floor_divide(a, safe_b)
+    return np.where(minus_one, np.negative(a), q).astype(a.dtype)
+
+
+def floor_mod_int(a: np.ndarray, b: np.ndarray, op: str = "floor_mod") -> np.ndarray:
+    """The remainder matching :func:`floor_divide_int` (sign of the divisor)."""
+    check_nonzero_divisor(op, np.broadcast_to(b, _out_shape(a, b)), _out_shape(a, b))
+    minus_one = b == -1
+    safe_b = np.where(minus_one, np.ones_like(b), b)
+    r = np.remainder(a, safe_b)
+    return np.where(minus_one, np.zeros_like(r), r).astype(a.dtype)
+
+
+def power_int(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer power, wrapping; negative exponents as described in the module docstring."""
+    shape = _out_shape(a, b)
+    a, b = np.broadcast_to(a, shape), np.broadcast_to(b, shape)
+    negative = b < 0
+    if np.any(negative & (a == 0)):
+        raise RelayRuntimeError("division by zero in power "
+                                "(0 raised to a negative integer power)")
+    base = a
+    expo = np.where(negative, np.zeros_like(b), b)
+    out = np.power(base, expo)
+    if a.dtype.kind == "i":
+        odd = (b % 2) != 0
+        minus_one = np.where(odd, np.full_like(a, -1), np.ones_like(a))
+        small = np.where(a == 1, np.ones_like(a),
+                         np.where(a == -1, minus_one, np.zeros_like(a)))
+        out = np.where(negative, small, out)
+    return np.asarray(out).astype(a.dtype)
+
+
+# --- float helpers ------------------------------------------------------------------------
+
+def _via_float64(f: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    """Evaluate ``f`` in float64 and round once to the operand dtype."""
+
+    def run(x: np.ndarray) -> np.ndarray:
+        return np.asarray(f(x.astype(np.float64))).astype(x.dtype)
+
+    return run
+
+
+_erf64 = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.asarray(_erf64(x)).astype(np.float64)
+
+
+def round_half_away(x: np.ndarray) -> np.ndarray:
+    """Round half away from zero, in the dtype (``x - trunc(x)`` is exact)."""
+    t = np.trunc(x)
+    frac = x - t
+    step = np.where(frac >= 0.5, np.ones_like(x), np.where(frac <= -0.5, -np.ones_like(x),
+                                                           np.zeros_like(x)))
+    return np.where(step != 0, t + step, t).astype(x.dtype)
+
+
+# --- references ---------------------------------------------------------------------------
+
+def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return trunc_divide_int(a, b) if _is_int(a) else np.divide(a, b)
+
+
+def _floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return floor_divide_int(a, b) if _is_int(a) else np.floor(np.divide(a, b))
+
+
+def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return trunc_mod_int(a, b) if _is_int(a) else np.fmod(a, b)
+
+
+def _floor_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if _is_int(a):
+        return floor_mod_int(a, b)
+    return np.mod(a, b)
+
+
+def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if _is_int(a):
+        return power_int(a, b)
+    return np.power(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
+
+
+def _sign(x: np.ndarray) -> np.ndarray:
+    return np.sign(x).astype(x.dtype)
+
+
+def _where(c: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.asarray(np.where(c != 0, x, y)).astype(x.dtype)
+
+
+def _int_bound(value: float, dtype: np.dtype) -> int:
+    info = np.iinfo(dtype)
+    if value <= info.min:
+        return int(info.min)
+    if value >= info.max:
+        return int(info.max)
+    return int(math.trunc(value))
+
+
+def _clip(x: np.ndarray, a_min: float, a_max: float) -> np.ndarray:
+    if _is_int(x):
+        lo = np.asarray(_int_bound(a_min, x.dtype), dtype=x.dtype)
+        hi = np.asarray(_int_bound(a_max, x.dtype), dtype=x.dtype)
+    else:
+        lo = np.asarray(a_min, dtype=np.float64).astype(x.dtype)
+        hi = np.asarray(a_max, dtype=np.float64).astype(x.dtype)
+    return np.maximum(np.minimum(x, hi), lo)
+
+
+def _cast(x: np.ndarray, dtype: str) -> np.ndarray:
+    return cast_array(x, dtype)
+
+
+def _copy(x: np.ndarray) -> np.ndarray:
+    return np.array(x, copy=True)
+
+
+def _not_nan(v: float) -> str | None:
+    return "must not be NaN" if isinstance(v, float) and math.isnan(v) else None
+
+
+# --- registration -------------------------------------------------------------------------
+
+_E, _B = OpPattern.ELEMWISE, OpPattern.BROADCAST
+
+_BINARY_ARITH: tuple[tuple[str, Callable, str], ...] = (
+    ("add", np.add, "Elementwise a + b with broadcasting (integers wrap)."),
+    ("subtract", np.subtract, "Elementwise a - b with broadcasting (integers wrap)."),
+    ("multiply", np.multiply, "Elementwise a * b with broadcasting (integers wrap)."),
+    ("divide", _divide, "Elementwise a / b; integers truncate toward zero, 0 divisor traps."),
+    ("power", _power, "Elementwise a ** b; integer powers wrap, negative exponents truncate."),
+    ("mod", _mod, "Truncated remainder (sign of a, C fmod); integer 0 divisor traps."),
+    ("floor_divide", _floor_divide, "Elementwise floor(a / b); integer 0 divisor traps."),
+    ("floor_mod", _floor_mod, "Floored remainder (sign of b); integer 0 divisor traps."),
+    ("maximum", np.maximum, "Elementwise maximum with broadcasting (NaN propagates)."),
+    ("minimum", np.minimum, "Elementwise minimum with broadcasting (NaN propagates)."),
+)
+for _name, _fn, _doc in _BINARY_ARITH:
+    _register(_name, 2, BROADCAST, _B, _fn, _doc)
+
+_COMPARE: tuple[tuple[str, Callable, str], ...] = (
+    ("equal", np.equal, "Elementwise a == b with broadcasting; bool result."),
+    ("not_equal", np.not_equal, "Elementwise a != b with broadcasting; bool result."),
+    ("less", np.less, "Elementwise a < b with broadcasting; bool result."),
+    ("less_equal", np.less_equal, "Elementwise a <= b with broadcasting; bool result."),
+    ("greater", np.greater, "Elementwise a > b with broadcasting; bool result."),
+    ("greater_equal", np.greater_equal, "Elementwise a >= b with broadcasting; bool result."),
+)
+for _name, _fn, _doc in _COMPARE:
+    _register(_name, 2, BROADCAST_COMPARE, _B, _fn, _doc)
+
+_register("logical_and", 2, BROADCAST_BOOL, _B, np.logical_and,
+          "Elementwise a && b on bool tensors with broadcasting.")
+_register("logical_or", 2, BROADCAST_BOOL, _B, np.logical_or,
+          "Elementwise a || b on bool tensors with broadcasting.")
+_register("logical_not", 1, IDENTITY_BOOL, _E, np.logical_not,
+          "Elementwise !a on a bool tensor.")
+
+_UNARY_NUMERIC: tuple[tuple[str, Callable, str], ...] = (
+    ("negative", np.negative, "Elementwise -x (integers wrap)."),
+    ("abs", np.abs, "Elementwise |x| (integers wrap: abs(int8 -128) = -128)."),
+    ("sign", _sign, "Elementwise sign: -1, 0 or 1 in the operand dtype (NaN stays NaN)."),
+)
+for _name, _fn, _doc in _UNARY_NUMERIC:
+    _register(_name, 1, IDENTITY_NUMERIC, _E, _fn, _doc)
+
+_UNARY_FLOAT: tuple[tuple[str, Callable, str], ...] = (
+    ("exp", _via_float64(np.exp), "Elementwise e ** x (float)."),
+    ("log", _via_float64(np.log), "Elementwise natural logarithm (float; log(0) = -inf)."),
+    ("sqrt", np.sqrt, "Elementwise square root (float; sqrt(-1) = nan)."),
+    ("rsqrt", _via_float64(lambda x: 1.0 / np.sqrt(x)), "Elementwise 1 / sqrt(x) (float)."),
+    ("tanh", _via_float64(np.tanh), "Elementwise hyperbolic tangent (float)."),
+    ("sigmoid", _via_float64(lambda x: 1.0 / (1.0 + np.exp(-x))),
+     "Elementwise logistic 1 / (1 + e ** -x) (float)."),
+    ("erf", _via_float64(_erf), "Elementwise Gauss error function (float)."),
+    ("sin", _via_float64(np.sin), "Elementwise sine (float, radians)."),
+    ("cos", _via_float64(np.cos), "Elementwise cosine (float, radians)."),
+    ("floor", np.floor, "Elementwise round toward -inf (float)."),
+    ("ceil", np.ceil, "Elementwise round toward +inf (float)."),
+    ("round", round_half_away, "Elementwise round to nearest, halves away from zero (float)."),
+    ("trunc", np.trunc, "Elementwise round toward zero (float)."),
+)
+for _name, _fn, _doc in _UNARY_FLOAT:
+    _register(_name, 1, IDENTITY_FLOAT, _E, _fn, _doc)
+
+_register("where", 3, WHERE, _B, _where,
+          "where(cond, x, y): x where cond is nonzero else y, all broadcast.")
+_register("clip", 1, CLIP, _E, _clip,
+          "Clamp every element into [a_min, a_max] (max(min(x, a_max), a_min)).",
+          attrs=(AttrSpec("a_min", "float", required=True, check=_not_nan,
+                          doc="lower bound"),
+                 AttrSpec("a_max", "float", required=True, check=_not_nan,
+                          doc="upper bound")))
+_register("cast", 1, CAST, _E, _cast,
+          "Convert to the 'dtype' attribute (float to int truncates and wraps).",
+          attrs=(AttrSpec("dtype", "dtype", required=True, doc="target dtype"),))
+_register("copy", 1, IDENTITY, _E, _copy, "A fresh copy of the tensor.")

@@ -1,0 +1,75 @@
+"""Identifier strategies shared by the AST and program generators.
+
+Every name drawn here is a valid identifier of the text format (ARCHITECTURE.md
+§3) and never a reserved word, a dtype, a literal spelling (``inf``, ``nan``,
+``True``) or a name of the prelude, so that ``parse(pretty(m))`` can resolve it
+to the same binder. Pools are small on purpose: drawing from a handful of
+names makes shadowing and name collisions (which the printer must survive)
+common; an occasional random identifier exercises the lexer.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from semantics.dtypes import is_dtype
+
+RESERVED = frozenset({
+    "fn", "let", "if", "else", "match", "ref", "ref_read", "ref_write", "grad", "type", "def",
+    "meta", "in", "free_var", "where", "version", "Tensor", "Ref", "True", "False", "None",
+    "Any", "_", "relay", "Constant", "Type", "Shape", "BaseType", "Relation", "ADT",
+})
+
+# The prelude's names (TVM's prelude): user programs generated here never redefine them.
+PRELUDE_NAMES = frozenset({
+    "List", "Option", "Tree", "Cons", "Nil", "Some", "None", "Rose", "map", "foldl", "foldr",
+    "sum", "length", "nth", "concat", "filter", "zip", "rev", "iterate", "hd", "tl", "id",
+    "compose", "update", "size", "foldr1", "foldl1", "unfoldr", "unfoldl", "tmap", "tree_map",
+    "tree_size", "sum", "any", "all", "tensor_array", "range", "zipWith", "head", "tail",
+})
+
+LOCAL_POOL = ("x", "y", "z", "a", "b", "f", "g", "acc", "x1", "y_2", "tmp", "n")
+GLOBAL_POOL = ("f", "g", "h", "helper", "go", "loop", "aux", "f2")
+TYPE_VAR_POOL = ("A", "B", "C", "T", "U", "V")
+ADT_POOL = ("Box", "Pair", "Stream", "Shape2", "Expr1", "Wrap", "Nat", "Bag")
+CTOR_POOL = ("Leaf", "Node", "Zero", "Succ", "Mk", "Empty", "Cell", "Lit", "Add", "Neg",
+             "One", "Two", "Pack", "Unit")
+ATTR_POOL = ("axis", "keepdims", "dtype", "padding", "strides", "layout", "units", "alpha",
+             "exclude", "mode", "shape", "epsilon", "name", "flag")
+SHAPE_VAR_POOL = ("n", "m", "k", "batch")
+
+
+def is_valid_name(name: str) -> bool:
+    """True for an identifier that may be used as any kind of name in generated text."""
+    return (name.isidentifier() and name.isascii() and name not in RESERVED
+            and name not in PRELUDE_NAMES and not is_dtype(name)
+            and not name.lower().startswith(("inf", "nan")))
+
+
+def _random(pattern: str) -> st.SearchStrategy[str]:
+    return st.from_regex(pattern, fullmatch=True).filter(is_valid_name)
+
+
+def local_names() -> st.SearchStrategy[str]:
+    """Names for ``%x`` variables (pool first, so shrinking prefers ``x``)."""
+    return st.one_of(st.sampled_from(LOCAL_POOL), _random(r"[a-z][a-z0-9_]{0,6}"))
+
+
+def global_names() -> st.SearchStrategy[str]:
+    return st.one_of(st.sampled_from(GLOBAL_POOL), _random(r"[a-z][a-z0-9_]{0,6}"))
+
+
+def attr_names() -> st.SearchStrategy[str]:
+    return st.one_of(st.sampled_from(ATTR_POOL), _random(r"[a-z][a-z0-9_]{0,6}"))
+
+
+def type_var_names() -> st.SearchStrategy[str]:
+    return st.one_of(st.sampled_from(TYPE_VAR_POOL), _random(r"[A-Z][0-9]{0,2}"))
+
+
+def adt_names() -> st.SearchStrategy[str]:
+    return st.one_of(st.sampled_from(ADT_POOL), _random(r"[A-Z][a-z]{2,5}[0-9]?"))
+
+
+def ctor_names() -> st.SearchStrategy[str]:
+    return st.one_of(st.sampled_from(CTOR_POOL), _random(r"[A-Z][a-z]{1,5}[0-9]?"))

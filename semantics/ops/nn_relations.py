@@ -1,0 +1,330 @@
+"""Type relations of the nn family: Conv2D, Dense, BiasAdd, BatchNorm, Dropout, Pool2D,
+GlobalPool2D, Pad, Softmax, BatchFlatten (TVM's relation names).
+
+Protocol and dim conventions as in :mod:`semantics.ops.transform_relations`
+(concrete ints on the fast path, ``?`` absorbing, SymPy expressions otherwise,
+equalities only through the ``DimSolver``; ``None`` while an argument is unknown).
+
+Windowed output dims (Conv2D, Pool2D) are TVM's
+``floor((H + pad_top + pad_bottom - dilation*(k - 1) - 1) / stride) + 1``
+(``ceil_mode`` adds ``stride - 1`` to the numerator). With concrete ints they are
+computed as ints (a window larger than the padded input is an error); with a
+symbolic ``H`` the result is that expression built with ``sympy.floor``, which
+SymPy simplifies when it can (stride 1: ``n + 2 - 3 + 1`` is ``n``) and the
+type checker's solver can reason about otherwise.
+
+Layouts: ``data_layout``/``layout``/``out_layout`` are permutations of ``NCHW``
+and ``kernel_layout`` a permutation of ``OIHW`` (so NCHW/OIHW, NHWC/HWIO, NHWC/
+HWOI, ...); blocked layouts (``NCHW4c``) are not supported by these operators
+(use ``layout_transform``). Unlike TVM, the weight's type is never *inferred*
+from ``channels``/``kernel_size``: the weight must have a known type.
+
+Dtypes: conv2d and dense take numeric (not bool) inputs; ``out_dtype`` ("" =
+the data's dtype) may be any numeric dtype, but an integer ``out_dtype`` needs
+integer inputs. Softmax, log_softmax and batch_norm need float tensors; pools,
+bias_add and leaky_relu numeric ones; dropout, pad and batch_flatten accept any.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from semantics.dtypes import is_float, is_int
+from semantics.expr import Attrs
+from semantics.ops.registry import Relation, relation_error
+from semantics.ops.relations import (
+    FLOAT, NUMERIC, normalize_axis, require_dtype_class, require_dtype_match, require_scalar,
+)
+from semantics.ops.transform_relations import (
+    ANY, ArgTypes, dim_add, dim_mul, dim_prod, expect_tensors, floor_div,
+    unify_dims,
+)
+from semantics.shapes import Dim, DimSolver
+from semantics.types import TensorType, TupleType, Type
+
+# --- attribute normalization helpers -----------------------------------------------------------
+
+
+def pair(values: Sequence[int]) -> tuple[int, int]:
+    """A 1- or 2-element list as (height, width)."""
+    return (values[0], values[0]) if len(values) == 1 else (values[0], values[1])
+
+
+def pad4(values: Sequence[int]) -> tuple[int, int, int, int]:
+    """TVM's padding forms as (top, left, bottom, right): 1 value, (top/bottom, left/right), 4."""
+    if len(values) == 1:
+        return (values[0],) * 4  # type: ignore[return-value]
+    if len(values) == 2:
+        return (values[0], values[1], values[0], values[1])
+    return (values[0], values[1], values[2], values[3])
+
+
+def check_permutation(letters: str, allow_empty: bool = False):
+    """AttrSpec check: a layout that is a permutation of ``letters`` (or "" if allowed)."""
+    def check(v: Any) -> str | None:
+        if allow_empty and v == "":
+            return None
+        if isinstance(v, str) and len(v) == len(letters) and sorted(v) == sorted(letters):
+            return None
+        extra = " or \"\"" if allow_empty else ""
+        return f"must be a permutation of {letters}{extra}, got {v!r}"
+    return check
+
+
+def check_pad_width(v: Any) -> str | None:
+    """AttrSpec check for nn.pad: a list of (before, after) pairs of non-negative ints."""
+    if not isinstance(v, tuple):
+        return f"must be a list of [before, after] pairs, got {v!r}"
+    for p in v:
+        if (not isinstance(p, (tuple, list)) or len(p) != 2
+                or not all(isinstance(x, int) and not isinstance(x, bool) for x in p)):
+            return f"must be a list of [before, after] integer pairs, got {v!r}"
+        if p[0] < 0 or p[1] < 0:
+            return f"must not contain negative widths, got {v!r}"
+    return None
+
+
+def pick(shape: Sequence[Dim], layout: str, canonical: str) -> list[Dim]:
+    """The dims of ``shape`` (laid out as ``layout``) in the order of ``canonical``."""
+    return [shape[layout.index(c)] for c in canonical]
+
+
+def window_out_dim(rel: str, arg_types: ArgTypes, size: Dim, kernel: Dim, pad_lo: int,
+                   pad_hi: int, stride: int, dilation: int, ceil_mode: bool = False) -> Dim:
+    """Output extent of a strided, dilated window over a padded axis (module docstring)."""
+    if isinstance(kernel, int) and kernel < 1:
+        raise relation_error(rel, arg_types, f"kernel size {kernel} must be positive")
+    effective = dim_add(dim_mul(dilation, dim_add(kernel, -1)), 1)
+    num = dim_add(size, pad_lo + pad_hi, dim_mul(-1, effective))
+    if isinstance(num, int) and num < 0:
+        raise relation_error(rel, arg_types, f"window of extent {effective} exceeds the padded "
+                                             f"input extent {dim_add(size, pad_lo + pad_hi)}")
+    if ceil_mode:
+        num = dim_add(num, stride - 1)
+    if num is ANY:
+        return ANY
+    return dim_add(floor_div(num, stride), 1)
+
+
+def result_dtype(rel: str, arg_types: ArgTypes, inputs: Sequence[TensorType],
+                 out_dtype: str) -> str:
+    """conv2d/dense: numeric inputs; out_dtype "" means the data's dtype."""
+    for t in inputs:
+        require_dtype_class(rel, arg_types, t.dtype, NUMERIC)
+    out = out_dtype or inputs[0].dtype
+    if is_int(out) and any(is_float(t.dtype) for t in inputs):
+        raise relation_error(rel, arg_types, f"integer out_dtype {out} needs integer inputs")
+    return out
+
+
+# --- Conv2D and Dense -----------------------------------------------------------------------------
+
+def _conv2d(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
+    rel = "Conv2D"
+    ts = expect_tensors(rel, arg_types, 2)
+    if ts is None:
+        return None
+    data, weight = ts
+    if data.ndim != 4 or weight.ndim != 4:
+        raise relation_error(rel, arg_types, "data and weight must be 4-d")
+    out_dtype = result_dtype(rel, arg_types, ts, attrs["out_dtype"])
+    n, c, h, w = pick(data.shape, attrs["data_layout"], "NCHW")
+    o, i, kh, kw = pick(weight.shape, attrs["kernel_layout"], "OIHW")
+    groups = attrs["groups"]
+    unify_dims(solver, rel, arg_types, c, dim_mul(i, groups),
+               f"data channels vs. weight input channels x groups ({groups})")
+    if isinstance(o, int) and o % groups:
+        raise relation_error(rel, arg_types, f"groups {groups} does not divide the {o} output "
+                                             "channels")
+    if attrs["channels"] is not None:
+        o = unify_dims(solver, rel, arg_types, o, attrs["channels"], "channels attribute")
+    if attrs["kernel_size"] is not None:
+        ks = pair(attrs["kernel_size"])
+        kh = unify_dims(solver, rel, arg_types, kh, ks[0], "kernel_size attribute (height)")
+        kw = unify_dims(solver, rel, arg_types, kw, ks[1], "kernel_size attribute (width)")
+    sh, sw = pair(attrs["strides"])
+    dh, dw = pair(attrs["dilation"])
+    pt, pl, pb, pr = pad4(attrs["padding"])
+    oh = window_out_dim(rel, arg_types, h, kh, pt, pb, sh, dh)
+    ow = window_out_dim(rel, arg_types, w, kw, pl, pr, sw, dw)
+    dims = {"N": n, "C": o, "H": oh, "W": ow}
+    layout = attrs["out_layout"] or attrs["data_layout"]
+    return TensorType(tuple(dims[k] for k in layout), out_dtype)
+
+
+CONV2D = Relation("Conv2D", _conv2d,
+                  "2-d convolution: windowed output dims, channels = weight O, groups check")
+
+
+def _dense(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
+    rel = "Dense"
+    ts = expect_tensors(rel, arg_types, 2)
+    if ts is None:
+        return None
+    data, weight = ts
+    if data.ndim < 1 or weight.ndim != 2:
+        raise relation_error(rel, arg_types, "data must have rank >= 1 and weight rank 2")
+    out_dtype = result_dtype(rel, arg_types, ts, attrs["out_dtype"])
+    unify_dims(solver, rel, arg_types, data.shape[-1], weight.shape[1], "reduction axis")
+    units = weight.shape[0]
+    if attrs["units"] is not None:
+        units = unify_dims(solver, rel, arg_types, units, attrs["units"], "units attribute")
+    return TensorType((*data.shape[:-1], units), out_dtype)
+
+
+DENSE = Relation("Dense", _dense, "data (..., k) times weight (units, k) transposed")
+
+
+# --- elementwise-ish nn relations ---------------------------------------------------------------
+
+def _bias_add(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
+    rel = "BiasAdd"
+    ts = expect_tensors(rel, arg_types, 2)
+    if ts is None:
+        return None
+    data, bias = ts
+    require_dtype_match(rel, arg_types, ts)
+    require_dtype_class(rel, arg_types, data.dtype, NUMERIC)
+    axis = normalize_axis(rel, arg_types, attrs["axis"], data.ndim)
+    if bias.ndim != 1:
+        raise relation_error(rel, arg_types, "bias must be 1-d")
+    unify_dims(solver, rel, arg_types, bias.shape[0], data.shape[axis], f"bias vs. axis {axis}")
+    return data
+
+
+BIAS_ADD = Relation("BiasAdd", _bias_add, "the data type; bias is (data.shape[axis],)")
+
+
+def _batch_norm(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
+    rel = "BatchNorm"
+    ts = expect_tensors(rel, arg_types, 5)
+    if ts is None:
+        return None
+    data = ts[0]
+    dtype = require_dtype_match(rel, arg_types, ts)
+    require_dtype_class(rel, arg_types, dtype, FLOAT)
+    axis = normalize_axis(rel, arg_types, attrs["axis"], data.ndim)
+    channels = data.shape[axis]
+    for name, t in zip(("gamma", "beta", "moving_mean", "moving_var"), ts[1:]):
+        if t.ndim != 1:
+            raise relation_error(rel, arg_types, f"{name} must be 1-d")
+        channels = unify_dims(solver, rel, arg_types, channels, t.shape[0],
+                              f"{name} vs. axis {axis}")
+    vec = TensorType((channels,), dtype)
+    return TupleType((data, vec, vec))
+
+
+BATCH_NORM = Relation("BatchNorm", _batch_norm,
+                      "(normalized data, mean, var); parameters are (data.shape[axis],)")
+
+
+def _dropout(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
+    ts = expect_tensors("Dropout", arg_types, 1)
+    if ts is None:
+        return None
+    return TupleType((ts[0], ts[0]))
+
+
+DROPOUT = Relation("Dropout", _dropout, "(output, mask), both of the input's type")
+
+
+def _softmax(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
+    ts = expect_tensors("Softmax", arg_types, 1)
+    if ts is None:
+        return None
+    (data,) = ts
+    require_dtype_class("Softmax", arg_types, data.dtype, FLOAT)
+    normalize_axis("Softmax", arg_types, attrs["axis"], data.ndim)
+    return data
+
+
+SOFTMAX = Relation("Softmax", _softmax, "Identity on float tensors, axis checked")
+
+
+def _batch_flatten(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
+    ts = expect_tensors("BatchFlatten", arg_types, 1)
+    if ts is None:
+        return None
+    (data,) = ts
+    if data.ndim < 1:
+        raise relation_error("BatchFlatten", arg_types, "data must have rank >= 1")
+    return TensorType((data.shape[0], dim_prod(data.shape[1:])), data.dtype)
+
+
+BATCH_FLATTEN = Relation("BatchFlatten", _batch_flatten, "(d0, d1 * ... * dn)")
+
+
+# --- pooling and padding ----------------------------------------------------------------------------
+
+def _pool2d(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
+    rel = "Pool2D"
+    ts = expect_tensors(rel, arg_types, 1)
+    if ts is None:
+        return None
+    (data,) = ts
+    if data.ndim != 4:
+        raise relation_error(rel, arg_types, "data must be 4-d")
+    require_dtype_class(rel, arg_types, data.dtype, NUMERIC)
+    n, c, h, w = pick(data.shape, attrs["layout"], "NCHW")
+    kh, kw = pair(attrs["pool_size"])
+    sh, sw = pair(attrs["strides"])
+    dh, dw = pair(attrs["dilation"])
+    pt, pl, pb, pr = pad4(attrs["padding"])
+    ceil = attrs["ceil_mode"]
+    dims = {"N": n, "C": c,
+            "H": window_out_dim(rel, arg_types, h, kh, pt, pb, sh, dh, ceil),
+            "W": window_out_dim(rel, arg_types, w, kw, pl, pr, sw, dw, ceil)}
+    layout = attrs["out_layout"] or attrs["layout"]
+    return TensorType(tuple(dims[k] for k in layout), data.dtype)
+
+
+POOL2D = Relation("Pool2D", _pool2d, "max/avg pooling: windowed H and W, N and C kept")
+
+
+def _global_pool2d(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
+    rel = "GlobalPool2D"
+    ts = expect_tensors(rel, arg_types, 1)
+    if ts is None:
+        return None
+    (data,) = ts
+    if data.ndim != 4:
+        raise relation_error(rel, arg_types, "data must be 4-d")
+    require_dtype_class(rel, arg_types, data.dtype, NUMERIC)
+    n, c, h, w = pick(data.shape, attrs["layout"], "NCHW")
+    if 0 in (h, w):
+        raise relation_error(rel, arg_types, "cannot pool over an empty window")
+    dims = {"N": n, "C": c, "H": 1, "W": 1}
+    layout = attrs["out_layout"] or attrs["layout"]
+    return TensorType(tuple(dims[k] for k in layout), data.dtype)
+
+
+GLOBAL_POOL2D = Relation("GlobalPool2D", _global_pool2d, "H and W pooled to 1")
+
+
+def _pad(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
+    rel = "Pad"
+    ts = expect_tensors(rel, arg_types, 2)
+    if ts is None:
+        return None
+    data, value = ts
+    require_scalar(rel, arg_types, value, "the pad value")
+    widths = attrs["pad_width"]
+    if len(widths) != data.ndim:
+        raise relation_error(rel, arg_types, f"pad_width has {len(widths)} pairs for rank "
+                                             f"{data.ndim}")
+    mode = attrs["pad_mode"]
+    shape = []
+    for axis, (d, (before, after)) in enumerate(zip(data.shape, widths)):
+        if isinstance(d, int) and (before or after):
+            if mode == "edge" and d == 0:
+                raise relation_error(rel, arg_types, f"edge padding of the empty axis {axis}")
+            if mode == "reflect" and max(before, after) > d - 1:
+                raise relation_error(rel, arg_types, f"reflect padding ({before}, {after}) "
+                                                     f"needs axis {axis} longer than {d}")
+        shape.append(dim_add(d, before + after))
+    return TensorType(tuple(shape), data.dtype)
+
+
+PAD = Relation("Pad", _pad, "each dim grown by its (before, after) widths; scalar pad value")
+

@@ -1,0 +1,312 @@
+"""Kinding: which written types are well formed (RULES.md, "Kinding"; paper appendix Fig. 14).
+
+``Δ ⊢ τ : k`` is checked for every type a program *writes*: parameter and
+let annotations, return types, explicit type arguments, and the constructor
+fields of ADT definitions. Inferred types are well kinded by construction.
+
+:class:`Kinder` checks a type and returns its *internal* form, the form
+inference works with: a bare ADT name ``U`` of an ADT without parameters
+becomes the type call ``U[]`` (the two spellings denote the same type), and
+numpy integers in shapes become Python ints. The type is returned unchanged
+(the same object) when nothing needed rewriting.
+
+Rules (one method branch each): Kind-BaseType (the dtype is a Relay base
+type), Kind-Shape (every dim is a natural number, ``?`` or an integer
+expression over shape variables), Kind-Tensor, Kind-Tuple, Kind-Function
+(type parameters extend Δ; constraints are relations), Kind-Ref,
+Kind-TypeVar (a type variable must be in scope), Kind-TypeCall (an ADT
+applied to as many arguments as its definition has parameters), Kind-ADT
+(definitions: parameters are distinct type variables, constructor fields
+are well kinded under them and mention no shape variables, since nothing
+would bind them), Kind-Relation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+import sympy
+
+from semantics.dtypes import is_dtype
+from semantics.errors import RelayTypeError
+from semantics.expr import Constructor
+from semantics.rules import Rule
+from semantics.shapes import ANY, Dim, dim_str
+from semantics.span import Span
+from semantics.types import (
+    FuncType, GlobalTypeVar, IncompleteType, Kind, RefType, TensorType, TupleType, Type,
+    TypeCall, TypeData, TypeRelation, TypeVar,
+)
+from typechecker import messages
+
+
+@dataclass(frozen=True)
+class ConstructorInfo:
+    """A constructor's typing data: ``C : fn[V...](fields) -> D[V...]`` (Type-ADT-Constructor)."""
+
+    name: str
+    adt: str
+    type_vars: tuple[TypeVar, ...]
+    fields: tuple[Type, ...]
+    result: TypeCall
+    scheme: FuncType
+    tag: int
+
+
+def _error(rule: Rule, what: str, span: Span | None) -> RelayTypeError:
+    return RelayTypeError(messages.ill_kinded(rule.value, what), span, code=rule.value)
+
+
+class Kinder:
+    """Kinding against a module's ADT definitions.
+
+    ``check(t, delta)`` implements ``Δ ⊢ t : Type`` where ``delta`` is the
+    collection of type variables in scope; ``constructor(name)`` gives a
+    constructor's (well-kinded) typing data.
+    """
+
+    def __init__(self, types: Mapping[str, TypeData]):
+        self.types = types
+        self._checked_adts: set[str] = set()
+        self._ctors: dict[str, ConstructorInfo] = {}
+
+    # --- Kind-ADT -----------------------------------------------------------------------------
+    def check_adts(self) -> None:
+        """Check every ADT definition of the module (Kind-ADT)."""
+        for name in self.types:
+            self.check_adt(name)
+
+    def check_adt(self, name: str) -> None:
+        # [Kind-ADT]  V1..Vk distinct   ∀ C(T1..Tn) ∈ D: Δ, V1..Vk ⊢ Ti : Type   ⟹   ⊢ D : ADT
+        if name in self._checked_adts:
+            return
+        td = self.types[name]
+        span = td.span
+        if not isinstance(td, TypeData) or not isinstance(td.header, GlobalTypeVar) \
+                or td.header.name != name:
+            raise _error(Rule.KIND_ADT, f"definition of {name} is malformed", span)
+        vars_ = td.type_vars
+        if not isinstance(vars_, tuple) or not all(isinstance(v, TypeVar) for v in vars_):
+            raise _error(Rule.KIND_ADT, f"the parameters of {name} must be type variables", span)
+        if len(set(map(id, vars_))) != len(vars_):
+            raise _error(Rule.KIND_ADT, f"the parameters of {name} are not distinct", span)
+        self._checked_adts.add(name)
+        result = TypeCall(td.header, vars_)
+        for tag, c in enumerate(td.constructors):
+            if not isinstance(c, Constructor):
+                raise _error(Rule.KIND_ADT, f"{name} has a malformed constructor", span)
+            if not isinstance(c.belong_to, GlobalTypeVar) or c.belong_to.name != name:
+                raise _error(Rule.KIND_ADT,
+                             f"constructor {c.name} does not belong to {name}", c.span or span)
+            if not isinstance(c.inputs, tuple):
+                raise _error(Rule.KIND_ADT, f"constructor {c.name} has malformed fields", span)
+            fields = tuple(self.check(t, vars_, c.span or span) for t in c.inputs)
+            for f in fields:
+                free = shape_vars_of(f)
+                if free:
+                    raise _error(Rule.KIND_ADT, f"constructor {c.name} of {name} mentions shape "
+                                 f"variable {sorted(free)[0]}, which nothing binds", c.span or span)
+            scheme = FuncType(fields, result, vars_)
+            self._ctors[c.name] = ConstructorInfo(c.name, name, vars_, fields, result, scheme, tag)
+
+    def constructor(self, name: str) -> ConstructorInfo | None:
+        """Typing data of the constructor ``name`` (None when no ADT defines it)."""
+        info = self._ctors.get(name)
+        if info is not None:
+            return info
+        for adt, td in self.types.items():
+            if isinstance(td, TypeData) and any(
+                    isinstance(c, Constructor) and c.name == name for c in td.constructors):
+                self.check_adt(adt)
+                return self._ctors.get(name)
+        return None
+
+    def constructors_of(self, adt: str) -> list[ConstructorInfo]:
+        """Every constructor of ADT ``adt`` in definition order (empty if unknown)."""
+        td = self.types.get(adt)
+        if td is None:
+            return []
+        self.check_adt(adt)
+        return [self._ctors[c.name] for c in td.constructors]
+
+    # --- Δ ⊢ τ : Type -------------------------------------------------------------------------
+    def check(self, t: Type, delta: Collection[TypeVar], span: Span | None = None) -> Type:
+        """Check ``Δ ⊢ t : Type`` and return ``t`` in internal form (RelayTypeError if not)."""
+        return self._check(t, delta, span or getattr(t, "span", None))
+
+    def _check(self, t: Type, delta: Collection[TypeVar], span: Span | None) -> Type:
+        tt = type(t)
+        if tt is TensorType:
+            # [Kind-Tensor]  Δ ⊢ bt : BaseType   Δ ⊢ s : Shape   ⟹   Δ ⊢ Tensor[s, bt] : Type
+            return self._tensor(t, span)  # type: ignore[arg-type]
+        if tt is TupleType:
+            # [Kind-Tuple]  ∀i. Δ ⊢ Ti : Type   ⟹   Δ ⊢ (T1, ..., Tn) : Type
+            if not isinstance(t.fields, tuple):  # type: ignore[attr-defined]
+                raise _error(Rule.KIND_TUPLE, "malformed tuple type", span)
+            fields = tuple(self._check(f, delta, span) for f in t.fields)  # type: ignore
+            if all(a is b for a, b in zip(fields, t.fields)):  # type: ignore[attr-defined]
+                return t
+            return TupleType(fields, span=t.span)
+        if tt is FuncType:
+            return self._func(t, delta, span)  # type: ignore[arg-type]
+        if tt is RefType:
+            # [Kind-Ref]  Δ ⊢ T : Type   ⟹   Δ ⊢ Ref[T] : Type
+            value = self._check(t.value, delta, span)  # type: ignore[attr-defined]
+            return t if value is t.value else RefType(value, span=t.span)  # type: ignore
+        if tt is TypeVar:
+            # [Kind-TypeVar]  V : Type ∈ Δ   ⟹   Δ ⊢ V : Type
+            if t.kind is not Kind.Type:  # type: ignore[attr-defined]
+                raise _error(Rule.KIND_TYPEVAR, f"{t.name} has kind "  # type: ignore
+                             f"{t.kind.value}, not Type", span)  # type: ignore[attr-defined]
+            if t not in delta:
+                raise _error(Rule.KIND_TYPEVAR,
+                             f"type variable {t.name} is not in scope", span)  # type: ignore
+            return t
+        if tt is GlobalTypeVar:
+            # [Kind-TypeCall] with no arguments: a bare ADT name
+            return self._type_call(t, (), delta, span, t)  # type: ignore[arg-type]
+        if tt is TypeCall:
+            if not isinstance(t.func, GlobalTypeVar):  # type: ignore[attr-defined]
+                raise _error(Rule.KIND_TYPECALL, "only an ADT can be applied to types", span)
+            if not isinstance(t.args, tuple):  # type: ignore[attr-defined]
+                raise _error(Rule.KIND_TYPECALL, "malformed type arguments", span)
+            return self._type_call(t.func, t.args, delta, span, t)  # type: ignore[attr-defined]
+        if tt is IncompleteType:
+            return t
+        if tt is TypeRelation:
+            raise _error(Rule.KIND_RELATION, "a relation is not a type", span)
+        raise _error(Rule.KIND_TENSOR, f"{tt.__name__} is not a type", span)
+
+    def _tensor(self, t: TensorType, span: Span | None) -> Type:
+        # [Kind-BaseType]  the dtype names a base type (intN, uintN, floatN, bool, with lanes)
+        if not isinstance(t.dtype, str) or not is_dtype(t.dtype):
+            raise _error(Rule.KIND_BASETYPE, f"{t.dtype!r} is not a base type", span)
+        shape = t.shape
+        if not isinstance(shape, tuple):
+            raise _error(Rule.KIND_SHAPE, f"malformed shape {shape!r}", span)
+        if all(type(d) is int and d >= 0 for d in shape):
+            return t
+        new = tuple(check_dim(d, span) for d in shape)
+        if all(a is b for a, b in zip(new, shape)):
+            return t
+        return TensorType(new, t.dtype, span=t.span)
+
+    def _func(self, t: FuncType, delta: Collection[TypeVar], span: Span | None) -> Type:
+        # [Kind-Function]  Δ' = Δ, V1..Vk   Δ' ⊢ Ti : Type   Δ' ⊢ O : Type   Δ' ⊢ Rj : Relation
+        #                  ⟹   Δ ⊢ fn[V1..Vk](T1..Tn) -> O where R1..Rr : Type
+        params = t.type_params
+        if not isinstance(params, tuple) or not all(
+                isinstance(p, TypeVar) and p.kind is Kind.Type for p in params):
+            raise _error(Rule.KIND_FUNCTION, "type parameters must be type variables", span)
+        if not isinstance(t.arg_types, tuple) or not isinstance(t.type_constraints, tuple):
+            raise _error(Rule.KIND_FUNCTION, "malformed function type", span)
+        inner = _Scope(delta, params) if params else delta
+        args = tuple(self._check(a, inner, span) for a in t.arg_types)
+        ret = self._check(t.ret_type, inner, span)
+        cons = tuple(self._relation(c, inner, span) for c in t.type_constraints)
+        same = ret is t.ret_type and all(a is b for a, b in zip(args, t.arg_types)) and all(
+            a is b for a, b in zip(cons, t.type_constraints))
+        return t if same else FuncType(args, ret, params, cons, span=t.span)
+
+    def _relation(self, c: Type, delta: Collection[TypeVar], span: Span | None) -> TypeRelation:
+        # [Kind-Relation]  Rel is a registered relation   ∀i. Δ ⊢ Ti : Type
+        #                  ⟹   Δ ⊢ Rel(T1, ..., Tn) : Relation
+        if not isinstance(c, TypeRelation) or not callable(c.relation):
+            raise _error(Rule.KIND_RELATION, "a function type constraint must be a relation",
+                         span)
+        if not isinstance(c.args, tuple) or not c.args or not isinstance(c.num_inputs, int) \
+                or not 0 <= c.num_inputs < len(c.args):
+            raise _error(Rule.KIND_RELATION, "malformed relation arguments", span)
+        args = tuple(self._check(a, delta, span) for a in c.args)
+        if all(a is b for a, b in zip(args, c.args)):
+            return c
+        return TypeRelation(c.relation, args, c.num_inputs, c.attrs)
+
+    def _type_call(self, func: GlobalTypeVar, args: tuple[Type, ...],
+                   delta: Collection[TypeVar], span: Span | None, original: Type) -> Type:
+        # [Kind-TypeCall]  Δ ⊢ D : ADT with k parameters   ∀i. Δ ⊢ Ti : Type
+        #                  ⟹   Δ ⊢ D[T1, ..., Tk] : Type
+        name = func.name
+        td = self.types.get(name) if isinstance(name, str) else None
+        if td is None:
+            raise _error(Rule.KIND_TYPECALL, f"undefined type {name}", span)
+        self.check_adt(name)
+        want = len(td.type_vars)
+        if len(args) != want:
+            noun = "type argument" if want == 1 else "type arguments"
+            raise _error(Rule.KIND_TYPECALL,
+                         f"{name} expects {want} {noun}, found {len(args)}", span)
+        new = tuple(self._check(a, delta, span) for a in args)
+        if type(original) is TypeCall and all(a is b for a, b in zip(new, args)):
+            return original
+        return TypeCall(func, new, span=original.span)
+
+
+class _Scope(Collection):
+    """Δ extended with a function type's own parameters (no copying of the outer scope)."""
+
+    def __init__(self, outer: Collection[TypeVar], params: tuple[TypeVar, ...]):
+        self.outer = outer
+        self.params = params
+
+    def __contains__(self, v: object) -> bool:
+        return any(v is p for p in self.params) or v in self.outer
+
+    def __iter__(self):
+        yield from self.params
+        yield from self.outer
+
+    def __len__(self) -> int:
+        return len(self.params) + len(self.outer)
+
+
+def check_dim(d: object, span: Span | None) -> Dim:
+    """Kind-Shape for one dim: a natural number, ``?``, or an integer expression (normalized)."""
+    # [Kind-Shape]  ∀i. di ∈ ℕ, di = ?, or di an integer expression over shape variables
+    #               ⟹   Δ ⊢ (d1, ..., dn) : Shape
+    if d is ANY:
+        return d  # type: ignore[return-value]
+    if isinstance(d, bool):
+        raise _error(Rule.KIND_SHAPE, f"{d!r} is not a dimension", span)
+    if type(d) is int:
+        if d < 0:
+            raise _error(Rule.KIND_SHAPE, f"dimension {d} is negative", span)
+        return d
+    if hasattr(d, "__index__") and not isinstance(d, sympy.Basic):
+        return check_dim(int(d.__index__()), span)  # type: ignore[attr-defined]
+    if isinstance(d, sympy.Expr):
+        if d.is_Integer:
+            return check_dim(int(d), span)
+        for s in d.free_symbols:
+            if not (isinstance(s, sympy.Symbol) and s.is_integer and s.is_nonnegative):
+                raise _error(Rule.KIND_SHAPE, f"{s} in dimension {dim_str(d)} is not a "
+                             "shape variable (a non-negative integer symbol)", span)
+        if d.is_integer is not True:
+            raise _error(Rule.KIND_SHAPE, f"dimension {dim_str(d)} is not an integer", span)
+        return d
+    raise _error(Rule.KIND_SHAPE, f"{d!r} is not a dimension", span)
+
+
+def shape_vars_of(t: Type) -> set[str]:
+    """Names of the shape variables (not holes) occurring in ``t``."""
+    out: set[str] = set()
+    stack = [t]
+    while stack:
+        u = stack.pop()
+        tu = type(u)
+        if tu is TensorType:
+            for d in u.shape:  # type: ignore[attr-defined]
+                if isinstance(d, sympy.Basic):
+                    out.update(s.name for s in d.free_symbols
+                               if isinstance(s, sympy.Symbol) and not isinstance(s, sympy.Dummy))
+        elif tu is TupleType:
+            stack.extend(u.fields)  # type: ignore[attr-defined]
+        elif tu is FuncType:
+            stack.extend(u.arg_types)  # type: ignore[attr-defined]
+            stack.append(u.ret_type)  # type: ignore[attr-defined]
+        elif tu is RefType:
+            stack.append(u.value)  # type: ignore[attr-defined]
+        elif tu is TypeCall:
+            stack.extend(u.args)  # type: ignore[attr-defined]
+    return out

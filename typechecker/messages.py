@@ -1,0 +1,125 @@
+"""The type checker's error messages, in one place (HOUSE_STYLE habit 8, mypy's registry).
+
+Every message starts with a stable prefix that tests match on, then names
+the typing or kinding rule whose premise failed; the same rule name is the
+error's ``code``:
+
+==========================  =====================================================
+prefix                      used for
+==========================  =====================================================
+``type mismatch in R ...``  a failed unification (shows both types)
+``unbound variable %x``     Type-Var without a binding in scope
+``undefined global @g``     Type-Global for a name the module does not define
+``undefined constructor``   Type-ADT-Constructor / patterns for an unknown name
+``non-exhaustive match``    Type-ADT-Match with a missing case (names a witness)
+``relation R failed ...``   a type relation rejected its arguments (Type-Call-Op)
+``bad attribute``           an operator attribute the schema rejects
+``unknown operator``        Type-Op / Type-Call-Op for an unregistered name
+``underconstrained``        inference could not determine a type
+``ill-kinded type``         a Kind-* rule failed for a written type
+==========================  =====================================================
+
+Types are shown with :func:`semantics.printer.pretty`; until that module
+exists (it is written concurrently) a small local rendering is used.
+"""
+
+from __future__ import annotations
+
+from semantics import errors
+from semantics.shapes import dim_str
+from semantics.types import (
+    FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, Type, TypeCall,
+    TypeData, TypeRelation, TypeVar,
+)
+
+
+def show(t: Type) -> str:
+    """Text of a type for an error message (the printer's, or a local fallback)."""
+    try:
+        from semantics.printer import pretty
+    except ImportError:
+        return _fallback(t)
+    try:
+        return pretty(t)
+    except Exception:  # noqa: BLE001 - the printer must never hide the real error
+        return _fallback(t)
+
+
+def _fallback(t: Type) -> str:
+    if isinstance(t, TensorType):
+        if not t.shape:
+            return t.dtype
+        dims = ", ".join(dim_str(d) for d in t.shape)
+        if len(t.shape) == 1:
+            dims += ","
+        return f"Tensor[({dims}), {t.dtype}]"
+    if isinstance(t, TupleType):
+        inner = ", ".join(_fallback(f) for f in t.fields)
+        return f"({inner},)" if len(t.fields) == 1 else f"({inner})"
+    if isinstance(t, FuncType):
+        params = f"[{', '.join(p.name for p in t.type_params)}]" if t.type_params else ""
+        args = ", ".join(_fallback(a) for a in t.arg_types)
+        return f"fn {params}({args}) -> {_fallback(t.ret_type)}"
+    if isinstance(t, RefType):
+        return f"Ref[{_fallback(t.value)}]"
+    if isinstance(t, TypeCall):
+        if not t.args:
+            return t.func.name
+        return f"{t.func.name}[{', '.join(_fallback(a) for a in t.args)}]"
+    if isinstance(t, (TypeVar, GlobalTypeVar)):
+        return t.name
+    if isinstance(t, IncompleteType):
+        return "?"
+    if isinstance(t, TypeRelation):
+        name = getattr(t.relation, "name", "relation")
+        return f"{name}({', '.join(_fallback(a) for a in t.args)})"
+    if isinstance(t, TypeData):
+        return f"type {t.header.name}"
+    return type(t).__name__
+
+
+def with_rule(message: str, rule: str) -> str:
+    return f"{message} ({rule})"
+
+
+def mismatch(rule: str, what: str, expected: str, found: str, detail: str = "") -> str:
+    context = f"{rule} ({what})" if what else rule
+    text = errors.type_mismatch(expected, found, context)
+    return f"{text}: {detail}" if detail else text
+
+
+def arity(rule: str, what: str, expected: int, found: int, noun: str) -> str:
+    context = f"{rule} ({what})" if what else rule
+    return errors.type_mismatch(_count(expected, noun), _count(found, noun), context)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def unbound_variable(name: str) -> str:
+    return with_rule(errors.unbound_variable(name), "Type-Var")
+
+
+def undefined_global(name: str) -> str:
+    return with_rule(errors.undefined_global(name), "Type-Global")
+
+
+def undefined_constructor(name: str, rule: str) -> str:
+    return with_rule(f"undefined constructor {name}", rule)
+
+
+def non_exhaustive(missing: str) -> str:
+    return with_rule(errors.non_exhaustive_match(missing), "Type-ADT-Match")
+
+
+def relation_failed(relation: str, types: str, why: str, rule: str, op: str) -> str:
+    return with_rule(errors.relation_failed(relation, types, why), f"{rule}: {op}")
+
+
+def underconstrained(rule: str, what: str) -> str:
+    return f"underconstrained: {what} ({rule})"
+
+
+def ill_kinded(rule: str, what: str) -> str:
+    return f"ill-kinded type: {what} ({rule})"

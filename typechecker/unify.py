@@ -1,0 +1,501 @@
+"""Unification: a union-find over type variables and dimension holes (RULES.md, "Unification").
+
+Inference variables are :class:`semantics.types.IncompleteType` objects
+(identity-hashed). :class:`TypeStore` keeps
+
+* ``bound``: the union-find forest as a map from a variable to what it was
+  unified with (another variable or a type); :meth:`TypeStore.find` follows it
+  with path compression;
+* ``level``: each unbound variable's let-nesting level, for generalization
+  (Rémy's levels: binding a variable lowers the levels of the variables in
+  its new value, so "not free in the environment" is "level deeper than the
+  current one");
+* **dimension holes**: the unification variables of *dims*. Instantiating a
+  shape-polymorphic definition replaces each of its shape variables by a
+  fresh hole, a ``sympy.Dummy`` (integer, non-negative, so relations can
+  compute with it like with any shape variable). A hole is bound by
+  unifying it with a dim; an equation in which holes occur inside larger
+  expressions (``2*h == 10``) is solved when it has exactly one hole and a
+  unique non-negative integer solution, and is otherwise *deferred* to the
+  solver until its holes are known (:class:`typechecker.solver.DimConstraint`).
+
+Fast paths: a type the store has seen to be *ground* (no variables, no
+holes) is remembered by identity, so resolving it is a dict lookup; ground
+tensor types are hash-consed (:meth:`TypeStore.tensor`); two concrete dims
+compare as Python ints and never reach SymPy.
+
+Failures raise :class:`Mismatch` (internal); callers turn it into a
+``RelayTypeError`` naming the typing rule, both types and the span
+(:meth:`TypeStore.unify`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import sympy
+
+from semantics.errors import RelayTypeError
+from semantics.shapes import ANY, Dim, dim_str
+from semantics.span import Span
+from semantics.types import (
+    FuncType, GlobalTypeVar, IncompleteType, Kind, RefType, TensorType, TupleType, Type,
+    TypeCall, TypeRelation, TypeVar,
+)
+from typechecker import messages
+from typechecker.shape_solver import Z3DimSolver
+
+
+class Mismatch(Exception):
+    """Two types (or dims) cannot be unified; ``detail`` says where they differ."""
+
+    def __init__(self, detail: str = ""):
+        super().__init__(detail)
+        self.detail = detail
+
+
+Blocker = Any  # an unbound IncompleteType or an unbound hole (sympy.Dummy)
+
+
+class TypeStore:
+    """The substitution being built by inference: union-find over variables and holes."""
+
+    def __init__(self, dims: Z3DimSolver):
+        self.dims = dims
+        self.bound: dict[IncompleteType, Type] = {}
+        self.level: dict[IncompleteType, int] = {}
+        self.hole_level: dict[sympy.Dummy, int] = {}
+        self.hole_value: dict[sympy.Dummy, Dim] = {}
+        self.current_level = 0
+        self.on_refine: Callable[[Blocker], None] = lambda key: None
+        self.on_defer: Callable[[Dim, Dim, Any], None] | None = None
+        self._ground: dict[int, Type] = {}
+        self._tensors: dict[tuple[Any, ...], TensorType] = {}
+        self._has_holes: dict[Any, bool] = {}
+
+    # --- creation -----------------------------------------------------------------------------
+    def fresh(self) -> IncompleteType:
+        v = IncompleteType(Kind.Type)
+        self.level[v] = self.current_level
+        return v
+
+    def adopt(self, v: IncompleteType) -> IncompleteType:
+        """Use an ``IncompleteType`` written in the program as a variable of this store."""
+        if v not in self.level and v not in self.bound:
+            self.level[v] = self.current_level
+        return v
+
+    def fresh_hole(self) -> sympy.Dummy:
+        h = sympy.Dummy("h", integer=True, nonnegative=True)
+        self.hole_level[h] = self.current_level
+        return h
+
+    def tensor(self, shape: tuple[Dim, ...], dtype: str) -> TensorType:
+        """The hash-consed ground tensor type ``Tensor[shape, dtype]`` (no holes allowed)."""
+        key = (shape, dtype)
+        t = self._tensors.get(key)
+        if t is None:
+            t = TensorType(shape, dtype)
+            self._tensors[key] = t
+            self._ground[id(t)] = t
+        return t
+
+    def mark_ground(self, t: Type) -> Type:
+        self._ground[id(t)] = t
+        return t
+
+    def is_ground_fast(self, t: Type) -> bool:
+        return id(t) in self._ground
+
+    # --- holes --------------------------------------------------------------------------------
+    def dim_has_holes(self, d: Dim) -> bool:
+        if type(d) is int or d is ANY:
+            return False
+        known = self._has_holes.get(d)
+        if known is None:
+            known = any(s in self.hole_level for s in d.free_symbols)  # type: ignore[union-attr]
+            self._has_holes[d] = known
+        return known
+
+    def resolve_dim(self, d: Dim) -> Dim:
+        if type(d) is int or d is ANY or not self.dim_has_holes(d):
+            return d
+        subs: dict[Any, Any] = {}
+        for s in d.free_symbols:  # type: ignore[union-attr]
+            if s in self.hole_value:
+                value = self.resolve_dim(self.hole_value[s])
+                if value is ANY:
+                    return ANY
+                subs[s] = value
+        if not subs:
+            return d
+        out = d.xreplace(subs)  # type: ignore[union-attr]
+        if out.is_Integer:
+            return int(out)
+        return out
+
+    def unbound_holes(self, d: Dim) -> list[sympy.Dummy]:
+        d = self.resolve_dim(d)
+        if type(d) is int or d is ANY or not self.dim_has_holes(d):
+            return []
+        return [s for s in d.free_symbols  # type: ignore[union-attr]
+                if s in self.hole_level and s not in self.hole_value]
+
+    def bind_hole(self, h: sympy.Dummy, value: Dim) -> None:
+        if value is not ANY and type(value) is not int:
+            if h in value.free_symbols:  # type: ignore[union-attr]
+                raise Mismatch(f"dimension {dim_str(h)} occurs in {dim_str(value)}")
+            lvl = self.hole_level[h]
+            for s in value.free_symbols:  # type: ignore[union-attr]
+                if s in self.hole_level and self.hole_level[s] > lvl:
+                    self.hole_level[s] = lvl
+        self.hole_value[h] = value
+        self.on_refine(h)
+
+    # --- union-find ---------------------------------------------------------------------------
+    def find(self, t: Type) -> Type:
+        if type(t) is not IncompleteType:
+            return t
+        bound = self.bound
+        root = t
+        while type(root) is IncompleteType and root in bound:
+            root = bound[root]
+        while type(t) is IncompleteType and t in bound and bound[t] is not root:
+            nxt = bound[t]
+            bound[t] = root
+            t = nxt
+        return root
+
+    def bind(self, v: IncompleteType, t: Type) -> None:
+        """``v := t`` after the occurs check; lowers levels inside ``t``; wakes dependents."""
+        lvl = self.level.get(v, self.current_level)
+        if id(t) not in self._ground:
+            self._occurs_and_lower(v, t, lvl)
+        self.bound[v] = t
+        self.level.pop(v, None)
+        self.on_refine(v)
+
+    def _occurs_and_lower(self, v: IncompleteType, t: Type, lvl: int) -> None:
+        stack = [t]
+        while stack:
+            u = self.find(stack.pop())
+            if id(u) in self._ground:
+                continue
+            tu = type(u)
+            if tu is IncompleteType:
+                if u is v:
+                    raise Mismatch("a type cannot contain itself (infinite type)")
+                if self.level.get(u, lvl) > lvl:
+                    self.level[u] = lvl
+            elif tu is TensorType:
+                for d in u.shape:  # type: ignore[attr-defined]
+                    for h in self.unbound_holes(d):
+                        if self.hole_level[h] > lvl:
+                            self.hole_level[h] = lvl
+            elif tu is TupleType:
+                stack.extend(u.fields)  # type: ignore[attr-defined]
+            elif tu is FuncType:
+                stack.extend(u.arg_types)  # type: ignore[attr-defined]
+                stack.append(u.ret_type)  # type: ignore[attr-defined]
+                for c in u.type_constraints:  # type: ignore[attr-defined]
+                    stack.extend(c.args)
+            elif tu is RefType:
+                stack.append(u.value)  # type: ignore[attr-defined]
+            elif tu is TypeCall:
+                stack.extend(u.args)  # type: ignore[attr-defined]
+
+    # --- resolution ---------------------------------------------------------------------------
+    def resolve(self, t: Type) -> Type:
+        """``t`` with every bound variable and hole replaced (types are shallow: recursion ok)."""
+        if id(t) in self._ground:
+            return t
+        t = self.find(t)
+        if id(t) in self._ground:
+            return t
+        tt = type(t)
+        if tt is TensorType:
+            shape = t.shape  # type: ignore[attr-defined]
+            if all(type(d) is int or d is ANY or not self.dim_has_holes(d) for d in shape):
+                return self.tensor(shape, t.dtype)  # type: ignore[attr-defined]
+            new_shape = tuple(self.resolve_dim(d) for d in shape)
+            if any(self.dim_has_holes(d) for d in new_shape):
+                return TensorType(new_shape, t.dtype)  # type: ignore[attr-defined]
+            return self.tensor(new_shape, t.dtype)  # type: ignore[attr-defined]
+        if tt is IncompleteType:
+            return t
+        if tt is TupleType:
+            fields = tuple(self.resolve(f) for f in t.fields)  # type: ignore[attr-defined]
+            out = t if all(a is b for a, b in zip(fields, t.fields)) \
+                else TupleType(fields)  # type: ignore[attr-defined]
+        elif tt is FuncType:
+            args = tuple(self.resolve(a) for a in t.arg_types)  # type: ignore[attr-defined]
+            ret = self.resolve(t.ret_type)  # type: ignore[attr-defined]
+            cons = tuple(self._resolve_relation(c)
+                         for c in t.type_constraints)  # type: ignore[attr-defined]
+            same = (ret is t.ret_type and all(a is b for a, b in zip(args, t.arg_types))  # type: ignore
+                    and all(a is b for a, b in zip(cons, t.type_constraints)))  # type: ignore
+            out = t if same else FuncType(args, ret, t.type_params, cons)  # type: ignore
+        elif tt is RefType:
+            value = self.resolve(t.value)  # type: ignore[attr-defined]
+            out = t if value is t.value else RefType(value)  # type: ignore[attr-defined]
+        elif tt is TypeCall:
+            args = tuple(self.resolve(a) for a in t.args)  # type: ignore[attr-defined]
+            out = t if all(a is b for a, b in zip(args, t.args)) \
+                else TypeCall(t.func, args)  # type: ignore[attr-defined]
+        else:
+            out = t
+        if self.is_ground(out):
+            self._ground[id(out)] = out
+        return out
+
+    def _resolve_relation(self, c: TypeRelation) -> TypeRelation:
+        args = tuple(self.resolve(a) for a in c.args)
+        if all(a is b for a, b in zip(args, c.args)):
+            return c
+        return TypeRelation(c.relation, args, c.num_inputs, c.attrs)
+
+    def is_ground(self, t: Type) -> bool:
+        """No variables and no holes anywhere in (resolved) ``t``."""
+        if id(t) in self._ground:
+            return True
+        return not self.blockers(t, deep=True)
+
+    def blockers(self, t: Type, deep: bool = True) -> list[Blocker]:
+        """The unbound variables (and, if ``deep``, holes) ``t`` still depends on."""
+        out: list[Blocker] = []
+        stack = [t]
+        while stack:
+            u = self.find(stack.pop())
+            if id(u) in self._ground:
+                continue
+            tu = type(u)
+            if tu is IncompleteType:
+                out.append(u)
+                continue
+            if not deep:
+                continue
+            if tu is TensorType:
+                for d in u.shape:  # type: ignore[attr-defined]
+                    out.extend(self.unbound_holes(d))
+            elif tu is TupleType:
+                stack.extend(u.fields)  # type: ignore[attr-defined]
+            elif tu is FuncType:
+                stack.extend(u.arg_types)  # type: ignore[attr-defined]
+                stack.append(u.ret_type)  # type: ignore[attr-defined]
+            elif tu is RefType:
+                stack.append(u.value)  # type: ignore[attr-defined]
+            elif tu is TypeCall:
+                stack.extend(u.args)  # type: ignore[attr-defined]
+            elif tu is TypeRelation:
+                stack.extend(u.args)  # type: ignore[attr-defined]
+        return out
+
+    # --- unification --------------------------------------------------------------------------
+    def unify(self, expected: Type, found: Type, rule: str, what: str = "",
+              span: Span | None = None) -> None:
+        """Unify; on failure raise ``RelayTypeError`` "type mismatch in <rule> (<what>): ..."."""
+        if expected is found:
+            return
+        try:
+            self._unify(expected, found, (rule, what, span, expected, found))
+        except Mismatch as m:
+            raise self.mismatch_error(rule, what, span, expected, found, m.detail) from None
+
+    def mismatch_error(self, rule: str, what: str, span: Span | None, expected: Type,
+                       found: Type, detail: str = "") -> RelayTypeError:
+        e = messages.show(self.resolve(expected))
+        f = messages.show(self.resolve(found))
+        return RelayTypeError(messages.mismatch(rule, what, e, f, detail), span, code=rule)
+
+    def _unify(self, a: Type, b: Type, ctx: Any) -> None:
+        stack = [(a, b)]
+        while stack:
+            x, y = stack.pop()
+            x = self.find(x)
+            y = self.find(y)
+            if x is y:
+                continue
+            tx, ty = type(x), type(y)
+            if tx is IncompleteType:
+                self.bind(x, y)  # type: ignore[arg-type]
+                continue
+            if ty is IncompleteType:
+                self.bind(y, x)  # type: ignore[arg-type]
+                continue
+            if tx is TensorType and ty is TensorType:
+                self._unify_tensor(x, y, ctx)  # type: ignore[arg-type]
+                continue
+            if tx is not ty:
+                if {tx, ty} == {GlobalTypeVar, TypeCall}:
+                    call, gtv = (x, y) if tx is TypeCall else (y, x)
+                    if call.func.name == gtv.name and not call.args:  # type: ignore
+                        continue
+                raise Mismatch()
+            if tx is TupleType:
+                if len(x.fields) != len(y.fields):  # type: ignore[attr-defined]
+                    raise Mismatch(f"tuples of {len(x.fields)} and "  # type: ignore
+                                   f"{len(y.fields)} fields")  # type: ignore[attr-defined]
+                stack.extend(zip(x.fields, y.fields))  # type: ignore[attr-defined]
+            elif tx is FuncType:
+                self._unify_func(x, y, stack)  # type: ignore[arg-type]
+            elif tx is RefType:
+                stack.append((x.value, y.value))  # type: ignore[attr-defined]
+            elif tx is TypeCall:
+                if x.func.name != y.func.name or len(x.args) != len(y.args):  # type: ignore
+                    raise Mismatch()
+                stack.extend(zip(x.args, y.args))  # type: ignore[attr-defined]
+            elif tx is GlobalTypeVar:
+                if x.name != y.name:  # type: ignore[attr-defined]
+                    raise Mismatch()
+            else:  # TypeVar (rigid, identity), TypeRelation, TypeData: only identical ones unify
+                raise Mismatch()
+
+    def _unify_func(self, x: FuncType, y: FuncType, stack: list) -> None:
+        if len(x.arg_types) != len(y.arg_types):
+            raise Mismatch(f"functions of {len(x.arg_types)} and {len(y.arg_types)} parameters")
+        if len(x.type_params) != len(y.type_params):
+            raise Mismatch("functions with different numbers of type parameters")
+        if x.type_params:
+            # polymorphic function types: compare up to renaming of the bound parameters
+            y = rename_type_params(y, dict(zip(y.type_params, x.type_params)))  # type: ignore
+        stack.extend(zip(x.arg_types, y.arg_types))
+        stack.append((x.ret_type, y.ret_type))
+
+    def _unify_tensor(self, x: TensorType, y: TensorType, ctx: Any) -> None:
+        if x.dtype != y.dtype:
+            raise Mismatch(f"dtypes {x.dtype} and {y.dtype} differ")
+        if len(x.shape) != len(y.shape):
+            raise Mismatch(f"ranks {len(x.shape)} and {len(y.shape)} differ")
+        for i, (dx, dy) in enumerate(zip(x.shape, y.shape)):
+            if dx is dy:
+                continue
+            tdx, tdy = type(dx), type(dy)
+            if tdx is int and tdy is int:
+                if dx != dy:
+                    raise Mismatch(f"dimension {i}: {dx} and {dy} differ")
+                continue
+            if (dx is ANY and tdy is int) or (dy is ANY and tdx is int):
+                continue
+            self.unify_dim(dx, dy, ctx, i)
+
+    def unify_dim(self, dx: Dim, dy: Dim, ctx: Any, index: int | None = None) -> None:
+        """Make two dims equal: bind holes, solve one-hole equations, or prove with the solver."""
+        where = f"dimension {index}: " if index is not None else ""
+        dx = self.resolve_dim(dx)
+        dy = self.resolve_dim(dy)
+        if dx is ANY or dy is ANY:
+            for d in (dx, dy):
+                if isinstance(d, sympy.Dummy) and d in self.hole_level \
+                        and d not in self.hole_value:
+                    self.bind_hole(d, ANY)
+            return
+        if type(dx) is int and type(dy) is int:
+            if dx != dy:
+                raise Mismatch(f"{where}{dx} and {dy} differ")
+            return
+        hx = self.unbound_holes(dx)
+        hy = self.unbound_holes(dy)
+        if hx or hy:
+            if isinstance(dx, sympy.Dummy) and hx == [dx]:
+                self.bind_hole(dx, dy)
+                return
+            if isinstance(dy, sympy.Dummy) and hy == [dy]:
+                self.bind_hole(dy, dx)
+                return
+            if not self._solve_one_hole(dx, dy, where):
+                if self.on_defer is None:
+                    raise Mismatch(f"{where}cannot solve {dim_str(dx)} == {dim_str(dy)}")
+                self.on_defer(dx, dy, ctx)
+            return
+        verdict = self.dims.equal(dx, dy)
+        if verdict is True:
+            return
+        if verdict is False:
+            raise Mismatch(f"{where}{dim_str(dx)} and {dim_str(dy)} differ")
+        raise Mismatch(f"{where}cannot prove {dim_str(dx)} == {dim_str(dy)} for all values of "
+                       "the shape variables")
+
+    def _solve_one_hole(self, dx: Dim, dy: Dim, where: str) -> bool:
+        """Solve ``dx == dy`` for its single hole if the solution is a unique natural number."""
+        eq = sympy.sympify(dx) - sympy.sympify(dy)
+        holes = [s for s in eq.free_symbols if s in self.hole_level and s not in self.hole_value]
+        if len(holes) != 1:
+            return False
+        h = holes[0]
+        try:
+            sols = sympy.solve(eq, h)
+        except (NotImplementedError, TypeError, ValueError):
+            return False
+        if len(sols) != 1:
+            if not sols and eq.is_polynomial(h) and sympy.degree(eq, h) == 1:
+                raise Mismatch(f"{where}{dim_str(dx)} == {dim_str(dy)} has no solution")
+            return False
+        sol = sympy.simplify(sols[0])
+        if sol.is_Integer:
+            if int(sol) < 0:
+                raise Mismatch(f"{where}{dim_str(dx)} == {dim_str(dy)} needs a negative dimension")
+            self.bind_hole(h, int(sol))
+            return True
+        if sol.is_number:
+            raise Mismatch(f"{where}{dim_str(dx)} == {dim_str(dy)} has no integer solution")
+        if sol.is_integer and not (sol.free_symbols & set(self.hole_level)):
+            self.bind_hole(h, sol)
+            return True
+        return False
+
+
+def rename_type_params(t: FuncType, mapping: dict[TypeVar, Type]) -> FuncType:
+    """``t`` without its bound parameters, each replaced as ``mapping`` says."""
+    inner = FuncType(t.arg_types, t.ret_type, (), t.type_constraints)
+    out = substitute(inner, mapping, {})
+    assert isinstance(out, FuncType)
+    return out
+
+
+def substitute(t: Type, tvars: dict[TypeVar, Type], dims: dict[Any, Dim]) -> Type:
+    """Replace type variables (by identity) and shape variables (by symbol) in ``t``."""
+    tt = type(t)
+    if tt is TypeVar:
+        return tvars.get(t, t)  # type: ignore[arg-type]
+    if tt is TensorType:
+        if not dims:
+            return t
+        shape = tuple(_subst_dim(d, dims) for d in t.shape)  # type: ignore[attr-defined]
+        if all(a is b for a, b in zip(shape, t.shape)):  # type: ignore[attr-defined]
+            return t
+        return TensorType(shape, t.dtype)  # type: ignore[attr-defined]
+    if tt is TupleType:
+        fields = tuple(substitute(f, tvars, dims) for f in t.fields)  # type: ignore[attr-defined]
+        if all(a is b for a, b in zip(fields, t.fields)):  # type: ignore[attr-defined]
+            return t
+        return TupleType(fields)
+    if tt is FuncType:
+        inner = {k: v for k, v in tvars.items() if k not in t.type_params}  # type: ignore
+        args = tuple(substitute(a, inner, dims) for a in t.arg_types)  # type: ignore
+        ret = substitute(t.ret_type, inner, dims)  # type: ignore[attr-defined]
+        cons = tuple(TypeRelation(c.relation, tuple(substitute(a, inner, dims) for a in c.args),
+                                  c.num_inputs, c.attrs)
+                     for c in t.type_constraints)  # type: ignore[attr-defined]
+        return FuncType(args, ret, t.type_params, cons)  # type: ignore[attr-defined]
+    if tt is RefType:
+        value = substitute(t.value, tvars, dims)  # type: ignore[attr-defined]
+        return t if value is t.value else RefType(value)  # type: ignore[attr-defined]
+    if tt is TypeCall:
+        args = tuple(substitute(a, tvars, dims) for a in t.args)  # type: ignore[attr-defined]
+        if all(a is b for a, b in zip(args, t.args)):  # type: ignore[attr-defined]
+            return t
+        return TypeCall(t.func, args)  # type: ignore[attr-defined]
+    return t
+
+
+def _subst_dim(d: Dim, dims: dict[Any, Dim]) -> Dim:
+    if type(d) is int or d is ANY:
+        return d
+    subs = {s: dims[s] for s in d.free_symbols if s in dims}  # type: ignore[union-attr]
+    if not subs:
+        return d
+    if any(v is ANY for v in subs.values()):
+        return ANY
+    out = d.xreplace(subs)  # type: ignore[union-attr]
+    return int(out) if out.is_Integer else out
