@@ -69,9 +69,9 @@ from typing import Any
 import sympy
 
 from semantics.expr import (
-    Attrs, Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, Grad, If, Let, Match,
-    Op, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate,
-    RefRead, RefWrite, Tuple, TupleGetItem, Var, children, pattern_vars,
+    EMPTY_ATTRS, Attrs, Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, Grad, If,
+    Let, Match, Op, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard,
+    RefCreate, RefRead, RefWrite, Tuple, TupleGetItem, Var, children, pattern_vars,
 )
 from semantics.module import IRModule
 from semantics.shapes import ANY, DEFAULT_SOLVER, Dim, DimSolver, shape_var
@@ -163,12 +163,16 @@ def _attr_value_equal(x: object, y: object) -> bool:
 
 
 def _attrs_equal(a: Attrs | None, b: Attrs | None) -> bool:
+    if a is b:
+        return True
     if a is None or b is None:
-        return a is b
+        return False
     if not isinstance(a, Attrs) or not isinstance(b, Attrs):
         return bool(a == b)
     if len(a) != len(b):
         return False
+    if not len(a):
+        return True
     for key, value in a.items():
         if key not in b or not _attr_value_equal(value, b[key]):
             return False
@@ -197,7 +201,7 @@ def _attr_value_hash(v: object) -> int:
 
 
 def _attrs_hash(a: Attrs | None) -> int:
-    if not isinstance(a, Attrs) or not a:
+    if a is None or a is EMPTY_ATTRS or not isinstance(a, Attrs) or not len(a):
         return 0
     return hash(tuple(sorted((_str_hash(k), _attr_value_hash(v)) for k, v in a.items())))
 
@@ -458,7 +462,9 @@ class _Comparer:
     def _push_children(self, x: Expr, y: Expr, stack: list[tuple[int, Any, Any]]) -> bool:
         cls = type(x)
         if cls is Call:
-            if len(x.args) != len(y.args) or not _attrs_equal(x.attrs, y.attrs) or \
+            if len(x.args) != len(y.args) or not _attrs_equal(x.attrs, y.attrs):  # type: ignore
+                return False
+            if (x.type_args or y.type_args) and \
                     not self.type_lists(x.type_args, y.type_args):  # type: ignore[attr-defined]
                 return False
             for pair in reversed(tuple(zip((x.op, *x.args), (y.op, *y.args)))):  # type: ignore
@@ -732,7 +738,7 @@ class _Hasher:
         known = self.memo.get(id(node))
         if known is None:
             data = node.data  # type: ignore[attr-defined]
-            known = hash((tag, _str_hash(data.dtype.name), *data.shape,
+            known = hash((tag, _str_hash(data.dtype.str), *data.shape,
                           zlib.crc32(data.tobytes())))
             self.memo[id(node)] = known
         return known

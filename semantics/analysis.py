@@ -33,16 +33,16 @@ walked recursively.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import sympy
 
 from semantics.expr import (
-    Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, Let, Match, Op,
-    Pattern, PatternConstructor, PatternTuple, Var, children, pattern_vars,
+    Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, Let, Match, Op, Pattern,
+    PatternConstructor, PatternTuple, Var, children, pattern_vars,
 )
 from semantics.types import (
-    FuncType, RefType, TensorType, TupleType, Type, TypeCall, TypeData,
-    TypeRelation, TypeVar,
+    FuncType, RefType, TensorType, TupleType, Type, TypeCall, TypeData, TypeRelation, TypeVar,
 )
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 _ATOMS = (Var, GlobalVar, Op, Constructor, Constant)
+_ATOM_SET = frozenset(_ATOMS)
 
 # Actions of the scope-aware walk.
 _ENTER, _BIND, _UNBIND = 0, 1, 2
@@ -128,15 +129,71 @@ def free_vars(expr: Expr) -> list[Var]:
     Returns:
         The free :class:`Var` objects in first-occurrence order, each once.
     """
+    # A specialization of _walk (the printer's hot path): leaves other than variables
+    # never enter the stack.
     out: list[Var] = []
-    seen: set[int] = set()
-
-    def use(v: Var, in_scope: bool) -> None:
-        if not in_scope and id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-
-    _walk(expr, use)
+    seen_free: set[int] = set()
+    in_scope: dict[int, int] = {}
+    visited: set[int] = set()
+    atoms = _ATOM_SET
+    stack: list[tuple[int, Any]] = [(_ENTER, expr)]
+    push = stack.append
+    while stack:
+        action, item = stack.pop()
+        if action == _ENTER:
+            node = item
+            t = type(node)
+            if t is Var:
+                k = id(node)
+                if k not in in_scope and k not in seen_free:
+                    seen_free.add(k)
+                    out.append(node)
+                continue
+            if t in atoms:
+                continue
+            k = id(node)
+            if k in visited:
+                continue
+            visited.add(k)
+            if t is Let:
+                binder = (node.var,)
+                push((_UNBIND, binder))
+                push((_ENTER, node.body))
+                if type(node.value) is Function:
+                    push((_ENTER, node.value))
+                    push((_BIND, binder))
+                else:
+                    push((_BIND, binder))
+                    push((_ENTER, node.value))
+            elif t is Function:
+                push((_UNBIND, node.params))
+                push((_ENTER, node.body))
+                push((_BIND, node.params))
+            elif t is Match:
+                for clause in reversed(node.clauses):
+                    bound = tuple(pattern_vars(clause.lhs))
+                    push((_UNBIND, bound))
+                    push((_ENTER, clause.rhs))
+                    push((_BIND, bound))
+                push((_ENTER, node.data))
+            else:
+                for kid in reversed(children(node)):
+                    kt = type(kid)
+                    if kt is Var:
+                        if id(kid) not in seen_free:
+                            push((_ENTER, kid))
+                    elif kt not in atoms:
+                        push((_ENTER, kid))
+        elif action == _BIND:
+            for v in item:
+                in_scope[id(v)] = in_scope.get(id(v), 0) + 1
+        else:
+            for v in item:
+                left = in_scope[id(v)] - 1
+                if left:
+                    in_scope[id(v)] = left
+                else:
+                    del in_scope[id(v)]
     return out
 
 

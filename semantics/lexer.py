@@ -67,6 +67,14 @@ _MASTER = re.compile(r"""
   )
 """, re.VERBOSE | re.ASCII | re.DOTALL)
 
+# Token kind by group number: None for IDENT, "" for punctuation (kind = text), "slow" for
+# the groups handled by _slow_token, "end" at the end of the text.
+_SIMPLE_KIND: dict[int, str | None] = {
+    _MASTER.groupindex[name]: kind for name, kind in (
+        ("LOCAL", "LOCAL"), ("GLOBAL", "GLOBAL"), ("PROJ", "PROJ"), ("SPECIAL", "NUM"),
+        ("NUM", "NUM"), ("IDENT", None), ("STR", "STR"), ("bcomment", "slow"), ("punct", ""),
+        ("hash", "slow"), ("end", "end"), ("bad", "slow"))}
+
 _VERSION = re.compile(r'\#\[\s*version\s*=\s*"([^"\n]*)"\s*\]', re.ASCII)
 _METADATA = re.compile(r"\#\[\s*metadata\s*\]", re.ASCII)
 _COMMENT_MARK = re.compile(r"/\*|\*/")
@@ -136,7 +144,23 @@ class Tokens:
         if last is None:
             last = first
         end = starts[last] + len(self.texts[last])
-        return self.span_offsets(start, end if end > start else start)
+        if end < start:
+            end = start
+        line_starts = self.line_starts
+        line = _bisect_right(line_starts, start)
+        end_line = line
+        if line < len(line_starts) and line_starts[line] <= end:
+            end_line = _bisect_right(line_starts, end)
+        span = _new_object(Span)
+        set_source, set_line, set_column, set_end_line, set_end_column, set_text = _SPAN_SLOTS
+        source = self.source
+        set_source(span, source.name)
+        set_line(span, line)
+        set_column(span, start - line_starts[line - 1] + 1)
+        set_end_line(span, end_line)
+        set_end_column(span, end - line_starts[end_line - 1] + 1)
+        set_text(span, source)
+        return span
 
     def describe(self, i: int) -> str:
         """How an error message names token ``i``: ```text``` or ``end of input``."""
@@ -171,32 +195,35 @@ def tokenize(text: str, source_name: str = "<string>") -> Tokens:
     kinds, texts, starts = toks.kinds, toks.texts, toks.starts
     kinds_append, texts_append, starts_append = kinds.append, texts.append, starts.append
     keywords = KEYWORDS
+    simple_kind = _SIMPLE_KIND
+    opening, closing = _OPEN, _CLOSE
+    brackets: list[int] = []   # indices of the open brackets not closed yet
+    pairs: list[tuple[int, int]] = []
     pos = 0
     n = len(text)
     while pos <= n:
         resume = -1
         for m in _MASTER.finditer(text, pos):
-            group = m.lastgroup
-            if group == "IDENT":
-                raw = m.group(group)
+            index = m.lastindex
+            raw = m[index]
+            kind = simple_kind[index]
+            if kind is None:    # IDENT: keyword or name
                 kinds_append(raw if raw in keywords else "IDENT")
-            elif group == "punct":
-                raw = m.group(group)
+            elif kind == "":    # punctuation: its text is its kind
                 kinds_append(raw)
-            elif group == "LOCAL" or group == "NUM" or group == "GLOBAL" or group == "PROJ" \
-                    or group == "STR":
-                raw = m.group(group)
-                kinds_append(group)
-            elif group == "SPECIAL":
-                raw = m.group(group)
-                kinds_append("NUM")
-            elif group == "end":
+                if raw in opening:
+                    brackets.append(len(kinds) - 1)
+                elif raw in closing:
+                    _close_bracket(toks, brackets, pairs, len(kinds) - 1, m.start(index))
+            elif kind == "end":
+                break
+            elif kind == "slow":
+                resume = _slow_token(toks, text, m.start(index), m.lastgroup)
                 break
             else:
-                resume = _slow_token(toks, text, m.start(group), group)
-                break
+                kinds_append(kind)
             texts_append(raw)
-            starts_append(m.start(group))
+            starts_append(m.start(index))
         if resume < 0:
             break
         pos = resume
@@ -205,8 +232,32 @@ def tokenize(text: str, source_name: str = "<string>") -> Tokens:
         kinds_append("EOF")
         texts_append("")
         starts_append(eof)
-    _match_brackets(toks)
+    if brackets:
+        j = brackets[-1]
+        raise ParseError(f"unclosed `{kinds[j]}`: no matching `{_OPEN[kinds[j]]}`",
+                         toks.span(j))
+    match = [-1] * len(kinds)
+    for a, b in pairs:
+        match[a] = b
+        match[b] = a
+    toks.match = match
     return toks
+
+
+def _close_bracket(toks: Tokens, brackets: list[int], pairs: list[tuple[int, int]], i: int,
+                   offset: int) -> None:
+    """Match the closing bracket at token ``i`` (at ``offset``) with the innermost open one."""
+    kind = toks.kinds[i]
+    if not brackets:
+        raise ParseError(f"unbalanced `{kind}`: no opening `{_CLOSE[kind]}`",
+                         toks.span_offsets(offset, offset + 1))
+    j = brackets.pop()
+    opener = toks.kinds[j]
+    if _OPEN[opener] != kind:
+        line, col = toks.position(toks.starts[j])
+        raise ParseError(f"expected `{_OPEN[opener]}` to close `{opener}` opened at {line}:{col}, "
+                         f"found `{kind}`", toks.span_offsets(offset, offset + 1))
+    pairs.append((j, i))
 
 
 def _slow_token(toks: Tokens, text: str, pos: int, group: str | None) -> int:
@@ -273,34 +324,6 @@ def _bad_character(toks: Tokens, text: str, pos: int) -> ParseError:
     return ParseError(f"unexpected character U+{ord(ch):04X}", span)
 
 
-def _match_brackets(toks: Tokens) -> None:
-    """Fill ``toks.match``; unbalanced brackets are a ParseError at the culprit."""
-    kinds = toks.kinds
-    match = [-1] * len(kinds)
-    stack: list[int] = []
-    for i, kind in enumerate(kinds):
-        if kind in _OPEN:
-            stack.append(i)
-        elif kind in _CLOSE:
-            if not stack:
-                raise ParseError(f"unbalanced `{kind}`: no opening `{_CLOSE[kind]}`",
-                                 toks.span(i))
-            j = stack.pop()
-            opener = kinds[j]
-            if _OPEN[opener] != kind:
-                line, col = toks.position(toks.starts[j])
-                raise ParseError(
-                    f"expected `{_OPEN[opener]}` to close `{opener}` opened at {line}:{col}, "
-                    f"found `{kind}`", toks.span(i))
-            match[i] = j
-            match[j] = i
-    if stack:
-        j = stack[-1]
-        raise ParseError(f"unclosed `{kinds[j]}`: no matching `{_OPEN[kinds[j]]}`",
-                         toks.span(j))
-    toks.match = match
-
-
 # --- literal decoding ------------------------------------------------------------------------
 
 _NUMBER = re.compile(r"([0-9]+)(\.[0-9]+)?([eE][+-]?[0-9]+)?(\w*)\Z", re.ASCII)
@@ -314,11 +337,14 @@ _ESCAPES = {"\\": "\\", '"': '"', "'": "'", "n": "\n", "t": "\t", "r": "\r", "0"
 _ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|x[0-9A-Fa-f]{2}|.)", re.DOTALL)
 
 
-def decode_number(raw: str, negative: bool = False) -> tuple[int | float, str]:
+def decode_number(raw: str, negative: bool = False, *,
+                  check_range: bool = True) -> tuple[int | float, str]:
     """The value and dtype of a ``NUM`` token (``negative`` when a unary minus was folded in).
 
     ``1`` is int32, ``1.5``/``1e5`` float32; suffixes ``i8 i16 i32 i64 u8 u16 u32 u64`` and
-    ``f f16 f32 f64`` choose the dtype (``dtypes.INT_SUFFIX``/``FLOAT_SUFFIX``).
+    ``f f16 f32 f64`` choose the dtype (``dtypes.INT_SUFFIX``/``FLOAT_SUFFIX``). With
+    ``check_range=False`` (attribute values, which are plain Python numbers) the value is
+    not checked against the dtype's range.
 
     Raises:
         ValueError: with a user-facing message (bad suffix, out of range, too long).
@@ -351,7 +377,7 @@ def decode_number(raw: str, negative: bool = False) -> tuple[int | float, str]:
     if dtype.startswith(("int", "uint")):
         value = -int(digits) if negative else int(digits)
         lo, hi = _INT_RANGE[dtype]
-        if not lo <= value <= hi:
+        if check_range and not lo <= value <= hi:
             hint = " (use a wider suffix such as i64)" if dtype == "int32" else ""
             raise ValueError(f"literal {sign}{raw} is out of range for {dtype}{hint}")
         return value, dtype
@@ -359,10 +385,13 @@ def decode_number(raw: str, negative: bool = False) -> tuple[int | float, str]:
     fvalue = float(number)
     if negative:
         fvalue = -fvalue
+    if not check_range:
+        return fvalue, dtype
     limit = {"float16": 65504.0, "float32": 3.4028234663852886e38}.get(dtype)
     if fvalue != fvalue or fvalue in (float("inf"), float("-inf")) or \
             (limit is not None and abs(fvalue) > limit and not _rounds_to_max(fvalue, dtype)):
-        raise ValueError(f"literal {sign}{raw} is out of range for {dtype}")
+        hint = " (use the f64 suffix)" if dtype != "float64" else ""
+        raise ValueError(f"literal {sign}{raw} is out of range for {dtype}{hint}")
     return fvalue, dtype
 
 

@@ -221,6 +221,7 @@ class _Parser:
 
     def __init__(self, toks: Tokens, *, use_prelude: bool):
         self.toks = toks
+        self.span = toks.span
         self.K = toks.kinds
         self.V = toks.texts
         self.i = 0
@@ -270,9 +271,6 @@ class _Parser:
             raise self.error(f"expected `{kind}` {context}, found {self.toks.describe(i)}")
         self.i = i + 1
         return i
-
-    def span(self, first: int, last: int | None = None) -> Span:
-        return self.toks.span(first, last)
 
     def nest(self, i: int) -> None:
         self.depth += 1
@@ -1009,7 +1007,7 @@ class _Parser:
             negative = k == "-"
             num_i = i + 1 if negative else i
             try:
-                value, dtype = decode_number(self.V[num_i], negative)
+                value, _ = decode_number(self.V[num_i], negative, check_range=False)
             except ValueError as exc:
                 raise self.error(str(exc), i) from None
             self.i = num_i + 1

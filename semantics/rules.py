@@ -66,6 +66,9 @@ class Rule(enum.Enum):
     TYPE_READ_REF = "Type-Read-Ref"
     TYPE_WRITE_REF = "Type-Write-Ref"
     TYPE_GRADIENT = "Type-Gradient"
+    TYPE_INSTANTIATE = "Type-Instantiate"
+    TYPE_RELATION = "Type-Relation"
+    TYPE_DIM_EQUAL = "Type-Dim-Equal"
 
     # --- kinding (RULES.md §Kinding) ---
     KIND_BASETYPE = "Kind-BaseType"

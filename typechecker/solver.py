@@ -46,7 +46,7 @@ from typing import Any
 from semantics.errors import InternalError, RelayTypeError
 from semantics.shapes import Dim, dim_str
 from semantics.span import Span
-from semantics.types import IncompleteType, TensorType, Type
+from semantics.types import IncompleteType, TensorType, TupleType, Type
 from typechecker import messages
 from typechecker.unify import Blocker, Mismatch, TypeStore
 
@@ -121,13 +121,16 @@ class Solver:
         its result is returned (unified with ``output`` when one is given).
         """
         store = self.store
-        if output is None and all(store.is_ground_fast(t) for t in inputs):
-            c = RelationConstraint(next(self._order), relation, inputs, None,  # type: ignore
+        if all(store.is_ground_fast(t) for t in inputs):
+            c = RelationConstraint(next(self._order), relation, inputs, output,  # type: ignore
                                    attrs, span, rule, label, deep, internal)
             result = self._call(c, inputs)
-            if result is not None:
-                return result
-            raise self._undetermined(c, inputs)
+            if result is None:
+                raise self._undetermined(c, inputs)
+            if output is not None:
+                store.unify(output, result, rule, f"result of {label}", span)
+                self.solve()
+            return result
         out = output if output is not None else store.fresh()
         c = RelationConstraint(next(self._order), relation, inputs, out, attrs, span, rule,
                                label, deep, internal)
@@ -222,6 +225,7 @@ class Solver:
 
     def _call(self, c: RelationConstraint, inputs: tuple[Type, ...]) -> Type | None:
         """Evaluate the relation function; user-facing failures become RelayTypeErrors."""
+        # [Type-Relation]  Rel(T1, ..., Tn; attrs) = O   ⟹   ⊨ Rel(T1, ..., Tn; attrs) ↦ O
         self.relations_run += 1
         try:
             result = c.relation(inputs, c.attrs, self.store.dims)
@@ -236,13 +240,22 @@ class Solver:
         if not isinstance(result, Type):
             raise InternalError(f"relation {getattr(c.relation, 'name', c.relation)} returned "
                                 f"{result!r}, not a type")
-        if type(result) is TensorType:
-            store = self.store
-            shape = result.shape
+        return self._canonical(result)
+
+    def _canonical(self, t: Type) -> Type:
+        """Hash-cons a ground tensor result; mark a tuple of ground fields ground."""
+        store = self.store
+        tt = type(t)
+        if tt is TensorType:
+            shape = t.shape  # type: ignore[attr-defined]
             if all(type(d) is int for d in shape) or not any(
                     store.dim_has_holes(d) for d in shape):
-                return store.tensor(tuple(shape), result.dtype)
-        return result
+                return store.tensor(tuple(shape), t.dtype)  # type: ignore[attr-defined]
+        elif tt is TupleType:
+            fields = tuple(self._canonical(f) for f in t.fields)  # type: ignore[attr-defined]
+            if all(store.is_ground_fast(f) for f in fields):
+                return store.mark_ground(TupleType(fields))
+        return t
 
     def _relation_error(self, c: RelationConstraint, inputs: tuple[Type, ...],
                         err: RelayTypeError) -> RelayTypeError:

@@ -127,7 +127,7 @@ class TypeStore:
                 value = self.resolve_dim(self.hole_value[s])
                 if value is ANY:
                     return ANY
-                subs[s] = value
+                subs[s] = sympy.Integer(value) if type(value) is int else value
         if not subs:
             return d
         out = d.xreplace(subs)  # type: ignore[union-attr]
@@ -363,10 +363,8 @@ class TypeStore:
         stack.append((x.ret_type, y.ret_type))
 
     def _unify_tensor(self, x: TensorType, y: TensorType, ctx: Any) -> None:
-        if x.dtype != y.dtype:
-            raise Mismatch(f"dtypes {x.dtype} and {y.dtype} differ")
-        if len(x.shape) != len(y.shape):
-            raise Mismatch(f"ranks {len(x.shape)} and {len(y.shape)} differ")
+        if x.dtype != y.dtype or len(x.shape) != len(y.shape):
+            raise Mismatch()
         for i, (dx, dy) in enumerate(zip(x.shape, y.shape)):
             if dx is dy:
                 continue
@@ -381,6 +379,7 @@ class TypeStore:
 
     def unify_dim(self, dx: Dim, dy: Dim, ctx: Any, index: int | None = None) -> None:
         """Make two dims equal: bind holes, solve one-hole equations, or prove with the solver."""
+        # [Type-Dim-Equal]  d1 = ? or d2 = ? or d1 = d2 for all naturals   ⟹   ⊢ d1 ≐ d2
         where = f"dimension {index}: " if index is not None else ""
         dx = self.resolve_dim(dx)
         dy = self.resolve_dim(dy)
@@ -497,5 +496,6 @@ def _subst_dim(d: Dim, dims: dict[Any, Dim]) -> Dim:
         return d
     if any(v is ANY for v in subs.values()):
         return ANY
+    subs = {k: sympy.Integer(v) if type(v) is int else v for k, v in subs.items()}
     out = d.xreplace(subs)  # type: ignore[union-attr]
     return int(out) if out.is_Integer else out

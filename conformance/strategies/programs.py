@@ -87,8 +87,8 @@ FLOAT_DTYPES = ("float32", "float64", "float16", "bool", "int32")
 class ProgramConfig:
     """Size, numeric and feature controls of the well-typed generator."""
 
-    max_depth: int = 3            # nesting of compound expressions
-    max_let_chain: int = 3        # bindings in one let chain
+    max_depth: int = 2            # nesting of compound expressions
+    max_let_chain: int = 2        # bindings in one let chain
     max_globals: int = 2          # helper globals besides main
     max_adts: int = 2
     max_params: int = 2
@@ -245,11 +245,14 @@ class _Gen:
         return Var(self.fresh(t, prefix), t if annotate else None)
 
     def pick(self, options: Sequence[Any]) -> Any:
-        return self.draw(st.sampled_from(list(options)))
+        """One of ``options`` (shrinks towards the first)."""
+        if len(options) == 1:
+            return options[0]
+        return options[self.draw(_index(len(options)))]
 
     def coin(self, n: int = 2) -> bool:
         """True with probability 1/n (shrinks to False)."""
-        return self.draw(st.integers(0, n - 1)) == n - 1
+        return self.draw(_index(n)) == n - 1
 
     # --- types -----------------------------------------------------------------------------
     def tensor_type(self, dtype: str | None = None) -> TensorType:
@@ -349,7 +352,7 @@ class _Gen:
         if "ref" in f and isinstance(t, TupleType) and not t.fields:
             opts.append("ref_write")
         if "sharing" in f and ctx.shareable(key):
-            opts.append("shared")
+            opts += ["shared", "shared"]
         if ctx.rec is not None and type_key(ctx.rec.ret) == key and self._rec_ready(ctx.rec):
             opts += ["rec", "rec"]
         if "let_rec" in f and self.bool_ops and "closure" in f:
@@ -375,11 +378,18 @@ class _Gen:
         raise ValueError(f"generator: no literal of type {type_key(t)}")
 
     def tensor_value(self, t: TensorType) -> np.ndarray:
+        """Contents for a constant: small integers (exact), multiples of 1/8 in float mode."""
+        n = _size(t.shape)
+        b = self.cfg.value_bound
+        if t.dtype == "bool":
+            vals = self.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+            return np.array(vals, dtype=np.bool_).reshape(t.shape)
         if self.cfg.float_mode and t.dtype.startswith("float"):
-            vals = self.draw(st.lists(st.integers(-32, 32), min_size=_size(t.shape),
-                                      max_size=_size(t.shape)))
+            vals = self.draw(st.lists(st.integers(-8 * b, 8 * b), min_size=n, max_size=n))
             return (np.array(vals, dtype=np.float64) / 8.0).astype(t.dtype).reshape(t.shape)
-        return self.draw(arrays(t.dtype, t.shape, exact=True, bound=self.cfg.value_bound))
+        lo = 0 if t.dtype.startswith("uint") else -b
+        vals = self.draw(st.lists(st.integers(lo, b), min_size=n, max_size=n))
+        return np.array(vals, dtype=np.int64).astype(t.dtype).reshape(t.shape)
 
     def function(self, t: FuncType, ctx: _Ctx, depth: int) -> Function:
         params = [self.var(a) for a in t.arg_types]
@@ -521,6 +531,8 @@ class _Gen:
         return self.pick(ctx.shareable(type_key(t)))
 
     def _gen_match(self, t: Type, ctx: _Ctx, d: int) -> Expr:
+        if "tuple" in self.f and self.coin(3):
+            return self.tuple_match(t, ctx, d)
         adt_vars = [(v, vt) for v, vt in ctx.vars if adt_args(vt) is not None]
         if adt_vars and self.coin(2):
             scrut_v, st_ = self.pick(adt_vars)
@@ -533,6 +545,26 @@ class _Gen:
             scrut_v = None
             data = self.gen(st_, ctx, d)
         return self.match(data, st_, t, ctx, d, scrut_v)
+
+    def tuple_match(self, t: Type, ctx: _Ctx, d: int) -> Match:
+        """``match (tuple) { (p1, ..., pn) => e, ..., _ => e }`` (nested tuple patterns)."""
+        n = self.draw(st.integers(1, 3))
+        st_ = TupleType(tuple(self.rand_type(ctx, 1, first_order=True, allow_ref=False)
+                              for _ in range(n)))
+        data = self.gen(st_, ctx, d)
+        clauses = []
+        refutable = True
+        for _ in range(self.draw(st.integers(1, 2))):
+            parts = [self.pattern(f, depth=2) for f in st_.fields]
+            bound = [b for _, bs, _ in parts for b in bs]
+            refutable = any(r for _, _, r in parts)
+            clauses.append(Clause(PatternTuple(tuple(p for p, _, _ in parts)),
+                                  self.gen(t, ctx.child(bound), d)))
+            if not refutable:
+                break
+        if refutable:
+            clauses.append(Clause(PatternWildcard(), self.gen(t, ctx, d)))
+        return Match(data, tuple(clauses), complete=True)
 
     def match(self, data: Expr, st_: Type, t: Type, ctx: _Ctx, d: int,
               scrut_var: Var | None) -> Match:
@@ -833,6 +865,14 @@ class _Gen:
 
 
 _CTOR_SUFFIX = ("Nil", "Cons", "Node", "More")
+_INDEX: dict[int, st.SearchStrategy[int]] = {}
+
+
+def _index(n: int) -> st.SearchStrategy[int]:
+    s = _INDEX.get(n)
+    if s is None:
+        s = _INDEX[n] = st.integers(0, n - 1)
+    return s
 
 
 def _exists(op: str) -> bool:

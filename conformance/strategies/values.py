@@ -164,9 +164,11 @@ def _build(draw: st.DrawFn, ty: Type, subst: dict[int, Type], types: dict[str, T
         td = types.get(head.name)
         if td is None:
             raise ValueError(f"values_of: ADT {head.name} is not defined in the module")
-        inner = dict(subst)
-        for tv, a in zip(td.type_vars, args):
-            inner[id(tv)] = a
+        from conformance.strategies.typeutil import substitute
+
+        # The arguments are resolved in the *current* substitution before binding the ADT's
+        # parameters (a recursive field Lst[A] re-binds A to whatever A is now).
+        inner = {id(tv): substitute(a, subst) for tv, a in zip(td.type_vars, args)}
         ctors = list(td.constructors)
         if depth <= 0:
             ctors = [c for c in ctors if not _mentions(c.inputs, head.name)] or ctors[:1]

@@ -374,6 +374,8 @@ _op("nn.global_max_pool2d", 1, N.GLOBAL_POOL2D, OpPattern.OUT_ELEMWISE_FUSABLE,
 def _pad(out: Type, data: np.ndarray, pad_value: np.ndarray, pad_width: Any, pad_mode: str
          ) -> np.ndarray:
     widths = [tuple(p) for p in pad_width]
+    if not widths:                       # a scalar: nothing to pad
+        return data.copy()
     if pad_mode == "constant":
         value = cast_array(np.asarray(pad_value), data.dtype.name)
         return np.pad(data, widths, mode="constant", constant_values=value[()])

@@ -19,8 +19,10 @@ Dtype classes: ``sum mean prod max min argmax argmin`` take integers and floats,
 
 Semantics (§5):
 
-* integer ``sum``/``prod`` wrap in the dtype; float sums use numpy's pairwise summation in
-  the dtype (a backend summing sequentially may differ in the last bits);
+* integer ``sum``/``prod`` wrap in the dtype; float sums and products are numpy's (pairwise
+  summation; float16 accumulates in float32 and rounds once at the end).  The order of a
+  floating-point reduction is unspecified, so a backend may differ in the last bits (TVM
+  accumulates float16 sums in float16);
 * ``mean`` is ``sum / count`` with TVM's arithmetic: for integers the count is converted to
   the dtype (wrapping) and the division truncates (a count that wraps to 0 traps with
   ``RelayRuntimeError``); float16 ``mean`` and ``variance`` accumulate in float32 and round

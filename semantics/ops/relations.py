@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from semantics.dtypes import is_dtype, split_lanes
+from semantics.dtypes import SCALAR_DTYPES, is_dtype, split_lanes
 from semantics.errors import InternalError, RelayRuntimeError, RelayTypeError
 from semantics.expr import Attrs
 from semantics.ops.registry import Relation, is_known, relation_error, tensor_args
@@ -139,9 +139,9 @@ def require_scalar(rel: str, arg_types: tuple[Type, ...], t: TensorType, what: s
 
 def canon_dim(d: Any) -> Dim:
     """``d`` with SymPy integer constants turned into Python ints (no simplification)."""
-    if isinstance(d, sympy.Integer):
-        return int(d)
-    if isinstance(d, (np.integer,)):
+    if isinstance(d, int):
+        return d
+    if isinstance(d, (sympy.Integer, np.integer)):
         return int(d)
     return d
 
@@ -158,7 +158,8 @@ def broadcast_dim(rel: str, arg_types: tuple[Type, ...], a: Dim, b: Dim,
     Raises:
         RelayTypeError: the dims are incompatible (or not provably equal).
     """
-    a, b = canon_dim(a), canon_dim(b)
+    if not (isinstance(a, int) and isinstance(b, int)):
+        a, b = canon_dim(a), canon_dim(b)
     if isinstance(a, int) and isinstance(b, int):   # fast path: no SymPy
         if a == b or b == 1:
             return a
@@ -469,15 +470,25 @@ def np_dtype(dtype: str) -> np.dtype:
     return np.dtype(base)
 
 
+_RELAY_DTYPE_OF: dict[np.dtype, str] = {np.dtype(d): d for d in SCALAR_DTYPES}
+
+
 def relay_dtype_of(arr: np.ndarray, op: str) -> str:
     """The Relay dtype of a numpy array (``RelayRuntimeError`` for anything else)."""
-    name = arr.dtype.name
-    from semantics.dtypes import SCALAR_DTYPES
-
-    if name not in SCALAR_DTYPES:
-        raise RelayRuntimeError(f"operator {op}: argument of numpy dtype {name} is not a "
+    name = _RELAY_DTYPE_OF.get(arr.dtype)
+    if name is None:
+        raise RelayRuntimeError(f"operator {op}: argument of numpy dtype {arr.dtype} is not a "
                                 "Relay tensor")
     return name
+
+
+def as_relay_array(value: Any, op: str) -> np.ndarray:
+    """``value`` as an ndarray of a Relay dtype (native byte order); else ``RelayRuntimeError``."""
+    arr = np.asarray(value)
+    if arr.dtype not in _RELAY_DTYPE_OF and arr.dtype.name in SCALAR_DTYPES:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    relay_dtype_of(arr, op)
+    return arr
 
 
 def check_nonzero_divisor(op: str, divisor: np.ndarray, out_shape: tuple[int, ...]) -> None:
@@ -548,12 +559,8 @@ def guarded(op_name: str, relation: Relation, fn: Callable[..., Any]) -> Callabl
 
     @functools.wraps(fn)
     def run(*args: Any, **attrs: Any) -> Any:
-        arrays = []
-        for a in args:
-            arr = np.asarray(a)
-            relay_dtype_of(arr, op_name)
-            arrays.append(arr)
-        types = tuple(TensorType(arr.shape, arr.dtype.name) for arr in arrays)
+        arrays = [as_relay_array(a, op_name) for a in args]
+        types = tuple(TensorType(arr.shape, _RELAY_DTYPE_OF[arr.dtype]) for arr in arrays)
         try:
             expected = relation(types, Attrs(attrs))
         except RelayTypeError as err:
@@ -578,8 +585,8 @@ def finish(op_name: str, result: Any, expected: Type | None) -> np.ndarray:
         raise InternalError(f"reference of {op_name} returned {type(result).__name__}, "
                             "not an ndarray")
     if isinstance(expected, TensorType):
-        if result.dtype.name != expected.dtype:
-            raise InternalError(f"reference of {op_name} returned dtype {result.dtype.name}, "
+        if _RELAY_DTYPE_OF.get(result.dtype) != expected.dtype:
+            raise InternalError(f"reference of {op_name} returned dtype {result.dtype}, "
                                 f"its relation says {expected.dtype}")
         ok = len(result.shape) == len(expected.shape) and all(
             not isinstance(d, int) or d == n for d, n in zip(expected.shape, result.shape))

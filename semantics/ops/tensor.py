@@ -200,7 +200,7 @@ def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _floor_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if _is_int(a):
         return floor_mod_int(a, b)
-    return np.mod(a, b)
+    return np.subtract(a, np.multiply(np.floor(np.divide(a, b)), b))
 
 
 def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:

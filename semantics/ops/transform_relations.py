@@ -227,6 +227,15 @@ def value_type(value: Any) -> Type:
     raise RelayRuntimeError(f"expected a tensor argument, got {type(value).__name__}")
 
 
+def _as_results(value: Any) -> Any:
+    """numpy turns 0-d results of ufuncs and indexing into scalars: make them 0-d arrays."""
+    if isinstance(value, tuple):
+        return tuple(_as_results(v) for v in value)
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    return value
+
+
 def _as_arrays(value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(_as_arrays(v) for v in value)
@@ -273,6 +282,7 @@ def checked_reference(relation: Relation, compute: Callable[..., Any]) -> Callab
             # Only allocation can fail here (e.g. broadcast_to a huge shape): the relation
             # has already validated every shape and attribute.
             raise RelayRuntimeError(f"{relation.name} failed: {err}") from None
+        result = _as_results(result)
         _check_result(relation.name, result, out_type)
         return result
 
@@ -604,7 +614,7 @@ TAKE = Relation("Take", _take, "elements of data gathered at integer indices alo
 
 def canonicalize_index(index: int, extent: int, stride: int) -> int:
     """TVM's clamp of a slice bound: negatives count from the end, then clamp to the range."""
-    lo, hi = (-1, extent - 1) if stride < 0 else (0, extent)
+    lo, hi = (0, extent - 1) if stride < 0 else (0, extent)
     if index < 0:
         index += extent
     return min(max(index, lo), hi)

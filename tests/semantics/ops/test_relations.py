@@ -17,7 +17,8 @@ from semantics.ops.registry import OpPattern, Relation
 from semantics.shapes import ANY, DimSolver, shape_var
 from semantics.types import IncompleteType, TensorType, TupleType, TypeVar
 
-from conformance.strategies.ops import INVALID_CALLS, VALID_CALLS, covered_ops
+from conformance.strategies.ops import INVALID_CALLS, VALID_CALLS, covered_ops, reduce_attrs
+from conformance.strategies.types import shapes
 
 FAMILIES = ("tensor", "creation", "reduce")
 MY_OPS = sorted(n for n in ops.list_ops() if ops.get(n).family in FAMILIES)
@@ -352,3 +353,36 @@ def test_operator_is_complete(name):
 def test_unknown_operator_is_type_error():
     with pytest.raises(RelayTypeError, match="unknown operator"):
         ops.get("no_such_op")
+
+
+# --- symbolic relations are sound under substitution ---------------------------------------
+
+def _substitute(shape, env):
+    return tuple(d if isinstance(d, int) else int(sympy.sympify(d).subs(env)) for d in shape)
+
+
+@settings(max_examples=80)
+@given(shapes(max_rank=3, any_dim=False), shapes(max_rank=3, any_dim=False),
+       st.dictionaries(st.sampled_from(("n", "m", "k", "batch")), st.integers(0, 4)))
+def test_symbolic_broadcast_sound_under_substitution(a, b, values):
+    """When Broadcast accepts symbolic shapes, every instantiation broadcasts to the
+    instantiated result (the relation may be conservative, never wrong)."""
+    try:
+        out = R.BROADCAST((T(a), T(b)), Attrs())
+    except RelayTypeError:
+        return
+    names = {s.name for d in a + b if isinstance(d, sympy.Basic) for s in d.free_symbols}
+    env = {shape_var(nm): values.get(nm, 2) for nm in names}
+    ca, cb = _substitute(a, env), _substitute(b, env)
+    concrete = R.BROADCAST((T(ca), T(cb)), Attrs())
+    assert shape_of(concrete) == _substitute(shape_of(out), env)
+
+
+@settings(max_examples=60)
+@given(shapes(max_rank=4, any_dim=False), st.data())
+def test_symbolic_reduce_sound_under_substitution(shape, data):
+    attrs = ops.get("sum").normalize_attrs(data.draw(reduce_attrs(len(shape))))
+    env = {shape_var(nm): 3 for nm in ("n", "m", "k", "batch")}
+    out = R.REDUCE((T(shape),), attrs)
+    concrete = R.REDUCE((T(_substitute(shape, env)),), attrs)
+    assert shape_of(concrete) == _substitute(shape_of(out), env)

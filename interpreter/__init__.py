@@ -1,0 +1,14 @@
+"""The big-step interpreter: the oracle of the project (ARCHITECTURE.md §4, RULES.md "Evaluation").
+
+``evaluate(p, *args, ...)`` runs a module's entry function, an expression or
+program text; results are numpy arrays, tuples, :class:`ConstructorValue`,
+:class:`Closure` and :class:`RefValue`. ``register_grad_expander`` is the
+hook through which the ``ad`` package gives ``grad(e)`` its meaning.
+"""
+
+from __future__ import annotations
+
+from interpreter.eval import evaluate, register_grad_expander
+from interpreter.values import Closure, ConstructorValue, RefValue
+
+__all__ = ["Closure", "ConstructorValue", "RefValue", "evaluate", "register_grad_expander"]

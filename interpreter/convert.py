@@ -1,0 +1,564 @@
+"""Crossing the boundary between Python and the interpreter (ARCHITECTURE.md §4, ``evaluate``).
+
+* :func:`convert_arguments` turns the Python arguments of ``evaluate`` into
+  runtime values (:mod:`interpreter.values`) and validates them against the
+  parameters' declared types: numpy arrays must have exactly the declared
+  dtype and rank and agree with every concrete dimension; a symbolic dimension
+  (``n``) is bound by the first argument that fixes it and must agree
+  everywhere else (two ``Tensor[(n), float32]`` parameters given lengths 3 and
+  4 is an error); ``?`` accepts any length. Python scalars (and, as the
+  ``relay run`` command line passes them, nested lists) become arrays of the
+  declared dtype; a list or tuple is a tuple where a tuple type is declared;
+  :class:`~interpreter.values.ConstructorValue` s (or ``{"Cons": [...]}``
+  dictionaries) are resolved by constructor name against the program and their
+  fields converted to the constructor's field types. A parameter without a
+  declared type takes Python scalars at the default dtypes (int32, float32,
+  bool). Every mismatch is a ``RelayRuntimeError`` naming the parameter.
+* :func:`export_value` prepares a result for the caller: arrays that came
+  straight out of the program's constants (read-only) are copied, so every
+  array a caller receives is an ordinary writable ndarray.
+* :func:`prelude_for_expr` / :func:`with_prelude` supply the prelude
+  definitions an expression or a hand-built module uses but does not define.
+
+Deep values (a 10,000-element list) are converted with
+:func:`semantics.visitor.run_recursive` and explicit stacks: no Python
+recursion over values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import sympy
+
+from semantics.dtypes import SCALAR_DTYPES, is_bool, is_float, is_int, split_lanes
+from semantics.errors import RelayRuntimeError
+from semantics.expr import Constructor, Expr, Function, Let, Var
+from semantics.module import IRModule
+from semantics.shapes import ANY
+from semantics.types import (
+    FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, Type, TypeCall,
+    TypeVar, type_children,
+)
+from semantics.visitor import post_order, run_recursive
+from interpreter.values import (
+    Closure, ConstructorFunction, ConstructorValue, OpValue, RefValue, value_str,
+)
+
+__all__ = ["convert_arguments", "convert_value", "export_value", "prelude_for_expr",
+           "with_prelude"]
+
+_RELAY_DTYPES = frozenset(SCALAR_DTYPES)
+_FUNCTION_VALUES = (Closure, OpValue, ConstructorFunction)
+
+
+# --- arguments --------------------------------------------------------------------------------
+
+def convert_arguments(params: Sequence[Var], args: Sequence[Any], mod: IRModule, where: str,
+                      param_types: Sequence[Type | None] | None = None) -> list[Any]:
+    """The runtime values of ``args`` for a function with parameters ``params``.
+
+    Args:
+        params: the function's parameters (their ``type_annotation`` is the declared type).
+        args: the Python arguments.
+        mod: the program (its constructors and ADT definitions resolve ADT arguments).
+        where: the function's name for messages (``"@main"``).
+        param_types: types to use instead of the annotations (e.g. inferred ones); an entry
+            None falls back to the parameter's annotation.
+    Returns:
+        One value per parameter.
+    Raises:
+        RelayRuntimeError: wrong number of arguments, or an argument that does not fit its
+            parameter's type (the message names the parameter).
+    """
+    if len(args) != len(params):
+        raise RelayRuntimeError(
+            f"wrong number of arguments: {where} expects {len(params)}, got {len(args)}")
+    conv = _Converter(mod)
+    values = []
+    for i, (param, arg) in enumerate(zip(params, args)):
+        ty = param_types[i] if param_types is not None and i < len(param_types) else None
+        if ty is None:
+            ty = param.type_annotation
+        values.append(conv.convert(arg, ty, "%" + param.name_hint))
+    conv.resolve_pending()
+    return values
+
+
+def convert_value(x: Any, ty: Type | None, mod: IRModule, name: str = "value") -> Any:
+    """One Python value as a runtime value of type ``ty`` (see :func:`convert_arguments`)."""
+    conv = _Converter(mod)
+    value = conv.convert(x, ty, name)
+    conv.resolve_pending()
+    return value
+
+
+class _Path:
+    """Where in an argument a conversion is (rendered only for messages)."""
+
+    __slots__ = ("parent", "step")
+
+    def __init__(self, parent: _Path | str, step: str):
+        self.parent = parent
+        self.step = step
+
+    def render(self) -> str:
+        steps: list[str] = []
+        node: _Path | str = self
+        while isinstance(node, _Path):
+            steps.append(node.step)
+            node = node.parent
+        steps.reverse()
+        if len(steps) > 4:
+            steps = ["…"] + steps[-3:]
+        return f"argument {node}" + ("" if not steps else " (at " + " → ".join(steps) + ")")
+
+
+def _render(path: _Path | str) -> str:
+    return path.render() if isinstance(path, _Path) else f"argument {path}"
+
+
+def _type_text(ty: Type) -> str:
+    from semantics.printer import pretty
+
+    return pretty(ty)
+
+
+def _describe(x: Any) -> str:
+    if isinstance(x, (np.ndarray, np.generic)):
+        arr = np.asarray(x)
+        return f"an array of shape {tuple(arr.shape)} and dtype {arr.dtype.name}"
+    if isinstance(x, bool):
+        return f"the Python bool {x}"
+    if isinstance(x, (int, float)):
+        return f"the Python {type(x).__name__} {x!r}"
+    if isinstance(x, (tuple, list)):
+        return f"a {type(x).__name__} of {len(x)} elements"
+    if isinstance(x, (ConstructorValue, Closure, OpValue, ConstructorFunction, RefValue)):
+        return value_str(x, limit=60)
+    return f"a Python {type(x).__name__}"
+
+
+class _Converter:
+    """Converts one call's arguments; ``dims`` binds shape variables across all of them."""
+
+    def __init__(self, mod: IRModule):
+        self.mod = mod
+        self.dims: dict[str, tuple[int, str]] = {}
+        self.pending: list[tuple[sympy.Expr, int, _Path | str]] = []
+
+    def convert(self, x: Any, ty: Type | None, name: str) -> Any:
+        return run_recursive(self._convert(x, ty, name))
+
+    def fail(self, path: _Path | str, ty: Type | None, x: Any, why: str = "") -> RelayRuntimeError:
+        expected = _type_text(ty) if ty is not None else "a value"
+        tail = f" ({why})" if why else ""
+        return RelayRuntimeError(f"{_render(path)}: expected {expected}, got {_describe(x)}{tail}")
+
+    def _convert(self, x: Any, ty: Type | None, path: _Path | str):
+        if ty is None or isinstance(ty, (TypeVar, IncompleteType)):
+            return (yield self._untyped(x, path))
+        if isinstance(ty, TensorType):
+            return self._tensor(x, ty, path)
+        if isinstance(ty, TupleType):
+            if not isinstance(x, (tuple, list)) or len(x) != len(ty.fields):
+                raise self.fail(path, ty, x)
+            fields = []
+            for i, (item, fty) in enumerate(zip(x, ty.fields)):
+                fields.append((yield self._convert(item, fty, _Path(path, f".{i}"))))
+            return tuple(fields)
+        if isinstance(ty, (TypeCall, GlobalTypeVar)):
+            return (yield self._adt(x, ty, path))
+        if isinstance(ty, FuncType):
+            if isinstance(x, _FUNCTION_VALUES) or _is_nullary_constructor(x):
+                return x
+            raise self.fail(path, ty, x)
+        if isinstance(ty, RefType):
+            if isinstance(x, RefValue):
+                return x
+            raise self.fail(path, ty, x)
+        raise self.fail(path, ty, x, "this parameter type cannot be given from Python")
+
+    # -- tensors ---------------------------------------------------------------------------
+    def _tensor(self, x: Any, ty: TensorType, path: _Path | str) -> np.ndarray:
+        dtype = ty.dtype
+        base, lanes = split_lanes(dtype)
+        if lanes != 1 or dtype not in _RELAY_DTYPES:
+            raise RelayRuntimeError(
+                f"{_render(path)}: tensors of dtype {dtype} cannot be evaluated")
+        if isinstance(x, (np.ndarray, np.generic)):
+            arr = np.asarray(x)
+            if arr.dtype.name != dtype:
+                raise self.fail(path, ty, x, f"dtype {arr.dtype.name} is not {dtype}")
+        elif isinstance(x, (bool, int, float)):
+            arr = _scalar_array(x, dtype)
+            if arr is None:
+                raise self.fail(path, ty, x, f"not representable as {dtype}")
+        elif isinstance(x, list):
+            arr = _list_array(x, dtype)
+            if arr is None:
+                raise self.fail(path, ty, x, f"not a rectangular list of {dtype} values")
+        else:
+            raise self.fail(path, ty, x)
+        if arr.ndim != len(ty.shape):
+            raise self.fail(path, ty, x, f"rank {arr.ndim}, expected rank {len(ty.shape)}")
+        for axis, (want, have) in enumerate(zip(ty.shape, arr.shape)):
+            self._dim(want, int(have), axis, path, ty, x)
+        return arr
+
+    def _dim(self, want: Any, have: int, axis: int, path: _Path | str, ty: Type, x: Any) -> None:
+        if want is ANY:
+            return
+        if isinstance(want, int):
+            if want != have:
+                raise self.fail(path, ty, x, f"dimension {axis} is {have}, expected {want}")
+            return
+        if isinstance(want, sympy.Symbol):
+            bound = self.dims.get(want.name)
+            if bound is None:
+                self.dims[want.name] = (have, _render(path))
+            elif bound[0] != have:
+                raise self.fail(
+                    path, ty, x, f"dimension {axis} is {have}, but {want.name} = {bound[0]} "
+                    f"from {bound[1]}")
+            return
+        self.pending.append((want, have, path))
+
+    def resolve_pending(self) -> None:
+        """Check the compound symbolic dims (``2 * n``) once the simple ones are bound."""
+        progress = True
+        while self.pending and progress:
+            progress = False
+            rest = []
+            for expr, have, path in self.pending:
+                known = {s: self.dims[s.name][0] for s in expr.free_symbols if s.name in self.dims}
+                unknown = [s for s in expr.free_symbols if s.name not in self.dims]
+                if not unknown:
+                    if int(expr.subs(known)) != have:
+                        raise RelayRuntimeError(
+                            f"{_render(path)}: a dimension is {have}, expected "
+                            f"{sympy.sstr(expr)} = {int(expr.subs(known))}")
+                    progress = True
+                elif len(unknown) == 1:
+                    solutions = [s for s in sympy.solve(sympy.Eq(expr.subs(known), have),
+                                                        unknown[0])
+                                 if s.is_integer and s >= 0]
+                    if not solutions:
+                        raise RelayRuntimeError(
+                            f"{_render(path)}: no value of {unknown[0].name} makes "
+                            f"{sympy.sstr(expr)} equal {have}")
+                    self.dims[unknown[0].name] = (int(solutions[0]), _render(path))
+                    progress = True
+                else:
+                    rest.append((expr, have, path))
+            self.pending = rest
+        # Dims over two or more still-unknown variables cannot be decided from the shapes
+        # alone; they are accepted (the operators check what they need).
+
+    # -- ADTs ------------------------------------------------------------------------------
+    def _adt(self, x: Any, ty: TypeCall | GlobalTypeVar, path: _Path | str):
+        head = ty.func if isinstance(ty, TypeCall) else ty
+        args = ty.args if isinstance(ty, TypeCall) else ()
+        td = self.mod.types.get(head.name)
+        if td is None:
+            raise RelayRuntimeError(f"{_render(path)}: the program does not define ADT {head.name}")
+        subst = {tv: a for tv, a in zip(td.type_vars, args)}
+        # A list is a chain of constructor values: walk the spine iteratively (fields that are
+        # themselves of this ADT are continued in the loop, not by a nested generator).
+        value = x
+        built: list[tuple[Constructor, list[Any], int]] = []
+        while True:
+            name, fields = _constructor_parts(value)
+            if name is None:
+                raise self.fail(path, ty, value)
+            ctor = self.mod.constructors.get(name)
+            if ctor is None:
+                raise RelayRuntimeError(f"{_render(path)}: unknown constructor {name}")
+            if ctor.belong_to.name != head.name:
+                raise self.fail(path, ty, value,
+                                f"{name} builds a {ctor.belong_to.name}, not a {head.name}")
+            if len(fields) != len(ctor.inputs):
+                raise self.fail(path, ty, value,
+                                f"{name} takes {len(ctor.inputs)} fields, got {len(fields)}")
+            converted: list[Any] = []
+            spine = -1
+            for i, (item, fty) in enumerate(zip(fields, ctor.inputs)):
+                field_ty = _substitute(fty, subst)
+                if spine < 0 and _same_adt(field_ty, ty):
+                    spine = i
+                    converted.append(None)
+                    continue
+                converted.append((yield self._convert(item, field_ty, _Path(path, f"{name}.{i}"))))
+            built.append((ctor, converted, spine))
+            if spine < 0:
+                break
+            value = fields[spine]
+            path = _Path(path, f"{name}.{spine}")
+        result: Any = None
+        for ctor, converted, spine in reversed(built):
+            if spine >= 0:
+                converted[spine] = result
+            result = ConstructorValue(ctor.name, tuple(converted), ctor)
+        return result
+
+    # -- values without a declared type ------------------------------------------------------
+    def _untyped(self, x: Any, path: _Path | str):
+        if isinstance(x, np.ndarray):
+            if x.dtype.name not in _RELAY_DTYPES:
+                raise RelayRuntimeError(
+                    f"{_render(path)}: arrays of dtype {x.dtype.name} are not Relay tensors")
+            return x
+        if isinstance(x, np.generic):
+            return (yield self._untyped(np.asarray(x), path))
+        if isinstance(x, bool):
+            return np.array(x, dtype=np.bool_)
+        if isinstance(x, int):
+            arr = _scalar_array(x, "int32") if -2**31 <= x < 2**31 else _scalar_array(x, "int64")
+            if arr is None:
+                raise RelayRuntimeError(f"{_render(path)}: the integer {x} does not fit in int64")
+            return arr
+        if isinstance(x, float):
+            return np.array(x, dtype=np.float32)
+        if isinstance(x, tuple):
+            fields = []
+            for i, item in enumerate(x):
+                fields.append((yield self._untyped(item, _Path(path, f".{i}"))))
+            return tuple(fields)
+        if isinstance(x, list):
+            arr = _list_array(x, None)
+            if arr is None:
+                raise RelayRuntimeError(
+                    f"{_render(path)}: a list must be a rectangular array of numbers")
+            return arr
+        if isinstance(x, (ConstructorValue, dict)):
+            name, fields = _constructor_parts(x)
+            ctor = self.mod.constructors.get(name) if name is not None else None
+            if ctor is None:
+                raise RelayRuntimeError(f"{_render(path)}: unknown constructor {name}")
+            if len(fields) != len(ctor.inputs):
+                raise RelayRuntimeError(
+                    f"{_render(path)}: {name} takes {len(ctor.inputs)} fields, got {len(fields)}")
+            head = GlobalTypeVar(ctor.belong_to.name)
+            td = self.mod.types.get(head.name)
+            holes = tuple(IncompleteType() for _ in td.type_vars) if td is not None else ()
+            return (yield self._adt(x, TypeCall(head, holes) if holes else head, path))
+        if isinstance(x, (RefValue, *_FUNCTION_VALUES)):
+            return x
+        raise RelayRuntimeError(f"{_render(path)}: {_describe(x)} is not a Relay value")
+
+
+def _is_nullary_constructor(x: Any) -> bool:
+    return isinstance(x, ConstructorValue) and x.constructor is not None \
+        and not x.constructor.inputs and not x.fields
+
+
+def _constructor_parts(x: Any) -> tuple[str | None, tuple[Any, ...]]:
+    """``(name, fields)`` of a ConstructorValue or a one-key dict ``{"Cons": [h, t]}``."""
+    if isinstance(x, ConstructorValue):
+        return x.name, x.fields
+    if isinstance(x, dict) and len(x) == 1:
+        (name, fields), = x.items()
+        if isinstance(name, str):
+            if fields is None:
+                return name, ()
+            if isinstance(fields, (list, tuple)):
+                return name, tuple(fields)
+            return name, (fields,)
+    return None, ()
+
+
+def _same_adt(a: Type, b: Type) -> bool:
+    """True when ``a`` and ``b`` are the same ADT applied to the same argument objects."""
+    if isinstance(a, GlobalTypeVar) and isinstance(b, GlobalTypeVar):
+        return a.name == b.name
+    if isinstance(a, TypeCall) and isinstance(b, TypeCall):
+        return a.func.name == b.func.name and len(a.args) == len(b.args) \
+            and all(x is y for x, y in zip(a.args, b.args))
+    return False
+
+
+def _substitute(t: Type, subst: dict[TypeVar, Type]) -> Type:
+    """``t`` with type variables replaced (types are shallow: direct recursion is fine)."""
+    if not subst:
+        return t
+    if isinstance(t, TypeVar):
+        return subst.get(t, t)
+    if isinstance(t, TypeCall):
+        args = tuple(_substitute(a, subst) for a in t.args)
+        if all(x is y for x, y in zip(args, t.args)):
+            return t
+        return TypeCall(t.func, args, span=t.span)
+    if isinstance(t, TupleType):
+        fields = tuple(_substitute(f, subst) for f in t.fields)
+        if all(x is y for x, y in zip(fields, t.fields)):
+            return t
+        return TupleType(fields, span=t.span)
+    if isinstance(t, FuncType):
+        return FuncType(tuple(_substitute(a, subst) for a in t.arg_types),
+                        _substitute(t.ret_type, subst), t.type_params, t.type_constraints,
+                        span=t.span)
+    if isinstance(t, RefType):
+        return RefType(_substitute(t.value, subst), span=t.span)
+    return t
+
+
+def _scalar_array(x: bool | int | float, dtype: str) -> np.ndarray | None:
+    """A 0-d array of ``dtype`` holding ``x`` exactly, or None if ``x`` does not fit."""
+    if is_bool(dtype):
+        return np.array(x, dtype=np.bool_) if isinstance(x, bool) else None
+    if isinstance(x, bool):
+        return None
+    if is_int(dtype):
+        if isinstance(x, float):
+            if not x.is_integer():
+                return None
+            x = int(x)
+        info = np.iinfo(np.dtype(dtype))
+        if not info.min <= x <= info.max:
+            return None
+        return np.array(x, dtype=np.dtype(dtype))
+    if is_float(dtype):
+        return np.array(x, dtype=np.dtype(dtype))
+    return None
+
+
+def _list_array(x: list, dtype: str | None) -> np.ndarray | None:
+    """A nested Python list as an array of ``dtype`` (default dtypes when None), or None."""
+    try:
+        raw = np.array(x)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    kind = raw.dtype.kind
+    if dtype is None:
+        if kind == "b":
+            return raw
+        if kind in "iu":
+            fits = raw.size == 0 or (raw.min() >= -2**31 and raw.max() < 2**31)
+            return raw.astype(np.int32 if fits else np.int64)
+        if kind == "f":
+            return raw.astype(np.float32)
+        return None
+    if kind == "b":
+        return raw if is_bool(dtype) else None
+    if kind in "iu":
+        if is_int(dtype):
+            info = np.iinfo(np.dtype(dtype))
+            if raw.size and (raw.min() < info.min or raw.max() > info.max):
+                return None
+            return raw.astype(np.dtype(dtype))
+        return raw.astype(np.dtype(dtype)) if is_float(dtype) else None
+    if kind == "f":
+        if is_float(dtype):
+            return raw.astype(np.dtype(dtype))
+        if is_int(dtype) and raw.size and bool(np.all(np.mod(raw, 1) == 0)):
+            return _list_array(raw.astype(np.int64).tolist(), dtype)
+        return None
+    return None
+
+
+# --- results ----------------------------------------------------------------------------------
+
+def export_value(v: Any) -> Any:
+    """``v`` with every read-only array (a program constant) replaced by a writable copy.
+
+    Tuples and ADT values are rebuilt only where something changed; references
+    and closures are returned as they are (their identity is their meaning).
+    Iterative, memoized by identity.
+    """
+    if type(v) is np.ndarray:
+        return v if v.flags.writeable else v.copy()
+    if type(v) is not tuple and type(v) is not ConstructorValue:
+        return v
+    done: dict[int, Any] = {}
+    stack: list[tuple[Any, bool]] = [(v, False)]
+    while stack:
+        x, expanded = stack.pop()
+        if id(x) in done:
+            continue
+        if type(x) is np.ndarray:
+            done[id(x)] = x if x.flags.writeable else x.copy()
+            continue
+        if type(x) is tuple:
+            kids = x
+        elif type(x) is ConstructorValue:
+            kids = x.fields
+        else:
+            done[id(x)] = x
+            continue
+        if not expanded:
+            stack.append((x, True))
+            stack.extend((k, False) for k in kids if id(k) not in done)
+            continue
+        new = tuple(done[id(k)] for k in kids)
+        if all(a is b for a, b in zip(new, kids)):
+            done[id(x)] = x
+        elif type(x) is tuple:
+            done[id(x)] = new
+        else:
+            done[id(x)] = ConstructorValue(x.name, new, x.constructor)
+    return done[id(v)]
+
+
+# --- the prelude ------------------------------------------------------------------------------
+
+def _references(roots: Sequence[Expr]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Global names and ADT names that ``roots`` use (through code, patterns or annotations)."""
+    from semantics.analysis import constructors_used
+
+    globals_: dict[str, Any] = {}
+    adts: dict[str, Any] = {}
+    annotations: list[Type] = []
+    for root in roots:
+        for node in post_order(root):
+            kind = type(node).__name__
+            if kind == "GlobalVar":
+                globals_.setdefault(node.name_hint, node.span)
+            elif isinstance(node, Var) and node.type_annotation is not None:
+                annotations.append(node.type_annotation)
+            elif isinstance(node, Function):
+                annotations.extend(p.type_annotation for p in node.params
+                                   if p.type_annotation is not None)
+                if node.ret_type is not None:
+                    annotations.append(node.ret_type)
+            elif isinstance(node, Let) and node.var.type_annotation is not None:
+                annotations.append(node.var.type_annotation)
+        for ctor in constructors_used(root):
+            adts.setdefault(ctor.belong_to.name, ctor.span)
+    while annotations:
+        t = annotations.pop()
+        if isinstance(t, TypeCall):
+            adts.setdefault(t.func.name, t.span)
+        elif isinstance(t, GlobalTypeVar):
+            adts.setdefault(t.name, t.span)
+        annotations.extend(type_children(t))
+    return globals_, adts
+
+
+def prelude_for_expr(expr: Expr) -> IRModule:
+    """A module with the prelude definitions ``expr`` uses (empty when it uses none)."""
+    from semantics.prelude import needed_definitions
+
+    globals_, adts = _references([expr])
+    if not globals_ and not adts:
+        return IRModule()
+    functions, types = needed_definitions(globals_, adts)
+    return IRModule(functions, types)
+
+
+def with_prelude(mod: IRModule) -> IRModule:
+    """``mod`` plus the prelude definitions it uses but does not define (itself if none)."""
+    from semantics.prelude import needed_definitions
+
+    globals_, adts = _references(list(mod.functions.values()))
+    missing_globals = {g: s for g, s in globals_.items() if g not in mod.functions}
+    missing_types = {t: s for t, s in adts.items() if t not in mod.types}
+    if not missing_globals and not missing_types:
+        return mod
+    functions, types = needed_definitions(
+        missing_globals, missing_types, defined_functions=mod.functions,
+        defined_types=mod.types, defined_constructors=mod.constructors)
+    if not functions and not types:
+        return mod
+    return mod.merged(IRModule(functions, types))

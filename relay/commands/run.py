@@ -1,0 +1,231 @@
+"""``relay run FILE [ARG ...] [--entry NAME] [--fuel N] [--trace]``: evaluate a program.
+
+Each ``ARG`` is a ``.npy`` file or a JSON literal, converted to the entry's
+parameter type as ``evaluate`` converts Python values (numbers and nested
+lists become arrays of the declared dtype, lists become tuples where a tuple
+is declared, ``{"Cons": [1, {"Nil": []}]}`` builds ADT values). The result is
+printed in the interpreter's short form (``interpreter.values.value_str``):
+scalars as Relay literals, other tensors as ``array([...], dtype=...)``,
+``Cons(1, Cons(2, Nil))``, ``<closure>``, ``ref(...)``.
+
+``--trace`` prints the derivation first: one line per judgment, indented by
+its depth in the derivation tree, ``[Rule-Name] expression ⇓ value`` (the
+expression and the value in a short, one-line form).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import numpy as np
+
+_EXPR_WIDTH = 60
+_VALUE_WIDTH = 60
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="evaluate a Relay program with the reference interpreter")
+    p.add_argument("file", help="a .relay file ('-' for standard input)")
+    p.add_argument("args", nargs="*", metavar="ARG",
+                   help="an argument: a .npy file or a JSON literal (e.g. 3, [1.5, 2], [[1, 2]])")
+    p.add_argument("--entry", default="main", help="the global to run (default: main)")
+    p.add_argument("--fuel", type=int, default=None,
+                   help="stop with an error after N rule applications")
+    p.add_argument("--trace", action="store_true",
+                   help="print the derivation (rule names, sub-expressions, values)")
+    p.add_argument("--no-check", action="store_true",
+                   help="do not type-check before running")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from interpreter.eval import evaluate, evaluate_recorded
+    from interpreter.values import value_str
+    from relay.commands.fmt import read_source
+    from semantics.errors import RelayError
+    from semantics.parser import parse
+
+    text = read_source(args.file)
+    mod = parse(text, source_name=args.file)
+    values = [_argument(i, a) for i, a in enumerate(args.args, start=1)]
+    check = not args.no_check
+    if not args.trace:
+        result = evaluate(mod, *values, entry=args.entry, check=check, fuel=args.fuel)
+        print(value_str(result))
+        return 0
+    recorder = TreeRecorder(f"@{args.entry.lstrip('@')}({', '.join(args.args)})")
+    try:
+        result = evaluate_recorded(mod, *values, recorder=recorder, entry=args.entry,
+                                   check=check, fuel=args.fuel)
+    except RelayError:
+        recorder.print(sys.stdout)
+        raise
+    recorder.finish(result)
+    recorder.print(sys.stdout)
+    print(value_str(result))
+    return 0
+
+
+def _argument(position: int, text: str) -> Any:
+    """One command-line argument as a Python value (an array for ``.npy``, else JSON)."""
+    from semantics.errors import RelayRuntimeError
+
+    if text.endswith(".npy"):
+        try:
+            return np.load(text, allow_pickle=False)
+        except ValueError as exc:
+            raise RelayRuntimeError(f"argument {position}: cannot read {text}: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RelayRuntimeError(
+            f"argument {position}: {text!r} is neither a .npy file nor a JSON literal "
+            f"({exc.msg})") from None
+    except RecursionError:
+        raise RelayRuntimeError(f"argument {position}: the JSON literal is nested too deeply") \
+            from None
+
+
+# --- the derivation tree ----------------------------------------------------------------------
+
+class _Judgment:
+    """One node of the derivation; a ``leaf`` (a rule reported inside another judgment,
+    such as a pattern match) has no value of its own."""
+
+    __slots__ = ("node", "rule", "value", "closed", "leaf", "children")
+
+    def __init__(self, node: Any, rule: Any = None, leaf: bool = False):
+        self.node = node
+        self.rule = rule
+        self.value: Any = None
+        self.closed = leaf
+        self.leaf = leaf
+        self.children: list[_Judgment] = []
+
+
+class TreeRecorder:
+    """Builds the derivation tree from the interpreter's open / rule / close reports.
+
+    A rule reported for the node of the innermost open judgment concludes that
+    judgment; any other rule (a pattern-matching judgment, or the lookup of the
+    entry) is recorded as a leaf inside it.
+    """
+
+    def __init__(self, title: str):
+        self.root = _Judgment(title)
+        self.stack = [self.root]
+
+    def open(self, node: Any) -> None:
+        j = _Judgment(node)
+        self.stack[-1].children.append(j)
+        self.stack.append(j)
+
+    def rule(self, rule: Any, node: Any) -> None:
+        top = self.stack[-1]
+        if top.rule is None and (top.node is node or top is self.root and
+                                 rule.value == "Semantics-Call"):
+            top.rule = rule
+        else:
+            top.children.append(_Judgment(node, rule, leaf=True))
+
+    def close(self, value: Any) -> None:
+        j = self.stack.pop()
+        j.value = value
+        j.closed = True
+
+    def finish(self, value: Any) -> None:
+        self.root.value = value
+        self.root.closed = True
+
+    def print(self, out: Any) -> None:
+        from interpreter.values import value_str
+
+        work: list[tuple[_Judgment, int]] = [(self.root, 0)]
+        while work:
+            j, depth = work.pop()
+            rule = f"[{j.rule.value}]" if j.rule is not None else "[...]"
+            what = j.node if isinstance(j.node, str) else short_expr(j.node)
+            line = f"{'  ' * depth}{rule} {what}"
+            if not j.closed:
+                line += " ⇓ (error)"
+            elif not j.leaf:
+                line += " ⇓ " + value_str(j.value, limit=_VALUE_WIDTH)
+            out.write(line + "\n")
+            work.extend((kid, depth + 1) for kid in reversed(j.children))
+
+
+def short_expr(node: Any, width: int = _EXPR_WIDTH) -> str:
+    """A one-line summary of an expression or pattern: nesting below depth 2 becomes ``…``."""
+    text = _short(node, 2)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _items(nodes: Any, depth: int) -> str:
+    shown = [_short(n, depth) for n in nodes[:6]]
+    return ", ".join(shown + (["…"] if len(nodes) > 6 else []))
+
+
+def _short(node: Any, depth: int) -> str:
+    from semantics import expr as E
+    from semantics.dtypes import literal
+
+    if depth < 0:
+        return "…"
+    d = depth - 1
+    t = type(node)
+    if t is E.Var:
+        return "%" + node.name_hint
+    if t is E.GlobalVar:
+        return "@" + node.name_hint
+    if t is E.Constant:
+        if node.data.ndim == 0:
+            return literal(node.data, node.data.dtype.name)
+        return f"const{tuple(node.data.shape)}:{node.data.dtype.name}"
+    if t is E.Op or t is E.Constructor:
+        return node.name
+    if t is E.Call:
+        if type(node.op) is E.Constructor and not node.args:
+            return node.op.name
+        if depth == 0:
+            return _short(node.op, 0) + "(…)"
+        return _short(node.op, depth) + "(" + _items(node.args, d) + ")"
+    if t is E.Let:
+        return f"let %{node.var.name_hint} = {_short(node.value, d)}; {_short(node.body, d)}"
+    if t is E.Function:
+        params = ", ".join("%" + p.name_hint for p in node.params)
+        return f"fn ({params}) {{ {_short(node.body, d)} }}"
+    if t is E.Tuple:
+        inner = _items(node.fields, d)
+        return f"({inner},)" if len(node.fields) == 1 else f"({inner})"
+    if t is E.TupleGetItem:
+        return f"{_short(node.tuple_value, d)}.{node.index}"
+    if t is E.If:
+        return (f"if ({_short(node.cond, d)}) {{ {_short(node.true_branch, d)} }} "
+                f"else {{ {_short(node.false_branch, d)} }}")
+    if t is E.Match:
+        head = "match" if node.complete else "match?"
+        clauses = ", ".join(f"{_short(c.lhs, d)} => {_short(c.rhs, d)}"
+                            for c in node.clauses[:4]) + (", …" if len(node.clauses) > 4 else "")
+        return f"{head} ({_short(node.data, d)}) {{ {clauses} }}"
+    if t is E.RefCreate:
+        return f"ref({_short(node.value, d)})"
+    if t is E.RefRead:
+        return f"!{_short(node.ref, d)}"
+    if t is E.RefWrite:
+        return f"{_short(node.ref, d)} := {_short(node.value, d)}"
+    if t is E.Grad:
+        return f"grad({_short(node.func, d)})"
+    if t is E.PatternWildcard:
+        return "_"
+    if t is E.PatternVar:
+        return "%" + node.var.name_hint
+    if t is E.PatternConstructor:
+        if not node.patterns:
+            return node.constructor.name
+        return node.constructor.name + "(" + _items(node.patterns, d) + ")"
+    if t is E.PatternTuple:
+        return "(" + _items(node.patterns, d) + ")"
+    return type(node).__name__

@@ -1,0 +1,193 @@
+"""The type checker's public entry points (ARCHITECTURE.md §4): ``infer``, ``type_of``, ``check``.
+
+* ``infer(p)`` — ``p`` an :class:`IRModule` or an expression; returns the
+  same kind of program, rebuilt so that every expression node has its
+  ``checked_type`` (the input is not mutated).
+* ``type_of(e, mod=None)`` — the type of an expression (or of expression
+  text, parsed with the prelude in scope).
+* ``check(p)`` — None, or ``RelayTypeError``.
+
+An expression that mentions globals, constructors or ADT names and comes
+without a module is checked against the prelude
+(``semantics.prelude.prelude_module()``).
+
+Only :class:`~semantics.errors.RelayError`\\ s escape (``ParseError`` for bad
+text, ``RelayTypeError`` otherwise); anything else that goes wrong inside is
+a bug in the checker or in an operator's relation and surfaces as
+:class:`~semantics.errors.InternalError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from semantics.errors import InternalError, RelayError, RelayTypeError
+from semantics.expr import Expr, Function, GlobalVar, Let, Match, PatternConstructor, Var
+from semantics.module import IRModule
+from semantics.types import GlobalTypeVar, Type, TypeCall, type_children
+from semantics.visitor import post_order
+from typechecker.annotate import Annotator
+from typechecker.program import annotate_module, expression_inferencer, module_typing
+
+__all__ = ["check", "infer", "type_of"]
+
+
+def infer(p: IRModule | Expr) -> IRModule | Expr:
+    """Infer the types of a module or expression.
+
+    Args:
+        p: an ``IRModule`` or an expression.
+    Returns:
+        A new program of the same kind whose every expression node has
+        ``checked_type`` set to its (fully resolved) type.
+    Raises:
+        RelayTypeError: the program is ill-typed or ill-kinded, or a type
+            cannot be determined ("underconstrained").
+    """
+    return _guard(_infer, p)
+
+
+def type_of(e: Expr | str, mod: IRModule | None = None) -> Type:
+    """The type of an expression.
+
+    Args:
+        e: an expression, or its text (parsed with the prelude in scope).
+        mod: the module whose globals and ADTs the expression may use; when
+            omitted, the prelude's if the expression mentions any.
+    Returns:
+        The expression's type; a function literal's free type variables are
+        generalized into its ``type_params``.
+    Raises:
+        ParseError: ``e`` is text that does not parse.
+        RelayTypeError: the expression is ill-typed.
+    """
+    return _guard(_type_of, e, mod)
+
+
+def check(p: IRModule | Expr) -> None:
+    """Check a module or an expression.
+
+    Returns:
+        None when ``p`` is well typed.
+    Raises:
+        RelayTypeError: otherwise (see :func:`infer`).
+    """
+    _guard(_check, p)
+
+
+def global_types(mod: IRModule) -> dict[str, Type]:
+    """The type (scheme) of every global of a checked module, by name (``relay check``).
+
+    Raises:
+        RelayTypeError: the module is ill-typed.
+    """
+    return dict(_guard(lambda m: module_typing(m).schemes, mod))
+
+
+def _guard(fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except RelayError:
+        raise
+    except InternalError:
+        raise
+    except RecursionError as exc:
+        raise InternalError("the type checker recursed too deeply") from exc
+    except Exception as exc:  # noqa: BLE001 - anything else is a checker bug
+        raise InternalError(f"type checker crashed: {type(exc).__name__}: {exc}") from exc
+
+
+def _infer(p: IRModule | Expr) -> IRModule | Expr:
+    if isinstance(p, IRModule):
+        return annotate_module(module_typing(p))
+    if not isinstance(p, Expr):
+        raise RelayTypeError(f"cannot type-check a {type(p).__name__}")
+    inf, _ = _expression(p, None)
+    return Annotator(inf).expr(p)
+
+
+def _check(p: IRModule | Expr) -> None:
+    if isinstance(p, IRModule):
+        module_typing(p)
+        return
+    if not isinstance(p, Expr):
+        raise RelayTypeError(f"cannot type-check a {type(p).__name__}")
+    inf, _ = _expression(p, None)
+    Annotator(inf).verify()
+
+
+def _type_of(e: Expr | str, mod: IRModule | None) -> Type:
+    if isinstance(e, str):
+        e, parsed_mod = _parse(e)
+        if mod is None:
+            mod = parsed_mod
+    if not isinstance(e, Expr):
+        raise RelayTypeError(f"cannot type-check a {type(e).__name__}")
+    inf, raw = _expression(e, mod)
+    ann = Annotator(inf)
+    ann.verify()
+    return ann.final(raw, e)
+
+
+def _expression(e: Expr, mod: IRModule | None) -> Any:
+    if mod is None and _mentions_module_names(e):
+        mod = _prelude()
+    typing = module_typing(mod) if mod is not None else None
+    return expression_inferencer(e, typing)
+
+
+def _parse(text: str) -> tuple[Expr, IRModule | None]:
+    from semantics import parser
+
+    with_module = getattr(parser, "parse_expr_with_module", None)
+    if with_module is not None:
+        result = with_module(text)
+        if isinstance(result, tuple):
+            return result[0], result[1]
+        return result, None
+    return parser.parse_expr(text), None
+
+
+def _prelude() -> IRModule | None:
+    try:
+        from semantics.prelude import prelude_module
+    except ImportError:
+        return None
+    return prelude_module()
+
+
+def _mentions_module_names(e: Expr) -> bool:
+    """Does ``e`` use a global, a constructor, a match or an ADT type (so it needs a module)?"""
+    for node in post_order(e):
+        tn = type(node)
+        if tn is GlobalVar or tn is Match:
+            return True
+        if tn.__name__ == "Constructor":
+            return True
+        if tn is Function:
+            if any(isinstance(p, Var) and _mentions_adt(p.type_annotation) for p in node.params):
+                return True
+            if _mentions_adt(node.ret_type):
+                return True
+        if tn is Var and _mentions_adt(node.type_annotation):
+            return True
+        if tn is Let and _mentions_adt(node.var.type_annotation):
+            return True
+        if hasattr(node, "type_args") and any(_mentions_adt(t) for t in node.type_args):
+            return True
+    return False
+
+
+def _mentions_adt(t: Any) -> bool:
+    if t is None:
+        return False
+    stack = [t]
+    while stack:
+        u = stack.pop()
+        if isinstance(u, (GlobalTypeVar, TypeCall)):
+            return True
+        if isinstance(u, PatternConstructor):
+            return True
+        if isinstance(u, Type):
+            stack.extend(type_children(u))
+    return False
