@@ -269,28 +269,34 @@ class _Converter:
         # themselves of this ADT are continued in the loop, not by a nested generator).
         value = x
         built: list[tuple[Constructor, list[Any], int]] = []
+        layouts: dict[str, tuple[Constructor, list[Type], int]] = {}
+        constructors = self.mod.constructors
         while True:
             name, fields = _constructor_parts(value)
             if name is None:
                 raise self.fail(path, ty, value)
-            ctor = self.mod.constructors.get(name)
-            if ctor is None:
-                raise RelayRuntimeError(f"{_render(path)}: unknown constructor {name}")
-            if ctor.belong_to.name != head.name:
+            layout = layouts.get(name)
+            if layout is None:
+                ctor = constructors.get(name)
+                if ctor is None:
+                    raise RelayRuntimeError(f"{_render(path)}: unknown constructor {name}")
+                if ctor.belong_to.name != head.name:
+                    raise self.fail(path, ty, value,
+                                    f"{name} builds a {ctor.belong_to.name}, not a {head.name}")
+                field_types = [_substitute(fty, subst) for fty in ctor.inputs]
+                spine = next((i for i, f in enumerate(field_types) if _same_adt(f, ty)), -1)
+                layout = layouts[name] = (ctor, field_types, spine)
+            ctor, field_types, spine = layout
+            if len(fields) != len(field_types):
                 raise self.fail(path, ty, value,
-                                f"{name} builds a {ctor.belong_to.name}, not a {head.name}")
-            if len(fields) != len(ctor.inputs):
-                raise self.fail(path, ty, value,
-                                f"{name} takes {len(ctor.inputs)} fields, got {len(fields)}")
+                                f"{name} takes {len(field_types)} fields, got {len(fields)}")
             converted: list[Any] = []
-            spine = -1
-            for i, (item, fty) in enumerate(zip(fields, ctor.inputs)):
-                field_ty = _substitute(fty, subst)
-                if spine < 0 and _same_adt(field_ty, ty):
-                    spine = i
+            for i, (item, field_ty) in enumerate(zip(fields, field_types)):
+                if i == spine:
                     converted.append(None)
-                    continue
-                converted.append((yield self._convert(item, field_ty, _Path(path, f"{name}.{i}"))))
+                else:
+                    converted.append(
+                        (yield self._convert(item, field_ty, _Path(path, f"{name}.{i}"))))
             built.append((ctor, converted, spine))
             if spine < 0:
                 break
@@ -463,13 +469,16 @@ def _list_array(x: list, dtype: str | None) -> np.ndarray | None:
 def export_value(v: Any) -> Any:
     """``v`` with every read-only array (a program constant) replaced by a writable copy.
 
-    Tuples and ADT values are rebuilt only where something changed; references
-    and closures are returned as they are (their identity is their meaning).
-    Iterative, memoized by identity.
+    Tuples and ADT values are rebuilt only where something changed (most results
+    contain no constant, and are returned as they are); references and closures are
+    returned as they are (their identity is their meaning). Iterative, memoized by
+    identity (values may share sub-values).
     """
     if type(v) is np.ndarray:
         return v if v.flags.writeable else v.copy()
     if type(v) is not tuple and type(v) is not ConstructorValue:
+        return v
+    if not _has_read_only_array(v):
         return v
     done: dict[int, Any] = {}
     stack: list[tuple[Any, bool]] = [(v, False)]
@@ -499,6 +508,23 @@ def export_value(v: Any) -> Any:
         else:
             done[id(x)] = ConstructorValue(x.name, new, x.constructor)
     return done[id(v)]
+
+
+def _has_read_only_array(v: Any) -> bool:
+    seen: set[int] = set()
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t is np.ndarray:
+            if not x.flags.writeable:
+                return True
+        elif t is tuple or t is ConstructorValue:
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            stack.extend(x if t is tuple else x.fields)
+    return False
 
 
 # --- the prelude ------------------------------------------------------------------------------
@@ -547,8 +573,26 @@ def prelude_for_expr(expr: Expr) -> IRModule:
     return IRModule(functions, types)
 
 
+_WITH_PRELUDE: dict[int, tuple[IRModule, IRModule]] = {}
+
+
 def with_prelude(mod: IRModule) -> IRModule:
-    """``mod`` plus the prelude definitions it uses but does not define (itself if none)."""
+    """``mod`` plus the prelude definitions it uses but does not define (itself if none).
+
+    The answer is remembered for the last few modules (held strongly, compared by
+    identity), so evaluating one module repeatedly scans it once.
+    """
+    cached = _WITH_PRELUDE.get(id(mod))
+    if cached is not None and cached[0] is mod:
+        return cached[1]
+    result = _with_prelude(mod)
+    if len(_WITH_PRELUDE) >= 16:
+        _WITH_PRELUDE.clear()
+    _WITH_PRELUDE[id(mod)] = (mod, result)
+    return result
+
+
+def _with_prelude(mod: IRModule) -> IRModule:
     from semantics.prelude import needed_definitions
 
     globals_, adts = _references(list(mod.functions.values()))

@@ -178,6 +178,30 @@ def shared_nodes(body: Expr) -> frozenset[Expr]:
                      if uses.get(id(n), 0) > 1 and not isinstance(n, _LEAF_TYPES))
 
 
+class _NodeCache(dict):
+    """Facts derived from AST nodes, shared by all evaluations (nodes are immutable).
+
+    Keys are the nodes themselves (identity-hashed and held strongly, so an entry can
+    never be confused with a later node at a reused address); when ``limit`` entries
+    are exceeded the cache is simply emptied, which keeps it bounded.
+    """
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit = limit
+
+    def put(self, key: Any, value: Any) -> Any:
+        if len(self) >= self.limit:
+            self.clear()
+        self[key] = value
+        return value
+
+
+# Shared nodes per function body, and normalized attributes per operator call.
+_SHARED_CACHE = _NodeCache(4096)
+_ATTRS_CACHE = _NodeCache(65536)
+
+
 def _remember(memo: dict[Expr, Any], node: Expr):
     """A driver frame storing the value of a shared node when it arrives (Semantics-Shared)."""
     value = yield
@@ -230,8 +254,8 @@ class Interpreter:
         self._globals: dict[str, Closure] = {}
         self._ops: dict[str, OpValue] = {}
         self._nullary: dict[Constructor, ConstructorValue] = {}
-        self._shared: dict[Expr, frozenset[Expr]] = {}
-        self._attrs: dict[Call, tuple[Any, dict[str, Any]]] = {}
+        self._shared = _SHARED_CACHE
+        self._attrs = _ATTRS_CACHE
         self._grads: dict[Grad, Expr] = {}
         if fuel is None and trace is None and recorder is None:
             self.fired = self._fired_count
@@ -243,6 +267,9 @@ class Interpreter:
             Constant: self._eval_constant, Op: self._eval_op,
             Constructor: self._eval_constructor, Function: self._eval_function,
         }
+        # Premises on leaves are established in place (same rule, no round trip through the
+        # driver), except while recording a derivation, where every judgment is reported.
+        self._direct = self._axioms if recorder is None else {}
         # Rules with premises: node -> generator (or a Tail, for Let-Rec).
         self._cases: dict[type, Callable[[Any, Env], Any]] = {
             Let: self._eval_let, Call: self._eval_call, Tuple: self._eval_tuple,
@@ -283,7 +310,7 @@ class Interpreter:
         """The shared nodes of a function body (computed once per body)."""
         found = self._shared.get(body)
         if found is None:
-            found = self._shared[body] = shared_nodes(body)
+            found = self._shared.put(body, shared_nodes(body))
         return found
 
     def root_env(self, expr: Expr) -> Env:
@@ -474,9 +501,11 @@ class Interpreter:
 
     # [Semantics-Product]   Γ ⊢ e1 ⇓ v1  ...  Γ ⊢ en ⇓ vn   ⟹   Γ ⊢ (e1, ..., en) ⇓ (v1, ..., vn)
     def _eval_tuple(self, e: Tuple, env: Env):
+        direct = self._direct
         fields = []
         for field in e.fields:
-            fields.append((yield Eval(field, env)))
+            leaf = direct.get(type(field))
+            fields.append(leaf(field, env) if leaf is not None else (yield Eval(field, env)))
         self.fired(Rule.SEMANTICS_PRODUCT, e)
         return tuple(fields)
 
@@ -522,7 +551,9 @@ class Interpreter:
     # [Semantics-Let]   Γ ⊢ e1 ⇓ v1    Γ[x ↦ v1] ⊢ e2 ⇓ v   ⟹   Γ ⊢ let x = e1; e2 ⇓ v
     #                   (e1 not a function literal)
     def _eval_let_value(self, e: Let, env: Env):
-        v1 = yield Eval(e.value, env)
+        value = e.value
+        leaf = self._direct.get(type(value))
+        v1 = leaf(value, env) if leaf is not None else (yield Eval(value, env))
         self.fired(Rule.SEMANTICS_LET, e)
         return Tail(e.body, env.extend(e.var, v1))
 
@@ -535,10 +566,14 @@ class Interpreter:
     def _eval_call(self, e: Call, env: Env):
         """The premises Semantics-Call, -Call-Op and -ADT-Constructor share: callee, then arguments
         left to right; the callee's value then selects the rule."""
-        f = yield Eval(e.op, env)
+        direct = self._direct
+        op = e.op
+        leaf = direct.get(type(op))
+        f = leaf(op, env) if leaf is not None else (yield Eval(op, env))
         args = []
         for arg in e.args:
-            args.append((yield Eval(arg, env)))
+            leaf = direct.get(type(arg))
+            args.append(leaf(arg, env) if leaf is not None else (yield Eval(arg, env)))
         applier = self._appliers.get(type(f))
         if applier is None:
             raise RelayRuntimeError(
@@ -557,11 +592,9 @@ class Interpreter:
             raise RelayRuntimeError(
                 f"wrong number of arguments: {c.name or 'the function'} expects "
                 f"{len(params)}, got {len(args)}", getattr(e, "span", None))
-        frame: dict[Var, Any] = {}
-        if c.self_var is not None:
+        frame: dict[Var, Any] = dict(zip(params, args))
+        if c.self_var is not None and c.self_var not in frame:
             frame[c.self_var] = c
-        for x, v in zip(params, args):
-            frame[x] = v
         body = fn.body
         shared = self._shared.get(body)
         if shared is None:
@@ -603,7 +636,7 @@ class Interpreter:
             attrs = dict(opdef.normalize_attrs(e.attrs))
         except RelayError as err:
             raise err.with_span(e.span)
-        self._attrs[e] = (opdef, attrs)
+        self._attrs.put(e, (opdef, attrs))
         return attrs
 
     # [Semantics-ADT-Constructor]   Γ ⊢ e0 ⇓ C    Γ ⊢ e1 ⇓ v1  ...  Γ ⊢ en ⇓ vn    n = arity(C)
@@ -624,7 +657,9 @@ class Interpreter:
     # [Semantics-ADT-Match]   Γ ⊢ e ⇓ v    v ⊭ p1  ...  v ⊭ pi-1    v ⊨ pi ⇒ σ    Γσ ⊢ ei ⇓ v'
     #                         ⟹   Γ ⊢ match (e) { p1 => e1 | ... | pm => em } ⇓ v'
     def _eval_match(self, e: Match, env: Env):
-        v = yield Eval(e.data, env)
+        data = e.data
+        leaf = self._direct.get(type(data))
+        v = leaf(data, env) if leaf is not None else (yield Eval(data, env))
         for clause in e.clauses:
             sigma = self._matches(clause.lhs, v)
             if sigma is not None:
@@ -693,6 +728,9 @@ class Interpreter:
 
     def _matches(self, p: Pattern, v: Any) -> list[tuple[Var, Any]] | None:
         """σ when ``v ⊨ p ⇒ σ`` (firing the pattern rules used), None when ``v ⊭ p``."""
+        if type(p) is PatternConstructor and (type(v) is not ConstructorValue
+                                              or v.name != p.constructor.name):
+            return None  # the common quick "no": another constructor
         sigma: list[tuple[Var, Any]] = []
         used: list[tuple[Any, Pattern]] = []
         work: list[tuple[Pattern, Any]] = [(p, v)]

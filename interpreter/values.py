@@ -192,11 +192,14 @@ def is_value(x: Any) -> bool:
 # --- printing -------------------------------------------------------------------------------
 
 def tensor_str(t: np.ndarray) -> str:
-    """A 0-d tensor as its Relay literal (``1``, ``1.5f``, ``7u8``, ``True``); others numpy-style."""
+    """A 0-d tensor as its Relay literal (``1``, ``1.5f``, ``7u8``, ``True``); others numpy-style,
+    on one line: ``array([[1, 2], [3, 4]], dtype=int32)``."""
     dtype = t.dtype.name
     if t.ndim == 0 and dtype in _RELAY_DTYPE_NAMES:
         return literal(t, dtype)
-    body = np.array2string(t, separator=", ")
+    body = " ".join(line.strip() for line in np.array2string(t, separator=", ").splitlines())
+    if t.size == 0 and t.ndim != 1:
+        body += f", shape={tuple(t.shape)}"
     return f"array({body}, dtype={dtype})"
 
 

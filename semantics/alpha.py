@@ -35,7 +35,9 @@ What is compared, node by node:
   are bound like variables (kinds must agree); free type variables are
   mapped bijectively by :func:`alpha_equal` and compared by identity by
   :func:`types_equal` (the type checker's view: two distinct parameters are
-  different types). ADTs (``GlobalTypeVar``) compare by name. Dims compare
+  different types). ADTs (``GlobalTypeVar``) compare by name, and a bare
+  ``GlobalTypeVar`` ``Name`` equals the argument-less type call ``Name[]``
+  (both denote a parameterless ADT; the parser builds the latter). Dims compare
   symbolically (:func:`dims_equal`): ``n + n`` equals ``2*n``, free shape
   variables by name, ``?`` only equals ``?``. ``IncompleteType`` holes are
   equal only to themselves.
@@ -308,7 +310,8 @@ class _Comparer:
     def types(self, t1: Type, t2: Type) -> bool:
         cls = type(t1)
         if cls is not type(t2):
-            return False
+            return _nullary_adt_name(t1) is not None and \
+                _nullary_adt_name(t1) == _nullary_adt_name(t2)
         if cls is TensorType:
             if t1 is t2:
                 return True
@@ -548,6 +551,16 @@ class _Comparer:
         return True
 
 
+def _nullary_adt_name(t: Type) -> str | None:
+    """``Name`` for the types ``Name`` (a bare ``GlobalTypeVar``) and ``Name[]`` (a
+    ``TypeCall`` without arguments), which both denote a parameterless ADT; else None."""
+    if type(t) is GlobalTypeVar:
+        return t.name  # type: ignore[attr-defined]
+    if type(t) is TypeCall and not t.args:  # type: ignore[attr-defined]
+        return t.func.name  # type: ignore[attr-defined]
+    return None
+
+
 def _pop(table: dict[int, list[Any]], key: int) -> None:
     stack = table[key]
     stack.pop()
@@ -655,8 +668,8 @@ class _Hasher:
                 return hash((tag, 1, scope[-1], kind))
             index = self.tv_free.setdefault(id(t), len(self.tv_free))
             return hash((tag, 2, index, kind))
-        if cls is GlobalTypeVar:
-            return hash((tag, _str_hash(t.name)))  # type: ignore[attr-defined]
+        if cls is GlobalTypeVar:  # hashes as the TypeCall ``Name[]`` it equals
+            return hash((_TAG[TypeCall], _str_hash(t.name)))  # type: ignore[attr-defined]
         if cls is TypeCall:
             return hash((tag, _str_hash(t.func.name),  # type: ignore[attr-defined]
                          *(self.type(a) for a in t.args)))  # type: ignore[attr-defined]

@@ -13,7 +13,7 @@ Token kinds
   ``GLOBAL`` ``@f``, ``IDENT`` (operator names may be dotted: ``nn.conv2d``),
   ``NUM`` (a numeric literal with its suffix, also ``inff``/``nanf16``...),
   ``STR`` (a double-quoted string with its quotes), ``PROJ`` (``.0``),
-  ``VERSION`` (the ``#[version = "..."]`` header; its text is the version),
+  ``VERSION`` (the ``#[version = "..."]`` header; :func:`version_of` reads it),
   ``EOF``.
 * Keywords (``def fn let if else match type free_var ref ref_read ref_write
   grad extern meta``) and punctuation have their own text as their kind.
@@ -167,6 +167,8 @@ class Tokens:
         kind = self.kinds[i]
         if kind == "EOF":
             return "end of input"
+        if kind == "VERSION":
+            return "the `#[version = ...]` header"
         text = self.texts[i]
         if len(text) > 40:
             text = text[:37] + "..."
@@ -260,6 +262,12 @@ def _close_bracket(toks: Tokens, brackets: list[int], pairs: list[tuple[int, int
     pairs.append((j, i))
 
 
+def version_of(raw: str) -> str:
+    """The version string of a ``VERSION`` token's text (``#[version = "0.0.5"]`` -> ``0.0.5``)."""
+    m = _VERSION.match(raw)
+    return m.group(1) if m is not None else ""
+
+
 def _slow_token(toks: Tokens, text: str, pos: int, group: str | None) -> int:
     """Handle a nested comment or a ``#[...]`` at ``pos``; returns where lexing resumes
     (``len(text) + 1`` when the metadata section ends the tokens)."""
@@ -269,7 +277,7 @@ def _slow_token(toks: Tokens, text: str, pos: int, group: str | None) -> int:
         version = _VERSION.match(text, pos)
         if version is not None:
             toks.kinds.append("VERSION")
-            toks.texts.append(version.group(1))
+            toks.texts.append(version.group(0))
             toks.starts.append(pos)
             return version.end()
         meta = _METADATA.match(text, pos)

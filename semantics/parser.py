@@ -98,6 +98,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gc
 import json
 import math
 import struct
@@ -114,7 +115,9 @@ from semantics.expr import (
     Let, Match, Op, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard,
     RefCreate, RefRead, RefWrite, Tuple, TupleGetItem, Var,
 )
-from semantics.lexer import KEYWORDS, Tokens, decode_number, decode_string, tokenize
+from semantics.lexer import (
+    KEYWORDS, Tokens, decode_number, decode_string, tokenize, version_of,
+)
 from semantics.module import IRModule
 from semantics.span import Span
 from semantics.types import (
@@ -166,8 +169,7 @@ def parse(text: str, source_name: str = "<string>", *, prelude: bool = True) -> 
     Raises:
         ParseError: for any malformed text, with the span of the offending token.
     """
-    parser = _Parser(_tokens(text, source_name), use_prelude=prelude)
-    return parser.guarded(parser.parse_module)
+    return _run(text, source_name, prelude, _Parser.parse_module)
 
 
 def parse_expr(text: str, source_name: str = "<string>") -> Expr:
@@ -191,8 +193,7 @@ def parse_expr_with_module(text: str, source_name: str = "<string>") -> tuple[Ex
     Raises:
         ParseError: for any malformed text (including empty input).
     """
-    parser = _Parser(_tokens(text, source_name), use_prelude=True)
-    return parser.guarded(parser.parse_expression)
+    return _run(text, source_name, True, _Parser.parse_expression)
 
 
 def parse_type(text: str, source_name: str = "<string>") -> Type:
@@ -201,17 +202,36 @@ def parse_type(text: str, source_name: str = "<string>") -> Type:
     Raises:
         ParseError: for any malformed text; type variables must be bound (``fn [A](A) -> A``).
     """
-    parser = _Parser(_tokens(text, source_name), use_prelude=True)
-    return parser.guarded(parser.parse_type_text)
+    return _run(text, source_name, True, _Parser.parse_type_text)
 
 
-def _tokens(text: str, source_name: str) -> Tokens:
+def _run(text: str, source_name: str, use_prelude: bool, entry: Any) -> Any:
+    """Tokenize ``text`` and run the parser method ``entry`` on it.
+
+    The cyclic garbage collector is paused meanwhile: parsing allocates many objects and
+    creates no reference cycles, so collections would only cost time (about 40% on large
+    inputs). A Python recursion overflow (which the design avoids) would become a
+    ParseError at the current token, never a RecursionError.
+    """
     if not isinstance(text, str):
         raise TypeError(f"expected program text (str), got {type(text).__name__}")
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
     try:
-        return tokenize(text, source_name)
-    except RecursionError:  # pragma: no cover - the lexer does not recurse
-        raise ParseError("input too deeply nested") from None
+        if use_prelude:
+            from semantics.prelude import prelude_module
+
+            prelude_module()   # parse (and cache) the prelude outside this parse
+        parser = _Parser(tokenize(text, source_name), use_prelude=use_prelude)
+        try:
+            return entry(parser)
+        except RecursionError:
+            raise ParseError("expression nested too deeply to parse",
+                             parser.toks.span(min(parser.i, len(parser.K) - 1))) from None
+    finally:
+        if paused:
+            gc.enable()
 
 
 # --- the parser ------------------------------------------------------------------------------
@@ -252,15 +272,7 @@ class _Parser:
 
         self.op_exists = ops.exists
 
-    # --- driver and errors --------------------------------------------------------------------
-    def guarded(self, entry: Any) -> Any:
-        """Run ``entry``; a Python recursion overflow becomes a ParseError at the current token."""
-        try:
-            return entry()
-        except RecursionError:
-            raise ParseError("expression nested too deeply to parse",
-                             self.toks.span(min(self.i, len(self.K) - 1))) from None
-
+    # --- errors ------------------------------------------------------------------------------
     def error(self, message: str, i: int | None = None) -> ParseError:
         return ParseError(message, self.toks.span(self.i if i is None else i))
 
@@ -344,7 +356,7 @@ class _Parser:
     # --- entry points -----------------------------------------------------------------------
     def skip_version(self) -> None:
         if self.K[self.i] == "VERSION":
-            version = self.V[self.i]
+            version = version_of(self.V[self.i])
             if version not in _SUPPORTED_VERSIONS:
                 raise self.error(f"unsupported text format version \"{version}\" "
                                  f"(supported: {', '.join(_SUPPORTED_VERSIONS)})")
@@ -517,7 +529,10 @@ class _Parser:
 
     # --- functions ----------------------------------------------------------------------------
     def function(self, start: int) -> Gen:
-        """``[A](%x: T, attr=v) -> T { body }`` after ``fn`` or ``def @name`` (``start`` = keyword)."""
+        """``[A](%x: T, attr=v) -> T { body }`` after ``fn`` or ``def @name``.
+
+        ``start`` is the index of the ``fn``/``def`` keyword (where the span starts).
+        """
         mark, tmark = len(self.undo), len(self.tundo)
         type_params: tuple[TypeVar, ...] = ()
         if self.K[self.i] in ("[", "<"):
@@ -687,7 +702,8 @@ class _Parser:
             self.reduce(operands, ops)
         return operands[0][0]
 
-    def reduce(self, operands: list[tuple[Expr, int, int]], ops: list[tuple[int, str, int]]) -> None:
+    def reduce(self, operands: list[tuple[Expr, int, int]],
+               ops: list[tuple[int, str, int]]) -> None:
         _, name, op_i = ops.pop()
         right, _, r_end = operands.pop()
         left, l_start, _ = operands.pop()
@@ -868,6 +884,9 @@ class _Parser:
             raise self.error("`let` must start a statement; wrap it in parentheses or braces")
         if k == "%":
             raise self.error("expected a name after `%` (such as `%x` or `%0`)")
+        if k in ("def", "type", "extern"):
+            raise self.error(f"`{k}` starts a module definition, which is not an expression "
+                             "(parse modules with `parse`)")
         raise self.error(f"expected an expression, found {self.toks.describe(i)}")
 
     def parenthesized(self) -> Gen:
@@ -883,7 +902,8 @@ class _Parser:
             self.i += 1
             return first
         if K[self.i] != ",":
-            raise self.error(f"expected `,` or `)` in parentheses, found {self.toks.describe(self.i)}")
+            raise self.error("expected `,` or `)` in parentheses, "
+                             f"found {self.toks.describe(self.i)}")
         fields = [first]
         while K[self.i] == ",":
             self.i += 1
@@ -1134,6 +1154,8 @@ class _Parser:
                     self.i += 1
                 return TypeCall(GlobalTypeVar(name, span=self.span(i)), tuple(args),
                                 span=self.span(i, self.i - 1))
+            if self.lookup_ctor(name, i) is not None:
+                raise self.error(f"`{name}` is a constructor, not a type", i)
             raise self.error(f"unknown type `{name}`", i)
         if k == "(":
             self.i = i + 1
@@ -1386,7 +1408,7 @@ def _decode_tvm_metadata(obj: dict[str, Any]) -> list[np.ndarray]:
     root = nodes[int(obj["root"])]
     keys, values = root.get("keys", []), root.get("data", [])
     arrays = obj["b64ndarrays"]
-    for key, index in zip(keys, values):
+    for key, index in zip(keys, values, strict=False):
         if key != "relay.Constant":
             continue
         array_node = nodes[int(index)]

@@ -572,6 +572,12 @@ def _exact_literal(data: np.ndarray, dtype: str) -> str | None:
     return text if back.tobytes() == data.tobytes() else None
 
 
+def _is_nullary_ctor_call(call: Call) -> bool:
+    """``Nil`` — a call of a constructor without fields, printed (and parsed) as its name."""
+    op = call.op
+    return type(op) is Constructor and not op.inputs and not call.args and not call.attrs
+
+
 # --- one printing unit (a definition or a top-level expression) ------------------------------
 
 class _Unit:
@@ -986,7 +992,8 @@ class _Unit:
             if d is not None:
                 out.append(_Ref(d))
                 return
-        if cls is Constant or cls is Function or cls is If or cls is Match:
+        if cls is Constant or cls is Function or cls is If or cls is Match or \
+                (cls is Call and _is_nullary_ctor_call(e)):  # type: ignore[arg-type]
             out.append("(")
             yield from self.node(e, out, ind)
             out.append(")")
@@ -1004,7 +1011,7 @@ class _Unit:
             op_cls = type(op)
             if op_cls is Op:
                 out.append(op.name)
-            elif op_cls is Constructor and not op.inputs and not args and not attrs:
+            elif op_cls is Constructor and _is_nullary_ctor_call(e):  # type: ignore[arg-type]
                 out.append(op.name)
                 return
             elif op_cls is Var or op_cls is GlobalVar or op_cls is Constructor:

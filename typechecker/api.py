@@ -7,9 +7,9 @@
   text, parsed with the prelude in scope).
 * ``check(p)`` — None, or ``RelayTypeError``.
 
-An expression that mentions globals, constructors or ADT names and comes
-without a module is checked against the prelude
-(``semantics.prelude.prelude_module()``).
+An expression that comes without a module is checked against the prelude
+(``semantics.prelude.prelude_module()``), loaded the first time the
+expression mentions a global, constructor or ADT name.
 
 Only :class:`~semantics.errors.RelayError`\\ s escape (``ParseError`` for bad
 text, ``RelayTypeError`` otherwise); anything else that goes wrong inside is
@@ -22,10 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 from semantics.errors import InternalError, RelayError, RelayTypeError
-from semantics.expr import Expr, Function, GlobalVar, Let, Match, PatternConstructor, Var
+from semantics.expr import Expr
 from semantics.module import IRModule
-from semantics.types import GlobalTypeVar, Type, TypeCall, type_children
-from semantics.visitor import post_order
+from semantics.types import Type
 from typechecker.annotate import Annotator
 from typechecker.program import annotate_module, expression_inferencer, module_typing
 
@@ -130,10 +129,9 @@ def _type_of(e: Expr | str, mod: IRModule | None) -> Type:
 
 
 def _expression(e: Expr, mod: IRModule | None) -> Any:
-    if mod is None and _mentions_module_names(e):
-        mod = _prelude()
-    typing = module_typing(mod) if mod is not None else None
-    return expression_inferencer(e, typing)
+    if mod is None:
+        return expression_inferencer(e, None, _prelude)
+    return expression_inferencer(e, module_typing(mod))
 
 
 def _parse(text: str) -> tuple[Expr, IRModule | None]:
@@ -154,40 +152,3 @@ def _prelude() -> IRModule | None:
     except ImportError:
         return None
     return prelude_module()
-
-
-def _mentions_module_names(e: Expr) -> bool:
-    """Does ``e`` use a global, a constructor, a match or an ADT type (so it needs a module)?"""
-    for node in post_order(e):
-        tn = type(node)
-        if tn is GlobalVar or tn is Match:
-            return True
-        if tn.__name__ == "Constructor":
-            return True
-        if tn is Function:
-            if any(isinstance(p, Var) and _mentions_adt(p.type_annotation) for p in node.params):
-                return True
-            if _mentions_adt(node.ret_type):
-                return True
-        if tn is Var and _mentions_adt(node.type_annotation):
-            return True
-        if tn is Let and _mentions_adt(node.var.type_annotation):
-            return True
-        if hasattr(node, "type_args") and any(_mentions_adt(t) for t in node.type_args):
-            return True
-    return False
-
-
-def _mentions_adt(t: Any) -> bool:
-    if t is None:
-        return False
-    stack = [t]
-    while stack:
-        u = stack.pop()
-        if isinstance(u, (GlobalTypeVar, TypeCall)):
-            return True
-        if isinstance(u, PatternConstructor):
-            return True
-        if isinstance(u, Type):
-            stack.extend(type_children(u))
-    return False

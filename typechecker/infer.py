@@ -64,7 +64,7 @@ from semantics.shapes import shape_var
 from semantics.span import Span
 from semantics.types import (
     FuncType, IncompleteType, RefType, TensorType, TupleType, Type, TypeRelation, TypeVar,
-    unit_type,
+    type_children, unit_type,
 )
 from typechecker import messages
 from typechecker.kinding import ConstructorInfo, Kinder, shape_vars_of
@@ -149,8 +149,10 @@ class Inferencer:
         self.op_node_types: dict[int, Type] = {}
         self.nodes: list[Expr] = []
         self.default_span: Span | None = None
+        self.load_fallback: Callable[[Inferencer], None] | None = None
         self._op_schemes: dict[str, tuple[FuncType, RelayTypeError | None]] = {}
         self._nullary: set[int] = set()
+        self._op_errors: dict[int, RelayTypeError] = {}
         self._cases: dict[type, Callable[[Any], Case]] = {
             Call: self._infer_call, Let: self._infer_let, Function: self._infer_function,
             Tuple: self._infer_tuple, TupleGetItem: self._infer_tuple_getitem,
@@ -322,10 +324,9 @@ class Inferencer:
             raise RelayTypeError(messages.arity("Type-Instantiate", "explicit type arguments",
                                                 len(params), len(explicit), "type argument"),
                                  span or self.default_span, code="Type-Instantiate")
-        if type(node) is Op:
-            error = self._op_scheme(node)[1]
-            if error is not None:
-                raise RelayTypeError(error.message, span or self.default_span, code="Type-Op")
+        error = self._op_errors.get(id(scheme))
+        if error is not None:
+            raise RelayTypeError(error.message, span or self.default_span, code="Type-Op")
         tmap: dict[TypeVar, Type] = {}
         for i, p in enumerate(params):
             tmap[p] = explicit[i] if i < len(explicit) else store.fresh()
@@ -335,7 +336,7 @@ class Inferencer:
         inst = substitute(body, tmap, dmap)
         assert isinstance(inst, FuncType)
         label = _describe(node)
-        rule = "Type-Op" if type(node) is Op else "Type-Call"
+        rule = "Type-Op" if scheme.type_constraints else "Type-Call"
         for c in inst.type_constraints:
             n = c.num_inputs
             self.solver.relate(c.relation, tuple(c.args[:n]), c.attrs, rule=rule,
@@ -354,16 +355,25 @@ class Inferencer:
     def _constant_type(self, node: Constant) -> Type:
         # [Type-Constant]  Δ ⊢ s : Shape   Δ ⊢ bt : BaseType   ⟹   Γ ⊢ const(v, s, bt) : Tensor[s, bt]
         data = node.data
-        dtype = getattr(getattr(data, "dtype", None), "name", None)
+        np_dtype = getattr(data, "dtype", None)
+        dtype = _DTYPE_NAMES.get(np_dtype)
+        if dtype is None:
+            dtype = getattr(np_dtype, "name", None)
+            if dtype in SCALAR_DTYPES:
+                _DTYPE_NAMES[np_dtype] = dtype
         if dtype not in SCALAR_DTYPES:
             raise RelayTypeError(messages.ill_kinded(
                 "Kind-BaseType", f"a constant of element type {dtype} is not a Relay tensor"),
-                node.span or self.default_span, code="Type-Constant")
+                node.span or self.default_span, code="Kind-BaseType")
         return self.store.tensor(tuple(int(d) for d in data.shape), dtype)
 
     def _global_type(self, node: GlobalVar) -> Type:
         # [Type-Global]  @g : T ∈ module   ⟹   Γ ⊢ @g : T
         info = self.globals.get(node.name_hint) if isinstance(node.name_hint, str) else None
+        if info is None and self.load_fallback is not None:
+            load, self.load_fallback = self.load_fallback, None
+            load(self)
+            info = self.globals.get(node.name_hint) if isinstance(node.name_hint, str) else None
         if info is None:
             raise RelayTypeError(messages.undefined_global("@" + str(node.name_hint)),
                                  node.span or self.default_span, code="Type-Global")
@@ -403,6 +413,8 @@ class Inferencer:
         scheme = FuncType(params[:n], params[n], params, (relation,))
         entry = (scheme, error)
         self._op_schemes[node.name] = entry
+        if error is not None:
+            self._op_errors[id(scheme)] = error
         return entry
 
     def _site(self, node: Any, fallback: Span | None) -> Span | None:
@@ -430,12 +442,19 @@ class Inferencer:
 
     # --- generalization -----------------------------------------------------------------------
     def generalize(self, t: Type, level: int, explicit: tuple[TypeVar, ...],
-                   holes_to_shape_vars: bool) -> Type:
-        """Quantify the variables of ``t`` deeper than ``level`` that no constraint still needs."""
+                   holes_to_shape_vars: bool,
+                   group: dict[TypeVar, None] | None = None) -> Type:
+        """Quantify the variables of ``t`` deeper than ``level`` that no constraint still needs.
+
+        ``group`` collects the type variables created for a set of definitions generalized
+        together (a strongly connected component of globals): a variable they share becomes
+        one parameter, listed by every member whose type mentions it.
+        """
         store = self.store
         t = store.resolve(t)
         if type(t) is not FuncType:
             return t
+        group = {} if group is None else group
         excluded = self.solver.pending_blockers() if self.solver.pending else set()
         tvars: list[IncompleteType] = []
         holes: list[Any] = []
@@ -453,22 +472,22 @@ class Inferencer:
                     tvars.append(b)
             elif holes_to_shape_vars and store.hole_level.get(b, 0) > level:
                 holes.append(b)
-        if not tvars and not holes:
-            return t if not explicit or t.type_params else FuncType(
-                t.arg_types, t.ret_type, explicit, t.type_constraints)
-        taken = {p.name for p in explicit}
-        new_params = []
+        taken = {p.name for p in explicit} | {p.name for p in group}
         for v in tvars:
             tv = TypeVar(_fresh_name(taken, _TYPE_NAMES))
-            new_params.append(tv)
+            group[tv] = None
             store.bind(v, tv)
-        taken_dims = shape_vars_of(t)
-        for h in holes:
-            store.bind_hole(h, shape_var(_fresh_name(taken_dims, _SHAPE_NAMES)))
+        if holes:
+            taken_dims = shape_vars_of(t)
+            for h in holes:
+                store.bind_hole(h, shape_var(_fresh_name(taken_dims, _SHAPE_NAMES)))
         r = store.resolve(t)
         assert isinstance(r, FuncType)
-        return FuncType(r.arg_types, r.ret_type, tuple(explicit) + tuple(new_params),
-                        r.type_constraints)
+        own = tuple(explicit) + tuple(v for v in type_vars_of(r) if v in group and
+                                      v not in explicit)
+        if own == r.type_params:
+            return r
+        return FuncType(r.arg_types, r.ret_type, own, r.type_constraints)
 
     # --- [Type-Call] / [Type-Call-Op] ---------------------------------------------------------
     def _infer_call(self, e: Call) -> Case:
@@ -595,6 +614,8 @@ class Inferencer:
                     self.check_against(ann, value, vt, "Type-Let", f"value of %{var.name_hint}",
                                        self._site(value, span))
                     t = ann
+                elif type(value) in _NAMES and id(self.store.find(vt)) not in self._nullary:
+                    t = vt  # a name keeps its scheme: each use of %x instantiates it
                 else:
                     t = self.use(value, vt)
                 saved.append(self.bind(var, t))
@@ -735,6 +756,8 @@ class Inferencer:
                                   label="grad", deep=False, internal=True)
 
 
+_NAMES = (Var, GlobalVar, Op, Constructor)
+_DTYPE_NAMES: dict[Any, str] = {}
 _ATTRS_CACHE: dict[tuple[str, str], Any] = {}
 
 
@@ -755,6 +778,27 @@ def normalized_attrs(opdef: Any, attrs: Any) -> Any:
 
 _TYPE_NAMES = tuple(string.ascii_uppercase)
 _SHAPE_NAMES = ("n", "m", "k", "p", "q", "r", "s", "t", "u", "v", "w")
+
+
+def type_vars_of(t: Type) -> list[TypeVar]:
+    """The type variables occurring free in ``t``, in order of first appearance."""
+    out: list[TypeVar] = []
+    seen: set[int] = set()
+    stack: list[tuple[Type, frozenset[int]]] = [(t, frozenset())]
+    while stack:
+        u, bound = stack.pop()
+        tu = type(u)
+        if tu is TypeVar:
+            if id(u) not in seen and id(u) not in bound:
+                seen.add(id(u))
+                out.append(u)  # type: ignore[arg-type]
+        elif tu is FuncType:
+            inner = bound | {id(p) for p in u.type_params}  # type: ignore[attr-defined]
+            kids = [*u.arg_types, u.ret_type]  # type: ignore[attr-defined]
+            stack.extend((k, inner) for k in reversed(kids))
+        else:
+            stack.extend((k, bound) for k in reversed(type_children(u)))
+    return out
 
 
 def _fresh_name(taken: set[str], names: tuple[str, ...]) -> str:

@@ -23,7 +23,7 @@ would bind them), Kind-Relation.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 import sympy
@@ -66,10 +66,23 @@ class Kinder:
     constructor's (well-kinded) typing data.
     """
 
-    def __init__(self, types: Mapping[str, TypeData]):
+    def __init__(self, types: Mapping[str, TypeData],
+                 fallback: Callable[[], Mapping[str, TypeData]] | None = None):
         self.types = types
+        self.fallback = fallback
         self._checked_adts: set[str] = set()
         self._ctors: dict[str, ConstructorInfo] = {}
+
+    def _load_fallback(self) -> bool:
+        """Switch to the fallback definitions (the prelude's) on the first unknown name."""
+        if self.fallback is None:
+            return False
+        types = self.fallback()
+        self.fallback = None
+        merged = dict(types)
+        merged.update(self.types)
+        self.types = merged
+        return True
 
     # --- Kind-ADT -----------------------------------------------------------------------------
     def check_adts(self) -> None:
@@ -120,11 +133,15 @@ class Kinder:
                     isinstance(c, Constructor) and c.name == name for c in td.constructors):
                 self.check_adt(adt)
                 return self._ctors.get(name)
+        if self._load_fallback():
+            return self.constructor(name)
         return None
 
     def constructors_of(self, adt: str) -> list[ConstructorInfo]:
         """Every constructor of ADT ``adt`` in definition order (empty if unknown)."""
         td = self.types.get(adt)
+        if td is None and self._load_fallback():
+            td = self.types.get(adt)
         if td is None:
             return []
         self.check_adt(adt)
@@ -229,6 +246,8 @@ class Kinder:
         #                  ⟹   Δ ⊢ D[T1, ..., Tk] : Type
         name = func.name
         td = self.types.get(name) if isinstance(name, str) else None
+        if td is None and isinstance(name, str) and self._load_fallback():
+            td = self.types.get(name)
         if td is None:
             raise _error(Rule.KIND_TYPECALL, f"undefined type {name}", span)
         self.check_adt(name)

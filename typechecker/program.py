@@ -32,7 +32,7 @@ prelude once.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,12 +131,13 @@ def _infer_component(inf: Inferencer, names: list[str]) -> None:
     inf.solver.solve()
     inf.solver.settle(0)
     store.current_level = 0
+    group: dict = {}
     for info in infos:
         fn = info.fn
         assert fn is not None
         if not info.declared:
             inf.default_span = fn.span
-            scheme = inf.generalize(info.type, 0, fn.type_params, True)
+            scheme = inf.generalize(info.type, 0, fn.type_params, True, group)
             info.type = scheme
             info.generalized = True
             _register_scheme(inf, scheme)
@@ -247,14 +248,30 @@ def _check_matches(inf: Inferencer) -> None:
 # --- expressions ----------------------------------------------------------------------------
 
 def expression_inferencer(expr: Expr, typing: ModuleTyping | None,
-                          types: Mapping[str, TypeData] | None = None) -> tuple[Inferencer, Type]:
-    """Infer ``expr`` against the globals of ``typing``; returns the inferencer and its type."""
-    kinder = typing.kinder if typing is not None else Kinder(types or {})
+                          fallback: Callable[[], IRModule | None] | None = None
+                          ) -> tuple[Inferencer, Type]:
+    """Infer ``expr`` against the globals of ``typing``; returns the inferencer and its type.
+
+    ``fallback`` (used when there is no module) supplies a module — the prelude — loaded
+    the first time the expression mentions a global, constructor or ADT name.
+    """
+    def lazy_types() -> Mapping[str, TypeData]:
+        mod = fallback() if fallback is not None else None
+        return mod.types if mod is not None else {}
+
+    if typing is not None:
+        kinder = typing.kinder
+    else:
+        kinder = Kinder({}, lazy_types if fallback is not None else None)
     inf = Inferencer(kinder)
     if typing is not None:
-        for name, scheme in typing.schemes.items():
-            inf.globals[name] = GlobalInfo(name, None, scheme, True, True)
-        inf.shape_params.update(typing.shape_params)
+        _load_globals(inf, typing)
+    elif fallback is not None:
+        def load(target: Inferencer) -> None:
+            mod = fallback()
+            if mod is not None:
+                _load_globals(target, module_typing(mod))
+        inf.load_fallback = load
     inf.default_span = expr.span
     store = inf.store
     store.current_level = 1
@@ -272,6 +289,12 @@ def expression_inferencer(expr: Expr, typing: ModuleTyping | None,
     inf.solver.fail_if_pending()
     _check_matches(inf)
     return inf, raw
+
+
+def _load_globals(inf: Inferencer, typing: ModuleTyping) -> None:
+    for name, scheme in typing.schemes.items():
+        inf.globals.setdefault(name, GlobalInfo(name, None, scheme, True, True))
+    inf.shape_params.update(typing.shape_params)
 
 
 def annotate_module(typing: ModuleTyping) -> IRModule:

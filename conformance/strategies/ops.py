@@ -42,7 +42,7 @@ Entry points
 :func:`op_inputs` (trap-free arrays for given types), :func:`op_call` (all three
 together).  Building blocks shared with the extension modules: :func:`small_shapes`,
 :func:`broadcast_shapes_from`, :func:`non_broadcastable_pair`, :func:`reduce_attrs`,
-:func:`bad_axis_attrs`, :func:`tensor_array`, the dtype groups.
+:func:`bad_axis_attrs`, :func:`fast_arrays`, :func:`element_values`, the dtype groups.
 
 Shapes are small (rank ≤ 4, dims ≤ 5, zero-size dims included) so that every generated
 call is cheap to evaluate.  ``exact=True`` inputs are small integers (also for float
@@ -54,16 +54,17 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from semantics.dtypes import FLOAT_DTYPES, INT_DTYPES, SCALAR_DTYPES, UINT_DTYPES
 from semantics.types import TensorType, TupleType, Type
 
-from conformance.strategies.values import arrays, scalars
 
 ArgTypes = tuple[Type, ...]
 CallArgs = tuple[ArgTypes, dict[str, Any]]
@@ -148,16 +149,27 @@ def covered_ops() -> set[str]:
 
 # --- entry points -------------------------------------------------------------------------
 
+_STRATEGY_CACHE: dict[tuple[str, str], SearchStrategy] = {}
+
+
+def _cached(table: str, name: str) -> SearchStrategy:
+    key = (table, name)
+    hit = _STRATEGY_CACHE.get(key)
+    if hit is None:
+        load_extensions()
+        factory = (VALID_CALLS if table == "valid" else INVALID_CALLS)[name]
+        hit = _STRATEGY_CACHE[key] = factory()
+    return hit
+
+
 def op_call_args(name: str) -> SearchStrategy:
     """Valid ``(arg_types, attrs)`` for operator ``name`` (``KeyError`` if none registered)."""
-    load_extensions()
-    return VALID_CALLS[name]()
+    return _cached("valid", name)
 
 
 def op_invalid_call_args(name: str) -> SearchStrategy:
     """``(arg_types, attrs)`` that operator ``name`` must reject with ``RelayTypeError``."""
-    load_extensions()
-    return INVALID_CALLS[name]()
+    return _cached("invalid", name)
 
 
 def op_inputs(name: str, arg_types: ArgTypes, attrs: dict[str, Any], *,
@@ -231,23 +243,43 @@ def distinct_dtypes(draw: st.DrawFn, group: Sequence[str] = ALL_DTYPES) -> tuple
     return a, b
 
 
-def tensor_array(dtype: str, shape: Sequence[int], elements: SearchStrategy) -> SearchStrategy:
-    """An array of exactly ``dtype``/``shape`` whose elements are drawn from ``elements``."""
+def element_values(dtype: str, exact: bool = False, bound: int = 8) -> SearchStrategy:
+    """Python scalars of ``dtype``: small integers when ``exact``; otherwise anything of the
+    dtype, edge cases (NaN, ±inf, -0.0, the integer extremes) included."""
+    np_dtype = np.dtype(dtype)
+    if np_dtype == np.bool_:
+        return st.booleans()
+    if np_dtype.kind in "iu":
+        info = np.iinfo(np_dtype)
+        if exact:
+            return st.integers(max(int(info.min), -bound), min(int(info.max), bound))
+        edges = st.sampled_from((0, 1, int(info.min), int(info.max)))
+        return st.one_of(st.integers(int(info.min), int(info.max)), edges)
+    if exact:
+        return st.integers(-bound, bound).map(float)
+    specials = st.sampled_from((0.0, -0.0, 1.0, -1.0, math.inf, -math.inf, math.nan))
+    return st.one_of(st.floats(width=np_dtype.itemsize * 8), specials)
+
+
+def fast_arrays(dtype: str, shape: Sequence[int], *, exact: bool = False, bound: int = 8,
+                elements: SearchStrategy | None = None, dense: bool = False) -> SearchStrategy:
+    """An array of exactly ``dtype``/``shape`` with elements from ``elements`` (default
+    :func:`element_values`).
+
+    By default ``hypothesis.extra.numpy`` builds it (a fill value plus a sparse set of drawn
+    elements, so large shapes stay cheap); ``dense=True`` draws every element.
+    """
+    elems = elements if elements is not None else element_values(dtype, exact, bound)
     shape = tuple(int(d) for d in shape)
-    count = int(np.prod(shape)) if shape else 1
+    if not dense:
+        return hnp.arrays(np.dtype(dtype), shape, elements=elems)
+    count = math.prod(shape)
     np_dtype = np.dtype(dtype)
 
     def build(values: list[Any]) -> np.ndarray:
-        out = np.empty(count, dtype=np_dtype)
-        for i, v in enumerate(values):
-            out[i] = v
-        return out.reshape(shape)
+        return np.array(values, dtype=np_dtype).reshape(shape)
 
-    return st.lists(elements, min_size=count, max_size=count).map(build)
-
-
-def _element_values(dtype: str, exact: bool) -> SearchStrategy:
-    return scalars(dtype, exact=exact).map(lambda a: a[()])
+    return st.lists(elems, min_size=count, max_size=count).map(build)
 
 
 @st.composite
@@ -257,7 +289,7 @@ def default_inputs(draw: st.DrawFn, arg_types: ArgTypes, attrs: dict[str, Any],
     out = []
     for t in arg_types:
         assert isinstance(t, TensorType)
-        out.append(draw(arrays(t.dtype, [int(d) for d in t.shape], exact=exact)))
+        out.append(draw(fast_arrays(t.dtype, concrete_shape(t), exact=exact)))
     return tuple(out)
 
 
@@ -414,12 +446,12 @@ def _division_inputs(draw: st.DrawFn, arg_types: ArgTypes, attrs: dict[str, Any]
                      exact: bool) -> tuple[np.ndarray, ...]:
     a_t, b_t = arg_types
     assert isinstance(a_t, TensorType) and isinstance(b_t, TensorType)
-    a = draw(arrays(a_t.dtype, concrete_shape(a_t), exact=exact))
+    a = draw(fast_arrays(a_t.dtype, concrete_shape(a_t), exact=exact))
     if a_t.dtype in INTEGER_DTYPES:
-        nonzero = _element_values(b_t.dtype, exact).filter(lambda v: v != 0)
-        b = draw(tensor_array(b_t.dtype, concrete_shape(b_t), nonzero))
+        nonzero = element_values(b_t.dtype, exact).filter(lambda v: v != 0)
+        b = draw(fast_arrays(b_t.dtype, concrete_shape(b_t), elements=nonzero))
     else:
-        b = draw(arrays(b_t.dtype, concrete_shape(b_t), exact=exact))
+        b = draw(fast_arrays(b_t.dtype, concrete_shape(b_t), exact=exact))
     return a, b
 
 
@@ -435,13 +467,13 @@ def _power_inputs(draw: st.DrawFn, arg_types: ArgTypes, attrs: dict[str, Any],
     a_t, b_t = arg_types
     assert isinstance(a_t, TensorType) and isinstance(b_t, TensorType)
     if a_t.dtype not in INTEGER_DTYPES:
-        return (draw(arrays(a_t.dtype, concrete_shape(a_t), exact=exact)),
-                draw(arrays(b_t.dtype, concrete_shape(b_t), exact=exact)))
-    base = _element_values(a_t.dtype, exact).filter(lambda v: v != 0)
+        return (draw(fast_arrays(a_t.dtype, concrete_shape(a_t), exact=exact)),
+                draw(fast_arrays(b_t.dtype, concrete_shape(b_t), exact=exact)))
+    base = element_values(a_t.dtype, exact).filter(lambda v: v != 0)
     lo = -3 if a_t.dtype in INT_DTYPES else 0
     expo = st.integers(lo, 9)
-    return (draw(tensor_array(a_t.dtype, concrete_shape(a_t), base)),
-            draw(tensor_array(b_t.dtype, concrete_shape(b_t), expo)))
+    return (draw(fast_arrays(a_t.dtype, concrete_shape(a_t), elements=base)),
+            draw(fast_arrays(b_t.dtype, concrete_shape(b_t), elements=expo)))
 
 
 @st.composite

@@ -14,9 +14,12 @@ Invalid strategies draw calls that ``normalize_attrs`` or the relation must reje
 with ``RelayTypeError``: mismatched channels/dims/dtypes, windows larger than the
 padded input, axes out of range, malformed layouts, bad attribute values.
 
-Inputs are drawn fast (a seed and numpy's generator, not element by element), so
-that convolutions with hundreds of elements stay cheap; ``exact=False`` mixes in
-NaN, ±inf, -0.0 and the integer extremes.
+Inputs (:func:`call_inputs`) are drawn fast (a seed and numpy's generator, not
+element by element), so that convolutions with hundreds of elements stay cheap;
+``exact=False`` mixes in NaN, ±inf, -0.0 and the integer extremes. Only ``take``
+registers them in ``INPUTS`` (its indices must be in range for mode ``fast``): the
+program generator turns registered inputs into constants, which the other operators
+do not need.
 """
 
 from __future__ import annotations
@@ -28,9 +31,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from semantics.types import TensorType, TupleType, Type
-
 from conformance.strategies import ops as O
+from semantics.types import TensorType, TupleType, Type
 
 SearchStrategy = st.SearchStrategy
 CallArgs = tuple[tuple[Type, ...], dict[str, Any]]
@@ -144,14 +146,17 @@ def take_inputs(draw: st.DrawFn, arg_types: tuple[Type, ...], attrs: dict[str, A
     return data, raw.astype(idx_t.dtype).reshape(shape)
 
 
-def _register_inputs() -> None:
-    for name in NN_OPS + TRANSFORM_OPS:
-        if name != "take":
-            O.register_inputs(name)(plain_inputs)
-    O.register_inputs("take")(take_inputs)
+# Only take constrains its argument values (indices in range for mode "fast"): it alone is
+# registered in INPUTS, whose entries the program generator turns into constants.
+O.register_inputs("take")(take_inputs)
 
 
-_register_inputs()
+def call_inputs(name: str, arg_types: tuple[Type, ...], attrs: dict[str, Any], exact: bool
+                ) -> SearchStrategy:
+    """Argument values for a valid call of ``name`` (tuples for tuple arguments), drawn fast."""
+    if name == "take":
+        return take_inputs(arg_types, attrs, exact)
+    return plain_inputs(arg_types, attrs, exact)
 
 
 # --- helpers for invalid calls ------------------------------------------------------------------
@@ -411,7 +416,7 @@ def _batch_flatten_invalid() -> SearchStrategy:
                      *_generic_bad(_unary(ALL, min_rank=1)))
 
 
-# --- nn: conv2d -------------------------------------------------------------------------------------
+# --- nn: conv2d ----------------------------------------------------------------------------------
 
 @st.composite
 def _padding(draw: st.DrawFn) -> tuple[list[int], tuple[int, int, int, int]]:
@@ -524,7 +529,7 @@ def _conv2d_invalid() -> SearchStrategy:
     return st.one_of(_conv2d_bad(), *_generic_bad(conv2d_call()))
 
 
-# --- nn: pools ----------------------------------------------------------------------------------------
+# --- nn: pools -----------------------------------------------------------------------------------
 
 @st.composite
 def pool2d_call(draw: st.DrawFn, avg: bool) -> CallArgs:
@@ -609,7 +614,7 @@ def _global_pool_invalid() -> SearchStrategy:
         *_generic_bad(global_pool_call()))
 
 
-# --- nn: pad ------------------------------------------------------------------------------------------
+# --- nn: pad -------------------------------------------------------------------------------------
 
 @st.composite
 def pad_call(draw: st.DrawFn) -> CallArgs:
@@ -658,7 +663,7 @@ def _pad_invalid() -> SearchStrategy:
     return st.one_of(_pad_bad(), *_generic_bad(pad_call()))
 
 
-# --- transform: reshape, reshape_like ---------------------------------------------------------------
+# --- transform: reshape, reshape_like ------------------------------------------------------------
 
 def _factorizations(total: int, parts: int) -> list[list[int]]:
     """Ordered factorizations of ``total`` into ``parts`` positive factors (total > 0)."""
@@ -787,7 +792,7 @@ def _reshape_like_invalid() -> SearchStrategy:
         *_generic_bad(reshape_like_call()))
 
 
-# --- transform: transpose, expand_dims, squeeze -------------------------------------------------------
+# --- transform: transpose, expand_dims, squeeze --------------------------------------------------
 
 @st.composite
 def transpose_call(draw: st.DrawFn) -> CallArgs:
@@ -857,7 +862,7 @@ def _squeeze_invalid() -> SearchStrategy:
                      *_generic_bad(squeeze_call()))
 
 
-# --- transform: concatenate, stack, split --------------------------------------------------------------
+# --- transform: concatenate, stack, split --------------------------------------------------------
 
 @st.composite
 def concatenate_call(draw: st.DrawFn) -> CallArgs:
@@ -962,7 +967,7 @@ def _split_invalid() -> SearchStrategy:
     )), *_generic_bad(split_call()))
 
 
-# --- transform: take, strided_slice ---------------------------------------------------------------------
+# --- transform: take, strided_slice --------------------------------------------------------------
 
 @st.composite
 def take_call(draw: st.DrawFn) -> CallArgs:
@@ -1072,7 +1077,7 @@ def _strided_slice_invalid() -> SearchStrategy:
     )), *_generic_bad(strided_slice_call()))
 
 
-# --- transform: tile, repeat, reverse -------------------------------------------------------------------
+# --- transform: tile, repeat, reverse ------------------------------------------------------------
 
 @st.composite
 def tile_call(draw: st.DrawFn) -> CallArgs:
@@ -1135,7 +1140,7 @@ def _reverse_invalid() -> SearchStrategy:
                      *_generic_bad(reverse_call()))
 
 
-# --- transform: broadcasting ----------------------------------------------------------------------------
+# --- transform: broadcasting ---------------------------------------------------------------------
 
 @st.composite
 def _broadcast_pair(draw: st.DrawFn) -> tuple[list[int], list[int]]:
@@ -1210,7 +1215,7 @@ def _collapse_sum_like_invalid() -> SearchStrategy:
     )), *_generic_bad(collapse_sum_like_call()))
 
 
-# --- transform: shape_of, layout_transform ----------------------------------------------------------------
+# --- transform: shape_of, layout_transform -------------------------------------------------------
 
 @st.composite
 def shape_of_call(draw: st.DrawFn) -> CallArgs:

@@ -71,7 +71,7 @@ def _dtype(out: Type) -> np.dtype:
     return np.dtype(out.dtype)
 
 
-# --- activations -----------------------------------------------------------------------------------
+# --- activations ---------------------------------------------------------------------------------
 
 def _relu(out: Type, data: np.ndarray) -> np.ndarray:
     return np.maximum(data, np.zeros((), dtype=data.dtype))
@@ -195,7 +195,7 @@ _op("nn.conv2d", 2, N.CONV2D, OpPattern.OUT_ELEMWISE_FUSABLE, _conv2d,
     *_CONV_ATTRS)
 
 
-# --- normalization, dropout, flatten -----------------------------------------------------------------
+# --- normalization, dropout, flatten -------------------------------------------------------------
 
 def _batch_norm(out: Type, data: np.ndarray, gamma: np.ndarray, beta: np.ndarray,
                 mean: np.ndarray, var: np.ndarray, *, axis: int, epsilon: float, center: bool,
@@ -237,7 +237,7 @@ _op("nn.batch_flatten", 1, N.BATCH_FLATTEN, OpPattern.INJECTIVE, _batch_flatten,
     "Flatten all but the first dimension: (d0, d1 * ... * dn).")
 
 
-# --- pooling -----------------------------------------------------------------------------------------
+# --- pooling -------------------------------------------------------------------------------------
 
 def _to_nchw(data: np.ndarray, layout: str) -> np.ndarray:
     return np.transpose(data, [layout.index(c) for c in "NCHW"])
@@ -369,7 +369,7 @@ _op("nn.global_max_pool2d", 1, N.GLOBAL_POOL2D, OpPattern.OUT_ELEMWISE_FUSABLE,
     _global_max_pool2d, "Maximum over all of H and W (output H = W = 1).", *_GLOBAL_POOL_ATTRS)
 
 
-# --- padding -----------------------------------------------------------------------------------------
+# --- padding -------------------------------------------------------------------------------------
 
 def _pad(out: Type, data: np.ndarray, pad_value: np.ndarray, pad_width: Any, pad_mode: str
          ) -> np.ndarray:

@@ -34,10 +34,21 @@ from semantics.dtypes import is_float, is_int
 from semantics.expr import Attrs
 from semantics.ops.registry import Relation, relation_error
 from semantics.ops.relations import (
-    FLOAT, NUMERIC, normalize_axis, require_dtype_class, require_dtype_match, require_scalar,
+    FLOAT,
+    NUMERIC,
+    normalize_axis,
+    require_dtype_class,
+    require_dtype_match,
+    require_scalar,
 )
 from semantics.ops.transform_relations import (
-    ANY, ArgTypes, dim_add, dim_mul, dim_prod, expect_tensors, floor_div,
+    ANY,
+    ArgTypes,
+    dim_add,
+    dim_mul,
+    dim_prod,
+    expect_tensors,
+    floor_div,
     unify_dims,
 )
 from semantics.shapes import Dim, DimSolver
@@ -118,7 +129,7 @@ def result_dtype(rel: str, arg_types: ArgTypes, inputs: Sequence[TensorType],
     return out
 
 
-# --- Conv2D and Dense -----------------------------------------------------------------------------
+# --- Conv2D and Dense ----------------------------------------------------------------------------
 
 def _conv2d(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
     rel = "Conv2D"
@@ -206,7 +217,7 @@ def _batch_norm(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | 
     require_dtype_class(rel, arg_types, dtype, FLOAT)
     axis = normalize_axis(rel, arg_types, attrs["axis"], data.ndim)
     channels = data.shape[axis]
-    for name, t in zip(("gamma", "beta", "moving_mean", "moving_var"), ts[1:]):
+    for name, t in zip(("gamma", "beta", "moving_mean", "moving_var"), ts[1:], strict=True):
         if t.ndim != 1:
             raise relation_error(rel, arg_types, f"{name} must be 1-d")
         channels = unify_dims(solver, rel, arg_types, channels, t.shape[0],
@@ -255,7 +266,7 @@ def _batch_flatten(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type
 BATCH_FLATTEN = Relation("BatchFlatten", _batch_flatten, "(d0, d1 * ... * dn)")
 
 
-# --- pooling and padding ----------------------------------------------------------------------------
+# --- pooling and padding -------------------------------------------------------------------------
 
 def _pool2d(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
     rel = "Pool2D"
@@ -315,7 +326,7 @@ def _pad(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
                                              f"{data.ndim}")
     mode = attrs["pad_mode"]
     shape = []
-    for axis, (d, (before, after)) in enumerate(zip(data.shape, widths)):
+    for axis, (d, (before, after)) in enumerate(zip(data.shape, widths, strict=True)):
         if isinstance(d, int) and (before or after):
             if mode == "edge" and d == 0:
                 raise relation_error(rel, arg_types, f"edge padding of the empty axis {axis}")

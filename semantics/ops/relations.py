@@ -28,7 +28,7 @@ shape padded with 1s), for one pair of dims ``a``, ``b``:
 ``b == 1``            ``a``
 ``a`` is ``?``        ``b`` (``?`` with ``?`` is ``?``)
 ``b`` is ``?``        ``a``
-otherwise             ``solver.unify(a, b)`` — equal concrete ints take the fast
+otherwise             ``solver.equal(a, b)`` must hold — equal concrete ints take the fast
                       path; symbolic dims must be provably equal (``n`` and ``n``
                       unify; ``n`` and ``m`` or ``n`` and ``3`` are an error).
 ====================  =========================================================
@@ -57,8 +57,8 @@ from semantics.dtypes import SCALAR_DTYPES, is_dtype, split_lanes
 from semantics.errors import InternalError, RelayRuntimeError, RelayTypeError
 from semantics.expr import Attrs
 from semantics.ops.registry import Relation, is_known, relation_error, tensor_args
-from semantics.shapes import ANY, Dim, DimSolver
-from semantics.types import TensorType, Type
+from semantics.shapes import ANY, Dim, DimSolver, dim_str
+from semantics.types import TensorType, TupleType, Type
 
 # --- dtype classes ------------------------------------------------------------------------
 
@@ -175,11 +175,12 @@ def broadcast_dim(rel: str, arg_types: tuple[Type, ...], a: Dim, b: Dim,
         return b
     if b is ANY:
         return a
-    try:
-        return solver.unify(a, b, "broadcast")
-    except RelayTypeError as err:
-        raise relation_error(rel, arg_types, f"shapes are not broadcastable: {err.message}") \
-            from None
+    verdict = solver.equal(a, b)
+    if verdict is True:
+        return a if isinstance(a, int) or not isinstance(b, int) else b
+    how = "differ" if verdict is False else "cannot be proven equal"
+    raise relation_error(rel, arg_types, f"shapes are not broadcastable: dimensions "
+                                         f"{dim_str(a)} and {dim_str(b)} {how}")
 
 
 def broadcast_shapes(rel: str, arg_types: tuple[Type, ...], a: Sequence[Dim],
@@ -543,7 +544,8 @@ _NUMPY_FAILURES = (ValueError, TypeError, IndexError, OverflowError, ZeroDivisio
 def guarded(op_name: str, relation: Relation, fn: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a numpy reference so that it is total and exact-typed.
 
-    The wrapper converts every argument to an ndarray, types them with ``relation`` (a
+    The wrapper converts every argument to an ndarray (a tuple argument to a tuple of
+    them), types them with ``relation`` (a
     failure — possible only when evaluating an unchecked program — is a
     ``RelayRuntimeError`` carrying the relation's message), runs ``fn(*arrays, **attrs)``
     under ``np.errstate(all="ignore")`` (IEEE results, no warnings), maps numpy's own
@@ -559,8 +561,9 @@ def guarded(op_name: str, relation: Relation, fn: Callable[..., Any]) -> Callabl
 
     @functools.wraps(fn)
     def run(*args: Any, **attrs: Any) -> Any:
-        arrays = [as_relay_array(a, op_name) for a in args]
-        types = tuple(TensorType(arr.shape, _RELAY_DTYPE_OF[arr.dtype]) for arr in arrays)
+        typed = [_value_and_type(a, op_name) for a in args]
+        arrays = [v for v, _ in typed]
+        types = tuple(t for _, t in typed)
         try:
             expected = relation(types, Attrs(attrs))
         except RelayTypeError as err:
@@ -577,8 +580,26 @@ def guarded(op_name: str, relation: Relation, fn: Callable[..., Any]) -> Callabl
     return run
 
 
-def finish(op_name: str, result: Any, expected: Type | None) -> np.ndarray:
-    """``result`` as an ndarray, checked against the relation's type (``InternalError``)."""
+def _value_and_type(value: Any, op: str) -> tuple[Any, Type]:
+    """An argument as the reference receives it (ndarray, or a tuple of them) and its type."""
+    if isinstance(value, tuple):
+        parts = [_value_and_type(v, op) for v in value]
+        return tuple(v for v, _ in parts), TupleType(tuple(t for _, t in parts))
+    arr = as_relay_array(value, op)
+    return arr, TensorType(arr.shape, _RELAY_DTYPE_OF[arr.dtype])
+
+
+def finish(op_name: str, result: Any, expected: Type | None) -> Any:
+    """``result`` checked against the relation's type (``InternalError`` on a mismatch).
+
+    Tensors become ndarrays (a numpy scalar becomes a 0-d array); a tuple type expects a
+    Python tuple of results, checked field by field.
+    """
+    if isinstance(expected, TupleType):
+        if not isinstance(result, tuple) or len(result) != len(expected.fields):
+            raise InternalError(f"reference of {op_name} returned {type(result).__name__}, "
+                                f"its relation says a {len(expected.fields)}-tuple")
+        return tuple(finish(op_name, r, t) for r, t in zip(result, expected.fields))
     if isinstance(result, np.generic):      # numpy ufuncs turn 0-d results into scalars
         result = np.asarray(result)
     if not isinstance(result, np.ndarray):

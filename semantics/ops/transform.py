@@ -208,7 +208,7 @@ _op("strided_slice", 1, R.STRIDED_SLICE, OpPattern.INJECTIVE, _strided_slice,
     AttrSpec("slice_mode", "str", "end", check=R.check_choice("end", "size")))
 
 
-# --- repetition, reversal, broadcasting -----------------------------------------------------------
+# --- repetition, reversal, broadcasting ----------------------------------------------------------
 
 def _tile(out: Type, data: np.ndarray, reps: tuple[int, ...]) -> np.ndarray:
     return np.tile(data, reps).reshape(_out_shape(out))
@@ -258,7 +258,7 @@ def _layout_transform(out: Type, data: np.ndarray, src_layout: str, dst_layout: 
     dst_factor = {a.upper(): f for a, f in dst if a.islower()}
     split: list[int] = []
     names: list[str] = []
-    for a, size in zip(primal, merged):
+    for a, size in zip(primal, merged, strict=True):
         if a in dst_factor:
             split += [size // dst_factor[a], dst_factor[a]]
             names += [a, a.lower()]

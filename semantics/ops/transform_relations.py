@@ -48,7 +48,10 @@ from semantics.errors import InternalError, RelayRuntimeError, RelayTypeError
 from semantics.expr import Attrs
 from semantics.ops.registry import Relation, is_known, relation_error, tensor_args
 from semantics.ops.relations import (
-    NUMERIC, normalize_axis, require_dtype_class, require_dtype_match,
+    NUMERIC,
+    normalize_axis,
+    require_dtype_class,
+    require_dtype_match,
 )
 from semantics.shapes import ANY, Dim, DimSolver
 from semantics.types import TensorType, TupleType, Type
@@ -247,14 +250,15 @@ def _check_result(name: str, result: Any, expected: Type) -> None:
         if not isinstance(result, tuple) or len(result) != len(expected.fields):
             raise InternalError(f"{name}: reference returned {type(result).__name__}, "
                                 f"relation predicts a {len(expected.fields)}-tuple")
-        for r, t in zip(result, expected.fields):
+        for r, t in zip(result, expected.fields, strict=True):
             _check_result(name, r, t)
         return
     assert isinstance(expected, TensorType)
     if not isinstance(result, np.ndarray):
         raise InternalError(f"{name}: reference returned {type(result).__name__}, not an array")
     shape_ok = len(result.shape) == len(expected.shape) and all(
-        not isinstance(d, int) or d == r for d, r in zip(expected.shape, result.shape))
+        not isinstance(d, int) or d == r
+        for d, r in zip(expected.shape, result.shape, strict=True))
     if not shape_ok or result.dtype.name != expected.dtype:
         raise InternalError(
             f"{name}: reference returned {result.dtype.name}{list(result.shape)}, relation "
@@ -614,7 +618,7 @@ TAKE = Relation("Take", _take, "elements of data gathered at integer indices alo
 
 def canonicalize_index(index: int, extent: int, stride: int) -> int:
     """TVM's clamp of a slice bound: negatives count from the end, then clamp to the range."""
-    lo, hi = (0, extent - 1) if stride < 0 else (0, extent)
+    lo, hi = (-1, extent - 1) if stride < 0 else (0, extent)
     if index < 0:
         index += extent
     return min(max(index, lo), hi)
@@ -710,7 +714,7 @@ def _tile(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
     width = max(len(reps), len(shape))
     reps = [1] * (width - len(reps)) + reps
     shape = [1] * (width - len(shape)) + shape
-    return TensorType(tuple(dim_mul(d, r) for d, r in zip(shape, reps)), data.dtype)
+    return TensorType(tuple(dim_mul(d, r) for d, r in zip(shape, reps, strict=True)), data.dtype)
 
 
 TILE = Relation("Tile", _tile, "data repeated reps times per axis (numpy.tile)")

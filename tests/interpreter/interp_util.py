@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,3 +38,37 @@ def assert_tensor(value: Any, expected: Any, dtype: str) -> None:
     assert isinstance(value, np.ndarray), type(value)
     assert value.dtype == np.dtype(dtype), value.dtype
     np.testing.assert_array_equal(value, np.asarray(expected, dtype=dtype))
+
+
+# --- golden programs (tests/interpreter/programs/*.relay) ----------------------------------
+
+PROGRAMS = Path(__file__).with_name("programs")
+GOLDEN_FILES = sorted(PROGRAMS.glob("*.relay"))
+GOLDEN_KEYS = ("expect", "error", "args", "entry", "check", "fuel", "max_depth")
+
+
+def directives(text: str) -> dict[str, str]:
+    """The ``// key: value`` expectations of a golden program."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("//"):
+            continue
+        key, sep, value = line[2:].strip().partition(":")
+        if sep and key.strip() in GOLDEN_KEYS:
+            found[key.strip()] = value.strip()
+    return found
+
+
+def golden_call(spec: dict[str, str]) -> tuple[list[Any], dict[str, Any]]:
+    """The arguments and keyword arguments of ``evaluate`` a golden program asks for."""
+    import json
+
+    args = json.loads(spec.get("args", "[]"))
+    kwargs: dict[str, Any] = {"entry": spec.get("entry", "main"),
+                              "check": CHECK and spec.get("check", "on") != "off"}
+    if "fuel" in spec:
+        kwargs["fuel"] = int(spec["fuel"])
+    if "max_depth" in spec:
+        kwargs["max_depth"] = int(spec["max_depth"])
+    return args, kwargs

@@ -21,7 +21,8 @@ from semantics.prelude import prelude_text
 
 ENTRY = {"mod": parse, "expr": parse_expr, "type": parse_type}
 
-META = '#[metadata]\n{"relay.Constant": [{"dtype": "float32", "shape": [2], "data": "AACAPwAAAEA="}]}'
+META = ('#[metadata]\n{"relay.Constant": [{"dtype": "float32", "shape": [2], '
+        '"data": "AACAPwAAAEA="}]}')
 
 CASES = [
     # lexical
@@ -236,7 +237,7 @@ let %f = fn <A>(%y: A, %z: (A, Ref[A], fn (A) -> A)) -> A {
 def _token_texts(text: str) -> list[str]:
     toks = tokenize(text)
     out = [('#[version = "0.0.5"]' if k == "VERSION" else t)
-           for k, t in zip(toks.kinds, toks.texts) if k != "EOF"]
+           for k, t in zip(toks.kinds, toks.texts, strict=True) if k != "EOF"]
     if toks.metadata is not None:
         out.append("#[metadata]\n" + toks.metadata)
     return out

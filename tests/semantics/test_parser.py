@@ -636,7 +636,7 @@ def test_metadata_every_dtype_bit_exact():
         for a in arrays]}
     refs = ", ".join(f"meta[relay.Constant][{i}]" for i in range(len(arrays)))
     e = parse_expr(f"({refs})\n#[metadata]\n" + json.dumps(table))
-    for got, want in zip(e.fields, arrays):
+    for got, want in zip(e.fields, arrays, strict=True):
         assert got.data.dtype == want.dtype and got.data.shape == want.shape
         assert got.data.tobytes() == want.tobytes()
 
@@ -677,3 +677,31 @@ def test_parse_expr_with_module_returns_needed_prelude():
 def test_comments_and_version_header_are_ignored():
     e = parse_expr('#[version = "0.0.5"]\n// line comment\n/* block /* nested */ comment */ 1')
     assert const_value(e) == ("int32", 1)
+
+
+# --- round trips through the printer (a few; the printer's own suite owns the rest) --------
+
+@pytest.mark.parametrize("text", [TVM_CONV, TVM_FUSED, TVM_ADT])
+def test_tvm_samples_round_trip_through_the_printer(text):
+    from semantics.alpha import alpha_equal
+    from semantics.printer import pretty
+
+    mod = parse(text)
+    assert alpha_equal(parse(pretty(mod)), mod)
+
+
+def test_prelude_round_trips_through_the_printer():
+    from semantics.alpha import alpha_equal
+    from semantics.prelude import prelude_text
+    from semantics.printer import pretty
+
+    mod = parse(prelude_text(), prelude=False)
+    assert alpha_equal(parse(pretty(mod, show_prelude=True), prelude=False), mod)
+
+
+def test_expression_with_free_vars_and_metadata_round_trips():
+    from semantics.alpha import alpha_equal
+    from semantics.printer import pretty
+
+    e = parse_expr(TVM_FREE_VARS)
+    assert alpha_equal(parse_expr(pretty(e)), e)

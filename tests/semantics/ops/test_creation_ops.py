@@ -168,7 +168,7 @@ def _dims_match(expected, actual):
 
 
 @pytest.mark.parametrize("name", FAMILY_OPS)
-@settings(max_examples=25)
+@settings(max_examples=20)
 @given(data=st.data())
 def test_relation_soundness(name, data):
     arg_types, attrs, values = data.draw(op_call(name))
@@ -182,7 +182,7 @@ def test_relation_soundness(name, data):
 
 
 @pytest.mark.parametrize("name", FAMILY_OPS)
-@settings(max_examples=25)
+@settings(max_examples=15)
 @given(data=st.data())
 def test_relation_rejects_invalid(name, data):
     arg_types, attrs = data.draw(op_invalid_call_args(name))

@@ -17,10 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance.strategies.ops_nn import conv2d_call, fast_array, pool2d_call
 from semantics import ops
 from semantics.errors import RelayRuntimeError
-
-from conformance.strategies.ops_nn import conv2d_call, fast_array, pool2d_call
 
 RNG = np.random.default_rng(1234)
 
@@ -68,22 +67,22 @@ def naive_conv2d(data, weight, strides=(1, 1), padding=(0, 0), dilation=(1, 1), 
     w = to_canonical(weight, kernel_layout, "OIHW")
     out_dtype = out_dtype or data.dtype.name
     N, C, H, W = x.shape
-    O, I, KH, KW = w.shape
+    out_c, in_c, KH, KW = w.shape
     sh, sw = two(strides)
     dh, dw = two(dilation)
     pt, pl, pb, pr = four(padding)
     OH = (H + pt + pb - dh * (KH - 1) - 1) // sh + 1
     OW = (W + pl + pr - dw * (KW - 1) - 1) // sw + 1
     integer = np.dtype(out_dtype).kind in "iu"
-    out = np.zeros((N, O, OH, OW), dtype=object)
-    per_group = O // groups
-    for nn_, o, y, xx in itertools.product(range(N), range(O), range(OH), range(OW)):
+    out = np.zeros((N, out_c, OH, OW), dtype=object)
+    per_group = out_c // groups
+    for nn_, o, y, xx in itertools.product(range(N), range(out_c), range(OH), range(OW)):
         g = o // per_group
         acc = 0
-        for c, ky, kx in itertools.product(range(I), range(KH), range(KW)):
+        for c, ky, kx in itertools.product(range(in_c), range(KH), range(KW)):
             iy, ix = y * sh - pt + ky * dh, xx * sw - pl + kx * dw
             if 0 <= iy < H and 0 <= ix < W:
-                a, b = x[nn_, g * I + c, iy, ix], w[o, c, ky, kx]
+                a, b = x[nn_, g * in_c + c, iy, ix], w[o, c, ky, kx]
                 acc += (int(a) * int(b)) if integer else float(a) * float(b)
         out[nn_, o, y, xx] = wrap(acc, out_dtype) if integer else acc
     res = np.array(out.tolist(), dtype=np.int64 if integer else np.float64).reshape(out.shape)
@@ -164,7 +163,7 @@ def test_conv2d_random_configurations_against_naive_loops(data):
     check_close(got, naive_conv2d(x, w, **dict(full)), full["out_dtype"] or dt.dtype)
 
 
-# --- pools ----------------------------------------------------------------------------------------
+# --- pools ---------------------------------------------------------------------------------------
 
 def naive_pool(data, pool_size, strides=(1, 1), dilation=(1, 1), padding=(0, 0),
                layout="NCHW", out_layout="", ceil_mode=False, count_include_pad=None, **_):
@@ -219,6 +218,9 @@ POOL_CASES = [
     ((1, 4, 4, 2), {"pool_size": [2, 2], "layout": "NHWC", "strides": [2]}),
     ((1, 4, 4, 2), {"pool_size": [3], "layout": "NHWC", "out_layout": "NCHW", "padding": [1]}),
     ((1, 1, 2, 2), {"pool_size": [3, 3], "padding": [2]}),     # windows entirely in padding
+    ((1, 1, 5, 5), {"pool_size": [2, 2], "strides": [2, 2], "ceil_mode": True}),  # into extra
+    ((1, 1, 5, 4), {"pool_size": [2, 3], "strides": [2, 2], "ceil_mode": True,
+                    "padding": [0, 1, 1, 0]}),
 ]
 
 
@@ -286,7 +288,7 @@ def test_global_pools(layout, dtype):
     check_close(gavg, to_canonical(exp_avg, "NCHW", layout), dtype)
 
 
-# --- dense, bias_add --------------------------------------------------------------------------------
+# --- dense, bias_add -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype, out_dtype", [("float32", ""), ("float64", ""), ("int8", "int32"),
                                               ("int8", ""), ("uint8", "int16"), ("int32", "")])
@@ -329,7 +331,7 @@ def test_bias_add_wraps():
     assert int(got[0, 0]) == wrap(130, "int8")
 
 
-# --- softmax, activations, batch_norm, dropout, flatten -------------------------------------------
+# --- softmax, activations, batch_norm, dropout, flatten ------------------------------------------
 
 @pytest.mark.parametrize("axis", [-1, 0, 1])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
@@ -419,15 +421,15 @@ def test_batch_flatten():
     assert ref("nn.batch_flatten", np.zeros(3, "bool")).shape == (3, 1)
 
 
-# --- pad --------------------------------------------------------------------------------------------
+# --- pad -----------------------------------------------------------------------------------------
 
 def naive_pad(x, value, widths, mode):
-    out_shape = tuple(d + b + a for d, (b, a) in zip(x.shape, widths))
+    out_shape = tuple(d + b + a for d, (b, a) in zip(x.shape, widths, strict=True))
     out = np.empty(out_shape, dtype=x.dtype)
     for idx in itertools.product(*(range(d) for d in out_shape)):
         src = []
         inside = True
-        for i, (b, _), d in zip(idx, widths, x.shape):
+        for i, (b, _), d in zip(idx, widths, x.shape, strict=True):
             j = i - b
             if 0 <= j < d:
                 src.append(j)
@@ -464,7 +466,7 @@ def test_pad_value_is_an_input_converted_to_the_data_dtype():
                pad_width=[]).shape == ()
 
 
-# --- runtime errors -------------------------------------------------------------------------------
+# --- runtime errors ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, args, attrs", [
     ("nn.conv2d", (np.zeros((1, 3, 4, 4), "float32"), np.zeros((2, 2, 3, 3), "float32")), {}),

@@ -386,3 +386,18 @@ def test_symbolic_reduce_sound_under_substitution(shape, data):
     out = R.REDUCE((T(shape),), attrs)
     concrete = R.REDUCE((T(_substitute(shape, env)),), attrs)
     assert shape_of(concrete) == _substitute(shape_of(out), env)
+
+
+def test_guarded_handles_tuple_arguments_and_results():
+    def rel(arg_types, attrs, solver):
+        (tup,) = arg_types
+        assert isinstance(tup, TupleType)
+        return TupleType(tuple(reversed(tup.fields)))
+
+    swap = R.guarded("swap", Relation("Swap", rel), lambda t: (t[1], t[0]))
+    a, b = np.zeros(2, np.int8), np.array(1.5, np.float32)
+    out = swap((a, b))
+    assert out[0] is b and out[1] is a
+    wrong = R.guarded("wrong", Relation("Swap", rel), lambda t: t)
+    with pytest.raises(InternalError):
+        wrong((a, b))

@@ -15,11 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance.strategies.ops_nn import LAYOUT_PAIRS, fast_array, layout_transform_call
 from semantics import ops
 from semantics.errors import RelayRuntimeError, RelayTypeError
 from semantics.types import TensorType
-
-from conformance.strategies.ops_nn import LAYOUT_PAIRS, fast_array, layout_transform_call
 
 RNG = np.random.default_rng(99)
 X234 = np.arange(24, dtype="float32").reshape(2, 3, 4)
@@ -96,7 +95,7 @@ def test_reshape_like_with_ranges_from_the_tvm_documentation():
     assert got.shape == (1, 6, 4)
 
 
-# --- axis manipulation ----------------------------------------------------------------------------
+# --- axis manipulation ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("axes", [None, [0, 1, 2], [2, 0, 1], [-1, -3, 1]])
 def test_transpose_by_index_mapping(axes):
@@ -131,7 +130,7 @@ def test_squeeze(axis, expected):
     assert ref("squeeze", np.ones((1, 1), "bool")).shape == ()
 
 
-# --- concatenate, stack, split ---------------------------------------------------------------------
+# --- concatenate, stack, split -------------------------------------------------------------------
 
 def test_concatenate_takes_a_tuple_and_joins_along_axis():
     a = np.arange(6, dtype="int32").reshape(2, 3)
@@ -167,7 +166,7 @@ def test_split_sections_and_indices_return_tuples():
     assert [p.shape for p in ref("split", np.zeros(0), indices_or_sections=2)] == [(0,), (0,)]
 
 
-# --- take -------------------------------------------------------------------------------------------
+# --- take ----------------------------------------------------------------------------------------
 
 def naive_take_index(i: int, n: int, mode: str) -> int:
     if mode == "clip":
@@ -228,7 +227,7 @@ def test_take_batch_dims_by_hand():
         assert got[b, j, r] == x[b, min(idx[b, j], 2), r]
 
 
-# --- strided_slice ---------------------------------------------------------------------------------
+# --- strided_slice -------------------------------------------------------------------------------
 
 def test_strided_slice_examples_from_the_tvm_documentation():
     x = np.array([[1, 4, 7, 10], [2, 5, 8, 11], [3, 6, 9, 12]], dtype="float32")
@@ -284,7 +283,7 @@ def test_strided_slice_tvm_defaults_axes_and_size_mode():
                     op.normalize_attrs({"begin": [1], "end": [3], "strides": [-1]}))
 
 
-# --- tile, repeat, reverse, broadcasting --------------------------------------------------------------
+# --- tile, repeat, reverse, broadcasting ---------------------------------------------------------
 
 @pytest.mark.parametrize("shape, reps", [((2, 3), [2, 1]), ((2, 3), [3]), ((3,), [2, 2]),
                                          ((), [2]), ((2,), [])])
@@ -337,7 +336,7 @@ def test_shape_of(dtype):
     assert ref("shape_of", np.float32(1.0)).shape == (0,)
 
 
-# --- layout_transform ----------------------------------------------------------------------------------
+# --- layout_transform ----------------------------------------------------------------------------
 
 def test_layout_transform_nchw_to_nchw4c_element_mapping():
     x = RNG.standard_normal((2, 8, 3, 5)).astype("float32")
