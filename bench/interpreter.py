@@ -139,9 +139,13 @@ def rule_table(repeat: int, quick: bool) -> None:
           f"{'raw-op s':>9} {'rules/s':>10}")
     for label, entry, args in workloads(quick):
         rules = count_rules(mod, args, entry)
-        t = best_cpu(lambda: evaluate(mod, *args, entry=entry, check=False), repeat)
+
+        def once(args: tuple[Any, ...] = args, entry: str = entry) -> Any:
+            return evaluate(mod, *args, entry=entry, check=False)
+
+        t = best_cpu(once, repeat)
         with raw_operators():
-            t_raw = best_cpu(lambda: evaluate(mod, *args, entry=entry, check=False), repeat)
+            t_raw = best_cpu(once, repeat)
         print(f"{label:<28} {rules:>10,} {t:>8.3f} {rules / t:>10,.0f} "
               f"{t_raw:>9.3f} {rules / t_raw:>10,.0f}")
 

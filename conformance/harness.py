@@ -386,8 +386,9 @@ def check_program(transform: Callable[[IRModule], Any], module: IRModule,
     oracle = run_oracle(module, inputs)
     if oracle.error == "RelayTypeError" or oracle.error == "ParseError":
         raise AssertionError(_report(
-            f"conformance kit: the oracle rejected the program ({oracle.describe()}); "
-            "explicit programs must be well typed", module, inputs, oracle, None, None))
+            f"conformance kit: the oracle rejected the program ({oracle.describe()}); programs "
+            "must be well typed (for a generated program this is a bug in the kit or the type "
+            "checker)", module, inputs, oracle, None, None))
     transformed: Any = None
     try:
         transformed = transform(module)

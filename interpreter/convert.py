@@ -33,6 +33,9 @@ from typing import Any
 import numpy as np
 import sympy
 
+from interpreter.values import (
+    Closure, ConstructorFunction, ConstructorValue, OpValue, RefValue, value_str,
+)
 from semantics.dtypes import SCALAR_DTYPES, is_bool, is_float, is_int, split_lanes
 from semantics.errors import RelayRuntimeError
 from semantics.expr import Constructor, Expr, Function, Let, Var
@@ -43,14 +46,12 @@ from semantics.types import (
     TypeVar, type_children,
 )
 from semantics.visitor import post_order, run_recursive
-from interpreter.values import (
-    Closure, ConstructorFunction, ConstructorValue, OpValue, RefValue, value_str,
-)
 
 __all__ = ["convert_arguments", "convert_value", "export_value", "prelude_for_expr",
            "with_prelude"]
 
 _RELAY_DTYPES = frozenset(SCALAR_DTYPES)
+_NUMPY_DTYPES = {name: np.dtype(name) for name in SCALAR_DTYPES}
 _FUNCTION_VALUES = (Closure, OpValue, ConstructorFunction)
 
 
@@ -190,7 +191,7 @@ class _Converter:
                 f"{_render(path)}: tensors of dtype {dtype} cannot be evaluated")
         if isinstance(x, (np.ndarray, np.generic)):
             arr = np.asarray(x)
-            if arr.dtype.name != dtype:
+            if arr.dtype != _NUMPY_DTYPES[dtype]:
                 raise self.fail(path, ty, x, f"dtype {arr.dtype.name} is not {dtype}")
         elif isinstance(x, (bool, int, float)):
             arr = _scalar_array(x, dtype)

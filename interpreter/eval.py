@@ -15,7 +15,10 @@ establish Γ ⊢ e ⇓ v and resumes the case with ``v``. The driver
 depth of a derivation is bounded by memory, never by Python's recursion limit.
 Rules without premises (constants, variables, globals, functions, operators,
 constructors) are plain methods returning the value directly: they cost no
-generator.
+generator, and a premise whose expression is such a leaf is established in
+place by the case (``leaf(x, env)`` instead of ``yield Eval(x, env)``: the same
+rule fires in the same order, without a round trip through the driver; not
+while a derivation is being recorded, where every judgment is reported).
 
 **Tail positions return ``Tail(e, env)``.** The last premise of a rule whose
 value is the conclusion's value (the body of a let, the chosen branch of an
@@ -41,8 +44,10 @@ activation (see :func:`shared_nodes`).
 **Speed.** Dispatch is one ``type(node) → method`` dict lookup; rule names are
 read from a plain-class mirror of the :class:`~semantics.rules.Rule` enum
 (an Enum attribute read costs more than a whole small rule); operator
-attributes are normalized once per call node; ``fired`` is bound at
-construction to the cheapest variant the requested features allow.
+attributes are normalized once per call node and the shared nodes once per
+function body, both cached across evaluations (AST nodes are immutable);
+``fired`` is bound at construction to the cheapest variant the requested
+features allow.
 
 **Errors.** Every failure a program can provoke is a ``RelayRuntimeError``
 carrying the span of the node at fault: unbound variable, undefined global,
@@ -65,6 +70,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from interpreter.env import Env
+from interpreter.values import (
+    Closure, ConstructorFunction, ConstructorValue, OpValue, RefValue, value_str,
+)
 from semantics import ops
 from semantics.errors import (
     InternalError, RelayError, RelayRuntimeError, non_exhaustive_match, unbound_variable,
@@ -78,10 +87,6 @@ from semantics.expr import (
 from semantics.module import IRModule
 from semantics.rules import Rule as _RuleEnum
 from semantics.visitor import post_order
-from interpreter.env import Env
-from interpreter.values import (
-    Closure, ConstructorFunction, ConstructorValue, OpValue, RefValue, value_str,
-)
 
 __all__ = ["Eval", "Interpreter", "Recorder", "Tail", "evaluate", "evaluate_recorded",
            "register_grad_expander", "shared_nodes"]
@@ -198,8 +203,8 @@ class _NodeCache(dict):
 
 
 # Shared nodes per function body, and normalized attributes per operator call.
-_SHARED_CACHE = _NodeCache(4096)
-_ATTRS_CACHE = _NodeCache(65536)
+_SHARED_CACHE = _NodeCache(2048)
+_ATTRS_CACHE = _NodeCache(16384)
 
 
 def _remember(memo: dict[Expr, Any], node: Expr):
@@ -396,7 +401,7 @@ class Interpreter:
                             if d > max_depth:
                                 raise RelayRuntimeError(
                                     f"stack exhausted: more than {max_depth} nested calls",
-                                    outcome.call.span)
+                                    outcome.call.span) from None
                         if rec is not None:
                             frame = _await(outcome.expr, outcome.env)
                             gens.append(frame)
@@ -492,7 +497,7 @@ class Interpreter:
             v = self._nullary[e] = ConstructorValue(e.name, (), e)
         return v
 
-    # [Semantics-Shared]   e ∈ shared(M)   M(e) = v   ⟹   Γ; M ⊢ e ⇓ v; M
+    # [Semantics-Shared]   e is shared    M(e) = v   ⟹   Γ; M ⊢ e ⇓ v; M
     def _eval_shared(self, e: Expr, v: Any) -> Any:
         self.fired(Rule.SEMANTICS_SHARED, e)
         return v
@@ -616,7 +621,8 @@ class Interpreter:
         try:
             result = opdef.impl(*args, **attrs) if attrs else opdef.impl(*args)
         except RelayError as err:
-            raise err.with_span(span)
+            err.with_span(span)
+            raise
         except (ArithmeticError, ValueError, TypeError, IndexError, MemoryError) as exc:
             # Dynamic shapes (Any) and unchecked programs reach numpy's own checks.
             raise RelayRuntimeError(f"operator {f.name} failed: {exc}", span) from exc
@@ -635,7 +641,8 @@ class Interpreter:
         try:
             attrs = dict(opdef.normalize_attrs(e.attrs))
         except RelayError as err:
-            raise err.with_span(e.span)
+            err.with_span(e.span)
+            raise
         self._attrs.put(e, (opdef, attrs))
         return attrs
 
@@ -718,7 +725,8 @@ class Interpreter:
         try:
             expansion = _GRAD_EXPANDER[0](e, self.mod)
         except RelayError as err:
-            raise err.with_span(e.span)
+            err.with_span(e.span)
+            raise
         if not isinstance(expansion, Expr):
             raise InternalError(
                 f"the grad expander returned {type(expansion).__name__}, not an expression")
@@ -866,7 +874,10 @@ def _evaluate(p: Any, args: tuple[Any, ...], entry: str, check: bool, fuel: int 
               trace: Callable[[str, Any], Any] | None, max_depth: int,
               recorder: Recorder | None) -> Any:
     from interpreter.convert import (
-        convert_arguments, export_value, prelude_for_expr, with_prelude,
+        convert_arguments,
+        export_value,
+        prelude_for_expr,
+        with_prelude,
     )
 
     if isinstance(p, str):

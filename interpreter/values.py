@@ -1,6 +1,6 @@
 """Runtime values of the big-step semantics (RULES.md, "Evaluation": the value grammar).
 
-    v ::= t                      a tensor: ``numpy.ndarray`` of exactly its Relay dtype, 0-d for scalars
+    v ::= t                      a tensor: ``numpy.ndarray`` of its exact Relay dtype (0-d: scalar)
         | (v1, ..., vn)          a tuple: a Python ``tuple``; ``()`` is the unit value
         | ⟨fn, Γ⟩ | ⟨fn, Γ, f⟩   a closure: :class:`Closure` (``f``: the let-rec self binding)
         | op                     an operator as a value: :class:`OpValue`
@@ -44,7 +44,7 @@ __all__ = [
 
 
 class Closure:
-    """A function value ``⟨fn, Γ⟩``: a :class:`~semantics.expr.Function` and the environment it closed over.
+    """A function value ``⟨fn, Γ⟩``: a Function node and the environment it closed over.
 
     Invariants: ``function`` is the Function node whose evaluation (Semantics-Closure,
     Semantics-Let-Rec or Semantics-Global) made this closure; ``env`` is the
@@ -161,7 +161,8 @@ class ConstructorValue:
 
     __slots__ = ("name", "fields", "constructor")
 
-    def __init__(self, name: str, fields: Iterable[Any] = (), constructor: Constructor | None = None):
+    def __init__(self, name: str, fields: Iterable[Any] = (),
+                 constructor: Constructor | None = None):
         self.name = name
         self.fields = fields if type(fields) is tuple else tuple(fields)
         self.constructor = constructor

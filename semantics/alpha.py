@@ -40,7 +40,8 @@ What is compared, node by node:
   (both denote a parameterless ADT; the parser builds the latter). Dims compare
   symbolically (:func:`dims_equal`): ``n + n`` equals ``2*n``, free shape
   variables by name, ``?`` only equals ``?``. ``IncompleteType`` holes are
-  equal only to themselves.
+  mapped like free type variables (bijectively by :func:`alpha_equal`, by
+  identity by :func:`types_equal`).
 * **Modules** are equal when they define the same global and type names and
   the definitions are pairwise equal.
 
@@ -339,7 +340,16 @@ class _Comparer:
         if cls is TypeData:
             return self._type_data(t1, t2)  # type: ignore[arg-type]
         if cls is IncompleteType:
-            return t1 is t2
+            if t1 is t2:
+                return True
+            if not self.map_free or t1.kind != t2.kind:  # type: ignore[attr-defined]
+                return False
+            fx, fy = self.free_tv_ab.get(id(t1)), self.free_tv_ba.get(id(t2))
+            if fx is None and fy is None:
+                self.free_tv_ab[id(t1)] = t2  # type: ignore[assignment]
+                self.free_tv_ba[id(t2)] = t1  # type: ignore[assignment]
+                return True
+            return fx is t2 and fy is t1
         raise TypeError(f"types_equal: not a type: {cls.__name__}")
 
     def type_lists(self, xs: tuple[Type, ...], ys: tuple[Type, ...]) -> bool:

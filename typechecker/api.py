@@ -117,9 +117,10 @@ def _check(p: IRModule | Expr) -> None:
 
 def _type_of(e: Expr | str, mod: IRModule | None) -> Type:
     if isinstance(e, str):
-        e, parsed_mod = _parse(e)
-        if mod is None:
-            mod = parsed_mod
+        from semantics.parser import parse_expr
+
+        # prelude names resolve to the prelude's own objects: its (cached) typing serves
+        e = parse_expr(e)
     if not isinstance(e, Expr):
         raise RelayTypeError(f"cannot type-check a {type(e).__name__}")
     inf, raw = _expression(e, mod)
@@ -132,18 +133,6 @@ def _expression(e: Expr, mod: IRModule | None) -> Any:
     if mod is None:
         return expression_inferencer(e, None, _prelude)
     return expression_inferencer(e, module_typing(mod))
-
-
-def _parse(text: str) -> tuple[Expr, IRModule | None]:
-    from semantics import parser
-
-    with_module = getattr(parser, "parse_expr_with_module", None)
-    if with_module is not None:
-        result = with_module(text)
-        if isinstance(result, tuple):
-            return result[0], result[1]
-        return result, None
-    return parser.parse_expr(text), None
 
 
 def _prelude() -> IRModule | None:

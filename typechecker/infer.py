@@ -301,12 +301,13 @@ class Inferencer:
         t = self.store.find(t)
         if type(t) is FuncType:
             entry = self.shape_params.get(id(t))
+            nullary_value = not callee and id(t) in self._nullary
             if t.type_params or entry is not None:
                 inst = self.instantiate(t, entry[1] if entry else (), explicit, node,
                                         span or getattr(node, "span", None))
-                if not callee and id(t) in self._nullary:
-                    return inst.ret_type  # type: ignore[attr-defined]
-                return inst
+                return inst.ret_type if nullary_value else inst  # type: ignore[attr-defined]
+            if nullary_value:
+                return t.ret_type
         if explicit:
             raise RelayTypeError(messages.arity("Type-Instantiate", "explicit type arguments", 0,
                                                 len(explicit), "type argument"),
@@ -648,7 +649,8 @@ class Inferencer:
         body_raw = yield fn.body
         body = self.use(fn.body, body_raw)
         if ret is not None:
-            self.unify(ret, body, "Type-Function", "return type", self._site(fn.body, span))
+            self.unify(ret, body, "Type-Function", "return type",
+                       self._site(fn.body, getattr(fn.ret_type, "span", None) or span))
         else:
             ret = body
         self.restore(saved)

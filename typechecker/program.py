@@ -172,7 +172,8 @@ def _infer_body(inf: Inferencer, info: GlobalInfo) -> None:
     saved = [inf.bind(p, t) for p, t in zip(fn.params, ft.arg_types)]
     raw = inf.run(fn.body)
     body = inf.use(fn.body, raw)
-    site = fn.body.span if not isinstance(fn.body, Var) and fn.body.span else fn.span
+    site = fn.body.span if not isinstance(fn.body, Var) and fn.body.span else (
+        getattr(fn.ret_type, "span", None) or fn.span)
     inf.unify(ft.ret_type, body, "Type-Function-Definition", f"result of @{info.name}", site)
     inf.restore(saved)
     inf.pop_type_params(params)

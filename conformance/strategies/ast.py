@@ -51,7 +51,8 @@ from semantics.module import IRModule
 from semantics.types import GlobalTypeVar, Kind, Type, TypeData, TypeVar
 
 from conformance.strategies.names import (
-    adt_names, attr_names, ctor_names, global_names, local_names, type_var_names,
+    adt_names, attr_names, ctor_names, global_names, local_names, pick, type_var_names,
+    unique_name,
 )
 from conformance.strategies.types import ORDERED_DTYPES, _type
 from conformance.strategies.values import scalars, tensors
@@ -83,6 +84,18 @@ PRELUDE_ADT_STUBS = (_stub("List"), _stub("Option"), _stub("Tree"))
 
 FUNCTION_ATTRS = (("Primitive", 1), ("Inline", 1), ("Composite", "conv_bias"),
                   ("Compiler", "ext"), ("global_symbol", "f0"))
+
+# Strategies built once (building strategies inside draws is what makes generation slow).
+_FUNCTION_ATTR_LISTS = st.lists(st.sampled_from(FUNCTION_ATTRS), max_size=2,
+                                unique_by=lambda kv: kv[0])
+_ATTR_SCALAR = st.one_of(
+    st.integers(-8, 64), st.booleans(), st.none(),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyzNCHW0123456789_", max_size=6),
+)
+_ATTR_VALUE = st.one_of(_ATTR_SCALAR, st.lists(st.one_of(st.integers(-4, 8), st.floats(
+    allow_nan=False, allow_infinity=False, width=32)), max_size=4))
+_ATTR_NAME_LISTS = st.lists(attr_names(), max_size=3, unique=True)
 
 
 class _Scope:
@@ -146,19 +159,18 @@ class _AstGen:
         self.globals = list(global_names_)
         self.free: dict[str, Var] = {}
         self.upper_taken = upper_taken
+        self._ops: list[str] | None = None
 
     # --- names -----------------------------------------------------------------------------
     def local_name(self) -> str:
-        return self.draw(local_names().filter(lambda s: not s.startswith("fv_")))
+        return self.draw(local_names())
 
     def distinct_locals(self, n: int) -> list[str]:
-        return self.draw(st.lists(local_names().filter(lambda s: not s.startswith("fv_")),
-                                  min_size=n, max_size=n, unique=True))
+        taken: set[str] = set()
+        return [unique_name(self.draw(local_names()), taken) for _ in range(n)]
 
     def fresh_upper(self, strategy: st.SearchStrategy[str]) -> str:
-        name = self.draw(strategy.filter(lambda s: s not in self.upper_taken))
-        self.upper_taken.add(name)
-        return name
+        return unique_name(self.draw(strategy), self.upper_taken)
 
     # --- types -----------------------------------------------------------------------------
     def type_(self, scope: _Scope) -> Type:
@@ -172,25 +184,23 @@ class _AstGen:
 
     # --- attributes ------------------------------------------------------------------------
     def attr_value(self) -> object:
-        scalar = st.one_of(
-            st.integers(-8, 64), st.booleans(), st.none(),
-            st.floats(allow_nan=False, allow_infinity=False, width=32),
-            st.text(alphabet="abcdefghijklmnopqrstuvwxyzNCHW0123456789_", max_size=6),
-        )
-        return self.draw(st.one_of(scalar, st.lists(st.one_of(st.integers(-4, 8), st.floats(
-            allow_nan=False, allow_infinity=False, width=32)), max_size=4)))
+        return self.draw(_ATTR_VALUE)
 
     def call_attrs(self) -> Attrs:
-        names = self.draw(st.lists(attr_names(), max_size=3, unique=True))
+        names = self.draw(_ATTR_NAME_LISTS)
         return Attrs({n: self.attr_value() for n in names})
 
     # --- expressions -----------------------------------------------------------------------
     def op_names(self) -> list[str]:
-        if self.cfg.ops is not None:
-            return list(self.cfg.ops)
-        from semantics.ops import list_ops
+        """The operators to call: the registry's at generation time (or ``cfg.ops``)."""
+        if self._ops is None:
+            if self.cfg.ops is not None:
+                self._ops = list(self.cfg.ops)
+            else:
+                from semantics.ops import list_ops
 
-        return list_ops()
+                self._ops = list_ops()
+        return self._ops
 
     def leaf(self, scope: _Scope) -> Expr:
         d = self.draw
@@ -205,24 +215,26 @@ class _AstGen:
             kinds.append("op")
         if self.ctors:
             kinds.append("ctor")
-        kind = d(st.sampled_from(kinds))
+        kind = pick(d, kinds)
         if kind == "const":
-            dtype = d(st.sampled_from(ORDERED_DTYPES))
+            dtype = pick(d, ORDERED_DTYPES)
             return Constant(d(scalars(dtype)))
         if kind == "var":
             if visible and (not self.cfg.free_vars or d(st.integers(0, 5)) > 0):
-                return d(st.sampled_from(visible))
+                return pick(d, visible)
             i = d(st.integers(0, 2))
             return self.free.setdefault(f"fv_{i}", Var(f"fv_{i}"))
         if kind == "unit":
             return Tuple(())
         if kind == "global":
             if self.globals and (not self.cfg.free_vars or d(st.integers(0, 5)) > 0):
-                return GlobalVar(d(st.sampled_from(self.globals)))
-            return GlobalVar(d(st.sampled_from(("undefined_g", "missing"))))
+                return GlobalVar(pick(d, self.globals))
+            return GlobalVar(pick(d, ("undefined_g", "missing")))
         if kind == "op":
-            return Op(d(st.sampled_from(self.op_names())))
-        return d(st.sampled_from(self.ctors))
+            return Op(pick(d, self.op_names()))
+        ctor = pick(d, self.ctors)
+        # A nullary constructor written alone parses as the call ``C()`` (§3, as in TVM).
+        return ctor if ctor.inputs else Call(ctor, ())
 
     def expr(self, scope: _Scope, depth: int) -> Expr:
         d = self.draw
@@ -237,13 +249,13 @@ class _AstGen:
             kinds.append("match")  # tuple/var/wildcard patterns still work
         if not (self.cfg.sharing and scope.shareable()):
             kinds.remove("shared")
-        kind = d(st.sampled_from(kinds))
+        kind = pick(d, kinds)
         sub = depth - 1
         w = self.cfg.max_width
         if kind == "leaf":
             return self.leaf(scope)
         if kind == "shared":
-            return d(st.sampled_from(scope.shareable()))
+            return pick(d, scope.shareable())
         if kind == "tensor_const":
             return Constant(d(tensors(max_rank=2, max_size=3)))
         if kind == "let":
@@ -256,7 +268,7 @@ class _AstGen:
         if kind == "match":
             return self.match(scope, sub)
         if kind == "call_op":
-            name = d(st.sampled_from(self.op_names()))
+            name = pick(d, self.op_names())
             from semantics.ops import get
 
             n = get(name).num_inputs if self.cfg.ops is None else d(st.integers(1, 2))
@@ -275,7 +287,7 @@ class _AstGen:
             n = d(st.integers(0, w))
             node = Call(callee, tuple(self.expr(scope, sub) for _ in range(n)))
         elif kind == "ctor_call":
-            ctor = d(st.sampled_from(self.ctors))
+            ctor = pick(d, self.ctors)
             node = Call(ctor, tuple(self.expr(scope, sub) for _ in ctor.inputs))
         elif kind == "ref_create":
             node = RefCreate(self.expr(scope, sub))
@@ -315,8 +327,7 @@ class _AstGen:
         n = d(st.integers(0, self.cfg.max_width))
         params = [Var(name, self.maybe_type(inner_types)) for name in self.distinct_locals(n)]
         ret = self.maybe_type(inner_types)
-        attrs = Attrs(dict(d(st.lists(st.sampled_from(FUNCTION_ATTRS), max_size=2,
-                                      unique_by=lambda kv: kv[0]))))
+        attrs = Attrs(dict(d(_FUNCTION_ATTR_LISTS)))
         extra = [rec_var] if rec_var is not None else []
         body_scope = scope.child(extra + params, boundary=True, tvars=tparams)
         body = self.expr(body_scope, depth)
@@ -329,17 +340,16 @@ class _AstGen:
             kinds.append("ctor")
         if depth <= 0:
             kinds = [k for k in kinds if k != "tuple"]
-        kind = d(st.sampled_from(kinds))
+        kind = pick(d, kinds)
         if kind == "wildcard":
             return PatternWildcard()
         if kind == "var":
-            name = d(local_names().filter(lambda s: s not in names and not s.startswith("fv_")))
-            names.add(name)
+            name = unique_name(d(local_names()), names)
             return PatternVar(Var(name))
         if kind == "tuple":
             n = d(st.integers(0, self.cfg.max_width))
             return PatternTuple(tuple(self.pattern(scope, depth - 1, names) for _ in range(n)))
-        ctor = d(st.sampled_from(self.ctors))
+        ctor = pick(d, self.ctors)
         if depth <= 0:
             return PatternConstructor(ctor, tuple(PatternWildcard() for _ in ctor.inputs))
         return PatternConstructor(ctor, tuple(self.pattern(scope, depth - 1, names)
@@ -442,8 +452,9 @@ def ast_modules(config: AstConfig | None = None, *, max_adts: int = 2, max_globa
         gen = _AstGen(draw, cfg, (), (), set())
         for _ in range(draw(st.integers(0, max_adts))):
             gen.adt()
-        names = ["main"] + draw(st.lists(global_names().filter(lambda s: s != "main"),
-                                         max_size=max_globals, unique=True))
+        taken = {"main"}
+        names = ["main"] + [unique_name(draw(global_names()), taken)
+                            for _ in range(draw(st.integers(0, max_globals)))]
         gen.globals = names
         functions = {}
         for name in names:

@@ -10,7 +10,12 @@ common; an occasional random identifier exercises the lexer.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeVar
+
 from hypothesis import strategies as st
+
+T = TypeVar("T")
 
 from semantics.dtypes import is_dtype
 
@@ -39,6 +44,33 @@ ATTR_POOL = ("axis", "keepdims", "dtype", "padding", "strides", "layout", "units
 SHAPE_VAR_POOL = ("n", "m", "k", "batch")
 
 
+_INDEX: dict[int, st.SearchStrategy[int]] = {}
+
+
+def index(n: int) -> st.SearchStrategy[int]:
+    """``integers(0, n - 1)``, built once per ``n`` (building strategies per draw is slow)."""
+    s = _INDEX.get(n)
+    if s is None:
+        s = _INDEX[n] = st.integers(0, n - 1)
+    return s
+
+
+def pick(draw: st.DrawFn, options: Sequence[T]) -> T:
+    """One of ``options`` (shrinks towards the first)."""
+    if len(options) == 1:
+        return options[0]
+    return options[draw(index(len(options)))]
+
+
+def unique_name(name: str, taken: set[str]) -> str:
+    """``name``, or ``name`` with a numeric suffix, not in ``taken`` (which it joins)."""
+    out, i = name, 1
+    while out in taken:
+        out, i = f"{name}{i}", i + 1
+    taken.add(out)
+    return out
+
+
 def is_valid_name(name: str) -> bool:
     """True for an identifier that may be used as any kind of name in generated text."""
     return (name.isidentifier() and name.isascii() and name not in RESERVED
@@ -47,29 +79,45 @@ def is_valid_name(name: str) -> bool:
 
 
 def _random(pattern: str) -> st.SearchStrategy[str]:
-    return st.from_regex(pattern, fullmatch=True).filter(is_valid_name)
+    return st.from_regex(pattern, fullmatch=True).filter(
+        lambda s: is_valid_name(s) and not s.startswith("fv_"))
+
+
+def _names(pool: Sequence[str], pattern: str) -> st.SearchStrategy[str]:
+    # Mostly the pool (collisions and shadowing), sometimes a random identifier.
+    return st.one_of(st.sampled_from(tuple(pool)), st.sampled_from(tuple(pool)),
+                     st.sampled_from(tuple(pool)), _random(pattern))
+
+
+_LOCAL = _names(LOCAL_POOL, r"[a-z][a-z0-9_]{0,6}")
+_GLOBAL = _names(GLOBAL_POOL, r"[a-z][a-z0-9_]{0,6}")
+_ATTR = _names(ATTR_POOL, r"[a-z][a-z0-9_]{0,6}")
+_TYPE_VAR = _names(TYPE_VAR_POOL, r"[A-Z][0-9]{0,2}")
+_ADT = _names(ADT_POOL, r"[A-Z][a-z]{2,5}[0-9]?")
+_CTOR = _names(CTOR_POOL, r"[A-Z][a-z]{1,5}[0-9]?")
 
 
 def local_names() -> st.SearchStrategy[str]:
-    """Names for ``%x`` variables (pool first, so shrinking prefers ``x``)."""
-    return st.one_of(st.sampled_from(LOCAL_POOL), _random(r"[a-z][a-z0-9_]{0,6}"))
+    """Names for ``%x`` variables (pool first, so shrinking prefers ``x``; never ``fv_*``)."""
+    return _LOCAL
 
 
 def global_names() -> st.SearchStrategy[str]:
-    return st.one_of(st.sampled_from(GLOBAL_POOL), _random(r"[a-z][a-z0-9_]{0,6}"))
+    return _GLOBAL
 
 
 def attr_names() -> st.SearchStrategy[str]:
-    return st.one_of(st.sampled_from(ATTR_POOL), _random(r"[a-z][a-z0-9_]{0,6}"))
+    return _ATTR
 
 
 def type_var_names() -> st.SearchStrategy[str]:
-    return st.one_of(st.sampled_from(TYPE_VAR_POOL), _random(r"[A-Z][0-9]{0,2}"))
+    """Type-variable names: one capital letter and digits (disjoint from ADT/constructor names)."""
+    return _TYPE_VAR
 
 
 def adt_names() -> st.SearchStrategy[str]:
-    return st.one_of(st.sampled_from(ADT_POOL), _random(r"[A-Z][a-z]{2,5}[0-9]?"))
+    return _ADT
 
 
 def ctor_names() -> st.SearchStrategy[str]:
-    return st.one_of(st.sampled_from(CTOR_POOL), _random(r"[A-Z][a-z]{1,5}[0-9]?"))
+    return _CTOR

@@ -191,14 +191,19 @@ def probe_signatures(name: str, dtypes: Sequence[str], max_rank: int = 2, max_di
     return out
 
 
-def _concrete(t: Type) -> bool:
+def _concrete(t: Type, allow_any: bool = False) -> bool:
+    """Every dim an int (or ``?`` with ``allow_any``: value-dependent shapes such as arange's)."""
+    from semantics.shapes import ANY
     from semantics.types import TupleType
 
     if isinstance(t, TensorType):
-        return all(isinstance(d, int) for d in t.shape)
+        return all(isinstance(d, int) or (allow_any and d is ANY) for d in t.shape)
     if isinstance(t, TupleType):
-        return all(_concrete(f) for f in t.fields)
+        return all(_concrete(f, allow_any) for f in t.fields)
     return False
+
+
+_FAMILY_STRATEGIES: dict[str, Any] = {}
 
 
 def draw_valid_call(draw: Any, name: str, dtypes: Sequence[str], max_rank: int = 2,
@@ -211,10 +216,13 @@ def draw_valid_call(draw: Any, name: str, dtypes: Sequence[str], max_rank: int =
     valid, inputs = family_tables()
     factory = valid.get(name)
     if factory is not None:
-        arg_types, attrs = draw(factory())
+        strategy = _FAMILY_STRATEGIES.get(name)
+        if strategy is None:
+            strategy = _FAMILY_STRATEGIES[name] = factory()
+        arg_types, attrs = draw(strategy)
         arg_types = tuple(arg_types)
         result = _relation_result(name, arg_types, dict(attrs))
-        if result is not None and _concrete(result):
+        if result is not None and _concrete(result, allow_any=True):
             values = None
             if name in inputs:
                 values = tuple(draw(inputs[name](arg_types, dict(attrs), True)))

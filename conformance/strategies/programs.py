@@ -279,7 +279,7 @@ class _Gen:
         if kind == "existing":
             pool = [t for t in ctx.types_in_scope()
                     if (not first_order or is_first_order(t)) and (allow_ref or not _has_ref(t))
-                    and (allow_tvars or not has_type_var(t))]
+                    and (allow_tvars or not has_type_var(t)) and "?" not in type_key(t)]
             if not pool:
                 return self.tensor_type()
             return self.pick(pool)
@@ -408,10 +408,15 @@ class _Gen:
         i = self.pick(indices)
         ctor = td.constructors[i]
         fields = ctor_field_types(td, i, args)
-        if not fields:
-            return ctor
         d = max(depth - 1, 0)
-        return Call(ctor, tuple(self.gen(ft, ctx, d) for ft in fields))
+        # A nullary value is the call ``C()`` (the text format's and TVM's form).
+        node: Expr = Call(ctor, tuple(self.gen(ft, ctx, d) for ft in fields))
+        if td.type_vars and not all(_mentions_var(ctor.inputs, tv) for tv in td.type_vars):
+            # The fields do not determine every type argument (``Nil`` of ``List[A]``):
+            # pin them with an annotated binding, ``let %d: T = C(...); %d``.
+            v = self.var(t, prefix="d")
+            node = Let(v, node, v)
+        return node
 
     # compound forms ---------------------------------------------------------------------------
     def _gen_let(self, t: Type, ctx: _Ctx, d: int) -> Expr:
@@ -466,7 +471,19 @@ class _Gen:
     def _gen_op(self, t: Type, ctx: _Ctx, d: int) -> Expr:
         assert isinstance(t, TensorType)
         call = self.pick(opcalls.producers(t, self.ops, self.cfg.dtypes))
-        node = Call(Op(call.op), tuple(self.gen(a, ctx, d) for a in call.arg_types), call.attrs)
+        same = len(call.arg_types) > 1 and len({type_key(a) for a in call.arg_types}) == 1
+        if same and "sharing" in self.f and self.coin(3):
+            # ``op(%e, %e)``: one pure node used twice (a graph binding when printed).
+            at = call.arg_types[0]
+            arg = self._gen_op(at, ctx, max(d - 1, 0)) if isinstance(at, TensorType) and \
+                opcalls.producers(at, self.ops, self.cfg.dtypes) else self.gen(at, ctx, d)
+            if _is_pure(arg, self.s.pure):
+                args = (arg,) * len(call.arg_types)
+            else:
+                args = (arg, *(self.gen(a, ctx, d) for a in call.arg_types[1:]))
+        else:
+            args = tuple(self.gen(a, ctx, d) for a in call.arg_types)
+        node = Call(Op(call.op), args, call.attrs)
         self._note(node, t, ctx)
         return node
 
@@ -996,3 +1013,15 @@ def well_typed_modules(config: ProgramConfig | None = None, **overrides: Any
 
 
 well_typed_programs = well_typed_modules
+
+
+def _mentions_var(tys: Sequence[Type], tv: TypeVar) -> bool:
+    from semantics.types import type_children
+
+    stack = list(tys)
+    while stack:
+        t = stack.pop()
+        if t is tv:
+            return True
+        stack.extend(type_children(t))
+    return False

@@ -28,7 +28,7 @@ from semantics.types import (
     FuncType, Kind, RefType, TensorType, TupleType, Type, TypeCall, TypeData, TypeVar,
 )
 
-from conformance.strategies.names import SHAPE_VAR_POOL, type_var_names
+from conformance.strategies.names import SHAPE_VAR_POOL, pick, type_var_names, unique_name
 
 # int32 first: shrinking goes there.
 ORDERED_DTYPES = ("int32", "bool", "float32", *(d for d in SCALAR_DTYPES
@@ -90,6 +90,16 @@ def tensor_types(*, dtype: st.SearchStrategy[str] | None = None, symbolic: bool 
                      dtype if dtype is not None else dtypes(lanes=True))
 
 
+_TENSOR_TYPES: dict[tuple[bool, bool], st.SearchStrategy[TensorType]] = {}
+
+
+def _tensor_types_cached(symbolic: bool, any_dim: bool) -> st.SearchStrategy[TensorType]:
+    key = (symbolic, any_dim)
+    if key not in _TENSOR_TYPES:
+        _TENSOR_TYPES[key] = tensor_types(symbolic=symbolic, any_dim=any_dim)
+    return _TENSOR_TYPES[key]
+
+
 @st.composite
 def well_kinded_types(draw: st.DrawFn, *, type_vars: Sequence[TypeVar] = (),
                       adts: Sequence[TypeData] = (), max_depth: int = 3, symbolic: bool = True,
@@ -117,12 +127,12 @@ def _type(draw: st.DrawFn, tvars: list[TypeVar], adts: list[TypeData], depth: in
             kinds.append("call")
     elif adts and any(not td.type_vars for td in adts):
         kinds.append("call")
-    kind = draw(st.sampled_from(kinds))
+    kind = pick(draw, kinds)
     sub = depth - 1
     if kind == "tensor":
-        return draw(tensor_types(symbolic=symbolic, any_dim=any_dim))
+        return draw(_tensor_types_cached(symbolic, any_dim))
     if kind == "var":
-        return draw(st.sampled_from(tvars))
+        return pick(draw, tvars)
     if kind == "tuple":
         n = draw(st.integers(0, 3))
         return TupleType(tuple(_type(draw, tvars, adts, sub, symbolic, any_dim, functions, refs)
@@ -131,15 +141,14 @@ def _type(draw: st.DrawFn, tvars: list[TypeVar], adts: list[TypeData], depth: in
         return RefType(_type(draw, tvars, adts, sub, symbolic, any_dim, functions, refs))
     if kind == "call":
         choices = adts if depth > 0 else [td for td in adts if not td.type_vars]
-        td = draw(st.sampled_from(choices))
+        td = pick(draw, choices)
         args = tuple(_type(draw, tvars, adts, max(sub, 0), symbolic, any_dim, functions, refs)
                      for _ in td.type_vars)
         return TypeCall(td.header, args) if td.type_vars else td.header
     # function type, possibly polymorphic
     taken = {tv.name for tv in tvars} | {td.header.name for td in adts}
-    names = draw(st.lists(type_var_names().filter(lambda s: s not in taken), max_size=2,
-                          unique=True))
-    params = [TypeVar(nm, Kind.Type) for nm in names]
+    params = [TypeVar(unique_name(draw(type_var_names()), taken), Kind.Type)
+              for _ in range(draw(st.integers(0, 2)))]
     inner = tvars + params
     n = draw(st.integers(0, 2))
     args = tuple(_type(draw, inner, adts, sub, symbolic, any_dim, functions, refs)

@@ -21,6 +21,7 @@ lengths).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -40,6 +41,7 @@ def special_floats() -> tuple[float, ...]:
     return (0.0, -0.0, 1.0, -1.0, float("inf"), float("-inf"), float("nan"))
 
 
+@functools.lru_cache(maxsize=None)
 def scalars(dtype: str, *, exact: bool = False, bound: int = 8, fractional: bool = False
             ) -> st.SearchStrategy[np.ndarray]:
     """A 0-d array of ``dtype``.

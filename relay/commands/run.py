@@ -109,6 +109,9 @@ class _Judgment:
 class TreeRecorder:
     """Builds the derivation tree from the interpreter's open / rule / close reports.
 
+    Values are rendered when their judgment closes (a reference printed later could
+    show contents written afterwards).
+
     A rule reported for the node of the innermost open judgment concludes that
     judgment; any other rule (a pattern-matching judgment, or the lookup of the
     entry) is recorded as a leaf inside it.
@@ -132,17 +135,20 @@ class TreeRecorder:
             top.children.append(_Judgment(node, rule, leaf=True))
 
     def close(self, value: Any) -> None:
+        # The value is printed now: a reference's contents may change later.
+        from interpreter.values import value_str
+
         j = self.stack.pop()
-        j.value = value
+        j.value = value_str(value, limit=_VALUE_WIDTH)
         j.closed = True
 
     def finish(self, value: Any) -> None:
-        self.root.value = value
+        from interpreter.values import value_str
+
+        self.root.value = value_str(value, limit=_VALUE_WIDTH)
         self.root.closed = True
 
     def print(self, out: Any) -> None:
-        from interpreter.values import value_str
-
         work: list[tuple[_Judgment, int]] = [(self.root, 0)]
         while work:
             j, depth = work.pop()
@@ -152,7 +158,7 @@ class TreeRecorder:
             if not j.closed:
                 line += " ⇓ (error)"
             elif not j.leaf:
-                line += " ⇓ " + value_str(j.value, limit=_VALUE_WIDTH)
+                line += " ⇓ " + j.value
             out.write(line + "\n")
             work.extend((kid, depth + 1) for kid in reversed(j.children))
 
@@ -193,6 +199,8 @@ def _short(node: Any, depth: int) -> str:
             return _short(node.op, 0) + "(…)"
         return _short(node.op, depth) + "(" + _items(node.args, d) + ")"
     if t is E.Let:
+        if node.var.name_hint == "_":
+            return f"{_short(node.value, d)}; {_short(node.body, d)}"
         return f"let %{node.var.name_hint} = {_short(node.value, d)}; {_short(node.body, d)}"
     if t is E.Function:
         params = ", ".join("%" + p.name_hint for p in node.params)

@@ -559,15 +559,30 @@ def guarded(op_name: str, relation: Relation, fn: Callable[..., Any]) -> Callabl
         The wrapped reference.
     """
 
+    # Relations are pure functions of the argument types and attributes, so their verdict is
+    # memoized per (dtype, shape, attrs) signature: the oracle calls operators on the same
+    # signatures over and over (loops), and re-deriving the type each time dominated a call.
+    verdicts: dict[Any, tuple[Type | None, Any]] = {}
+
     @functools.wraps(fn)
     def run(*args: Any, **attrs: Any) -> Any:
-        typed = [_value_and_type(a, op_name) for a in args]
-        arrays = [v for v, _ in typed]
-        types = tuple(t for _, t in typed)
+        arrays = tuple(_as_arrays(a, op_name) for a in args)
         try:
-            expected = relation(types, Attrs(attrs))
-        except RelayTypeError as err:
-            raise RelayRuntimeError(f"operator {op_name}: {err.message}") from None
+            key: Any = (tuple(_signature(a) for a in arrays), tuple(attrs.items()))
+            verdict = verdicts.get(key)
+        except TypeError:  # an unhashable attribute value: skip the memo
+            key, verdict = None, None
+        if verdict is None:
+            types = tuple(_type_of(a) for a in arrays)
+            try:
+                expected = relation(types, Attrs(attrs))
+            except RelayTypeError as err:
+                raise RelayRuntimeError(f"operator {op_name}: {err.message}") from None
+            verdict = (expected, _exact_layout(expected))
+            if key is not None:
+                if len(verdicts) >= _MEMO_LIMIT:
+                    verdicts.clear()
+                verdicts[key] = verdict
         try:
             with np.errstate(all="ignore"):
                 result = fn(*arrays, **attrs)
@@ -575,9 +590,46 @@ def guarded(op_name: str, relation: Relation, fn: Callable[..., Any]) -> Callabl
             raise
         except _NUMPY_FAILURES as err:
             raise RelayRuntimeError(f"operator {op_name} failed: {err}") from None
-        return finish(op_name, result, expected)
+        layout = verdict[1]
+        if layout is not None and type(result) is np.ndarray \
+                and result.dtype == layout[0] and result.shape == layout[1]:
+            return result  # the common case: exactly the promised concrete type
+        return finish(op_name, result, verdict[0])
 
     return run
+
+
+def _exact_layout(t: Type | None) -> tuple[np.dtype, tuple[int, ...]] | None:
+    """(numpy dtype, shape) of a fully concrete tensor type, for the fast result check."""
+    if isinstance(t, TensorType) and t.dtype in SCALAR_DTYPES \
+            and all(type(d) is int for d in t.shape):
+        return np.dtype(t.dtype), tuple(t.shape)
+    return None
+
+
+_UNSEEN = object()
+_MEMO_LIMIT = 4096
+
+
+def _as_arrays(value: Any, op: str) -> Any:
+    """An argument as the reference receives it: an ndarray, or a tuple of them."""
+    if isinstance(value, tuple):
+        return tuple(_as_arrays(v, op) for v in value)
+    if type(value) is np.ndarray and value.dtype in _RELAY_DTYPE_OF:
+        return value
+    return as_relay_array(value, op)
+
+
+def _signature(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_signature(v) for v in value)
+    return (value.dtype, value.shape)
+
+
+def _type_of(value: Any) -> Type:
+    if isinstance(value, tuple):
+        return TupleType(tuple(_type_of(v) for v in value))
+    return TensorType(value.shape, _RELAY_DTYPE_OF[value.dtype])
 
 
 def _value_and_type(value: Any, op: str) -> tuple[Any, Type]:

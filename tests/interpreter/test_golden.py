@@ -18,9 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from interp_util import GOLDEN_FILES as FILES
 from interp_util import directives, golden_call
+
 from interpreter import evaluate
 from interpreter.values import value_str
 from semantics import RelayError, alpha_equal, parse, pretty

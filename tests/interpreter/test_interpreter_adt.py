@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from interp_util import assert_tensor, run
+
 from interpreter import ConstructorValue
 from interpreter.values import value_str
 from semantics import RelayRuntimeError, parse_expr

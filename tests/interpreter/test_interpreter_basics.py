@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from interp_util import assert_tensor, run
+
 from interpreter import Closure, ConstructorValue, RefValue, evaluate
 from interpreter.values import OpValue, value_str
 from semantics import parse, parse_expr

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-
 from interp_util import assert_tensor, run
+
 from interpreter import RefValue, evaluate
 from interpreter.values import value_str
 from semantics import parse_expr

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from interp_util import run
+
 from interpreter import evaluate, register_grad_expander
 from semantics import IRModule, RelayError, RelayRuntimeError, RelayTypeError, parse, parse_expr
 from semantics.errors import InternalError
 from semantics.expr import (
-    Attrs, Call, Clause, Constructor, Function, GlobalVar, Grad, If, Match, Op,
-    PatternConstructor, PatternVar, RefRead, RefWrite, Tuple, TupleGetItem, Var, const,
+    Attrs, Call, Clause, Constructor, Function, GlobalVar, Grad, If, Match, Op, PatternConstructor,
+    PatternVar, RefRead, RefWrite, Tuple, TupleGetItem, Var, const,
 )
 from semantics.types import GlobalTypeVar
 
@@ -116,7 +116,8 @@ def test_non_exhaustive_complete_match_when_unchecked():
 
 
 def test_match_question_failure_span():
-    err = runtime_error(parse("def @main() -> int32 {\n  match? (Nil) {\n    Cons(%x, _) => %x\n  }\n}"))
+    text = "def @main() -> int32 {\n  match? (Nil) {\n    Cons(%x, _) => %x\n  }\n}"
+    err = runtime_error(parse(text))
     assert err.message.startswith("non-exhaustive match")
     assert (err.span.line, err.span.column) == (2, 3)
 
@@ -266,3 +267,20 @@ def test_nullary_constructor_value_called_with_no_arguments_is_itself():
     nil = Constructor("Nil", (), GlobalTypeVar("List"))
     assert evaluate(Call(nil, ()), check=False).name == "Nil"
     assert evaluate(nil, check=False).name == "Nil"
+
+
+def test_operator_returning_a_non_tensor_is_an_internal_error():
+    # A broken registry contract is a bug, not a user error: InternalError (not a RelayError).
+    from dataclasses import replace
+
+    from interpreter.eval import Interpreter
+    from interpreter.values import OpValue
+    from semantics import ops
+
+    broken = replace(ops.get("negative"), impl=lambda x: [1, 2])
+    interp = Interpreter(IRModule())
+    with pytest.raises(InternalError, match="returned list, not a tensor"):
+        interp.apply(OpValue("negative", broken), [np.float32(1)])
+    fine = replace(ops.get("negative"), impl=lambda x: np.float32(2))  # numpy scalar: a 0-d array
+    out = interp.apply(OpValue("negative", fine), [np.float32(1)])
+    assert isinstance(out, np.ndarray) and out.ndim == 0

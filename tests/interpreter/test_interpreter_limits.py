@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from interp_util import assert_tensor, run
+
 from interpreter import ConstructorValue, evaluate
 from semantics import RelayRuntimeError, parse
 from semantics.expr import Call, Let, Op, Tuple, TupleGetItem, Var, const

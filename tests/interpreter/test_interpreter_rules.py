@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 
 import pytest
-
 from interp_util import GOLDEN_FILES, directives, golden_call
+
 from interpreter import evaluate, register_grad_expander
 from semantics import RelayError, parse, parse_expr
 from semantics.expr import Call, Function, Grad, Tuple, Var, const
