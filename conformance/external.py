@@ -219,6 +219,49 @@ def decode_value(obj: Any) -> Any:
     return results[id(obj)]
 
 
+def dumps(obj: Any) -> str:
+    """``json.dumps`` without recursion (values nest as deep as the data, e.g. long lists)."""
+    out: list[str] = []
+    stack: list[Any] = [obj]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, _Raw):
+            out.append(o.text)
+        elif isinstance(o, dict):
+            parts: list[Any] = [_Raw("{")]
+            for i, (k, v) in enumerate(o.items()):
+                parts.append(_Raw((", " if i else "") + json.dumps(str(k)) + ": "))
+                parts.append(v)
+            parts.append(_Raw("}"))
+            stack.extend(reversed(parts))
+        elif isinstance(o, (list, tuple)):
+            parts = [_Raw("[")]
+            for i, v in enumerate(o):
+                if i:
+                    parts.append(_Raw(", "))
+                parts.append(v)
+            parts.append(_Raw("]"))
+            stack.extend(reversed(parts))
+        else:
+            out.append(json.dumps(o))
+    return "".join(out)
+
+
+class _Raw:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+def loads(text: str) -> Any:
+    """``json.loads``; a value nested too deeply for Python's parser is an :class:`ExternalError`."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ExternalError("a value is nested too deeply to decode") from None
+
+
 # --- the reference side: answering one request ------------------------------------------------
 
 def handle_request(line: str, evaluate_fn: Any = None, rewrite: Any = None) -> str:
@@ -239,14 +282,14 @@ def handle_request(line: str, evaluate_fn: Any = None, rewrite: Any = None) -> s
         from interpreter import evaluate as evaluate_fn
     req_id = None
     try:
-        req = json.loads(line)
+        req = loads(line)
         req_id = req.get("id")
         mod = parse(req["program"])
         if rewrite is not None:
             mod = rewrite(mod)
         args = [decode_value(a) for a in req.get("args", [])]
         value = evaluate_fn(mod, *args, entry=req.get("entry", "main"))
-        return json.dumps({"id": req_id, "value": encode_value(value)})
+        return dumps({"id": req_id, "value": encode_value(value)})
     except RelayError as err:
         return json.dumps({"id": req_id, "error": type(err).__name__, "message": err.message})
 
@@ -314,7 +357,7 @@ class ExternalImpl:
                "args": [encode_value(a) for a in args]}
         try:
             assert proc.stdin is not None
-            proc.stdin.write(json.dumps(req) + "\n")
+            proc.stdin.write(dumps(req) + "\n")
             proc.stdin.flush()
         except OSError as err:
             self.close()
@@ -328,7 +371,7 @@ class ExternalImpl:
             self.close()
             raise ExternalError("the implementation exited")
         try:
-            resp = json.loads(line)
+            resp = loads(line)
         except json.JSONDecodeError:
             raise ExternalError(f"malformed response line: {line.strip()[:200]}") from None
         if not isinstance(resp, dict) or resp.get("id") != self._next_id:

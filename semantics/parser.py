@@ -936,6 +936,7 @@ class _Parser:
         return Tuple(tuple(fields), span=self.span(start, self.i - 1))
 
     def if_(self) -> Gen:
+        """``if (c) { e } else { e }``, with ``else if`` chains as in the Relay docs."""
         start = self.i
         self.i += 1
         self.expect("(", "after `if`")
@@ -945,6 +946,9 @@ class _Parser:
         then = yield self.block()
         self.expect("}", "to end the then-branch of `if`")
         self.expect("else", "after the then-branch of `if`")
+        if self.K[self.i] == "if":  # `else if (...) {...}`: sugar for `else { if ... }`
+            other = yield from self.if_()
+            return If(cond, then, other, span=self.span(start, self.i - 1))
         self.expect("{", "after `else`")
         other = yield self.block()
         self.expect("}", "to end the else-branch of `if`")

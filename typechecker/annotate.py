@@ -29,9 +29,30 @@ from typing import Any
 
 from semantics.errors import InternalError, RelayTypeError
 from semantics.expr import (
-    Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, Grad, If, Let, Match, Op,
-    Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
-    RefWrite, Tuple, TupleGetItem, Var, children,
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Let,
+    Match,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
 )
 from semantics.types import Type, TypeData
 from semantics.visitor import post_order
@@ -118,7 +139,7 @@ class Annotator:
 
     def type_data(self, td: TypeData) -> TypeData:
         ctors = tuple(self.constructor(c) for c in td.constructors)
-        if all(a is b for a, b in zip(ctors, td.constructors)):
+        if all(a is b for a, b in zip(ctors, td.constructors, strict=False)):
             return td
         return dataclasses.replace(td, constructors=ctors)
 
@@ -157,7 +178,7 @@ class Annotator:
             return If(kids[0], kids[1], kids[2], span=sp, checked_type=t)
         if tn is Match:
             clauses = tuple(Clause(self.pattern(c.lhs), rhs, span=c.span)
-                            for c, rhs in zip(node.clauses, kids[1:]))
+                            for c, rhs in zip(node.clauses, kids[1:], strict=False))
             return Match(kids[0], clauses, node.complete, span=sp, checked_type=t)
         if tn is RefCreate:
             return RefCreate(kids[0], span=sp, checked_type=t)

@@ -56,15 +56,39 @@ import sympy
 from semantics.dtypes import SCALAR_DTYPES
 from semantics.errors import RelayTypeError
 from semantics.expr import (
-    Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, Grad, If, Let, Match, Op,
-    RefCreate, RefRead, RefWrite, Tuple, TupleGetItem, Var,
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Let,
+    Match,
+    Op,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
 )
 from semantics.ops.registry import Relation
 from semantics.shapes import shape_var
 from semantics.span import Span
 from semantics.types import (
-    FuncType, IncompleteType, RefType, TensorType, TupleType, Type, TypeRelation, TypeVar,
-    type_children, unit_type,
+    FuncType,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeRelation,
+    TypeVar,
+    type_children,
+    unit_type,
 )
 from typechecker import messages
 from typechecker.kinding import ConstructorInfo, Kinder, shape_vars_of
@@ -548,7 +572,7 @@ class Inferencer:
                 raise RelayTypeError(messages.arity("Type-Call", f"call to {name}",
                                                     len(ft.arg_types), len(arg_types),
                                                     "argument"), span, code="Type-Call")
-            for i, (p, a, node) in enumerate(zip(ft.arg_types, arg_types, args)):
+            for i, (p, a, node) in enumerate(zip(ft.arg_types, arg_types, args, strict=False)):
                 self.unify(p, a, "Type-Call", f"argument {i + 1} of {name}",
                            self._site(node, span))
             for c in ft.type_constraints:

@@ -35,8 +35,18 @@ from semantics.rules import Rule
 from semantics.shapes import ANY, Dim, dim_str
 from semantics.span import Span
 from semantics.types import (
-    FuncType, GlobalTypeVar, IncompleteType, Kind, RefType, TensorType, TupleType, Type,
-    TypeCall, TypeData, TypeRelation, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    Kind,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeData,
+    TypeRelation,
+    TypeVar,
 )
 from typechecker import messages
 
@@ -162,7 +172,7 @@ class Kinder:
             if not isinstance(t.fields, tuple):  # type: ignore[attr-defined]
                 raise _error(Rule.KIND_TUPLE, "malformed tuple type", span)
             fields = tuple(self._check(f, delta, span) for f in t.fields)  # type: ignore
-            if all(a is b for a, b in zip(fields, t.fields)):  # type: ignore[attr-defined]
+            if all(a is b for a, b in zip(fields, t.fields, strict=False)):  # type: ignore[attr-defined]
                 return t
             return TupleType(fields, span=t.span)
         if tt is FuncType:
@@ -205,7 +215,7 @@ class Kinder:
         if all(type(d) is int and d >= 0 for d in shape):
             return t
         new = tuple(check_dim(d, span) for d in shape)
-        if all(a is b for a, b in zip(new, shape)):
+        if all(a is b for a, b in zip(new, shape, strict=False)):
             return t
         return TensorType(new, t.dtype, span=t.span)
 
@@ -222,8 +232,8 @@ class Kinder:
         args = tuple(self._check(a, inner, span) for a in t.arg_types)
         ret = self._check(t.ret_type, inner, span)
         cons = tuple(self._relation(c, inner, span) for c in t.type_constraints)
-        same = ret is t.ret_type and all(a is b for a, b in zip(args, t.arg_types)) and all(
-            a is b for a, b in zip(cons, t.type_constraints))
+        same = ret is t.ret_type and all(a is b for a, b in zip(args, t.arg_types, strict=False)) and all(
+            a is b for a, b in zip(cons, t.type_constraints, strict=False))
         return t if same else FuncType(args, ret, params, cons, span=t.span)
 
     def _relation(self, c: Type, delta: Collection[TypeVar], span: Span | None) -> TypeRelation:
@@ -236,7 +246,7 @@ class Kinder:
                 or not 0 <= c.num_inputs < len(c.args):
             raise _error(Rule.KIND_RELATION, "malformed relation arguments", span)
         args = tuple(self._check(a, delta, span) for a in c.args)
-        if all(a is b for a, b in zip(args, c.args)):
+        if all(a is b for a, b in zip(args, c.args, strict=False)):
             return c
         return TypeRelation(c.relation, args, c.num_inputs, c.attrs)
 
@@ -257,7 +267,7 @@ class Kinder:
             raise _error(Rule.KIND_TYPECALL,
                          f"{name} expects {want} {noun}, found {len(args)}", span)
         new = tuple(self._check(a, delta, span) for a in args)
-        if type(original) is TypeCall and all(a is b for a, b in zip(new, args)):
+        if type(original) is TypeCall and all(a is b for a, b in zip(new, args, strict=False)):
             return original
         return TypeCall(func, new, span=original.span)
 

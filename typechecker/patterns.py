@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 from semantics.errors import RelayTypeError
 from semantics.expr import (
-    Clause, Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard,
+    Clause,
+    Constructor,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
     Var,
 )
 from semantics.types import GlobalTypeVar, IncompleteType, TupleType, Type, TypeCall
@@ -84,8 +90,8 @@ def bind_pattern(inf: Inferencer, pattern: Pattern, t: Type,
                 raise RelayTypeError(messages.arity(
                     "Type-Pattern-Constructor", f"pattern {info.name}", len(info.fields), n,
                     "field"), span, code="Type-Pattern-Constructor")
-            mapping = dict(zip(info.type_vars, fresh))
-            for sub, field in reversed(list(zip(subs, info.fields))):
+            mapping = dict(zip(info.type_vars, fresh, strict=False))
+            for sub, field in reversed(list(zip(subs, info.fields, strict=False))):
                 stack.append((sub, substitute(field, mapping, {})))  # type: ignore[arg-type]
         elif tp is PatternTuple:
             # [Type-Pattern-Tuple]  ∀i. ⊢ pi : Ti ⇝ Γi   ⟹   ⊢ (p1, ..., pn) : (T1, ..., Tn) ⇝ Γ1..Γn
@@ -100,7 +106,7 @@ def bind_pattern(inf: Inferencer, pattern: Pattern, t: Type,
                 fields = tuple(store.fresh() for _ in subs)
                 inf.unify(ty, TupleType(fields), "Type-Pattern-Tuple",
                           f"tuple pattern of {len(subs)} fields", span)
-            for sub, field in reversed(list(zip(subs, fields))):
+            for sub, field in reversed(list(zip(subs, fields, strict=False))):
                 stack.append((sub, field))
         else:
             raise RelayTypeError(f"malformed pattern: {type(p).__name__} is not a pattern",
@@ -214,7 +220,7 @@ def _adt_signature(inf: Inferencer, adt: str, args: tuple[Type, ...] | None) -> 
     out = []
     for info in inf.kinder.constructors_of(adt):
         if args is not None and len(args) == len(info.type_vars):
-            mapping = dict(zip(info.type_vars, args))
+            mapping = dict(zip(info.type_vars, args, strict=False))
             fields: list[Type | None] = [substitute(f, mapping, {})  # type: ignore[arg-type]
                                          for f in info.fields]
         else:

@@ -169,7 +169,7 @@ def _infer_body(inf: Inferencer, info: GlobalInfo) -> None:
     if not isinstance(fn.params, tuple) or not all(isinstance(p, Var) for p in fn.params):
         raise RelayTypeError("malformed program: function parameters must be Vars", fn.span,
                              code="Type-Function-Definition")
-    saved = [inf.bind(p, t) for p, t in zip(fn.params, ft.arg_types)]
+    saved = [inf.bind(p, t) for p, t in zip(fn.params, ft.arg_types, strict=False)]
     raw = inf.run(fn.body)
     body = inf.use(fn.body, raw)
     site = fn.body.span if not isinstance(fn.body, Var) and fn.body.span else (

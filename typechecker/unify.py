@@ -40,8 +40,17 @@ from semantics.errors import RelayTypeError
 from semantics.shapes import ANY, Dim, dim_str
 from semantics.span import Span
 from semantics.types import (
-    FuncType, GlobalTypeVar, IncompleteType, Kind, RefType, TensorType, TupleType, Type,
-    TypeCall, TypeRelation, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    Kind,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeRelation,
+    TypeVar,
 )
 from typechecker import messages
 from typechecker.shape_solver import Z3DimSolver
@@ -226,22 +235,22 @@ class TypeStore:
             return t
         if tt is TupleType:
             fields = tuple(self.resolve(f) for f in t.fields)  # type: ignore[attr-defined]
-            out = t if all(a is b for a, b in zip(fields, t.fields)) \
+            out = t if all(a is b for a, b in zip(fields, t.fields, strict=False)) \
                 else TupleType(fields)  # type: ignore[attr-defined]
         elif tt is FuncType:
             args = tuple(self.resolve(a) for a in t.arg_types)  # type: ignore[attr-defined]
             ret = self.resolve(t.ret_type)  # type: ignore[attr-defined]
             cons = tuple(self._resolve_relation(c)
                          for c in t.type_constraints)  # type: ignore[attr-defined]
-            same = (ret is t.ret_type and all(a is b for a, b in zip(args, t.arg_types))  # type: ignore
-                    and all(a is b for a, b in zip(cons, t.type_constraints)))  # type: ignore
+            same = (ret is t.ret_type and all(a is b for a, b in zip(args, t.arg_types, strict=False))  # type: ignore
+                    and all(a is b for a, b in zip(cons, t.type_constraints, strict=False)))  # type: ignore
             out = t if same else FuncType(args, ret, t.type_params, cons)  # type: ignore
         elif tt is RefType:
             value = self.resolve(t.value)  # type: ignore[attr-defined]
             out = t if value is t.value else RefType(value)  # type: ignore[attr-defined]
         elif tt is TypeCall:
             args = tuple(self.resolve(a) for a in t.args)  # type: ignore[attr-defined]
-            out = t if all(a is b for a, b in zip(args, t.args)) \
+            out = t if all(a is b for a, b in zip(args, t.args, strict=False)) \
                 else TypeCall(t.func, args)  # type: ignore[attr-defined]
         else:
             out = t
@@ -251,7 +260,7 @@ class TypeStore:
 
     def _resolve_relation(self, c: TypeRelation) -> TypeRelation:
         args = tuple(self.resolve(a) for a in c.args)
-        if all(a is b for a, b in zip(args, c.args)):
+        if all(a is b for a, b in zip(args, c.args, strict=False)):
             return c
         return TypeRelation(c.relation, args, c.num_inputs, c.attrs)
 
@@ -336,7 +345,7 @@ class TypeStore:
                 if len(x.fields) != len(y.fields):  # type: ignore[attr-defined]
                     raise Mismatch(f"tuples of {len(x.fields)} and "  # type: ignore
                                    f"{len(y.fields)} fields")  # type: ignore[attr-defined]
-                stack.extend(zip(x.fields, y.fields))  # type: ignore[attr-defined]
+                stack.extend(zip(x.fields, y.fields, strict=False))  # type: ignore[attr-defined]
             elif tx is FuncType:
                 self._unify_func(x, y, stack)  # type: ignore[arg-type]
             elif tx is RefType:
@@ -344,7 +353,7 @@ class TypeStore:
             elif tx is TypeCall:
                 if x.func.name != y.func.name or len(x.args) != len(y.args):  # type: ignore
                     raise Mismatch()
-                stack.extend(zip(x.args, y.args))  # type: ignore[attr-defined]
+                stack.extend(zip(x.args, y.args, strict=False))  # type: ignore[attr-defined]
             elif tx is GlobalTypeVar:
                 if x.name != y.name:  # type: ignore[attr-defined]
                     raise Mismatch()
@@ -358,14 +367,14 @@ class TypeStore:
             raise Mismatch("functions with different numbers of type parameters")
         if x.type_params:
             # polymorphic function types: compare up to renaming of the bound parameters
-            y = rename_type_params(y, dict(zip(y.type_params, x.type_params)))  # type: ignore
-        stack.extend(zip(x.arg_types, y.arg_types))
+            y = rename_type_params(y, dict(zip(y.type_params, x.type_params, strict=False)))  # type: ignore
+        stack.extend(zip(x.arg_types, y.arg_types, strict=False))
         stack.append((x.ret_type, y.ret_type))
 
     def _unify_tensor(self, x: TensorType, y: TensorType, ctx: Any) -> None:
         if x.dtype != y.dtype or len(x.shape) != len(y.shape):
             raise Mismatch()
-        for i, (dx, dy) in enumerate(zip(x.shape, y.shape)):
+        for i, (dx, dy) in enumerate(zip(x.shape, y.shape, strict=False)):
             if dx is dy:
                 continue
             tdx, tdy = type(dx), type(dy)
@@ -461,12 +470,12 @@ def substitute(t: Type, tvars: dict[TypeVar, Type], dims: dict[Any, Dim]) -> Typ
         if not dims:
             return t
         shape = tuple(_subst_dim(d, dims) for d in t.shape)  # type: ignore[attr-defined]
-        if all(a is b for a, b in zip(shape, t.shape)):  # type: ignore[attr-defined]
+        if all(a is b for a, b in zip(shape, t.shape, strict=False)):  # type: ignore[attr-defined]
             return t
         return TensorType(shape, t.dtype)  # type: ignore[attr-defined]
     if tt is TupleType:
         fields = tuple(substitute(f, tvars, dims) for f in t.fields)  # type: ignore[attr-defined]
-        if all(a is b for a, b in zip(fields, t.fields)):  # type: ignore[attr-defined]
+        if all(a is b for a, b in zip(fields, t.fields, strict=False)):  # type: ignore[attr-defined]
             return t
         return TupleType(fields)
     if tt is FuncType:
@@ -482,7 +491,7 @@ def substitute(t: Type, tvars: dict[TypeVar, Type], dims: dict[Any, Dim]) -> Typ
         return t if value is t.value else RefType(value)  # type: ignore[attr-defined]
     if tt is TypeCall:
         args = tuple(substitute(a, tvars, dims) for a in t.args)  # type: ignore[attr-defined]
-        if all(a is b for a, b in zip(args, t.args)):  # type: ignore[attr-defined]
+        if all(a is b for a, b in zip(args, t.args, strict=False)):  # type: ignore[attr-defined]
             return t
         return TypeCall(t.func, args)  # type: ignore[attr-defined]
     return t

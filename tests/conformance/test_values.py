@@ -14,7 +14,7 @@ from semantics import parse
 from semantics.shapes import ANY, shape_var
 from semantics.types import RefType, TensorType, TupleType, TypeCall
 
-from conformance.external import decode_value, encode_value
+from conformance.external import decode_value, dumps, encode_value
 from conformance.harness import show_value, value_has_type, values_equal
 from conformance.strategies.types import dtypes, shapes, tensor_types
 from conformance.strategies.values import scalars, tensors, values_of
@@ -102,7 +102,11 @@ def test_values_equal_and_show_value_on_deep_lists() -> None:
         v = ConstructorValue("Cons", (np.int32(i), v))
     assert values_equal(v, v)[0]
     assert show_value(v).startswith("Cons(19999, Cons(19998")
-    back = decode_value(json.loads(json.dumps(encode_value(v))))
+    encoded = encode_value(v)
+    assert json.loads(dumps(encode_value(ConstructorValue("Nil", ())))) == {"adt": "Nil",
+                                                                            "fields": []}
+    assert dumps(encoded).startswith('{"adt": "Cons", "fields": [{"tensor"')
+    back = decode_value(encoded)
     assert values_equal(v, back)[0]
 
 

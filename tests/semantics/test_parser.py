@@ -705,3 +705,25 @@ def test_expression_with_free_vars_and_metadata_round_trips():
 
     e = parse_expr(TVM_FREE_VARS)
     assert alpha_equal(parse_expr(pretty(e)), e)
+
+
+def test_else_if_chain_is_nested_if():
+    from semantics.expr import If
+
+    e = parse_expr("if (True) { 1 } else if (False) { 2 } else { 3 }")
+    assert isinstance(e, If) and isinstance(e.false_branch, If)
+    assert isinstance(e.false_branch.false_branch, Constant)
+
+
+def test_ackermann_from_the_docs_parses():
+    mod = parse("""
+def @ackermann(%m : Tensor[(), int32], %n : Tensor[(), int32]) -> Tensor[(), int32] {
+    if (%m == 0) {
+        %n + 1
+    } else if (%m > 0 && %n == 0) {
+        @ackermann(%m - 1, 1)
+    } else {
+        @ackermann(%m - 1, @ackermann(%m, %n - 1))
+    }
+}""")
+    assert "ackermann" in mod.functions

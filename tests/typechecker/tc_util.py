@@ -15,8 +15,16 @@ from semantics.expr import Constructor, Var
 from semantics.module import IRModule
 from semantics.shapes import ANY
 from semantics.types import (
-    FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, Type, TypeCall,
-    TypeData, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeData,
+    TypeVar,
 )
 from typechecker import check, infer, type_of
 
@@ -88,13 +96,13 @@ def value_has_type(value: Any, t: Type, mod: IRModule | None = None,
         if isinstance(u, TensorType):
             if not isinstance(v, np.ndarray) or v.dtype.name != u.dtype or v.ndim != len(u.shape):
                 return False
-            for d, n in zip(u.shape, v.shape):
+            for d, n in zip(u.shape, v.shape, strict=False):
                 if not _dim_matches(d, int(n), dims):
                     return False
         elif isinstance(u, TupleType):
             if not isinstance(v, tuple) or len(v) != len(u.fields):
                 return False
-            stack.extend((x, f, tvars) for x, f in zip(v, u.fields))
+            stack.extend((x, f, tvars) for x, f in zip(v, u.fields, strict=False))
         elif isinstance(u, FuncType):
             if not isinstance(v, (Closure, OpValue, ConstructorFunction)):
                 return False
@@ -113,8 +121,8 @@ def value_has_type(value: Any, t: Type, mod: IRModule | None = None,
             ctor = next((c for c in td.constructors if c.name == v.name), None)
             if ctor is None or len(ctor.inputs) != len(v.fields):
                 return False
-            inner = dict(zip(td.type_vars, args))
-            stack.extend((x, _subst(f, inner), tvars) for x, f in zip(v.fields, ctor.inputs))
+            inner = dict(zip(td.type_vars, args, strict=False))
+            stack.extend((x, _subst(f, inner), tvars) for x, f in zip(v.fields, ctor.inputs, strict=False))
         elif isinstance(u, IncompleteType):
             return False
         else:

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import pytest
+from tc_util import assert_type, check, expect_type_error, module_types, type_of
 
 from semantics import parse
 from semantics.expr import (
-    Call, Clause, Constructor, Function, Match, PatternConstructor, PatternTuple, PatternVar,
-    PatternWildcard, Var, const,
+    Call,
+    Clause,
+    Constructor,
+    Function,
+    Match,
+    PatternConstructor,
+    PatternVar,
+    PatternWildcard,
+    Var,
+    const,
 )
 from semantics.module import IRModule
 from semantics.types import GlobalTypeVar, TensorType, TypeCall, TypeData, TypeVar
-from tc_util import assert_type, check, expect_type_error, module_types, type_of
 
 COLOR = """
 type Color { Red, Green, Blue, }

@@ -5,15 +5,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import sympy
+from tc_util import assert_type, check, expect_type_error, type_of
 
 from semantics.expr import Call, Constructor, Function, Var, const
 from semantics.module import IRModule
 from semantics.shapes import ANY, shape_var
 from semantics.types import (
-    FuncType, GlobalTypeVar, Kind, RefType, TensorType, TupleType, TypeCall, TypeData,
-    TypeRelation, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    Kind,
+    RefType,
+    TensorType,
+    TupleType,
+    TypeCall,
+    TypeData,
+    TypeRelation,
+    TypeVar,
 )
-from tc_util import assert_type, check, expect_type_error, type_of
 from typechecker.kinding import Kinder, check_dim
 
 n = shape_var("n")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from tc_util import assert_type, check, expect_type_error, module_types, pretty, type_of
+
 from semantics import parse
 from semantics.expr import Call, Function, GlobalVar, Var
 from semantics.module import IRModule
 from semantics.shapes import shape_var
 from semantics.types import FuncType, TensorType, TypeVar
-from tc_util import assert_type, check, expect_type_error, module_types, pretty, type_of
 
 
 def test_identity_applied_at_two_types():
@@ -30,8 +31,8 @@ def test_top_level_function_is_generalized():
 
 
 def test_generalized_variables_become_type_params_in_checked_types():
-    from typechecker import infer
     from semantics.expr import Let
+    from typechecker import infer
 
     expr = parse_expr_text("let %id = fn (%x) { %x }; %id(1)")
     out = infer(expr)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 import sympy
+from tc_util import assert_type, check, expect_type_error, module_types, type_of
 
 from semantics import parse
 from semantics.expr import Attrs, Call, Function, Op, Var
 from semantics.module import IRModule
 from semantics.shapes import ANY, shape_var
 from semantics.types import TensorType
-from tc_util import assert_type, check, expect_type_error, module_types, type_of
 from typechecker.shape_solver import Z3DimSolver
 
 n, m, h = shape_var("n"), shape_var("m"), shape_var("h")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tc_util import check, infer, pretty, type_of
 
 from semantics.errors import RelayTypeError
 from semantics.expr import Call, Function, Let, Op, Tuple, TupleGetItem, Var, const
 from semantics.module import IRModule
 from semantics.types import TensorType
 from semantics.visitor import post_order
-from tc_util import check, infer, pretty, type_of
 
 F2 = TensorType((2,), "float32")
 DEPTH = 20_000

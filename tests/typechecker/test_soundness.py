@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
+from tc_util import pretty, type_of, value_has_type
 
 from semantics import RelayError, parse, parse_expr
 from semantics.errors import RelayRuntimeError, RelayTypeError
-from tc_util import pretty, type_of, value_has_type
 
 interpreter = pytest.importorskip("interpreter")
 evaluate = interpreter.evaluate

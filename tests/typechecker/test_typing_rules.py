@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tc_util import assert_type, check, expect_type_error, module_types, pretty, ty, type_of
 
 from semantics.expr import (
-    Call, Constant, Function, GlobalVar, Grad, If, Let, Op, RefCreate, RefRead, RefWrite, Tuple,
-    TupleGetItem, Var, const,
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Let,
+    Op,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    const,
 )
 from semantics.module import IRModule
 from semantics.types import FuncType, RefType, TensorType, TupleType, TypeVar
-from tc_util import assert_type, check, expect_type_error, module_types, pretty, ty, type_of
 
 F32 = TensorType((), "float32")
 I32 = TensorType((), "int32")
