@@ -1,4 +1,4 @@
-"""Coverage of the semantics by generated programs (HOUSE_STYLE habit 11: "rule coverage is a test").
+"""Coverage of the semantics by generated programs (HOUSE_STYLE 11: rule coverage is a test).
 
 ``coverage(max_examples=...)`` generates well-typed programs, evaluates each
 with the oracle under ``trace`` and records which ``Semantics-*`` rules of
@@ -80,7 +80,7 @@ class CoverageReport:
     def __str__(self) -> str:
         lines = [f"Conformance coverage: {self.programs} random programs + "
                  f"{self.focused_programs} operator-focused programs",
-                 f"outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())),
+                 "outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())),
                  "", f"{'evaluation rule':<34} {'applications':>12}"]
         for r in self.all_rules:
             note = f"  (excluded: {self.excluded[r]})" if r in self.excluded else ""
@@ -142,9 +142,8 @@ def coverage(max_examples: int = 200, *, config: Any = None, focus: bool = True,
     """
     from hypothesis import HealthCheck, given, settings
 
-    from semantics.ops import list_ops
-
     from conformance.strategies.programs import ProgramConfig, well_typed_modules
+    from semantics.ops import list_ops
 
     report = CoverageReport(all_rules=tuple(r.value for r in EVALUATION_RULES),
                             all_ops=tuple(ops if ops is not None else list_ops()),

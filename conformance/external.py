@@ -255,7 +255,7 @@ class _Raw:
 
 
 def loads(text: str) -> Any:
-    """``json.loads``; a value nested too deeply for Python's parser is an :class:`ExternalError`."""
+    """``json.loads``; a value nested too deeply for Python's parser is an ExternalError."""
     try:
         return json.loads(text)
     except RecursionError:

@@ -43,7 +43,14 @@ from semantics.errors import RelayError, RelayRuntimeError, RelayTypeError
 from semantics.module import IRModule
 from semantics.shapes import ANY
 from semantics.types import (
-    FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, Type, TypeCall,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
     TypeVar,
 )
 
@@ -108,9 +115,8 @@ def values_equal(a: Any, b: Any, *, exact_floats: bool = False,
     references by their contents, closures (and operator/constructor values)
     are opaque: any two function values agree.
     """
-    from interpreter.values import Closure, ConstructorFunction, ConstructorValue, OpValue, RefValue
-
     from conformance.external import OpaqueFunction
+    from interpreter.values import Closure, ConstructorFunction, ConstructorValue, OpValue, RefValue
 
     tol = tolerances or TOLERANCES
     stack: list[tuple[Any, Any, str]] = [(a, b, "result")]
@@ -132,7 +138,7 @@ def values_equal(a: Any, b: Any, *, exact_floats: bool = False,
                 return False, f"at {path}: {_kind(x)} vs {_kind(y)}"
             if len(x) != len(y):
                 return False, f"at {path}: tuples of {len(x)} and {len(y)} fields"
-            stack.extend((p, q, f"{path}.{i}") for i, (p, q) in enumerate(zip(x, y)))
+            stack.extend((p, q, f"{path}.{i}") for i, (p, q) in enumerate(zip(x, y, strict=False)))
             continue
         if isinstance(x, ConstructorValue) or isinstance(y, ConstructorValue):
             if not (isinstance(x, ConstructorValue) and isinstance(y, ConstructorValue)):
@@ -140,7 +146,7 @@ def values_equal(a: Any, b: Any, *, exact_floats: bool = False,
             if x.name != y.name or len(x.fields) != len(y.fields):
                 return False, f"at {path}: constructor {x.name} vs {y.name}"
             stack.extend((p, q, f"{path}.{x.name}[{i}]")
-                         for i, (p, q) in enumerate(zip(x.fields, y.fields)))
+                         for i, (p, q) in enumerate(zip(x.fields, y.fields, strict=False)))
             continue
         if isinstance(x, RefValue) or isinstance(y, RefValue):
             if not (isinstance(x, RefValue) and isinstance(y, RefValue)):
@@ -208,7 +214,6 @@ def _first_diff(x: np.ndarray, y: np.ndarray) -> str:
 def show_value(v: Any, limit: int = 2000) -> str:
     """An exact, readable rendering of a value (scalars as Relay literals), iteratively."""
     from interpreter.values import Closure, ConstructorFunction, ConstructorValue, OpValue, RefValue
-
     from semantics.dtypes import literal
 
     out: list[str] = []
@@ -275,9 +280,8 @@ def value_has_type(value: Any, ty: Type, module: IRModule | None = None) -> bool
 
 
 def _why_not(value: Any, ty: Type, module: IRModule | None) -> str | None:
-    from interpreter.values import Closure, ConstructorFunction, ConstructorValue, OpValue, RefValue
-
     from conformance.strategies.typeutil import substitute
+    from interpreter.values import Closure, ConstructorFunction, ConstructorValue, OpValue, RefValue
 
     bindings: dict[str, int] = {}
     stack: list[tuple[Any, Type, str]] = [(value, ty, "result")]
@@ -295,7 +299,7 @@ def _why_not(value: Any, ty: Type, module: IRModule | None) -> str | None:
                 return f"{path}: dtype {v.dtype.name}, expected {t.dtype}"
             if v.ndim != len(t.shape):
                 return f"{path}: rank {v.ndim}, expected {len(t.shape)}"
-            for actual, dim in zip(v.shape, t.shape):
+            for actual, dim in zip(v.shape, t.shape, strict=False):
                 why = _dim_ok(int(actual), dim, bindings)
                 if why:
                     return f"{path}: {why}"
@@ -303,7 +307,8 @@ def _why_not(value: Any, ty: Type, module: IRModule | None) -> str | None:
         if isinstance(t, TupleType):
             if not isinstance(v, tuple) or len(v) != len(t.fields):
                 return f"{path}: expected a {len(t.fields)}-tuple, got {_kind(v)}"
-            stack.extend((x, ft, f"{path}.{i}") for i, (x, ft) in enumerate(zip(v, t.fields)))
+            stack.extend((x, ft, f"{path}.{i}")
+                         for i, (x, ft) in enumerate(zip(v, t.fields, strict=True)))
             continue
         if isinstance(t, RefType):
             if not isinstance(v, RefValue):
@@ -329,9 +334,9 @@ def _why_not(value: Any, ty: Type, module: IRModule | None) -> str | None:
                 return f"{path}: {v.name} is not a constructor of {head.name}"
             if len(v.fields) != len(ctor.inputs):
                 return f"{path}: {v.name} has {len(v.fields)} fields, expected {len(ctor.inputs)}"
-            mapping = {id(tv): a for tv, a in zip(td.type_vars, args)}
+            mapping = {id(tv): a for tv, a in zip(td.type_vars, args, strict=False)}
             stack.extend((x, substitute(ft, mapping), f"{path}.{v.name}[{i}]")
-                         for i, (x, ft) in enumerate(zip(v.fields, ctor.inputs)))
+                         for i, (x, ft) in enumerate(zip(v.fields, ctor.inputs, strict=False)))
             continue
         return f"{path}: cannot check a value against {type(t).__name__}"
     return None
@@ -464,7 +469,7 @@ def _pretty(node: Any) -> str:
 def _report(headline: str, module: IRModule, inputs: Sequence[Any], oracle: Outcome,
             got: Outcome | None, transformed: Any) -> str:
     params = module["main"].params if "main" in module else ()
-    shown = [f"  %{p.name_hint} = {show_value(v)}" for p, v in zip(params, inputs)]
+    shown = [f"  %{p.name_hint} = {show_value(v)}" for p, v in zip(params, inputs, strict=False)]
     lines = [headline, "", "--- program (Relay text) ---", _pretty(module).rstrip(), "",
              "--- inputs ---", *(shown or ["  (none)"]), "",
              "--- oracle (interpreter.evaluate) ---", "  " + oracle.describe()]
@@ -494,7 +499,8 @@ def _normalize_programs(programs: Iterable[Any]) -> list[tuple[IRModule, tuple[A
     return out
 
 
-def assert_equivalent(transform: Callable[[IRModule], Any], *, programs: Iterable[Any] | None = None,
+def assert_equivalent(transform: Callable[[IRModule], Any], *,
+                      programs: Iterable[Any] | None = None,
                       max_examples: int | None = None, config: Any = None, strategy: Any = None,
                       exact_floats: bool = False, allow_errors: bool = False,
                       check_types: bool = True, name: str | None = None,

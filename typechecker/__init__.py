@@ -5,6 +5,8 @@ The design follows the paper's §3.3.3 and RULES.md ("Kinding", "Typing"):
 
 * :mod:`typechecker.kinding` — Kind-* rules for written types and ADTs;
 * :mod:`typechecker.infer` — constraint generation, one case per Type-* rule;
+* :mod:`typechecker.schemes` — instantiation and generalization of type schemes;
+* :mod:`typechecker.builtin_relations` — the checker's projection and gradient relations;
 * :mod:`typechecker.unify` — union-find over type variables and dimension holes;
 * :mod:`typechecker.solver` — the relation queue and dependency graph;
 * :mod:`typechecker.shape_solver` — dimension equalities with SymPy and Z3;

@@ -30,14 +30,12 @@ quantified over the shape variables of their signature: :attr:`shape_params`
 records them per scheme object, and instantiation replaces each by a fresh
 dimension hole. Only a ``let`` body passes its raw type through unchanged.
 
-**Generalization** (Type-Let-Rec with a function value; globals in
-:mod:`typechecker.program`) uses levels: after the value is inferred and
-the solver has run, the variables of its type that are deeper than the
-current level and do not occur in an unsolved constraint become fresh
-``TypeVar``\\ s (bound in the union-find, so the body's node types mention
-them) and are listed in the scheme's ``type_params``. Variables in unsolved
-relation constraints stay monomorphic — like Haskell's monomorphism
-restriction — so that a later use can still determine them.
+**Generalization** happens for a ``let`` of a function literal (Type-Let-Rec)
+here and for globals in :mod:`typechecker.program`, after the solver has
+run, by :func:`typechecker.schemes.generalize` (levels; variables of unsolved
+relation constraints stay monomorphic, so a later use can determine them).
+A ``let`` of a *name* (variable, global, operator, constructor) keeps the
+name's scheme; any other ``let`` value is instantiated (value restriction).
 
 Limit: a node shared between a let-bound function's body and code outside
 it is typed once, in the first context reached (the body); if its type is
@@ -46,7 +44,6 @@ generalized there, the outer use sees the generalized type variables.
 
 from __future__ import annotations
 
-import string
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
@@ -56,46 +53,20 @@ import sympy
 from semantics.dtypes import SCALAR_DTYPES
 from semantics.errors import RelayTypeError
 from semantics.expr import (
-    Call,
-    Clause,
-    Constant,
-    Constructor,
-    Expr,
-    Function,
-    GlobalVar,
-    Grad,
-    If,
-    Let,
-    Match,
-    Op,
-    RefCreate,
-    RefRead,
-    RefWrite,
-    Tuple,
-    TupleGetItem,
-    Var,
+    Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, Grad, If, Let, Match, Op,
+    RefCreate, RefRead, RefWrite, Tuple, TupleGetItem, Var,
 )
-from semantics.ops.registry import Relation
-from semantics.shapes import shape_var
 from semantics.span import Span
 from semantics.types import (
-    FuncType,
-    IncompleteType,
-    RefType,
-    TensorType,
-    TupleType,
-    Type,
-    TypeRelation,
-    TypeVar,
-    type_children,
-    unit_type,
+    FuncType, IncompleteType, RefType, TensorType, TupleType, Type, TypeVar, unit_type,
 )
-from typechecker import messages
-from typechecker.kinding import ConstructorInfo, Kinder, shape_vars_of
+from typechecker import messages, schemes
+from typechecker.builtin_relations import GRADIENT, PROJECTION
+from typechecker.kinding import ConstructorInfo, Kinder, written_shape_names
 from typechecker.patterns import bind_pattern
 from typechecker.shape_solver import SHAPE_SOLVER
 from typechecker.solver import Solver
-from typechecker.unify import TypeStore, substitute
+from typechecker.unify import TypeStore
 
 Case = Generator[Any, Type, Type]
 
@@ -122,40 +93,6 @@ class GlobalInfo:
     generalized: bool = False
 
 
-# --- the checker's own relations ------------------------------------------------------------
-
-def _projection(args: tuple[Type, ...], index: Any, solver: Any) -> Type | None:
-    # [Type-Projection]  Γ ⊢ e : (T0, ..., Tn-1)   0 <= i < n   ⟹   Γ ⊢ e.i : Ti
-    t = args[0]
-    if isinstance(t, IncompleteType):
-        return None
-    if not isinstance(t, TupleType):
-        raise RelayTypeError(messages.mismatch(
-            "Type-Projection", f"projection .{index}", "a tuple", messages.show(t)))
-    if not 0 <= index < len(t.fields):
-        raise RelayTypeError(messages.mismatch(
-            "Type-Projection", f"projection .{index}", f"a tuple of at least {index + 1} fields",
-            messages.show(t)))
-    return t.fields[index]
-
-
-def _gradient(args: tuple[Type, ...], attrs: Any, solver: Any) -> Type | None:
-    # [Type-Gradient]  Γ ⊢ f : fn(T1, ..., Tn) -> O
-    #                  ⟹   Γ ⊢ grad(f) : fn(T1, ..., Tn) -> (O, (T1, ..., Tn))
-    f = args[0]
-    if isinstance(f, IncompleteType):
-        return None
-    if not isinstance(f, FuncType) or f.type_params:
-        raise RelayTypeError(messages.mismatch(
-            "Type-Gradient", "argument of grad", "a monomorphic function fn(T1, ..., Tn) -> O",
-            messages.show(f)))
-    return FuncType(f.arg_types, TupleType((f.ret_type, TupleType(f.arg_types))))
-
-
-PROJECTION = Relation("Projection", _projection, "the checker's tuple projection relation")
-GRADIENT = Relation("Gradient", _gradient, "the checker's Type-Gradient relation")
-
-
 class Inferencer:
     """Constraint generation over one program (see the module docstring)."""
 
@@ -173,6 +110,9 @@ class Inferencer:
         self.op_node_types: dict[int, Type] = {}
         self.nodes: list[Expr] = []
         self.default_span: Span | None = None
+        self.def_roots: list[Expr] = []
+        self.generated_shape_names: set[str] = set()
+        self._written_names: dict[int, set[str]] = {}
         self.load_fallback: Callable[[Inferencer], None] | None = None
         self._op_schemes: dict[str, tuple[FuncType, RelayTypeError | None]] = {}
         self._nullary: set[int] = set()
@@ -237,7 +177,8 @@ class Inferencer:
         elif tn is GlobalVar:
             t = self._global_type(node)
         elif tn is Constructor:
-            # [Type-ADT-Constructor]  C(T1..Tn) ∈ D[V1..Vk]   ⟹   Γ ⊢ C : fn[V1..Vk](T1..Tn) -> D[V..]
+            # [Type-ADT-Constructor]  C(T1..Tn) ∈ D[V1..Vk]
+            #                         ⟹   Γ ⊢ C : fn[V1..Vk](T1..Tn) -> D[V1..Vk]
             info = self.constructor_info(node, "Type-ADT-Constructor", node.span)
             t = info.scheme
             if not info.fields:
@@ -340,34 +281,10 @@ class Inferencer:
 
     def instantiate(self, scheme: FuncType, shape_vars: tuple[sympy.Symbol, ...],
                     explicit: tuple[Type, ...], node: Any, span: Span | None) -> Type:
-        """``scheme`` with its type parameters and shape variables replaced by fresh ones."""
-        # [Type-Instantiate]  σ = fn[V..](T..) -> O where R..   θ = [U../V.., d../s..]   ⊨ θ(Ri)
-        #                     ⟹   σ ≼ fn(θ(T1), ..., θ(Tn)) -> θ(O)
-        store = self.store
-        params = scheme.type_params
-        if len(explicit) > len(params):
-            raise RelayTypeError(messages.arity("Type-Instantiate", "explicit type arguments",
-                                                len(params), len(explicit), "type argument"),
-                                 span or self.default_span, code="Type-Instantiate")
-        error = self._op_errors.get(id(scheme))
-        if error is not None:
-            raise RelayTypeError(error.message, span or self.default_span, code="Type-Op")
-        tmap: dict[TypeVar, Type] = {}
-        for i, p in enumerate(params):
-            tmap[p] = explicit[i] if i < len(explicit) else store.fresh()
-        dmap = {s: store.fresh_hole() for s in shape_vars}
-        body = store.resolve(FuncType(scheme.arg_types, scheme.ret_type, (),
-                                      scheme.type_constraints))
-        inst = substitute(body, tmap, dmap)
-        assert isinstance(inst, FuncType)
-        label = _describe(node)
-        rule = "Type-Op" if scheme.type_constraints else "Type-Call"
-        for c in inst.type_constraints:
-            n = c.num_inputs
-            self.solver.relate(c.relation, tuple(c.args[:n]), c.attrs, rule=rule,
-                               span=span or self.default_span, label=label, output=c.args[n])
-        out = FuncType(inst.arg_types, inst.ret_type)
-        return out
+        """``scheme`` at a fresh instance (Type-Instantiate; see :mod:`typechecker.schemes`)."""
+        return schemes.instantiate(self.store, self.solver, scheme, shape_vars, explicit,
+                                   _describe(node), span or self.default_span,
+                                   self._op_errors.get(id(scheme)))
 
     def constructor_info(self, ctor: Any, rule: str, span: Span | None) -> ConstructorInfo:
         name = getattr(ctor, "name", None)
@@ -378,7 +295,8 @@ class Inferencer:
         return info
 
     def _constant_type(self, node: Constant) -> Type:
-        # [Type-Constant]  Δ ⊢ s : Shape   Δ ⊢ bt : BaseType   ⟹   Γ ⊢ const(v, s, bt) : Tensor[s, bt]
+        # [Type-Constant]  Δ ⊢ s : Shape   Δ ⊢ bt : BaseType
+        #                  ⟹   Γ ⊢ const(v, s, bt) : Tensor[s, bt]
         data = node.data
         np_dtype = getattr(data, "dtype", None)
         dtype = _DTYPE_NAMES.get(np_dtype)
@@ -416,30 +334,11 @@ class Inferencer:
     def _op_scheme(self, node: Op) -> tuple[FuncType, RelayTypeError | None]:
         # [Type-Op]  op : fn[T1..Tn, O](T1, ..., Tn) -> O where Rel_op(T1, ..., Tn, O)
         entry = self._op_schemes.get(node.name)
-        if entry is not None:
-            return entry
-        opdef = self._opdef(node, node.span)
-        n = opdef.num_inputs
-        error = None
-        if n < 0:
-            n = 1
-            error = RelayTypeError(messages.with_rule(
-                f"operator {node.name} takes a variable number of arguments and cannot be used "
-                "as a value", "Type-Op"))
-        try:
-            attrs = opdef.normalize_attrs({})
-        except RelayTypeError as err:
-            attrs = None
-            error = error or RelayTypeError(messages.with_rule(
-                f"{err.message}; operator {node.name} cannot be used as a value without "
-                "attributes", "Type-Op"))
-        params = tuple(TypeVar(f"T{i + 1}") for i in range(n)) + (TypeVar("O"),)
-        relation = TypeRelation(opdef.relation, params, n, attrs)
-        scheme = FuncType(params[:n], params[n], params, (relation,))
-        entry = (scheme, error)
-        self._op_schemes[node.name] = entry
-        if error is not None:
-            self._op_errors[id(scheme)] = error
+        if entry is None:
+            entry = schemes.operator_scheme(self._opdef(node, node.span))
+            self._op_schemes[node.name] = entry
+            if entry[1] is not None:
+                self._op_errors[id(entry[0])] = entry[1]
         return entry
 
     def _site(self, node: Any, fallback: Span | None) -> Span | None:
@@ -449,7 +348,7 @@ class Inferencer:
         return getattr(node, "span", None) or fallback or self.default_span
 
     def declared_type(self, fn: Function) -> FuncType | None:
-        """The type a function literal declares when every parameter and the result are annotated."""
+        """The type a function literal declares (every parameter and the result annotated)."""
         if fn.ret_type is None or not all(
                 isinstance(p, Var) and p.type_annotation is not None for p in fn.params):
             return None
@@ -467,52 +366,26 @@ class Inferencer:
 
     # --- generalization -----------------------------------------------------------------------
     def generalize(self, t: Type, level: int, explicit: tuple[TypeVar, ...],
-                   holes_to_shape_vars: bool,
                    group: dict[TypeVar, None] | None = None) -> Type:
-        """Quantify the variables of ``t`` deeper than ``level`` that no constraint still needs.
+        """Gen(Γ, t) by levels (see :func:`typechecker.schemes.generalize`).
 
-        ``group`` collects the type variables created for a set of definitions generalized
-        together (a strongly connected component of globals): a variable they share becomes
-        one parameter, listed by every member whose type mentions it.
+        Shape variables created for dimension holes are recorded as the scheme's implicitly
+        quantified shape parameters (instantiated afresh at each use).
         """
-        store = self.store
-        t = store.resolve(t)
-        if type(t) is not FuncType:
-            return t
-        group = {} if group is None else group
-        excluded = self.solver.pending_blockers() if self.solver.pending else set()
-        tvars: list[IncompleteType] = []
-        holes: list[Any] = []
-        seen: set[int] = set()
-        for b in store.blockers(t, deep=True):
-            if id(b) in seen:
-                continue
-            seen.add(id(b))
-            if b in excluded:
-                if type(b) is IncompleteType and store.level.get(b, 0) > level:
-                    store.level[b] = level
-                continue
-            if type(b) is IncompleteType:
-                if store.level.get(b, 0) > level:
-                    tvars.append(b)
-            elif holes_to_shape_vars and store.hole_level.get(b, 0) > level:
-                holes.append(b)
-        taken = {p.name for p in explicit} | {p.name for p in group}
-        for v in tvars:
-            tv = TypeVar(_fresh_name(taken, _TYPE_NAMES))
-            group[tv] = None
-            store.bind(v, tv)
-        if holes:
-            taken_dims = shape_vars_of(t)
-            for h in holes:
-                store.bind_hole(h, shape_var(_fresh_name(taken_dims, _SHAPE_NAMES)))
-        r = store.resolve(t)
-        assert isinstance(r, FuncType)
-        own = tuple(explicit) + tuple(v for v in type_vars_of(r) if v in group and
-                                      v not in explicit)
-        if own == r.type_params:
-            return r
-        return FuncType(r.arg_types, r.ret_type, own, r.type_constraints)
+        taken = set(self.generated_shape_names)
+        for root in self.def_roots:
+            names = self._written_names.get(id(root))
+            if names is None:
+                names = self._written_names[id(root)] = written_shape_names(root)
+            taken |= names
+        scheme, new_dims = schemes.generalize(self.store, self.solver, t, level, explicit,
+                                              taken, group)
+        self.generated_shape_names.update(d.name for d in new_dims)
+        if new_dims and type(scheme) is FuncType:
+            known = self.shape_params.get(id(scheme))
+            dims = tuple(known[1]) if known else ()
+            self.shape_params[id(scheme)] = (scheme, dims + new_dims)
+        return scheme
 
     # --- [Type-Call] / [Type-Call-Op] ---------------------------------------------------------
     def _infer_call(self, e: Call) -> Case:
@@ -527,7 +400,7 @@ class Inferencer:
             #                 ⟹   Γ ⊢ op(a1, ..., an) : O
             opdef = self._opdef(op, span)
             try:
-                attrs = normalized_attrs(opdef, e.attrs)
+                attrs = schemes.normalized_attrs(opdef, e.attrs)
             except RelayTypeError as err:
                 raise RelayTypeError(messages.with_rule(err.message, f"Type-Call-Op: {op.name}"),
                                      span, code="Type-Call-Op") from None
@@ -629,7 +502,7 @@ class Inferencer:
                     self.unify(mono, self.use(value, vt), "Type-Let-Rec",
                                f"recursive uses of %{var.name_hint}", self._site(value, span))
                     self.solver.solve()
-                    final = self.generalize(vt, store.current_level, value.type_params, False)
+                    final = self.generalize(vt, store.current_level, value.type_params)
                     self.memo[id(value)] = final
                 saved.append(self.bind(var, final))
             else:
@@ -656,7 +529,8 @@ class Inferencer:
     # --- [Type-Function] ----------------------------------------------------------------------
     def _infer_function(self, fn: Function) -> Case:
         # [Type-Function]  Γ, %x1 : T1, ..., %xn : Tn ⊢ body : O
-        #                  ⟹   Γ ⊢ fn[V..](%x1: T1, ..., %xn: Tn) -> O { body } : fn[V..](T1..Tn) -> O
+        #                  ⟹   Γ ⊢ fn[V..](%x1: T1, ..., %xn: Tn) -> O { body }
+        #                          : fn[V..](T1, ..., Tn) -> O
         span = fn.span or self.default_span
         params = self.push_type_params(fn.type_params, span)
         if not isinstance(fn.params, tuple) or not all(isinstance(p, Var) for p in fn.params):
@@ -784,62 +658,6 @@ class Inferencer:
 
 _NAMES = (Var, GlobalVar, Op, Constructor)
 _DTYPE_NAMES: dict[Any, str] = {}
-_ATTRS_CACHE: dict[tuple[str, str], Any] = {}
-
-
-def normalized_attrs(opdef: Any, attrs: Any) -> Any:
-    """``opdef.normalize_attrs(attrs)``, cached by operator and the exact text of the attrs."""
-    if not attrs:
-        key = (opdef.name, "")
-    else:
-        key = (opdef.name, repr(attrs))
-    out = _ATTRS_CACHE.get(key)
-    if out is None or out[0] is not opdef:
-        out = (opdef, opdef.normalize_attrs(attrs))
-        if len(_ATTRS_CACHE) > 4096:
-            _ATTRS_CACHE.clear()
-        _ATTRS_CACHE[key] = out
-    return out[1]
-
-
-_TYPE_NAMES = tuple(string.ascii_uppercase)
-_SHAPE_NAMES = ("n", "m", "k", "p", "q", "r", "s", "t", "u", "v", "w")
-
-
-def type_vars_of(t: Type) -> list[TypeVar]:
-    """The type variables occurring free in ``t``, in order of first appearance."""
-    out: list[TypeVar] = []
-    seen: set[int] = set()
-    stack: list[tuple[Type, frozenset[int]]] = [(t, frozenset())]
-    while stack:
-        u, bound = stack.pop()
-        tu = type(u)
-        if tu is TypeVar:
-            if id(u) not in seen and id(u) not in bound:
-                seen.add(id(u))
-                out.append(u)  # type: ignore[arg-type]
-        elif tu is FuncType:
-            inner = bound | {id(p) for p in u.type_params}  # type: ignore[attr-defined]
-            kids = [*u.arg_types, u.ret_type]  # type: ignore[attr-defined]
-            stack.extend((k, inner) for k in reversed(kids))
-        else:
-            stack.extend((k, bound) for k in reversed(type_children(u)))
-    return out
-
-
-def _fresh_name(taken: set[str], names: tuple[str, ...]) -> str:
-    for n in names:
-        if n not in taken:
-            taken.add(n)
-            return n
-    i = 1
-    while True:
-        for n in names:
-            cand = f"{n}{i}"
-            if cand not in taken:
-                taken.add(cand)
-                return cand
-        i += 1
 
 
 def _describe(node: Any) -> str:

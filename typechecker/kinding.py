@@ -24,6 +24,7 @@ would bind them), Kind-Relation.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from typing import Any
 from dataclasses import dataclass
 
 import sympy
@@ -35,18 +36,8 @@ from semantics.rules import Rule
 from semantics.shapes import ANY, Dim, dim_str
 from semantics.span import Span
 from semantics.types import (
-    FuncType,
-    GlobalTypeVar,
-    IncompleteType,
-    Kind,
-    RefType,
-    TensorType,
-    TupleType,
-    Type,
-    TypeCall,
-    TypeData,
-    TypeRelation,
-    TypeVar,
+    FuncType, GlobalTypeVar, IncompleteType, Kind, RefType, TensorType, TupleType, Type, TypeCall,
+    TypeData, TypeRelation, TypeVar,
 )
 from typechecker import messages
 
@@ -232,7 +223,8 @@ class Kinder:
         args = tuple(self._check(a, inner, span) for a in t.arg_types)
         ret = self._check(t.ret_type, inner, span)
         cons = tuple(self._relation(c, inner, span) for c in t.type_constraints)
-        same = ret is t.ret_type and all(a is b for a, b in zip(args, t.arg_types, strict=False)) and all(
+        same = ret is t.ret_type and all(
+            a is b for a, b in zip(args, t.arg_types, strict=False)) and all(
             a is b for a, b in zip(cons, t.type_constraints, strict=False))
         return t if same else FuncType(args, ret, params, cons, span=t.span)
 
@@ -338,4 +330,39 @@ def shape_vars_of(t: Type) -> set[str]:
             stack.append(u.value)  # type: ignore[attr-defined]
         elif tu is TypeCall:
             stack.extend(u.args)  # type: ignore[attr-defined]
+    return out
+
+
+def written_shape_names(root: Any) -> set[str]:
+    """Names of the shape variables written in the annotations of the program ``root``."""
+    from semantics.expr import Call, Function, Let, Match, PatternVar, Var
+    from semantics.visitor import post_order
+
+    out: set[str] = set()
+
+    def add(t: Any) -> None:
+        if isinstance(t, Type):
+            out.update(shape_vars_of(t))
+
+    for node in post_order(root):
+        tn = type(node)
+        if tn is Var:
+            add(node.type_annotation)
+        elif tn is Function:
+            add(node.ret_type)
+            for p in node.params:
+                add(getattr(p, "type_annotation", None))
+        elif tn is Let:
+            add(getattr(node.var, "type_annotation", None))
+        elif tn is Call:
+            for t in node.type_args if isinstance(node.type_args, tuple) else ():
+                add(t)
+        elif tn is Match:
+            for c in node.clauses:
+                stack = [c.lhs]
+                while stack:
+                    p = stack.pop()
+                    if type(p) is PatternVar:
+                        add(getattr(p.var, "type_annotation", None))
+                    stack.extend(getattr(p, "patterns", ()) or ())
     return out

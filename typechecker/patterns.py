@@ -31,13 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from semantics.errors import RelayTypeError
 from semantics.expr import (
-    Clause,
-    Constructor,
-    Pattern,
-    PatternConstructor,
-    PatternTuple,
-    PatternVar,
-    PatternWildcard,
+    Clause, Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard,
     Var,
 )
 from semantics.types import GlobalTypeVar, IncompleteType, TupleType, Type, TypeCall
@@ -94,7 +88,8 @@ def bind_pattern(inf: Inferencer, pattern: Pattern, t: Type,
             for sub, field in reversed(list(zip(subs, info.fields, strict=False))):
                 stack.append((sub, substitute(field, mapping, {})))  # type: ignore[arg-type]
         elif tp is PatternTuple:
-            # [Type-Pattern-Tuple]  ∀i. ⊢ pi : Ti ⇝ Γi   ⟹   ⊢ (p1, ..., pn) : (T1, ..., Tn) ⇝ Γ1..Γn
+            # [Type-Pattern-Tuple]  ∀i. ⊢ pi : Ti ⇝ Γi
+            #                       ⟹   ⊢ (p1, ..., pn) : (T1, ..., Tn) ⇝ Γ1, ..., Γn
             subs = p.patterns
             if not isinstance(subs, tuple):
                 raise RelayTypeError("malformed pattern: tuple pattern fields",

@@ -123,6 +123,8 @@ def _infer_component(inf: Inferencer, names: list[str]) -> None:
     store = inf.store
     store.current_level = 1
     infos = [inf.globals[n] for n in names]
+    inf.def_roots = [info.fn for info in infos if info.fn is not None]
+    inf.generated_shape_names = set()
     for info in infos:
         if not info.declared:
             info.type = _monomorphic_type(inf, info.fn)  # type: ignore[arg-type]
@@ -137,7 +139,7 @@ def _infer_component(inf: Inferencer, names: list[str]) -> None:
         assert fn is not None
         if not info.declared:
             inf.default_span = fn.span
-            scheme = inf.generalize(info.type, 0, fn.type_params, True, group)
+            scheme = inf.generalize(info.type, 0, fn.type_params, group)
             info.type = scheme
             info.generalized = True
             _register_scheme(inf, scheme)
@@ -274,6 +276,7 @@ def expression_inferencer(expr: Expr, typing: ModuleTyping | None,
                 _load_globals(target, module_typing(mod))
         inf.load_fallback = load
     inf.default_span = expr.span
+    inf.def_roots = [expr]
     store = inf.store
     store.current_level = 1
     raw = inf.run(expr)
@@ -283,7 +286,7 @@ def expression_inferencer(expr: Expr, typing: ModuleTyping | None,
         inf.solver.solve()
         inf.solver.settle(0)
         store.current_level = 0
-        raw = inf.generalize(raw, 0, expr.type_params, True)
+        raw = inf.generalize(raw, 0, expr.type_params)
         inf.memo[id(expr)] = raw
     store.current_level = 0
     inf.solver.settle(-1)

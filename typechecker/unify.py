@@ -40,17 +40,8 @@ from semantics.errors import RelayTypeError
 from semantics.shapes import ANY, Dim, dim_str
 from semantics.span import Span
 from semantics.types import (
-    FuncType,
-    GlobalTypeVar,
-    IncompleteType,
-    Kind,
-    RefType,
-    TensorType,
-    TupleType,
-    Type,
-    TypeCall,
-    TypeRelation,
-    TypeVar,
+    FuncType, GlobalTypeVar, IncompleteType, Kind, RefType, TensorType, TupleType, Type, TypeCall,
+    TypeRelation, TypeVar,
 )
 from typechecker import messages
 from typechecker.shape_solver import Z3DimSolver
@@ -242,7 +233,9 @@ class TypeStore:
             ret = self.resolve(t.ret_type)  # type: ignore[attr-defined]
             cons = tuple(self._resolve_relation(c)
                          for c in t.type_constraints)  # type: ignore[attr-defined]
-            same = (ret is t.ret_type and all(a is b for a, b in zip(args, t.arg_types, strict=False))  # type: ignore
+            same = (ret is t.ret_type  # type: ignore[attr-defined]
+                    and all(a is b for a, b in zip(args, t.arg_types,  # type: ignore
+                                                     strict=False))
                     and all(a is b for a, b in zip(cons, t.type_constraints, strict=False)))  # type: ignore
             out = t if same else FuncType(args, ret, t.type_params, cons)  # type: ignore
         elif tt is RefType:

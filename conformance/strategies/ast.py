@@ -42,20 +42,46 @@ from dataclasses import dataclass, replace
 
 from hypothesis import strategies as st
 
-from semantics.expr import (
-    Attrs, Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, Grad, If, Let, Match,
-    Op, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
-    RefWrite, Tuple, TupleGetItem, Var,
-)
-from semantics.module import IRModule
-from semantics.types import GlobalTypeVar, Kind, Type, TypeData, TypeVar
-
 from conformance.strategies.names import (
-    adt_names, attr_names, ctor_names, global_names, local_names, pick, type_var_names,
+    adt_names,
+    attr_names,
+    ctor_names,
+    global_names,
+    local_names,
+    pick,
+    type_var_names,
     unique_name,
 )
 from conformance.strategies.types import ORDERED_DTYPES, _type
 from conformance.strategies.values import scalars, tensors
+from semantics.expr import (
+    Attrs,
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Let,
+    Match,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from semantics.module import IRModule
+from semantics.types import GlobalTypeVar, Kind, Type, TypeData, TypeVar
 
 __all__ = ["AstConfig", "ast_exprs", "ast_modules", "ast_patterns", "ast_types",
            "PRELUDE_ADT_STUBS"]

@@ -15,9 +15,9 @@ from typing import TypeVar
 
 from hypothesis import strategies as st
 
-T = TypeVar("T")
-
 from semantics.dtypes import is_dtype
+
+T = TypeVar("T")
 
 RESERVED = frozenset({
     "fn", "let", "if", "else", "match", "ref", "ref_read", "ref_write", "grad", "type", "def",
@@ -30,7 +30,7 @@ PRELUDE_NAMES = frozenset({
     "List", "Option", "Tree", "Cons", "Nil", "Some", "None", "Rose", "map", "foldl", "foldr",
     "sum", "length", "nth", "concat", "filter", "zip", "rev", "iterate", "hd", "tl", "id",
     "compose", "update", "size", "foldr1", "foldl1", "unfoldr", "unfoldl", "tmap", "tree_map",
-    "tree_size", "sum", "any", "all", "tensor_array", "range", "zipWith", "head", "tail",
+    "tree_size", "any", "all", "tensor_array", "range", "zipWith", "head", "tail",
 })
 
 LOCAL_POOL = ("x", "y", "z", "a", "b", "f", "g", "acc", "x1", "y_2", "tmp", "n")

@@ -29,11 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from semantics.errors import RelayError
+from conformance.strategies.typeutil import type_key
 from semantics.expr import Attrs
 from semantics.types import TensorType, Type
-
-from conformance.strategies.typeutil import type_key
 
 # Operators that may trap (or depend on values in ways that make sharing ambiguous).
 _TRAPPING_WORDS = ("div", "mod", "power", "take", "gather", "scatter", "one_hot", "adv_index",

@@ -65,7 +65,6 @@ from hypothesis.extra import numpy as hnp
 from semantics.dtypes import FLOAT_DTYPES, INT_DTYPES, SCALAR_DTYPES, UINT_DTYPES
 from semantics.types import TensorType, TupleType, Type
 
-
 ArgTypes = tuple[Type, ...]
 CallArgs = tuple[ArgTypes, dict[str, Any]]
 SearchStrategy = st.SearchStrategy

@@ -53,23 +53,55 @@ from typing import Any, NamedTuple
 import numpy as np
 from hypothesis import strategies as st
 
+from conformance.strategies import opcalls
+from conformance.strategies.typeutil import (
+    adt_args,
+    adt_instance,
+    ctor_field_types,
+    has_type_var,
+    is_first_order,
+    match_type,
+    substitute,
+    type_key,
+)
+from conformance.strategies.values import values_of
 from semantics.expr import (
-    Attrs, Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, If, Let, Match, Op,
-    Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
-    RefWrite, Tuple, TupleGetItem, Var,
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Match,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
 )
 from semantics.module import IRModule
 from semantics.types import (
-    FuncType, GlobalTypeVar, Kind, RefType, TensorType, TupleType, Type, TypeCall, TypeData,
+    FuncType,
+    GlobalTypeVar,
+    Kind,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeData,
     TypeVar,
 )
-
-from conformance.strategies import opcalls
-from conformance.strategies.typeutil import (
-    adt_args, adt_instance, ctor_field_types, has_type_var, is_first_order, match_type,
-    substitute, type_key,
-)
-from conformance.strategies.values import arrays, values_of
 
 __all__ = ["ProgramConfig", "Program", "TypingContext", "well_typed_exprs", "well_typed_modules",
            "well_typed_programs", "FEATURES"]
@@ -104,6 +136,7 @@ class ProgramConfig:
     ops: tuple[str, ...] | None = None   # None: every registered operator
     focus_op: str | None = None   # main binds at least one call of this operator
     min_op_bindings: int = 1      # op-call bindings main makes (when operators exist)
+    effects: int = 0              # extra top-level ``ref_write`` steps in main (targeted runs)
 
     def with_features(self, *names: str) -> ProgramConfig:
         return replace(self, features=frozenset(names))
@@ -393,7 +426,7 @@ class _Gen:
 
     def function(self, t: FuncType, ctx: _Ctx, depth: int) -> Function:
         params = [self.var(a) for a in t.arg_types]
-        body_ctx = ctx.child(list(zip(params, t.arg_types)), boundary=True, rec=None)
+        body_ctx = ctx.child(list(zip(params, t.arg_types, strict=False)), boundary=True, rec=None)
         body = self.gen(t.ret_type, body_ctx, depth)
         ret = t.ret_type if self.coin(2) else None
         return Function(tuple(params), body, ret)
@@ -589,7 +622,7 @@ class _Gen:
         name, targs = adt_args(st_)  # type: ignore[misc]
         td = self._adt(name)
         order = self.draw(st.permutations(range(len(td.constructors))))
-        partial = "partial_match" in self.f and self.coin(6)
+        partial = "partial_match" in self.f and self.coin(4)
         if partial and len(order) > 1:
             order = order[:self.draw(st.integers(1, len(order) - 1))]
         rec = ctx.rec
@@ -682,7 +715,7 @@ class _Gen:
         return If(self.guard(n), self.gen(ret, base_ctx, d), step)
 
     def counter_loop(self, ctx: _Ctx, d: int, target: Type | None) -> tuple[Var, Expr, Type]:
-        """``let %loop = fn (%n: int32, ...) -> R { if (guard) {..} else {.. %loop(%n - 1, ..)} }``."""
+        """``let %loop = fn (%n: int32, ..) -> R { if (stop) {..} else {..%loop(%n - 1, ..)} }``."""
         ret = target if (target is not None and self.coin(2)) else self.rand_type(ctx, 1)
         extra = [self.rand_type(ctx, 1) for _ in range(self.draw(st.integers(0, 1)))]
         n = self.var(TensorType((), "int32"), prefix="n")
@@ -793,7 +826,8 @@ class _Gen:
             arg_types = (a, *others)
             ret = self.rand_type(ctx, 1)
             params = [self.var(t) for t in arg_types]
-            body = self.gen(ret, ctx.child(list(zip(params, arg_types)), boundary=True), d)
+            bound = list(zip(params, arg_types, strict=True))
+            body = self.gen(ret, ctx.child(bound, boundary=True), d)
             fn = Function(tuple(params), body, ret, (a,))
             self.s.globals.append(_GlobalInfo(name, (a,), arg_types, ret))
             return name, fn
@@ -807,7 +841,7 @@ class _Gen:
             params = [self.var(t) for t in arg_types]
             permit = _RecPermit(GlobalVar(name), "struct", arg_types, ret, adt_key=type_key(at),
                                 param=params[0])
-            ctx = root.child(list(zip(params, arg_types)), boundary=True, rec=permit)
+            ctx = root.child(list(zip(params, arg_types, strict=False)), boundary=True, rec=permit)
             body = self.match(params[0], at, ret, ctx, d, params[0])
             fn = Function(tuple(params), body, ret)
             self.s.globals.append(_GlobalInfo(name, (), arg_types, ret))
@@ -825,7 +859,8 @@ class _Gen:
                           for _ in range(self.draw(st.integers(0, self.cfg.max_params))))
         ret = self.rand_type(root, 1)
         params = [self.var(t) for t in arg_types]
-        body = self.gen(ret, root.child(list(zip(params, arg_types)), boundary=True), d)
+        bound = list(zip(params, arg_types, strict=True))
+        body = self.gen(ret, root.child(bound, boundary=True), d)
         fn = Function(tuple(params), body, ret if self.coin(2) else None)
         self.s.globals.append(_GlobalInfo(name, (), arg_types, ret))
         return name, fn
@@ -837,7 +872,7 @@ class _Gen:
         arg_types = tuple(self.rand_type(root, 1, first_order=True, allow_ref=False)
                           for _ in range(n_params))
         params = [self.var(t, prefix="p") for t in arg_types]
-        ctx = root.child(list(zip(params, arg_types)), boundary=True)
+        ctx = root.child(list(zip(params, arg_types, strict=False)), boundary=True)
         d = self.cfg.max_depth
         bindings: list[tuple[Var, Expr]] = []
         observed: list[Var] = []
@@ -847,6 +882,8 @@ class _Gen:
         steps += [("op", None)] * (self.cfg.min_op_bindings if self.ops else 0)
         steps += [("global", g) for g in self.s.globals]
         steps += [("any", None)] * self.draw(st.integers(0, self.cfg.max_let_chain))
+        if self.cfg.effects and "ref" in self.f:
+            steps += [("ref", None)] + [("effect", None)] * self.cfg.effects
         for step, arg in steps:
             if step == "op":
                 call = self.random_op_call(ctx, d - 1, arg)
@@ -857,6 +894,12 @@ class _Gen:
             elif step == "global":
                 value, vt = self._poly_call(arg, ctx, d - 1)
                 var = self.var(vt, prefix="o")
+            elif step == "ref":
+                vt = RefType(self.tensor_type())
+                var, value = self.var(vt), RefCreate(self.gen(vt.value, ctx, d - 1))
+            elif step == "effect":
+                var, value, vt = Var("_"), self._gen_ref_write(TupleType(()), ctx, d - 1), \
+                    TupleType(())
             else:
                 var, value, vt = self.binding(ctx, d - 1, None)
             bindings.append((var, value))
@@ -867,8 +910,10 @@ class _Gen:
                 observed.append(var)
         ret = self.rand_type(root, 1, first_order=True)
         result = self.gen(ret, ctx, d)
-        if observed:
-            result = Tuple((result, *observed))
+        # Reading every reference main bound makes the effects on it observable.
+        reads = [RefRead(v) for v, t in ctx.vars if isinstance(t, RefType) and v not in params]
+        if observed or reads:
+            result = Tuple((result, *observed, *reads))
         body = result
         for var, value in reversed(bindings):
             body = Let(var, value, body)

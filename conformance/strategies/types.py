@@ -22,13 +22,20 @@ from collections.abc import Sequence
 import sympy
 from hypothesis import strategies as st
 
+from conformance.strategies.names import SHAPE_VAR_POOL, pick, type_var_names, unique_name
 from semantics.dtypes import FLOAT_DTYPES, INT_DTYPES, SCALAR_DTYPES, UINT_DTYPES
 from semantics.shapes import ANY, shape_var
 from semantics.types import (
-    FuncType, Kind, RefType, TensorType, TupleType, Type, TypeCall, TypeData, TypeVar,
+    FuncType,
+    Kind,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeData,
+    TypeVar,
 )
-
-from conformance.strategies.names import SHAPE_VAR_POOL, pick, type_var_names, unique_name
 
 # int32 first: shrinking goes there.
 ORDERED_DTYPES = ("int32", "bool", "float32", *(d for d in SCALAR_DTYPES

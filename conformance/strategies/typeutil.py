@@ -16,7 +16,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from semantics.types import (
-    FuncType, GlobalTypeVar, RefType, TensorType, TupleType, Type, TypeCall, TypeData, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeData,
+    TypeVar,
 )
 
 
@@ -75,18 +83,19 @@ def match_type(pattern: Type, target: Type, params: set[int], out: dict[int, Typ
         return False
     if isinstance(pattern, TupleType):
         return len(pattern.fields) == len(target.fields) and all(  # type: ignore[attr-defined]
-            match_type(p, q, params, out) for p, q in zip(pattern.fields, target.fields))  # type: ignore[attr-defined]
+            match_type(p, q, params, out)
+            for p, q in zip(pattern.fields, target.fields, strict=True))  # type: ignore[attr-defined]
     if isinstance(pattern, FuncType):
         return len(pattern.arg_types) == len(target.arg_types) and all(  # type: ignore[attr-defined]
             match_type(p, q, params, out)
-            for p, q in zip(pattern.arg_types, target.arg_types)) and \
+            for p, q in zip(pattern.arg_types, target.arg_types, strict=False)) and \
             match_type(pattern.ret_type, target.ret_type, params, out)  # type: ignore[attr-defined]
     if isinstance(pattern, RefType):
         return match_type(pattern.value, target.value, params, out)  # type: ignore[attr-defined]
     if isinstance(pattern, TypeCall):
         return pattern.func.name == target.func.name and len(pattern.args) == len(  # type: ignore[attr-defined]
             target.args) and all(match_type(p, q, params, out)  # type: ignore[attr-defined]
-                                 for p, q in zip(pattern.args, target.args))  # type: ignore[attr-defined]
+                                 for p, q in zip(pattern.args, target.args, strict=False))  # type: ignore[attr-defined]
     return type_key(pattern) == type_key(target)
 
 
@@ -136,7 +145,7 @@ def adt_instance(td: TypeData, args: tuple[Type, ...]) -> Type:
 
 def ctor_field_types(td: TypeData, ctor_index: int, args: tuple[Type, ...]) -> tuple[Type, ...]:
     """The field types of constructor ``ctor_index`` of ``td`` instantiated at ``args``."""
-    mapping = {id(v): a for v, a in zip(td.type_vars, args)}
+    mapping = {id(v): a for v, a in zip(td.type_vars, args, strict=False)}
     return tuple(substitute(t, mapping) for t in td.constructors[ctor_index].inputs)
 
 

@@ -31,7 +31,13 @@ from hypothesis import strategies as st
 from semantics.dtypes import is_bool, is_int, to_numpy
 from semantics.shapes import ANY
 from semantics.types import (
-    GlobalTypeVar, TensorType, TupleType, Type, TypeCall, TypeData, TypeVar,
+    GlobalTypeVar,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeData,
+    TypeVar,
 )
 
 EXACT_RANGE = {"int8": 8, "uint8": 8}
@@ -41,7 +47,7 @@ def special_floats() -> tuple[float, ...]:
     return (0.0, -0.0, 1.0, -1.0, float("inf"), float("-inf"), float("nan"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def scalars(dtype: str, *, exact: bool = False, bound: int = 8, fractional: bool = False
             ) -> st.SearchStrategy[np.ndarray]:
     """A 0-d array of ``dtype``.
@@ -170,7 +176,7 @@ def _build(draw: st.DrawFn, ty: Type, subst: dict[int, Type], types: dict[str, T
 
         # The arguments are resolved in the *current* substitution before binding the ADT's
         # parameters (a recursive field Lst[A] re-binds A to whatever A is now).
-        inner = {id(tv): substitute(a, subst) for tv, a in zip(td.type_vars, args)}
+        inner = {id(tv): substitute(a, subst) for tv, a in zip(td.type_vars, args, strict=False)}
         ctors = list(td.constructors)
         if depth <= 0:
             ctors = [c for c in ctors if not _mentions(c.inputs, head.name)] or ctors[:1]

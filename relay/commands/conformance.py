@@ -2,8 +2,8 @@
 
 Usage::
 
-    relay conformance --pass NAME [--pass NAME ...]   # registered transforms (conformance.transforms)
-    relay conformance --impl "CMD"                    # another implementation (conformance.external)
+    relay conformance --pass NAME [--pass NAME ...]   # registered transforms
+    relay conformance --impl "CMD"                    # another implementation
     relay conformance --coverage                      # which rules/operators the generator reaches
     relay conformance --list                          # the registered transforms
 

@@ -6,17 +6,25 @@ Also the syntax round trip on random ASTs: ``parse(pretty(m))`` is alpha-equal t
 from __future__ import annotations
 
 from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from semantics.expr import (
-    Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, Let, Match, Op,
-    PatternConstructor, Var, children, pattern_vars,
-)
-from semantics.module import IRModule
-from semantics.types import FuncType, TypeCall, TensorType, RefType, TupleType, TypeVar
 
 from conformance.strategies.ast import AstConfig, ast_exprs, ast_modules, ast_patterns, ast_types
 from conformance.strategies.names import is_valid_name
+from semantics.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    Let,
+    Match,
+    Op,
+    PatternConstructor,
+    Var,
+    children,
+    pattern_vars,
+)
+from semantics.module import IRModule
+from semantics.types import FuncType, RefType, TensorType, TupleType, TypeCall
 
 
 def scope_errors(root: Expr, module: IRModule | None = None) -> list[str]:
@@ -95,8 +103,8 @@ def test_whole_grammar_is_generated() -> None:
     kinds: set[str] = set()
     features: set[str] = set()
 
-    @settings(max_examples=300, database=None)
-    @given(ast_modules(AstConfig(free_vars=False, ops=("add", "nn.conv2d", "sum"))))
+    @settings(max_examples=150, database=None)
+    @given(ast_modules(AstConfig(free_vars=False, ops=("add", "sum"))))
     def collect(mod: IRModule) -> None:
         if any(len(td.type_vars) for td in mod.types.values()):
             features.add("polymorphic ADT")

@@ -14,12 +14,11 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from conformance import assert_equivalent
+from conformance.strategies.programs import ProgramConfig
 from semantics.expr import Call, Constant, Expr, Let, Op, RefWrite, Tuple
 from semantics.module import IRModule
 from semantics.visitor import ExprMutator
-
-from conformance import assert_equivalent
-from conformance.strategies.programs import ProgramConfig
 
 
 def _map_functions(mod: IRModule, make: Callable[[], ExprMutator]) -> IRModule:
@@ -94,8 +93,8 @@ def off_by_one(mod: IRModule) -> IRModule:
 
 
 # Targeted generation: the constructs each mutation touches, made observable.
-EFFECTS = ProgramConfig(dtypes=("int32",), max_adts=0, max_globals=0, min_op_bindings=0).\
-    with_features("let", "ref", "tuple", "op")
+EFFECTS = ProgramConfig(dtypes=("int32",), max_adts=0, max_globals=0, min_op_bindings=0,
+                        effects=2).with_features("let", "ref", "tuple", "op")
 
 MUTANTS = [
     ("swap add/subtract", swap_add_subtract, ProgramConfig(dtypes=("int32", "int64"))),

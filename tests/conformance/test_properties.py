@@ -14,14 +14,13 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 
+from conformance.harness import DOCUMENTED_TRAPS, ORACLE_FUEL, value_has_type, values_equal
+from conformance.strategies.programs import Program, well_typed_modules
 from interpreter import evaluate
 from semantics import alpha_equal, parse, pretty
 from semantics.errors import RelayRuntimeError
 from semantics.types import FuncType
 from typechecker import infer
-
-from conformance.harness import DOCUMENTED_TRAPS, ORACLE_FUEL, value_has_type, values_equal
-from conformance.strategies.programs import Program, well_typed_modules
 
 N = 500
 

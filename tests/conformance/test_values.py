@@ -9,15 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interpreter import ConstructorValue, RefValue
-from semantics import parse
-from semantics.shapes import ANY, shape_var
-from semantics.types import RefType, TensorType, TupleType, TypeCall
-
 from conformance.external import decode_value, dumps, encode_value
 from conformance.harness import show_value, value_has_type, values_equal
 from conformance.strategies.types import dtypes, shapes, tensor_types
 from conformance.strategies.values import scalars, tensors, values_of
+from interpreter import ConstructorValue, RefValue
+from semantics import parse
+from semantics.shapes import ANY, shape_var
+from semantics.types import RefType, TensorType, TupleType, TypeCall
 
 MOD = parse("""
 type Lst[A] { LNil, LCons(A, Lst[A]), }

@@ -15,16 +15,8 @@ from semantics.expr import Constructor, Var
 from semantics.module import IRModule
 from semantics.shapes import ANY
 from semantics.types import (
-    FuncType,
-    GlobalTypeVar,
-    IncompleteType,
-    RefType,
-    TensorType,
-    TupleType,
-    Type,
-    TypeCall,
-    TypeData,
-    TypeVar,
+    FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, Type, TypeCall,
+    TypeData, TypeVar,
 )
 from typechecker import check, infer, type_of
 
@@ -122,7 +114,8 @@ def value_has_type(value: Any, t: Type, mod: IRModule | None = None,
             if ctor is None or len(ctor.inputs) != len(v.fields):
                 return False
             inner = dict(zip(td.type_vars, args, strict=False))
-            stack.extend((x, _subst(f, inner), tvars) for x, f in zip(v.fields, ctor.inputs, strict=False))
+            stack.extend((x, _subst(f, inner), tvars)
+                         for x, f in zip(v.fields, ctor.inputs, strict=True))
         elif isinstance(u, IncompleteType):
             return False
         else:

@@ -214,3 +214,33 @@ def test_polymorphic_prelude_functions():
     assert_type("@foldl(fn (%a: float32, %b: int32) { %a }, 0f, Cons(1, Nil))", "float32")
     assert_type("@compose(fn (%x: float32) { (%x,) }, fn (%y: int32) { 1f })",
                 "fn (int32) -> (float32,)")
+
+
+def test_let_bound_function_generalizes_dimensions():
+    types = module_types("""
+    def @f(%x: Tensor[(n, 3), float32]) -> Tensor[(n, 3), float32] { %x }
+    def @main(%a: Tensor[(2, 3), float32], %b: Tensor[(5, 3), float32]) {
+      let %g = fn (%y) { @f(%y) };
+      (%g(%a), %g(%b))
+    }
+    """)
+    assert types["main"] == ("fn (Tensor[(2, 3), float32], Tensor[(5, 3), float32]) -> "
+                             "(Tensor[(2, 3), float32], Tensor[(5, 3), float32])")
+
+
+def test_generalized_dimension_names_avoid_written_ones():
+    from typechecker import infer
+
+    mod = parse("""
+    def @f(%x: Tensor[(n, 3), float32]) -> Tensor[(n, 3), float32] { %x }
+    def @main(%a: Tensor[(n, 3), float32]) {
+      let %g = fn (%y) { @f(%y) };
+      (%g(%a), %g(ones(shape=[4, 3], dtype="float32")))
+    }
+    """)
+    out = infer(mod)
+    let = out["main"].body
+    g_type = pretty(let.var.checked_type)
+    assert g_type == "fn (Tensor[(m, 3), float32]) -> Tensor[(m, 3), float32]"
+    assert pretty(out["main"].checked_type) == (
+        "fn (Tensor[(n, 3), float32]) -> (Tensor[(n, 3), float32], Tensor[(4, 3), float32])")

@@ -1,0 +1,125 @@
+"""The differential harness: good transforms pass, wrong ones fail with Relay counterexamples."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conformance import assert_equivalent
+from conformance.harness import check_program
+from conformance.strategies.programs import ProgramConfig
+from conformance.transforms import get_transform, list_transforms, register_transform
+from interpreter import evaluate
+from semantics import parse
+from semantics.errors import RelayTypeError
+from semantics.module import IRModule
+
+ADD = """
+def @main(%x: int32, %y: int32) -> int32 {
+  add(%x, %y)
+}
+"""
+DIV = """
+def @main(%x: int32) -> int32 {
+  divide(10, %x)
+}
+"""
+LIST = """
+def @main(%n: int32) -> List[int32] {
+  Cons(%n, Cons(add(%n, 1), Nil))
+}
+"""
+
+
+def test_builtin_transforms_are_registered() -> None:
+    names = [t.name for t in list_transforms()]
+    assert "identity" in names and "print_parse" in names
+    with pytest.raises(KeyError, match="unknown transform"):
+        get_transform("no_such_pass")
+    with pytest.raises(ValueError):
+        register_transform("identity")(lambda m: m)
+
+
+@pytest.mark.parametrize("name", ["identity", "print_parse"])
+def test_builtin_transforms_agree_with_the_oracle(name: str) -> None:
+    assert_equivalent(get_transform(name), max_examples=60)
+
+
+def test_float_mode_programs_agree() -> None:
+    assert_equivalent(get_transform("print_parse"), config=ProgramConfig(float_mode=True),
+                      max_examples=30)
+
+
+def test_explicit_programs_with_inputs() -> None:
+    programs = [(ADD, (np.int32(2), np.int32(3))), (parse(LIST), (np.int32(4),)),
+                (DIV, (np.int32(0),)), (DIV, (np.int32(3),))]
+    assert_equivalent(get_transform("print_parse"), programs=programs)
+
+
+def test_explicit_program_disagreement_is_reported_with_text_and_inputs() -> None:
+    def wrong(mod: IRModule) -> IRModule:
+        return parse(ADD.replace("add", "multiply"))
+
+    with pytest.raises(AssertionError) as info:
+        assert_equivalent(wrong, programs=[(ADD, (np.int32(2), np.int32(3)))])
+    msg = str(info.value)
+    assert "def @main(%x: int32, %y: int32)" in msg and "add(%x, %y)" in msg
+    assert "%x = 2" in msg and "%y = 3" in msg
+    assert "oracle (interpreter.evaluate) ---\n  5" in msg
+    assert "transform ---\n  6" in msg
+    assert "multiply" in msg  # the transformed program is shown too
+
+
+def test_a_trap_must_be_matched_by_a_trap() -> None:
+    def no_trap(mod: IRModule):  # type: ignore[no-untyped-def]
+        return lambda x: np.int32(0)
+
+    with pytest.raises(AssertionError, match="RelayRuntimeError: division by zero"):
+        assert_equivalent(no_trap, programs=[(DIV, (np.int32(0),))])
+
+
+def test_backend_callables_are_supported() -> None:
+    def backend(mod: IRModule):  # type: ignore[no-untyped-def]
+        return lambda *args: evaluate(mod, *args)
+
+    assert_equivalent(backend, max_examples=30)
+
+    def wrong_dtype(mod: IRModule):  # type: ignore[no-untyped-def]
+        return lambda x, y: np.int64(x + y)
+
+    with pytest.raises(AssertionError, match="dtype int32 vs int64"):
+        assert_equivalent(wrong_dtype, programs=[(ADD, (np.int32(1), np.int32(1)))])
+
+
+def test_a_crashing_transform_is_a_failure() -> None:
+    def crash(mod: IRModule) -> IRModule:
+        raise ValueError("boom")
+
+    with pytest.raises(AssertionError, match="crashed with ValueError"):
+        assert_equivalent(crash, programs=[(ADD, (1, 2))])
+
+
+def test_relay_errors_from_the_transform_fail_unless_allowed() -> None:
+    def declines(mod: IRModule) -> IRModule:
+        raise RelayTypeError("unsupported")
+
+    with pytest.raises(AssertionError, match="raised RelayTypeError on a well-typed program"):
+        assert_equivalent(declines, programs=[(ADD, (1, 2))])
+    assert_equivalent(declines, programs=[(ADD, (1, 2))], allow_errors=True)
+
+
+def test_ill_typed_explicit_programs_are_rejected() -> None:
+    bad = "def @main(%x: int32) -> float32 { %x }"
+    with pytest.raises(AssertionError, match="programs must be well typed"):
+        check_program(lambda m: m, parse(bad), (np.int32(1),))
+
+
+def test_generated_counterexamples_are_shrunk_relay_text() -> None:
+    def drop_main_result(mod: IRModule):  # type: ignore[no-untyped-def]
+        return lambda *args: ()
+
+    with pytest.raises(AssertionError) as info:
+        assert_equivalent(drop_main_result, max_examples=20)
+    msg = str(info.value)
+    assert "def @main" in msg and "--- inputs ---" in msg
+    assert len(msg.split("def @main", 1)[1].splitlines()) < 15

@@ -1,0 +1,117 @@
+"""The type-directed generator: expressions have the requested type; modules use every construct."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.strategies.programs import (
+    Program,
+    ProgramConfig,
+    TypingContext,
+    well_typed_exprs,
+    well_typed_modules,
+)
+from semantics import types_equal
+from semantics.expr import (
+    Call,
+    Constructor,
+    Function,
+    GlobalVar,
+    Let,
+    Match,
+    PatternConstructor,
+    PatternTuple,
+    RefRead,
+    RefWrite,
+    Var,
+)
+from semantics.module import IRModule
+from semantics.types import FuncType, RefType, TensorType, TupleType, Type
+from semantics.visitor import count_uses, post_order
+from typechecker import type_of
+
+X = Var("x", TensorType((2,), "int32"))
+R = Var("r", RefType(TensorType((), "float32")))
+TARGETS: list[Type] = [
+    TensorType((), "int32"), TensorType((2, 3), "float32"), TensorType((), "bool"),
+    TupleType((TensorType((2,), "int32"), TupleType(()))),
+    FuncType((TensorType((), "int64"),), TensorType((2,), "int32")),
+    RefType(TensorType((3,), "uint8")),
+]
+
+
+@settings(max_examples=100)
+@given(st.data())
+def test_exprs_have_the_requested_type(data: st.DataObject) -> None:
+    target = data.draw(st.sampled_from(TARGETS))
+    ctx = TypingContext(((X, X.type_annotation), (R, R.type_annotation)))
+    e = data.draw(well_typed_exprs(target, ctx, config=ProgramConfig(max_depth=2)))
+    fn_type = type_of(Function((X, R), e))
+    assert isinstance(fn_type, FuncType)
+    assert types_equal(fn_type.ret_type, target)
+
+
+def test_modules_use_every_construct() -> None:
+    seen: set[str] = set()
+
+    @settings(max_examples=200, database=None)
+    @given(well_typed_modules())
+    def collect(program: Program) -> None:
+        mod: IRModule = program.module
+        for td in mod.types.values():
+            if td.type_vars:
+                seen.add("polymorphic ADT")
+        for name, fn in mod.functions.items():
+            if fn.type_params:
+                seen.add("polymorphic global")
+            uses = count_uses(fn.body)
+            if any(n > 1 for n in uses.values()):
+                seen.add("sharing")
+            for node in post_order(fn):
+                if isinstance(node, Call) and isinstance(node.op, GlobalVar):
+                    seen.add("self call" if node.op.name_hint == name else "global call")
+                if isinstance(node, Call) and isinstance(node.op, Constructor):
+                    seen.add("constructor")
+                if isinstance(node, Let) and isinstance(node.value, Function):
+                    seen.add("let-bound function")
+                if isinstance(node, Call) and isinstance(node.op, Var):
+                    seen.add("closure call")
+                if isinstance(node, Call) and isinstance(node.op, Function):
+                    seen.add("immediate closure call")
+                if isinstance(node, Match):
+                    seen.add("match" if node.complete else "match?")
+                    for c in node.clauses:
+                        if isinstance(c.lhs, PatternTuple):
+                            seen.add("tuple pattern")
+                        if isinstance(c.lhs, PatternConstructor) and any(
+                                isinstance(p, (PatternConstructor, PatternTuple))
+                                for p in c.lhs.patterns):
+                            seen.add("nested pattern")
+                if isinstance(node, RefWrite):
+                    seen.add("ref write")
+                if isinstance(node, RefRead):
+                    seen.add("ref read")
+                if isinstance(node, Let) and isinstance(node.value, Var) and isinstance(
+                        node.var.type_annotation, RefType):
+                    seen.add("ref alias")
+                if isinstance(node, Function) and any(
+                        isinstance(p.type_annotation, FuncType) for p in node.params):
+                    seen.add("higher-order parameter")
+
+    collect()
+    expected = {"polymorphic ADT", "polymorphic global", "sharing", "self call", "global call",
+                "constructor", "let-bound function", "closure call", "match", "match?",
+                "tuple pattern", "nested pattern", "ref write", "ref read", "ref alias",
+                "higher-order parameter"}
+    assert expected <= seen, expected - seen
+
+
+def test_inputs_match_main() -> None:
+    @settings(max_examples=50, database=None)
+    @given(well_typed_modules())
+    def check(program: Program) -> None:
+        assert len(program.inputs) == len(program.module["main"].params)
+        assert "def @main" in repr(program)
+
+    check()
