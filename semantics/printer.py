@@ -1053,7 +1053,7 @@ class _Unit:
             out.append(f".{e.index}")  # type: ignore[attr-defined]
         elif cls is Let:
             out.append("(")
-            yield self.block(e, self.own_block[id(e)], out, ind + 1)
+            yield self.block(e, self.own_block[id(e)], out, ind + 1, own=True)
             out.append("\n" + "  " * ind + ")")
         elif cls is Function:
             yield self.function("fn ", e, out, ind)  # type: ignore[arg-type]
@@ -1142,8 +1142,12 @@ class _Unit:
         del self.holes[0]
 
     # --- blocks -----------------------------------------------------------------------------
-    def block(self, e: Expr, block: int, out: list[Any], ind: int) -> Gen:
-        """The statements of a block: its let spine, with a hole before each statement."""
+    def block(self, e: Expr, block: int, out: list[Any], ind: int, own: bool = False) -> Gen:
+        """The statements of a block: its let spine, with a hole before each statement.
+
+        ``own`` says that ``e`` is a ``let`` printed as its own block (in expression
+        position or as a graph binding), so it starts the spine even if it is shared.
+        """
         self.block_indent[block] = ind
         nl = "\n" + "  " * ind
         lets: list[Var] = []
@@ -1152,7 +1156,7 @@ class _Unit:
             hole: list[Any] = []
             out.append(hole)
             self.holes[block] = hole
-            if type(e) is not Let or id(e) in bound:
+            if type(e) is not Let or (id(e) in bound and not own):
                 out.append(nl)
                 yield self.expr(e, out, ind)
                 break
@@ -1163,6 +1167,7 @@ class _Unit:
                 yield self.expr(value, out, ind)
                 out.append(";")
                 e = e.body  # type: ignore[attr-defined]
+                own = False
                 continue
             name = self.bind_var(var)
             lets.append(var)
@@ -1183,6 +1188,7 @@ class _Unit:
                 self.var_names.setdefault(id(var), []).append(name)
             out.append(";")
             e = e.body  # type: ignore[attr-defined]
+            own = False
         del self.holes[block]
         for v in reversed(lets):
             self.unbind_var(v)

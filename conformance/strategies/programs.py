@@ -14,7 +14,10 @@ argument values for it. Every construct of the language appears:
 * ADT definitions (random: recursive, polymorphic) and ``match`` with nested
   constructor and tuple patterns (exhaustive, or ``match?`` that may fail);
 * references with observable effects: ``ref``, writes then reads, aliases
-  (``let %r2 = %r1``), references captured by closures, sequencing;
+  (``let %r2 = %r1``), references captured by closures, sequencing; ``main``
+  ends by reading every reference it bound, so a lost or reordered write
+  changes its result (``ProgramConfig(effects=k)`` adds ``k`` top-level
+  writes for targeted runs);
 * operator calls for every registered operator
   (:mod:`conformance.strategies.opcalls`): type-directed elementwise calls
   anywhere a tensor is wanted, and ``let`` bindings of each operator's valid

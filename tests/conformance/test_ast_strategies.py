@@ -209,3 +209,12 @@ def test_random_modules_round_trip_through_text(mod: IRModule) -> None:
     back = parse(text)
     for name, fn in mod.functions.items():
         assert alpha_equal(fn, back[name]), text
+
+
+@settings(max_examples=100)
+@given(ast_exprs())
+def test_random_exprs_round_trip_through_text(e: Expr) -> None:
+    from semantics import alpha_equal, parse_expr, pretty
+
+    text = pretty(e)
+    assert alpha_equal(e, parse_expr(text)), text

@@ -118,8 +118,9 @@ def test_generated_counterexamples_are_shrunk_relay_text() -> None:
     def drop_main_result(mod: IRModule):  # type: ignore[no-untyped-def]
         return lambda *args: ()
 
+    small = ProgramConfig(max_depth=1, max_globals=1, max_adts=1)
     with pytest.raises(AssertionError) as info:
-        assert_equivalent(drop_main_result, max_examples=20)
+        assert_equivalent(drop_main_result, config=small, max_examples=20)
     msg = str(info.value)
     assert "def @main" in msg and "--- inputs ---" in msg
     assert len(msg.split("def @main", 1)[1].splitlines()) < 15
