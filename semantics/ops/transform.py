@@ -11,7 +11,9 @@ fusion patterns are TVM's (``python/tvm/relay/op/transform.py``,
 Conventions
 -----------
 * ``concatenate`` and ``stack`` take ONE argument, a tuple of tensors (TVM's
-  convention): ``num_inputs`` is 1 and the reference receives a Python tuple.
+  convention); as ARCHITECTURE.md §4 prescribes for a tuple input, ``num_inputs`` is -1
+  (variadic) and the relation checks that exactly one tuple argument is given. The
+  reference receives a Python tuple.
 * ``split`` returns a tuple (a Python tuple of arrays; a ``TupleType``).
 * Every reference is wrapped by :func:`checked_reference`: it re-runs the
   relation on the runtime values, so an invalid call is a ``RelayRuntimeError``,
@@ -128,11 +130,11 @@ def _check_sections(v: Any) -> str | None:
     return None
 
 
-_op("concatenate", 1, R.CONCATENATE, OpPattern.INJECTIVE, _concatenate,
+_op("concatenate", -1, R.CONCATENATE, OpPattern.INJECTIVE, _concatenate,
     "Join the tensors of a tuple along axis.",
     AttrSpec("axis", "int", 0))
 
-_op("stack", 1, R.STACK, OpPattern.INJECTIVE, _stack,
+_op("stack", -1, R.STACK, OpPattern.INJECTIVE, _stack,
     "Stack the equally shaped tensors of a tuple along a new axis.",
     AttrSpec("axis", "int", 0))
 

@@ -97,7 +97,8 @@ EFFECTS = ProgramConfig(dtypes=("int32",), max_adts=0, max_globals=0, min_op_bin
                         effects=2).with_features("let", "ref", "tuple", "op")
 
 MUTANTS = [
-    ("swap add/subtract", swap_add_subtract, ProgramConfig(dtypes=("int32", "int64"))),
+    ("swap add/subtract", swap_add_subtract,
+     ProgramConfig(dtypes=("int32", "int64"), max_globals=1, max_adts=1)),
     ("drop a ref_write", drop_ref_write, EFFECTS),
     ("reorder two effects", reorder_effects, EFFECTS),
     ("off-by-one constant", off_by_one, ProgramConfig(dtypes=("int32",))),

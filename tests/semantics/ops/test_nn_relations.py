@@ -415,7 +415,7 @@ def test_operator_is_complete(name):
     assert isinstance(op.relation, Relation) and op.relation.name
     assert op.pattern == TVM_PATTERNS[name]
     assert callable(op.impl)
-    assert op.num_inputs >= 1
+    assert op.num_inputs >= 1 or (op.num_inputs == -1 and name in ("concatenate", "stack"))
     for spec in op.attrs.values():
         if not spec.required and spec.default is not None:
             coerce_attr(name, spec, spec.default)       # defaults are themselves valid
@@ -427,6 +427,10 @@ def test_only_value_constrained_operators_register_inputs():
     assert not {"nn.conv2d", "concatenate", "reshape", "nn.pad"} & set(INPUTS)
 
 
-def test_tuple_input_operators_take_one_argument():
+def test_tuple_input_operators_are_variadic_and_take_one_tuple():
+    # ARCHITECTURE.md §4: num_inputs is -1 for a tuple input; the relation wants one tuple.
     for name in ("concatenate", "stack"):
-        assert ops.get(name).num_inputs == 1
+        assert ops.get(name).num_inputs == -1
+        t = TensorType((2, 3), "float32")
+        with pytest.raises(RelayTypeError, match="1 tuple argument"):
+            ops.get(name).relation((t, t), ops.get(name).normalize_attrs({}))
