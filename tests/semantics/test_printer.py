@@ -335,6 +335,13 @@ def test_shared_node_inside_match_clause_gets_braces():
         "}")
 
 
+def test_shared_let_is_a_parenthesized_binding():
+    y = Var("y")
+    shared = Let(y, const(1), add(y, y))
+    assert pretty(Tuple((shared, shared))) == \
+        "%0 = (\n  let %y = 1;\n  add(%y, %y)\n);\n(%0, %0)"
+
+
 def test_shared_leaves_are_printed_again():
     x = Var("x")
     one = const(1)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import sympy
 from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from semantics.alpha import alpha_equal, structural_hash
 from semantics.dtypes import FLOAT_DTYPES, INT_DTYPES, SCALAR_DTYPES, UINT_DTYPES
@@ -41,7 +42,7 @@ def roundtrip(node):
     """Assert the round-trip properties for ``node``; return the re-parsed node."""
     text = pretty(node)
     back = parse(text) if isinstance(node, IRModule) else parse_expr(text)
-    assert alpha_equal(node, back), f"not alpha-equal after re-parsing:\n{text}\n---\n{pretty(back)}"
+    assert alpha_equal(node, back), f"not alpha-equal once re-parsed:\n{text}\n---\n{pretty(back)}"
     assert alpha_equal(back, node)
     assert pretty(back) == text, f"printing is not idempotent:\n{text}\n---\n{pretty(back)}"
     assert structural_hash(back) == structural_hash(node)
@@ -319,7 +320,7 @@ def _has_bare_nullary_constructor(root) -> bool:
 
 
 @settings(max_examples=60)
-@given(data=__import__("hypothesis").strategies.data())
+@given(data=st.data())
 def test_random_expressions_round_trip(data):
     from conformance.strategies.ast import ast_exprs
 
@@ -329,7 +330,7 @@ def test_random_expressions_round_trip(data):
 
 
 @settings(max_examples=60)
-@given(data=__import__("hypothesis").strategies.data())
+@given(data=st.data())
 def test_random_modules_round_trip(data):
     from conformance.strategies.ast import ast_modules
 
@@ -339,7 +340,7 @@ def test_random_modules_round_trip(data):
 
 
 @settings(max_examples=30)
-@given(data=__import__("hypothesis").strategies.data())
+@given(data=st.data())
 def test_random_types_round_trip(data):
     from conformance.strategies.ast import ast_types
 
