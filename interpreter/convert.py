@@ -83,8 +83,14 @@ def convert_arguments(params: Sequence[Var], args: Sequence[Any], mod: IRModule,
         ty = param_types[i] if param_types is not None and i < len(param_types) else None
         if ty is None:
             ty = param.type_annotation
-        values.append(conv.convert(arg, ty, "%" + param.name_hint))
-    conv.resolve_pending()
+        try:
+            values.append(conv.convert(arg, ty, "%" + param.name_hint))
+        except RelayRuntimeError as err:
+            raise err.with_span(param.span) from None
+    try:
+        conv.resolve_pending()
+    except RelayRuntimeError as err:
+        raise err.with_span(params[0].span if params else None) from None
     return values
 
 

@@ -26,7 +26,7 @@ Layout
   lists ``[1, 1]``). Function attributes follow the parameters:
   ``fn (%x: T, Primitive=1) -> T { ... }``. A nullary constructor call is its
   name (``Nil``).
-* Scalar constants are exact literals (``1``, ``1i64``, ``2.5f``, ``2f16``,
+* Scalar constants are exact literals (``1``, ``1i64``, ``2.5f``, ``2.0f16``,
   ``True``, ``inff``, ``nanf``); every literal is checked to decode to the
   same bits, and a constant that has no exact literal (a NaN with a payload,
   a negative NaN) or is not a scalar is written ``meta[relay.Constant][i]``,
@@ -50,8 +50,7 @@ globals, operators, constructors, constants) are simply printed again.
 A node shared between a recursive ``let``'s function and code after that
 ``let`` that mentions the ``let``'s own variable cannot be bound at any
 single point of the text; it is printed at each use instead (the one case
-where sharing is not preserved; it does not arise in well-formed output of
-our passes).
+where sharing is not preserved — see Limits).
 
 Unshared nodes print inline (readable for small programs) — except that an
 inline expression nested more than :data:`INLINE_DEPTH` calls deep is cut
@@ -79,6 +78,18 @@ loop. Output is a rope (nested lists of string fragments and graph-number
 tokens) flattened once at the end. Analyses (use counts, the block tree,
 inline depths) are linear passes over the DAG. Types and attribute values
 are shallow and printed recursively.
+
+Limits
+------
+What has no spelling in the text format the parser reads is printed as
+closely as possible but does not round-trip: a nullary constructor used as
+a value rather than called (``Nil`` parses as the call ``Nil()``, TVM's
+convention); explicit type arguments of calls (``Call.type_args``, never
+printed, as in TVM); attributes on calls of non-operators; ``where``
+constraints of function types (printed in a comment); free type variables,
+type relations and incomplete types (printed ``A``, ``R(T)``, ``_``); and
+the recursive-``let`` sharing case above. Round trips are exact for
+well-formed programs (each variable used only inside its binder's scope).
 """
 
 from __future__ import annotations
