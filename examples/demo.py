@@ -14,7 +14,8 @@ import relay
 
 PROGRAM = """
 #[version = "0.0.5"]
-def @dense_relu[n](%x: Tensor[(n, 4), float32], %w: Tensor[(3, 4), float32]) -> Tensor[(n, 3), float32] {
+def @dense_relu[n](%x: Tensor[(n, 4), float32], %w: Tensor[(3, 4), float32])
+    -> Tensor[(n, 3), float32] {
   nn.relu(nn.dense(%x, %w, units=3))
 }
 
@@ -50,7 +51,8 @@ def main() -> None:
 
     print("== derivation of `let %a = 1; %a + %a` (rule names from semantics/RULES.md) ==")
     rules: list[str] = []
-    relay.evaluate("def @main() { let %a = 1; %a + %a }", trace=lambda rule, node: rules.append(rule))
+    relay.evaluate("def @main() { let %a = 1; %a + %a }",
+                   trace=lambda rule, node: rules.append(rule))
     print("  " + " → ".join(rules))
 
     print("== a type error, as a student sees it ==")

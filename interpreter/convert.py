@@ -34,7 +34,12 @@ import numpy as np
 import sympy
 
 from interpreter.values import (
-    Closure, ConstructorFunction, ConstructorValue, OpValue, RefValue, value_str,
+    Closure,
+    ConstructorFunction,
+    ConstructorValue,
+    OpValue,
+    RefValue,
+    value_str,
 )
 from semantics.dtypes import SCALAR_DTYPES, is_bool, is_float, is_int, split_lanes
 from semantics.errors import RelayRuntimeError
@@ -42,8 +47,16 @@ from semantics.expr import Constructor, Expr, Function, Let, Var
 from semantics.module import IRModule
 from semantics.shapes import ANY
 from semantics.types import (
-    FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, Type, TypeCall,
-    TypeVar, type_children,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeVar,
+    type_children,
 )
 from semantics.visitor import post_order, run_recursive
 

@@ -72,17 +72,46 @@ import numpy as np
 
 from interpreter.env import Env
 from interpreter.values import (
-    Closure, ConstructorFunction, ConstructorValue, OpValue, RefValue, value_str,
+    Closure,
+    ConstructorFunction,
+    ConstructorValue,
+    OpValue,
+    RefValue,
+    value_str,
 )
 from semantics import ops
 from semantics.errors import (
-    InternalError, RelayError, RelayRuntimeError, non_exhaustive_match, unbound_variable,
+    InternalError,
+    RelayError,
+    RelayRuntimeError,
+    non_exhaustive_match,
+    unbound_variable,
     undefined_global,
 )
 from semantics.expr import (
-    Call, Constant, Constructor, Expr, Function, GlobalVar, Grad, If, Let, Match, Op, Pattern,
-    PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead, RefWrite,
-    Tuple, TupleGetItem, Var, children,
+    Call,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Let,
+    Match,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
 )
 from semantics.module import IRModule
 from semantics.rules import Rule as _RuleEnum

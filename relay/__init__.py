@@ -9,8 +9,17 @@ import importlib
 import importlib.util
 
 from semantics import (  # noqa: F401
-    IRModule, ParseError, RelayError, RelayRuntimeError, RelayTypeError, alpha_equal, parse,
-    parse_expr, parse_type, pretty, types_equal,
+    IRModule,
+    ParseError,
+    RelayError,
+    RelayRuntimeError,
+    RelayTypeError,
+    alpha_equal,
+    parse,
+    parse_expr,
+    parse_type,
+    pretty,
+    types_equal,
 )
 
 __all__ = [

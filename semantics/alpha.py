@@ -72,15 +72,48 @@ from typing import Any
 import sympy
 
 from semantics.expr import (
-    EMPTY_ATTRS, Attrs, Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, Grad, If,
-    Let, Match, Op, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard,
-    RefCreate, RefRead, RefWrite, Tuple, TupleGetItem, Var, children, pattern_vars,
+    EMPTY_ATTRS,
+    Attrs,
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Let,
+    Match,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
+    pattern_vars,
 )
 from semantics.module import IRModule
 from semantics.shapes import ANY, DEFAULT_SOLVER, Dim, DimSolver, shape_var
 from semantics.types import (
-    FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, Type, TypeCall,
-    TypeData, TypeRelation, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeData,
+    TypeRelation,
+    TypeVar,
 )
 
 __all__ = ["alpha_equal", "dims_equal", "structural_hash", "types_equal"]

@@ -38,11 +38,33 @@ from typing import Any
 import sympy
 
 from semantics.expr import (
-    Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, Let, Match, Op, Pattern,
-    PatternConstructor, PatternTuple, Var, children, pattern_vars,
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    Let,
+    Match,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    Var,
+    children,
+    pattern_vars,
 )
 from semantics.types import (
-    FuncType, RefType, TensorType, TupleType, Type, TypeCall, TypeData, TypeRelation, TypeVar,
+    FuncType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeData,
+    TypeRelation,
+    TypeVar,
 )
 
 __all__ = [

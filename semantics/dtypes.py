@@ -28,7 +28,8 @@ INT_DTYPES = ("int8", "int16", "int32", "int64")
 UINT_DTYPES = ("uint8", "uint16", "uint32", "uint64")
 FLOAT_DTYPES = ("float16", "float32", "float64")
 
-_DTYPE_RE = re.compile(r"^(bool|int(8|16|32|64)|uint(8|16|32|64)|float(16|32|64))(x([1-9][0-9]*))?$")
+_DTYPE_RE = re.compile(
+    r"^(bool|int(8|16|32|64)|uint(8|16|32|64)|float(16|32|64))(x([1-9][0-9]*))?$")
 
 INT_SUFFIX = {"i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
               "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64"}

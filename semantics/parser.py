@@ -130,18 +130,54 @@ import sympy
 from semantics import dtypes, shapes
 from semantics.errors import ParseError
 from semantics.expr import (
-    EMPTY_ATTRS, Attrs, Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, Grad, If,
-    Let, Match, Op, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard,
-    RefCreate, RefRead, RefWrite, Tuple, TupleGetItem, Var,
+    EMPTY_ATTRS,
+    Attrs,
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Let,
+    Match,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
 )
 from semantics.lexer import (
-    KEYWORDS, Tokens, decode_number, decode_string, tokenize, version_of,
+    KEYWORDS,
+    Tokens,
+    decode_number,
+    decode_string,
+    tokenize,
+    version_of,
 )
 from semantics.module import IRModule
 from semantics.span import Span
 from semantics.types import (
-    FuncType, GlobalTypeVar, IncompleteType, Kind, RefType, TensorType, TupleType, Type, TypeCall,
-    TypeData, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    Kind,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeData,
+    TypeVar,
 )
 from semantics.visitor import run_recursive
 

@@ -31,8 +31,16 @@ from pathlib import Path
 
 from semantics.errors import ParseError
 from semantics.expr import (
-    Constructor, Function, GlobalVar, Let, Match, Pattern, PatternConstructor, PatternTuple,
-    PatternVar, Var,
+    Constructor,
+    Function,
+    GlobalVar,
+    Let,
+    Match,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    Var,
 )
 from semantics.module import IRModule
 from semantics.span import Span

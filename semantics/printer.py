@@ -108,14 +108,46 @@ import sympy
 from semantics import dtypes, shapes
 from semantics.errors import InternalError
 from semantics.expr import (
-    Attrs, Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, Grad, If, Let, Match,
-    Op, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
-    RefWrite, Tuple, TupleGetItem, Var, children,
+    Attrs,
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Let,
+    Match,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
 )
 from semantics.module import IRModule
 from semantics.types import (
-    FuncType, GlobalTypeVar, IncompleteType, Kind, RefType, TensorType, TupleType, Type, TypeCall,
-    TypeData, TypeRelation, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    Kind,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeData,
+    TypeRelation,
+    TypeVar,
 )
 from semantics.visitor import post_order, run_recursive
 

@@ -16,8 +16,6 @@ cannot decide.
 
 from __future__ import annotations
 
-from typing import Union
-
 import sympy
 
 from semantics.errors import RelayTypeError
@@ -43,7 +41,7 @@ class AnyDim:
 
 ANY = AnyDim()
 
-Dim = Union[int, AnyDim, sympy.Expr]
+Dim = int | AnyDim | sympy.Expr
 
 
 def shape_var(name: str) -> sympy.Symbol:

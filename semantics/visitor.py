@@ -26,8 +26,25 @@ from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
 from semantics.expr import (
-    Call, Constant, Constructor, Expr, Function, GlobalVar, Grad, If, Let, Match, Op, RefCreate,
-    RefRead, RefWrite, Tuple, TupleGetItem, Var, children, with_children,
+    Call,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Let,
+    Match,
+    Op,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
+    with_children,
 )
 
 Recursive = Generator[Any, Any, Any]

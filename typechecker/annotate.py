@@ -29,9 +29,30 @@ from typing import Any
 
 from semantics.errors import InternalError, RelayTypeError
 from semantics.expr import (
-    Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, Grad, If, Let, Match, Op,
-    Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead,
-    RefWrite, Tuple, TupleGetItem, Var, children,
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Let,
+    Match,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
 )
 from semantics.types import Type, TypeData
 from semantics.visitor import post_order

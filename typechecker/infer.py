@@ -53,12 +53,35 @@ import sympy
 from semantics.dtypes import SCALAR_DTYPES
 from semantics.errors import RelayTypeError
 from semantics.expr import (
-    Call, Clause, Constant, Constructor, Expr, Function, GlobalVar, Grad, If, Let, Match, Op,
-    RefCreate, RefRead, RefWrite, Tuple, TupleGetItem, Var,
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Let,
+    Match,
+    Op,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
 )
 from semantics.span import Span
 from semantics.types import (
-    FuncType, IncompleteType, RefType, TensorType, TupleType, Type, TypeVar, unit_type,
+    FuncType,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeVar,
+    unit_type,
 )
 from typechecker import messages, schemes
 from typechecker.builtin_relations import GRADIENT, PROJECTION

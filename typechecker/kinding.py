@@ -24,8 +24,8 @@ would bind them), Kind-Relation.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 import sympy
 
@@ -36,8 +36,18 @@ from semantics.rules import Rule
 from semantics.shapes import ANY, Dim, dim_str
 from semantics.span import Span
 from semantics.types import (
-    FuncType, GlobalTypeVar, IncompleteType, Kind, RefType, TensorType, TupleType, Type, TypeCall,
-    TypeData, TypeRelation, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    Kind,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeData,
+    TypeRelation,
+    TypeVar,
 )
 from typechecker import messages
 

@@ -28,8 +28,17 @@ from __future__ import annotations
 from semantics import errors
 from semantics.shapes import dim_str
 from semantics.types import (
-    FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, Type, TypeCall,
-    TypeData, TypeRelation, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeData,
+    TypeRelation,
+    TypeVar,
 )
 
 

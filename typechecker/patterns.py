@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 from semantics.errors import RelayTypeError
 from semantics.expr import (
-    Clause, Constructor, Pattern, PatternConstructor, PatternTuple, PatternVar, PatternWildcard,
+    Clause,
+    Constructor,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
     Var,
 )
 from semantics.types import GlobalTypeVar, IncompleteType, TupleType, Type, TypeCall

@@ -40,8 +40,17 @@ from semantics.errors import RelayTypeError
 from semantics.shapes import ANY, Dim, dim_str
 from semantics.span import Span
 from semantics.types import (
-    FuncType, GlobalTypeVar, IncompleteType, Kind, RefType, TensorType, TupleType, Type, TypeCall,
-    TypeRelation, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    Kind,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeRelation,
+    TypeVar,
 )
 from typechecker import messages
 from typechecker.shape_solver import Z3DimSolver

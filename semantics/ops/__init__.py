@@ -6,10 +6,17 @@ for the protocol and the family modules for the operators.
 
 from __future__ import annotations
 
-from semantics.ops.registry import (
-    AttrSpec, OpDef, OpPattern, Relation, exists, get, list_ops, register_op,
-)
 from semantics.ops import families as _families  # noqa: F401  (registers every operator)
+from semantics.ops.registry import (
+    AttrSpec,
+    OpDef,
+    OpPattern,
+    Relation,
+    exists,
+    get,
+    list_ops,
+    register_op,
+)
 
 __all__ = ["AttrSpec", "OpDef", "OpPattern", "Relation", "exists", "get", "list_ops",
            "register_op"]

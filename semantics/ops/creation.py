@@ -34,7 +34,14 @@ from semantics.dtypes import is_dtype
 from semantics.errors import RelayRuntimeError
 from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
 from semantics.ops.relations import (
-    ARANGE, FULL, FULL_LIKE, IDENTITY, INIT_OP, cast_array, guarded, np_dtype,
+    ARANGE,
+    FULL,
+    FULL_LIKE,
+    IDENTITY,
+    INIT_OP,
+    cast_array,
+    guarded,
+    np_dtype,
 )
 
 FAMILY = "creation"

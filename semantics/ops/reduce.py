@@ -45,7 +45,14 @@ import numpy as np
 from semantics.dtypes import scalar
 from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
 from semantics.ops.relations import (
-    ARG_REDUCE, BOOL, REDUCE, VARIANCE, guarded, reduce_axes, reduce_relation, reduced_shape,
+    ARG_REDUCE,
+    BOOL,
+    REDUCE,
+    VARIANCE,
+    guarded,
+    reduce_axes,
+    reduce_relation,
+    reduced_shape,
 )
 from semantics.ops.tensor import trunc_divide_int
 

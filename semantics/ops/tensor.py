@@ -61,8 +61,20 @@ import numpy as np
 from semantics.errors import RelayRuntimeError
 from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
 from semantics.ops.relations import (
-    BOOL, BROADCAST, BROADCAST_COMPARE, CAST, CLIP, FLOAT, IDENTITY, NUMERIC, WHERE,
-    broadcast_relation, cast_array, check_nonzero_divisor, guarded, identity_relation,
+    BOOL,
+    BROADCAST,
+    BROADCAST_COMPARE,
+    CAST,
+    CLIP,
+    FLOAT,
+    IDENTITY,
+    NUMERIC,
+    WHERE,
+    broadcast_relation,
+    cast_array,
+    check_nonzero_divisor,
+    guarded,
+    identity_relation,
 )
 
 FAMILY = "tensor"

@@ -10,8 +10,24 @@ from interpreter import evaluate, register_grad_expander
 from semantics import IRModule, RelayError, RelayRuntimeError, RelayTypeError, parse, parse_expr
 from semantics.errors import InternalError
 from semantics.expr import (
-    Attrs, Call, Clause, Constructor, Function, GlobalVar, Grad, If, Match, Op, PatternConstructor,
-    PatternVar, RefRead, RefWrite, Tuple, TupleGetItem, Var, const,
+    Attrs,
+    Call,
+    Clause,
+    Constructor,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Match,
+    Op,
+    PatternConstructor,
+    PatternVar,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    const,
 )
 from semantics.types import GlobalTypeVar
 

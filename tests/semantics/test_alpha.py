@@ -10,15 +10,43 @@ from hypothesis import strategies as st
 
 from semantics.alpha import alpha_equal, dims_equal, structural_hash, types_equal
 from semantics.expr import (
-    Attrs, Call, Clause, Constant, Constructor, Function, GlobalVar, If, Let, Match, Op,
-    PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead, Tuple,
-    TupleGetItem, Var, children, const, with_children,
+    Attrs,
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Match,
+    Op,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
+    const,
+    with_children,
 )
 from semantics.module import IRModule
 from semantics.shapes import ANY, DimSolver, shape_var
 from semantics.types import (
-    FuncType, GlobalTypeVar, IncompleteType, Kind, RefType, TensorType, TupleType, TypeCall,
-    TypeData, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    Kind,
+    RefType,
+    TensorType,
+    TupleType,
+    TypeCall,
+    TypeData,
+    TypeVar,
 )
 from semantics.visitor import run_recursive
 

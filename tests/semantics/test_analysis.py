@@ -7,16 +7,44 @@ import pytest
 import sympy
 
 from semantics.analysis import (
-    all_vars, bound_vars, constructors_used, free_shape_vars, free_type_vars, free_vars,
+    all_vars,
+    bound_vars,
+    constructors_used,
+    free_shape_vars,
+    free_type_vars,
+    free_vars,
     global_vars,
 )
 from semantics.expr import (
-    Call, Clause, Constant, Constructor, Function, GlobalVar, If, Let, Match, Op,
-    PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefWrite, Tuple, Var, const,
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Match,
+    Op,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefWrite,
+    Tuple,
+    Var,
+    const,
 )
 from semantics.shapes import ANY, shape_var
 from semantics.types import (
-    FuncType, GlobalTypeVar, RefType, TensorType, TupleType, TypeCall, TypeData, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    RefType,
+    TensorType,
+    TupleType,
+    TypeCall,
+    TypeData,
+    TypeVar,
 )
 
 I32 = TensorType((), "int32")

@@ -10,9 +10,25 @@ from hypothesis import strategies as st
 
 from semantics.dtypes import FLOAT_DTYPES, INT_DTYPES, UINT_DTYPES, is_dtype, literal, scalar
 from semantics.errors import (
-    InternalError, ParseError, RelayError, RelayRuntimeError, RelayTypeError, require,
+    InternalError,
+    ParseError,
+    RelayError,
+    RelayRuntimeError,
+    RelayTypeError,
+    require,
 )
-from semantics.expr import Attrs, Call, Constant, Let, Op, Tuple, Var, children, const, with_children
+from semantics.expr import (
+    Attrs,
+    Call,
+    Constant,
+    Let,
+    Op,
+    Tuple,
+    Var,
+    children,
+    const,
+    with_children,
+)
 from semantics.module import IRModule
 from semantics.shapes import ANY, DEFAULT_SOLVER, normalize, shape_var
 from semantics.span import Source, Span

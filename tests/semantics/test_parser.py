@@ -10,14 +10,39 @@ import sympy
 
 from semantics import shapes
 from semantics.expr import (
-    Call, Clause, Constant, Constructor, Function, GlobalVar, Grad, If, Let, Match, Op,
-    PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead, RefWrite,
-    Tuple, TupleGetItem, Var,
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Let,
+    Match,
+    Op,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
 )
 from semantics.module import IRModule
 from semantics.parser import parse, parse_expr, parse_expr_with_module, parse_type
 from semantics.types import (
-    FuncType, GlobalTypeVar, IncompleteType, Kind, RefType, TensorType, TupleType, TypeCall,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    Kind,
+    RefType,
+    TensorType,
+    TupleType,
+    TypeCall,
     TypeVar,
 )
 from semantics.visitor import post_order

@@ -10,16 +10,44 @@ import pytest
 import sympy
 
 from semantics.expr import (
-    Attrs, Call, Clause, Constant, Constructor, Function, GlobalVar, Grad, If, Let, Match, Op,
-    PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead, RefWrite,
-    Tuple, TupleGetItem, Var, const,
+    Attrs,
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Let,
+    Match,
+    Op,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    const,
 )
 from semantics.module import IRModule
 from semantics.printer import INLINE_DEPTH, pretty
 from semantics.shapes import ANY, shape_var
 from semantics.types import (
-    FuncType, GlobalTypeVar, IncompleteType, Kind, RefType, TensorType, TupleType, TypeCall,
-    TypeData, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    Kind,
+    RefType,
+    TensorType,
+    TupleType,
+    TypeCall,
+    TypeData,
+    TypeVar,
 )
 
 F32 = TensorType((), "float32")

@@ -16,16 +16,44 @@ from hypothesis import strategies as st
 from semantics.alpha import alpha_equal, structural_hash
 from semantics.dtypes import FLOAT_DTYPES, INT_DTYPES, SCALAR_DTYPES, UINT_DTYPES
 from semantics.expr import (
-    Attrs, Call, Clause, Constant, Constructor, Function, GlobalVar, Grad, If, Let, Match, Op,
-    PatternConstructor, PatternTuple, PatternVar, PatternWildcard, RefCreate, RefRead, RefWrite,
-    Tuple, TupleGetItem, Var, children, const,
+    Attrs,
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Let,
+    Match,
+    Op,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
+    const,
 )
 from semantics.module import IRModule
 from semantics.parser import parse, parse_expr, parse_type
 from semantics.printer import pretty
 from semantics.shapes import ANY, shape_var
 from semantics.types import (
-    FuncType, GlobalTypeVar, RefType, TensorType, TupleType, TypeCall, TypeData, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    RefType,
+    TensorType,
+    TupleType,
+    TypeCall,
+    TypeData,
+    TypeVar,
 )
 from semantics.visitor import post_order
 

@@ -15,8 +15,16 @@ from semantics.expr import Constructor, Var
 from semantics.module import IRModule
 from semantics.shapes import ANY
 from semantics.types import (
-    FuncType, GlobalTypeVar, IncompleteType, RefType, TensorType, TupleType, Type, TypeCall,
-    TypeData, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeData,
+    TypeVar,
 )
 from typechecker import check, infer, type_of
 

@@ -7,8 +7,16 @@ from tc_util import assert_type, check, expect_type_error, module_types, type_of
 
 from semantics import parse
 from semantics.expr import (
-    Call, Clause, Constructor, Function, Match, PatternConstructor, PatternVar, PatternWildcard,
-    Var, const,
+    Call,
+    Clause,
+    Constructor,
+    Function,
+    Match,
+    PatternConstructor,
+    PatternVar,
+    PatternWildcard,
+    Var,
+    const,
 )
 from semantics.module import IRModule
 from semantics.types import GlobalTypeVar, TensorType, TypeCall, TypeData, TypeVar

@@ -11,8 +11,16 @@ from semantics.expr import Call, Constructor, Function, Var, const
 from semantics.module import IRModule
 from semantics.shapes import ANY, shape_var
 from semantics.types import (
-    FuncType, GlobalTypeVar, Kind, RefType, TensorType, TupleType, TypeCall, TypeData,
-    TypeRelation, TypeVar,
+    FuncType,
+    GlobalTypeVar,
+    Kind,
+    RefType,
+    TensorType,
+    TupleType,
+    TypeCall,
+    TypeData,
+    TypeRelation,
+    TypeVar,
 )
 from typechecker.kinding import Kinder, check_dim
 

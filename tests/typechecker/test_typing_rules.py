@@ -7,8 +7,21 @@ import pytest
 from tc_util import assert_type, check, expect_type_error, module_types, pretty, ty, type_of
 
 from semantics.expr import (
-    Call, Constant, Function, GlobalVar, Grad, If, Let, Op, RefCreate, RefRead, RefWrite, Tuple,
-    TupleGetItem, Var, const,
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Let,
+    Op,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    const,
 )
 from semantics.module import IRModule
 from semantics.types import FuncType, RefType, TensorType, TupleType, TypeVar

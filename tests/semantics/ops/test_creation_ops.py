@@ -11,12 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance.strategies.ops import op_call, op_invalid_call_args
 from semantics import ops
 from semantics.errors import RelayRuntimeError, RelayTypeError
 from semantics.shapes import ANY
 from semantics.types import TensorType
-
-from conformance.strategies.ops import op_call, op_invalid_call_args
 
 FAMILY_OPS = sorted(n for n in ops.list_ops() if ops.get(n).family == "creation")
 ALL = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

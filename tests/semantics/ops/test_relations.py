@@ -9,6 +9,8 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance.strategies.ops import INVALID_CALLS, VALID_CALLS, covered_ops, reduce_attrs
+from conformance.strategies.types import shapes
 from semantics import ops
 from semantics.errors import InternalError, RelayRuntimeError, RelayTypeError
 from semantics.expr import Attrs
@@ -16,9 +18,6 @@ from semantics.ops import relations as R
 from semantics.ops.registry import OpPattern, Relation
 from semantics.shapes import ANY, DimSolver, shape_var
 from semantics.types import IncompleteType, TensorType, TupleType, TypeVar
-
-from conformance.strategies.ops import INVALID_CALLS, VALID_CALLS, covered_ops, reduce_attrs
-from conformance.strategies.types import shapes
 
 FAMILIES = ("tensor", "creation", "reduce")
 MY_OPS = sorted(n for n in ops.list_ops() if ops.get(n).family in FAMILIES)
