@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 
@@ -43,6 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RelayError as err:
         print(str(err), file=sys.stderr)
         return 1
+    except BrokenPipeError:  # output piped into e.g. `head`, which stopped reading
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush
+        return 0
     except OSError as err:
         print(f"error: {err.strerror or err}: {getattr(err, 'filename', '')}", file=sys.stderr)
         return 1
