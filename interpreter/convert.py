@@ -14,11 +14,15 @@
   fields converted to the constructor's field types. A parameter without a
   declared type takes Python scalars at the default dtypes (int32, float32,
   bool). Every mismatch is a ``RelayRuntimeError`` naming the parameter.
-* :func:`export_value` prepares a result for the caller: arrays that came
-  straight out of the program's constants (read-only) are copied, so every
-  array a caller receives is an ordinary writable ndarray.
-* :func:`prelude_for_expr` / :func:`with_prelude` supply the prelude
-  definitions an expression or a hand-built module uses but does not define.
+* :func:`export_value` (:mod:`interpreter.export`) prepares a result for the
+  caller: arrays that came straight out of the program's constants (read-only)
+  are copied, so every array a caller receives is an ordinary writable ndarray.
+* :func:`prelude_for_expr` / :func:`with_prelude` (:mod:`interpreter.linking`)
+  supply the prelude definitions an expression or a hand-built module uses but
+  does not define.
+
+The last three are re-exported here: this module is where ``evaluate`` finds all
+of its boundary crossings.
 
 Deep values (a 10,000-element list) are converted with
 :func:`semantics.visitor.run_recursive` and explicit stacks: no Python
@@ -33,6 +37,8 @@ from typing import Any
 import numpy as np
 import sympy
 
+from interpreter.export import export_value
+from interpreter.linking import prelude_for_expr, with_prelude
 from interpreter.values import (
     Closure,
     ConstructorFunction,
@@ -43,7 +49,7 @@ from interpreter.values import (
 )
 from semantics.dtypes import SCALAR_DTYPES, is_bool, is_float, is_int, split_lanes
 from semantics.errors import RelayRuntimeError
-from semantics.expr import Constructor, Expr, Function, Let, Var
+from semantics.expr import Constructor, Var
 from semantics.module import IRModule
 from semantics.shapes import ANY
 from semantics.types import (
@@ -56,9 +62,8 @@ from semantics.types import (
     Type,
     TypeCall,
     TypeVar,
-    type_children,
 )
-from semantics.visitor import post_order, run_recursive
+from semantics.visitor import run_recursive
 
 __all__ = ["convert_arguments", "convert_value", "export_value", "prelude_for_expr",
            "with_prelude"]
@@ -482,147 +487,3 @@ def _list_array(x: list, dtype: str | None) -> np.ndarray | None:
             return _list_array(raw.astype(np.int64).tolist(), dtype)
         return None
     return None
-
-
-# --- results ----------------------------------------------------------------------------------
-
-def export_value(v: Any) -> Any:
-    """``v`` with every read-only array (a program constant) replaced by a writable copy.
-
-    Tuples and ADT values are rebuilt only where something changed (most results
-    contain no constant, and are returned as they are); references and closures are
-    returned as they are (their identity is their meaning). Iterative, memoized by
-    identity (values may share sub-values).
-    """
-    if type(v) is np.ndarray:
-        return v if v.flags.writeable else v.copy()
-    if type(v) is not tuple and type(v) is not ConstructorValue:
-        return v
-    if not _has_read_only_array(v):
-        return v
-    done: dict[int, Any] = {}
-    stack: list[tuple[Any, bool]] = [(v, False)]
-    while stack:
-        x, expanded = stack.pop()
-        if id(x) in done:
-            continue
-        if type(x) is np.ndarray:
-            done[id(x)] = x if x.flags.writeable else x.copy()
-            continue
-        if type(x) is tuple:
-            kids = x
-        elif type(x) is ConstructorValue:
-            kids = x.fields
-        else:
-            done[id(x)] = x
-            continue
-        if not expanded:
-            stack.append((x, True))
-            stack.extend((k, False) for k in kids if id(k) not in done)
-            continue
-        new = tuple(done[id(k)] for k in kids)
-        if all(a is b for a, b in zip(new, kids)):
-            done[id(x)] = x
-        elif type(x) is tuple:
-            done[id(x)] = new
-        else:
-            done[id(x)] = ConstructorValue(x.name, new, x.constructor)
-    return done[id(v)]
-
-
-def _has_read_only_array(v: Any) -> bool:
-    seen: set[int] = set()
-    stack = [v]
-    while stack:
-        x = stack.pop()
-        t = type(x)
-        if t is np.ndarray:
-            if not x.flags.writeable:
-                return True
-        elif t is tuple or t is ConstructorValue:
-            if id(x) in seen:
-                continue
-            seen.add(id(x))
-            stack.extend(x if t is tuple else x.fields)
-    return False
-
-
-# --- the prelude ------------------------------------------------------------------------------
-
-def _references(roots: Sequence[Expr]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Global names and ADT names that ``roots`` use (through code, patterns or annotations)."""
-    from semantics.analysis import constructors_used
-
-    globals_: dict[str, Any] = {}
-    adts: dict[str, Any] = {}
-    annotations: list[Type] = []
-    for root in roots:
-        for node in post_order(root):
-            kind = type(node).__name__
-            if kind == "GlobalVar":
-                globals_.setdefault(node.name_hint, node.span)
-            elif isinstance(node, Var) and node.type_annotation is not None:
-                annotations.append(node.type_annotation)
-            elif isinstance(node, Function):
-                annotations.extend(p.type_annotation for p in node.params
-                                   if p.type_annotation is not None)
-                if node.ret_type is not None:
-                    annotations.append(node.ret_type)
-            elif isinstance(node, Let) and node.var.type_annotation is not None:
-                annotations.append(node.var.type_annotation)
-        for ctor in constructors_used(root):
-            adts.setdefault(ctor.belong_to.name, ctor.span)
-    while annotations:
-        t = annotations.pop()
-        if isinstance(t, TypeCall):
-            adts.setdefault(t.func.name, t.span)
-        elif isinstance(t, GlobalTypeVar):
-            adts.setdefault(t.name, t.span)
-        annotations.extend(type_children(t))
-    return globals_, adts
-
-
-def prelude_for_expr(expr: Expr) -> IRModule:
-    """A module with the prelude definitions ``expr`` uses (empty when it uses none)."""
-    from semantics.prelude import needed_definitions
-
-    globals_, adts = _references([expr])
-    if not globals_ and not adts:
-        return IRModule()
-    functions, types = needed_definitions(globals_, adts)
-    return IRModule(functions, types)
-
-
-_WITH_PRELUDE: dict[int, tuple[IRModule, IRModule]] = {}
-
-
-def with_prelude(mod: IRModule) -> IRModule:
-    """``mod`` plus the prelude definitions it uses but does not define (itself if none).
-
-    The answer is remembered for the last few modules (held strongly, compared by
-    identity), so evaluating one module repeatedly scans it once.
-    """
-    cached = _WITH_PRELUDE.get(id(mod))
-    if cached is not None and cached[0] is mod:
-        return cached[1]
-    result = _with_prelude(mod)
-    if len(_WITH_PRELUDE) >= 16:
-        _WITH_PRELUDE.clear()
-    _WITH_PRELUDE[id(mod)] = (mod, result)
-    return result
-
-
-def _with_prelude(mod: IRModule) -> IRModule:
-    from semantics.prelude import needed_definitions
-
-    globals_, adts = _references(list(mod.functions.values()))
-    missing_globals = {g: s for g, s in globals_.items() if g not in mod.functions}
-    missing_types = {t: s for t, s in adts.items() if t not in mod.types}
-    if not missing_globals and not missing_types:
-        return mod
-    functions, types = needed_definitions(
-        missing_globals, missing_types, defined_functions=mod.functions,
-        defined_types=mod.types, defined_constructors=mod.constructors)
-    if not functions and not types:
-        return mod
-    return mod.merged(IRModule(functions, types))

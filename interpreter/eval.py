@@ -11,8 +11,9 @@ premises are the case's ``yield``s, in the same order.
 
 **A premise is a ``yield``.** ``v = yield Eval(e, env)`` asks the driver to
 establish Γ ⊢ e ⇓ v and resumes the case with ``v``. The driver
-(:meth:`Interpreter.run`) keeps the suspended cases on an explicit list, so the
-depth of a derivation is bounded by memory, never by Python's recursion limit.
+(:meth:`Machine.run <interpreter.machine.Machine.run>`) keeps the suspended cases
+on an explicit list, so the depth of a derivation is bounded by memory, never by
+Python's recursion limit.
 Rules without premises (constants, variables, globals, functions, operators,
 constructors) are plain methods returning the value directly: they cost no
 generator, and a premise whose expression is such a leaf is established in
@@ -39,7 +40,7 @@ identity, O(1) extension); the store Δ is the heap of
 premises are written, which is §5's left-to-right order); the sharing memo M
 of Semantics-Shared lives in the activation's frame: nodes reachable along
 more than one edge of a function body (graph bindings) are evaluated once per
-activation (see :func:`shared_nodes`).
+activation (see :func:`~interpreter.machine.shared_nodes`).
 
 **Speed.** Dispatch is one ``type(node) → method`` dict lookup; rule names are
 read from a plain-class mirror of the :class:`~semantics.rules.Rule` enum
@@ -60,17 +61,52 @@ registry contract, not a user error).
 ``grad(e)`` is a macro (paper appendix): it is expanded by the function
 registered with :func:`register_grad_expander` (the ``ad`` package registers
 one) and the expansion is evaluated in place (Semantics-Grad).
+
+Modules
+-------
+This module holds the rule cases (:class:`Interpreter`: its dispatch tables, the
+cases and the helpers they use) and nothing else, so it reads side by side with
+RULES.md. The rest of the evaluator is next to it:
+
+* :mod:`interpreter.machine`: the driver the cases run on (:class:`Eval` and
+  :class:`Tail` requests, :class:`~interpreter.machine.Machine` with the explicit
+  stack, the sharing memo frames, depth accounting and the ``fired`` bookkeeping of
+  fuel, ``trace`` and the :class:`Recorder`; :func:`shared_nodes`);
+* :mod:`interpreter.entry`: the public entry point (:func:`evaluate`,
+  :func:`evaluate_recorded` for ``relay run --trace``, :func:`register_grad_expander`);
+* :mod:`interpreter.convert`: Python arguments to values (with
+  :mod:`interpreter.export` for results and :mod:`interpreter.linking` for the
+  prelude); :mod:`interpreter.env` (Γ) and :mod:`interpreter.values`.
+
+The names this module has always exported (``evaluate``, ``evaluate_recorded``,
+``register_grad_expander``, ``Eval``, ``Tail``, ``Recorder``, ``shared_nodes``) are
+re-exported from there.
 """
 
 from __future__ import annotations
 
-import types
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
+from interpreter.entry import (
+    _GRAD_EXPANDER,
+    evaluate,
+    evaluate_recorded,
+    register_grad_expander,
+)
 from interpreter.env import Env
+from interpreter.machine import (
+    _MISSING,
+    Eval,
+    Machine,
+    Recorder,
+    Rule,
+    Tail,
+    _NodeCache,
+    shared_nodes,
+)
 from interpreter.values import (
     Closure,
     ConstructorFunction,
@@ -111,162 +147,24 @@ from semantics.expr import (
     Tuple,
     TupleGetItem,
     Var,
-    children,
 )
 from semantics.module import IRModule
-from semantics.rules import Rule as _RuleEnum
-from semantics.visitor import post_order
 
 __all__ = ["Eval", "Interpreter", "Recorder", "Tail", "evaluate", "evaluate_recorded",
            "register_grad_expander", "shared_nodes"]
 
 
-class Rule:
-    """The members of :class:`semantics.rules.Rule`, as plain class attributes (fast to read)."""
-
-
-for _member in _RuleEnum:
-    setattr(Rule, _member.name, _member)
-
-
-def Eval(expr: Expr, env: Env) -> tuple[Expr, Env]:  # noqa: N802 - names the judgment requested
-    """The request a case ``yield``s for a premise Γ ⊢ e ⇓ v."""
-    return (expr, env)
-
-
-class Tail:
-    """A case's instruction to continue with ``expr`` in ``env`` (a tail premise).
-
-    ``call`` is the Call node (or the function, for an application from Python)
-    when the tail premise is a closure's body: a new activation begins there.
-    """
-
-    __slots__ = ("expr", "env", "call")
-
-    def __init__(self, expr: Expr, env: Env, call: Expr | None = None):
-        self.expr = expr
-        self.env = env
-        self.call = call
-
-
-class Recorder(Protocol):
-    """Receives the derivation as it is built (used by ``relay run --trace``).
-
-    ``open(node)`` starts the judgment for ``node``; ``rule(rule, node)`` reports a
-    rule application (for the open judgment, or a pattern judgment inside it);
-    ``close(value)`` ends the innermost open judgment with its value. While a
-    recorder is attached, tail premises are awaited like the others, so the
-    derivation is a proper tree (and tail calls count towards ``max_depth``).
-    """
-
-    def open(self, node: Expr) -> None: ...
-    def rule(self, rule: Any, node: Any) -> None: ...
-    def close(self, value: Any) -> None: ...
-
-
-# --- the grad hook ----------------------------------------------------------------------------
-
-GradExpander = Callable[[Grad, IRModule], Expr]
-_GRAD_EXPANDER: list[GradExpander] = []
-
-
-def register_grad_expander(fn: GradExpander | None) -> None:
-    """Install the expansion of the ``grad(e)`` macro (Semantics-Grad).
-
-    Args:
-        fn: called as ``fn(grad_node, module)``; returns the expression that
-            ``grad_node`` stands for (evaluated in ``grad_node``'s environment).
-            The ``ad`` package registers its reverse-mode expander on import.
-            ``None`` removes the current expander.
-    """
-    _GRAD_EXPANDER.clear()
-    if fn is not None:
-        _GRAD_EXPANDER.append(fn)
-
-
-# --- sharing ----------------------------------------------------------------------------------
-
-_LEAF_TYPES = (Var, GlobalVar, Constant, Op, Constructor)
-
-
-def _not_function(node: Expr) -> bool:
-    return type(node) is not Function
-
-
-def shared_nodes(body: Expr) -> frozenset[Expr]:
-    """The nodes of ``body`` reachable along more than one edge (graph bindings).
-
-    Nested function bodies are not entered (each function has its own set) and
-    leaves (variables, constants, globals, operators, constructors) are left out:
-    evaluating them again is free of effects and O(1). These are the nodes
-    Semantics-Shared evaluates once per activation.
-    """
-    order = post_order(body, _not_function)
-    uses: dict[int, int] = {}
-    for node in order:
-        if type(node) is Function:
-            continue
-        for kid in children(node):
-            uses[id(kid)] = uses.get(id(kid), 0) + 1
-    return frozenset(n for n in order
-                     if uses.get(id(n), 0) > 1 and not isinstance(n, _LEAF_TYPES))
-
-
-class _NodeCache(dict):
-    """Facts derived from AST nodes, shared by all evaluations (nodes are immutable).
-
-    Keys are the nodes themselves (identity-hashed and held strongly, so an entry can
-    never be confused with a later node at a reused address); when ``limit`` entries
-    are exceeded the cache is simply emptied, which keeps it bounded.
-    """
-
-    def __init__(self, limit: int):
-        super().__init__()
-        self.limit = limit
-
-    def put(self, key: Any, value: Any) -> Any:
-        if len(self) >= self.limit:
-            self.clear()
-        self[key] = value
-        return value
-
-
-# Shared nodes per function body, and normalized attributes per operator call.
-_SHARED_CACHE = _NodeCache(2048)
+# Normalized attributes per operator call (the shared nodes are cached by the machine).
 _ATTRS_CACHE = _NodeCache(16384)
-
-
-def _remember(memo: dict[Expr, Any], node: Expr):
-    """A driver frame storing the value of a shared node when it arrives (Semantics-Shared)."""
-    value = yield
-    memo[node] = value
-    return value
-
-
-def _await(expr: Expr, env: Env):
-    """A driver frame awaiting a tail premise (recording mode only: no tail calls)."""
-    value = yield (expr, env)
-    return value
-
-
-_REMEMBER_CODE = _remember.__code__
-_GENERATOR = types.GeneratorType
-_MISSING = object()
 _BOOL = np.dtype(bool)
-
-
-class _CallbackError(Exception):
-    """Wraps an exception raised by the user's ``trace`` callable, to re-raise it unchanged."""
-
-    def __init__(self, original: BaseException):
-        super().__init__(str(original))
-        self.original = original
 
 
 # --- the interpreter --------------------------------------------------------------------------
 
-class Interpreter:
-    """Evaluates expressions of one module. See the module docstring for the design.
+class Interpreter(Machine):
+    """Evaluates expressions of one module: the rule cases, run by :class:`Machine`.
+
+    See the module docstring for the design.
 
     Args:
         mod: the program (globals and ADTs).
@@ -279,22 +177,12 @@ class Interpreter:
     def __init__(self, mod: IRModule, *, fuel: int | None = None,
                  trace: Callable[[str, Any], Any] | None = None, max_depth: int = 100_000,
                  recorder: Recorder | None = None):
-        self.mod = mod
-        self.fuel = fuel
-        self.trace = trace
-        self.max_depth = max_depth
-        self.recorder = recorder
-        self.steps = 0
+        super().__init__(mod, fuel=fuel, trace=trace, max_depth=max_depth, recorder=recorder)
         self._globals: dict[str, Closure] = {}
         self._ops: dict[str, OpValue] = {}
         self._nullary: dict[Constructor, ConstructorValue] = {}
-        self._shared = _SHARED_CACHE
         self._attrs = _ATTRS_CACHE
         self._grads: dict[Grad, Expr] = {}
-        if fuel is None and trace is None and recorder is None:
-            self.fired = self._fired_count
-        else:
-            self.fired = self._fired_observed
         # Rules without premises: node -> value.
         self._axioms: dict[type, Callable[[Any, Env], Any]] = {
             Var: self._eval_var, GlobalVar: self._eval_global_var,
@@ -321,151 +209,6 @@ class Interpreter:
             PatternWildcard: self._match_wildcard, PatternVar: self._match_var,
             PatternConstructor: self._match_constructor, PatternTuple: self._match_tuple,
         }
-
-    # --- bookkeeping --------------------------------------------------------------------
-    def _fired_count(self, rule: Any, node: Any) -> None:
-        self.steps += 1
-
-    def _fired_observed(self, rule: Any, node: Any) -> None:
-        self.steps += 1
-        if self.fuel is not None and self.steps > self.fuel:
-            raise RelayRuntimeError(
-                f"out of fuel: the evaluation needs more than {self.fuel} rule applications",
-                getattr(node, "span", None))
-        if self.trace is not None:
-            try:
-                self.trace(rule.value, node)
-            except BaseException as exc:  # noqa: BLE001 - the user's callback; re-raised as is
-                raise _CallbackError(exc) from exc
-        if self.recorder is not None:
-            self.recorder.rule(rule, node)
-
-    def shared_of(self, body: Expr) -> frozenset[Expr]:
-        """The shared nodes of a function body (computed once per body)."""
-        found = self._shared.get(body)
-        if found is None:
-            found = self._shared.put(body, shared_nodes(body))
-        return found
-
-    def root_env(self, expr: Expr) -> Env:
-        """The environment of a top-level evaluation of ``expr`` (its own sharing scope)."""
-        shared = self.shared_of(expr)
-        return Env({}, None, {} if shared else None, shared)
-
-    # --- the driver ---------------------------------------------------------------------
-    def run(self, expr: Expr, env: Env, depth: int = 0) -> Any:
-        """Γ ⊢ expr ⇓ v: drive the cases on an explicit stack and return ``v``.
-
-        ``depth`` is the activation depth of ``env`` (0 at the top level).
-        """
-        axioms = self._axioms
-        cases = self._cases
-        rec = self.recorder
-        max_depth = self.max_depth
-        gens: list[Any] = []
-        depths: list[int] = []
-        e = expr
-        while True:
-            # -- establish Γ ⊢ e ⇓ ? : a value now, or a suspended case pushed --------------
-            shared = env.shared
-            if shared and e in shared:
-                memo = env.memo
-                hit = memo.get(e, _MISSING)
-                if hit is not _MISSING:
-                    if rec is not None:
-                        rec.open(e)
-                    value = self._eval_shared(e, hit)
-                    if rec is not None:
-                        rec.close(value)
-                    result = value
-                    pending = False
-                else:
-                    frame = _remember(memo, e)
-                    next(frame)
-                    gens.append(frame)
-                    depths.append(depth)
-                    pending = True
-            else:
-                pending = True
-            if pending:
-                if rec is not None:
-                    rec.open(e)
-                axiom = axioms.get(type(e))
-                if axiom is not None:
-                    result = axiom(e, env)
-                    if rec is not None:
-                        rec.close(result)
-                else:
-                    case = cases.get(type(e))
-                    if case is None:
-                        raise InternalError(f"no evaluation rule for {type(e).__name__}")
-                    result = case(e, env)
-                    if type(result) is _GENERATOR:
-                        gens.append(result)
-                        depths.append(depth)
-                        result = None
-                    elif type(result) is Tail:
-                        # A rule with no premise left but a tail one (Semantics-Let-Rec).
-                        if rec is not None:
-                            frame = _await(result.expr, result.env)
-                            gens.append(frame)
-                            depths.append(depth)
-                            result = None
-                        else:
-                            e = result.expr
-                            env = result.env
-                            continue
-            # -- deliver `result` to the innermost suspended case ----------------------------
-            while gens:
-                try:
-                    request = gens[-1].send(result)
-                except StopIteration as stop:
-                    done = gens.pop()
-                    d = depths.pop()
-                    outcome = stop.value
-                    if type(outcome) is Tail:
-                        if outcome.call is not None:
-                            # A new activation, one deeper than the one awaiting its value.
-                            d = (d if rec is not None else depths[-1] if depths else 0) + 1
-                            if d > max_depth:
-                                raise RelayRuntimeError(
-                                    f"stack exhausted: more than {max_depth} nested calls",
-                                    outcome.call.span) from None
-                        if rec is not None:
-                            frame = _await(outcome.expr, outcome.env)
-                            gens.append(frame)
-                            depths.append(d)
-                            result = None
-                            continue
-                        e = outcome.expr
-                        env = outcome.env
-                        depth = d
-                        break
-                    result = outcome
-                    if rec is not None and done.gi_code is not _REMEMBER_CODE:
-                        rec.close(result)
-                    continue
-                e, env = request
-                depth = depths[-1]
-                break
-            else:
-                return result
-
-    def apply(self, f: Any, args: list[Any], node: Expr | None = None) -> Any:
-        """Apply a function value to argument values (an application made from Python)."""
-        applier = self._appliers.get(type(f))
-        if applier is None:
-            raise RelayRuntimeError(
-                f"cannot call a value that is not a function: {value_str(f, limit=60)}",
-                getattr(node, "span", None))
-        outcome = applier(f, args, node)
-        if type(outcome) is Tail:
-            if self.max_depth < 1:
-                raise RelayRuntimeError(
-                    f"stack exhausted: more than {self.max_depth} nested calls",
-                    getattr(node, "span", None))
-            return self.run(outcome.expr, outcome.env, 1)
-        return outcome
 
     def global_closure(self, gv: GlobalVar) -> Closure:
         """The closure of a global function (one per global per interpreter)."""
@@ -823,156 +566,3 @@ def _check_op_result(name: str, result: Any) -> Any:
         return tuple(_check_op_result(name, r) for r in result)
     raise InternalError(
         f"operator {name} returned {type(result).__name__}, not a tensor (registry contract)")
-
-
-# --- the public entry point -------------------------------------------------------------------
-
-def evaluate(p: Any, *args: Any, entry: str = "main", check: bool = True,
-             fuel: int | None = None, trace: Callable[[str, Any], Any] | None = None,
-             max_depth: int = 100_000) -> Any:
-    """Run a program with the big-step semantics (ARCHITECTURE.md §4).
-
-    Args:
-        p: an :class:`IRModule` (its ``entry`` function is applied to ``args``), an
-            expression (closed; when ``args`` are given it must evaluate to a function, which
-            is applied to them) or module text (parsed with ``semantics.parse``). Prelude
-            definitions the program uses are available.
-        args: numpy arrays, Python scalars (converted to the parameter's declared dtype),
-            tuples, :class:`~interpreter.values.ConstructorValue` s (resolved by name).
-        entry: the global to run when ``p`` is a module or text.
-        check: type-check the program first (``typechecker.check``).
-        fuel: the number of rule applications allowed (None: no bound).
-        trace: called as ``trace(rule_name, node)`` for every rule application, with the
-            rule's name in ``semantics/RULES.md``.
-        max_depth: the bound on nested non-tail calls.
-    Returns:
-        The value: an ndarray of exactly the Relay dtype (0-d for scalars), a tuple, a
-        ConstructorValue, a Closure, a RefValue or an OpValue.
-    Raises:
-        ParseError: malformed program text.
-        RelayTypeError: ``check`` is on and the program is ill-typed.
-        RelayRuntimeError: wrong arguments, or the evaluation fails (non-exhaustive match,
-            integer division by zero, out of fuel, stack exhausted, ...).
-    """
-    _check_options(entry, fuel, trace, max_depth)
-    return _guarded(p, args, entry, check, fuel, trace, max_depth, None)
-
-
-def evaluate_recorded(p: Any, *args: Any, recorder: Recorder, entry: str = "main",
-                      check: bool = True, fuel: int | None = None,
-                      max_depth: int = 100_000) -> Any:
-    """:func:`evaluate` reporting the derivation to ``recorder`` (``relay run --trace``).
-
-    While recording, tail premises are awaited like the others (the derivation is a tree),
-    so tail calls count towards ``max_depth``. Raises as :func:`evaluate` does.
-    """
-    _check_options(entry, fuel, None, max_depth)
-    return _guarded(p, args, entry, check, fuel, None, max_depth, recorder)
-
-
-def _guarded(p: Any, args: tuple[Any, ...], entry: str, check: bool, fuel: int | None,
-             trace: Callable[[str, Any], Any] | None, max_depth: int,
-             recorder: Recorder | None) -> Any:
-    """Run :func:`_evaluate`; only RelayErrors (and InternalErrors, for bugs) get out."""
-    try:
-        with np.errstate(all="ignore"):
-            return _evaluate(p, args, entry, check, fuel, trace, max_depth, recorder)
-    except _CallbackError as err:
-        raise err.original from None
-    except (RelayError, InternalError):
-        raise
-    except RecursionError as exc:  # pragma: no cover - would be an interpreter bug
-        raise InternalError(f"the interpreter recursed too deeply: {exc}") from exc
-    except Exception as exc:
-        raise InternalError(f"evaluation failed unexpectedly: {type(exc).__name__}: {exc}") \
-            from exc
-
-
-def _check_options(entry: Any, fuel: Any, trace: Any, max_depth: Any) -> None:
-    if not isinstance(entry, str):
-        raise RelayRuntimeError(f"entry must be a global's name, got {entry!r}")
-    if fuel is not None and (isinstance(fuel, bool) or not isinstance(fuel, int) or fuel < 0):
-        raise RelayRuntimeError(f"fuel must be a non-negative integer or None, got {fuel!r}")
-    if trace is not None and not callable(trace):
-        raise RelayRuntimeError(f"trace must be callable, got {trace!r}")
-    if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
-        raise RelayRuntimeError(f"max_depth must be a positive integer, got {max_depth!r}")
-
-
-def _evaluate(p: Any, args: tuple[Any, ...], entry: str, check: bool, fuel: int | None,
-              trace: Callable[[str, Any], Any] | None, max_depth: int,
-              recorder: Recorder | None) -> Any:
-    from interpreter.convert import (
-        convert_arguments,
-        export_value,
-        prelude_for_expr,
-        with_prelude,
-    )
-
-    if isinstance(p, str):
-        from semantics.parser import parse
-
-        p = parse(p)
-    if isinstance(p, IRModule):
-        mod = with_prelude(p)
-        fn = mod.functions.get(entry.lstrip("@"))
-        if fn is None:
-            raise RelayRuntimeError(f"the module has no global @{entry.lstrip('@')}")
-        where = "@" + entry.lstrip("@")
-        if len(args) != len(fn.params):
-            raise RelayRuntimeError(
-                f"wrong number of arguments: {where} expects {len(fn.params)}, got {len(args)}",
-                fn.span)
-        param_types = _type_check(mod, fn, entry.lstrip("@")) if check else None
-        values = convert_arguments(fn.params, args, mod, where, param_types)
-        interp = Interpreter(mod, fuel=fuel, trace=trace, max_depth=max_depth,
-                             recorder=recorder)
-        gv = GlobalVar(entry.lstrip("@"), span=fn.span)
-        closure = interp.global_closure(gv)
-        interp.fired(Rule.SEMANTICS_GLOBAL, gv)
-        return export_value(interp.apply(closure, values, fn))
-    if isinstance(p, Expr):
-        mod = prelude_for_expr(p)
-        param_types = None
-        if check:
-            wrapped = IRModule.from_expr(p, mod.functions, mod.types)
-            param_types = _type_check(wrapped, wrapped["main"], "main")
-        interp = Interpreter(mod, fuel=fuel, trace=trace, max_depth=max_depth,
-                             recorder=recorder)
-        value = interp.run(p, interp.root_env(p), 0)
-        if args:
-            if type(value) is Closure:
-                where = value.name or "the function"
-                types_ = param_types if value.function is p else None
-                value = interp.apply(
-                    value, convert_arguments(value.params, args, mod, where, types_), p)
-            elif type(value) in (OpValue, ConstructorFunction):
-                value = interp.apply(value, [convert_value_untyped(a, mod) for a in args], p)
-            else:
-                raise RelayRuntimeError(
-                    "arguments were given, but the expression's value is not a function: "
-                    + value_str(value, limit=60), p.span)
-        return export_value(value)
-    raise RelayRuntimeError(
-        "evaluate expects an IRModule, an expression or program text, got "
-        + type(p).__name__)
-
-
-def convert_value_untyped(x: Any, mod: IRModule) -> Any:
-    """A Python argument as a value when no parameter type is known (operators, constructors)."""
-    from interpreter.convert import convert_value
-
-    return convert_value(x, None, mod)
-
-
-def _type_check(mod: IRModule, fn: Function, name: str) -> list[Any] | None:
-    """Type-check ``mod``; return the entry's parameter types when some are not annotated."""
-    try:
-        import typechecker
-    except ImportError as exc:
-        raise InternalError(f"check=True needs the type checker: {exc}") from exc
-    if all(param.type_annotation is not None for param in fn.params):
-        typechecker.check(mod)
-        return None
-    inferred = typechecker.infer(mod)
-    return [getattr(param, "checked_type", None) for param in inferred[name].params]

@@ -1,0 +1,153 @@
+"""Module assembly: helper globals and ``main``; the complete generator ``_Gen``.
+
+``global_function`` draws a plain, polymorphic, structurally recursive or counter-loop
+global (a global calls only globals defined before it); ``main`` takes first-order
+parameters, binds operator and global calls whose results it returns (so each is
+observable), and ends by reading every reference it bound.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from conformance.strategies.programgen.adts import _AdtGen
+from conformance.strategies.programgen.effects import _RefGen
+from conformance.strategies.programgen.exprs import _ExprGen
+from conformance.strategies.programgen.operators import _OpGen
+from conformance.strategies.programgen.recursion import _RecGen
+from conformance.strategies.programgen.scope import (
+    _Ctx,
+    _GlobalInfo,
+    _has_ref,
+    _is_recursive,
+    _RecPermit,
+)
+from conformance.strategies.typeutil import adt_instance, is_first_order, substitute, type_key
+from semantics.expr import Call, Expr, Function, GlobalVar, Let, RefCreate, RefRead, Tuple, Var
+from semantics.types import Kind, RefType, TensorType, TupleType, Type, TypeVar
+
+
+class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
+    """One program's generation: draws, configuration, module state (all the mixins)."""
+
+    # --- globals -------------------------------------------------------------------------------
+    def global_function(self, index: int) -> tuple[str, Function]:
+        kinds = ["plain"]
+        if "poly" in self.f:
+            kinds.append("poly")
+        rec_adts = [td for td in self.s.adts if _is_recursive(td)]
+        if "recursion" in self.f and "match" in self.f and rec_adts:
+            kinds.append("struct")
+        if "recursion" in self.f and self.bool_ops:
+            kinds.append("counter")
+        kind = self.pick(kinds)
+        name = f"g{index}"
+        d = self.cfg.max_depth
+        root = _Ctx()
+        if kind == "poly":
+            a = TypeVar(f"T{index}", Kind.Type)
+            ctx = _Ctx(tvars=(a,))
+            others = [self.rand_type(ctx, 1) for _ in range(self.draw(st.integers(0, 1)))]
+            arg_types = (a, *others)
+            ret = self.rand_type(ctx, 1)
+            params = [self.var(t) for t in arg_types]
+            bound = list(zip(params, arg_types, strict=True))
+            body = self.gen(ret, ctx.child(bound, boundary=True), d)
+            fn = Function(tuple(params), body, ret, (a,))
+            self.s.globals.append(_GlobalInfo(name, (a,), arg_types, ret))
+            return name, fn
+        if kind == "struct":
+            td = self.pick(rec_adts)
+            targs = tuple(self.tensor_type() for _ in td.type_vars)
+            at = adt_instance(td, targs)
+            others = [self.rand_type(root, 1) for _ in range(self.draw(st.integers(0, 1)))]
+            ret = self.rand_type(root, 1)
+            arg_types = (at, *others)
+            params = [self.var(t) for t in arg_types]
+            permit = _RecPermit(GlobalVar(name), "struct", arg_types, ret, adt_key=type_key(at),
+                                param=params[0])
+            ctx = root.child(list(zip(params, arg_types, strict=False)), boundary=True, rec=permit)
+            body = self.match(params[0], at, ret, ctx, d, params[0])
+            fn = Function(tuple(params), body, ret)
+            self.s.globals.append(_GlobalInfo(name, (), arg_types, ret))
+            return name, fn
+        if kind == "counter":
+            ret = self.rand_type(root, 1)
+            extra = [self.rand_type(root, 1) for _ in range(self.draw(st.integers(0, 1)))]
+            n = self.var(TensorType((), "int32"), prefix="n")
+            params = [(n, TensorType((), "int32"))] + [(self.var(t), t) for t in extra]
+            body = self.counter_body(GlobalVar(name), n, params, ret, root, d)
+            fn = Function(tuple(v for v, _ in params), body, ret)
+            self.s.globals.append(_GlobalInfo(name, (), tuple(t for _, t in params), ret))
+            return name, fn
+        arg_types = tuple(self.rand_type(root, 1)
+                          for _ in range(self.draw(st.integers(0, self.cfg.max_params))))
+        ret = self.rand_type(root, 1)
+        params = [self.var(t) for t in arg_types]
+        bound = list(zip(params, arg_types, strict=True))
+        body = self.gen(ret, root.child(bound, boundary=True), d)
+        fn = Function(tuple(params), body, ret if self.coin(2) else None)
+        self.s.globals.append(_GlobalInfo(name, (), arg_types, ret))
+        return name, fn
+
+    def main(self) -> tuple[Function, tuple[Type, ...]]:
+        """``main``: first-order parameters, a let chain with observable bindings, a result."""
+        root = _Ctx()
+        n_params = self.draw(st.integers(0, self.cfg.max_params))
+        arg_types = tuple(self.rand_type(root, 1, first_order=True, allow_ref=False)
+                          for _ in range(n_params))
+        params = [self.var(t, prefix="p") for t in arg_types]
+        ctx = root.child(list(zip(params, arg_types, strict=False)), boundary=True)
+        d = self.cfg.max_depth
+        bindings: list[tuple[Var, Expr]] = []
+        observed: list[Var] = []
+        steps: list[tuple[str, Any]] = []
+        if self.cfg.focus_op is not None and self.cfg.focus_op in self.ops:
+            steps.append(("op", self.cfg.focus_op))
+        steps += [("op", None)] * (self.cfg.min_op_bindings if self.ops else 0)
+        steps += [("global", g) for g in self.s.globals]
+        steps += [("any", None)] * self.draw(st.integers(0, self.cfg.max_let_chain))
+        if self.cfg.effects and "ref" in self.f:
+            steps += [("ref", None)] + [("effect", None)] * self.cfg.effects
+        for step, arg in steps:
+            if step == "op":
+                call = self.random_op_call(ctx, d - 1, arg)
+                if call is None:
+                    continue
+                value, vt = call
+                var = self.var(vt)
+            elif step == "global":
+                value, vt = self._poly_call(arg, ctx, d - 1)
+                var = self.var(vt, prefix="o")
+            elif step == "ref":
+                vt = RefType(self.tensor_type())
+                var, value = self.var(vt), RefCreate(self.gen(vt.value, ctx, d - 1))
+            elif step == "effect":
+                var, value, vt = Var("_"), self._gen_ref_write(TupleType(()), ctx, d - 1), \
+                    TupleType(())
+            else:
+                var, value, vt = self.binding(ctx, d - 1, None)
+            bindings.append((var, value))
+            if var.name_hint == "_":
+                continue
+            ctx = ctx.child([(var, vt)])
+            if step != "any" and is_first_order(vt) and not _has_ref(vt):
+                observed.append(var)
+        ret = self.rand_type(root, 1, first_order=True)
+        result = self.gen(ret, ctx, d)
+        # Reading every reference main bound makes the effects on it observable.
+        reads = [RefRead(v) for v, t in ctx.vars if isinstance(t, RefType) and v not in params]
+        if observed or reads:
+            result = Tuple((result, *observed, *reads))
+        body = result
+        for var, value in reversed(bindings):
+            body = Let(var, value, body)
+        return Function(tuple(params), body, None), arg_types
+
+    def _poly_call(self, g: _GlobalInfo, ctx: _Ctx, d: int) -> tuple[Expr, Type]:
+        mapping = {id(p): self.rand_type(ctx, 0, first_order=True, allow_ref=False)
+                   for p in g.type_params}
+        args = tuple(self.gen(substitute(a, mapping), ctx, d) for a in g.arg_types)
+        return Call(GlobalVar(g.name), args), substitute(g.ret, mapping)

@@ -1,0 +1,233 @@
+"""Type-directed expression generation: ``gen(t, ctx, depth)`` and its compound forms.
+
+``gen`` picks, simplest first, a variable of type ``t``, a literal (introduction form:
+constant, tuple, closure, ``ref``, constructor), or a compound form whose result has
+type ``t``: ``let`` chains, ``if``, projections, calls of closures, variables and
+(polymorphic) globals, and shared pure nodes. The typing rules it follows are those of
+RULES.md §Typing (Leaves, Tuples, Bindings, Calls, Conditionals); the other forms come
+from the sibling mixins (operators, references, matches, recursion).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from conformance.strategies import opcalls
+from conformance.strategies.programgen.base import _GenBase
+from conformance.strategies.programgen.scope import _Ctx, _GlobalInfo, _size
+from conformance.strategies.typeutil import (
+    adt_args,
+    has_type_var,
+    is_first_order,
+    match_type,
+    substitute,
+    type_key,
+)
+from semantics.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    RefCreate,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from semantics.types import FuncType, RefType, TensorType, TupleType, Type, TypeVar
+
+
+class _ExprGen(_GenBase):
+    """The type-directed core and the compound forms."""
+
+    # --- the type-directed core ------------------------------------------------------------
+    def gen(self, t: Type, ctx: _Ctx, depth: int) -> Expr:
+        """An expression of type ``t`` in ``ctx`` (nesting at most ``depth``)."""
+        key = type_key(t)
+        opts: list[str] = []
+        if ctx.by_key.get(key):
+            opts.append("var")
+        if not isinstance(t, TypeVar):
+            opts.append("lit")
+        if depth > 0:
+            opts += self._compound_options(t, key, ctx)
+        if not opts:
+            raise ValueError(f"generator: no expression of type {key} in this context")
+        choice = self.pick(opts)
+        d = depth - 1
+        if choice == "var":
+            return self.pick(ctx.by_key[key])
+        if choice == "lit":
+            return self.literal(t, ctx, depth)
+        return getattr(self, "_gen_" + choice)(t, ctx, d)
+
+    def _compound_options(self, t: Type, key: str, ctx: _Ctx) -> list[str]:
+        f = self.f
+        opts = []
+        if "let" in f:
+            opts.append("let")
+        if "if" in f:
+            opts.append("if")
+        if isinstance(t, TensorType) and self.ops and opcalls.producers(t, self.ops,
+                                                                        self.cfg.dtypes):
+            opts += ["op", "op"]
+        if "tuple" in f:
+            opts.append("proj")
+        if "match" in f and "adt" in f and self.s.adts:
+            opts.append("match")
+        if "closure" in f and "higher_order" in f:
+            opts.append("call_closure")
+        if any(isinstance(ft, FuncType) and type_key(ft.ret_type) == key
+               for _, ft in ctx.vars):
+            opts.append("call_var")
+        if "global" in f and self._global_candidates(t):
+            opts += ["call_global", "call_global"]
+        if "ref" in f and is_first_order(t) and not has_type_var(t):
+            opts += ["ref_read", "seq"]
+        if "ref" in f and isinstance(t, TupleType) and not t.fields:
+            opts.append("ref_write")
+        if "sharing" in f and ctx.shareable(key):
+            opts += ["shared", "shared"]
+        if ctx.rec is not None and type_key(ctx.rec.ret) == key and self._rec_ready(ctx.rec):
+            opts += ["rec", "rec"]
+        if "let_rec" in f and self.bool_ops and "closure" in f:
+            opts.append("let_rec")
+        return opts
+
+    # literals (introduction forms) ------------------------------------------------------------
+    def literal(self, t: Type, ctx: _Ctx, depth: int) -> Expr:
+        d = max(depth - 1, 0)
+        if isinstance(t, TensorType):
+            return Constant(self.tensor_value(t))
+        if isinstance(t, TupleType):
+            node: Expr = Tuple(tuple(self.gen(f, ctx, d) for f in t.fields))
+            self._note(node, t, ctx)
+            return node
+        if isinstance(t, FuncType):
+            return self.function(t, ctx, d)
+        if isinstance(t, RefType):
+            return RefCreate(self.gen(t.value, ctx, d))
+        info = adt_args(t)
+        if info is not None:
+            return self.construct(t, ctx, depth)
+        raise ValueError(f"generator: no literal of type {type_key(t)}")
+
+    def tensor_value(self, t: TensorType) -> np.ndarray:
+        """Contents for a constant: small integers (exact), multiples of 1/8 in float mode."""
+        n = _size(t.shape)
+        b = self.cfg.value_bound
+        if t.dtype == "bool":
+            vals = self.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+            return np.array(vals, dtype=np.bool_).reshape(t.shape)
+        if self.cfg.float_mode and t.dtype.startswith("float"):
+            vals = self.draw(st.lists(st.integers(-8 * b, 8 * b), min_size=n, max_size=n))
+            return (np.array(vals, dtype=np.float64) / 8.0).astype(t.dtype).reshape(t.shape)
+        lo = 0 if t.dtype.startswith("uint") else -b
+        vals = self.draw(st.lists(st.integers(lo, b), min_size=n, max_size=n))
+        return np.array(vals, dtype=np.int64).astype(t.dtype).reshape(t.shape)
+
+    def function(self, t: FuncType, ctx: _Ctx, depth: int) -> Function:
+        params = [self.var(a) for a in t.arg_types]
+        body_ctx = ctx.child(list(zip(params, t.arg_types, strict=False)), boundary=True, rec=None)
+        body = self.gen(t.ret_type, body_ctx, depth)
+        ret = t.ret_type if self.coin(2) else None
+        return Function(tuple(params), body, ret)
+
+    # compound forms ---------------------------------------------------------------------------
+    def _gen_let(self, t: Type, ctx: _Ctx, d: int) -> Expr:
+        n = self.draw(st.integers(1, self.cfg.max_let_chain))
+        bindings: list[tuple[Var, Expr]] = []
+        cur = ctx
+        for _ in range(n):
+            var, value, vt = self.binding(cur, d, t)
+            bindings.append((var, value))
+            cur = cur.child([(var, vt)]) if var.name_hint != "_" else cur.child()
+        body = self.gen(t, cur, d)
+        for var, value in reversed(bindings):
+            body = Let(var, value, body)
+        return body
+
+    def binding(self, ctx: _Ctx, d: int, target: Type | None) -> tuple[Var, Expr, Type]:
+        """One let binding: an op call, an effect, an alias, a local loop or any typed value."""
+        kinds = ["value"]
+        if self.ops:
+            kinds.append("op")
+        if "ref" in self.f:
+            kinds += ["effect", "ref"]
+        if "let_rec" in self.f and self.bool_ops and "closure" in self.f:
+            kinds.append("loop")
+        kind = self.pick(kinds)
+        if kind == "op":
+            call = self.random_op_call(ctx, d)
+            if call is not None:
+                expr, rt = call
+                return self.var(rt, annotate=self.coin(2)), expr, rt
+        if kind == "effect":
+            return Var("_"), self._gen_ref_write(TupleType(()), ctx, d), TupleType(())
+        if kind == "ref":
+            refs = [(v, t) for v, t in ctx.vars if isinstance(t, RefType)]
+            if refs and self.coin(2):
+                v, rt = self.pick(refs)       # an alias of an existing reference
+                return self.var(rt), v, rt
+            content = self.rand_type(ctx, 1, first_order=True, allow_ref=False)
+            rt = RefType(content)
+            return self.var(rt), RefCreate(self.gen(content, ctx, d)), rt
+        if kind == "loop":
+            loop_var, fn, ft = self.counter_loop(ctx, d, target)
+            return loop_var, fn, ft
+        bt = target if (target is not None and self.coin(3)) else self.rand_type(ctx, 1)
+        value = self.gen(bt, ctx, d)
+        return self.var(bt, annotate=self.coin(2)), value, bt
+
+    def _gen_if(self, t: Type, ctx: _Ctx, d: int) -> Expr:
+        cond = self.gen(TensorType((), "bool"), ctx, d)
+        return If(cond, self.gen(t, ctx, d), self.gen(t, ctx, d))
+
+    def _gen_proj(self, t: Type, ctx: _Ctx, d: int) -> Expr:
+        n = self.draw(st.integers(0, 2))
+        others = [self.rand_type(ctx, 0) for _ in range(n)]
+        i = self.draw(st.integers(0, n))
+        fields = tuple(others[:i] + [t] + others[i:])
+        node = TupleGetItem(self.gen(TupleType(fields), ctx, d), i)
+        self._note(node, t, ctx)
+        return node
+
+    def _gen_call_closure(self, t: Type, ctx: _Ctx, d: int) -> Expr:
+        n = self.draw(st.integers(0, 2))
+        args = tuple(self.rand_type(ctx, 1) for _ in range(n))
+        ft = FuncType(args, t)
+        callee = self.gen(ft, ctx, d)
+        return Call(callee, tuple(self.gen(a, ctx, d) for a in args))
+
+    def _gen_call_var(self, t: Type, ctx: _Ctx, d: int) -> Expr:
+        key = type_key(t)
+        cands = [(v, ft) for v, ft in ctx.vars
+                 if isinstance(ft, FuncType) and type_key(ft.ret_type) == key]
+        v, ft = self.pick(cands)
+        return Call(v, tuple(self.gen(a, ctx, d) for a in ft.arg_types))
+
+    def _global_candidates(self, t: Type) -> list[tuple[_GlobalInfo, dict[int, Type]]]:
+        out = []
+        for g in self.s.globals:
+            mapping: dict[int, Type] = {}
+            if match_type(g.ret, t, {id(p) for p in g.type_params}, mapping):
+                out.append((g, mapping))
+        return out
+
+    def _gen_call_global(self, t: Type, ctx: _Ctx, d: int) -> Expr:
+        g, mapping = self.pick(self._global_candidates(t))
+        return self.call_global(g, mapping, ctx, d)
+
+    def call_global(self, g: _GlobalInfo, mapping: dict[int, Type], ctx: _Ctx, d: int) -> Expr:
+        mapping = dict(mapping)
+        for p in g.type_params:
+            if id(p) not in mapping:
+                mapping[id(p)] = self.rand_type(ctx, 0, first_order=True, allow_ref=False)
+        args = tuple(self.gen(substitute(a, mapping), ctx, d) for a in g.arg_types)
+        return Call(GlobalVar(g.name), args)
+
+    def _gen_shared(self, t: Type, ctx: _Ctx, d: int) -> Expr:
+        return self.pick(ctx.shareable(type_key(t)))

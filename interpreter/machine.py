@@ -1,0 +1,344 @@
+"""The explicit-stack driver of the evaluator: how premises are established (RULES.md "Evaluation").
+
+:mod:`interpreter.eval` holds the rule cases; this module holds the machine
+that runs them (the design is described at the top of :mod:`interpreter.eval`):
+
+* the requests a case makes: ``yield Eval(e, env)`` for a premise, ``return
+  Tail(e, env)`` for a tail premise (``Tail(..., call=node)`` opens a new
+  activation);
+* :class:`Machine`, which :class:`interpreter.eval.Interpreter` extends with the
+  rule cases: :meth:`Machine.run` keeps the suspended cases on an explicit list
+  (never Python recursion), continues tail premises in place, accounts the
+  activation depth against ``max_depth`` ("stack exhausted") and
+  :meth:`Machine.apply` applies a function value from Python; the rule-application
+  bookkeeping ``fired`` counts steps, enforces ``fuel`` ("out of fuel"), calls the
+  user's ``trace`` and reports to a :class:`Recorder`;
+* the driver frames: ``_remember`` stores a shared node's value in the
+  activation's memo M (Semantics-Shared), ``_await`` awaits a tail premise while a
+  derivation is recorded;
+* the sharing analysis :func:`shared_nodes` and the node caches shared by all
+  evaluations;
+* :class:`Recorder`, the interface through which ``relay run --trace`` receives the
+  derivation (see :func:`interpreter.entry.evaluate_recorded`).
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from interpreter.env import Env
+from interpreter.values import value_str
+from semantics.errors import InternalError, RelayRuntimeError
+from semantics.expr import Constant, Constructor, Expr, Function, GlobalVar, Op, Var, children
+from semantics.module import IRModule
+from semantics.rules import Rule as _RuleEnum
+from semantics.visitor import post_order
+
+__all__ = ["Eval", "Machine", "Recorder", "Rule", "Tail", "shared_nodes"]
+
+
+class Rule:
+    """The members of :class:`semantics.rules.Rule`, as plain class attributes (fast to read)."""
+
+
+for _member in _RuleEnum:
+    setattr(Rule, _member.name, _member)
+
+
+def Eval(expr: Expr, env: Env) -> tuple[Expr, Env]:  # noqa: N802 - names the judgment requested
+    """The request a case ``yield``s for a premise Γ ⊢ e ⇓ v."""
+    return (expr, env)
+
+
+class Tail:
+    """A case's instruction to continue with ``expr`` in ``env`` (a tail premise).
+
+    ``call`` is the Call node (or the function, for an application from Python)
+    when the tail premise is a closure's body: a new activation begins there.
+    """
+
+    __slots__ = ("expr", "env", "call")
+
+    def __init__(self, expr: Expr, env: Env, call: Expr | None = None):
+        self.expr = expr
+        self.env = env
+        self.call = call
+
+
+class Recorder(Protocol):
+    """Receives the derivation as it is built (used by ``relay run --trace``).
+
+    ``open(node)`` starts the judgment for ``node``; ``rule(rule, node)`` reports a
+    rule application (for the open judgment, or a pattern judgment inside it);
+    ``close(value)`` ends the innermost open judgment with its value. While a
+    recorder is attached, tail premises are awaited like the others, so the
+    derivation is a proper tree (and tail calls count towards ``max_depth``).
+    """
+
+    def open(self, node: Expr) -> None: ...
+    def rule(self, rule: Any, node: Any) -> None: ...
+    def close(self, value: Any) -> None: ...
+
+
+# --- sharing ----------------------------------------------------------------------------------
+
+_LEAF_TYPES = (Var, GlobalVar, Constant, Op, Constructor)
+
+
+def _not_function(node: Expr) -> bool:
+    return type(node) is not Function
+
+
+def shared_nodes(body: Expr) -> frozenset[Expr]:
+    """The nodes of ``body`` reachable along more than one edge (graph bindings).
+
+    Nested function bodies are not entered (each function has its own set) and
+    leaves (variables, constants, globals, operators, constructors) are left out:
+    evaluating them again is free of effects and O(1). These are the nodes
+    Semantics-Shared evaluates once per activation.
+    """
+    order = post_order(body, _not_function)
+    uses: dict[int, int] = {}
+    for node in order:
+        if type(node) is Function:
+            continue
+        for kid in children(node):
+            uses[id(kid)] = uses.get(id(kid), 0) + 1
+    return frozenset(n for n in order
+                     if uses.get(id(n), 0) > 1 and not isinstance(n, _LEAF_TYPES))
+
+
+class _NodeCache(dict):
+    """Facts derived from AST nodes, shared by all evaluations (nodes are immutable).
+
+    Keys are the nodes themselves (identity-hashed and held strongly, so an entry can
+    never be confused with a later node at a reused address); when ``limit`` entries
+    are exceeded the cache is simply emptied, which keeps it bounded.
+    """
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit = limit
+
+    def put(self, key: Any, value: Any) -> Any:
+        if len(self) >= self.limit:
+            self.clear()
+        self[key] = value
+        return value
+
+
+# Shared nodes per function body (the operator-attribute cache is in interpreter.eval).
+_SHARED_CACHE = _NodeCache(2048)
+
+
+def _remember(memo: dict[Expr, Any], node: Expr):
+    """A driver frame storing the value of a shared node when it arrives (Semantics-Shared)."""
+    value = yield
+    memo[node] = value
+    return value
+
+
+def _await(expr: Expr, env: Env):
+    """A driver frame awaiting a tail premise (recording mode only: no tail calls)."""
+    value = yield (expr, env)
+    return value
+
+
+_REMEMBER_CODE = _remember.__code__
+_GENERATOR = types.GeneratorType
+_MISSING = object()
+
+
+class _CallbackError(Exception):
+    """Wraps an exception raised by the user's ``trace`` callable, to re-raise it unchanged."""
+
+    def __init__(self, original: BaseException):
+        super().__init__(str(original))
+        self.original = original
+
+
+# --- the machine ------------------------------------------------------------------------------
+
+class Machine:
+    """The driver of the rule cases, and the bookkeeping of rule applications.
+
+    A subclass (:class:`interpreter.eval.Interpreter`) supplies the rule cases: the
+    tables ``_axioms`` (rules without premises: node type → value), ``_cases``
+    (rules with premises: node type → generator, or a :class:`Tail`) and
+    ``_appliers`` (callee value type → application), and ``_eval_shared``
+    (Semantics-Shared, a memo hit).
+
+    Args:
+        mod: the program (globals and ADTs).
+        fuel: the number of rule applications allowed (None: unbounded).
+        trace: called as ``trace(rule_name, node)`` for every rule application.
+        max_depth: the bound on nested non-tail calls.
+        recorder: a :class:`Recorder` receiving the derivation (slower; no tail calls).
+    """
+
+    _axioms: dict[type, Callable[[Any, Env], Any]]
+    _cases: dict[type, Callable[[Any, Env], Any]]
+    _appliers: dict[type, Callable[[Any, list[Any], Any], Any]]
+    _eval_shared: Callable[[Expr, Any], Any]
+
+    def __init__(self, mod: IRModule, *, fuel: int | None = None,
+                 trace: Callable[[str, Any], Any] | None = None, max_depth: int = 100_000,
+                 recorder: Recorder | None = None):
+        self.mod = mod
+        self.fuel = fuel
+        self.trace = trace
+        self.max_depth = max_depth
+        self.recorder = recorder
+        self.steps = 0
+        self._shared = _SHARED_CACHE
+        if fuel is None and trace is None and recorder is None:
+            self.fired = self._fired_count
+        else:
+            self.fired = self._fired_observed
+
+    # --- bookkeeping --------------------------------------------------------------------
+    def _fired_count(self, rule: Any, node: Any) -> None:
+        self.steps += 1
+
+    def _fired_observed(self, rule: Any, node: Any) -> None:
+        self.steps += 1
+        if self.fuel is not None and self.steps > self.fuel:
+            raise RelayRuntimeError(
+                f"out of fuel: the evaluation needs more than {self.fuel} rule applications",
+                getattr(node, "span", None))
+        if self.trace is not None:
+            try:
+                self.trace(rule.value, node)
+            except BaseException as exc:  # noqa: BLE001 - the user's callback; re-raised as is
+                raise _CallbackError(exc) from exc
+        if self.recorder is not None:
+            self.recorder.rule(rule, node)
+
+    def shared_of(self, body: Expr) -> frozenset[Expr]:
+        """The shared nodes of a function body (computed once per body)."""
+        found = self._shared.get(body)
+        if found is None:
+            found = self._shared.put(body, shared_nodes(body))
+        return found
+
+    def root_env(self, expr: Expr) -> Env:
+        """The environment of a top-level evaluation of ``expr`` (its own sharing scope)."""
+        shared = self.shared_of(expr)
+        return Env({}, None, {} if shared else None, shared)
+
+    # --- the driver ---------------------------------------------------------------------
+    def run(self, expr: Expr, env: Env, depth: int = 0) -> Any:
+        """Γ ⊢ expr ⇓ v: drive the cases on an explicit stack and return ``v``.
+
+        ``depth`` is the activation depth of ``env`` (0 at the top level).
+        """
+        axioms = self._axioms
+        cases = self._cases
+        rec = self.recorder
+        max_depth = self.max_depth
+        gens: list[Any] = []
+        depths: list[int] = []
+        e = expr
+        while True:
+            # -- establish Γ ⊢ e ⇓ ? : a value now, or a suspended case pushed --------------
+            shared = env.shared
+            if shared and e in shared:
+                memo = env.memo
+                hit = memo.get(e, _MISSING)
+                if hit is not _MISSING:
+                    if rec is not None:
+                        rec.open(e)
+                    value = self._eval_shared(e, hit)
+                    if rec is not None:
+                        rec.close(value)
+                    result = value
+                    pending = False
+                else:
+                    frame = _remember(memo, e)
+                    next(frame)
+                    gens.append(frame)
+                    depths.append(depth)
+                    pending = True
+            else:
+                pending = True
+            if pending:
+                if rec is not None:
+                    rec.open(e)
+                axiom = axioms.get(type(e))
+                if axiom is not None:
+                    result = axiom(e, env)
+                    if rec is not None:
+                        rec.close(result)
+                else:
+                    case = cases.get(type(e))
+                    if case is None:
+                        raise InternalError(f"no evaluation rule for {type(e).__name__}")
+                    result = case(e, env)
+                    if type(result) is _GENERATOR:
+                        gens.append(result)
+                        depths.append(depth)
+                        result = None
+                    elif type(result) is Tail:
+                        # A rule with no premise left but a tail one (Semantics-Let-Rec).
+                        if rec is not None:
+                            frame = _await(result.expr, result.env)
+                            gens.append(frame)
+                            depths.append(depth)
+                            result = None
+                        else:
+                            e = result.expr
+                            env = result.env
+                            continue
+            # -- deliver `result` to the innermost suspended case ----------------------------
+            while gens:
+                try:
+                    request = gens[-1].send(result)
+                except StopIteration as stop:
+                    done = gens.pop()
+                    d = depths.pop()
+                    outcome = stop.value
+                    if type(outcome) is Tail:
+                        if outcome.call is not None:
+                            # A new activation, one deeper than the one awaiting its value.
+                            d = (d if rec is not None else depths[-1] if depths else 0) + 1
+                            if d > max_depth:
+                                raise RelayRuntimeError(
+                                    f"stack exhausted: more than {max_depth} nested calls",
+                                    outcome.call.span) from None
+                        if rec is not None:
+                            frame = _await(outcome.expr, outcome.env)
+                            gens.append(frame)
+                            depths.append(d)
+                            result = None
+                            continue
+                        e = outcome.expr
+                        env = outcome.env
+                        depth = d
+                        break
+                    result = outcome
+                    if rec is not None and done.gi_code is not _REMEMBER_CODE:
+                        rec.close(result)
+                    continue
+                e, env = request
+                depth = depths[-1]
+                break
+            else:
+                return result
+
+    def apply(self, f: Any, args: list[Any], node: Expr | None = None) -> Any:
+        """Apply a function value to argument values (an application made from Python)."""
+        applier = self._appliers.get(type(f))
+        if applier is None:
+            raise RelayRuntimeError(
+                f"cannot call a value that is not a function: {value_str(f, limit=60)}",
+                getattr(node, "span", None))
+        outcome = applier(f, args, node)
+        if type(outcome) is Tail:
+            if self.max_depth < 1:
+                raise RelayRuntimeError(
+                    f"stack exhausted: more than {self.max_depth} nested calls",
+                    getattr(node, "span", None))
+            return self.run(outcome.expr, outcome.env, 1)
+        return outcome

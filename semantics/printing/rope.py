@@ -1,0 +1,61 @@
+"""The printer's output rope: nested lists of string fragments and graph-number tokens.
+
+Part of the printer (:mod:`semantics.printer`, "Implementation"). A graph
+binding's left-hand side is a :class:`_Def` and each use a :class:`_Ref`;
+:func:`_join` flattens the rope once, iteratively, numbering the bindings in
+text order and skipping numbers taken by variable names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from semantics.errors import InternalError
+
+# --- the output rope -------------------------------------------------------------------------
+
+class _Def:
+    """The ``%N`` of a graph binding's left-hand side; numbered when the rope is flattened."""
+
+    __slots__ = ("counter", "number")
+
+    def __init__(self, counter: list[int]):
+        self.counter = counter
+        self.number = -1
+
+
+class _Ref:
+    """A use ``%N`` of a graph binding (printed after its :class:`_Def`)."""
+
+    __slots__ = ("target",)
+
+    def __init__(self, target: _Def):
+        self.target = target
+
+
+def _join(rope: list[Any], taken: set[int] | None = None) -> str:
+    """Flatten the rope once, numbering graph bindings in text order (skipping ``taken``)."""
+    parts: list[str] = []
+    stack = [iter(rope)]
+    while stack:
+        for item in stack[-1]:
+            cls = type(item)
+            if cls is str:
+                parts.append(item)
+            elif cls is list:
+                stack.append(iter(item))
+                break
+            elif cls is _Def:
+                n = item.counter[0]
+                while taken and n in taken:
+                    n += 1
+                item.counter[0] = n + 1
+                item.number = n
+                parts.append(f"%{n}")
+            elif cls is _Ref:
+                parts.append(f"%{item.target.number}")
+            else:
+                raise InternalError(f"printer rope holds a {cls.__name__}")
+        else:
+            stack.pop()
+    return "".join(parts)
