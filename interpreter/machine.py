@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from interpreter.env import Env
 from interpreter.values import value_str
@@ -39,12 +39,16 @@ from semantics.visitor import post_order
 __all__ = ["Eval", "Machine", "Recorder", "Rule", "Tail", "shared_nodes"]
 
 
-class Rule:
+class _FastRules:
     """The members of :class:`semantics.rules.Rule`, as plain class attributes (fast to read)."""
 
 
 for _member in _RuleEnum:
-    setattr(Rule, _member.name, _member)
+    setattr(_FastRules, _member.name, _member)
+
+# The cases read ``Rule.X`` on every rule application; plain class attributes are cheaper to
+# read than enum members, and the values are the enum's own members. Typed as the enum.
+Rule = cast("type[_RuleEnum]", _FastRules)
 
 
 def Eval(expr: Expr, env: Env) -> tuple[Expr, Env]:  # noqa: N802 - names the judgment requested
