@@ -268,8 +268,9 @@ BATCH_FLATTEN = Relation("BatchFlatten", _batch_flatten, "(d0, d1 * ... * dn)")
 
 # --- pooling and padding -------------------------------------------------------------------------
 
-def _pool2d(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
-    rel = "Pool2D"
+def _pool_input(rel: str, arg_types: ArgTypes,
+                attrs: Attrs) -> tuple[TensorType, tuple[Dim, Dim, Dim, Dim]] | None:
+    """The pooled tensor and its (N, C, H, W) dims; None while its type is unknown."""
     ts = expect_tensors(rel, arg_types, 1)
     if ts is None:
         return None
@@ -278,6 +279,15 @@ def _pool2d(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None
         raise relation_error(rel, arg_types, "data must be 4-d")
     require_dtype_class(rel, arg_types, data.dtype, NUMERIC)
     n, c, h, w = pick(data.shape, attrs["layout"], "NCHW")
+    return data, (n, c, h, w)
+
+
+def _pool2d(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
+    rel = "Pool2D"
+    found = _pool_input(rel, arg_types, attrs)
+    if found is None:
+        return None
+    data, (n, c, h, w) = found
     kh, kw = pair(attrs["pool_size"])
     sh, sw = pair(attrs["strides"])
     dh, dw = pair(attrs["dilation"])
@@ -295,14 +305,10 @@ POOL2D = Relation("Pool2D", _pool2d, "max/avg pooling: windowed H and W, N and C
 
 def _global_pool2d(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
     rel = "GlobalPool2D"
-    ts = expect_tensors(rel, arg_types, 1)
-    if ts is None:
+    found = _pool_input(rel, arg_types, attrs)
+    if found is None:
         return None
-    (data,) = ts
-    if data.ndim != 4:
-        raise relation_error(rel, arg_types, "data must be 4-d")
-    require_dtype_class(rel, arg_types, data.dtype, NUMERIC)
-    n, c, h, w = pick(data.shape, attrs["layout"], "NCHW")
+    data, (n, c, h, w) = found
     if 0 in (h, w):
         raise relation_error(rel, arg_types, "cannot pool over an empty window")
     dims = {"N": n, "C": c, "H": 1, "W": 1}
