@@ -31,9 +31,15 @@ test-deep: $(STAMP_TEST)
 bench: $(STAMP_BASE)
 	$(BIN)/python bench/parse.py
 
-lint: $(STAMP_TEST)
-	$(BIN)/pip install --quiet ruff
+STAMP_DEV := $(VENV)/.installed-dev
+
+$(STAMP_DEV): $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet -e '.[test,dev]'
+	touch $@
+
+lint: $(STAMP_DEV)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
