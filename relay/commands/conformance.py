@@ -38,7 +38,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exact-floats", action="store_true",
                    help="compare floats bitwise instead of with tolerances")
     p.add_argument("--timeout", type=float, default=20.0, metavar="S",
-                   help="seconds an external implementation may take per program")
+                   help="seconds an external implementation may take per program (per "
+                        "request, not per session); a timeout stops the run at once")
+    p.add_argument("--max-failures", type=int, default=30, metavar="N",
+                   help="crashes/malformed answers of an external implementation tolerated "
+                        "while shrinking before the latest one is reported (default 30)")
     p.set_defaults(func=run)
 
 
@@ -47,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.max_examples < 1:
         print("error: --max-examples must be at least 1", file=sys.stderr)
+        return 2
+    if args.timeout <= 0 or args.max_failures < 1:
+        print("error: --timeout must be positive and --max-failures at least 1",
+              file=sys.stderr)
         return 2
     if args.list:
         for t in list_transforms():
@@ -59,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
         print(report)
         return 0 if not report.rules_missing and not report.ops_missing else 1
 
+    from hypothesis.errors import HypothesisException
+
+    from conformance.external import ImplementationAborted
     from conformance.harness import assert_equivalent
     from conformance.strategies.programs import ProgramConfig
 
@@ -76,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     if args.impl:
         from conformance.external import ExternalImpl
 
-        impl = ExternalImpl(args.impl, timeout=args.timeout)
+        impl = ExternalImpl(args.impl, timeout=args.timeout, max_failures=args.max_failures)
         checks.append((f"implementation {args.impl!r}", impl.transform))
     if not checks:
         checks = [(f"pass {t.name}", t) for t in list_transforms()]
@@ -90,6 +101,15 @@ def run(args: argparse.Namespace) -> int:
             except AssertionError as err:
                 failed += 1
                 print(f"FAIL {label}\n\n{err}\n")
+            except ImplementationAborted as abort:
+                failed += 1
+                print(f"FAIL {label}\n\n{abort.report()}\n")
+            except HypothesisException as err:
+                # e.g. Flaky: a failure that did not happen again on replay.
+                failed += 1
+                print(f"FAIL {label}\n\nthe outcome is not reproducible (a nondeterministic "
+                      f"or time-dependent implementation?): {type(err).__name__}: "
+                      f"{_first_line(err)}\n")
             else:
                 print(f"ok   {label}: {args.max_examples} generated programs agree "
                       "with the oracle")
@@ -98,3 +118,8 @@ def run(args: argparse.Namespace) -> int:
         if impl is not None:
             impl.close()
     return 1 if failed else 0
+
+
+def _first_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return lines[0][:300] if lines else ""
