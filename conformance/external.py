@@ -324,6 +324,9 @@ DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_FAILURES = 30
 """Protocol failures (crashes, malformed answers) tolerated while Hypothesis shrinks."""
 
+DEFAULT_STARTUP_TIMEOUT = 5.0
+"""Extra seconds the first request after a (re)start may take."""
+
 DEAD_ON_ARRIVAL = 3
 """Protocol failures without a single answer after which shrinking is pointless."""
 
@@ -570,16 +573,20 @@ class ExternalImpl:
     Args:
         command: the shell command starting the implementation.
         timeout: seconds allowed per request (writing it and reading the answer).
+        startup_timeout: extra seconds for the first request after the process (re)starts
+            (interpreter or JVM start-up, imports).
         max_line_bytes: longest response line accepted.
         max_failures: protocol failures tolerated by :meth:`transform` before it raises
             :class:`ImplementationAborted` (timeouts abort at once).
     """
 
     def __init__(self, command: str, *, timeout: float = 20.0,
+                 startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
                  max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                  max_failures: int = DEFAULT_MAX_FAILURES):
         self.command = command
         self.timeout = timeout
+        self.startup_timeout = startup_timeout
         self.max_line_bytes = max_line_bytes
         self.max_failures = max_failures
         self.failures = 0
@@ -643,25 +650,27 @@ class ExternalImpl:
             ExternalError: anything else (its ``kind`` is ``"timeout"``, ``"crash"`` or
                 ``"protocol"``; the message is a one-line verdict).
         """
+        fresh = self._process is None or self._process.exit_code() is not None
         p = self._running()
         self._next_id += 1
         req_id = self._next_id
         req = {"id": req_id, "program": text, "entry": entry,
                "args": [encode_value(a) for a in args]}
-        deadline = time.monotonic() + self.timeout
+        allowed = self.timeout + (self.startup_timeout if fresh else 0.0)
+        deadline = time.monotonic() + allowed
         status = p.write((dumps(req) + "\n").encode("utf-8"), deadline)
         if status == "closed":
             raise self._crash(p, req_id, "stdin")
         if status == "timeout":
-            raise self._fail(f"timeout after {self.timeout:g} s on request {req_id}: the "
+            raise self._fail(f"timeout after {allowed:g} s on request {req_id}: the "
                              "implementation does not read its input", "timeout")
         while True:
             kind, payload = p.read(deadline)
             if kind != "line" or payload.strip():
                 break                     # blank lines between answers are tolerated
         if kind == "timeout":
-            raise self._fail(f"timeout after {self.timeout:g} s on request {req_id}: no "
-                             "answer", "timeout")
+            raise self._fail(f"timeout after {allowed:g} s on request {req_id}: no "
+                             f"answer{' (start-up included)' if fresh else ''}", "timeout")
         if kind == "exit":
             raise self._crash(p, req_id, "exit")
         if kind == "eof":

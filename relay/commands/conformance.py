@@ -40,6 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=20.0, metavar="S",
                    help="seconds an external implementation may take per program (per "
                         "request, not per session); a timeout stops the run at once")
+    p.add_argument("--startup-timeout", type=float, default=5.0, metavar="S",
+                   help="extra seconds for the first program after the implementation "
+                        "(re)starts (default 5)")
     p.add_argument("--max-failures", type=int, default=30, metavar="N",
                    help="crashes/malformed answers of an external implementation tolerated "
                         "while shrinking before the latest one is reported (default 30)")
@@ -52,9 +55,9 @@ def run(args: argparse.Namespace) -> int:
     if args.max_examples < 1:
         print("error: --max-examples must be at least 1", file=sys.stderr)
         return 2
-    if args.timeout <= 0 or args.max_failures < 1:
-        print("error: --timeout must be positive and --max-failures at least 1",
-              file=sys.stderr)
+    if args.timeout <= 0 or args.startup_timeout < 0 or args.max_failures < 1:
+        print("error: --timeout must be positive, --startup-timeout not negative and "
+              "--max-failures at least 1", file=sys.stderr)
         return 2
     if args.list:
         for t in list_transforms():
@@ -87,7 +90,9 @@ def run(args: argparse.Namespace) -> int:
     if args.impl:
         from conformance.external import ExternalImpl
 
-        impl = ExternalImpl(args.impl, timeout=args.timeout, max_failures=args.max_failures)
+        impl = ExternalImpl(args.impl, timeout=args.timeout,
+                            startup_timeout=args.startup_timeout,
+                            max_failures=args.max_failures)
         checks.append((f"implementation {args.impl!r}", impl.transform))
     if not checks:
         checks = [(f"pass {t.name}", t) for t in list_transforms()]

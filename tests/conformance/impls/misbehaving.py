@@ -100,17 +100,14 @@ def endless(pidfile: str | None) -> None:
 
 
 def wrong_id(pidfile: str | None) -> None:
-    """Answers with a correct value under the wrong request id."""
-    def answer(line: str) -> str:
-        resp = json.loads(_answer_correctly(line))
-        resp["id"] = int(resp["id"]) + 100
-        return json.dumps(resp)
-    _serve(answer)
+    """Answers under the wrong request id (the request's id + 100)."""
+    _serve(lambda line: json.dumps({"id": json.loads(line)["id"] + 100,
+                                    "value": {"tuple": []}}))
 
 
 def truncated(pidfile: str | None) -> None:
-    """Writes half an answer (with a newline), then waits."""
-    _serve(lambda line: _answer_correctly(line)[:9])
+    """Writes half an answer (with a newline), then waits for the next request."""
+    _serve(lambda line: '{"id": 1,')
 
 
 def truncated_eof(pidfile: str | None) -> None:
