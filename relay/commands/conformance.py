@@ -4,7 +4,8 @@ Usage::
 
     relay conformance --pass NAME [--pass NAME ...]   # registered transforms
     relay conformance --impl "CMD"                    # another implementation
-    relay conformance --coverage                      # which rules/operators the generator reaches
+    relay conformance --coverage                      # which rules/operators the generator reaches,
+                                                      # per operator: argument kinds, value classes
     relay conformance --list                          # the registered transforms
 
 Without ``--pass``/``--impl``/``--coverage`` every registered transform is checked.
@@ -28,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="an external implementation speaking the JSON-lines protocol "
                         "(docs/conformance.md)")
     p.add_argument("--coverage", action="store_true",
-                   help="report which evaluation rules and operators generated programs reach")
+                   help="report which evaluation rules and operators generated programs reach "
+                        "and, per operator, the argument kinds and value classes exercised")
     p.add_argument("--list", action="store_true", help="list the registered transforms")
     p.add_argument("--max-examples", type=int, default=100, metavar="N",
                    help="generated programs per check (default 100)")
@@ -65,8 +67,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.coverage:
         from conformance.coverage import coverage
+        from conformance.strategies.programs import ProgramConfig as CoverageConfig
 
-        report = coverage(max_examples=args.max_examples)
+        report = coverage(max_examples=args.max_examples,
+                          config=CoverageConfig(float_mode=True) if args.float_mode else None)
         print(report)
         return 0 if not report.rules_missing and not report.ops_missing else 1
 
