@@ -357,15 +357,35 @@ def _op_name(node: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def _run(report: CoverageReport, program: Any, random_phase: bool) -> None:
+def _explicit_programs(programs: Iterable[Any]) -> list[tuple[Any, tuple[Any, ...]]]:
+    """``IRModule`` s, texts or ``(program, inputs)`` pairs as ``(IRModule, inputs)``."""
+    from semantics import parse
+    from semantics.module import IRModule
+
+    out: list[tuple[Any, tuple[Any, ...]]] = []
+    for item in programs:
+        inputs: tuple[Any, ...] = ()
+        if isinstance(item, tuple) and len(item) == 2:
+            item, inputs = item[0], tuple(item[1])
+        if isinstance(item, str):
+            item = parse(item)
+        if not isinstance(item, IRModule):
+            raise TypeError(f"programs: expected IRModule, text or (program, inputs), got "
+                            f"{type(item).__name__}")
+        out.append((item, inputs))
+    return out
+
+
+def _run(report: CoverageReport, module: Any, inputs: Sequence[Any], random_phase: bool) -> None:
+    """Evaluate one program under the coverage recorder; count its outcome."""
     from conformance.harness import ORACLE_FUEL
     from interpreter.eval import evaluate_recorded
     from semantics.errors import RelayError
 
     recorder = _Recorder(report, random_phase)
     try:
-        evaluate_recorded(program.module, *copy.deepcopy(tuple(program.inputs)),
-                          recorder=recorder, check=False, fuel=ORACLE_FUEL)
+        evaluate_recorded(module, *copy.deepcopy(tuple(inputs)), recorder=recorder,
+                          check=False, fuel=ORACLE_FUEL)
     except RelayError as err:
         report.outcomes[type(err).__name__] += 1
     else:
@@ -373,8 +393,9 @@ def _run(report: CoverageReport, program: Any, random_phase: bool) -> None:
 
 
 def coverage(max_examples: int = 200, *, config: Any = None, focus: bool = True,
-             focus_examples: int = 3, ops: Sequence[str] | None = None) -> CoverageReport:
-    """Generate programs, evaluate them under ``trace`` and report rule/operator coverage.
+             focus_examples: int = 3, ops: Sequence[str] | None = None,
+             programs: Iterable[Any] | None = None) -> CoverageReport:
+    """Generate programs, evaluate them under a recorder and report what they exercised.
 
     Args:
         max_examples: random programs (phase 1).
@@ -382,8 +403,14 @@ def coverage(max_examples: int = 200, *, config: Any = None, focus: bool = True,
         focus: run phase 2 for operators phase 1 missed.
         focus_examples: programs per missed operator in phase 2.
         ops: the operators to report on (default: the whole registry).
+        programs: explicit programs replacing phase 1 (e.g. a hand-written test suite):
+            ``IRModule`` s, Relay texts or ``(program, inputs)`` pairs, as for
+            ``assert_equivalent(programs=...)``.
     Returns:
-        A :class:`CoverageReport` (``str(report)`` is a table).
+        A :class:`CoverageReport` (``str(report)`` is the rule table and the operator table).
+    Raises:
+        ParseError: an explicit program's text does not parse.
+        TypeError: ``programs`` holds something else.
     """
     from hypothesis import HealthCheck, given, settings
 
@@ -396,13 +423,18 @@ def coverage(max_examples: int = 200, *, config: Any = None, focus: bool = True,
     quiet = dict(deadline=None, database=None, derandomize=True,
                  suppress_health_check=list(HealthCheck))
 
-    @settings(max_examples=max_examples, **quiet)
-    @given(well_typed_modules(config))
-    def random_phase(program: Any) -> None:
-        report.programs += 1
-        _run(report, program, True)
+    if programs is not None:
+        for module, inputs in _explicit_programs(programs):
+            report.programs += 1
+            _run(report, module, inputs, True)
+    else:
+        @settings(max_examples=max_examples, **quiet)
+        @given(well_typed_modules(config))
+        def random_phase(program: Any) -> None:
+            report.programs += 1
+            _run(report, program.module, program.inputs, True)
 
-    random_phase()
+        random_phase()
     if focus:
         for name in report.ops_missing:
             cfg = ProgramConfig(max_depth=1, max_globals=0, max_adts=0, min_op_bindings=0,
@@ -412,7 +444,7 @@ def coverage(max_examples: int = 200, *, config: Any = None, focus: bool = True,
             @given(well_typed_modules(cfg))
             def focused(program: Any) -> None:
                 report.focused_programs += 1
-                _run(report, program, False)
+                _run(report, program.module, program.inputs, False)
 
             focused()
     return report
