@@ -292,9 +292,9 @@ class CoverageReport:
                     "u": ("uint", UINT_CLASSES), "b": ("bool", BOOL_CLASSES)}
         seen: dict[str, set[str]] = {}
         for prof in self.profiles.values():
-            for dt, classes in prof.classes.items():
+            for dt, held in prof.classes.items():
                 family = families[np.dtype(dt).kind][0]
-                seen.setdefault(family, set()).update(classes)
+                seen.setdefault(family, set()).update(held)
         out: dict[str, list[str]] = {}
         for family, classes in families.values():
             if family in seen:
@@ -420,7 +420,7 @@ def coverage(max_examples: int = 200, *, config: Any = None, focus: bool = True,
     report = CoverageReport(all_rules=tuple(r.value for r in EVALUATION_RULES),
                             all_ops=tuple(ops if ops is not None else list_ops()),
                             excluded=dict(EXCLUDED_RULES))
-    quiet = dict(deadline=None, database=None, derandomize=True,
+    quiet: dict[str, Any] = dict(deadline=None, database=None, derandomize=True,
                  suppress_health_check=list(HealthCheck))
 
     if programs is not None:

@@ -297,6 +297,8 @@ def handle_request(line: str, evaluate_fn: Any = None, rewrite: Any = None) -> s
     req_id = None
     try:
         req = loads(line)
+        if not isinstance(req, dict) or not isinstance(req.get("program"), str):
+            raise ExternalError("a request is a JSON object with a string 'program'")
         req_id = req.get("id")
         mod = parse(req["program"])
         if rewrite is not None:
@@ -306,6 +308,9 @@ def handle_request(line: str, evaluate_fn: Any = None, rewrite: Any = None) -> s
         return dumps({"id": req_id, "value": encode_value(value)})
     except RelayError as err:
         return json.dumps({"id": req_id, "error": type(err).__name__, "message": err.message})
+    except (ExternalError, ValueError) as err:
+        # A malformed request (ValueError covers JSON syntax errors): say so, keep serving.
+        return json.dumps({"id": req_id, "error": "BadRequest", "message": str(err)})
 
 
 # --- the kit side: driving an external process ------------------------------------------------

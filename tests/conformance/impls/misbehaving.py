@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__)))))
@@ -39,10 +40,10 @@ def _answer_correctly(line: str) -> str:
     return handle_request(line)
 
 
-def _serve(answer: object) -> None:
+def _serve(answer: Callable[[str], str]) -> None:
     for line in sys.stdin:
         if line.strip():
-            sys.stdout.write(answer(line) + "\n")  # type: ignore[operator]
+            sys.stdout.write(answer(line) + "\n")
             sys.stdout.flush()
 
 
