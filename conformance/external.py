@@ -339,6 +339,7 @@ KILL_GRACE = 1.0          # seconds between SIGTERM and SIGKILL
 EXIT_GRACE = 2.0          # seconds a process may take to exit after its stdin closed
 EXITED_DRAIN = 0.5        # seconds to wait for a last answer after the process exited
 STDERR_TAIL_BYTES = 2048  # how much of standard error a crash verdict quotes
+MAX_QUEUED_LINES = 8      # answer lines read ahead of the requests
 _POLL = 0.05              # seconds between liveness checks while waiting
 
 
@@ -429,7 +430,10 @@ class _Process:
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      bufsize=0, start_new_session=True)
         self.pgid = self.proc.pid           # leader of its own session and group
-        self.messages: queue.Queue[tuple[str, Any]] = queue.Queue()
+        # Bounded: an implementation printing lines faster than they are asked for blocks
+        # on its own output instead of filling our memory.
+        self.messages: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=MAX_QUEUED_LINES)
+        self.stopped = threading.Event()
         self.stderr_tail = bytearray()
         self.exited_at: float | None = None
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -445,6 +449,17 @@ class _Process:
             t.start()
 
     # reader threads: never raise, never buffer more than a bounded amount
+    def _put(self, message: tuple[str, Any]) -> bool:
+        """Queue a message, waiting while the queue is full; False once the process is
+        being stopped (then nobody reads the queue any more)."""
+        while not self.stopped.is_set():
+            try:
+                self.messages.put(message, timeout=_POLL)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def _pump_stdout(self, fd: int) -> None:
         buf = bytearray()
         scanned = 0
@@ -465,13 +480,14 @@ class _Process:
                 del buf[:nl + 1]
                 scanned = 0
                 if len(line) > self.max_line_bytes:
-                    self.messages.put(("overlong", len(line)))
+                    self._put(("overlong", len(line)))
                     return
-                self.messages.put(("line", line))
+                if not self._put(("line", line)):
+                    return
             if len(buf) > self.max_line_bytes:
-                self.messages.put(("overlong", len(buf)))
+                self._put(("overlong", len(buf)))
                 return
-        self.messages.put(("eof", bytes(buf[:200]) if buf else b""))
+        self._put(("eof", bytes(buf[:200]) if buf else b""))
 
     def _pump_stderr(self, fd: int) -> None:
         while True:
@@ -537,6 +553,7 @@ class _Process:
     def kill(self, *, polite: bool) -> None:
         """Stop the process and its whole group: close stdin, (``polite``: wait up to
         EXIT_GRACE for a clean exit,) SIGTERM the group, SIGKILL it after KILL_GRACE."""
+        self.stopped.set()
         with contextlib.suppress(OSError):
             assert self.proc.stdin is not None
             self.proc.stdin.close()

@@ -116,9 +116,11 @@ def run(args: argparse.Namespace) -> int:
             except HypothesisException as err:
                 # e.g. Flaky: a failure that did not happen again on replay.
                 failed += 1
+                inner = getattr(err, "exceptions", None) or ()
+                first = f"\n\nthe first failure:\n{inner[0]}" if inner else ""
                 print(f"FAIL {label}\n\nthe outcome is not reproducible (a nondeterministic "
-                      f"or time-dependent implementation?): {type(err).__name__}: "
-                      f"{_first_line(err)}\n")
+                      "or time-dependent implementation?): a failure did not happen again when "
+                      f"replayed ({type(err).__name__}){first}\n")
             else:
                 print(f"ok   {label}: {args.max_examples} generated programs agree "
                       "with the oracle")
@@ -128,7 +130,3 @@ def run(args: argparse.Namespace) -> int:
             impl.close()
     return 1 if failed else 0
 
-
-def _first_line(err: BaseException) -> str:
-    lines = str(err).strip().splitlines()
-    return lines[0][:300] if lines else ""

@@ -19,8 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from conformance import coverage
-from conformance.coverage import classes_for_dtype, value_classes
+from conformance.coverage import classes_for_dtype, coverage, value_classes
 from conformance.strategies.programs import well_typed_modules
 from relay.cli import main
 from semantics.ops import list_ops

@@ -73,6 +73,7 @@ FAILING = [
     ("wrong_id", False, ["answer for the wrong request: expected id 1, got 101"]),
     ("truncated", False, ["malformed answer to request 1"]),
     ("truncated_eof", False, ["truncated answer to request 1", "{\"id\": 1, \"val"]),
+    ("chatty", False, ["timeout after 6 s on request 1"]),
 ]
 
 
@@ -113,6 +114,17 @@ def test_noisy_or_slow_but_correct_implementation_passes(mode: str) -> None:
     code, out, _ = _run(_impl(mode), "--max-examples", "5", "--timeout", "1")
     assert code == 0, out
     assert "5 generated programs agree with the oracle" in out
+
+
+def test_nondeterministic_implementation_gets_a_verdict() -> None:
+    # It crashes on half of the requests at random: whichever way the run ends (a shrunk
+    # counterexample, "not reproducible" on replay, or the failure budget), it is a FAIL
+    # with the crash verdict and no traceback.
+    code, out, wall = _run(_impl("flaky"), "--max-examples", "20", "--timeout", "2")
+    assert code == 1 and out.startswith("FAIL implementation"), out
+    assert "crashed with exit code 7" in out, out
+    assert "Traceback (most recent call last):\n  File" not in out, out
+    assert wall < 5 * WALL_BOUND
 
 
 def test_request_level_verdicts_and_restart_after_a_failure() -> None:

@@ -118,6 +118,24 @@ def truncated_eof(pidfile: str | None) -> None:
     sys.stdout.flush()
 
 
+def chatty(pidfile: str | None) -> None:
+    """Prints blank lines without end (the kit must not queue them without bound)."""
+    sys.stdin.readline()
+    while True:
+        sys.stdout.write("\n" * 4096)
+
+
+def flaky(pidfile: str | None) -> None:
+    """Correct, except that every request crashes it with probability 1/2."""
+    import random
+
+    def answer(line: str) -> str:
+        if random.random() < 0.5:
+            os._exit(7)
+        return _answer_correctly(line)
+    _serve(answer)
+
+
 def stderr_flood(pidfile: str | None) -> None:
     """Writes 4 MiB to stderr before every answer (more than a pipe holds), then answers
     correctly: the kit must keep draining stderr."""
@@ -139,7 +157,7 @@ def slow(pidfile: str | None) -> None:
 
 MODES = {f.__name__: f for f in (hang, stubborn, exit_at_once, crash, orphan, garbage,
                                   bad_utf8, endless, wrong_id, truncated, truncated_eof,
-                                  stderr_flood, slow)}
+                                  chatty, flaky, stderr_flood, slow)}
 
 if __name__ == "__main__":
     MODES[sys.argv[1]](sys.argv[2] if len(sys.argv) > 2 else None)
