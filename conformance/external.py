@@ -348,9 +348,10 @@ class ImplementationAborted(BaseException):
 
     A ``BaseException`` on purpose: Hypothesis catches ``Exception`` to shrink a
     failure, and shrinking a *timeout* re-pays the timeout on every step. Raised by
-    :meth:`ExternalImpl.transform` on the first timeout, and when the protocol
-    failures exceed ``max_failures`` (the latest, usually most shrunk, program is
-    reported). ``relay conformance`` turns it into a FAIL report.
+    :meth:`ExternalImpl.transform` on the first timeout; after ``DEAD_ON_ARRIVAL``
+    failures when no request was ever answered (the first program is reported); and
+    when the protocol failures exceed ``max_failures`` (the latest, usually most
+    shrunk, program is reported). ``relay conformance`` turns it into a FAIL report.
 
     Attributes:
         error: the :class:`ExternalError` with the verdict.
@@ -624,7 +625,12 @@ class ExternalImpl:
             return p
         if p is not None:
             p.kill(polite=False)
-        self._process = _Process(self.command, self.max_line_bytes)
+        self._process = None
+        try:
+            self._process = _Process(self.command, self.max_line_bytes)
+        except OSError as err:     # e.g. out of file descriptors or processes
+            raise ExternalError(f"cannot start the implementation: {err}", kind="crash") \
+                from None
         return self._process
 
     def _fail(self, message: str, kind: str) -> ExternalError:

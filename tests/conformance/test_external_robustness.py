@@ -127,6 +127,18 @@ def test_nondeterministic_implementation_gets_a_verdict() -> None:
     assert wall < 5 * WALL_BOUND
 
 
+def test_crash_on_some_programs_is_shrunk_to_a_small_counterexample() -> None:
+    # Crashes are shrunk like wrong values (within the failure budget): the report shows a
+    # small program calling multiply, and the crash verdict with the stderr tail.
+    code, out, wall = _run(_impl("crash_on_multiply"), "--max-examples", "100",
+                           "--timeout", "5")
+    assert code == 1, out
+    assert "crashed with exit code 5" in out and "panic: multiply not implemented" in out
+    program = out.split("--- program (Relay text) ---")[1].split("--- inputs ---")[0]
+    assert "multiply(" in program and program.count("\n") < 12, out
+    assert wall < 5 * WALL_BOUND
+
+
 def test_request_level_verdicts_and_restart_after_a_failure() -> None:
     # In-process: a failure kills the process; the next request starts a fresh one.
     with ExternalImpl(_impl("endless"), timeout=10, max_line_bytes=1000) as impl:

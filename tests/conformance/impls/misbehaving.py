@@ -136,6 +136,17 @@ def flaky(pidfile: str | None) -> None:
     _serve(answer)
 
 
+def crash_on_multiply(pidfile: str | None) -> None:
+    """Correct, except that it dies (status 5) on any program that calls ``multiply``."""
+    def answer(line: str) -> str:
+        if "multiply(" in json.loads(line)["program"]:
+            sys.stderr.write("panic: multiply not implemented\n")
+            sys.stderr.flush()
+            os._exit(5)
+        return _answer_correctly(line)
+    _serve(answer)
+
+
 def stderr_flood(pidfile: str | None) -> None:
     """Writes 4 MiB to stderr before every answer (more than a pipe holds), then answers
     correctly: the kit must keep draining stderr."""
@@ -157,7 +168,7 @@ def slow(pidfile: str | None) -> None:
 
 MODES = {f.__name__: f for f in (hang, stubborn, exit_at_once, crash, orphan, garbage,
                                   bad_utf8, endless, wrong_id, truncated, truncated_eof,
-                                  chatty, flaky, stderr_flood, slow)}
+                                  chatty, flaky, crash_on_multiply, stderr_flood, slow)}
 
 if __name__ == "__main__":
     MODES[sys.argv[1]](sys.argv[2] if len(sys.argv) > 2 else None)
