@@ -698,7 +698,9 @@ class ExternalImpl:
                 break                     # blank lines between answers are tolerated
         if kind == "timeout":
             raise self._fail(f"timeout after {allowed:g} s on request {req_id}: no "
-                             f"answer{' (start-up included)' if fresh else ''}", "timeout")
+                             f"answer{' (start-up included)' if fresh else ''}; an "
+                             "implementation must answer each line, and flush, before reading "
+                             "the next", "timeout")
         if kind == "exit":
             raise self._crash(p, req_id, "exit")
         if kind == "eof":
