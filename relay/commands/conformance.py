@@ -12,6 +12,12 @@ Without ``--pass``/``--impl``/``--coverage`` every registered transform is check
 Exit status: 0 when everything agrees with the oracle, 1 on a disagreement (the
 shrunk counterexample is printed as Relay text with its inputs and both
 outcomes), 2 for usage errors (an unknown transform name).
+
+An external implementation that hangs, crashes or breaks the protocol is a
+disagreement too, reported with a one-line verdict (``timeout after 1 s on
+request 1``, ``crashed with exit code 3``, ``invalid UTF-8 at byte 20``, ...)
+and the program; the run never ends in a traceback and its wall time is bounded
+(see ``conformance.external`` and docs/conformance.md).
 """
 
 from __future__ import annotations
