@@ -38,6 +38,18 @@ Values ``V``
 
 Generated programs use ``main`` as the entry; their arguments are first-order
 (tensors, tuples, ADT values).
+
+The kit side
+------------
+:class:`ExternalImpl` drives the process and survives any behaviour of it: it
+runs in its own process group, which is stopped as a whole (SIGTERM, then
+SIGKILL); every request has a deadline (writing included); answers are read as
+bytes with a cap on the line length; standard error is drained; and every
+failure is an :class:`ExternalError` with a one-line verdict. Its
+:meth:`~ExternalImpl.transform` raises :class:`ImplementationAborted` when a
+run should stop instead of being shrunk (a timeout, an implementation that
+never answers, too many failures). :func:`handle_request` is the other side:
+our interpreter answering one request (the example implementations use it).
 """
 
 from __future__ import annotations
