@@ -27,6 +27,7 @@ from typing import Any
 
 from semantics.expr import (
     Call,
+    Clause,
     Constant,
     Constructor,
     Expr,
@@ -44,6 +45,7 @@ from semantics.expr import (
     TupleGetItem,
     Var,
     children,
+    pattern_vars,
     with_children,
 )
 
@@ -207,12 +209,54 @@ class ExprMutator:
     def visit_grad(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
 
 
-def count_uses(root: Expr) -> dict[int, int]:
-    """How many parent edges point at each node (by ``id``); >1 means the node is shared."""
+def pre_order(root: Expr, descend: Callable[[Expr], bool] | None = None) -> list[Expr]:
+    """Every node reachable from ``root`` once, parents before children, left to right.
+
+    ``descend(node)`` (optional) returns False to treat ``node`` as a leaf.
+    """
+    order: list[Expr] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        order.append(node)
+        if descend is None or descend(node):
+            stack.extend(reversed(children(node)))
+    return order
+
+
+def count_uses(root: Expr, descend: Callable[[Expr], bool] | None = None) -> dict[int, int]:
+    """How many parent edges point at each node (by ``id``); >1 means the node is shared.
+
+    ``descend(node)`` (optional) returns False to treat ``node`` as a leaf: the
+    edges to its children are not counted.
+    """
+    return _count_edges(post_order(root, descend), descend)
+
+
+def shared(root: Expr, descend: Callable[[Expr], bool] | None = None) -> list[Expr]:
+    """The nodes of ``root`` reachable along more than one edge, children before parents.
+
+    These are the graph bindings of the text format (``%0 = e; ...``) plus any
+    leaf (variable, constant, ...) used more than once. ``descend`` is as in
+    :func:`count_uses`.
+    """
+    order = post_order(root, descend)
+    uses = _count_edges(order, descend)
+    return [n for n in order if uses.get(id(n), 0) > 1]
+
+
+def _count_edges(order: list[Expr], descend: Callable[[Expr], bool] | None) -> dict[int, int]:
     uses: dict[int, int] = {}
-    for node in post_order(root):
-        for kid in children(node):
-            uses[id(kid)] = uses.get(id(kid), 0) + 1
+    get = uses.get
+    for node in order:
+        if descend is None or descend(node):
+            for kid in children(node):
+                k = id(kid)
+                uses[k] = get(k, 0) + 1
     return uses
 
 
@@ -221,3 +265,99 @@ def iter_let_spine(e: Expr) -> Iterable[Let]:
     while isinstance(e, Let):
         yield e
         e = e.body
+
+
+# --- scope-aware walk ---------------------------------------------------------------------
+
+_LEAVES = frozenset((GlobalVar, Constant, Op, Constructor))
+
+
+def walk_scoped(root: Expr, use: Callable[[Var, bool], object] | None = None,
+                bind: Callable[[Var, Expr | Clause], object] | None = None,
+                enter: Callable[[Expr], object] | None = None) -> None:
+    """Walk ``root`` once in first-occurrence order, tracking which variables are in scope.
+
+    The order is pre-order, left to right: a ``let`` visits its value before
+    its body (and binds its variable before the value when the value is a
+    function literal: recursive ``let``), a function binds its parameters
+    before its body, a ``match`` visits its scrutinee before its clauses.
+    Scoping follows the text format: a ``let`` binds in its body (and in a
+    function-literal value), a function binds its parameters in its body, a
+    clause binds its pattern's variables in its right-hand side.
+
+    A node reachable along several paths (graph sharing) is walked once, in
+    the scope of its first occurrence; that is exact for well-formed programs
+    (every use of a variable lies inside its binder's scope).
+
+    Args:
+        root: the expression to walk.
+        use: ``use(var, bound)`` for every variable occurrence in expression
+            position (every occurrence: variables are not memoized); ``bound``
+            says whether an enclosing binder of that very object is in scope.
+        bind: ``bind(var, site)`` at every binding occurrence; ``site`` is
+            the ``Let``, the ``Function`` or the ``Clause`` that binds it.
+        enter: ``enter(node)`` for every node other than a variable, once,
+            before its children; a result of ``False`` prunes the node (its
+            children and binders are not walked).
+    """
+    # The stack holds nodes to enter and, as plain tuples, scope actions
+    # ``(bind?, vars, site)`` (no expression is a Python tuple).
+    in_scope: dict[int, int] = {}
+    visited: set[int] = set()
+    leaves = _LEAVES
+    stack: list[Any] = [root]
+    push = stack.append
+    pop = stack.pop
+    while stack:
+        item = pop()
+        t = type(item)
+        if t is Var:
+            if use is not None:
+                use(item, id(item) in in_scope)
+            continue
+        if t is tuple:
+            opening, bound, site = item
+            if opening:
+                for v in bound:
+                    in_scope[id(v)] = in_scope.get(id(v), 0) + 1
+                    if bind is not None:
+                        bind(v, site)
+            else:
+                for v in bound:
+                    left = in_scope[id(v)] - 1
+                    if left:
+                        in_scope[id(v)] = left
+                    else:
+                        del in_scope[id(v)]
+            continue
+        k = id(item)
+        if k in visited:
+            continue
+        visited.add(k)
+        if enter is not None and enter(item) is False:
+            continue
+        if t in leaves:
+            continue
+        if t is Let:
+            binder = (item.var,)
+            push((False, binder, None))
+            push(item.body)
+            if type(item.value) is Function:
+                push(item.value)
+                push((True, binder, item))
+            else:
+                push((True, binder, item))
+                push(item.value)
+        elif t is Function:
+            push((False, item.params, None))
+            push(item.body)
+            push((True, item.params, item))
+        elif t is Match:
+            for clause in reversed(item.clauses):
+                bound = tuple(pattern_vars(clause.lhs))
+                push((False, bound, None))
+                push(clause.rhs)
+                push((True, bound, clause))
+            push(item.data)
+        else:
+            stack.extend(reversed(children(item)))
