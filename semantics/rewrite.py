@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from semantics.expr import (
+    Call,
     Clause,
     Constant,
     Constructor,
@@ -230,37 +231,37 @@ class ScopedMutator:
             if t is Let:
                 if scoped:
                     push((_UNBIND,))
-                    push(node.body)  # type: ignore[attr-defined]
-                    if type(node.value) is Function:  # type: ignore[attr-defined]
-                        push(node.value)  # type: ignore[attr-defined]
+                    push(node.body)
+                    if type(node.value) is Function:
+                        push(node.value)
                         push((_BIND, node))
                     else:
                         push((_BIND, node))
-                        push(node.value)  # type: ignore[attr-defined]
+                        push(node.value)
                 else:
-                    push(node.body)  # type: ignore[attr-defined]
-                    push(node.value)  # type: ignore[attr-defined]
+                    push(node.body)
+                    push(node.value)
             elif t is Function:
                 if scoped:
                     push((_UNBIND,))
-                    push(node.body)  # type: ignore[attr-defined]
+                    push(node.body)
                     push((_BIND, node))
                 else:
-                    push(node.body)  # type: ignore[attr-defined]
+                    push(node.body)
             elif t is Match:
-                for clause in reversed(node.clauses):  # type: ignore[attr-defined]
+                for clause in reversed(node.clauses):
                     if scoped:
                         push((_UNBIND,))
                         push(clause.rhs)
                         push((_BIND, clause))
                     else:
                         push(clause.rhs)
-                push(node.data)  # type: ignore[attr-defined]
+                push(node.data)
             else:
                 stack.extend(reversed(children(node)))
         result = take()
         del keep
-        return result  # type: ignore[no-any-return]
+        return result
 
 
 def _open_scope(site: Any, bind: Callable[[Var, Any], Var] | None, env: dict[int, Expr],
@@ -312,13 +313,13 @@ def _rebuild(node: Any, values: list[Any], scoped: bool) -> Expr:
             var = node.var
             value = values.pop()
         if var is node.var and value is node.value and body is node.body:
-            return node  # type: ignore[no-any-return]
+            return node
         return Let(var, value, body, span=node.span)
     if t is Function:
         body = values.pop()
         params = values.pop() if scoped else node.params
         if params is node.params and body is node.body:
-            return node  # type: ignore[no-any-return]
+            return node
         return Function(params, body, node.ret_type, node.type_params, node.attrs,
                         span=node.span)
     if t is Match:
@@ -339,12 +340,21 @@ def _rebuild(node: Any, values: list[Any], scoped: bool) -> Expr:
                 changed = True
                 clauses.append(Clause(lhs, rhs, span=clause.span))
         if not changed and data is node.data:
-            return node  # type: ignore[no-any-return]
+            return node
         return Match(data, tuple(clauses), node.complete, span=node.span)
+    if t is Call:
+        n = len(node.args) + 1
+        kids = values[len(values) - n:]
+        del values[len(values) - n:]
+        op = kids[0]
+        args = node.args
+        if op is node.op and all(a is b for a, b in zip(args, kids[1:])):
+            return node
+        return Call(op, tuple(kids[1:]), node.attrs, node.type_args, span=node.span)
     n = len(children(node))
-    kids = tuple(values[len(values) - n:])
+    rest = tuple(values[len(values) - n:])
     del values[len(values) - n:]
-    return with_children(node, kids)
+    return with_children(node, rest)
 
 
 def _rename_pattern(p: Pattern, renamed: Mapping[int, Var]) -> Pattern:

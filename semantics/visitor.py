@@ -1,23 +1,49 @@
 """The one traversal base every phase builds on (HOUSE_STYLE habit 5).
 
+What it offers:
+
+* :func:`post_order` / :func:`pre_order` — every node of a DAG once
+  (children before parents, or parents before children), optionally pruned;
+* :func:`count_uses` and :func:`shared` — how many edges reach each node,
+  i.e. the graph sharing (the interpreter's Semantics-Shared set is built on
+  :func:`shared`);
+* :class:`ExprVisitor` / :class:`ExprMutator` — ``visit_<kind>`` hooks over
+  :func:`post_order`, dispatched through a ``type(node) → method`` table;
+* :func:`walk_scoped` — the scope-aware walk: first-occurrence order, with a
+  callback at every binding site and every variable use telling whether the
+  use is bound (``semantics.analysis`` computes free, bound and all
+  variables with it);
+* :func:`run_recursive` — the driver for generator-based recursion;
+* the scope-aware *mutator* (binders renamed, uses follow) is
+  :class:`semantics.rewrite.ScopedMutator`, built on the same discipline.
+
 Design (decided once, here):
 
 * **Iterative, never recursive.** Traversals keep their own stack, so a
   20,000-deep let chain or a 20,000-operator graph never reaches Python's
-  recursion limit.
-* **Post-order over the DAG, memoized by identity.** A node reachable along
-  several paths (graph sharing) is visited once, so traversals are linear
-  in the size of the DAG, not of its unfolding into a tree.
-* **Mutators return the same node when nothing changed**, so sharing and
-  unchanged subprograms survive a pass.
-* **Scope-aware recursion** (where a traversal must do something *before*
-  the children — bind a variable, open a scope) is written as generators:
-  a case ``yield``s a sub-generator for each premise and receives its result;
-  :func:`run_recursive` drives them on an explicit stack. The interpreter,
-  the type checker, the parser and the printer use this one mechanism.
+  recursion limit; a let spine is just a run of entries on that stack.
+* **Memoized by identity.** A node reachable along several paths (graph
+  sharing) is visited once, so traversals are linear in the size of the DAG,
+  not of its unfolding into a tree. (Variables are leaves: ``walk_scoped``
+  reports every occurrence.)
+* **Mutators return the same node when nothing changed**
+  (:func:`semantics.expr.with_children`), so sharing and unchanged
+  subprograms survive a pass.
+* **Scoping is the text format's**: a ``let`` binds in its body, and in its
+  value when that is a function literal; a function binds its parameters in
+  its body; a clause binds its pattern variables in its right-hand side.
+* **Recursion that needs results of premises** (the parser, the printer,
+  pattern typing, value conversion) is written as generators: a case
+  ``yield``s a sub-generator for each premise and receives its result;
+  :func:`run_recursive` drives them on an explicit stack. The interpreter
+  (:mod:`interpreter.machine`) and the type checker's inference
+  (``typechecker.infer``) drive their rule cases the same way with their own
+  loops, which add tail premises, fuel and depth accounting, or answer
+  leaves and already inferred nodes without a generator.
 
-``post_order`` walks expression children as :func:`semantics.expr.children`
-defines them (binders and patterns are not children).
+``post_order`` and the visitors walk expression children as
+:func:`semantics.expr.children` defines them (binders and patterns are not
+children); ``walk_scoped`` also reports binders.
 """
 
 from __future__ import annotations
@@ -169,8 +195,8 @@ class ExprMutator:
     child changed), then calls ``visit_<kind>(new_node, old_node)``, whose
     result replaces the node everywhere it is shared. The defaults return
     ``new_node``. Binders (``Let.var``, ``Function.params``, pattern
-    variables) are not rewritten; a pass that renames them overrides the
-    binding node's method.
+    variables) are not rewritten: a pass that renames binders, or needs to
+    know what is in scope, uses :class:`semantics.rewrite.ScopedMutator`.
     """
 
     def descend(self, node: Expr) -> bool:
