@@ -102,11 +102,11 @@ def free_vars(expr: Expr) -> list[Var]:
     seen: set[int] = set()
 
     def use(v: Var, bound: bool) -> None:
-        if not bound and id(v) not in seen:
+        if id(v) not in seen:
             seen.add(id(v))
             out.append(v)
 
-    walk_scoped(expr, use)
+    walk_scoped(expr, use, free_only=True)
     return out
 
 

@@ -300,7 +300,8 @@ _LEAVES = frozenset((GlobalVar, Constant, Op, Constructor))
 
 def walk_scoped(root: Expr, use: Callable[[Var, bool], object] | None = None,
                 bind: Callable[[Var, Expr | Clause], object] | None = None,
-                enter: Callable[[Expr], object] | None = None) -> None:
+                enter: Callable[[Expr], object] | None = None, *,
+                free_only: bool = False) -> None:
     """Walk ``root`` once in first-occurrence order, tracking which variables are in scope.
 
     The order is pre-order, left to right: a ``let`` visits its value before
@@ -325,6 +326,8 @@ def walk_scoped(root: Expr, use: Callable[[Var, bool], object] | None = None,
         enter: ``enter(node)`` for every node other than a variable, once,
             before its children; a result of ``False`` prunes the node (its
             children and binders are not walked).
+        free_only: call ``use`` only for uses that are not bound (``bound``
+            is then always False); the fast path of ``free_vars``.
     """
     # The stack holds nodes to enter and, as plain tuples, scope actions
     # ``(bind?, vars, site)`` (no expression is a Python tuple).
@@ -339,7 +342,10 @@ def walk_scoped(root: Expr, use: Callable[[Var, bool], object] | None = None,
         t = type(item)
         if t is Var:
             if use is not None:
-                use(item, id(item) in in_scope)
+                if not free_only:
+                    use(item, id(item) in in_scope)
+                elif id(item) not in in_scope:
+                    use(item, False)
             continue
         if t is tuple:
             opening, bound, site = item
