@@ -70,6 +70,7 @@ __all__ = ["LetList", "ScopedMutator", "fresh_copy", "map_functions", "substitut
 
 # Tasks on the mutator's stack besides nodes to enter (no expression is a Python tuple).
 _BUILD, _BIND, _UNBIND = 0, 1, 2
+_CLOSE = (_UNBIND,)
 _MARK = object()     # bottom of one scope's saved bindings
 _REBIND = object()   # this scope rebinds a variable: empty the memo when it ends
 _MISSING = object()  # a variable that had no entry before the scope
@@ -100,6 +101,11 @@ class ScopedMutator:
       rebuilt from rewritten children and renamed binders (``old`` itself if
       nothing changed); the result replaces the node at every occurrence. For
       a variable, ``new`` is what the use is renamed (or substituted) to.
+
+    A rebuilt node keeps its span and drops its ``checked_type`` (as
+    :func:`semantics.expr.with_children` does); ``pre`` and the bottom-up hooks
+    run once per node, not once per occurrence (variables excepted: every use
+    is visited).
 
     ``mutate(root)`` returns the rewritten expression. Memoization, sharing and
     the treatment of a node shared across scopes are described in the module
@@ -230,7 +236,7 @@ class ScopedMutator:
             push((_BUILD, item, node))
             if t is Let:
                 if scoped:
-                    push((_UNBIND,))
+                    push(_CLOSE)
                     push(node.body)
                     if type(node.value) is Function:
                         push(node.value)
@@ -243,7 +249,7 @@ class ScopedMutator:
                     push(node.value)
             elif t is Function:
                 if scoped:
-                    push((_UNBIND,))
+                    push(_CLOSE)
                     push(node.body)
                     push((_BIND, node))
                 else:
@@ -251,7 +257,7 @@ class ScopedMutator:
             elif t is Match:
                 for clause in reversed(node.clauses):
                     if scoped:
-                        push((_UNBIND,))
+                        push(_CLOSE)
                         push(clause.rhs)
                         push((_BIND, clause))
                     else:
@@ -259,9 +265,7 @@ class ScopedMutator:
                 push(node.data)
             else:
                 stack.extend(reversed(children(node)))
-        result = take()
-        del keep
-        return result
+        return take()
 
 
 def _open_scope(site: Any, bind: Callable[[Var, Any], Var] | None, env: dict[int, Expr],
