@@ -131,6 +131,25 @@ def test_substitution_agrees_with_evaluation_under_let(program: Program) -> None
         assert _run(mod.with_function("main", nullary), ()) == expected, pretty(body)
 
 
+@settings(max_examples=EXAMPLES)
+@given(well_typed_modules())
+def test_substituting_an_inner_binder_for_a_parameter_never_captures(program: Program) -> None:
+    # Replace each free use of a parameter by a variable that the body itself binds:
+    # without renaming, that binder would capture the replacement.
+    for fn in program.module.functions.values():
+        inner = bound_vars(fn.body)
+        if not fn.params or not inner:
+            continue
+        p, b = fn.params[0], inner[-1]
+        out = substitute(fn.body, {p: b})
+        assert id(b) not in ids(bound_vars(out))
+        used = id(p) in ids(free_vars(fn.body))
+        assert (id(b) in ids(free_vars(out))) == used
+        assert id(p) not in ids(free_vars(out))
+        back = substitute(out, {b: p})
+        assert alpha_equal(back, fn.body, map_free_vars=False)
+
+
 def _run(mod: IRModule, inputs: tuple[Any, ...]) -> tuple[str, Any]:
     """The outcome of ``main``: its value (compared via values_equal) or its error message."""
     try:
