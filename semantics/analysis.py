@@ -78,19 +78,11 @@ _ATOMS = (Var, GlobalVar, Op, Constructor, Constant)
 _ENTER, _BIND, _UNBIND = 0, 1, 2
 
 
-def _walk(root: Expr, on_use: Callable[[Var, bool], object],
-          on_bind: Callable[[Var], object] | None = None) -> None:
-    """Walk ``root`` once in first-occurrence order, tracking which variables are in scope.
-
-    ``on_use(var, in_scope)`` is called for every variable occurrence in an
-    expression position; ``on_bind(var)`` for every binding occurrence. A thin
-    adapter over :func:`semantics.visitor.walk_scoped`.
-    """
-    walk_scoped(root, on_use, None if on_bind is None else (lambda v, site: on_bind(v)))
-
-
 def free_vars(expr: Expr) -> list[Var]:
     """The variables of ``expr`` that occur outside the scope of their binders.
+
+    Computed by :func:`semantics.visitor.walk_scoped` (as are :func:`bound_vars`
+    and :func:`all_vars`); the printer calls it on its hot path.
 
     Args:
         expr: any expression (a module's function, a let chain, a DAG with
