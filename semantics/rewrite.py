@@ -114,12 +114,15 @@ class ScopedMutator:
 
     # --- hooks --------------------------------------------------------------------------------
     def pre(self, node: Expr) -> Expr:
+        """Top-down: the expression to walk in place of ``node`` (default: ``node``)."""
         return node
 
     def descend(self, node: Expr) -> bool:
+        """Whether to walk inside ``node`` (default: True); False keeps it as it is."""
         return True
 
     def bind(self, var: Var, site: Expr | Clause) -> Var:
+        """The binder to use for ``var`` at ``site`` (default: ``var``, no rename)."""
         return var
 
     def visit_default(self, new: Expr, old: Expr) -> Expr:
