@@ -44,7 +44,7 @@ from semantics.types import Type
 
 # --- equality ---------------------------------------------------------------------------------
 
-_CMP, _BIND, _UNBIND, _UNBIND_T = 0, 1, 2, 3
+_CMP, _BIND, _UNBIND, _UNBIND_T, _UNBIND_S = 0, 1, 2, 3, 4
 
 
 class _Comparer(_TypeComparer):
@@ -143,6 +143,9 @@ class _Comparer(_TypeComparer):
                 continue
             if action == _UNBIND_T:
                 self.unbind_type_vars(x, y)
+                continue
+            if action == _UNBIND_S:
+                self.unbind_shape_vars()
                 continue
             cls = type(x)
             if cls is not type(y):
@@ -243,6 +246,13 @@ class _Comparer(_TypeComparer):
         if not self.bind_type_vars(x.type_params, y.type_params):
             return False
         stack.append((_UNBIND_T, x.type_params, y.type_params))
+        # A definition binds the shape variables of its signature (module docstring of
+        # semantics.structural.types) for its whole text.
+        if not self.bind_shape_vars([*(p.type_annotation for p in x.params), x.ret_type],
+                                    [*(p.type_annotation for p in y.params), y.ret_type],
+                                    x.type_params, y.type_params):
+            return False
+        stack.append((_UNBIND_S, None, None))
         if not self.opt_types(x.ret_type, y.ret_type):
             return False
         stack.append((_UNBIND, x.params, y.params))

@@ -1,17 +1,52 @@
 """Dims and type equality: :func:`dims_equal` and :func:`types_equal`.
 
 Part of :mod:`semantics.alpha` ("Types"): dims compare symbolically (``n + n``
-equals ``2*n``, free shape variables by name, ``?`` only equals ``?``); type
-parameters are bound like variables (kinds must agree); free type variables
-and ``IncompleteType`` holes are mapped bijectively or compared by identity;
-a bare ``GlobalTypeVar`` ``Name`` equals the type call ``Name[]``. Types are
-shallow and compared recursively. Also the hash key of a dim
+equals ``2*n``, ``?`` only equals ``?``); type parameters are bound like
+variables (kinds must agree); free type variables and ``IncompleteType`` holes
+are mapped bijectively or compared by identity; a bare ``GlobalTypeVar``
+``Name`` equals the type call ``Name[]``. Also the hash key of a dim
 (:func:`_dim_key`), consistent with :func:`dims_equal`.
+
+**Shape variables.** ARCHITECTURE.md §3 says a shape variable is "implicitly
+bound at the enclosing definition", so ``def @f(%x: Tensor[(n, 3), float32])``
+and the same with ``k`` are alpha-equal. :class:`_TypeComparer` keeps a stack
+of *shape scopes*: a definition (a module's global function or any function
+literal, see :mod:`semantics.structural.exprs`) binds the shape variables of
+its signature (parameter and return annotations) that no enclosing definition
+binds already, for its whole text (signature and body, nested functions and
+``let`` annotations included). Bound shape variables are compared up to one
+consistent renaming per definition — a bijection between the two sides' names,
+found first from the signatures' aligned dims with one unpaired variable each
+(``n`` against ``k``, then ``n * m`` against ``k * j`` once ``m`` is paired),
+then lazily: a dim whose bound variables are not paired yet pairs them, with
+the first pairing (of at most :data:`MAX_RENAMING_SEARCH` variables, all
+permutations tried) under which the dims are symbolically equal; dims are then
+compared symbolically after renaming both sides to shared canonical symbols,
+so ``n + n`` equals ``2*k`` under ``n↔k`` while ``(n, n)`` never equals
+``(n, k)``. The search is greedy: a pairing that fits one dim is kept, so a
+contrived signature whose every dim has several unpaired variables and admits
+several pairings may compare as different (never the other way round). A shape-kinded type
+parameter (``[n: Shape]``) is paired with its partner's *name* when both are
+new in their signatures.
+
+Shape variables bound by no definition are *free* and compare by name — the
+choice of :func:`types_equal` on two standalone types, as ARCHITECTURE.md §4
+specifies ("shape dims compared symbolically"): a type on its own is not a
+definition, its shape variables refer to an enclosing definition we cannot
+see, so ``Tensor[(n), float32]`` and ``Tensor[(k), float32]`` are different
+types there (the type checker's view of two rigid variables), and
+``alpha_equal`` on two types does the same.
+
+Types are compared by one loop over an explicit worklist (pairs to compare and
+scope ends), so a 20,000-deep tuple, ``Ref`` or function type needs no Python
+stack (HOUSE_STYLE habit 4).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
+from typing import Any
 
 import sympy
 
@@ -21,6 +56,7 @@ from semantics.types import (
     FuncType,
     GlobalTypeVar,
     IncompleteType,
+    Kind,
     RefType,
     TensorType,
     TupleType,
@@ -29,6 +65,7 @@ from semantics.types import (
     TypeData,
     TypeRelation,
     TypeVar,
+    type_children,
 )
 
 # --- dims -------------------------------------------------------------------------------------
@@ -90,20 +127,131 @@ def _dim_key(d: Dim) -> int:
     return _sym_key(_as_sym(d))
 
 
-# --- types ------------------------------------------------------------------------------------
+# --- types ---------------------------------------------------------------------------------
+
+MAX_RENAMING_SEARCH = 5   # unpaired shape variables in one dim whose pairings are all tried
+
+_T_CMP, _T_UNBIND = 0, 1
+
+
+def _dim_symbols(d: Dim) -> frozenset[str]:
+    """Names of the shape variables of a dim."""
+    if d is ANY or isinstance(d, int):
+        return frozenset()
+    return frozenset(s.name for s in sympy.sympify(d).free_symbols)
+
+
+def shape_var_names(types: list[Type | None]) -> set[str]:
+    """Names of the shape variables written in ``types`` (iterative walk).
+
+    Args:
+        types: types (``None`` entries are skipped), e.g. a signature's annotations.
+    Returns:
+        The set of names.
+    """
+    out: set[str] = set()
+    stack: list[Type] = [t for t in types if t is not None]
+    while stack:
+        t = stack.pop()
+        cls = type(t)
+        if cls is TensorType:
+            for d in t.shape:  # type: ignore[attr-defined]
+                if not isinstance(d, int) and d is not ANY:
+                    out.update(_dim_symbols(d))
+        elif cls is TypeData:
+            for ctor in t.constructors:  # type: ignore[attr-defined]
+                stack.extend(ctor.inputs)
+        else:
+            stack.extend(type_children(t))
+    return out
+
+
+class _ShapeScopes:
+    """The shape variables bound by the definitions being compared, and their renaming.
+
+    ``canon_a``/``canon_b`` map a bound, already paired name of each side to the
+    shared canonical symbol (named ``$k``, which no written name can be);
+    ``pending_a``/``pending_b`` are bound names not paired yet; ``frames`` records
+    the names each definition bound, to unbind them when it ends.
+    """
+
+    def __init__(self) -> None:
+        self.canon_a: dict[str, sympy.Symbol] = {}
+        self.canon_b: dict[str, sympy.Symbol] = {}
+        self.pending_a: set[str] = set()
+        self.pending_b: set[str] = set()
+        self.frames: list[tuple[set[str], set[str]]] = []
+        self.count = 0
+
+    def active(self) -> bool:
+        return bool(self.frames)
+
+    def is_bound_a(self, name: str) -> bool:
+        return name in self.canon_a or name in self.pending_a
+
+    def is_bound_b(self, name: str) -> bool:
+        return name in self.canon_b or name in self.pending_b
+
+    def bind(self, names_a: set[str], names_b: set[str],
+             shape_params: list[tuple[str, str]]) -> bool:
+        """Open a definition's scope binding ``names_a``/``names_b`` (those not bound yet);
+        ``shape_params`` are the names of its paired shape-kinded type parameters."""
+        new_a = {x for x in names_a if not self.is_bound_a(x)}
+        new_b = {y for y in names_b if not self.is_bound_b(y)}
+        if len(new_a) != len(new_b):
+            return False
+        self.frames.append((new_a, new_b))
+        self.pending_a |= new_a
+        self.pending_b |= new_b
+        for x, y in shape_params:
+            if (x in new_a) != (y in new_b):
+                return False
+            if x in new_a and x in self.pending_a and y in self.pending_b:
+                self.pair(x, y)
+        return True
+
+    def unbind(self) -> None:
+        new_a, new_b = self.frames.pop()
+        for x in new_a:
+            self.canon_a.pop(x, None)
+            self.pending_a.discard(x)
+        for y in new_b:
+            self.canon_b.pop(y, None)
+            self.pending_b.discard(y)
+
+    def pair(self, x: str, y: str) -> None:
+        self.count += 1
+        c = shape_var(f"${self.count}")
+        self.canon_a[x] = c
+        self.canon_b[y] = c
+        self.pending_a.discard(x)
+        self.pending_b.discard(y)
+
+    def unpair(self, x: str, y: str) -> None:
+        del self.canon_a[x]
+        del self.canon_b[y]
+        self.pending_a.add(x)
+        self.pending_b.add(y)
+
+    def rename(self, e: sympy.Expr, canon: dict[str, sympy.Symbol]) -> sympy.Expr:
+        subs = {s: canon[s.name] for s in e.free_symbols if s.name in canon}
+        return e.xreplace(subs) if subs else e
+
 
 class _TypeComparer:
-    """State of one type comparison: scoped type-parameter maps, free type-variable bijection."""
+    """State of one type comparison: scoped type-parameter maps, free type-variable bijection,
+    and the shape scopes of the definitions being compared."""
 
     def __init__(self, map_free_vars: bool, solver: DimSolver | None):
         self.map_free = map_free_vars
         self.solver = solver
         self.tv_ab: dict[int, list[TypeVar]] = {}
         self.tv_ba: dict[int, list[TypeVar]] = {}
-        self.free_tv_ab: dict[int, TypeVar] = {}
-        self.free_tv_ba: dict[int, TypeVar] = {}
+        self.free_tv_ab: dict[int, Type] = {}
+        self.free_tv_ba: dict[int, Type] = {}
+        self.shapes = _ShapeScopes()
 
-    # types ----------------------------------------------------------------------------------
+    # type parameters ------------------------------------------------------------------------
     def bind_type_vars(self, xs: tuple[TypeVar, ...], ys: tuple[TypeVar, ...]) -> bool:
         if len(xs) != len(ys) or any(x.kind != y.kind for x, y in zip(xs, ys)):
             return False
@@ -117,17 +265,16 @@ class _TypeComparer:
             _pop(self.tv_ab, id(x))
             _pop(self.tv_ba, id(y))
 
-    def opt_types(self, t1: Type | None, t2: Type | None) -> bool:
-        if t1 is None or t2 is None:
-            return t1 is t2
-        return self.types(t1, t2)
-
     def type_var(self, x: TypeVar, y: TypeVar) -> bool:
         if x.kind != y.kind:
             return False
         sx, sy = self.tv_ab.get(id(x)), self.tv_ba.get(id(y))
         if sx or sy:
             return bool(sx) and bool(sy) and sx[-1] is y and sy[-1] is x  # type: ignore[index]
+        return self._free(x, y)
+
+    def _free(self, x: Type, y: Type) -> bool:
+        """A free type variable or hole: by identity, or mapped bijectively."""
         if not self.map_free:
             return x is y
         fx, fy = self.free_tv_ab.get(id(x)), self.free_tv_ba.get(id(y))
@@ -137,84 +284,183 @@ class _TypeComparer:
             return True
         return fx is y and fy is x
 
-    def types(self, t1: Type, t2: Type) -> bool:
-        cls = type(t1)
-        if cls is not type(t2):
-            return _nullary_adt_name(t1) is not None and \
-                _nullary_adt_name(t1) == _nullary_adt_name(t2)
-        if cls is TensorType:
-            if t1 is t2:
+    # shape variables ------------------------------------------------------------------------
+    def bind_shape_vars(self, sig_a: list[Type | None], sig_b: list[Type | None],
+                        tps_a: tuple[TypeVar, ...], tps_b: tuple[TypeVar, ...]) -> bool:
+        """Open the shape scope of two definitions with signatures ``sig_a``/``sig_b`` and
+        (already paired) type parameters ``tps_a``/``tps_b``; False when they cannot match."""
+        shape_params = [(x.name, y.name) for x, y in zip(tps_a, tps_b)
+                        if x.kind is Kind.ShapeVar]
+        if not self.shapes.bind(shape_var_names(sig_a), shape_var_names(sig_b), shape_params):
+            return False
+        if self.shapes.pending_a:
+            self._pair_signature(sig_a, sig_b)
+        return True
+
+    def _pair_signature(self, sig_a: list[Type | None], sig_b: list[Type | None]) -> None:
+        """Pair the new shape variables from the signatures' aligned dims, simplest first.
+
+        Repeatedly takes the aligned dims with exactly one unpaired variable on each
+        side (a bare ``n`` against a bare ``k`` first of all) and pairs them when that
+        makes the dims equal; so ``(n * m, m)`` against ``(j * k, k)`` pairs ``m↔k``
+        before it looks at the products. Whatever is left is paired lazily.
+        """
+        pairs = _aligned_dims(sig_a, sig_b)
+        scopes = self.shapes
+        progress = True
+        while progress and scopes.pending_a:
+            progress = False
+            for da, db in pairs:
+                if len(_dim_symbols(da) & scopes.pending_a) == 1 and \
+                        len(_dim_symbols(db) & scopes.pending_b) == 1 and self.dims(da, db):
+                    progress = True
+
+    def unbind_shape_vars(self) -> None:
+        self.shapes.unbind()
+
+    def dims(self, d1: Dim, d2: Dim) -> bool:
+        """Dim equality under the current renaming of bound shape variables."""
+        scopes = self.shapes
+        if not scopes.active() or d1 is ANY or d2 is ANY or \
+                (isinstance(d1, int) and isinstance(d2, int)):
+            return dims_equal(d1, d2, self.solver)
+        e1, e2 = _as_sym(d1), _as_sym(d2)
+        ua = sorted(s.name for s in e1.free_symbols if s.name in scopes.pending_a)
+        ub = sorted(s.name for s in e2.free_symbols if s.name in scopes.pending_b)
+        if len(ua) != len(ub):
+            return False
+        if not ua:
+            return self._renamed_equal(e1, e2)
+        orders = itertools.permutations(ub) if len(ub) <= MAX_RENAMING_SEARCH else iter((ub,))
+        for order in orders:
+            for x, y in zip(ua, order):
+                scopes.pair(x, y)
+            if self._renamed_equal(e1, e2):
                 return True
-            return (t1.dtype == t2.dtype and len(t1.shape) == len(t2.shape)  # type: ignore
-                    and all(dims_equal(a, b, self.solver)
-                            for a, b in zip(t1.shape, t2.shape)))  # type: ignore[attr-defined]
-        if cls is TupleType:
-            return self.type_lists(t1.fields, t2.fields)  # type: ignore[attr-defined]
-        if cls is TypeVar:
-            return self.type_var(t1, t2)  # type: ignore[arg-type]
-        if cls is GlobalTypeVar:
-            return t1.name == t2.name  # type: ignore[attr-defined]
-        if cls is TypeCall:
-            return (t1.func.name == t2.func.name  # type: ignore[attr-defined]
-                    and self.type_lists(t1.args, t2.args))  # type: ignore[attr-defined]
-        if cls is RefType:
-            return self.types(t1.value, t2.value)  # type: ignore[attr-defined]
-        if cls is FuncType:
-            return self._func_types(t1, t2)  # type: ignore[arg-type]
-        if cls is TypeRelation:
-            return (_relation_name(t1.relation) == _relation_name(t2.relation)  # type: ignore
-                    and t1.num_inputs == t2.num_inputs  # type: ignore[attr-defined]
-                    and _attrs_equal(t1.attrs, t2.attrs)  # type: ignore[attr-defined]
-                    and self.type_lists(t1.args, t2.args))  # type: ignore[attr-defined]
-        if cls is TypeData:
-            return self._type_data(t1, t2)  # type: ignore[arg-type]
-        if cls is IncompleteType:
-            if t1 is t2:
-                return True
-            if not self.map_free or t1.kind != t2.kind:  # type: ignore[attr-defined]
-                return False
-            fx, fy = self.free_tv_ab.get(id(t1)), self.free_tv_ba.get(id(t2))
-            if fx is None and fy is None:
-                self.free_tv_ab[id(t1)] = t2  # type: ignore[assignment]
-                self.free_tv_ba[id(t2)] = t1  # type: ignore[assignment]
-                return True
-            return fx is t2 and fy is t1
-        raise TypeError(f"types_equal: not a type: {cls.__name__}")
+            for x, y in zip(ua, order):
+                scopes.unpair(x, y)
+        return False
+
+    def _renamed_equal(self, e1: sympy.Expr, e2: sympy.Expr) -> bool:
+        scopes = self.shapes
+        r1, r2 = scopes.rename(e1, scopes.canon_a), scopes.rename(e2, scopes.canon_b)
+        return dims_equal(r1, r2, self.solver)
+
+    # types ----------------------------------------------------------------------------------
+    def opt_types(self, t1: Type | None, t2: Type | None) -> bool:
+        if t1 is None or t2 is None:
+            return t1 is t2
+        return self.types(t1, t2)
 
     def type_lists(self, xs: tuple[Type, ...], ys: tuple[Type, ...]) -> bool:
-        return len(xs) == len(ys) and all(self.types(x, y) for x, y in zip(xs, ys))
+        if len(xs) != len(ys):
+            return False
+        return all(self.types(x, y) for x, y in zip(xs, ys))
 
-    def _func_types(self, t1: FuncType, t2: FuncType) -> bool:
-        if len(t1.arg_types) != len(t2.arg_types) or \
-                len(t1.type_constraints) != len(t2.type_constraints):
-            return False
-        if not self.bind_type_vars(t1.type_params, t2.type_params):
-            return False
-        try:
-            return (self.type_lists(t1.arg_types, t2.arg_types)
-                    and self.types(t1.ret_type, t2.ret_type)
-                    and self.type_lists(t1.type_constraints, t2.type_constraints))
-        finally:
-            self.unbind_type_vars(t1.type_params, t2.type_params)
+    def types(self, t1: Type, t2: Type) -> bool:
+        """Whether ``t1`` and ``t2`` are equal in the current scopes (iterative)."""
+        stack: list[tuple[int, Any, Any]] = [(_T_CMP, t1, t2)]
+        while stack:
+            action, a, b = stack.pop()
+            if action == _T_UNBIND:
+                self.unbind_type_vars(a, b)
+                continue
+            if not self._push_type_pair(a, b, stack):
+                for action, a, b in reversed(stack):
+                    if action == _T_UNBIND:
+                        self.unbind_type_vars(a, b)
+                return False
+        return True
 
-    def _type_data(self, d1: TypeData, d2: TypeData) -> bool:
-        if d1.header.name != d2.header.name or len(d1.constructors) != len(d2.constructors):
-            return False
-        if not self.bind_type_vars(d1.type_vars, d2.type_vars):
-            return False
-        try:
-            for c1, c2 in zip(d1.constructors, d2.constructors):
-                if c1.name != c2.name or c1.tag != c2.tag or \
-                        not self.type_lists(c1.inputs, c2.inputs):
-                    return False
+    def _push_type_pair(self, a: Any, b: Any, stack: list[tuple[int, Any, Any]]) -> bool:
+        """Compare the heads of ``a`` and ``b`` and push their children (False: different)."""
+        cls = type(a)
+        if cls is not type(b):
+            name = _nullary_adt_name(a)
+            return name is not None and name == _nullary_adt_name(b)
+        if cls is TensorType:
+            if a is b and not self.shapes.active():
+                return True
+            return (a.dtype == b.dtype and len(a.shape) == len(b.shape)
+                    and all(self.dims(x, y) for x, y in zip(a.shape, b.shape)))
+        if cls is TupleType:
+            return _push_lists(stack, a.fields, b.fields)
+        if cls is TypeVar:
+            return self.type_var(a, b)
+        if cls is GlobalTypeVar:
+            return bool(a.name == b.name)
+        if cls is TypeCall:
+            return a.func.name == b.func.name and _push_lists(stack, a.args, b.args)
+        if cls is RefType:
+            stack.append((_T_CMP, a.value, b.value))
             return True
-        finally:
-            self.unbind_type_vars(d1.type_vars, d2.type_vars)
+        if cls is FuncType:
+            if len(a.arg_types) != len(b.arg_types) or \
+                    len(a.type_constraints) != len(b.type_constraints):
+                return False
+            if not self.bind_type_vars(a.type_params, b.type_params):
+                return False
+            stack.append((_T_UNBIND, a.type_params, b.type_params))
+            return _push_lists(stack, (*a.arg_types, a.ret_type, *a.type_constraints),
+                               (*b.arg_types, b.ret_type, *b.type_constraints))
+        if cls is TypeRelation:
+            return (_relation_name(a.relation) == _relation_name(b.relation)
+                    and a.num_inputs == b.num_inputs and _attrs_equal(a.attrs, b.attrs)
+                    and _push_lists(stack, a.args, b.args))
+        if cls is TypeData:
+            if a.header.name != b.header.name or len(a.constructors) != len(b.constructors):
+                return False
+            if any(c1.name != c2.name or c1.tag != c2.tag or len(c1.inputs) != len(c2.inputs)
+                   for c1, c2 in zip(a.constructors, b.constructors)):
+                return False
+            if not self.bind_type_vars(a.type_vars, b.type_vars):
+                return False
+            stack.append((_T_UNBIND, a.type_vars, b.type_vars))
+            return _push_lists(stack, tuple(i for c in a.constructors for i in c.inputs),
+                               tuple(i for c in b.constructors for i in c.inputs))
+        if cls is IncompleteType:
+            if a is b:
+                return True
+            return bool(a.kind == b.kind) and self._free(a, b)
+        raise TypeError(f"types_equal: not a type: {cls.__name__}")
+
+
+def _aligned_dims(sig_a: list[Type | None], sig_b: list[Type | None]) -> list[tuple[Dim, Dim]]:
+    """The pairs of dims at the same positions of two signatures (where their shapes agree)."""
+    out: list[tuple[Dim, Dim]] = []
+    stack: list[tuple[Type, Type]] = [(a, b) for a, b in zip(sig_a, sig_b)
+                                      if a is not None and b is not None]
+    while stack:
+        a, b = stack.pop()
+        if type(a) is not type(b):
+            continue
+        if type(a) is TensorType:
+            if len(a.shape) == len(b.shape):  # type: ignore[attr-defined]
+                out.extend(zip(a.shape, b.shape))  # type: ignore[attr-defined]
+            continue
+        kids_a, kids_b = type_children(a), type_children(b)
+        if len(kids_a) == len(kids_b):
+            stack.extend(zip(kids_a, kids_b))
+    out.reverse()
+    return out
+
+
+def _push_lists(stack: list[tuple[int, Any, Any]], xs: tuple[Type, ...], ys: tuple[Type, ...]
+                ) -> bool:
+    """Push the pairs of ``xs`` and ``ys`` to compare them left to right (False: lengths differ)."""
+    if len(xs) != len(ys):
+        return False
+    for k in range(len(xs) - 1, -1, -1):
+        stack.append((_T_CMP, xs[k], ys[k]))
+    return True
 
 
 def types_equal(t1: Type, t2: Type, *, map_free_vars: bool = False,
                 solver: DimSolver | None = None) -> bool:
     """Whether two types are equal: dims symbolically, bound type parameters up to renaming.
+
+    Free shape variables compare by name (a standalone type is not a definition; see the
+    module docstring). Iterative: any depth.
 
     Args:
         t1, t2: types.
