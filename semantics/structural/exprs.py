@@ -168,48 +168,48 @@ class _Comparer(_TypeComparer):
                 return False
         return True
 
-    def _leaf(self, x: Expr, y: Expr) -> bool:
+    def _leaf(self, x: Any, y: Any) -> bool:
         cls = type(x)
         if cls is Var:
-            return self.var_use(x, y)  # type: ignore[arg-type]
+            return self.var_use(x, y)
         if cls is GlobalVar:
-            return x.name_hint == y.name_hint  # type: ignore[attr-defined]
+            return x.name_hint == y.name_hint
         if cls is Op:
-            return x.name == y.name  # type: ignore[attr-defined]
+            return x.name == y.name
         if cls is Constructor:
-            return (x.name == y.name  # type: ignore[attr-defined]
-                    and x.belong_to.name == y.belong_to.name)  # type: ignore[attr-defined]
+            return (x.name == y.name
+                    and x.belong_to.name == y.belong_to.name)
         key = (id(x), id(y))
         verdict = self.constants.get(key)
         if verdict is None:
-            verdict = _constants_equal(x, y)  # type: ignore[arg-type]
+            verdict = _constants_equal(x, y)
             self.constants[key] = verdict
         return verdict
 
-    def _push_children(self, x: Expr, y: Expr, stack: list[tuple[int, Any, Any]]) -> bool:
+    def _push_children(self, x: Any, y: Any, stack: list[tuple[int, Any, Any]]) -> bool:
         cls = type(x)
         if cls is Call:
-            if len(x.args) != len(y.args) or not _attrs_equal(x.attrs, y.attrs):  # type: ignore
+            if len(x.args) != len(y.args) or not _attrs_equal(x.attrs, y.attrs):
                 return False
             if (x.type_args or y.type_args) and \
-                    not self.type_lists(x.type_args, y.type_args):  # type: ignore[attr-defined]
+                    not self.type_lists(x.type_args, y.type_args):
                 return False
-            for pair in reversed(tuple(zip((x.op, *x.args), (y.op, *y.args)))):  # type: ignore
+            for pair in reversed(tuple(zip((x.op, *x.args), (y.op, *y.args)))):
                 stack.append((_CMP, *pair))
             return True
         if cls is Let:
-            xv, yv = (x.var,), (y.var,)  # type: ignore[attr-defined]
+            xv, yv = (x.var,), (y.var,)
             stack.append((_UNBIND, xv, yv))
-            stack.append((_CMP, x.body, y.body))  # type: ignore[attr-defined]
-            if isinstance(x.value, Function):  # type: ignore[attr-defined]
-                stack.append((_CMP, x.value, y.value))  # type: ignore[attr-defined]
+            stack.append((_CMP, x.body, y.body))
+            if isinstance(x.value, Function):
+                stack.append((_CMP, x.value, y.value))
                 stack.append((_BIND, xv, yv))
             else:
                 stack.append((_BIND, xv, yv))
-                stack.append((_CMP, x.value, y.value))  # type: ignore[attr-defined]
+                stack.append((_CMP, x.value, y.value))
             return True
         if cls is Function:
-            return self._push_function(x, y, stack)  # type: ignore[arg-type]
+            return self._push_function(x, y, stack)
         if cls is Tuple or cls is If or cls is RefCreate or cls is RefRead or \
                 cls is RefWrite or cls is Grad:
             xs, ys = children(x), children(y)
@@ -219,15 +219,15 @@ class _Comparer(_TypeComparer):
                 stack.append((_CMP, *pair))
             return True
         if cls is TupleGetItem:
-            if x.index != y.index:  # type: ignore[attr-defined]
+            if x.index != y.index:
                 return False
-            stack.append((_CMP, x.tuple_value, y.tuple_value))  # type: ignore[attr-defined]
+            stack.append((_CMP, x.tuple_value, y.tuple_value))
             return True
         if cls is Match:
             if x.complete != y.complete or \
-                    len(x.clauses) != len(y.clauses):  # type: ignore[attr-defined]
+                    len(x.clauses) != len(y.clauses):
                 return False
-            for c1, c2 in reversed(tuple(zip(x.clauses, y.clauses))):  # type: ignore
+            for c1, c2 in reversed(tuple(zip(x.clauses, y.clauses))):
                 pairs: list[tuple[Var, Var]] = []
                 if not self.patterns(c1.lhs, c2.lhs, pairs):
                     return False
@@ -235,7 +235,7 @@ class _Comparer(_TypeComparer):
                 stack.append((_UNBIND, xs_, ys_))
                 stack.append((_CMP, c1.rhs, c2.rhs))
                 stack.append((_BIND, xs_, ys_))
-            stack.append((_CMP, x.data, y.data))  # type: ignore[attr-defined]
+            stack.append((_CMP, x.data, y.data))
             return True
         raise TypeError(f"alpha_equal: not an expression: {cls.__name__}")
 

@@ -211,7 +211,7 @@ class _Hasher:
         for v in vs:
             _pop(self.bound, id(v))
 
-    def leaf(self, node: Expr) -> int:
+    def leaf(self, node: Any) -> int:
         cls = type(node)
         tag = _TAG[cls]
         if cls is Var:
@@ -221,15 +221,15 @@ class _Hasher:
             index = self.free.get(id(node))
             if index is None:
                 index = self.free[id(node)] = len(self.free)
-                self.var_ann[id(node)] = self.opt_type(node.type_annotation)  # type: ignore
+                self.var_ann[id(node)] = self.opt_type(node.type_annotation)
             return hash((tag, 2, index, self.var_ann[id(node)]))
         if cls is GlobalVar:
-            return hash((tag, _str_hash(node.name_hint)))  # type: ignore[attr-defined]
+            return hash((tag, _str_hash(node.name_hint)))
         if cls is Op or cls is Constructor:
-            return hash((tag, _str_hash(node.name)))  # type: ignore[attr-defined]
+            return hash((tag, _str_hash(node.name)))
         known = self.memo.get(id(node))
         if known is None:
-            data = node.data  # type: ignore[attr-defined]
+            data = node.data
             known = hash((tag, _str_hash(data.dtype.str), *data.shape,
                           zlib.crc32(data.tobytes())))
             self.memo[id(node)] = known
@@ -271,26 +271,27 @@ class _Hasher:
             self._enter(node, stack)
         return values[-1]
 
-    def _enter(self, node: Expr, stack: list[tuple[int, Any, Any]]) -> None:
+    def _enter(self, node: Any, stack: list[tuple[int, Any, Any]]) -> None:
         cls = type(node)
+        head: tuple[Any, ...]
         tag = _TAG.get(cls)
         if tag is None:
             raise TypeError(f"structural_hash: not an expression: {cls.__name__}")
         if cls is Let:
-            var = (node.var,)  # type: ignore[attr-defined]
-            head = (tag, self.opt_type(node.var.type_annotation))  # type: ignore[attr-defined]
+            var = (node.var,)
+            head = (tag, self.opt_type(node.var.type_annotation))
             stack.append((_H_EXIT, node, (2, head)))
             stack.append((_H_UNBIND, var, None))
-            stack.append((_H_ENTER, node.body, None))  # type: ignore[attr-defined]
-            if isinstance(node.value, Function):  # type: ignore[attr-defined]
-                stack.append((_H_ENTER, node.value, None))  # type: ignore[attr-defined]
+            stack.append((_H_ENTER, node.body, None))
+            if isinstance(node.value, Function):
+                stack.append((_H_ENTER, node.value, None))
                 stack.append((_H_BIND, var, None))
             else:
                 stack.append((_H_BIND, var, None))
-                stack.append((_H_ENTER, node.value, None))  # type: ignore[attr-defined]
+                stack.append((_H_ENTER, node.value, None))
             return
         if cls is Function:
-            fn: Function = node  # type: ignore[assignment]
+            fn: Function = node
             self.bind_tvs(fn.type_params)
             head = (tag, len(fn.type_params), *(_str_hash(tv.kind.value) for tv in fn.type_params),
                     *(self.opt_type(p.type_annotation) for p in fn.params),
@@ -302,7 +303,7 @@ class _Hasher:
             stack.append((_H_BIND, fn.params, None))
             return
         if cls is Match:
-            m: Match = node  # type: ignore[assignment]
+            m: Match = node
             head = (tag, int(m.complete), *(self.pattern(c.lhs) for c in m.clauses))
             stack.append((_H_EXIT, node, (1 + len(m.clauses), head)))
             for clause in reversed(m.clauses):
@@ -313,10 +314,10 @@ class _Hasher:
             stack.append((_H_ENTER, m.data, None))
             return
         if cls is Call:
-            head = (tag, len(node.args), _attrs_hash(node.attrs),  # type: ignore[attr-defined]
-                    *(self.type(t) for t in node.type_args))  # type: ignore[attr-defined]
+            head = (tag, len(node.args), _attrs_hash(node.attrs),
+                    *(self.type(t) for t in node.type_args))
         elif cls is TupleGetItem:
-            head = (tag, node.index)  # type: ignore[attr-defined]
+            head = (tag, node.index)
         else:
             head = (tag,)
         kids = children(node)
