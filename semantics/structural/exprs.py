@@ -35,16 +35,17 @@ from semantics.expr import (
     TupleGetItem,
     Var,
     children,
+    pattern_vars,
 )
 from semantics.module import IRModule
 from semantics.shapes import DimSolver
 from semantics.structural.leaves import _LEAVES, Node, _attrs_equal, _constants_equal, _pop
-from semantics.structural.types import _TypeComparer
+from semantics.structural.types import _TypeComparer, shape_var_names
 from semantics.types import Type
 
 # --- equality ---------------------------------------------------------------------------------
 
-_CMP, _BIND, _UNBIND, _UNBIND_T, _UNBIND_S = 0, 1, 2, 3, 4
+_CMP, _BIND, _UNBIND, _UNBIND_T, _END_DEF = 0, 1, 2, 3, 4
 
 
 class _Comparer(_TypeComparer):
@@ -130,7 +131,12 @@ class _Comparer(_TypeComparer):
         return True
 
     # expressions ----------------------------------------------------------------------------
-    def exprs(self, a: Expr, b: Expr) -> bool:
+    def exprs(self, a: Expr, b: Expr, outside_a: tuple[Type | None, ...] = (),
+              outside_b: tuple[Type | None, ...] = ()) -> bool:
+        """Compare two roots (``outside_*``: more annotations written outside the roots)."""
+        if not self.shapes.active():
+            self.shapes.free_a = _outside_shape_names(a, outside_a)
+            self.shapes.free_b = _outside_shape_names(b, outside_b)
         stack: list[tuple[int, Any, Any]] = [(_CMP, a, b)]
         while stack:
             action, x, y = stack.pop()
@@ -144,8 +150,8 @@ class _Comparer(_TypeComparer):
             if action == _UNBIND_T:
                 self.unbind_type_vars(x, y)
                 continue
-            if action == _UNBIND_S:
-                self.unbind_shape_vars()
+            if action == _END_DEF:
+                self.exit_definition()
                 continue
             cls = type(x)
             if cls is not type(y):
@@ -246,13 +252,12 @@ class _Comparer(_TypeComparer):
         if not self.bind_type_vars(x.type_params, y.type_params):
             return False
         stack.append((_UNBIND_T, x.type_params, y.type_params))
-        # A definition binds the shape variables of its signature (module docstring of
-        # semantics.structural.types) for its whole text.
-        if not self.bind_shape_vars([*(p.type_annotation for p in x.params), x.ret_type],
-                                    [*(p.type_annotation for p in y.params), y.ret_type],
-                                    x.type_params, y.type_params):
+        # A definition binds the shape variables written in it (semantics.structural.types).
+        stack.append((_END_DEF, None, None))
+        if not self.enter_definition([*(p.type_annotation for p in x.params), x.ret_type],
+                                     [*(p.type_annotation for p in y.params), y.ret_type],
+                                     x.type_params, y.type_params):
             return False
-        stack.append((_UNBIND_S, None, None))
         if not self.opt_types(x.ret_type, y.ret_type):
             return False
         stack.append((_UNBIND, x.params, y.params))
@@ -268,7 +273,8 @@ class _Comparer(_TypeComparer):
         xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
         if not self.bind_vars(xs, ys):
             return False
-        return self.exprs(c1.rhs, c2.rhs)
+        return self.exprs(c1.rhs, c2.rhs, tuple(x.type_annotation for x in xs),
+                          tuple(y.type_annotation for y in ys))
 
     def modules(self, m1: IRModule, m2: IRModule) -> bool:
         if set(m1.functions) != set(m2.functions) or set(m1.types) != set(m2.types):
@@ -280,6 +286,35 @@ class _Comparer(_TypeComparer):
             if not self.exprs(m1.functions[name], m2.functions[name]):
                 return False
         return True
+
+
+def _outside_shape_names(root: Expr, extra: tuple[Type | None, ...]) -> frozenset[str]:
+    """Names of the shape variables written in ``root`` outside every function literal (and in
+    ``extra``): no definition binds them, so they are free (an iterative walk of the DAG)."""
+    if type(root) is Function and not extra:
+        return frozenset()
+    found: list[Type | None] = list(extra)
+    seen: set[int] = set()
+    stack: list[Expr] = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        cls = type(node)
+        if cls is Function:
+            continue
+        if cls is Var:
+            found.append(node.type_annotation)  # type: ignore[attr-defined]
+        elif cls is Let:
+            found.append(node.var.type_annotation)  # type: ignore[attr-defined]
+        elif cls is Call:
+            found.extend(node.type_args)  # type: ignore[attr-defined]
+        elif cls is Match:
+            for clause in node.clauses:  # type: ignore[attr-defined]
+                found.extend(v.type_annotation for v in pattern_vars(clause.lhs))
+        stack.extend(children(node))
+    return frozenset(shape_var_names(found))
 
 
 def alpha_equal(a: Node, b: Node, *, map_free_vars: bool = True) -> bool:

@@ -9,33 +9,38 @@ are mapped bijectively or compared by identity; a bare ``GlobalTypeVar``
 
 **Shape variables.** ARCHITECTURE.md §3 says a shape variable is "implicitly
 bound at the enclosing definition", so ``def @f(%x: Tensor[(n, 3), float32])``
-and the same with ``k`` are alpha-equal. :class:`_TypeComparer` keeps a stack
-of *shape scopes*: a definition (a module's global function or any function
-literal, see :mod:`semantics.structural.exprs`) binds the shape variables of
-its signature (parameter and return annotations) that no enclosing definition
-binds already, for its whole text (signature and body, nested functions and
-``let`` annotations included). Bound shape variables are compared up to one
-consistent renaming per definition — a bijection between the two sides' names,
-found first from the signatures' aligned dims with one unpaired variable each
-(``n`` against ``k``, then ``n * m`` against ``k * j`` once ``m`` is paired),
-then lazily: a dim whose bound variables are not paired yet pairs them, with
-the first pairing (of at most :data:`MAX_RENAMING_SEARCH` variables, all
-permutations tried) under which the dims are symbolically equal; dims are then
-compared symbolically after renaming both sides to shared canonical symbols,
-so ``n + n`` equals ``2*k`` under ``n↔k`` while ``(n, n)`` never equals
-``(n, k)``. The search is greedy: a pairing that fits one dim is kept, so a
-contrived signature whose every dim has several unpaired variables and admits
-several pairings may compare as different (never the other way round). A shape-kinded type
-parameter (``[n: Shape]``) is paired with its partner's *name* when both are
-new in their signatures.
+and the same with ``k`` are alpha-equal. A *definition* is a module's global
+function, or — in an expression compared on its own — an outermost function
+literal; it binds every shape variable written anywhere in its text
+(parameter and return annotations, body, nested functions, ``let`` and
+pattern annotations, call type arguments), since a nested function cannot
+rebind a name its enclosing definition already binds. The exception is a name
+also written *outside* every function of the compared expression (say in the
+annotation of a top-level ``let``): no definition encloses that occurrence, so
+the variable is free, everywhere, and compares by name.
 
-Shape variables bound by no definition are *free* and compare by name — the
-choice of :func:`types_equal` on two standalone types, as ARCHITECTURE.md §4
-specifies ("shape dims compared symbolically"): a type on its own is not a
-definition, its shape variables refer to an enclosing definition we cannot
-see, so ``Tensor[(n), float32]`` and ``Tensor[(k), float32]`` are different
-types there (the type checker's view of two rigid variables), and
-``alpha_equal`` on two types does the same.
+Bound shape variables compare up to one consistent renaming per definition —
+a bijection between the two sides' names, built while comparing
+(:class:`_ShapeScopes`): first from the signatures' aligned dims with one
+unpaired variable on each side (``n`` against ``k``; then ``n * m`` against
+``k * j`` once ``m`` is paired), then on first use: a dim with unpaired
+variables pairs them with the first pairing (all permutations of at most
+:data:`MAX_RENAMING_SEARCH` variables) under which the dims are symbolically
+equal. Dims are compared symbolically after renaming both sides to shared
+canonical symbols, so ``n + n`` equals ``2*k`` under ``n↔k`` while ``(n, n)``
+never equals ``(n, k)``. The search is greedy: a contrived definition whose
+first dims each have several unpaired variables and admit several pairings may
+compare as different (never the other way round). A shape-kinded type
+parameter (``[n: Shape]``) pairs its name with its partner's.
+
+Free shape variables compare by name, and :func:`types_equal` on two
+standalone types treats all of them as free — as ARCHITECTURE.md §4 specifies
+("shape dims compared symbolically"): a type on its own is not a definition,
+its shape variables refer to a definition we cannot see, so
+``Tensor[(n), float32]`` and ``Tensor[(k), float32]`` are different types there
+(the type checker's view of two rigid variables); ``alpha_equal`` of two types
+does the same. Shape variables do not enter :func:`structural_hash` (every
+symbolic dim has one key), so renaming them keeps the hash.
 
 Types are compared by one loop over an explicit worklist (pairs to compare and
 scope ends), so a 20,000-deep tuple, ``Ref`` or function type needs no Python
@@ -167,71 +172,54 @@ def shape_var_names(types: list[Type | None]) -> set[str]:
 
 
 class _ShapeScopes:
-    """The shape variables bound by the definitions being compared, and their renaming.
+    """The renaming of the shape variables bound by the definition being compared.
 
-    ``canon_a``/``canon_b`` map a bound, already paired name of each side to the
-    shared canonical symbol (named ``$k``, which no written name can be);
-    ``pending_a``/``pending_b`` are bound names not paired yet; ``frames`` records
-    the names each definition bound, to unbind them when it ends.
+    ``depth`` counts the open definitions (only the outermost binds: the
+    variables of nested ones are already in its text); ``canon_a``/``canon_b``
+    map each side's paired names to a shared canonical symbol (named ``$k``,
+    which no written name can be); ``free_a``/``free_b`` are the names written
+    outside every definition of the compared expressions (free, compared by
+    name). Inside a definition every other name is bound, and paired on first
+    use.
     """
 
     def __init__(self) -> None:
+        self.depth = 0
         self.canon_a: dict[str, sympy.Symbol] = {}
         self.canon_b: dict[str, sympy.Symbol] = {}
-        self.pending_a: set[str] = set()
-        self.pending_b: set[str] = set()
-        self.frames: list[tuple[set[str], set[str]]] = []
+        self.free_a: frozenset[str] = frozenset()
+        self.free_b: frozenset[str] = frozenset()
         self.count = 0
 
     def active(self) -> bool:
-        return bool(self.frames)
+        return self.depth > 0
 
-    def is_bound_a(self, name: str) -> bool:
-        return name in self.canon_a or name in self.pending_a
+    def unpaired_a(self, names: frozenset[str]) -> list[str]:
+        return sorted(x for x in names if x not in self.canon_a and x not in self.free_a)
 
-    def is_bound_b(self, name: str) -> bool:
-        return name in self.canon_b or name in self.pending_b
-
-    def bind(self, names_a: set[str], names_b: set[str],
-             shape_params: list[tuple[str, str]]) -> bool:
-        """Open a definition's scope binding ``names_a``/``names_b`` (those not bound yet);
-        ``shape_params`` are the names of its paired shape-kinded type parameters."""
-        new_a = {x for x in names_a if not self.is_bound_a(x)}
-        new_b = {y for y in names_b if not self.is_bound_b(y)}
-        if len(new_a) != len(new_b):
-            return False
-        self.frames.append((new_a, new_b))
-        self.pending_a |= new_a
-        self.pending_b |= new_b
-        for x, y in shape_params:
-            if (x in new_a) != (y in new_b):
-                return False
-            if x in new_a and x in self.pending_a and y in self.pending_b:
-                self.pair(x, y)
-        return True
-
-    def unbind(self) -> None:
-        new_a, new_b = self.frames.pop()
-        for x in new_a:
-            self.canon_a.pop(x, None)
-            self.pending_a.discard(x)
-        for y in new_b:
-            self.canon_b.pop(y, None)
-            self.pending_b.discard(y)
+    def unpaired_b(self, names: frozenset[str]) -> list[str]:
+        return sorted(y for y in names if y not in self.canon_b and y not in self.free_b)
 
     def pair(self, x: str, y: str) -> None:
         self.count += 1
         c = shape_var(f"${self.count}")
         self.canon_a[x] = c
         self.canon_b[y] = c
-        self.pending_a.discard(x)
-        self.pending_b.discard(y)
 
     def unpair(self, x: str, y: str) -> None:
         del self.canon_a[x]
         del self.canon_b[y]
-        self.pending_a.add(x)
-        self.pending_b.add(y)
+
+    def names_match(self, x: str, y: str) -> bool:
+        """Whether names ``x`` and ``y`` denote the same shape variable (pairing them if new)."""
+        free_x, free_y = x in self.free_a, y in self.free_b
+        if free_x or free_y:
+            return free_x and free_y and x == y
+        cx, cy = self.canon_a.get(x), self.canon_b.get(y)
+        if cx is None and cy is None:
+            self.pair(x, y)
+            return True
+        return cx is not None and cx is cy
 
     def rename(self, e: sympy.Expr, canon: dict[str, sympy.Symbol]) -> sympy.Expr:
         subs = {s: canon[s.name] for s in e.free_symbols if s.name in canon}
@@ -285,38 +273,45 @@ class _TypeComparer:
         return fx is y and fy is x
 
     # shape variables ------------------------------------------------------------------------
-    def bind_shape_vars(self, sig_a: list[Type | None], sig_b: list[Type | None],
-                        tps_a: tuple[TypeVar, ...], tps_b: tuple[TypeVar, ...]) -> bool:
-        """Open the shape scope of two definitions with signatures ``sig_a``/``sig_b`` and
-        (already paired) type parameters ``tps_a``/``tps_b``; False when they cannot match."""
-        shape_params = [(x.name, y.name) for x, y in zip(tps_a, tps_b)
-                        if x.kind is Kind.ShapeVar]
-        if not self.shapes.bind(shape_var_names(sig_a), shape_var_names(sig_b), shape_params):
-            return False
-        if self.shapes.pending_a:
+    def enter_definition(self, sig_a: list[Type | None], sig_b: list[Type | None],
+                         tps_a: tuple[TypeVar, ...], tps_b: tuple[TypeVar, ...]) -> bool:
+        """Open a definition (signatures ``sig_a``/``sig_b``, type parameters ``tps_a``/``tps_b``
+        already paired); the outermost one binds the shape variables of its text. False when
+        the shape-kinded type parameters cannot correspond."""
+        scopes = self.shapes
+        scopes.depth += 1
+        if scopes.depth == 1:
+            scopes.canon_a.clear()
+            scopes.canon_b.clear()
+        for x, y in zip(tps_a, tps_b):
+            if x.kind is Kind.ShapeVar and not scopes.names_match(x.name, y.name):
+                return False
+        if scopes.depth == 1:
             self._pair_signature(sig_a, sig_b)
         return True
 
+    def exit_definition(self) -> None:
+        self.shapes.depth -= 1
+
     def _pair_signature(self, sig_a: list[Type | None], sig_b: list[Type | None]) -> None:
-        """Pair the new shape variables from the signatures' aligned dims, simplest first.
+        """Pair shape variables from the signatures' aligned dims, simplest first.
 
         Repeatedly takes the aligned dims with exactly one unpaired variable on each
         side (a bare ``n`` against a bare ``k`` first of all) and pairs them when that
         makes the dims equal; so ``(n * m, m)`` against ``(j * k, k)`` pairs ``m↔k``
-        before it looks at the products. Whatever is left is paired lazily.
+        before it looks at the products. Whatever is left is paired on first use.
         """
-        pairs = _aligned_dims(sig_a, sig_b)
+        pairs = [(da, db, _dim_symbols(da), _dim_symbols(db))
+                 for da, db in _aligned_dims(sig_a, sig_b)]
+        pairs = [p for p in pairs if p[2] or p[3]]
         scopes = self.shapes
         progress = True
-        while progress and scopes.pending_a:
+        while progress:
             progress = False
-            for da, db in pairs:
-                if len(_dim_symbols(da) & scopes.pending_a) == 1 and \
-                        len(_dim_symbols(db) & scopes.pending_b) == 1 and self.dims(da, db):
+            for da, db, sa, sb in pairs:
+                if len(scopes.unpaired_a(sa)) == 1 and len(scopes.unpaired_b(sb)) == 1 \
+                        and self.dims(da, db):
                     progress = True
-
-    def unbind_shape_vars(self) -> None:
-        self.shapes.unbind()
 
     def dims(self, d1: Dim, d2: Dim) -> bool:
         """Dim equality under the current renaming of bound shape variables."""
@@ -325,8 +320,8 @@ class _TypeComparer:
                 (isinstance(d1, int) and isinstance(d2, int)):
             return dims_equal(d1, d2, self.solver)
         e1, e2 = _as_sym(d1), _as_sym(d2)
-        ua = sorted(s.name for s in e1.free_symbols if s.name in scopes.pending_a)
-        ub = sorted(s.name for s in e2.free_symbols if s.name in scopes.pending_b)
+        ua = scopes.unpaired_a(frozenset(s.name for s in e1.free_symbols))
+        ub = scopes.unpaired_b(frozenset(s.name for s in e2.free_symbols))
         if len(ua) != len(ub):
             return False
         if not ua:
