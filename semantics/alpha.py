@@ -43,14 +43,14 @@ What is compared, node by node:
   mapped like free type variables (bijectively by :func:`alpha_equal`, by
   identity by :func:`types_equal`).
 * **Shape variables** are "implicitly bound at the enclosing definition"
-  (ARCHITECTURE.md §3): a global function or function literal binds the
-  shape variables of its parameter and return annotations for its whole
-  text, and :func:`alpha_equal` compares them up to one consistent renaming
-  per definition (``def @f(%x: Tensor[(n, 3), float32])`` equals the same
-  with ``k``; ``(n, n)`` never equals ``(n, k)``). Shape variables no
-  definition binds — and all of them in :func:`types_equal` and in
-  ``alpha_equal`` of two types — compare by name. Details and limits in
-  :mod:`semantics.structural.types`.
+  (ARCHITECTURE.md §3): a global function — in a bare expression, an
+  outermost function literal — binds every shape variable written in it, and
+  :func:`alpha_equal` compares them up to one consistent renaming per
+  definition (``def @f(%x: Tensor[(n, 3), float32])`` equals the same with
+  ``k``; ``(n, n)`` never equals ``(n, k)``). Shape variables written outside
+  every function — and all of them in :func:`types_equal` and in
+  ``alpha_equal`` of two types — are free and compare by name. Details and
+  limits in :mod:`semantics.structural.types`.
 * **Modules** are equal when they define the same global and type names and
   the definitions are pairwise equal.
 

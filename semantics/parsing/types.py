@@ -3,8 +3,9 @@
 :class:`TypeParser` reads ``float32``, ``Tensor[(d, ...), dtype]``, tuple
 types, ``fn [A](T) -> U``, ``Ref[T]``/``ref(T)``, ADT calls ``List[T]``, type
 variables in scope and ``_``; and the type parameter lists ``[A, n: Shape]``
-(or ``<A>``) that bind them; ``int`` is TVM's spelling of ``int32`` (it reads
-as ``int32`` unless a type parameter called ``int`` is in scope). A dimension
+(or ``<A>``) that bind them; ``int`` is TVM's spelling of ``int32`` (as a type
+and as a tensor's dtype; as a type it reads as ``int32`` unless a type
+parameter called ``int`` is in scope), and it prints as ``int32``. A dimension
 is an integer, ``?`` or arithmetic over shape variables (SymPy, normalized by
 :func:`semantics.shapes.normalize`).
 
@@ -174,6 +175,9 @@ class TypeParser(ParserBase):
 
     def dtype(self) -> str:
         i = self.i
+        if self.K[i] == "IDENT" and self.V[i] == "int":   # TVM's spelling of int32
+            self.i += 1
+            return "int32"
         if self.K[i] != "IDENT" or not dtypes.is_dtype(self.V[i]):
             raise self.error(f"expected a dtype such as `float32`, found {self.toks.describe(i)}")
         self.i += 1
