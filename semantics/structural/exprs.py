@@ -151,7 +151,8 @@ class _Comparer(_TypeComparer):
                 self.unbind_type_vars(x, y)
                 continue
             if action == _END_DEF:
-                self.exit_definition()
+                if not self.exit_definition():
+                    return False
                 continue
             cls = type(x)
             if cls is not type(y):
@@ -254,9 +255,7 @@ class _Comparer(_TypeComparer):
         stack.append((_UNBIND_T, x.type_params, y.type_params))
         # A definition binds the shape variables written in it (semantics.structural.types).
         stack.append((_END_DEF, None, None))
-        if not self.enter_definition([*(p.type_annotation for p in x.params), x.ret_type],
-                                     [*(p.type_annotation for p in y.params), y.ret_type],
-                                     x.type_params, y.type_params):
+        if not self.enter_definition(x.type_params, y.type_params):
             return False
         if not self.opt_types(x.ret_type, y.ret_type):
             return False

@@ -20,18 +20,22 @@ annotation of a top-level ``let``): no definition encloses that occurrence, so
 the variable is free, everywhere, and compares by name.
 
 Bound shape variables compare up to one consistent renaming per definition —
-a bijection between the two sides' names, built while comparing
-(:class:`_ShapeScopes`): first from the signatures' aligned dims with one
-unpaired variable on each side (``n`` against ``k``; then ``n * m`` against
-``k * j`` once ``m`` is paired), then on first use: a dim with unpaired
-variables pairs them with the first pairing (all permutations of at most
-:data:`MAX_RENAMING_SEARCH` variables) under which the dims are symbolically
-equal. Dims are compared symbolically after renaming both sides to shared
-canonical symbols, so ``n + n`` equals ``2*k`` under ``n↔k`` while ``(n, n)``
-never equals ``(n, k)``. The search is greedy: a contrived definition whose
-first dims each have several unpaired variables and admit several pairings may
-compare as different (never the other way round). A shape-kinded type
-parameter (``[n: Shape]``) pairs its name with its partner's.
+a bijection between the two sides' names (:class:`_ShapeScopes`), after which
+dims are compared symbolically with both sides renamed to shared canonical
+symbols: ``n + n`` equals ``2*k`` under ``n↔k``, while ``(n, n)`` never equals
+``(n, k)``. The bijection is found while comparing: a dim with one unpaired
+variable a side (``n`` against ``k``, ``n + 1`` against ``k + 1``) pairs them
+at once (nothing else can make the dims equal); a dim with more unpaired
+variables (``n*m`` against ``k*j``) is *deferred*
+and the comparison goes on; at the end of the definition the deferred
+equalities are solved — forced pairings first (one unpaired variable a side),
+then a backtracking search (explicit stack) over the pairings of the first open
+equality. Two dims can only be equal when their variables correspond, so the
+search tries the permutations of each equality's unpaired variables (all of
+them up to :data:`MAX_RENAMING_SEARCH` variables in one dim, beyond that only
+the sorted order: such a dim may compare as different — never the other way
+round). A shape-kinded type parameter (``[n: Shape]``) pairs its name with its
+partner's.
 
 Free shape variables compare by name, and :func:`types_equal` on two
 standalone types treats all of them as free — as ARCHITECTURE.md §4 specifies
@@ -51,6 +55,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 import sympy
@@ -179,8 +184,9 @@ class _ShapeScopes:
     map each side's paired names to a shared canonical symbol (named ``$k``,
     which no written name can be); ``free_a``/``free_b`` are the names written
     outside every definition of the compared expressions (free, compared by
-    name). Inside a definition every other name is bound, and paired on first
-    use.
+    name). Inside a definition every other name is bound. ``deferred`` holds
+    the dim equalities met before their variables were paired; ``undo`` logs
+    the pairs made while solving them (for backtracking).
     """
 
     def __init__(self) -> None:
@@ -189,26 +195,33 @@ class _ShapeScopes:
         self.canon_b: dict[str, sympy.Symbol] = {}
         self.free_a: frozenset[str] = frozenset()
         self.free_b: frozenset[str] = frozenset()
+        self.deferred: list[tuple[sympy.Expr, sympy.Expr]] = []
+        self.undo: list[tuple[str, str]] = []
         self.count = 0
 
     def active(self) -> bool:
         return self.depth > 0
 
-    def unpaired_a(self, names: frozenset[str]) -> list[str]:
-        return sorted(x for x in names if x not in self.canon_a and x not in self.free_a)
+    def unpaired_a(self, e: sympy.Expr) -> list[str]:
+        return sorted(s.name for s in e.free_symbols
+                      if s.name not in self.canon_a and s.name not in self.free_a)
 
-    def unpaired_b(self, names: frozenset[str]) -> list[str]:
-        return sorted(y for y in names if y not in self.canon_b and y not in self.free_b)
+    def unpaired_b(self, e: sympy.Expr) -> list[str]:
+        return sorted(s.name for s in e.free_symbols
+                      if s.name not in self.canon_b and s.name not in self.free_b)
 
     def pair(self, x: str, y: str) -> None:
         self.count += 1
         c = shape_var(f"${self.count}")
         self.canon_a[x] = c
         self.canon_b[y] = c
+        self.undo.append((x, y))
 
-    def unpair(self, x: str, y: str) -> None:
-        del self.canon_a[x]
-        del self.canon_b[y]
+    def undo_to(self, mark: int) -> None:
+        while len(self.undo) > mark:
+            x, y = self.undo.pop()
+            del self.canon_a[x]
+            del self.canon_b[y]
 
     def names_match(self, x: str, y: str) -> bool:
         """Whether names ``x`` and ``y`` denote the same shape variable (pairing them if new)."""
@@ -224,6 +237,61 @@ class _ShapeScopes:
     def rename(self, e: sympy.Expr, canon: dict[str, sympy.Symbol]) -> sympy.Expr:
         subs = {s: canon[s.name] for s in e.free_symbols if s.name in canon}
         return e.xreplace(subs) if subs else e
+
+    def propagate(self, pending: list[tuple[sympy.Expr, sympy.Expr]],
+                  equal: Callable[[sympy.Expr, sympy.Expr], bool]
+                  ) -> list[tuple[sympy.Expr, sympy.Expr]] | None:
+        """Check the equalities whose variables are paired and pair the forced ones (one
+        unpaired variable a side), until nothing changes; the rest, or None on a conflict."""
+        progress = True
+        while progress and pending:
+            progress = False
+            left: list[tuple[sympy.Expr, sympy.Expr]] = []
+            for e1, e2 in pending:
+                ua, ub = self.unpaired_a(e1), self.unpaired_b(e2)
+                if len(ua) != len(ub):
+                    return None
+                if len(ua) > 1:
+                    left.append((e1, e2))
+                    continue
+                if ua:
+                    self.pair(ua[0], ub[0])
+                if not equal(e1, e2):
+                    return None
+                progress = True
+            pending = left
+        return pending
+
+    def solve(self, equal: Callable[[sympy.Expr, sympy.Expr], bool]) -> bool:
+        """Extend the pairing so that every deferred equality holds: propagation, then a
+        backtracking search (explicit stack) over the pairings of the first open equality."""
+        self.undo.clear()
+        choices: list[tuple[list[tuple[sympy.Expr, sympy.Expr]], list[str], Any, int]] = []
+        pending: list[tuple[sympy.Expr, sympy.Expr]] | None = list(self.deferred)
+        while True:
+            if pending is not None:
+                pending = self.propagate(pending, equal)
+            if pending is not None:
+                if not pending:
+                    return True
+                e1, e2 = pending[0]
+                ua, ub = self.unpaired_a(e1), self.unpaired_b(e2)
+                orders = itertools.permutations(ub) if len(ub) <= MAX_RENAMING_SEARCH \
+                    else iter((ub,))
+                choices.append((pending, ua, orders, len(self.undo)))
+            while choices:
+                saved, ua, orders, mark = choices[-1]
+                self.undo_to(mark)
+                order = next(orders, None)
+                if order is None:
+                    choices.pop()
+                    continue
+                for x, y in zip(ua, order):
+                    self.pair(x, y)
+                pending = saved
+                break
+            else:
+                return False
 
 
 class _TypeComparer:
@@ -273,68 +341,50 @@ class _TypeComparer:
         return fx is y and fy is x
 
     # shape variables ------------------------------------------------------------------------
-    def enter_definition(self, sig_a: list[Type | None], sig_b: list[Type | None],
-                         tps_a: tuple[TypeVar, ...], tps_b: tuple[TypeVar, ...]) -> bool:
-        """Open a definition (signatures ``sig_a``/``sig_b``, type parameters ``tps_a``/``tps_b``
-        already paired); the outermost one binds the shape variables of its text. False when
-        the shape-kinded type parameters cannot correspond."""
+    def enter_definition(self, tps_a: tuple[TypeVar, ...], tps_b: tuple[TypeVar, ...]) -> bool:
+        """Open a definition whose (already paired) type parameters are ``tps_a``/``tps_b``;
+        the outermost one binds the shape variables of its text. False when its shape-kinded
+        type parameters cannot correspond."""
         scopes = self.shapes
         scopes.depth += 1
         if scopes.depth == 1:
             scopes.canon_a.clear()
             scopes.canon_b.clear()
-        for x, y in zip(tps_a, tps_b):
-            if x.kind is Kind.ShapeVar and not scopes.names_match(x.name, y.name):
-                return False
-        if scopes.depth == 1:
-            self._pair_signature(sig_a, sig_b)
-        return True
+            scopes.deferred.clear()
+            scopes.undo.clear()
+        return all(scopes.names_match(x.name, y.name) for x, y in zip(tps_a, tps_b)
+                   if x.kind is Kind.ShapeVar)
 
-    def exit_definition(self) -> None:
-        self.shapes.depth -= 1
-
-    def _pair_signature(self, sig_a: list[Type | None], sig_b: list[Type | None]) -> None:
-        """Pair shape variables from the signatures' aligned dims, simplest first.
-
-        Repeatedly takes the aligned dims with exactly one unpaired variable on each
-        side (a bare ``n`` against a bare ``k`` first of all) and pairs them when that
-        makes the dims equal; so ``(n * m, m)`` against ``(j * k, k)`` pairs ``m↔k``
-        before it looks at the products. Whatever is left is paired on first use.
-        """
-        pairs = [(da, db, _dim_symbols(da), _dim_symbols(db))
-                 for da, db in _aligned_dims(sig_a, sig_b)]
-        pairs = [p for p in pairs if p[2] or p[3]]
+    def exit_definition(self) -> bool:
+        """Close a definition; at the end of the outermost one, find a renaming under which
+        every deferred dim equality holds (False when there is none)."""
         scopes = self.shapes
-        progress = True
-        while progress:
-            progress = False
-            for da, db, sa, sb in pairs:
-                if len(scopes.unpaired_a(sa)) == 1 and len(scopes.unpaired_b(sb)) == 1 \
-                        and self.dims(da, db):
-                    progress = True
+        scopes.depth -= 1
+        if scopes.depth or not scopes.deferred:
+            return True
+        found = scopes.solve(self._renamed_equal)
+        scopes.deferred.clear()
+        return found
 
     def dims(self, d1: Dim, d2: Dim) -> bool:
-        """Dim equality under the current renaming of bound shape variables."""
+        """Dim equality under the renaming of bound shape variables (see the module docstring:
+        an equality whose variables are not all paired yet is deferred to the definition's end)."""
         scopes = self.shapes
         if not scopes.active() or d1 is ANY or d2 is ANY or \
                 (isinstance(d1, int) and isinstance(d2, int)):
             return dims_equal(d1, d2, self.solver)
         e1, e2 = _as_sym(d1), _as_sym(d2)
-        ua = scopes.unpaired_a(frozenset(s.name for s in e1.free_symbols))
-        ub = scopes.unpaired_b(frozenset(s.name for s in e2.free_symbols))
+        ua = scopes.unpaired_a(e1)
+        ub = scopes.unpaired_b(e2)
         if len(ua) != len(ub):
             return False
         if not ua:
             return self._renamed_equal(e1, e2)
-        orders = itertools.permutations(ub) if len(ub) <= MAX_RENAMING_SEARCH else iter((ub,))
-        for order in orders:
-            for x, y in zip(ua, order):
-                scopes.pair(x, y)
-            if self._renamed_equal(e1, e2):
-                return True
-            for x, y in zip(ua, order):
-                scopes.unpair(x, y)
-        return False
+        if len(ua) == 1:   # `n + 1` against `k + 1`: the only pairing that can make them equal
+            scopes.pair(ua[0], ub[0])
+            return self._renamed_equal(e1, e2)
+        scopes.deferred.append((e1, e2))
+        return True
 
     def _renamed_equal(self, e1: sympy.Expr, e2: sympy.Expr) -> bool:
         scopes = self.shapes
@@ -418,26 +468,6 @@ class _TypeComparer:
                 return True
             return bool(a.kind == b.kind) and self._free(a, b)
         raise TypeError(f"types_equal: not a type: {cls.__name__}")
-
-
-def _aligned_dims(sig_a: list[Type | None], sig_b: list[Type | None]) -> list[tuple[Dim, Dim]]:
-    """The pairs of dims at the same positions of two signatures (where their shapes agree)."""
-    out: list[tuple[Dim, Dim]] = []
-    stack: list[tuple[Type, Type]] = [(a, b) for a, b in zip(sig_a, sig_b)
-                                      if a is not None and b is not None]
-    while stack:
-        a, b = stack.pop()
-        if type(a) is not type(b):
-            continue
-        if type(a) is TensorType:
-            if len(a.shape) == len(b.shape):  # type: ignore[attr-defined]
-                out.extend(zip(a.shape, b.shape))  # type: ignore[attr-defined]
-            continue
-        kids_a, kids_b = type_children(a), type_children(b)
-        if len(kids_a) == len(kids_b):
-            stack.extend(zip(kids_a, kids_b))
-    out.reverse()
-    return out
 
 
 def _push_lists(stack: list[tuple[int, Any, Any]], xs: tuple[Type, ...], ys: tuple[Type, ...]
