@@ -47,6 +47,8 @@ from semantics.types import Type
 
 _CMP, _BIND, _UNBIND, _UNBIND_T, _END_DEF = 0, 1, 2, 3, 4
 
+_Annotations = tuple[Type | None, ...]
+
 
 class _Comparer(_TypeComparer):
     """State of one comparison: scoped variable maps, free-variable and node bijections."""
@@ -60,6 +62,8 @@ class _Comparer(_TypeComparer):
         self.node_ab: dict[int, Expr] = {}
         self.node_ba: dict[int, Expr] = {}
         self.constants: dict[tuple[int, int], bool] = {}
+        # the roots being compared, until their free shape names are computed
+        self.roots: tuple[Expr, _Annotations, Expr, _Annotations] | None = None
 
     # variables ------------------------------------------------------------------------------
     def bind_vars(self, xs: tuple[Var, ...] | list[Var], ys: tuple[Var, ...] | list[Var]) -> bool:
@@ -134,9 +138,8 @@ class _Comparer(_TypeComparer):
     def exprs(self, a: Expr, b: Expr, outside_a: tuple[Type | None, ...] = (),
               outside_b: tuple[Type | None, ...] = ()) -> bool:
         """Compare two roots (``outside_*``: more annotations written outside the roots)."""
-        if not self.shapes.active():
-            self.shapes.free_a = _outside_shape_names(a, outside_a)
-            self.shapes.free_b = _outside_shape_names(b, outside_b)
+        if not self.shapes.active():   # the free shape names are found at the first function
+            self.roots = (a, outside_a, b, outside_b)
         stack: list[tuple[int, Any, Any]] = [(_CMP, a, b)]
         while stack:
             action, x, y = stack.pop()
@@ -255,6 +258,11 @@ class _Comparer(_TypeComparer):
         stack.append((_UNBIND_T, x.type_params, y.type_params))
         # A definition binds the shape variables written in it (semantics.structural.types).
         stack.append((_END_DEF, None, None))
+        if self.roots is not None and not self.shapes.active():
+            root_a, outside_a, root_b, outside_b = self.roots
+            self.roots = None
+            self.shapes.free_a = _outside_shape_names(root_a, outside_a)
+            self.shapes.free_b = _outside_shape_names(root_b, outside_b)
         if not self.enter_definition(x.type_params, y.type_params):
             return False
         if not self.opt_types(x.ret_type, y.ret_type):
