@@ -21,7 +21,8 @@ Design
   Python stack. Statement spines — ``let %x = e;``, ``e;`` and graph
   bindings ``%0 = e;`` — are parsed by a loop that builds the ``Let`` nodes
   bottom-up afterwards, so a 20,000-binding chain costs one generator.
-  Types, shapes and attribute values are shallow; they recurse directly
+  Types nest to any depth the same way (:mod:`semantics.parsing.types`);
+  dimension arithmetic and attribute values are shallow and recurse directly
   behind a nesting budget (``ParseError`` "nested too deeply").
 * **Names resolve while parsing.** A scope is a name → stack-of-bindings
   table with an undo log (O(1) bind and unbind). ``%x`` is the innermost

@@ -131,7 +131,7 @@ CASES = [
     ("type", "(int32, float32", 1, "unclosed `(`"),
     ("type", "", 1, "expected a type, found end of input"),
     ("type", "int32 int32", 1, "expected end of input after the type"),
-    ("type", "(" * 300 + "int32" + ")" * 300, 1, "nested too deeply"),
+    ("type", "Tensor[(" + "(" * 300 + "n" + ")" * 300 + "), float32]", 1, "nested too deeply"),
     ("expr", "sum(%x, axis=" + "[" * 300 + "]" * 300 + ")", 1, "nested too deeply"),
 ]
 
