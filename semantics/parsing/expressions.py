@@ -151,11 +151,9 @@ class ExprParser(PatternParser, LiteralParser, MetadataReader):
         self.i += 1
         args: list[Expr] = []
         attrs = EMPTY_ATTRS
-        attr_i = -1
         while K[self.i] != ")":
             k = K[self.i]
             if k == "IDENT" and K[self.i + 1] == "=":
-                attr_i = self.i
                 attrs = self.attributes(")")
                 break
             if k in _SIMPLE_ATOMS and K[self.i + 1] in ARG_END:
@@ -166,8 +164,6 @@ class ExprParser(PatternParser, LiteralParser, MetadataReader):
             args.append(arg)
             self.comma_or(")", "in the arguments of a call")
         self.expect(")", "to end the arguments of a call")
-        if attr_i >= 0 and not isinstance(callee, Op):
-            raise self.error("attributes are only allowed in calls of operators", attr_i)
         return Call(callee, tuple(args), attrs, span=self.span(start, self.i - 1))
 
     def simple_atom(self) -> Expr | None:
