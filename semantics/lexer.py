@@ -416,7 +416,7 @@ def decode_number(raw: str, negative: bool = False, *,
     return fvalue, dtype
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _largest_literal(dtype: str) -> float:
     """The largest magnitude a ``dtype`` literal may spell: the dtype's largest finite value,
     or the (slightly larger) float64 value of that value's shortest decimal form."""
