@@ -284,23 +284,34 @@ class ExprParser(PatternParser, LiteralParser, MetadataReader):
         return Tuple(tuple(fields), span=self.span(start, self.i - 1))
 
     def if_(self) -> Gen:
-        """``if (c) { e } else { e }``, with ``else if`` chains as in the Relay docs."""
-        start = self.i
-        self.i += 1
-        self.expect("(", "after `if`")
-        cond = yield self.block()
-        self.expect(")", "after the condition of `if`")
-        self.expect("{", "to start the then-branch of `if`")
-        then = yield self.block()
-        self.expect("}", "to end the then-branch of `if`")
-        self.expect("else", "after the then-branch of `if`")
-        if self.K[self.i] == "if":  # `else if (...) {...}`: sugar for `else { if ... }`
-            other = yield from self.if_()
-            return If(cond, then, other, span=self.span(start, self.i - 1))
+        """``if (c) { e } else { e }``, with ``else if`` chains as in the Relay docs.
+
+        A chain ``if (c1) {..} else if (c2) {..} ... else {..}`` is read by one loop (an
+        ``else if`` costs no parser level, so a chain is as long as the input allows);
+        the ``If`` nodes are built from the last link outwards, each spanning from its
+        own ``if`` to the end of the chain.
+        """
+        links: list[tuple[int, Expr, Expr]] = []
+        while True:
+            start = self.i
+            self.i += 1
+            self.expect("(", "after `if`")
+            cond = yield self.block()
+            self.expect(")", "after the condition of `if`")
+            self.expect("{", "to start the then-branch of `if`")
+            then = yield self.block()
+            self.expect("}", "to end the then-branch of `if`")
+            self.expect("else", "after the then-branch of `if`")
+            links.append((start, cond, then))
+            if self.K[self.i] != "if":  # `else if (...) {...}`: sugar for `else { if ... }`
+                break
         self.expect("{", "after `else`")
-        other = yield self.block()
+        node = yield self.block()
         self.expect("}", "to end the else-branch of `if`")
-        return If(cond, then, other, span=self.span(start, self.i - 1))
+        end = self.i - 1
+        for start, cond, then in reversed(links):
+            node = If(cond, then, node, span=self.span(start, end))
+        return node
 
     def match(self) -> Gen:
         K = self.K
