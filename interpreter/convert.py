@@ -249,6 +249,7 @@ class _Converter:
         if lanes != 1 or dtype not in _RELAY_DTYPES:
             raise RelayRuntimeError(
                 f"{_render(path)}: tensors of dtype {dtype} cannot be evaluated")
+        arr: np.ndarray | None
         if isinstance(x, (np.ndarray, np.generic)):
             arr = np.asarray(x)
             if arr.dtype != _NUMPY_DTYPES[dtype]:
@@ -302,7 +303,7 @@ class _Converter:
         stuck: dict[int, str] = {}   # pending index -> why the solver failed
         while self.pending and progress:
             progress = False
-            rest = []
+            rest: list[tuple[sympy.Expr, int, _Path | str]] = []
             for expr, have, path in self.pending:
                 known = {s: self.dims[s.name][0] for s in expr.free_symbols if s.name in self.dims}
                 unknown = [s for s in expr.free_symbols if s.name not in self.dims]
@@ -430,13 +431,13 @@ class _Converter:
                 raise RelayRuntimeError(f"{_render(path)}: {_list_problem(x, None)}")
             return arr
         if isinstance(x, (ConstructorValue, dict)):
-            name, fields = _constructor_parts(x)
+            name, parts = _constructor_parts(x)
             ctor = self.mod.constructors.get(name) if name is not None else None
             if ctor is None:
                 raise RelayRuntimeError(f"{_render(path)}: unknown constructor {name}")
-            if len(fields) != len(ctor.inputs):
+            if len(parts) != len(ctor.inputs):
                 raise RelayRuntimeError(
-                    f"{_render(path)}: {name} takes {len(ctor.inputs)} fields, got {len(fields)}")
+                    f"{_render(path)}: {name} takes {len(ctor.inputs)} fields, got {len(parts)}")
             head = GlobalTypeVar(ctor.belong_to.name)
             td = self.mod.types.get(head.name)
             holes = tuple(IncompleteType() for _ in td.type_vars) if td is not None else ()

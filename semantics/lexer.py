@@ -209,7 +209,7 @@ def tokenize(text: str, source_name: str = "<string>") -> Tokens:
     while pos <= n:
         resume = -1
         for m in _MASTER.finditer(text, pos):
-            index = m.lastindex
+            index: int = m.lastindex  # type: ignore[assignment]  # one group always matches
             raw = m[index]
             kind = simple_kind[index]
             if kind is None:    # IDENT: keyword or name

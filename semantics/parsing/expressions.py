@@ -277,7 +277,9 @@ class ExprParser(PatternParser, LiteralParser, MetadataReader):
             if K[self.i] == ")":
                 break
             if K[self.i] in _SIMPLE_ATOMS and K[self.i + 1] in ARG_END:
-                fields.append(self.simple_atom())  # type: ignore[arg-type]
+                atom = self.simple_atom()
+                assert atom is not None     # a simple-atom token always gives an atom
+                fields.append(atom)
             else:
                 fields.append((yield self.block()))
         self.expect(")", "to end a tuple")
