@@ -195,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from semantics.errors import RelayError
 
     saved = sys.stdin, sys.stdout, sys.stderr
-    sys.stdin = _GuardedStream(sys.stdin, "standard input")   
+    sys.stdin = _GuardedStream(sys.stdin, "standard input")
     sys.stdout = _GuardedStream(sys.stdout, "standard output")
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - nowhere to report; the status tells
