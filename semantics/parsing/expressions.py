@@ -3,12 +3,13 @@
 Infix operators by precedence -- an iterative shunting-yard loop, C-like
 precedence, left-associative (``:=`` builds ``RefWrite``); prefix ``-``
 (``negative``, folded into a numeric literal) and ``!`` (``ref_read``);
-postfix calls ``f(...)`` (with operator attributes) and projections ``e.0``;
-atoms: names (resolved while parsing), literals, parentheses and tuples,
-``{ }`` blocks, ``fn``, ``if``/``else if``, ``match``, ``ref``/``ref_read``/
-``ref_write``/``grad`` and ``meta[...]``. Nested constructs are generators
-driven by :func:`semantics.visitor.run_recursive`: they ``yield`` a
-sub-parser and receive its result, so nesting costs no Python stack.
+postfix calls ``f(...)`` (with ``key=value`` attributes, on any callee as in
+TVM) and projections ``e.0``; atoms: names (resolved while parsing),
+literals, parentheses and tuples, ``{ }`` blocks, ``fn``, ``if``/``else if``,
+``match``, ``ref``/``ref_read``/``ref_write``/``grad`` and ``meta[...]``.
+Nested constructs are generators driven by
+:func:`semantics.visitor.run_recursive`: they ``yield`` a sub-parser and
+receive its result, so nesting costs no Python stack.
 """
 
 from __future__ import annotations
