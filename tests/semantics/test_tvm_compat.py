@@ -207,3 +207,11 @@ def test_other_versions_are_rejected_clearly(version):
         parse(f'#[version = "{version}"]\ndef @main() {{ 1 }}')
     assert "0.0.5" in str(info.value)
     assert info.value.span is not None and info.value.span.line == 1
+
+
+def test_slash_in_global_names_prints_and_re_parses():
+    mod = parse("def @net/block1(%x: int32) { %x }\ndef @main() { @net/block1(3) }")
+    assert set(mod.functions) == {"net/block1", "main"}
+    again = parse(pretty(mod))
+    assert set(again.functions) == {"net/block1", "main"}
+    assert int(interpreter.evaluate(again)) == 3
