@@ -8,7 +8,7 @@ attribute defaults of ``include/tvm/relay/attrs/nn.h``): ``nn.relu``,
 ``nn.global_max_pool2d``, ``nn.pad``. Relations: :mod:`semantics.ops.nn_relations`
 (``Identity`` for the activations comes from :mod:`semantics.ops.relations`).
 
-Reference semantics (numpy; every reference is wrapped by ``checked_reference``,
+Reference semantics (numpy; every reference is wrapped by :func:`semantics.ops.reference.reference`,
 so results have exactly the relation's dtype and shape and no numpy warning or
 exception escapes):
 
@@ -51,9 +51,10 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from semantics.dtypes import is_int, scalar
 from semantics.ops import nn_relations as N
-from semantics.ops import transform_relations as T
+from semantics.ops import attr_checks as T
+from semantics.ops.reference import cast_array, concrete_shape, reference
 from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
-from semantics.ops.relations import NUMERIC, cast_array, identity_relation
+from semantics.ops.relations import NUMERIC, identity_relation
 from semantics.types import TensorType, Type
 
 FAMILY = "nn"
@@ -62,7 +63,7 @@ FAMILY = "nn"
 def _op(name: str, num_inputs: int, relation: Relation, pattern: OpPattern, compute: Any,
         doc: str, *attrs: AttrSpec) -> None:
     register_op(name, num_inputs=num_inputs, relation=relation, pattern=pattern,
-                impl=T.checked_reference(relation, compute), attrs=attrs, doc=doc,
+                impl=reference(name, relation, compute), attrs=attrs, doc=doc,
                 family=FAMILY)
 
 
@@ -173,9 +174,9 @@ _CONV_ATTRS = (
     AttrSpec("groups", "int", 1, check=T.check_at_least(1)),
     AttrSpec("channels", "optional_int", None, check=T.check_at_least(1)),
     AttrSpec("kernel_size", "optional_ints", None, check=T.check_ints_len(1, 2, minimum=1)),
-    AttrSpec("data_layout", "str", "NCHW", check=N.check_permutation("NCHW")),
-    AttrSpec("kernel_layout", "str", "OIHW", check=N.check_permutation("OIHW")),
-    AttrSpec("out_layout", "str", "", check=N.check_permutation("NCHW", allow_empty=True)),
+    AttrSpec("data_layout", "str", "NCHW", check=T.check_permutation("NCHW")),
+    AttrSpec("kernel_layout", "str", "OIHW", check=T.check_permutation("OIHW")),
+    AttrSpec("out_layout", "str", "", check=T.check_permutation("NCHW", allow_empty=True)),
     AttrSpec("out_dtype", "str", "", check=T.check_optional_dtype),
 )
 
@@ -217,7 +218,7 @@ def _dropout(out: Type, data: np.ndarray, rate: float) -> tuple[np.ndarray, np.n
 
 
 def _batch_flatten(out: Type, data: np.ndarray) -> np.ndarray:
-    return data.reshape(T.concrete_shape(out))
+    return data.reshape(concrete_shape(out))
 
 
 _op("nn.batch_norm", 5, N.BATCH_NORM, OpPattern.OPAQUE, _batch_norm,
@@ -340,8 +341,8 @@ def _pool_attrs(avg: bool) -> tuple[AttrSpec, ...]:
         AttrSpec("dilation", "ints", (1, 1), check=T.check_ints_len(1, 2, minimum=1)),
         AttrSpec("padding", "ints", (0, 0), check=T.check_ints_len(1, 2, 4, minimum=0),
                  doc="1 value, (top/bottom, left/right) or (top, left, bottom, right)"),
-        AttrSpec("layout", "str", "NCHW", check=N.check_permutation("NCHW")),
-        AttrSpec("out_layout", "str", "", check=N.check_permutation("NCHW", allow_empty=True)),
+        AttrSpec("layout", "str", "NCHW", check=T.check_permutation("NCHW")),
+        AttrSpec("out_layout", "str", "", check=T.check_permutation("NCHW", allow_empty=True)),
         AttrSpec("ceil_mode", "bool", False),
     )
     if avg:
@@ -350,8 +351,8 @@ def _pool_attrs(avg: bool) -> tuple[AttrSpec, ...]:
 
 
 _GLOBAL_POOL_ATTRS = (
-    AttrSpec("layout", "str", "NCHW", check=N.check_permutation("NCHW")),
-    AttrSpec("out_layout", "str", "", check=N.check_permutation("NCHW", allow_empty=True)),
+    AttrSpec("layout", "str", "NCHW", check=T.check_permutation("NCHW")),
+    AttrSpec("out_layout", "str", "", check=T.check_permutation("NCHW", allow_empty=True)),
 )
 
 _op("nn.max_pool2d", 1, N.POOL2D, OpPattern.OUT_ELEMWISE_FUSABLE, _max_pool2d,
@@ -387,5 +388,5 @@ def _pad(out: Type, data: np.ndarray, pad_value: np.ndarray, pad_width: Any, pad
 _op("nn.pad", 2, N.PAD, OpPattern.INJECTIVE, _pad,
     "Pad data by pad_width (before, after) per axis; mode constant (with the scalar second "
     "input), edge or reflect.",
-    AttrSpec("pad_width", "any", required=True, check=N.check_pad_width),
+    AttrSpec("pad_width", "any", required=True, check=T.check_pad_width),
     AttrSpec("pad_mode", "str", "constant", check=T.check_choice("constant", "edge", "reflect")))

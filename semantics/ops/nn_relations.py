@@ -28,7 +28,6 @@ bias_add and leaky_relu numeric ones; dropout, pad and batch_flatten accept any.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from semantics.dtypes import is_float, is_int
 from semantics.expr import Attrs
@@ -41,17 +40,8 @@ from semantics.ops.relations import (
     require_dtype_match,
     require_scalar,
 )
-from semantics.ops.transform_relations import (
-    ANY,
-    ArgTypes,
-    dim_add,
-    dim_mul,
-    dim_prod,
-    expect_tensors,
-    floor_div,
-    unify_dims,
-)
-from semantics.shapes import Dim, DimSolver
+from semantics.ops.transform_relations import ArgTypes, expect_tensors, unify_dims
+from semantics.shapes import ANY, Dim, DimSolver, dim_add, dim_mul, dim_prod, floor_div
 from semantics.types import TensorType, TupleType, Type
 
 # --- attribute normalization helpers -----------------------------------------------------------
@@ -65,35 +55,10 @@ def pair(values: Sequence[int]) -> tuple[int, int]:
 def pad4(values: Sequence[int]) -> tuple[int, int, int, int]:
     """TVM's padding forms as (top, left, bottom, right): 1 value, (top/bottom, left/right), 4."""
     if len(values) == 1:
-        return (values[0],) * 4  # type: ignore[return-value]
+        return (values[0], values[0], values[0], values[0])
     if len(values) == 2:
         return (values[0], values[1], values[0], values[1])
     return (values[0], values[1], values[2], values[3])
-
-
-def check_permutation(letters: str, allow_empty: bool = False):
-    """AttrSpec check: a layout that is a permutation of ``letters`` (or "" if allowed)."""
-    def check(v: Any) -> str | None:
-        if allow_empty and v == "":
-            return None
-        if isinstance(v, str) and len(v) == len(letters) and sorted(v) == sorted(letters):
-            return None
-        extra = " or \"\"" if allow_empty else ""
-        return f"must be a permutation of {letters}{extra}, got {v!r}"
-    return check
-
-
-def check_pad_width(v: Any) -> str | None:
-    """AttrSpec check for nn.pad: a list of (before, after) pairs of non-negative ints."""
-    if not isinstance(v, tuple):
-        return f"must be a list of [before, after] pairs, got {v!r}"
-    for p in v:
-        if (not isinstance(p, (tuple, list)) or len(p) != 2
-                or not all(isinstance(x, int) and not isinstance(x, bool) for x in p)):
-            return f"must be a list of [before, after] integer pairs, got {v!r}"
-        if p[0] < 0 or p[1] < 0:
-            return f"must not contain negative widths, got {v!r}"
-    return None
 
 
 def pick(shape: Sequence[Dim], layout: str, canonical: str) -> list[Dim]:

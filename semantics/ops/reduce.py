@@ -39,22 +39,24 @@ Semantics (§5):
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from semantics.dtypes import scalar
 from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
+from semantics.ops.reference import reference
 from semantics.ops.relations import (
     ARG_REDUCE,
     BOOL,
     REDUCE,
     VARIANCE,
-    guarded,
     reduce_axes,
     reduce_relation,
     reduced_shape,
 )
 from semantics.ops.tensor import trunc_divide_int
+from semantics.types import Type
 
 FAMILY = "reduce"
 
@@ -71,7 +73,7 @@ REDUCE_ATTRS = (
 def _register(name: str, num_inputs: int, relation: Relation, fn: Callable[..., np.ndarray],
               doc: str, extra: tuple[AttrSpec, ...] = ()) -> None:
     register_op(name, num_inputs=num_inputs, relation=relation, pattern=OpPattern.COMM_REDUCE,
-                impl=guarded(name, relation, fn), attrs=REDUCE_ATTRS + extra, doc=doc,
+                impl=reference(name, relation, fn), attrs=REDUCE_ATTRS + extra, doc=doc,
                 family=FAMILY)
 
 
@@ -87,47 +89,47 @@ def _count(x: np.ndarray, axes: tuple[int, ...]) -> int:
     return n
 
 
-def _sum(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
+def _sum(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
          exclude: bool) -> np.ndarray:
     return np.sum(x, axis=_axes("sum", x, axis, exclude), dtype=x.dtype, keepdims=keepdims)
 
 
-def _prod(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
+def _prod(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
           exclude: bool) -> np.ndarray:
     return np.prod(x, axis=_axes("prod", x, axis, exclude), dtype=x.dtype, keepdims=keepdims)
 
 
-def _lowest(dtype: np.dtype) -> object:
+def _lowest(dtype: np.dtype) -> Any:
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def _highest(dtype: np.dtype) -> object:
+def _highest(dtype: np.dtype) -> Any:
     return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
 
 
-def _max(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
+def _max(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
          exclude: bool) -> np.ndarray:
     return np.max(x, axis=_axes("max", x, axis, exclude), keepdims=keepdims,
                   initial=_lowest(x.dtype))
 
 
-def _min(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
+def _min(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
          exclude: bool) -> np.ndarray:
     return np.min(x, axis=_axes("min", x, axis, exclude), keepdims=keepdims,
                   initial=_highest(x.dtype))
 
 
-def _all(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
+def _all(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
          exclude: bool) -> np.ndarray:
     return np.asarray(np.all(x, axis=_axes("all", x, axis, exclude), keepdims=keepdims))
 
 
-def _any(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
+def _any(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
          exclude: bool) -> np.ndarray:
     return np.asarray(np.any(x, axis=_axes("any", x, axis, exclude), keepdims=keepdims))
 
 
-def _mean(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
+def _mean(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
           exclude: bool) -> np.ndarray:
     axes = _axes("mean", x, axis, exclude)
     count = _count(x, axes)
@@ -139,7 +141,7 @@ def _mean(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
     return np.divide(total, np.asarray(count, dtype=acc)).astype(x.dtype)
 
 
-def _variance(x: np.ndarray, mean: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
+def _variance(out: Type, x: np.ndarray, mean: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
               exclude: bool, unbiased: bool) -> np.ndarray:
     axes = _axes("variance", x, axis, exclude)
     count = _count(x, axes) - (1 if unbiased else 0)
@@ -170,12 +172,12 @@ def _arg_reduce(name: str, pick: Callable[..., np.ndarray], x: np.ndarray,
     return out
 
 
-def _argmax(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool, exclude: bool,
+def _argmax(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool, exclude: bool,
             select_last_index: bool) -> np.ndarray:
     return _arg_reduce("argmax", np.argmax, x, axis, keepdims, exclude, select_last_index)
 
 
-def _argmin(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool, exclude: bool,
+def _argmin(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool, exclude: bool,
             select_last_index: bool) -> np.ndarray:
     return _arg_reduce("argmin", np.argmin, x, axis, keepdims, exclude, select_last_index)
 

@@ -15,6 +15,7 @@ from semantics import ops
 from semantics.errors import InternalError, RelayRuntimeError, RelayTypeError
 from semantics.expr import Attrs
 from semantics.ops import relations as R
+from semantics.ops.reference import np_dtype, reference
 from semantics.ops.registry import OpPattern, Relation
 from semantics.shapes import ANY, DimSolver, shape_var
 from semantics.types import IncompleteType, TensorType, TupleType, TypeVar
@@ -300,20 +301,20 @@ def test_guarded_turns_ill_typed_arguments_into_runtime_errors():
 
 
 def test_guarded_checks_result_type_against_relation():
-    bad = R.guarded("bad", R.IDENTITY, lambda x: x.astype(np.float64))
+    bad = reference("bad", R.IDENTITY, lambda out, x: x.astype(np.float64))
     with pytest.raises(InternalError):
         bad(np.zeros(2, np.float32))
-    bad_shape = R.guarded("bad", R.IDENTITY, lambda x: x[:1])
+    bad_shape = reference("bad", R.IDENTITY, lambda out, x: x[:1])
     with pytest.raises(InternalError):
         bad_shape(np.zeros(2, np.float32))
-    fine = R.guarded("ok", R.IDENTITY, lambda x: np.negative(x))
+    fine = reference("ok", R.IDENTITY, lambda out, x: np.negative(x))
     out = fine(np.array(2.0, np.float16))
     assert isinstance(out, np.ndarray) and out.shape == () and out.dtype == np.float16
 
 
 def test_np_dtype_rejects_lanes():
     with pytest.raises(RelayRuntimeError):
-        R.np_dtype("float32x4")
+        np_dtype("float32x4")
 
 
 # --- completeness -------------------------------------------------------------------------
@@ -393,10 +394,10 @@ def test_guarded_handles_tuple_arguments_and_results():
         assert isinstance(tup, TupleType)
         return TupleType(tuple(reversed(tup.fields)))
 
-    swap = R.guarded("swap", Relation("Swap", rel), lambda t: (t[1], t[0]))
+    swap = reference("swap", Relation("Swap", rel), lambda out, t: (t[1], t[0]))
     a, b = np.zeros(2, np.int8), np.array(1.5, np.float32)
     out = swap((a, b))
     assert out[0] is b and out[1] is a
-    wrong = R.guarded("wrong", Relation("Swap", rel), lambda t: t)
+    wrong = reference("wrong", Relation("Swap", rel), lambda out, t: t)
     with pytest.raises(InternalError):
         wrong((a, b))
