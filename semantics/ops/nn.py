@@ -2,7 +2,7 @@
 
 Operators (TVM names, attributes and defaults as TVM prints them, i.e. the C++
 attribute defaults of ``include/tvm/relay/attrs/nn.h``): ``nn.relu``,
-``nn.leaky_relu``, ``nn.softmax``, ``nn.log_softmax``, ``nn.dense``,
+``nn.leaky_relu``, ``nn.softmax``, ``nn.log_softmax``, ``nn.dense``, ``nn.batch_matmul``,
 ``nn.bias_add``, ``nn.batch_norm``, ``nn.dropout``, ``nn.batch_flatten``,
 ``nn.conv2d``, ``nn.max_pool2d``, ``nn.avg_pool2d``, ``nn.global_avg_pool2d``,
 ``nn.global_max_pool2d``, ``nn.pad``. Relations: :mod:`semantics.ops.nn_relations`
@@ -12,12 +12,12 @@ Reference semantics (numpy; every reference is wrapped by :func:`semantics.ops.r
 so results have exactly the relation's dtype and shape and no numpy warning or
 exception escapes):
 
-* **Integer conv2d / dense** accumulate exactly in int64 (two's complement, so
+* **Integer conv2d / dense / batch_matmul** accumulate exactly in int64 (two's complement, so
   products and sums are correct modulo 2**64) and the result is cast to
   ``out_dtype`` with wrapping — the same numbers TVM gets by casting the inputs
   to ``out_dtype`` and accumulating there (casts and ring arithmetic commute
-  modulo 2**bits). Float conv2d / dense compute in ``out_dtype`` with numpy's
-  summation order: compare floats with a tolerance.
+  modulo 2**bits). Float conv2d / dense / batch_matmul compute in ``out_dtype``
+  with numpy's (BLAS's) summation order: compare floats with a tolerance.
 * **Pools** use TVM's window arithmetic (explicit padding, ``ceil_mode`` adds
   ``stride - 1`` of extra bottom/right padding). Max pooling pads with the
   dtype's lowest finite value, as TVM does. Average pooling divides the window
@@ -131,7 +131,21 @@ def _dense(out: Type, data: np.ndarray, weight: np.ndarray, units: Any, out_dtyp
            ) -> np.ndarray:
     odt = _dtype(out)
     acc = _accumulator(odt)
-    return np.matmul(data.astype(acc), weight.astype(acc).T).astype(odt)
+    return np.matmul(data.astype(acc, copy=False),
+                     weight.astype(acc, copy=False).T).astype(odt, copy=False)
+
+
+def _batch_matmul(out: Type, x: np.ndarray, y: np.ndarray, out_dtype: str, transpose_a: bool,
+                  transpose_b: bool) -> np.ndarray:
+    odt = _dtype(out)
+    acc = _accumulator(odt)
+    a = x.astype(acc, copy=False)
+    b = y.astype(acc, copy=False)
+    if transpose_a:
+        a = a.transpose(0, 2, 1)
+    if transpose_b:
+        b = b.transpose(0, 2, 1)
+    return np.matmul(a, b).astype(odt, copy=False)
 
 
 def _bias_add(out: Type, data: np.ndarray, bias: np.ndarray, axis: int) -> np.ndarray:
@@ -185,6 +199,14 @@ _op("nn.dense", 2, N.DENSE, OpPattern.OUT_ELEMWISE_FUSABLE, _dense,
     "wrap to out_dtype.",
     AttrSpec("units", "optional_int", None, check=T.check_at_least(0)),
     AttrSpec("out_dtype", "str", "", check=T.check_optional_dtype))
+
+_op("nn.batch_matmul", 2, N.BATCH_MATMUL, OpPattern.OUT_ELEMWISE_FUSABLE, _batch_matmul,
+    "Batched matrix product of x (b, M, K) and y (b, N, K) (y transposed by default; "
+    "transpose_a/transpose_b choose the layouts); batch dims broadcast, integers accumulate "
+    "exactly and wrap to out_dtype.",
+    AttrSpec("out_dtype", "str", "", check=T.check_optional_dtype),
+    AttrSpec("transpose_a", "bool", False, doc="x is (b, K, M)"),
+    AttrSpec("transpose_b", "bool", True, doc="y is (b, N, K); False: (b, K, N)"))
 
 _op("nn.bias_add", 2, N.BIAS_ADD, OpPattern.BROADCAST, _bias_add,
     "Add a 1-d bias along axis of data.",

@@ -1,5 +1,5 @@
-"""Type relations of the nn family: Conv2D, Dense, BiasAdd, BatchNorm, Dropout, Pool2D,
-GlobalPool2D, Pad, Softmax, BatchFlatten (TVM's relation names).
+"""Type relations of the nn family: Conv2D, Dense, BatchMatmul, BiasAdd, BatchNorm, Dropout,
+Pool2D, GlobalPool2D, Pad, Softmax, BatchFlatten (TVM's relation names).
 
 Protocol and dim conventions as in :mod:`semantics.ops.transform_relations`
 (concrete ints on the fast path, ``?`` absorbing, SymPy expressions otherwise,
@@ -19,7 +19,10 @@ HWOI, ...); blocked layouts (``NCHW4c``) are not supported by these operators
 (use ``layout_transform``). Unlike TVM, the weight's type is never *inferred*
 from ``channels``/``kernel_size``: the weight must have a known type.
 
-Dtypes: conv2d and dense take numeric (not bool) inputs; ``out_dtype`` ("" =
+BatchMatmul's batch dims broadcast as in TVM (one of them may be 1; ``?`` against a dim
+gives that dim); its reduction dims must be provably equal.
+
+Dtypes: conv2d, dense and batch_matmul take numeric (not bool) inputs; ``out_dtype`` ("" =
 the data's dtype) may be any numeric dtype, but an integer ``out_dtype`` needs
 integer inputs. Softmax, log_softmax and batch_norm need float tensors; pools,
 bias_add and leaky_relu numeric ones; dropout, pad and batch_flatten accept any.
@@ -35,6 +38,7 @@ from semantics.ops.registry import Relation, relation_error
 from semantics.ops.relations import (
     FLOAT,
     NUMERIC,
+    broadcast_dim,
     normalize_axis,
     require_dtype_class,
     require_dtype_match,
@@ -150,6 +154,31 @@ def _dense(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
 
 
 DENSE = Relation("Dense", _dense, "data (..., k) times weight (units, k) transposed")
+
+
+def _batch_matmul(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
+    """TVM's ``BatchMatmulRel``: x (b, M, K) — (b, K, M) with ``transpose_a`` —, y (b, N, K)
+    with ``transpose_b`` (the default) else (b, K, N); result (broadcast b, M, N)."""
+    rel = "BatchMatmul"
+    ts = expect_tensors(rel, arg_types, 2)
+    if ts is None:
+        return None
+    x, y = ts
+    if x.ndim != 3 or y.ndim != 3:
+        raise relation_error(rel, arg_types, "x and y must be 3-d (batch, rows, columns)")
+    out_dtype = result_dtype(rel, arg_types, ts, attrs["out_dtype"])
+    xb, x1, x2 = x.shape
+    yb, y1, y2 = y.shape
+    m, xk = (x2, x1) if attrs["transpose_a"] else (x1, x2)
+    n, yk = (y1, y2) if attrs["transpose_b"] else (y2, y1)
+    batch = broadcast_dim(rel, arg_types, xb, yb, solver)
+    unify_dims(solver, rel, arg_types, xk, yk, "reduction axis")
+    return TensorType((batch, m, n), out_dtype)
+
+
+BATCH_MATMUL = Relation("BatchMatmul", _batch_matmul,
+                        "x (b, M, K) times y (b, N, K) transposed (transpose_a/transpose_b); "
+                        "batch dims broadcast")
 
 
 # --- elementwise-ish nn relations ---------------------------------------------------------------
