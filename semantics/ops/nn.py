@@ -155,28 +155,51 @@ def _bias_add(out: Type, data: np.ndarray, bias: np.ndarray, axis: int) -> np.nd
     return data + bias.reshape(shape)
 
 
+def _tap(x: np.ndarray, i: int, j: int, oh: int, ow: int, sh: int, sw: int) -> np.ndarray:
+    """The strided slice of ``x`` (..., H, W) that kernel tap (i, j) (already dilated) reads:
+    element (a, b) is ``x[..., i + a*sh, j + b*sw]``, for ``oh`` x ``ow`` outputs (>= 1)."""
+    return x[..., i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw]
+
+
 def _conv2d(out: Type, data: np.ndarray, weight: np.ndarray, *, strides: Any, padding: Any,
             dilation: Any, groups: int, channels: Any, kernel_size: Any, data_layout: str,
             kernel_layout: str, out_layout: str, out_dtype: str) -> np.ndarray:
+    """Convolution as one matrix product per kernel tap, accumulated tap by tap.
+
+    For each tap ``(i, j)`` (row-major order) the strided slice of the padded input it reads,
+    ``(N, G, C/G, OH*OW)``, is multiplied by the tap's weights ``(G, O/G, C/G)`` and added
+    to the accumulator (a depthwise conv — one input channel per group — multiplies
+    elementwise instead). Integers accumulate exactly in int64; floats in the output dtype,
+    summing channels inside each product (BLAS order) and taps in row-major order.
+    """
     odt = _dtype(out)
     acc = _accumulator(odt)
-    x = np.transpose(data, [data_layout.index(c) for c in "NCHW"]).astype(acc)
-    w = np.transpose(weight, [kernel_layout.index(c) for c in "OIHW"]).astype(acc)
-    pt, pl, pb, pr = N.pad4(padding)
-    sh, sw = N.pair(strides)
-    dh, dw = N.pair(dilation)
-    x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    batch = x.shape[0]
-    out_c, in_per_group, kh, kw = w.shape
     layout = out_layout or data_layout
-    oh = out.shape[layout.index("H")]  # type: ignore[union-attr]
-    ow = out.shape[layout.index("W")]  # type: ignore[union-attr]
-    win = sliding_window_view(x, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
-    win = win[:, :, ::sh, ::sw, ::dh, ::dw][:, :, :oh, :ow]
-    win = win.reshape(batch, groups, in_per_group, oh, ow, kh, kw)
-    wg = w.reshape(groups, out_c // groups, in_per_group, kh, kw)
-    res = np.einsum("ngchwkl,gockl->ngohw", win, wg, optimize=True)
-    res = res.reshape(batch, out_c, oh, ow).astype(odt)
+    oshape = concrete_shape(out)
+    oh, ow = oshape[layout.index("H")], oshape[layout.index("W")]
+    x = np.transpose(data, [data_layout.index(c) for c in "NCHW"]).astype(acc, copy=False)
+    w = np.transpose(weight, [kernel_layout.index(c) for c in "OIHW"]).astype(acc, copy=False)
+    batch = x.shape[0]
+    out_c, cg, kh, kw = w.shape
+    og = out_c // groups
+    res = np.zeros((batch, groups, og, oh * ow), dtype=acc)
+    if res.size and cg:
+        pt, pl, pb, pr = N.pad4(padding)
+        sh, sw = N.pair(strides)
+        dh, dw = N.pair(dilation)
+        if pt or pl or pb or pr:
+            x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+        xg = x.reshape(batch, groups, cg, x.shape[2], x.shape[3])
+        wg = w.reshape(groups, og, cg, kh, kw)
+        for i in range(kh):
+            for j in range(kw):
+                patch = _tap(xg, i * dh, j * dw, oh, ow, sh, sw).reshape(
+                    batch, groups, cg, oh * ow)
+                if cg == 1:
+                    res += wg[:, :, 0, i, j][None, :, :, None] * patch
+                else:
+                    res += np.matmul(wg[:, :, :, i, j], patch)
+    res = res.reshape(batch, out_c, oh, ow).astype(odt, copy=False)
     return np.ascontiguousarray(np.transpose(res, ["NCHW".index(c) for c in layout]))
 
 
@@ -305,24 +328,33 @@ def _pool2d(out: Type, data: np.ndarray, *, pool_size: Any, strides: Any, dilati
     dh, dw = N.pair(dilation)
     pt, pl, pb, pr = N.pad4(padding)
     olayout = out_layout or layout
-    oh = out.shape[olayout.index("H")]  # type: ignore[union-attr]
-    ow = out.shape[olayout.index("W")]  # type: ignore[union-attr]
+    oshape = concrete_shape(out)
+    oh, ow = oshape[olayout.index("H")], oshape[olayout.index("W")]
     eh, ew = (sh - 1, sw - 1) if ceil_mode else (0, 0)
-    if avg:
-        xa = x.astype(np.int64) if x.dtype.kind in "iu" else x
-        xp = np.pad(xa, ((0, 0), (0, 0), (pt, pb + eh), (pl, pr + ew)))
-    else:
-        xp = np.pad(x, ((0, 0), (0, 0), (pt, pb + eh), (pl, pr + ew)),
-                    constant_values=_lowest(x.dtype))
+    if not avg:
+        # A running maximum over the strided slice of each window tap (max is exact, so
+        # the order does not matter; NaN propagates through np.maximum).
+        if oh == 0 or ow == 0:
+            return _from_nchw(np.empty((*x.shape[:2], oh, ow), x.dtype), olayout)
+        xp = x
+        if pt or pl or pb + eh or pr + ew:
+            xp = np.pad(x, ((0, 0), (0, 0), (pt, pb + eh), (pl, pr + ew)),
+                        constant_values=_lowest(x.dtype))
+        best = _tap(xp, 0, 0, oh, ow, sh, sw).copy()
+        for i in range(kh):
+            for j in range(kw):
+                if i or j:
+                    np.maximum(best, _tap(xp, i * dh, j * dw, oh, ow, sh, sw), out=best)
+        return _from_nchw(best, olayout)
+    xa = x.astype(np.int64) if x.dtype.kind in "iu" else x
+    xp = np.pad(xa, ((0, 0), (0, 0), (pt, pb + eh), (pl, pr + ew)))
     win = sliding_window_view(xp, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
     win = win[:, :, ::sh, ::sw, ::dh, ::dw][:, :, :oh, :ow]
-    if not avg:
-        return _from_nchw(win.max(axis=(4, 5)), out_layout or layout)
     sums = win.sum(axis=(4, 5))
     ch = _tap_counts(x.shape[2], kh, dh, sh, pt, pb, oh, bool(count_include_pad))
     cw = _tap_counts(x.shape[3], kw, dw, sw, pl, pr, ow, bool(count_include_pad))
     counts = np.maximum(ch[:, None] * cw[None, :], 1)
-    return _from_nchw(_divide_sums(sums, counts, x.dtype), out_layout or layout)
+    return _from_nchw(_divide_sums(sums, counts, x.dtype), olayout)
 
 
 def _max_pool2d(out: Type, data: np.ndarray, **attrs: Any) -> np.ndarray:
