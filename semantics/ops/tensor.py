@@ -257,6 +257,8 @@ def erf_float64(x: np.ndarray) -> np.ndarray:
     NaN included, by ``fmax``/``fmin``); the few below ``_ERF_SMALL``, at or above
     ``_ERF_ONE`` or NaN are then overwritten — cheaper than splitting the array.
     """
+    shape = np.shape(x)
+    x = np.ravel(x)                     # 1-d, so that every step below stays an array
     ax = np.abs(x)
     c = np.fmin(np.fmax(ax, _ERF_SMALL), _ERF_ONE)
     cell = ((c - _ERF_SMALL) * _ERF_CELLS_PER_UNIT).astype(np.intp)
@@ -278,7 +280,7 @@ def erf_float64(x: np.ndarray) -> np.ndarray:
             acc += k
         out[small] = xs * acc
     np.copyto(out, x, where=np.isnan(x))
-    return out
+    return out.reshape(shape)
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:
