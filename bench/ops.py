@@ -218,10 +218,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'workload':<26} {'before µs':>12} {'after µs':>12} {'speedup':>8}  result")
     for name, inputs, attrs, old, label, exact in rows:
         new = ops.get(name).impl
-        before = best_us(lambda: old(*inputs, **attrs), args.repeat)
-        after = best_us(lambda: new(*inputs, **attrs), args.repeat)
-        check = same(np.asarray(new(*inputs, **attrs)), np.asarray(old(*inputs, **attrs)),
-                     exact)
+
+        def call(fn: Callable[..., Any], inputs: tuple[Any, ...] = inputs,
+                 attrs: dict[str, Any] = attrs) -> Callable[[], Any]:
+            return lambda: fn(*inputs, **attrs)
+
+        before = best_us(call(old), args.repeat)
+        after = best_us(call(new), args.repeat)
+        check = same(np.asarray(call(new)()), np.asarray(call(old)()), exact)
         print(f"{label:<26} {before:>12.1f} {after:>12.1f} {before / after:>7.1f}x  {check}")
     return 0
 

@@ -84,8 +84,8 @@ def canon_dim(d: Any) -> Dim:
     if isinstance(d, np.integer):
         return int(d)
     if isinstance(d, sympy.Basic) and d.is_Integer:
-        return int(d)  # type: ignore[call-overload]
-    return d  # type: ignore[no-any-return]
+        return int(d)
+    return d
 
 
 def normalize(d: object) -> Dim:
@@ -96,8 +96,8 @@ def normalize(d: object) -> Dim:
     """
     if isinstance(d, bool):
         raise TypeError("a dimension cannot be a bool")
-    if isinstance(d, int) or d is ANY:
-        return d  # type: ignore[return-value]
+    if isinstance(d, int) or isinstance(d, AnyDim):
+        return d
     if isinstance(d, sympy.Basic):
         return canon_dim(sympy.simplify(d) if not d.is_Atom else d)
     if hasattr(d, "__index__"):

@@ -32,8 +32,8 @@ import numpy as np
 
 from semantics.dtypes import is_dtype
 from semantics.errors import RelayRuntimeError
-from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
 from semantics.ops.reference import cast_array, np_dtype, reference
+from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
 from semantics.ops.relations import ARANGE, FULL, FULL_LIKE, IDENTITY, INIT_OP
 from semantics.types import Type
 

@@ -50,8 +50,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from semantics.dtypes import is_int, scalar
-from semantics.ops import nn_relations as N
 from semantics.ops import attr_checks as T
+from semantics.ops import nn_relations as N
 from semantics.ops.reference import cast_array, concrete_shape, reference
 from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
 from semantics.ops.relations import NUMERIC, identity_relation
@@ -389,7 +389,7 @@ def _global_max_pool2d(out: Type, data: np.ndarray, layout: str, out_layout: str
 
 
 def _pool_attrs(avg: bool) -> tuple[AttrSpec, ...]:
-    specs = (
+    specs: tuple[AttrSpec, ...] = (
         AttrSpec("pool_size", "ints", required=True, check=T.check_ints_len(1, 2, minimum=1)),
         AttrSpec("strides", "ints", (1, 1), check=T.check_ints_len(1, 2, minimum=1)),
         AttrSpec("dilation", "ints", (1, 1), check=T.check_ints_len(1, 2, minimum=1)),
@@ -436,7 +436,8 @@ def _pad(out: Type, data: np.ndarray, pad_value: np.ndarray, pad_width: Any, pad
         return np.pad(data, widths, mode="constant", constant_values=value[()])
     if not any(b or a for b, a in widths):
         return data.copy()
-    return np.pad(data, widths, mode=pad_mode)
+    mode: Any = pad_mode                 # "edge" or "reflect" (checked by the attribute)
+    return np.pad(data, widths, mode=mode)
 
 
 _op("nn.pad", 2, N.PAD, OpPattern.INJECTIVE, _pad,

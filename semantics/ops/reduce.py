@@ -39,13 +39,13 @@ Semantics (§5):
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from semantics.dtypes import scalar
-from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
 from semantics.ops.reference import reference
+from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
 from semantics.ops.relations import (
     ARG_REDUCE,
     BOOL,
@@ -141,8 +141,8 @@ def _mean(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool
     return np.divide(total, np.asarray(count, dtype=acc)).astype(x.dtype)
 
 
-def _variance(out: Type, x: np.ndarray, mean: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
-              exclude: bool, unbiased: bool) -> np.ndarray:
+def _variance(out: Type, x: np.ndarray, mean: np.ndarray, axis: tuple[int, ...] | None,
+              keepdims: bool, exclude: bool, unbiased: bool) -> np.ndarray:
     axes = _axes("variance", x, axis, exclude)
     count = _count(x, axes) - (1 if unbiased else 0)
     diff = np.subtract(x, mean)
@@ -168,7 +168,7 @@ def _arg_reduce(name: str, pick: Callable[..., np.ndarray], x: np.ndarray,
         idx = pick(flat, axis=-1)
     out = np.asarray(idx).astype(np.int32)
     if keepdims:
-        out = out.reshape(reduced_shape(x.shape, axes, True))
+        out = out.reshape(cast(tuple[int, ...], reduced_shape(x.shape, axes, True)))
     return out
 
 

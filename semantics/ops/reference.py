@@ -28,7 +28,7 @@ helpers of several families (:func:`cast_array` — the §5 ``cast`` —,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -95,7 +95,7 @@ def concrete_shape(t: Type) -> tuple[int, ...]:
     """The shape of a tensor type whose dims are all ints (a result type at run time)."""
     if not isinstance(t, TensorType):
         raise InternalError(f"expected a tensor type, got {t}")
-    return tuple(int(d) for d in t.shape)  # type: ignore[call-overload]
+    return tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
 
 
 # --- numeric helpers ----------------------------------------------------------------------
@@ -248,7 +248,7 @@ def _decide(op_name: str, relation: Relation, arrays: tuple[Any, ...], attrs: di
     layout = None
     if isinstance(expected, TensorType) and expected.dtype in SCALAR_DTYPES \
             and all(type(d) is int for d in expected.shape):
-        layout = (np.dtype(expected.dtype), tuple(expected.shape))
+        layout = (np.dtype(expected.dtype), cast(tuple[int, ...], tuple(expected.shape)))
     return expected, layout
 
 

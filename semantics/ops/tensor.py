@@ -68,8 +68,8 @@ from typing import Any
 import numpy as np
 
 from semantics.errors import RelayRuntimeError
-from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
 from semantics.ops.reference import cast_array, check_nonzero_divisor, reference
+from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
 from semantics.ops.relations import (
     BOOL,
     BROADCAST,
@@ -382,7 +382,8 @@ _COMPARE: tuple[tuple[str, Callable, str], ...] = (
     ("less", _ufunc(np.less), "Elementwise a < b with broadcasting; bool result."),
     ("less_equal", _ufunc(np.less_equal), "Elementwise a <= b with broadcasting; bool result."),
     ("greater", _ufunc(np.greater), "Elementwise a > b with broadcasting; bool result."),
-    ("greater_equal", _ufunc(np.greater_equal), "Elementwise a >= b with broadcasting; bool result."),
+    ("greater_equal", _ufunc(np.greater_equal),
+     "Elementwise a >= b with broadcasting; bool result."),
 )
 for _name, _fn, _doc in _COMPARE:
     _register(_name, 2, BROADCAST_COMPARE, _B, _fn, _doc)
