@@ -282,7 +282,7 @@ def _as_arrays(value: Any, op: str) -> Any:
         return tuple(_as_arrays(v, op) for v in value)
     if type(value) is np.ndarray and value.dtype in RELAY_DTYPE_OF:
         return value
-    if isinstance(value, (np.ndarray, np.generic, bool, int, float)):
+    if isinstance(value, (np.ndarray, np.generic, bool, int, float, list)):
         return as_relay_array(value, op)
     raise RelayRuntimeError(f"operator {op}: expected a tensor argument, "
                             f"got {type(value).__name__}")
