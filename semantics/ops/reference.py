@@ -150,6 +150,23 @@ def cast_array(x: np.ndarray, dtype: str) -> np.ndarray:
 
 Compute = Callable[..., Any]
 
+# Entering ``np.errstate(all="ignore")`` costs about a microsecond (it rebuilds numpy's
+# error-state object on every entry); the wrapper instead installs a prebuilt "ignore all"
+# state in numpy's context variable and resets it afterwards — the same mechanism
+# ``np.errstate`` uses. Should numpy's private layout change, the public context manager is
+# used instead.
+try:
+    from numpy._core._ufunc_config import (  # type: ignore[attr-defined]
+        _extobj_contextvar,
+        _make_extobj,
+    )
+
+    _IGNORE_ALL: Any = _make_extobj(all="ignore")
+    _set_errstate: Callable[[Any], Any] | None = _extobj_contextvar.set
+    _reset_errstate: Callable[[Any], Any] = _extobj_contextvar.reset
+except (ImportError, AttributeError, TypeError):  # pragma: no cover - other numpy layouts
+    _set_errstate = None
+
 _NUMPY_FAILURES = (ValueError, TypeError, IndexError, OverflowError, ZeroDivisionError,
                    FloatingPointError, MemoryError)
 _MEMO_LIMIT = 4096
@@ -168,7 +185,7 @@ def reference(op_name: str, relation: Relation, compute: Compute) -> Callable[..
     """
     # (argument signature, attrs) -> (result type, (numpy dtype, shape) or None).
     verdicts: dict[Any, tuple[Type, tuple[np.dtype, tuple[int, ...]] | None]] = {}
-    errstate = np.errstate
+    fast_errstate = _set_errstate
 
     def impl(*args: Any, **attrs: Any) -> Any:
         key: Any = None
@@ -199,8 +216,15 @@ def reference(op_name: str, relation: Relation, compute: Compute) -> Callable[..
         else:
             arrays = args
         try:
-            with errstate(all="ignore"):
-                result = compute(verdict[0], *arrays, **attrs)
+            if fast_errstate is not None:
+                token = fast_errstate(_IGNORE_ALL)
+                try:
+                    result = compute(verdict[0], *arrays, **attrs)
+                finally:
+                    _reset_errstate(token)
+            else:
+                with np.errstate(all="ignore"):
+                    result = compute(verdict[0], *arrays, **attrs)
         except RelayRuntimeError:
             raise
         except _NUMPY_FAILURES as err:

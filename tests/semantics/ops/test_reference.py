@@ -120,6 +120,21 @@ def test_no_numpy_warnings_escape():
         assert ops.get("log").impl(np.array(-1.0, np.float32)).item() != 0.0
 
 
+def test_error_state_is_restored_after_each_call():
+    before = np.geterr()
+    seen = []
+
+    def compute(out, x):
+        seen.append(np.geterr())
+        raise ValueError("fail inside")
+
+    with pytest.raises(RelayRuntimeError):
+        reference("f", R.IDENTITY, compute)(np.zeros(1, np.float32))
+    assert set(seen[0].values()) == {"ignore"} and np.geterr() == before
+    ops.get("add").impl(np.zeros(1, np.float32), np.zeros(1, np.float32))
+    assert np.geterr() == before
+
+
 def test_raw_compute_is_exposed_for_benchmarks():
     impl = ops.get("add").impl
     raw = impl.__wrapped__

@@ -290,7 +290,7 @@ def test_creation_relations():
 
 # --- reference helpers --------------------------------------------------------------------
 
-def test_guarded_turns_ill_typed_arguments_into_runtime_errors():
+def test_reference_turns_ill_typed_arguments_into_runtime_errors():
     add = ops.get("add")
     with pytest.raises(RelayRuntimeError, match="dtypes differ"):
         add.reference(np.array([1], np.int32), np.array([1.0], np.float32))
@@ -300,7 +300,7 @@ def test_guarded_turns_ill_typed_arguments_into_runtime_errors():
         add.reference(np.array(["a"]), np.array(["b"]))
 
 
-def test_guarded_checks_result_type_against_relation():
+def test_reference_checks_result_type_against_relation():
     bad = reference("bad", R.IDENTITY, lambda out, x: x.astype(np.float64))
     with pytest.raises(InternalError):
         bad(np.zeros(2, np.float32))
@@ -388,7 +388,7 @@ def test_symbolic_reduce_sound_under_substitution(shape, data):
     assert shape_of(concrete) == _substitute(shape_of(out), env)
 
 
-def test_guarded_handles_tuple_arguments_and_results():
+def test_reference_handles_tuple_arguments_and_results():
     def rel(arg_types, attrs, solver):
         (tup,) = arg_types
         assert isinstance(tup, TupleType)
