@@ -121,7 +121,7 @@ def _arange(out: Type, start: np.ndarray, stop: np.ndarray, step: np.ndarray,
             dtype: str) -> np.ndarray:
     n = arange_length(start, stop, step)
     index = cast_array(np.arange(n, dtype=np.int64), dtype)
-    return np.add(start, np.multiply(step, index)).astype(np_dtype(dtype))
+    return np.add(start, np.multiply(step, index)).astype(np_dtype(dtype), copy=False)
 
 
 # --- registration -------------------------------------------------------------------------

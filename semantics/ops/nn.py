@@ -83,7 +83,7 @@ def _leaky_relu(out: Type, data: np.ndarray, alpha: float) -> np.ndarray:
         slope = scalar(int(alpha), data.dtype.name)
     else:
         slope = np.asarray(alpha, dtype=data.dtype)
-    return np.where(data > 0, data, data * slope).astype(data.dtype)
+    return np.where(data > 0, data, data * slope).astype(data.dtype, copy=False)
 
 
 def _softmax(out: Type, data: np.ndarray, axis: int) -> np.ndarray:
@@ -255,7 +255,7 @@ def _batch_norm(out: Type, data: np.ndarray, gamma: np.ndarray, beta: np.ndarray
         res = res * gamma.reshape(shape)
     if center:
         res = res + beta.reshape(shape)
-    return res.astype(data.dtype), mean.copy(), var.copy()
+    return res.astype(data.dtype, copy=False), mean.copy(), var.copy()
 
 
 def _dropout(out: Type, data: np.ndarray, rate: float) -> tuple[np.ndarray, np.ndarray]:
@@ -308,14 +308,15 @@ def _tap_counts(size: int, kernel: int, dilation: int, stride: int, pad_lo: int,
 def _divide_sums(sums: np.ndarray, counts: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Window sums / counts in ``dtype``: floats divide, integers wrap then truncate."""
     if dtype.kind == "f":
-        return (sums.astype(dtype) / counts.astype(dtype)).astype(dtype)
-    wrapped = sums.astype(dtype)
+        quotient = sums.astype(dtype, copy=False) / counts.astype(dtype, copy=False)
+        return quotient.astype(dtype, copy=False)
+    wrapped = sums.astype(dtype, copy=False)
     if dtype.kind == "u":
-        return (wrapped // counts.astype(dtype)).astype(dtype)
+        return (wrapped // counts.astype(dtype, copy=False)).astype(dtype, copy=False)
     s = wrapped.astype(np.int64)
     q = s // counts
     q = q + ((s % counts != 0) & (s < 0))
-    return q.astype(dtype)
+    return q.astype(dtype, copy=False)
 
 
 def _pool2d(out: Type, data: np.ndarray, *, pool_size: Any, strides: Any, dilation: Any,

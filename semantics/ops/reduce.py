@@ -137,8 +137,8 @@ def _mean(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool
         total = np.asarray(np.sum(x, axis=axes, dtype=x.dtype, keepdims=keepdims))
         return trunc_divide_int(total, scalar(count, x.dtype.name), "mean")
     acc = np.float32 if x.dtype == np.float16 else x.dtype
-    total = np.asarray(np.sum(x.astype(acc), axis=axes, dtype=acc, keepdims=keepdims))
-    return np.divide(total, np.asarray(count, dtype=acc)).astype(x.dtype)
+    total = np.asarray(np.sum(x.astype(acc, copy=False), axis=axes, dtype=acc, keepdims=keepdims))
+    return np.divide(total, np.asarray(count, dtype=acc)).astype(x.dtype, copy=False)
 
 
 def _variance(out: Type, x: np.ndarray, mean: np.ndarray, axis: tuple[int, ...] | None,
@@ -148,8 +148,9 @@ def _variance(out: Type, x: np.ndarray, mean: np.ndarray, axis: tuple[int, ...] 
     diff = np.subtract(x, mean)
     square = np.multiply(diff, diff)
     acc = np.float32 if x.dtype == np.float16 else x.dtype
-    total = np.asarray(np.sum(square.astype(acc), axis=axes, dtype=acc, keepdims=keepdims))
-    return np.divide(total, np.asarray(count, dtype=acc)).astype(x.dtype)
+    total = np.asarray(np.sum(square.astype(acc, copy=False), axis=axes, dtype=acc,
+                              keepdims=keepdims))
+    return np.divide(total, np.asarray(count, dtype=acc)).astype(x.dtype, copy=False)
 
 
 def _arg_reduce(name: str, pick: Callable[..., np.ndarray], x: np.ndarray,

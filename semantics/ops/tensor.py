@@ -133,7 +133,7 @@ def trunc_divide_int(a: np.ndarray, b: np.ndarray, op: str = "divide") -> np.nda
     r = np.remainder(a, safe_b)
     inexact_negative = (r != 0) & ((a < 0) != (safe_b < 0))
     q = q + inexact_negative.astype(q.dtype)
-    return np.where(minus_one, np.negative(a), q).astype(a.dtype)
+    return np.where(minus_one, np.negative(a), q).astype(a.dtype, copy=False)
 
 
 def trunc_mod_int(a: np.ndarray, b: np.ndarray, op: str = "mod") -> np.ndarray:
@@ -142,7 +142,7 @@ def trunc_mod_int(a: np.ndarray, b: np.ndarray, op: str = "mod") -> np.ndarray:
     minus_one = b == -1
     safe_b = np.where(minus_one, np.ones_like(b), b)
     r = np.fmod(a, safe_b)
-    return np.where(minus_one, np.zeros_like(r), r).astype(a.dtype)
+    return np.where(minus_one, np.zeros_like(r), r).astype(a.dtype, copy=False)
 
 
 def floor_divide_int(a: np.ndarray, b: np.ndarray, op: str = "floor_divide") -> np.ndarray:
@@ -153,7 +153,7 @@ def floor_divide_int(a: np.ndarray, b: np.ndarray, op: str = "floor_divide") -> 
     minus_one = b == -1
     safe_b = np.where(minus_one, np.ones_like(b), b)
     q = np.floor_divide(a, safe_b)
-    return np.where(minus_one, np.negative(a), q).astype(a.dtype)
+    return np.where(minus_one, np.negative(a), q).astype(a.dtype, copy=False)
 
 
 def floor_mod_int(a: np.ndarray, b: np.ndarray, op: str = "floor_mod") -> np.ndarray:
@@ -162,7 +162,7 @@ def floor_mod_int(a: np.ndarray, b: np.ndarray, op: str = "floor_mod") -> np.nda
     minus_one = b == -1
     safe_b = np.where(minus_one, np.ones_like(b), b)
     r = np.remainder(a, safe_b)
-    return np.where(minus_one, np.zeros_like(r), r).astype(a.dtype)
+    return np.where(minus_one, np.zeros_like(r), r).astype(a.dtype, copy=False)
 
 
 def power_int(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -182,7 +182,7 @@ def power_int(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         small = np.where(a == 1, np.ones_like(a),
                          np.where(a == -1, minus_one, np.zeros_like(a)))
         out = np.where(negative, small, out)
-    return np.asarray(out).astype(a.dtype)
+    return np.asarray(out).astype(a.dtype, copy=False)
 
 
 # --- float helpers ------------------------------------------------------------------------
@@ -289,7 +289,7 @@ def round_half_away(x: np.ndarray) -> np.ndarray:
     frac = x - t
     step = np.where(frac >= 0.5, np.ones_like(x), np.where(frac <= -0.5, -np.ones_like(x),
                                                            np.zeros_like(x)))
-    return np.where(step != 0, t + step, t).astype(x.dtype)
+    return np.where(step != 0, t + step, t).astype(x.dtype, copy=False)
 
 
 # --- references ---------------------------------------------------------------------------
@@ -315,7 +315,8 @@ def _floor_mod(out: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _power(out: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if _is_int(a):
         return power_int(a, b)
-    return np.power(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
+    a64, b64 = a.astype(np.float64, copy=False), b.astype(np.float64, copy=False)
+    return np.power(a64, b64).astype(a.dtype, copy=False)
 
 
 def _sign(out: Type, x: np.ndarray) -> np.ndarray:
