@@ -248,6 +248,8 @@ def reference(op_name: str, relation: Relation, compute: Compute) -> Callable[..
             key, verdict = None, None
         if verdict is None:
             verdict = _decide(op_name, relation, args, attrs)
+            if key is not None and _is_clean(args):
+                verdicts[key] = verdict
         return compute(verdict[0], *args, **attrs)
 
     impl.__name__ = getattr(compute, "__name__", "impl")
