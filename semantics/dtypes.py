@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import numpy as np
 
@@ -88,7 +89,7 @@ def literal(value: np.generic | np.ndarray, dtype: str) -> str:
     if is_int(dtype):
         return f"{int(v)}{_SUFFIX_OF.get(dtype, '')}"
     suffix = _SUFFIX_OF[dtype]
-    x = np.asarray(value).astype(to_numpy(dtype))[()]
+    x: Any = np.asarray(value).astype(to_numpy(dtype))[()]   # a numpy float scalar
     if math.isnan(float(x)):
         return f"nan{suffix}"
     if math.isinf(float(x)):

@@ -73,7 +73,7 @@ VALID_CALLS: dict[str, Callable[[], SearchStrategy]] = {}
 INVALID_CALLS: dict[str, Callable[[], SearchStrategy]] = {}
 INPUTS: dict[str, Callable[[ArgTypes, dict[str, Any], bool], SearchStrategy]] = {}
 
-EXTENSION_MODULES = ("conformance.strategies.ops_nn",)
+EXTENSION_MODULES = ("conformance.strategies.ops_nn", "conformance.strategies.ops_batch_matmul")
 
 INTEGER_DTYPES = INT_DTYPES + UINT_DTYPES
 NUMERIC_DTYPES = ("int32", "float32") + tuple(
@@ -350,9 +350,9 @@ def _replace_with_non_tensor(draw: st.DrawFn, call: SearchStrategy) -> CallArgs:
 # --- tensor family: elementwise and broadcast ---------------------------------------------
 
 UNARY_GROUPS = {
-    "float": (("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos", "floor",
-               "ceil", "round", "trunc"), FLOAT_FIRST),
-    "numeric": (("negative", "abs", "sign"), NUMERIC_DTYPES),
+    "float": (("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos"),
+              FLOAT_FIRST),
+    "numeric": (("negative", "abs", "sign", "floor", "ceil", "round", "trunc"), NUMERIC_DTYPES),
     "bool": (("logical_not",), ("bool",)),
     "any": (("copy", "zeros_like", "ones_like"), ALL_DTYPES),
 }

@@ -1,7 +1,16 @@
 """The operator registry (``semantics.ops.get``, ``list_ops``) and the operator families.
 
 Importing this package registers every family: see :mod:`semantics.ops.registry`
-for the protocol and the family modules for the operators.
+for the protocol and the family modules for the operators.  Layout:
+
+* :mod:`.registry` — ``OpDef``, ``AttrSpec``, ``Relation``, ``register_op``, ``get``;
+* :mod:`.tables` — per-operator rule tables of consumers (gradients, lowerings,
+  quantization annotations) with completeness checks (``missing``);
+* :mod:`.reference` — the one reference-implementation contract
+  (``compute(out_type, *arrays, **attrs)``) and the runtime-value helpers;
+* :mod:`.relations`, :mod:`.transform_relations`, :mod:`.nn_relations` — type relations;
+  :mod:`.attr_checks` — attribute checks;
+* families: :mod:`.tensor`, :mod:`.creation`, :mod:`.reduce`, :mod:`.nn`, :mod:`.transform`.
 """
 
 from __future__ import annotations
@@ -17,6 +26,19 @@ from semantics.ops.registry import (
     list_ops,
     register_op,
 )
+from semantics.ops.tables import (
+    GRADIENTS,
+    LOWERINGS,
+    QUANT_ANNOTATIONS,
+    RuleTable,
+    declare_no_gradient,
+    missing,
+    register_gradient,
+    register_lowering,
+    register_quant_annotation,
+)
 
-__all__ = ["AttrSpec", "OpDef", "OpPattern", "Relation", "exists", "get", "list_ops",
-           "register_op"]
+__all__ = ["GRADIENTS", "LOWERINGS", "QUANT_ANNOTATIONS", "AttrSpec", "OpDef", "OpPattern",
+           "Relation", "RuleTable", "declare_no_gradient", "exists", "get", "list_ops",
+           "missing", "register_gradient", "register_lowering", "register_op",
+           "register_quant_annotation"]

@@ -14,7 +14,7 @@ Family ``creation`` of the operator registry (paper §3.3.2).  TVM (≥ 0.8) con
   TVM.
 
 Semantics (§5): the fill value is converted with the ``cast`` rules
-(:func:`semantics.ops.relations.cast_array`: float to integer truncates and wraps, NaN
+(:func:`semantics.ops.reference.cast_array`: float to integer truncates and wraps, NaN
 becomes 0).  ``arange`` has ``max(0, ceil((stop - start) / step))`` elements — computed
 exactly for integer dtypes and in float64 for float dtypes — and element ``i`` is
 ``start + step * i`` evaluated in the dtype (integers wrap, floats round per operation, as
@@ -32,17 +32,10 @@ import numpy as np
 
 from semantics.dtypes import is_dtype
 from semantics.errors import RelayRuntimeError
+from semantics.ops.reference import cast_array, np_dtype, reference
 from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
-from semantics.ops.relations import (
-    ARANGE,
-    FULL,
-    FULL_LIKE,
-    IDENTITY,
-    INIT_OP,
-    cast_array,
-    guarded,
-    np_dtype,
-)
+from semantics.ops.relations import ARANGE, FULL, FULL_LIKE, IDENTITY, INIT_OP
+from semantics.types import Type
 
 FAMILY = "creation"
 
@@ -52,7 +45,7 @@ MAX_ARANGE_LENGTH = 2 ** 31 - 1
 def _register(name: str, num_inputs: int, relation: Relation, pattern: OpPattern,
               fn: Callable[..., np.ndarray], doc: str, attrs: tuple[AttrSpec, ...] = ()) -> None:
     register_op(name, num_inputs=num_inputs, relation=relation, pattern=pattern,
-                impl=guarded(name, relation, fn), attrs=attrs, doc=doc, family=FAMILY)
+                impl=reference(name, relation, fn), attrs=attrs, doc=doc, family=FAMILY)
 
 
 def _nonnegative_dims(shape: tuple[int, ...]) -> str | None:
@@ -73,28 +66,29 @@ def _shape_attr() -> AttrSpec:
 
 # --- references ---------------------------------------------------------------------------
 
-def _zeros(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+def _zeros(out: Type, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     return np.zeros(shape, dtype=np_dtype(dtype))
 
 
-def _ones(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+def _ones(out: Type, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     return np.ones(shape, dtype=np_dtype(dtype))
 
 
-def _full(fill_value: np.ndarray, shape: tuple[int, ...], dtype: str | None) -> np.ndarray:
+def _full(out: Type, fill_value: np.ndarray, shape: tuple[int, ...],
+          dtype: str | None) -> np.ndarray:
     out_dtype = dtype or fill_value.dtype.name
     return np.broadcast_to(cast_array(fill_value, out_dtype), shape).copy()
 
 
-def _zeros_like(x: np.ndarray) -> np.ndarray:
+def _zeros_like(out: Type, x: np.ndarray) -> np.ndarray:
     return np.zeros_like(x)
 
 
-def _ones_like(x: np.ndarray) -> np.ndarray:
+def _ones_like(out: Type, x: np.ndarray) -> np.ndarray:
     return np.ones_like(x)
 
 
-def _full_like(x: np.ndarray, fill_value: np.ndarray) -> np.ndarray:
+def _full_like(out: Type, x: np.ndarray, fill_value: np.ndarray) -> np.ndarray:
     return np.broadcast_to(cast_array(fill_value, x.dtype.name), x.shape).copy()
 
 
@@ -110,12 +104,12 @@ def arange_length(start: np.ndarray, stop: np.ndarray, step: np.ndarray) -> int:
             raise RelayRuntimeError("arange: step must be nonzero")
         n = -((a - b) // s)           # exact ceil((b - a) / s)
     else:
-        a, b, s = float(start), float(stop), float(step)
-        if s == 0.0:
+        fa, fb, fs = float(start), float(stop), float(step)
+        if fs == 0.0:
             raise RelayRuntimeError("arange: step must be nonzero")
-        q = (b - a) / s
+        q = (fb - fa) / fs
         if not math.isfinite(q):
-            raise RelayRuntimeError(f"arange: length of [{a}, {b}) by {s} is not finite")
+            raise RelayRuntimeError(f"arange: length of [{fa}, {fb}) by {fs} is not finite")
         n = math.ceil(q)
     n = max(0, n)
     if n > MAX_ARANGE_LENGTH:
@@ -123,10 +117,11 @@ def arange_length(start: np.ndarray, stop: np.ndarray, step: np.ndarray) -> int:
     return n
 
 
-def _arange(start: np.ndarray, stop: np.ndarray, step: np.ndarray, dtype: str) -> np.ndarray:
+def _arange(out: Type, start: np.ndarray, stop: np.ndarray, step: np.ndarray,
+            dtype: str) -> np.ndarray:
     n = arange_length(start, stop, step)
     index = cast_array(np.arange(n, dtype=np.int64), dtype)
-    return np.add(start, np.multiply(step, index)).astype(np_dtype(dtype))
+    return np.add(start, np.multiply(step, index)).astype(np_dtype(dtype), copy=False)
 
 
 # --- registration -------------------------------------------------------------------------

@@ -2,22 +2,22 @@
 
 Operators (TVM names, attributes and defaults as TVM prints them, i.e. the C++
 attribute defaults of ``include/tvm/relay/attrs/nn.h``): ``nn.relu``,
-``nn.leaky_relu``, ``nn.softmax``, ``nn.log_softmax``, ``nn.dense``,
+``nn.leaky_relu``, ``nn.softmax``, ``nn.log_softmax``, ``nn.dense``, ``nn.batch_matmul``,
 ``nn.bias_add``, ``nn.batch_norm``, ``nn.dropout``, ``nn.batch_flatten``,
 ``nn.conv2d``, ``nn.max_pool2d``, ``nn.avg_pool2d``, ``nn.global_avg_pool2d``,
 ``nn.global_max_pool2d``, ``nn.pad``. Relations: :mod:`semantics.ops.nn_relations`
 (``Identity`` for the activations comes from :mod:`semantics.ops.relations`).
 
-Reference semantics (numpy; every reference is wrapped by ``checked_reference``,
+Reference semantics (numpy; every reference is wrapped by :func:`semantics.ops.reference.reference`,
 so results have exactly the relation's dtype and shape and no numpy warning or
 exception escapes):
 
-* **Integer conv2d / dense** accumulate exactly in int64 (two's complement, so
+* **Integer conv2d / dense / batch_matmul** accumulate exactly in int64 (two's complement, so
   products and sums are correct modulo 2**64) and the result is cast to
   ``out_dtype`` with wrapping — the same numbers TVM gets by casting the inputs
   to ``out_dtype`` and accumulating there (casts and ring arithmetic commute
-  modulo 2**bits). Float conv2d / dense compute in ``out_dtype`` with numpy's
-  summation order: compare floats with a tolerance.
+  modulo 2**bits). Float conv2d / dense / batch_matmul compute in ``out_dtype``
+  with numpy's (BLAS's) summation order: compare floats with a tolerance.
 * **Pools** use TVM's window arithmetic (explicit padding, ``ceil_mode`` adds
   ``stride - 1`` of extra bottom/right padding). Max pooling pads with the
   dtype's lowest finite value, as TVM does. Average pooling divides the window
@@ -50,10 +50,11 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from semantics.dtypes import is_int, scalar
+from semantics.ops import attr_checks as T
 from semantics.ops import nn_relations as N
-from semantics.ops import transform_relations as T
+from semantics.ops.reference import cast_array, concrete_shape, reference
 from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
-from semantics.ops.relations import NUMERIC, cast_array, identity_relation
+from semantics.ops.relations import NUMERIC, identity_relation
 from semantics.types import TensorType, Type
 
 FAMILY = "nn"
@@ -62,7 +63,7 @@ FAMILY = "nn"
 def _op(name: str, num_inputs: int, relation: Relation, pattern: OpPattern, compute: Any,
         doc: str, *attrs: AttrSpec) -> None:
     register_op(name, num_inputs=num_inputs, relation=relation, pattern=pattern,
-                impl=T.checked_reference(relation, compute), attrs=attrs, doc=doc,
+                impl=reference(name, relation, compute), attrs=attrs, doc=doc,
                 family=FAMILY)
 
 
@@ -82,7 +83,7 @@ def _leaky_relu(out: Type, data: np.ndarray, alpha: float) -> np.ndarray:
         slope = scalar(int(alpha), data.dtype.name)
     else:
         slope = np.asarray(alpha, dtype=data.dtype)
-    return np.where(data > 0, data, data * slope).astype(data.dtype)
+    return np.where(data > 0, data, data * slope).astype(data.dtype, copy=False)
 
 
 def _softmax(out: Type, data: np.ndarray, axis: int) -> np.ndarray:
@@ -130,7 +131,21 @@ def _dense(out: Type, data: np.ndarray, weight: np.ndarray, units: Any, out_dtyp
            ) -> np.ndarray:
     odt = _dtype(out)
     acc = _accumulator(odt)
-    return np.matmul(data.astype(acc), weight.astype(acc).T).astype(odt)
+    return np.matmul(data.astype(acc, copy=False),
+                     weight.astype(acc, copy=False).T).astype(odt, copy=False)
+
+
+def _batch_matmul(out: Type, x: np.ndarray, y: np.ndarray, out_dtype: str, transpose_a: bool,
+                  transpose_b: bool) -> np.ndarray:
+    odt = _dtype(out)
+    acc = _accumulator(odt)
+    a = x.astype(acc, copy=False)
+    b = y.astype(acc, copy=False)
+    if transpose_a:
+        a = a.transpose(0, 2, 1)
+    if transpose_b:
+        b = b.transpose(0, 2, 1)
+    return np.matmul(a, b).astype(odt, copy=False)
 
 
 def _bias_add(out: Type, data: np.ndarray, bias: np.ndarray, axis: int) -> np.ndarray:
@@ -140,28 +155,51 @@ def _bias_add(out: Type, data: np.ndarray, bias: np.ndarray, axis: int) -> np.nd
     return data + bias.reshape(shape)
 
 
+def _tap(x: np.ndarray, i: int, j: int, oh: int, ow: int, sh: int, sw: int) -> np.ndarray:
+    """The strided slice of ``x`` (..., H, W) that kernel tap (i, j) (already dilated) reads:
+    element (a, b) is ``x[..., i + a*sh, j + b*sw]``, for ``oh`` x ``ow`` outputs (>= 1)."""
+    return x[..., i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw]
+
+
 def _conv2d(out: Type, data: np.ndarray, weight: np.ndarray, *, strides: Any, padding: Any,
             dilation: Any, groups: int, channels: Any, kernel_size: Any, data_layout: str,
             kernel_layout: str, out_layout: str, out_dtype: str) -> np.ndarray:
+    """Convolution as one matrix product per kernel tap, accumulated tap by tap.
+
+    For each tap ``(i, j)`` (row-major order) the strided slice of the padded input it reads,
+    ``(N, G, C/G, OH*OW)``, is multiplied by the tap's weights ``(G, O/G, C/G)`` and added
+    to the accumulator (a depthwise conv — one input channel per group — multiplies
+    elementwise instead). Integers accumulate exactly in int64; floats in the output dtype,
+    summing channels inside each product (BLAS order) and taps in row-major order.
+    """
     odt = _dtype(out)
     acc = _accumulator(odt)
-    x = np.transpose(data, [data_layout.index(c) for c in "NCHW"]).astype(acc)
-    w = np.transpose(weight, [kernel_layout.index(c) for c in "OIHW"]).astype(acc)
-    pt, pl, pb, pr = N.pad4(padding)
-    sh, sw = N.pair(strides)
-    dh, dw = N.pair(dilation)
-    x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    batch = x.shape[0]
-    out_c, in_per_group, kh, kw = w.shape
     layout = out_layout or data_layout
-    oh = out.shape[layout.index("H")]  # type: ignore[union-attr]
-    ow = out.shape[layout.index("W")]  # type: ignore[union-attr]
-    win = sliding_window_view(x, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
-    win = win[:, :, ::sh, ::sw, ::dh, ::dw][:, :, :oh, :ow]
-    win = win.reshape(batch, groups, in_per_group, oh, ow, kh, kw)
-    wg = w.reshape(groups, out_c // groups, in_per_group, kh, kw)
-    res = np.einsum("ngchwkl,gockl->ngohw", win, wg, optimize=True)
-    res = res.reshape(batch, out_c, oh, ow).astype(odt)
+    oshape = concrete_shape(out)
+    oh, ow = oshape[layout.index("H")], oshape[layout.index("W")]
+    x = np.transpose(data, [data_layout.index(c) for c in "NCHW"]).astype(acc, copy=False)
+    w = np.transpose(weight, [kernel_layout.index(c) for c in "OIHW"]).astype(acc, copy=False)
+    batch = x.shape[0]
+    out_c, cg, kh, kw = w.shape
+    og = out_c // groups
+    res = np.zeros((batch, groups, og, oh * ow), dtype=acc)
+    if res.size and cg:
+        pt, pl, pb, pr = N.pad4(padding)
+        sh, sw = N.pair(strides)
+        dh, dw = N.pair(dilation)
+        if pt or pl or pb or pr:
+            x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+        xg = x.reshape(batch, groups, cg, x.shape[2], x.shape[3])
+        wg = w.reshape(groups, og, cg, kh, kw)
+        for i in range(kh):
+            for j in range(kw):
+                patch = _tap(xg, i * dh, j * dw, oh, ow, sh, sw).reshape(
+                    batch, groups, cg, oh * ow)
+                if cg == 1:
+                    res += wg[:, :, 0, i, j][None, :, :, None] * patch
+                else:
+                    res += np.matmul(wg[:, :, :, i, j], patch)
+    res = res.reshape(batch, out_c, oh, ow).astype(odt, copy=False)
     return np.ascontiguousarray(np.transpose(res, ["NCHW".index(c) for c in layout]))
 
 
@@ -173,9 +211,9 @@ _CONV_ATTRS = (
     AttrSpec("groups", "int", 1, check=T.check_at_least(1)),
     AttrSpec("channels", "optional_int", None, check=T.check_at_least(1)),
     AttrSpec("kernel_size", "optional_ints", None, check=T.check_ints_len(1, 2, minimum=1)),
-    AttrSpec("data_layout", "str", "NCHW", check=N.check_permutation("NCHW")),
-    AttrSpec("kernel_layout", "str", "OIHW", check=N.check_permutation("OIHW")),
-    AttrSpec("out_layout", "str", "", check=N.check_permutation("NCHW", allow_empty=True)),
+    AttrSpec("data_layout", "str", "NCHW", check=T.check_permutation("NCHW")),
+    AttrSpec("kernel_layout", "str", "OIHW", check=T.check_permutation("OIHW")),
+    AttrSpec("out_layout", "str", "", check=T.check_permutation("NCHW", allow_empty=True)),
     AttrSpec("out_dtype", "str", "", check=T.check_optional_dtype),
 )
 
@@ -184,6 +222,14 @@ _op("nn.dense", 2, N.DENSE, OpPattern.OUT_ELEMWISE_FUSABLE, _dense,
     "wrap to out_dtype.",
     AttrSpec("units", "optional_int", None, check=T.check_at_least(0)),
     AttrSpec("out_dtype", "str", "", check=T.check_optional_dtype))
+
+_op("nn.batch_matmul", 2, N.BATCH_MATMUL, OpPattern.OUT_ELEMWISE_FUSABLE, _batch_matmul,
+    "Batched matrix product of x (b, M, K) and y (b, N, K) (y transposed by default; "
+    "transpose_a/transpose_b choose the layouts); batch dims broadcast, integers accumulate "
+    "exactly and wrap to out_dtype.",
+    AttrSpec("out_dtype", "str", "", check=T.check_optional_dtype),
+    AttrSpec("transpose_a", "bool", False, doc="x is (b, K, M)"),
+    AttrSpec("transpose_b", "bool", True, doc="y is (b, N, K); False: (b, K, N)"))
 
 _op("nn.bias_add", 2, N.BIAS_ADD, OpPattern.BROADCAST, _bias_add,
     "Add a 1-d bias along axis of data.",
@@ -209,7 +255,7 @@ def _batch_norm(out: Type, data: np.ndarray, gamma: np.ndarray, beta: np.ndarray
         res = res * gamma.reshape(shape)
     if center:
         res = res + beta.reshape(shape)
-    return res.astype(data.dtype), mean.copy(), var.copy()
+    return res.astype(data.dtype, copy=False), mean.copy(), var.copy()
 
 
 def _dropout(out: Type, data: np.ndarray, rate: float) -> tuple[np.ndarray, np.ndarray]:
@@ -217,7 +263,7 @@ def _dropout(out: Type, data: np.ndarray, rate: float) -> tuple[np.ndarray, np.n
 
 
 def _batch_flatten(out: Type, data: np.ndarray) -> np.ndarray:
-    return data.reshape(T.concrete_shape(out))
+    return data.reshape(concrete_shape(out))
 
 
 _op("nn.batch_norm", 5, N.BATCH_NORM, OpPattern.OPAQUE, _batch_norm,
@@ -262,14 +308,15 @@ def _tap_counts(size: int, kernel: int, dilation: int, stride: int, pad_lo: int,
 def _divide_sums(sums: np.ndarray, counts: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Window sums / counts in ``dtype``: floats divide, integers wrap then truncate."""
     if dtype.kind == "f":
-        return (sums.astype(dtype) / counts.astype(dtype)).astype(dtype)
-    wrapped = sums.astype(dtype)
+        quotient = sums.astype(dtype, copy=False) / counts.astype(dtype, copy=False)
+        return quotient.astype(dtype, copy=False)
+    wrapped = sums.astype(dtype, copy=False)
     if dtype.kind == "u":
-        return (wrapped // counts.astype(dtype)).astype(dtype)
+        return (wrapped // counts.astype(dtype, copy=False)).astype(dtype, copy=False)
     s = wrapped.astype(np.int64)
     q = s // counts
     q = q + ((s % counts != 0) & (s < 0))
-    return q.astype(dtype)
+    return q.astype(dtype, copy=False)
 
 
 def _pool2d(out: Type, data: np.ndarray, *, pool_size: Any, strides: Any, dilation: Any,
@@ -282,24 +329,33 @@ def _pool2d(out: Type, data: np.ndarray, *, pool_size: Any, strides: Any, dilati
     dh, dw = N.pair(dilation)
     pt, pl, pb, pr = N.pad4(padding)
     olayout = out_layout or layout
-    oh = out.shape[olayout.index("H")]  # type: ignore[union-attr]
-    ow = out.shape[olayout.index("W")]  # type: ignore[union-attr]
+    oshape = concrete_shape(out)
+    oh, ow = oshape[olayout.index("H")], oshape[olayout.index("W")]
     eh, ew = (sh - 1, sw - 1) if ceil_mode else (0, 0)
-    if avg:
-        xa = x.astype(np.int64) if x.dtype.kind in "iu" else x
-        xp = np.pad(xa, ((0, 0), (0, 0), (pt, pb + eh), (pl, pr + ew)))
-    else:
-        xp = np.pad(x, ((0, 0), (0, 0), (pt, pb + eh), (pl, pr + ew)),
-                    constant_values=_lowest(x.dtype))
+    if not avg:
+        # A running maximum over the strided slice of each window tap (max is exact, so
+        # the order does not matter; NaN propagates through np.maximum).
+        if oh == 0 or ow == 0:
+            return _from_nchw(np.empty((*x.shape[:2], oh, ow), x.dtype), olayout)
+        xp = x
+        if pt or pl or pb + eh or pr + ew:
+            xp = np.pad(x, ((0, 0), (0, 0), (pt, pb + eh), (pl, pr + ew)),
+                        constant_values=_lowest(x.dtype))
+        best = _tap(xp, 0, 0, oh, ow, sh, sw).copy()
+        for i in range(kh):
+            for j in range(kw):
+                if i or j:
+                    np.maximum(best, _tap(xp, i * dh, j * dw, oh, ow, sh, sw), out=best)
+        return _from_nchw(best, olayout)
+    xa = x.astype(np.int64) if x.dtype.kind in "iu" else x
+    xp = np.pad(xa, ((0, 0), (0, 0), (pt, pb + eh), (pl, pr + ew)))
     win = sliding_window_view(xp, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
     win = win[:, :, ::sh, ::sw, ::dh, ::dw][:, :, :oh, :ow]
-    if not avg:
-        return _from_nchw(win.max(axis=(4, 5)), out_layout or layout)
     sums = win.sum(axis=(4, 5))
     ch = _tap_counts(x.shape[2], kh, dh, sh, pt, pb, oh, bool(count_include_pad))
     cw = _tap_counts(x.shape[3], kw, dw, sw, pl, pr, ow, bool(count_include_pad))
     counts = np.maximum(ch[:, None] * cw[None, :], 1)
-    return _from_nchw(_divide_sums(sums, counts, x.dtype), out_layout or layout)
+    return _from_nchw(_divide_sums(sums, counts, x.dtype), olayout)
 
 
 def _max_pool2d(out: Type, data: np.ndarray, **attrs: Any) -> np.ndarray:
@@ -334,14 +390,14 @@ def _global_max_pool2d(out: Type, data: np.ndarray, layout: str, out_layout: str
 
 
 def _pool_attrs(avg: bool) -> tuple[AttrSpec, ...]:
-    specs = (
+    specs: tuple[AttrSpec, ...] = (
         AttrSpec("pool_size", "ints", required=True, check=T.check_ints_len(1, 2, minimum=1)),
         AttrSpec("strides", "ints", (1, 1), check=T.check_ints_len(1, 2, minimum=1)),
         AttrSpec("dilation", "ints", (1, 1), check=T.check_ints_len(1, 2, minimum=1)),
         AttrSpec("padding", "ints", (0, 0), check=T.check_ints_len(1, 2, 4, minimum=0),
                  doc="1 value, (top/bottom, left/right) or (top, left, bottom, right)"),
-        AttrSpec("layout", "str", "NCHW", check=N.check_permutation("NCHW")),
-        AttrSpec("out_layout", "str", "", check=N.check_permutation("NCHW", allow_empty=True)),
+        AttrSpec("layout", "str", "NCHW", check=T.check_permutation("NCHW")),
+        AttrSpec("out_layout", "str", "", check=T.check_permutation("NCHW", allow_empty=True)),
         AttrSpec("ceil_mode", "bool", False),
     )
     if avg:
@@ -350,8 +406,8 @@ def _pool_attrs(avg: bool) -> tuple[AttrSpec, ...]:
 
 
 _GLOBAL_POOL_ATTRS = (
-    AttrSpec("layout", "str", "NCHW", check=N.check_permutation("NCHW")),
-    AttrSpec("out_layout", "str", "", check=N.check_permutation("NCHW", allow_empty=True)),
+    AttrSpec("layout", "str", "NCHW", check=T.check_permutation("NCHW")),
+    AttrSpec("out_layout", "str", "", check=T.check_permutation("NCHW", allow_empty=True)),
 )
 
 _op("nn.max_pool2d", 1, N.POOL2D, OpPattern.OUT_ELEMWISE_FUSABLE, _max_pool2d,
@@ -381,11 +437,12 @@ def _pad(out: Type, data: np.ndarray, pad_value: np.ndarray, pad_width: Any, pad
         return np.pad(data, widths, mode="constant", constant_values=value[()])
     if not any(b or a for b, a in widths):
         return data.copy()
-    return np.pad(data, widths, mode=pad_mode)
+    mode: Any = pad_mode                 # "edge" or "reflect" (checked by the attribute)
+    return np.pad(data, widths, mode=mode)
 
 
 _op("nn.pad", 2, N.PAD, OpPattern.INJECTIVE, _pad,
     "Pad data by pad_width (before, after) per axis; mode constant (with the scalar second "
     "input), edge or reflect.",
-    AttrSpec("pad_width", "any", required=True, check=N.check_pad_width),
+    AttrSpec("pad_width", "any", required=True, check=T.check_pad_width),
     AttrSpec("pad_mode", "str", "constant", check=T.check_choice("constant", "edge", "reflect")))

@@ -1,5 +1,5 @@
-"""Type relations of the nn family: Conv2D, Dense, BiasAdd, BatchNorm, Dropout, Pool2D,
-GlobalPool2D, Pad, Softmax, BatchFlatten (TVM's relation names).
+"""Type relations of the nn family: Conv2D, Dense, BatchMatmul, BiasAdd, BatchNorm, Dropout,
+Pool2D, GlobalPool2D, Pad, Softmax, BatchFlatten (TVM's relation names).
 
 Protocol and dim conventions as in :mod:`semantics.ops.transform_relations`
 (concrete ints on the fast path, ``?`` absorbing, SymPy expressions otherwise,
@@ -19,7 +19,10 @@ HWOI, ...); blocked layouts (``NCHW4c``) are not supported by these operators
 (use ``layout_transform``). Unlike TVM, the weight's type is never *inferred*
 from ``channels``/``kernel_size``: the weight must have a known type.
 
-Dtypes: conv2d and dense take numeric (not bool) inputs; ``out_dtype`` ("" =
+BatchMatmul's batch dims broadcast as in TVM (one of them may be 1; ``?`` against a dim
+gives that dim); its reduction dims must be provably equal.
+
+Dtypes: conv2d, dense and batch_matmul take numeric (not bool) inputs; ``out_dtype`` ("" =
 the data's dtype) may be any numeric dtype, but an integer ``out_dtype`` needs
 integer inputs. Softmax, log_softmax and batch_norm need float tensors; pools,
 bias_add and leaky_relu numeric ones; dropout, pad and batch_flatten accept any.
@@ -28,7 +31,6 @@ bias_add and leaky_relu numeric ones; dropout, pad and batch_flatten accept any.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from semantics.dtypes import is_float, is_int
 from semantics.expr import Attrs
@@ -36,22 +38,14 @@ from semantics.ops.registry import Relation, relation_error
 from semantics.ops.relations import (
     FLOAT,
     NUMERIC,
+    broadcast_dim,
     normalize_axis,
     require_dtype_class,
     require_dtype_match,
     require_scalar,
 )
-from semantics.ops.transform_relations import (
-    ANY,
-    ArgTypes,
-    dim_add,
-    dim_mul,
-    dim_prod,
-    expect_tensors,
-    floor_div,
-    unify_dims,
-)
-from semantics.shapes import Dim, DimSolver
+from semantics.ops.transform_relations import ArgTypes, expect_tensors, unify_dims
+from semantics.shapes import ANY, Dim, DimSolver, dim_add, dim_mul, dim_prod, floor_div
 from semantics.types import TensorType, TupleType, Type
 
 # --- attribute normalization helpers -----------------------------------------------------------
@@ -65,35 +59,10 @@ def pair(values: Sequence[int]) -> tuple[int, int]:
 def pad4(values: Sequence[int]) -> tuple[int, int, int, int]:
     """TVM's padding forms as (top, left, bottom, right): 1 value, (top/bottom, left/right), 4."""
     if len(values) == 1:
-        return (values[0],) * 4  # type: ignore[return-value]
+        return (values[0], values[0], values[0], values[0])
     if len(values) == 2:
         return (values[0], values[1], values[0], values[1])
     return (values[0], values[1], values[2], values[3])
-
-
-def check_permutation(letters: str, allow_empty: bool = False):
-    """AttrSpec check: a layout that is a permutation of ``letters`` (or "" if allowed)."""
-    def check(v: Any) -> str | None:
-        if allow_empty and v == "":
-            return None
-        if isinstance(v, str) and len(v) == len(letters) and sorted(v) == sorted(letters):
-            return None
-        extra = " or \"\"" if allow_empty else ""
-        return f"must be a permutation of {letters}{extra}, got {v!r}"
-    return check
-
-
-def check_pad_width(v: Any) -> str | None:
-    """AttrSpec check for nn.pad: a list of (before, after) pairs of non-negative ints."""
-    if not isinstance(v, tuple):
-        return f"must be a list of [before, after] pairs, got {v!r}"
-    for p in v:
-        if (not isinstance(p, (tuple, list)) or len(p) != 2
-                or not all(isinstance(x, int) and not isinstance(x, bool) for x in p)):
-            return f"must be a list of [before, after] integer pairs, got {v!r}"
-        if p[0] < 0 or p[1] < 0:
-            return f"must not contain negative widths, got {v!r}"
-    return None
 
 
 def pick(shape: Sequence[Dim], layout: str, canonical: str) -> list[Dim]:
@@ -185,6 +154,31 @@ def _dense(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
 
 
 DENSE = Relation("Dense", _dense, "data (..., k) times weight (units, k) transposed")
+
+
+def _batch_matmul(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
+    """TVM's ``BatchMatmulRel``: x (b, M, K) — (b, K, M) with ``transpose_a`` —, y (b, N, K)
+    with ``transpose_b`` (the default) else (b, K, N); result (broadcast b, M, N)."""
+    rel = "BatchMatmul"
+    ts = expect_tensors(rel, arg_types, 2)
+    if ts is None:
+        return None
+    x, y = ts
+    if x.ndim != 3 or y.ndim != 3:
+        raise relation_error(rel, arg_types, "x and y must be 3-d (batch, rows, columns)")
+    out_dtype = result_dtype(rel, arg_types, ts, attrs["out_dtype"])
+    xb, x1, x2 = x.shape
+    yb, y1, y2 = y.shape
+    m, xk = (x2, x1) if attrs["transpose_a"] else (x1, x2)
+    n, yk = (y1, y2) if attrs["transpose_b"] else (y2, y1)
+    batch = broadcast_dim(rel, arg_types, xb, yb, solver)
+    unify_dims(solver, rel, arg_types, xk, yk, "reduction axis")
+    return TensorType((batch, m, n), out_dtype)
+
+
+BATCH_MATMUL = Relation("BatchMatmul", _batch_matmul,
+                        "x (b, M, K) times y (b, N, K) transposed (transpose_a/transpose_b); "
+                        "batch dims broadcast")
 
 
 # --- elementwise-ish nn relations ---------------------------------------------------------------

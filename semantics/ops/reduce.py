@@ -39,22 +39,24 @@ Semantics (§5):
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 
 from semantics.dtypes import scalar
+from semantics.ops.reference import reference
 from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
 from semantics.ops.relations import (
     ARG_REDUCE,
     BOOL,
     REDUCE,
     VARIANCE,
-    guarded,
     reduce_axes,
     reduce_relation,
     reduced_shape,
 )
 from semantics.ops.tensor import trunc_divide_int
+from semantics.types import Type
 
 FAMILY = "reduce"
 
@@ -71,7 +73,7 @@ REDUCE_ATTRS = (
 def _register(name: str, num_inputs: int, relation: Relation, fn: Callable[..., np.ndarray],
               doc: str, extra: tuple[AttrSpec, ...] = ()) -> None:
     register_op(name, num_inputs=num_inputs, relation=relation, pattern=OpPattern.COMM_REDUCE,
-                impl=guarded(name, relation, fn), attrs=REDUCE_ATTRS + extra, doc=doc,
+                impl=reference(name, relation, fn), attrs=REDUCE_ATTRS + extra, doc=doc,
                 family=FAMILY)
 
 
@@ -87,47 +89,47 @@ def _count(x: np.ndarray, axes: tuple[int, ...]) -> int:
     return n
 
 
-def _sum(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
+def _sum(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
          exclude: bool) -> np.ndarray:
     return np.sum(x, axis=_axes("sum", x, axis, exclude), dtype=x.dtype, keepdims=keepdims)
 
 
-def _prod(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
+def _prod(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
           exclude: bool) -> np.ndarray:
     return np.prod(x, axis=_axes("prod", x, axis, exclude), dtype=x.dtype, keepdims=keepdims)
 
 
-def _lowest(dtype: np.dtype) -> object:
+def _lowest(dtype: np.dtype) -> Any:
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def _highest(dtype: np.dtype) -> object:
+def _highest(dtype: np.dtype) -> Any:
     return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
 
 
-def _max(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
+def _max(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
          exclude: bool) -> np.ndarray:
     return np.max(x, axis=_axes("max", x, axis, exclude), keepdims=keepdims,
                   initial=_lowest(x.dtype))
 
 
-def _min(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
+def _min(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
          exclude: bool) -> np.ndarray:
     return np.min(x, axis=_axes("min", x, axis, exclude), keepdims=keepdims,
                   initial=_highest(x.dtype))
 
 
-def _all(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
+def _all(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
          exclude: bool) -> np.ndarray:
     return np.asarray(np.all(x, axis=_axes("all", x, axis, exclude), keepdims=keepdims))
 
 
-def _any(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
+def _any(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
          exclude: bool) -> np.ndarray:
     return np.asarray(np.any(x, axis=_axes("any", x, axis, exclude), keepdims=keepdims))
 
 
-def _mean(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
+def _mean(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
           exclude: bool) -> np.ndarray:
     axes = _axes("mean", x, axis, exclude)
     count = _count(x, axes)
@@ -135,19 +137,20 @@ def _mean(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
         total = np.asarray(np.sum(x, axis=axes, dtype=x.dtype, keepdims=keepdims))
         return trunc_divide_int(total, scalar(count, x.dtype.name), "mean")
     acc = np.float32 if x.dtype == np.float16 else x.dtype
-    total = np.asarray(np.sum(x.astype(acc), axis=axes, dtype=acc, keepdims=keepdims))
-    return np.divide(total, np.asarray(count, dtype=acc)).astype(x.dtype)
+    total = np.asarray(np.sum(x.astype(acc, copy=False), axis=axes, dtype=acc, keepdims=keepdims))
+    return np.divide(total, np.asarray(count, dtype=acc)).astype(x.dtype, copy=False)
 
 
-def _variance(x: np.ndarray, mean: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool,
-              exclude: bool, unbiased: bool) -> np.ndarray:
+def _variance(out: Type, x: np.ndarray, mean: np.ndarray, axis: tuple[int, ...] | None,
+              keepdims: bool, exclude: bool, unbiased: bool) -> np.ndarray:
     axes = _axes("variance", x, axis, exclude)
     count = _count(x, axes) - (1 if unbiased else 0)
     diff = np.subtract(x, mean)
     square = np.multiply(diff, diff)
     acc = np.float32 if x.dtype == np.float16 else x.dtype
-    total = np.asarray(np.sum(square.astype(acc), axis=axes, dtype=acc, keepdims=keepdims))
-    return np.divide(total, np.asarray(count, dtype=acc)).astype(x.dtype)
+    total = np.asarray(np.sum(square.astype(acc, copy=False), axis=axes, dtype=acc,
+                              keepdims=keepdims))
+    return np.divide(total, np.asarray(count, dtype=acc)).astype(x.dtype, copy=False)
 
 
 def _arg_reduce(name: str, pick: Callable[..., np.ndarray], x: np.ndarray,
@@ -166,16 +169,16 @@ def _arg_reduce(name: str, pick: Callable[..., np.ndarray], x: np.ndarray,
         idx = pick(flat, axis=-1)
     out = np.asarray(idx).astype(np.int32)
     if keepdims:
-        out = out.reshape(reduced_shape(x.shape, axes, True))
+        out = out.reshape(cast(tuple[int, ...], reduced_shape(x.shape, axes, True)))
     return out
 
 
-def _argmax(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool, exclude: bool,
+def _argmax(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool, exclude: bool,
             select_last_index: bool) -> np.ndarray:
     return _arg_reduce("argmax", np.argmax, x, axis, keepdims, exclude, select_last_index)
 
 
-def _argmin(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool, exclude: bool,
+def _argmin(out: Type, x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool, exclude: bool,
             select_last_index: bool) -> np.ndarray:
     return _arg_reduce("argmin", np.argmin, x, axis, keepdims, exclude, select_last_index)
 

@@ -10,6 +10,9 @@ Each operator is registered with
 * its numpy **reference implementation** — the semantics the oracle runs;
 * its **pattern kind** for fusion (:class:`OpPattern`).
 
+What consumers attach to an operator (gradients, lowerings, quantization annotations) is not
+part of the definition: it lives in the rule tables of :mod:`semantics.ops.tables`.
+
 Families register themselves from their own modules
 (``semantics/ops/{tensor,nn,transform,reduce,...}.py``) with
 :func:`register_op`; ``semantics.ops.get(name)`` and ``list_ops()`` read the
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from semantics.errors import RelayTypeError, relation_failed
@@ -105,7 +108,6 @@ class OpDef:
     impl: Callable[..., Any]
     doc: str = ""
     family: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def normalize_attrs(self, attrs: Mapping[str, Any] | None = None) -> Attrs:
         """``attrs`` validated against the schema, defaults filled in, in schema order.

@@ -13,12 +13,9 @@ relations):
   ``Arange``.  Factories (:func:`identity_relation`, :func:`broadcast_relation`,
   :func:`reduce_relation`) build variants that also restrict the dtype class (the name stays
   the TVM name, so error messages read "relation Broadcast failed ...");
-* **reference-implementation helpers** shared by the numpy references of every family:
-  :func:`guarded` (wraps an implementation so that it type-checks its concrete arguments
-  with the operator's own relation, computes under ``np.errstate(all="ignore")``, turns
-  numpy failures into ``RelayRuntimeError`` and checks that the result has *exactly* the
-  dtype and shape the relation promised), :func:`np_dtype`, :func:`cast_array` (the §5
-  ``cast`` semantics), :func:`check_nonzero_divisor`.
+
+The reference implementations' contract and helpers are in :mod:`semantics.ops.reference`;
+dim arithmetic and canonical forms in :mod:`semantics.shapes`.
 
 Broadcasting rules (TVM's ``BroadcastShape``; dims aligned from the right, the shorter
 shape padded with 1s), for one pair of dims ``a``, ``b``:
@@ -46,19 +43,14 @@ filled) by ``OpDef.normalize_attrs``.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-import numpy as np
-import sympy
-
-from semantics.dtypes import SCALAR_DTYPES, is_dtype, split_lanes
-from semantics.errors import InternalError, RelayRuntimeError, RelayTypeError
+from semantics.dtypes import split_lanes
+from semantics.errors import InternalError
 from semantics.expr import Attrs
 from semantics.ops.registry import Relation, is_known, relation_error, tensor_args
-from semantics.shapes import ANY, Dim, DimSolver, dim_str
-from semantics.types import TensorType, TupleType, Type
+from semantics.shapes import ANY, Dim, DimSolver, canon_dim, dim_str, is_one
+from semantics.types import TensorType, Type
 
 # --- dtype classes ------------------------------------------------------------------------
 
@@ -136,20 +128,6 @@ def require_scalar(rel: str, arg_types: tuple[Type, ...], t: TensorType, what: s
 
 
 # --- dims and shapes ----------------------------------------------------------------------
-
-def canon_dim(d: Any) -> Dim:
-    """``d`` with SymPy integer constants turned into Python ints (no simplification)."""
-    if isinstance(d, int):
-        return d
-    if isinstance(d, (sympy.Integer, np.integer)):
-        return int(d)
-    return d
-
-
-def is_one(d: Dim) -> bool:
-    """True only when ``d`` is (syntactically) the constant 1."""
-    return isinstance(d, int) and d == 1
-
 
 def broadcast_dim(rel: str, arg_types: tuple[Type, ...], a: Dim, b: Dim,
                   solver: DimSolver) -> Dim:
@@ -455,215 +433,3 @@ def _arange_rel(arg_types: tuple[Type, ...], attrs: Attrs, solver: DimSolver) ->
 
 ARANGE = Relation("Arange", _arange_rel,
                   "three scalars of the 'dtype' attribute; result Tensor[(?), dtype]")
-
-
-# --- reference-implementation helpers -----------------------------------------------------
-
-def np_dtype(dtype: str) -> np.dtype:
-    """The numpy dtype for a Relay dtype.
-
-    Raises:
-        RelayRuntimeError: vector dtypes (``float32x4``) are kinded but not evaluated.
-    """
-    base, lanes = split_lanes(dtype)
-    if lanes != 1 or not is_dtype(dtype):
-        raise RelayRuntimeError(f"dtype {dtype} cannot be evaluated (vector lanes)")
-    return np.dtype(base)
-
-
-_RELAY_DTYPE_OF: dict[np.dtype, str] = {np.dtype(d): d for d in SCALAR_DTYPES}
-
-
-def relay_dtype_of(arr: np.ndarray, op: str) -> str:
-    """The Relay dtype of a numpy array (``RelayRuntimeError`` for anything else)."""
-    name = _RELAY_DTYPE_OF.get(arr.dtype)
-    if name is None:
-        raise RelayRuntimeError(f"operator {op}: argument of numpy dtype {arr.dtype} is not a "
-                                "Relay tensor")
-    return name
-
-
-def as_relay_array(value: Any, op: str) -> np.ndarray:
-    """``value`` as an ndarray of a Relay dtype (native byte order); else ``RelayRuntimeError``."""
-    arr = np.asarray(value)
-    if arr.dtype not in _RELAY_DTYPE_OF and arr.dtype.name in SCALAR_DTYPES:
-        arr = arr.astype(arr.dtype.newbyteorder("="))
-    relay_dtype_of(arr, op)
-    return arr
-
-
-def check_nonzero_divisor(op: str, divisor: np.ndarray, out_shape: tuple[int, ...]) -> None:
-    """§5: an integer division or modulo that would divide by zero traps.
-
-    Only divisors that are actually used count (an empty result divides nothing).
-
-    Raises:
-        RelayRuntimeError: ``division by zero in <op>``.
-    """
-    if int(np.prod(out_shape, dtype=np.int64)) == 0:
-        return
-    if np.any(divisor == 0):
-        raise RelayRuntimeError(f"division by zero in {op} (integer divisor is 0)")
-
-
-def cast_array(x: np.ndarray, dtype: str) -> np.ndarray:
-    """The §5 ``cast``: ``x`` converted to ``dtype``, never a numpy warning or exception.
-
-    * to ``bool``: ``x != 0`` (NaN is true, as in C);
-    * integer/bool to integer: two's-complement wrapping (keep the low bits);
-    * float to integer: truncate toward zero, then wrap modulo ``2**bits`` (so ``300.7``
-      to ``uint8`` is 44 and ``-1.5`` to ``uint8`` is 255); NaN and ±inf become 0.
-      The wrap is computed exactly in float64 (``fmod`` is exact), then through int64;
-    * to a float: round to nearest even, overflow to ±inf (IEEE).
-
-    Returns:
-        A new array of exactly ``dtype`` with ``x``'s shape (0-d stays 0-d).
-    """
-    dst = np_dtype(dtype)
-    src = x.dtype
-    with np.errstate(all="ignore"):
-        if dst == np.bool_:
-            return np.asarray(x != 0)
-        if dst.kind in "iu" and src.kind == "f":
-            t = np.trunc(x.astype(np.float64))
-            t = np.where(np.isfinite(t), t, 0.0)
-            bits = dst.itemsize * 8
-            modulus = float(2 ** bits)
-            r = np.fmod(t, modulus)
-            if bits == 64:
-                r = np.where(r >= 2.0 ** 63, r - modulus, r)
-                r = np.where(r < -(2.0 ** 63), r + modulus, r)
-            return np.asarray(r.astype(np.int64).astype(dst))
-        return np.asarray(x.astype(dst))
-
-
-_NUMPY_FAILURES = (ValueError, TypeError, IndexError, OverflowError, ZeroDivisionError,
-                   FloatingPointError, MemoryError)
-
-
-def guarded(op_name: str, relation: Relation, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a numpy reference so that it is total and exact-typed.
-
-    The wrapper converts every argument to an ndarray (a tuple argument to a tuple of
-    them), types them with ``relation`` (a
-    failure — possible only when evaluating an unchecked program — is a
-    ``RelayRuntimeError`` carrying the relation's message), runs ``fn(*arrays, **attrs)``
-    under ``np.errstate(all="ignore")`` (IEEE results, no warnings), maps numpy's own
-    exceptions to ``RelayRuntimeError`` and finally insists that the result is an ndarray of
-    exactly the relation's dtype and (concrete) shape; a mismatch is an ``InternalError``
-    (a bug in the reference, not a user error).
-
-    Args:
-        op_name: for messages; relation: the operator's relation; fn: the raw reference.
-    Returns:
-        The wrapped reference.
-    """
-
-    # Relations are pure functions of the argument types and attributes, so their verdict is
-    # memoized per (dtype, shape, attrs) signature: the oracle calls operators on the same
-    # signatures over and over (loops), and re-deriving the type each time dominated a call.
-    verdicts: dict[Any, tuple[Type | None, Any]] = {}
-
-    @functools.wraps(fn)
-    def run(*args: Any, **attrs: Any) -> Any:
-        arrays = tuple(_as_arrays(a, op_name) for a in args)
-        try:
-            key: Any = (tuple(_signature(a) for a in arrays), tuple(attrs.items()))
-            verdict = verdicts.get(key)
-        except TypeError:  # an unhashable attribute value: skip the memo
-            key, verdict = None, None
-        if verdict is None:
-            types = tuple(_type_of(a) for a in arrays)
-            try:
-                expected = relation(types, Attrs(attrs))
-            except RelayTypeError as err:
-                raise RelayRuntimeError(f"operator {op_name}: {err.message}") from None
-            verdict = (expected, _exact_layout(expected))
-            if key is not None:
-                if len(verdicts) >= _MEMO_LIMIT:
-                    verdicts.clear()
-                verdicts[key] = verdict
-        try:
-            with np.errstate(all="ignore"):
-                result = fn(*arrays, **attrs)
-        except RelayRuntimeError:
-            raise
-        except _NUMPY_FAILURES as err:
-            raise RelayRuntimeError(f"operator {op_name} failed: {err}") from None
-        layout = verdict[1]
-        if layout is not None and type(result) is np.ndarray \
-                and result.dtype == layout[0] and result.shape == layout[1]:
-            return result  # the common case: exactly the promised concrete type
-        return finish(op_name, result, verdict[0])
-
-    return run
-
-
-def _exact_layout(t: Type | None) -> tuple[np.dtype, tuple[int, ...]] | None:
-    """(numpy dtype, shape) of a fully concrete tensor type, for the fast result check."""
-    if isinstance(t, TensorType) and t.dtype in SCALAR_DTYPES \
-            and all(type(d) is int for d in t.shape):
-        return np.dtype(t.dtype), tuple(t.shape)
-    return None
-
-
-_UNSEEN = object()
-_MEMO_LIMIT = 4096
-
-
-def _as_arrays(value: Any, op: str) -> Any:
-    """An argument as the reference receives it: an ndarray, or a tuple of them."""
-    if isinstance(value, tuple):
-        return tuple(_as_arrays(v, op) for v in value)
-    if type(value) is np.ndarray and value.dtype in _RELAY_DTYPE_OF:
-        return value
-    return as_relay_array(value, op)
-
-
-def _signature(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return tuple(_signature(v) for v in value)
-    return (value.dtype, value.shape)
-
-
-def _type_of(value: Any) -> Type:
-    if isinstance(value, tuple):
-        return TupleType(tuple(_type_of(v) for v in value))
-    return TensorType(value.shape, _RELAY_DTYPE_OF[value.dtype])
-
-
-def _value_and_type(value: Any, op: str) -> tuple[Any, Type]:
-    """An argument as the reference receives it (ndarray, or a tuple of them) and its type."""
-    if isinstance(value, tuple):
-        parts = [_value_and_type(v, op) for v in value]
-        return tuple(v for v, _ in parts), TupleType(tuple(t for _, t in parts))
-    arr = as_relay_array(value, op)
-    return arr, TensorType(arr.shape, _RELAY_DTYPE_OF[arr.dtype])
-
-
-def finish(op_name: str, result: Any, expected: Type | None) -> Any:
-    """``result`` checked against the relation's type (``InternalError`` on a mismatch).
-
-    Tensors become ndarrays (a numpy scalar becomes a 0-d array); a tuple type expects a
-    Python tuple of results, checked field by field.
-    """
-    if isinstance(expected, TupleType):
-        if not isinstance(result, tuple) or len(result) != len(expected.fields):
-            raise InternalError(f"reference of {op_name} returned {type(result).__name__}, "
-                                f"its relation says a {len(expected.fields)}-tuple")
-        return tuple(finish(op_name, r, t) for r, t in zip(result, expected.fields))
-    if isinstance(result, np.generic):      # numpy ufuncs turn 0-d results into scalars
-        result = np.asarray(result)
-    if not isinstance(result, np.ndarray):
-        raise InternalError(f"reference of {op_name} returned {type(result).__name__}, "
-                            "not an ndarray")
-    if isinstance(expected, TensorType):
-        if _RELAY_DTYPE_OF.get(result.dtype) != expected.dtype:
-            raise InternalError(f"reference of {op_name} returned dtype {result.dtype}, "
-                                f"its relation says {expected.dtype}")
-        ok = len(result.shape) == len(expected.shape) and all(
-            not isinstance(d, int) or d == n for d, n in zip(expected.shape, result.shape))
-        if not ok:
-            raise InternalError(f"reference of {op_name} returned shape {result.shape}, "
-                                f"its relation says {expected.shape}")
-    return result

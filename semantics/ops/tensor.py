@@ -10,7 +10,12 @@ Dtype rules (the relations enforce them; TVM requires equal operand dtypes too):
 
 * arithmetic (``add subtract multiply divide power mod floor_divide floor_mod maximum
   minimum negative abs sign``): integers and floats, not bool;
-* math (``exp log sqrt rsqrt tanh sigmoid erf sin cos floor ceil round trunc``): floats;
+* transcendental math (``exp log sqrt rsqrt tanh sigmoid erf sin cos``): floats only — an
+  integer tensor is a type error (TVM's ``Identity`` relation accepts it, but its lowering
+  has no integer ``exp``/``log``/...: the program cannot be built);
+* rounding (``floor ceil round trunc``): integers and floats; on integers they are the
+  identity, as TVM's ``tir.floor``/``ceil``/``round``/``trunc`` return integer operands
+  unchanged;
 * logic (``logical_not logical_and logical_or``): bool;
 * comparisons: any dtype, bool result; ``copy``: any dtype; ``cast``: any to any.
 
@@ -35,8 +40,10 @@ Semantics of the references (§5):
   the same as the exact result rounded once).  The transcendental functions (``exp log
   tanh sigmoid erf sin cos rsqrt`` and float ``power``) are evaluated in float64 and rounded
   once to the dtype — the closest float16/float32 to a high-precision value; their
-  overflow follows the dtype (float16 ``exp(12)`` is inf).  ``erf`` uses ``math.erf``
-  (no SciPy).
+  overflow follows the dtype (float16 ``exp(12)`` is inf).  ``erf`` is vectorized
+  (:func:`erf_float64`: Maclaurin series near 0, Taylor expansions (degree 9) about 188 centres on
+  [0.125, 6) whose coefficients come from ``math.erf`` and the Hermite recurrence, ±1
+  beyond); it agrees with ``math.erf`` to about one float64 ulp (no SciPy).
 * ``maximum``/``minimum`` (and ``clip``) propagate NaN (numpy's convention; TVM's
   ``select`` lowering may not).
 * ``cast``: see :func:`semantics.ops.relations.cast_array` — float to integer truncates and
@@ -48,17 +55,20 @@ Semantics of the references (§5):
 
 Every reference returns an ``np.ndarray`` of exactly the relation's dtype and shape (0-d in,
 0-d out) and never lets a numpy warning or exception escape (see
-:func:`semantics.ops.relations.guarded`).
+:func:`semantics.ops.reference.reference`); each compute function receives the result type
+first (``compute(out_type, *arrays, **attrs)``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from semantics.errors import RelayRuntimeError
+from semantics.ops.reference import cast_array, check_nonzero_divisor, reference
 from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
 from semantics.ops.relations import (
     BOOL,
@@ -71,11 +81,9 @@ from semantics.ops.relations import (
     NUMERIC,
     WHERE,
     broadcast_relation,
-    cast_array,
-    check_nonzero_divisor,
-    guarded,
     identity_relation,
 )
+from semantics.types import Type
 
 FAMILY = "tensor"
 
@@ -86,9 +94,18 @@ BROADCAST_BOOL = broadcast_relation(BOOL)
 
 
 def _register(name: str, num_inputs: int, relation: Relation, pattern: OpPattern,
-              fn: Callable[..., np.ndarray], doc: str, attrs: tuple[AttrSpec, ...] = ()) -> None:
+              compute: Callable[..., np.ndarray], doc: str,
+              attrs: tuple[AttrSpec, ...] = ()) -> None:
     register_op(name, num_inputs=num_inputs, relation=relation, pattern=pattern,
-                impl=guarded(name, relation, fn), attrs=attrs, doc=doc, family=FAMILY)
+                impl=reference(name, relation, compute), attrs=attrs, doc=doc, family=FAMILY)
+
+
+def _ufunc(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The compute function of a numpy function that computes in the operand dtype."""
+    def compute(out: Type, *xs: np.ndarray) -> Any:
+        return f(*xs)
+    compute.__name__ = getattr(f, "__name__", "compute")
+    return compute
 
 
 # --- integer helpers ----------------------------------------------------------------------
@@ -116,7 +133,7 @@ def trunc_divide_int(a: np.ndarray, b: np.ndarray, op: str = "divide") -> np.nda
     r = np.remainder(a, safe_b)
     inexact_negative = (r != 0) & ((a < 0) != (safe_b < 0))
     q = q + inexact_negative.astype(q.dtype)
-    return np.where(minus_one, np.negative(a), q).astype(a.dtype)
+    return np.where(minus_one, np.negative(a), q).astype(a.dtype, copy=False)
 
 
 def trunc_mod_int(a: np.ndarray, b: np.ndarray, op: str = "mod") -> np.ndarray:
@@ -125,7 +142,7 @@ def trunc_mod_int(a: np.ndarray, b: np.ndarray, op: str = "mod") -> np.ndarray:
     minus_one = b == -1
     safe_b = np.where(minus_one, np.ones_like(b), b)
     r = np.fmod(a, safe_b)
-    return np.where(minus_one, np.zeros_like(r), r).astype(a.dtype)
+    return np.where(minus_one, np.zeros_like(r), r).astype(a.dtype, copy=False)
 
 
 def floor_divide_int(a: np.ndarray, b: np.ndarray, op: str = "floor_divide") -> np.ndarray:
@@ -136,7 +153,7 @@ def floor_divide_int(a: np.ndarray, b: np.ndarray, op: str = "floor_divide") -> 
     minus_one = b == -1
     safe_b = np.where(minus_one, np.ones_like(b), b)
     q = np.floor_divide(a, safe_b)
-    return np.where(minus_one, np.negative(a), q).astype(a.dtype)
+    return np.where(minus_one, np.negative(a), q).astype(a.dtype, copy=False)
 
 
 def floor_mod_int(a: np.ndarray, b: np.ndarray, op: str = "floor_mod") -> np.ndarray:
@@ -145,7 +162,7 @@ def floor_mod_int(a: np.ndarray, b: np.ndarray, op: str = "floor_mod") -> np.nda
     minus_one = b == -1
     safe_b = np.where(minus_one, np.ones_like(b), b)
     r = np.remainder(a, safe_b)
-    return np.where(minus_one, np.zeros_like(r), r).astype(a.dtype)
+    return np.where(minus_one, np.zeros_like(r), r).astype(a.dtype, copy=False)
 
 
 def power_int(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -165,25 +182,105 @@ def power_int(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         small = np.where(a == 1, np.ones_like(a),
                          np.where(a == -1, minus_one, np.zeros_like(a)))
         out = np.where(negative, small, out)
-    return np.asarray(out).astype(a.dtype)
+    return np.asarray(out).astype(a.dtype, copy=False)
 
 
 # --- float helpers ------------------------------------------------------------------------
 
-def _via_float64(f: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
-    """Evaluate ``f`` in float64 and round once to the operand dtype."""
+def _via_float64(f: Callable[[np.ndarray], Any]) -> Callable[..., np.ndarray]:
+    """Compute function: ``f`` evaluated in float64, rounded once to the operand dtype."""
 
-    def run(x: np.ndarray) -> np.ndarray:
+    def compute(out: Type, x: np.ndarray) -> np.ndarray:
+        if x.dtype == np.float64:
+            return np.asarray(f(x))
         return np.asarray(f(x.astype(np.float64))).astype(x.dtype)
 
-    return run
+    return compute
 
 
-_erf64 = np.frompyfunc(math.erf, 1, 1)
+def _rounding(f: Callable[[np.ndarray], Any]) -> Callable[..., np.ndarray]:
+    """Compute function of floor/ceil/round/trunc: ``f`` on floats, the identity on integers."""
+
+    def compute(out: Type, x: np.ndarray) -> np.ndarray:
+        if x.dtype.kind in "iu":
+            return x.copy()
+        return np.asarray(f(x))
+
+    return compute
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    return np.asarray(_erf64(x)).astype(np.float64)
+# erf: Maclaurin series below _ERF_SMALL, Taylor expansions about the centres of
+# _ERF_STEPS-wide cells on [_ERF_SMALL, _ERF_ONE), exactly +-1 from _ERF_ONE on
+# (erfc(5.93) < 2**-54: erf rounds to 1 in float64).
+_ERF_SMALL = 0.125
+_ERF_ONE = 6.0
+_ERF_CELLS_PER_UNIT = 32
+_ERF_DEGREE = 9
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _erf_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Centres and Taylor coefficients (highest power first) of the erf cells, and the
+    Maclaurin coefficients of ``erf(x) / x`` as a polynomial in ``x**2`` (highest first).
+
+    The n-th derivative of erf is ``(2/sqrt(pi)) (-1)**(n-1) H_{n-1}(c) exp(-c**2)`` with
+    the physicists' Hermite polynomials ``H_{k+1} = 2c H_k - 2k H_{k-1}``.
+    """
+    n_cells = int((_ERF_ONE - _ERF_SMALL) * _ERF_CELLS_PER_UNIT)
+    width = 1.0 / _ERF_CELLS_PER_UNIT
+    centres = _ERF_SMALL + (np.arange(n_cells) + 0.5) * width
+    coeffs = np.empty((n_cells, _ERF_DEGREE + 1))
+    for j, c in enumerate(centres.tolist()):
+        h_prev, h = 0.0, 1.0                      # H_{-1} (unused), H_0
+        gauss = _TWO_OVER_SQRT_PI * math.exp(-c * c)
+        row = [math.erf(c)]
+        factorial = 1.0
+        for n in range(1, _ERF_DEGREE + 1):
+            factorial *= n
+            row.append((-1) ** (n - 1) * h * gauss / factorial)
+            h_prev, h = h, 2.0 * c * h - 2.0 * (n - 1) * h_prev
+        coeffs[j] = row[::-1]
+    # erf(x) = 2/sqrt(pi) * sum_k (-1)**k x**(2k+1) / (k! (2k+1))
+    small = [(-1) ** k * _TWO_OVER_SQRT_PI / (math.factorial(k) * (2 * k + 1))
+             for k in range(10)]
+    return centres, coeffs.T.copy(), np.array(small[::-1])
+
+
+_ERF_CENTRES, _ERF_COEFFS, _ERF_MACLAURIN = _erf_tables()
+
+
+def erf_float64(x: np.ndarray) -> np.ndarray:
+    """The Gauss error function of a float64 array, vectorized (see the module docstring).
+
+    Odd (``erf(-x) = -erf(x)``, ``erf(-0.0) = -0.0``), ``erf(±inf) = ±1``, NaN stays NaN.
+    Every element goes through the Taylor cells (its magnitude clamped into their range,
+    NaN included, by ``fmax``/``fmin``); the few below ``_ERF_SMALL``, at or above
+    ``_ERF_ONE`` or NaN are then overwritten — cheaper than splitting the array.
+    """
+    shape = np.shape(x)
+    x = np.ravel(x)                     # 1-d, so that every step below stays an array
+    ax = np.abs(x)
+    c = np.fmin(np.fmax(ax, _ERF_SMALL), _ERF_ONE)
+    cell = ((c - _ERF_SMALL) * _ERF_CELLS_PER_UNIT).astype(np.intp)
+    np.minimum(cell, len(_ERF_CENTRES) - 1, out=cell)
+    c -= _ERF_CENTRES[cell]
+    out = _ERF_COEFFS[0][cell]
+    for row in _ERF_COEFFS[1:]:
+        out *= c
+        out += row[cell]
+    np.copysign(out, x, out=out)
+    np.copyto(out, np.copysign(1.0, x), where=ax >= _ERF_ONE)
+    small = ax < _ERF_SMALL
+    if small.any():
+        xs = x[small]
+        x2 = xs * xs
+        acc = np.full_like(xs, _ERF_MACLAURIN[0])
+        for k in _ERF_MACLAURIN[1:]:
+            acc *= x2
+            acc += k
+        out[small] = xs * acc
+    np.copyto(out, x, where=np.isnan(x))
+    return out.reshape(shape)
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:
@@ -192,41 +289,42 @@ def round_half_away(x: np.ndarray) -> np.ndarray:
     frac = x - t
     step = np.where(frac >= 0.5, np.ones_like(x), np.where(frac <= -0.5, -np.ones_like(x),
                                                            np.zeros_like(x)))
-    return np.where(step != 0, t + step, t).astype(x.dtype)
+    return np.where(step != 0, t + step, t).astype(x.dtype, copy=False)
 
 
 # --- references ---------------------------------------------------------------------------
 
-def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _divide(out: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return trunc_divide_int(a, b) if _is_int(a) else np.divide(a, b)
 
 
-def _floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _floor_divide(out: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return floor_divide_int(a, b) if _is_int(a) else np.floor(np.divide(a, b))
 
 
-def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _mod(out: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return trunc_mod_int(a, b) if _is_int(a) else np.fmod(a, b)
 
 
-def _floor_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _floor_mod(out: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if _is_int(a):
         return floor_mod_int(a, b)
     return np.subtract(a, np.multiply(np.floor(np.divide(a, b)), b))
 
 
-def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _power(out: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if _is_int(a):
         return power_int(a, b)
-    return np.power(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
+    a64, b64 = a.astype(np.float64, copy=False), b.astype(np.float64, copy=False)
+    return np.power(a64, b64).astype(a.dtype, copy=False)
 
 
-def _sign(x: np.ndarray) -> np.ndarray:
-    return np.sign(x).astype(x.dtype)
+def _sign(out: Type, x: np.ndarray) -> np.ndarray:
+    return np.sign(x).astype(x.dtype, copy=False)
 
 
-def _where(c: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    return np.asarray(np.where(c != 0, x, y)).astype(x.dtype)
+def _where(out: Type, c: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.where(c != 0, x, y).astype(x.dtype, copy=False)
 
 
 def _int_bound(value: float, dtype: np.dtype) -> int:
@@ -238,7 +336,7 @@ def _int_bound(value: float, dtype: np.dtype) -> int:
     return int(math.trunc(value))
 
 
-def _clip(x: np.ndarray, a_min: float, a_max: float) -> np.ndarray:
+def _clip(out: Type, x: np.ndarray, a_min: float, a_max: float) -> np.ndarray:
     if _is_int(x):
         lo = np.asarray(_int_bound(a_min, x.dtype), dtype=x.dtype)
         hi = np.asarray(_int_bound(a_max, x.dtype), dtype=x.dtype)
@@ -248,11 +346,11 @@ def _clip(x: np.ndarray, a_min: float, a_max: float) -> np.ndarray:
     return np.maximum(np.minimum(x, hi), lo)
 
 
-def _cast(x: np.ndarray, dtype: str) -> np.ndarray:
+def _cast(out: Type, x: np.ndarray, dtype: str) -> np.ndarray:
     return cast_array(x, dtype)
 
 
-def _copy(x: np.ndarray) -> np.ndarray:
+def _copy(out: Type, x: np.ndarray) -> np.ndarray:
     return np.array(x, copy=True)
 
 
@@ -265,41 +363,42 @@ def _not_nan(v: float) -> str | None:
 _E, _B = OpPattern.ELEMWISE, OpPattern.BROADCAST
 
 _BINARY_ARITH: tuple[tuple[str, Callable, str], ...] = (
-    ("add", np.add, "Elementwise a + b with broadcasting (integers wrap)."),
-    ("subtract", np.subtract, "Elementwise a - b with broadcasting (integers wrap)."),
-    ("multiply", np.multiply, "Elementwise a * b with broadcasting (integers wrap)."),
+    ("add", _ufunc(np.add), "Elementwise a + b with broadcasting (integers wrap)."),
+    ("subtract", _ufunc(np.subtract), "Elementwise a - b with broadcasting (integers wrap)."),
+    ("multiply", _ufunc(np.multiply), "Elementwise a * b with broadcasting (integers wrap)."),
     ("divide", _divide, "Elementwise a / b; integers truncate toward zero, 0 divisor traps."),
     ("power", _power, "Elementwise a ** b; integer powers wrap, negative exponents truncate."),
     ("mod", _mod, "Truncated remainder (sign of a, C fmod); integer 0 divisor traps."),
     ("floor_divide", _floor_divide, "Elementwise floor(a / b); integer 0 divisor traps."),
     ("floor_mod", _floor_mod, "Floored remainder (sign of b); integer 0 divisor traps."),
-    ("maximum", np.maximum, "Elementwise maximum with broadcasting (NaN propagates)."),
-    ("minimum", np.minimum, "Elementwise minimum with broadcasting (NaN propagates)."),
+    ("maximum", _ufunc(np.maximum), "Elementwise maximum with broadcasting (NaN propagates)."),
+    ("minimum", _ufunc(np.minimum), "Elementwise minimum with broadcasting (NaN propagates)."),
 )
 for _name, _fn, _doc in _BINARY_ARITH:
     _register(_name, 2, BROADCAST, _B, _fn, _doc)
 
 _COMPARE: tuple[tuple[str, Callable, str], ...] = (
-    ("equal", np.equal, "Elementwise a == b with broadcasting; bool result."),
-    ("not_equal", np.not_equal, "Elementwise a != b with broadcasting; bool result."),
-    ("less", np.less, "Elementwise a < b with broadcasting; bool result."),
-    ("less_equal", np.less_equal, "Elementwise a <= b with broadcasting; bool result."),
-    ("greater", np.greater, "Elementwise a > b with broadcasting; bool result."),
-    ("greater_equal", np.greater_equal, "Elementwise a >= b with broadcasting; bool result."),
+    ("equal", _ufunc(np.equal), "Elementwise a == b with broadcasting; bool result."),
+    ("not_equal", _ufunc(np.not_equal), "Elementwise a != b with broadcasting; bool result."),
+    ("less", _ufunc(np.less), "Elementwise a < b with broadcasting; bool result."),
+    ("less_equal", _ufunc(np.less_equal), "Elementwise a <= b with broadcasting; bool result."),
+    ("greater", _ufunc(np.greater), "Elementwise a > b with broadcasting; bool result."),
+    ("greater_equal", _ufunc(np.greater_equal),
+     "Elementwise a >= b with broadcasting; bool result."),
 )
 for _name, _fn, _doc in _COMPARE:
     _register(_name, 2, BROADCAST_COMPARE, _B, _fn, _doc)
 
-_register("logical_and", 2, BROADCAST_BOOL, _B, np.logical_and,
+_register("logical_and", 2, BROADCAST_BOOL, _B, _ufunc(np.logical_and),
           "Elementwise a && b on bool tensors with broadcasting.")
-_register("logical_or", 2, BROADCAST_BOOL, _B, np.logical_or,
+_register("logical_or", 2, BROADCAST_BOOL, _B, _ufunc(np.logical_or),
           "Elementwise a || b on bool tensors with broadcasting.")
-_register("logical_not", 1, IDENTITY_BOOL, _E, np.logical_not,
+_register("logical_not", 1, IDENTITY_BOOL, _E, _ufunc(np.logical_not),
           "Elementwise !a on a bool tensor.")
 
 _UNARY_NUMERIC: tuple[tuple[str, Callable, str], ...] = (
-    ("negative", np.negative, "Elementwise -x (integers wrap)."),
-    ("abs", np.abs, "Elementwise |x| (integers wrap: abs(int8 -128) = -128)."),
+    ("negative", _ufunc(np.negative), "Elementwise -x (integers wrap)."),
+    ("abs", _ufunc(np.abs), "Elementwise |x| (integers wrap: abs(int8 -128) = -128)."),
     ("sign", _sign, "Elementwise sign: -1, 0 or 1 in the operand dtype (NaN stays NaN)."),
 )
 for _name, _fn, _doc in _UNARY_NUMERIC:
@@ -308,21 +407,27 @@ for _name, _fn, _doc in _UNARY_NUMERIC:
 _UNARY_FLOAT: tuple[tuple[str, Callable, str], ...] = (
     ("exp", _via_float64(np.exp), "Elementwise e ** x (float)."),
     ("log", _via_float64(np.log), "Elementwise natural logarithm (float; log(0) = -inf)."),
-    ("sqrt", np.sqrt, "Elementwise square root (float; sqrt(-1) = nan)."),
+    ("sqrt", _ufunc(np.sqrt), "Elementwise square root (float; sqrt(-1) = nan)."),
     ("rsqrt", _via_float64(lambda x: 1.0 / np.sqrt(x)), "Elementwise 1 / sqrt(x) (float)."),
     ("tanh", _via_float64(np.tanh), "Elementwise hyperbolic tangent (float)."),
     ("sigmoid", _via_float64(lambda x: 1.0 / (1.0 + np.exp(-x))),
      "Elementwise logistic 1 / (1 + e ** -x) (float)."),
-    ("erf", _via_float64(_erf), "Elementwise Gauss error function (float)."),
+    ("erf", _via_float64(erf_float64), "Elementwise Gauss error function (float)."),
     ("sin", _via_float64(np.sin), "Elementwise sine (float, radians)."),
     ("cos", _via_float64(np.cos), "Elementwise cosine (float, radians)."),
-    ("floor", np.floor, "Elementwise round toward -inf (float)."),
-    ("ceil", np.ceil, "Elementwise round toward +inf (float)."),
-    ("round", round_half_away, "Elementwise round to nearest, halves away from zero (float)."),
-    ("trunc", np.trunc, "Elementwise round toward zero (float)."),
 )
 for _name, _fn, _doc in _UNARY_FLOAT:
     _register(_name, 1, IDENTITY_FLOAT, _E, _fn, _doc)
+
+_ROUNDING: tuple[tuple[str, Callable, str], ...] = (
+    ("floor", _rounding(np.floor), "Elementwise round toward -inf (identity on integers)."),
+    ("ceil", _rounding(np.ceil), "Elementwise round toward +inf (identity on integers)."),
+    ("round", _rounding(round_half_away),
+     "Elementwise round to nearest, halves away from zero (identity on integers)."),
+    ("trunc", _rounding(np.trunc), "Elementwise round toward zero (identity on integers)."),
+)
+for _name, _fn, _doc in _ROUNDING:
+    _register(_name, 1, IDENTITY_NUMERIC, _E, _fn, _doc)
 
 _register("where", 3, WHERE, _B, _where,
           "where(cond, x, y): x where cond is nonzero else y, all broadcast.")

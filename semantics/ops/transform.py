@@ -15,9 +15,10 @@ Conventions
   (variadic) and the relation checks that exactly one tuple argument is given. The
   reference receives a Python tuple.
 * ``split`` returns a tuple (a Python tuple of arrays; a ``TupleType``).
-* Every reference is wrapped by :func:`checked_reference`: it re-runs the
-  relation on the runtime values, so an invalid call is a ``RelayRuntimeError``,
-  and values are exact numpy arrays of the relation's dtype and shape.
+* Every reference is wrapped by :func:`semantics.ops.reference.reference`: it
+  runs the relation on the runtime values (memoized), so an invalid call is a
+  ``RelayRuntimeError``, and values are exact numpy arrays of the relation's
+  dtype and shape.
 * Data movement never changes values, so every dtype (bool included) is
   accepted, except ``collapse_sum_like``, which sums (numeric dtypes; integer
   sums wrap at the dtype's width).
@@ -39,22 +40,24 @@ import numpy as np
 
 from semantics.dtypes import SCALAR_DTYPES, is_bool, to_numpy
 from semantics.errors import RelayRuntimeError
+from semantics.ops import attr_checks as C
 from semantics.ops import transform_relations as R
-from semantics.ops.registry import AttrSpec, OpPattern, register_op
+from semantics.ops.reference import concrete_shape, reference
+from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
 from semantics.types import Type
 
 FAMILY = "transform"
 
 
-def _op(name: str, num_inputs: int, relation: R.Relation, pattern: OpPattern, compute: Any,
+def _op(name: str, num_inputs: int, relation: Relation, pattern: OpPattern, compute: Any,
         doc: str, *attrs: AttrSpec) -> None:
     register_op(name, num_inputs=num_inputs, relation=relation, pattern=pattern,
-                impl=R.checked_reference(relation, compute), attrs=attrs, doc=doc,
+                impl=reference(name, relation, compute), attrs=attrs, doc=doc,
                 family=FAMILY)
 
 
 def _out_shape(out: Type) -> tuple[int, ...]:
-    return R.concrete_shape(out)
+    return concrete_shape(out)
 
 
 # --- reshaping --------------------------------------------------------------------------------
@@ -98,7 +101,7 @@ _op("transpose", 1, R.TRANSPOSE, OpPattern.INJECTIVE, _transpose,
 _op("expand_dims", 1, R.EXPAND_DIMS, OpPattern.BROADCAST, _expand_dims,
     "Insert num_newaxis dimensions of size 1 at axis (in [-ndim-1, ndim]).",
     AttrSpec("axis", "int", required=True),
-    AttrSpec("num_newaxis", "int", 1, check=R.check_at_least(0)))
+    AttrSpec("num_newaxis", "int", 1, check=C.check_at_least(0)))
 
 _op("squeeze", 1, R.SQUEEZE, OpPattern.INJECTIVE, _squeeze,
     "Remove the size-1 dimensions listed in axis (all of them when axis is None).",
@@ -197,17 +200,17 @@ _op("take", 2, R.TAKE, OpPattern.INJECTIVE, _take,
     "Gather elements of data at integer indices along axis (the flattened data when axis is "
     "None); mode clip | wrap | fast.",
     AttrSpec("axis", "optional_int", None),
-    AttrSpec("mode", "str", "clip", check=R.check_choice("clip", "wrap", "fast")),
+    AttrSpec("mode", "str", "clip", check=C.check_choice("clip", "wrap", "fast")),
     AttrSpec("batch_dims", "int", 0))
 
 _op("strided_slice", 1, R.STRIDED_SLICE, OpPattern.INJECTIVE, _strided_slice,
     "Slice data with begin/end/strides per axis (or per listed axes); slice_mode \"size\" "
     "reads end as sizes (-1: to the end).",
-    AttrSpec("begin", "any", required=True, check=R.check_ints_or_none),
-    AttrSpec("end", "any", required=True, check=R.check_ints_or_none),
+    AttrSpec("begin", "any", required=True, check=C.check_ints_or_none),
+    AttrSpec("end", "any", required=True, check=C.check_ints_or_none),
     AttrSpec("strides", "optional_ints", None),
     AttrSpec("axes", "optional_ints", None),
-    AttrSpec("slice_mode", "str", "end", check=R.check_choice("end", "size")))
+    AttrSpec("slice_mode", "str", "end", check=C.check_choice("end", "size")))
 
 
 # --- repetition, reversal, broadcasting ----------------------------------------------------------
@@ -280,11 +283,11 @@ def _check_shape_dtype(v: Any) -> str | None:
 _op("tile", 1, R.TILE, OpPattern.BROADCAST, _tile,
     "Repeat the whole tensor reps times per axis (numpy.tile; shorter reps or data are "
     "padded with leading 1s).",
-    AttrSpec("reps", "ints", required=True, check=R.check_ints_len(minimum=1)))
+    AttrSpec("reps", "ints", required=True, check=C.check_ints_len(minimum=1)))
 
 _op("repeat", 1, R.REPEAT, OpPattern.BROADCAST, _repeat,
     "Repeat each element repeats times along axis.",
-    AttrSpec("repeats", "int", required=True, check=R.check_at_least(1)),
+    AttrSpec("repeats", "int", required=True, check=C.check_at_least(1)),
     AttrSpec("axis", "int", required=True))
 
 _op("reverse", 1, R.REVERSE, OpPattern.INJECTIVE, _reverse,
@@ -293,7 +296,7 @@ _op("reverse", 1, R.REVERSE, OpPattern.INJECTIVE, _reverse,
 
 _op("broadcast_to", 1, R.BROADCAST_TO, OpPattern.BROADCAST, _broadcast,
     "Broadcast data (numpy rules) to the given shape.",
-    AttrSpec("shape", "ints", required=True, check=R.check_ints_len(minimum=0)))
+    AttrSpec("shape", "ints", required=True, check=C.check_ints_len(minimum=0)))
 
 _op("broadcast_to_like", 2, R.BROADCAST_TO_LIKE, OpPattern.BROADCAST, _broadcast,
     "Broadcast data to the shape of the second argument (same dtype).")

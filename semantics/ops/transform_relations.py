@@ -18,15 +18,9 @@ a dim that must be *provably* equal and is not is a type error. Divisions
 when SymPy can prove the quotient an integer (``2*n / 2 = n``); otherwise a
 symbolic quotient becomes ``?`` (checked at run time), a concrete one an error.
 
-Runtime checks
---------------
-:func:`checked_reference` wraps every numpy reference of the nn and transform
-families: it computes the argument types of the runtime values, runs the
-relation on them (so the interpreter, even unchecked, reports an invalid call as
-``RelayRuntimeError`` and never leaks a numpy exception), runs the computation
-under ``np.errstate(all="ignore")`` (IEEE results, no warnings) and verifies that
-the result has exactly the type the relation predicts (``InternalError``
-otherwise: a soundness bug, not a user error).
+Dim arithmetic (``dim_add``, ``dim_mul``, ``exact_div``, ...) lives in
+:mod:`semantics.shapes`; attribute checks in :mod:`semantics.ops.attr_checks`; the
+reference implementations' wrapper in :mod:`semantics.ops.reference`.
 
 Deliberate differences from TVM (all in corner cases TVM rejects or gets wrong):
 ``reshape`` places an inferred ``-1`` at its *output* position even after ``-2``/
@@ -37,15 +31,12 @@ Deliberate differences from TVM (all in corner cases TVM rejects or gets wrong):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-import numpy as np
-import sympy
-
-from semantics.dtypes import from_numpy, is_int
-from semantics.errors import InternalError, RelayRuntimeError, RelayTypeError
+from semantics.dtypes import is_int
+from semantics.errors import RelayTypeError
 from semantics.expr import Attrs
+from semantics.ops.attr_checks import bad_attribute
 from semantics.ops.registry import Relation, is_known, relation_error, tensor_args
 from semantics.ops.relations import (
     NUMERIC,
@@ -53,78 +44,13 @@ from semantics.ops.relations import (
     require_dtype_class,
     require_dtype_match,
 )
-from semantics.shapes import ANY, Dim, DimSolver
+from semantics.shapes import ANY, Dim, DimSolver, dim_add, dim_mul, dim_prod, exact_div, has_any
 from semantics.types import TensorType, TupleType, Type
 
 # TVM's "until the end" sentinel for strided_slice (int64 max).
 MAX_RANGE = 2 ** 63 - 1
 
 ArgTypes = tuple[Type, ...]
-
-
-# --- dim arithmetic -------------------------------------------------------------------------
-
-def _canon(e: Any) -> Dim:
-    """ints stay ints; SymPy integers become ints; other SymPy expressions stay."""
-    if isinstance(e, sympy.Basic) and e.is_Integer:
-        return int(e)
-    return e
-
-
-def dim_add(*dims: Dim) -> Dim:
-    """Sum of dims (``?`` if any is ``?``)."""
-    if any(d is ANY for d in dims):
-        return ANY
-    if all(isinstance(d, int) for d in dims):
-        return sum(dims)  # type: ignore[arg-type]
-    return _canon(sympy.Add(*(sympy.sympify(d) for d in dims)))
-
-
-def dim_mul(*dims: Dim) -> Dim:
-    """Product of dims (``?`` if any is ``?``; an exact 0 wins over symbols)."""
-    if any(d is ANY for d in dims):
-        return ANY
-    if all(isinstance(d, int) for d in dims):
-        out = 1
-        for d in dims:
-            out *= d  # type: ignore[operator]
-        return out
-    return _canon(sympy.Mul(*(sympy.sympify(d) for d in dims)))
-
-
-def dim_prod(dims: Sequence[Dim]) -> Dim:
-    return dim_mul(1, *dims)
-
-
-def exact_div(a: Dim, b: Dim) -> Dim | None:
-    """``a / b`` when provably an integer; ``?`` if either is ``?``; None otherwise."""
-    if a is ANY or b is ANY:
-        return ANY
-    if isinstance(a, int) and isinstance(b, int):
-        if b == 0 or a % b:
-            return None
-        return a // b
-    if b == 0:
-        return None
-    q = sympy.cancel(sympy.sympify(a) / sympy.sympify(b))
-    return _canon(q) if q.is_integer else None
-
-
-def floor_div(a: Dim, b: Dim) -> Dim:
-    """``floor(a / b)`` (``sympy.floor`` for symbolic dims, so solvers can reason about it)."""
-    if a is ANY or b is ANY:
-        return ANY
-    if isinstance(a, int) and isinstance(b, int):
-        return a // b
-    return _canon(sympy.floor(sympy.sympify(a) / sympy.sympify(b)))
-
-
-def is_static(shape: Sequence[Dim]) -> bool:
-    return all(isinstance(d, int) for d in shape)
-
-
-def has_any(shape: Sequence[Dim]) -> bool:
-    return any(d is ANY for d in shape)
 
 
 # --- argument unpacking and errors ----------------------------------------------------------
@@ -164,140 +90,6 @@ def unify_dims(solver: DimSolver, rel: str, arg_types: ArgTypes, a: Dim, b: Dim,
         return solver.unify(a, b, what)
     except RelayTypeError as err:
         raise relation_error(rel, arg_types, err.message) from None
-
-
-def bad_attribute(op: str, why: str) -> RelayTypeError:
-    """An attribute problem that only shows in combination (lengths, ranges vs. each other)."""
-    return RelayTypeError(f"bad attribute: {op}: {why}")
-
-
-# --- attribute checks (AttrSpec.check callables) --------------------------------------------
-
-def check_ints_len(*lengths: int, minimum: int | None = None) -> Callable[[Any], str | None]:
-    """A list of ints of one of ``lengths`` elements, each ``>= minimum``."""
-    def check(v: Any) -> str | None:
-        if lengths and len(v) not in lengths:
-            want = " or ".join(str(n) for n in lengths)
-            return f"must have {want} element(s), got {len(v)}"
-        if minimum is not None and any(x < minimum for x in v):
-            return f"elements must be >= {minimum}, got {list(v)}"
-        return None
-    return check
-
-
-def check_at_least(minimum: int | float) -> Callable[[Any], str | None]:
-    def check(v: Any) -> str | None:
-        return None if v >= minimum else f"must be >= {minimum}, got {v}"
-    return check
-
-
-def check_choice(*choices: str) -> Callable[[Any], str | None]:
-    def check(v: Any) -> str | None:
-        return None if v in choices else f"must be one of {', '.join(choices)}, got {v!r}"
-    return check
-
-
-def check_optional_dtype(v: Any) -> str | None:
-    from semantics.dtypes import SCALAR_DTYPES
-
-    if v == "" or v in SCALAR_DTYPES:
-        return None
-    return f"must be \"\" (same as the input) or a dtype, got {v!r}"
-
-
-def _is_int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def check_ints_or_none(v: Any) -> str | None:
-    if isinstance(v, tuple) and all(x is None or _is_int(x) for x in v):
-        return None
-    return f"must be a list of integers (or None entries), got {v!r}"
-
-
-# --- runtime helpers -------------------------------------------------------------------------
-
-def value_type(value: Any) -> Type:
-    """The Relay type of a runtime value (tensor or tuple); ``RelayRuntimeError`` otherwise."""
-    if isinstance(value, tuple):
-        return TupleType(tuple(value_type(v) for v in value))
-    if isinstance(value, (np.ndarray, np.generic)):
-        try:
-            dtype = from_numpy(value.dtype)
-        except ValueError:
-            raise RelayRuntimeError(f"numpy dtype {value.dtype} is not a Relay dtype") from None
-        return TensorType(tuple(int(d) for d in np.shape(value)), dtype)
-    raise RelayRuntimeError(f"expected a tensor argument, got {type(value).__name__}")
-
-
-def _as_results(value: Any) -> Any:
-    """numpy turns 0-d results of ufuncs and indexing into scalars: make them 0-d arrays."""
-    if isinstance(value, tuple):
-        return tuple(_as_results(v) for v in value)
-    if isinstance(value, np.generic):
-        return np.asarray(value)
-    return value
-
-
-def _as_arrays(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return tuple(_as_arrays(v) for v in value)
-    return np.asarray(value)
-
-
-def _check_result(name: str, result: Any, expected: Type) -> None:
-    if isinstance(expected, TupleType):
-        if not isinstance(result, tuple) or len(result) != len(expected.fields):
-            raise InternalError(f"{name}: reference returned {type(result).__name__}, "
-                                f"relation predicts a {len(expected.fields)}-tuple")
-        for r, t in zip(result, expected.fields, strict=True):
-            _check_result(name, r, t)
-        return
-    assert isinstance(expected, TensorType)
-    if not isinstance(result, np.ndarray):
-        raise InternalError(f"{name}: reference returned {type(result).__name__}, not an array")
-    shape_ok = len(result.shape) == len(expected.shape) and all(
-        not isinstance(d, int) or d == r
-        for d, r in zip(expected.shape, result.shape, strict=True))
-    if not shape_ok or result.dtype.name != expected.dtype:
-        raise InternalError(
-            f"{name}: reference returned {result.dtype.name}{list(result.shape)}, relation "
-            f"predicts {expected.dtype}{list(expected.shape)}")
-
-
-def checked_reference(relation: Relation, compute: Callable[..., Any]) -> Callable[..., Any]:
-    """The operator's reference implementation: validate with ``relation``, compute, verify.
-
-    ``compute(out_type, *arrays, **attrs)`` receives the relation's result type
-    (with concrete dims) first. Invalid arguments raise ``RelayRuntimeError``.
-    """
-    def impl(*args: Any, **attrs: Any) -> Any:
-        arg_types = tuple(value_type(a) for a in args)
-        try:
-            out_type = relation(arg_types, Attrs(attrs))
-        except RelayTypeError as err:
-            raise RelayRuntimeError(err.message) from None
-        if out_type is None:
-            raise InternalError(f"relation {relation.name} undecided on runtime values")
-        try:
-            with np.errstate(all="ignore"):
-                result = compute(out_type, *_as_arrays(args), **attrs)
-        except (MemoryError, ValueError, OverflowError) as err:
-            # Only allocation can fail here (e.g. broadcast_to a huge shape): the relation
-            # has already validated every shape and attribute.
-            raise RelayRuntimeError(f"{relation.name} failed: {err}") from None
-        result = _as_results(result)
-        _check_result(relation.name, result, out_type)
-        return result
-
-    impl.__name__ = getattr(compute, "__name__", "impl")
-    impl.__doc__ = compute.__doc__
-    return impl
-
-
-def concrete_shape(t: Type) -> tuple[int, ...]:
-    assert isinstance(t, TensorType)
-    return tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
 
 
 # --- Reshape ---------------------------------------------------------------------------------

@@ -43,8 +43,8 @@ FAMILIES = ("nn", "transform")
 MY_OPS = sorted(name for name in ops.list_ops() if ops.get(name).family in FAMILIES)
 
 EXPECTED_OPS = {
-    "nn.relu", "nn.leaky_relu", "nn.softmax", "nn.log_softmax", "nn.dense", "nn.bias_add",
-    "nn.batch_norm", "nn.dropout", "nn.batch_flatten", "nn.conv2d", "nn.max_pool2d",
+    "nn.relu", "nn.leaky_relu", "nn.softmax", "nn.log_softmax", "nn.dense", "nn.batch_matmul",
+    "nn.bias_add", "nn.batch_norm", "nn.dropout", "nn.batch_flatten", "nn.conv2d", "nn.max_pool2d",
     "nn.avg_pool2d", "nn.global_avg_pool2d", "nn.global_max_pool2d", "nn.pad",
     "reshape", "reshape_like", "transpose", "expand_dims", "squeeze", "concatenate", "stack",
     "split", "take", "strided_slice", "tile", "repeat", "reverse", "broadcast_to",
@@ -56,6 +56,7 @@ TVM_PATTERNS = {
     "nn.relu": OpPattern.ELEMWISE, "nn.leaky_relu": OpPattern.ELEMWISE,
     "nn.softmax": OpPattern.OUT_ELEMWISE_FUSABLE, "nn.log_softmax": OpPattern.OUT_ELEMWISE_FUSABLE,
     "nn.dense": OpPattern.OUT_ELEMWISE_FUSABLE, "nn.bias_add": OpPattern.BROADCAST,
+    "nn.batch_matmul": OpPattern.OUT_ELEMWISE_FUSABLE,
     "nn.batch_norm": OpPattern.OPAQUE, "nn.dropout": OpPattern.OPAQUE,
     "nn.batch_flatten": OpPattern.INJECTIVE, "nn.conv2d": OpPattern.OUT_ELEMWISE_FUSABLE,
     "nn.max_pool2d": OpPattern.OUT_ELEMWISE_FUSABLE,

@@ -15,6 +15,7 @@ from semantics import ops
 from semantics.errors import InternalError, RelayRuntimeError, RelayTypeError
 from semantics.expr import Attrs
 from semantics.ops import relations as R
+from semantics.ops.reference import np_dtype, reference
 from semantics.ops.registry import OpPattern, Relation
 from semantics.shapes import ANY, DimSolver, shape_var
 from semantics.types import IncompleteType, TensorType, TupleType, TypeVar
@@ -289,7 +290,7 @@ def test_creation_relations():
 
 # --- reference helpers --------------------------------------------------------------------
 
-def test_guarded_turns_ill_typed_arguments_into_runtime_errors():
+def test_reference_turns_ill_typed_arguments_into_runtime_errors():
     add = ops.get("add")
     with pytest.raises(RelayRuntimeError, match="dtypes differ"):
         add.reference(np.array([1], np.int32), np.array([1.0], np.float32))
@@ -299,21 +300,21 @@ def test_guarded_turns_ill_typed_arguments_into_runtime_errors():
         add.reference(np.array(["a"]), np.array(["b"]))
 
 
-def test_guarded_checks_result_type_against_relation():
-    bad = R.guarded("bad", R.IDENTITY, lambda x: x.astype(np.float64))
+def test_reference_checks_result_type_against_relation():
+    bad = reference("bad", R.IDENTITY, lambda out, x: x.astype(np.float64))
     with pytest.raises(InternalError):
         bad(np.zeros(2, np.float32))
-    bad_shape = R.guarded("bad", R.IDENTITY, lambda x: x[:1])
+    bad_shape = reference("bad", R.IDENTITY, lambda out, x: x[:1])
     with pytest.raises(InternalError):
         bad_shape(np.zeros(2, np.float32))
-    fine = R.guarded("ok", R.IDENTITY, lambda x: np.negative(x))
+    fine = reference("ok", R.IDENTITY, lambda out, x: np.negative(x))
     out = fine(np.array(2.0, np.float16))
     assert isinstance(out, np.ndarray) and out.shape == () and out.dtype == np.float16
 
 
 def test_np_dtype_rejects_lanes():
     with pytest.raises(RelayRuntimeError):
-        R.np_dtype("float32x4")
+        np_dtype("float32x4")
 
 
 # --- completeness -------------------------------------------------------------------------
@@ -387,16 +388,16 @@ def test_symbolic_reduce_sound_under_substitution(shape, data):
     assert shape_of(concrete) == _substitute(shape_of(out), env)
 
 
-def test_guarded_handles_tuple_arguments_and_results():
+def test_reference_handles_tuple_arguments_and_results():
     def rel(arg_types, attrs, solver):
         (tup,) = arg_types
         assert isinstance(tup, TupleType)
         return TupleType(tuple(reversed(tup.fields)))
 
-    swap = R.guarded("swap", Relation("Swap", rel), lambda t: (t[1], t[0]))
+    swap = reference("swap", Relation("Swap", rel), lambda out, t: (t[1], t[0]))
     a, b = np.zeros(2, np.int8), np.array(1.5, np.float32)
     out = swap((a, b))
     assert out[0] is b and out[1] is a
-    wrong = R.guarded("wrong", Relation("Swap", rel), lambda t: t)
+    wrong = reference("wrong", Relation("Swap", rel), lambda out, t: t)
     with pytest.raises(InternalError):
         wrong((a, b))
