@@ -18,8 +18,15 @@ __all__ = ["reachable_globals", "typed_or_same"]
 
 
 def typed_or_same(mod: IRModule) -> IRModule:
-    """``infer(mod)`` when the module checks, else ``mod`` itself (its nodes untyped)."""
+    """``infer(mod)`` when the module checks, else ``mod`` itself (its nodes untyped).
+
+    A module that is already typed (every function has its ``checked_type``, as
+    ``Sequential`` leaves it) is used as it is.
+    """
     from typechecker import infer
+
+    if mod.functions and all(fn.checked_type is not None for fn in mod.functions.values()):
+        return mod
 
     try:
         out = infer(mod)

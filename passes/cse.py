@@ -33,6 +33,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
+from passes.common import typed_or_same
+from passes.manager import register_pass
+from passes.purity import EffectAnalysis, shareable
 from semantics.expr import (
     Call,
     Constant,
@@ -53,10 +56,6 @@ from semantics.expr import (
 from semantics.module import IRModule
 from semantics.printer import pretty
 from semantics.visitor import post_order
-
-from passes.manager import register_pass
-from passes.common import typed_or_same
-from passes.purity import EffectAnalysis, shareable
 
 __all__ = ["eliminate_common_subexpr"]
 

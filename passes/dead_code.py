@@ -30,13 +30,12 @@ folding's job, not this pass's.
 
 from __future__ import annotations
 
-from semantics.expr import Expr, Function, Let, Var, children, with_children
-from semantics.module import IRModule
-from semantics.visitor import post_order
-
 from passes.common import reachable_globals, typed_or_same
 from passes.manager import register_pass
 from passes.purity import EffectAnalysis, removable
+from semantics.expr import Expr, Function, Let, Var, children, with_children
+from semantics.module import IRModule
+from semantics.visitor import post_order
 
 __all__ = ["dead_code_elimination"]
 

@@ -32,6 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from passes.common import typed_or_same
+from passes.manager import register_pass
+from passes.purity import EffectAnalysis, removable
 from semantics.errors import RelayError
 from semantics.expr import (
     Call,
@@ -51,10 +54,6 @@ from semantics.module import IRModule
 from semantics.shapes import is_concrete
 from semantics.types import TensorType
 from semantics.visitor import post_order
-
-from passes.common import typed_or_same
-from passes.manager import register_pass
-from passes.purity import EffectAnalysis, removable
 
 __all__ = ["MAX_FOLDED_ELEMENTS", "fold_constant"]
 
