@@ -161,17 +161,30 @@ class _Folder:
 
 
 def _evaluate(call: Call) -> Expr | None:
-    """The constant value of an operator call on constants, or None if it fails / is too big."""
-    from interpreter import evaluate
+    """The constant value of an operator call on constants, or None if it fails / is too big.
 
+    This is Semantics-Call-Op at compile time: the operator's reference (the oracle's own
+    implementation) applied to the constants with the normalized attributes.
+    """
+    from semantics import ops
+
+    assert isinstance(call.op, Op)
     try:
-        value = evaluate(call, check=False)
+        opdef = ops.get(call.op.name)
+        if opdef.num_inputs >= 0 and len(call.args) != opdef.num_inputs:
+            return None
+        attrs = dict(opdef.normalize_attrs(call.attrs))
+        value = opdef.impl(*(a.data for a in call.args), **attrs)  # type: ignore[attr-defined]
     except RelayError:
         return None
+    except (ArithmeticError, ValueError, TypeError, IndexError, MemoryError):
+        return None  # numpy's own checks on an unchecked call: leave it for run time
     return _as_constant(value, call)
 
 
 def _as_constant(value: Any, call: Call) -> Expr | None:
+    if isinstance(value, np.generic):
+        value = np.asarray(value)
     if isinstance(value, np.ndarray):
         if value.size > MAX_FOLDED_ELEMENTS:
             return None
