@@ -32,7 +32,6 @@ effect is impossible.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable
 
 from semantics.analysis import global_vars
@@ -61,8 +60,8 @@ from semantics.visitor import post_order
 __all__ = ["Effect", "EffectAnalysis", "foldable", "removable", "shareable"]
 
 
-class Effect(enum.IntFlag):
-    """What evaluating an expression may do (flags combine with ``|``)."""
+class Effect:
+    """What evaluating an expression may do: bit flags (plain ints, combined with ``|``)."""
 
     NONE = 0
     WRITES = 1
@@ -77,17 +76,17 @@ _INT_FAILING_OPS = frozenset({"divide", "floor_divide", "mod", "floor_mod", "pow
 _ALWAYS_FAILING_OPS = frozenset({"arange", "take"})
 
 
-def removable(flags: Effect) -> bool:
+def removable(flags: int) -> bool:
     """DCE may drop an unused expression with these flags."""
     return not flags & (Effect.WRITES | Effect.MAY_FAIL)
 
 
-def shareable(flags: Effect) -> bool:
+def shareable(flags: int) -> bool:
     """CSE may merge two occurrences of an expression with these flags."""
     return not flags & (Effect.WRITES | Effect.READS | Effect.ALLOCATES)
 
 
-def foldable(flags: Effect) -> bool:
+def foldable(flags: int) -> bool:
     """Constant folding may evaluate an expression with these flags at compile time."""
     return not flags & (Effect.WRITES | Effect.READS | Effect.ALLOCATES)
 
@@ -101,15 +100,15 @@ class EffectAnalysis:
 
     def __init__(self, mod: IRModule | None = None):
         self.mod = mod
-        self._flags: dict[int, Effect] = {}
+        self._flags: dict[int, int] = {}
         self._keep: list[Expr] = []  # keeps analysed nodes alive (ids stay unique)
         self._let_functions: dict[int, Function] = {}
-        self._global_latent: dict[str, Effect] = {}
+        self._global_latent: dict[str, int] = {}
         if mod is not None:
             self._analyse_globals(mod)
 
     # --- public ---------------------------------------------------------------------------
-    def flags(self, expr: Expr) -> Effect:
+    def flags(self, expr: Expr) -> int:
         """The effect flags of evaluating ``expr`` (analysing it first if needed)."""
         found = self._flags.get(id(expr))
         if found is None:
@@ -117,7 +116,7 @@ class EffectAnalysis:
             found = self._flags[id(expr)]
         return found
 
-    def latent(self, callee: Expr) -> Effect:
+    def latent(self, callee: Expr) -> int:
         """The flags of *calling* the value of ``callee`` (not of evaluating ``callee``)."""
         t = type(callee)
         if t is Op:
@@ -136,7 +135,7 @@ class EffectAnalysis:
         return Effect.ALL
 
     # --- the analysis -----------------------------------------------------------------------
-    def _body_flags(self, fn: Function) -> Effect:
+    def _body_flags(self, fn: Function) -> int:
         found = self._flags.get(id(fn.body))
         # A body still being analysed (recursion through a let-bound function) is unknown.
         return Effect.ALL if found is None else found
@@ -153,12 +152,12 @@ class EffectAnalysis:
             flags[id(node)] = self._node_flags(node)
             self._keep.append(node)
 
-    def _node_flags(self, node: Expr) -> Effect:
+    def _node_flags(self, node: Expr) -> int:
         t = type(node)
         flags = self._flags
         if t in (Var, Constant, Op, Constructor, GlobalVar, Function):
             return Effect.NONE  # a value (a function literal evaluates to a closure)
-        own = Effect.NONE
+        own = 0
         for kid in children(node):
             own |= flags[id(kid)]
         if t is Call:
@@ -175,7 +174,7 @@ class EffectAnalysis:
             return own | Effect.MAY_FAIL
         return own
 
-    def _call_flags(self, call: Call) -> Effect:
+    def _call_flags(self, call: Call) -> int:
         op = call.op
         if type(op) is Op:
             return _op_flags(op.name, call)
@@ -189,7 +188,7 @@ class EffectAnalysis:
             self._global_latent[name] = self._flags[id(fn.body)]
 
 
-def _op_flags(name: str, call: Call) -> Effect:
+def _op_flags(name: str, call: Call) -> int:
     """The latent flags of an operator call (may it fail on these arguments?)."""
     if name in _ALWAYS_FAILING_OPS:
         return Effect.MAY_FAIL
