@@ -31,10 +31,10 @@ from typing import Any, Protocol, cast
 from interpreter.env import Env
 from interpreter.values import value_str
 from semantics.errors import InternalError, RelayRuntimeError
-from semantics.expr import Constant, Constructor, Expr, Function, GlobalVar, Op, Var, children
+from semantics.expr import Constant, Constructor, Expr, Function, GlobalVar, Op, Var
 from semantics.module import IRModule
 from semantics.rules import Rule as _RuleEnum
-from semantics.visitor import post_order
+from semantics.visitor import shared
 
 __all__ = ["Eval", "Machine", "Recorder", "Rule", "Tail", "shared_nodes"]
 
@@ -103,15 +103,7 @@ def shared_nodes(body: Expr) -> frozenset[Expr]:
     evaluating them again is free of effects and O(1). These are the nodes
     Semantics-Shared evaluates once per activation.
     """
-    order = post_order(body, _not_function)
-    uses: dict[int, int] = {}
-    for node in order:
-        if type(node) is Function:
-            continue
-        for kid in children(node):
-            uses[id(kid)] = uses.get(id(kid), 0) + 1
-    return frozenset(n for n in order
-                     if uses.get(id(n), 0) > 1 and not isinstance(n, _LEAF_TYPES))
+    return frozenset(n for n in shared(body, _not_function) if not isinstance(n, _LEAF_TYPES))
 
 
 class _NodeCache(dict):

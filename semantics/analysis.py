@@ -33,7 +33,6 @@ walked recursively.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 import sympy
 
@@ -66,6 +65,7 @@ from semantics.types import (
     TypeRelation,
     TypeVar,
 )
+from semantics.visitor import pre_order, walk_scoped
 
 __all__ = [
     "all_vars", "bound_vars", "constructors_used", "free_shape_vars", "free_type_vars",
@@ -73,77 +73,16 @@ __all__ = [
 ]
 
 _ATOMS = (Var, GlobalVar, Op, Constructor, Constant)
-_ATOM_SET = frozenset(_ATOMS)
 
-# Actions of the scope-aware walk.
+# Actions of the type walk (:func:`_expr_types`).
 _ENTER, _BIND, _UNBIND = 0, 1, 2
-
-
-def _walk(root: Expr, on_use: Callable[[Var, bool], None],
-          on_bind: Callable[[Var], None] | None = None) -> None:
-    """Walk ``root`` once in first-occurrence order, tracking which variables are in scope.
-
-    ``on_use(var, in_scope)`` is called for every variable occurrence in an
-    expression position; ``on_bind(var)`` for every binding occurrence.
-    """
-    in_scope: dict[int, int] = {}
-    visited: set[int] = set()
-    stack: list[tuple[int, object]] = [(_ENTER, root)]
-    while stack:
-        action, item = stack.pop()
-        if action == _BIND:
-            for v in item:  # type: ignore[attr-defined]
-                in_scope[id(v)] = in_scope.get(id(v), 0) + 1
-                if on_bind is not None:
-                    on_bind(v)
-            continue
-        if action == _UNBIND:
-            for v in item:  # type: ignore[attr-defined]
-                left = in_scope[id(v)] - 1
-                if left:
-                    in_scope[id(v)] = left
-                else:
-                    del in_scope[id(v)]
-            continue
-        node = item
-        t = type(node)
-        if t is Var:
-            on_use(node, id(node) in in_scope)  # type: ignore[arg-type]
-            continue
-        if t in _ATOMS:
-            continue
-        if id(node) in visited:
-            continue
-        visited.add(id(node))
-        if t is Let:
-            binder = (node.var,)  # type: ignore[attr-defined]
-            stack.append((_UNBIND, binder))
-            stack.append((_ENTER, node.body))  # type: ignore[attr-defined]
-            if isinstance(node.value, Function):  # type: ignore[attr-defined]
-                stack.append((_ENTER, node.value))  # type: ignore[attr-defined]
-                stack.append((_BIND, binder))
-            else:
-                stack.append((_BIND, binder))
-                stack.append((_ENTER, node.value))  # type: ignore[attr-defined]
-        elif t is Function:
-            params = node.params  # type: ignore[attr-defined]
-            stack.append((_UNBIND, params))
-            stack.append((_ENTER, node.body))  # type: ignore[attr-defined]
-            stack.append((_BIND, params))
-        elif t is Match:
-            for clause in reversed(node.clauses):  # type: ignore[attr-defined]
-                bound = tuple(pattern_vars(clause.lhs))
-                stack.append((_UNBIND, bound))
-                stack.append((_ENTER, clause.rhs))
-                stack.append((_BIND, bound))
-            stack.append((_ENTER, node.data))  # type: ignore[attr-defined]
-        else:
-            for kid in reversed(children(node)):  # type: ignore[arg-type]
-                stack.append((_ENTER, kid))
 
 
 def free_vars(expr: Expr) -> list[Var]:
     """The variables of ``expr`` that occur outside the scope of their binders.
+
+    Computed by :func:`semantics.visitor.walk_scoped` (as are :func:`bound_vars`
+    and :func:`all_vars`); the printer calls it on its hot path.
 
     Args:
         expr: any expression (a module's function, a let chain, a DAG with
@@ -151,71 +90,15 @@ def free_vars(expr: Expr) -> list[Var]:
     Returns:
         The free :class:`Var` objects in first-occurrence order, each once.
     """
-    # A specialization of _walk (the printer's hot path): leaves other than variables
-    # never enter the stack.
     out: list[Var] = []
-    seen_free: set[int] = set()
-    in_scope: dict[int, int] = {}
-    visited: set[int] = set()
-    atoms = _ATOM_SET
-    stack: list[tuple[int, Any]] = [(_ENTER, expr)]
-    push = stack.append
-    while stack:
-        action, item = stack.pop()
-        if action == _ENTER:
-            node = item
-            t = type(node)
-            if t is Var:
-                k = id(node)
-                if k not in in_scope and k not in seen_free:
-                    seen_free.add(k)
-                    out.append(node)
-                continue
-            if t in atoms:
-                continue
-            k = id(node)
-            if k in visited:
-                continue
-            visited.add(k)
-            if t is Let:
-                binder = (node.var,)
-                push((_UNBIND, binder))
-                push((_ENTER, node.body))
-                if type(node.value) is Function:
-                    push((_ENTER, node.value))
-                    push((_BIND, binder))
-                else:
-                    push((_BIND, binder))
-                    push((_ENTER, node.value))
-            elif t is Function:
-                push((_UNBIND, node.params))
-                push((_ENTER, node.body))
-                push((_BIND, node.params))
-            elif t is Match:
-                for clause in reversed(node.clauses):
-                    bound = tuple(pattern_vars(clause.lhs))
-                    push((_UNBIND, bound))
-                    push((_ENTER, clause.rhs))
-                    push((_BIND, bound))
-                push((_ENTER, node.data))
-            else:
-                for kid in reversed(children(node)):
-                    kt = type(kid)
-                    if kt is Var:
-                        if id(kid) not in seen_free:
-                            push((_ENTER, kid))
-                    elif kt not in atoms:
-                        push((_ENTER, kid))
-        elif action == _BIND:
-            for v in item:
-                in_scope[id(v)] = in_scope.get(id(v), 0) + 1
-        else:
-            for v in item:
-                left = in_scope[id(v)] - 1
-                if left:
-                    in_scope[id(v)] = left
-                else:
-                    del in_scope[id(v)]
+    seen: set[int] = set()
+
+    def use(v: Var, bound: bool) -> None:
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+
+    walk_scoped(expr, use, free_only=True)
     return out
 
 
@@ -228,12 +111,12 @@ def bound_vars(expr: Expr) -> list[Var]:
     out: list[Var] = []
     seen: set[int] = set()
 
-    def bind(v: Var) -> None:
+    def bind(v: Var, site: object) -> None:
         if id(v) not in seen:
             seen.add(id(v))
             out.append(v)
 
-    _walk(expr, lambda v, in_scope: None, bind)
+    walk_scoped(expr, None, bind)
     return out
 
 
@@ -242,12 +125,12 @@ def all_vars(expr: Expr) -> list[Var]:
     out: list[Var] = []
     seen: set[int] = set()
 
-    def add(v: Var) -> None:
+    def add(v: Var, _: object) -> None:
         if id(v) not in seen:
             seen.add(id(v))
             out.append(v)
 
-    _walk(expr, lambda v, in_scope: add(v), add)
+    walk_scoped(expr, add, add)
     return out
 
 
@@ -458,10 +341,10 @@ def global_vars(expr: Expr) -> list[GlobalVar]:
     """The globals ``@g`` referenced by ``expr``: the first object per name, in order."""
     out: list[GlobalVar] = []
     seen: set[str] = set()
-    for node in _pre_order(expr):
-        if type(node) is GlobalVar and node.name_hint not in seen:  # type: ignore[attr-defined]
-            seen.add(node.name_hint)  # type: ignore[attr-defined]
-            out.append(node)  # type: ignore[arg-type]
+    for node in pre_order(expr):
+        if type(node) is GlobalVar and node.name_hint not in seen:
+            seen.add(node.name_hint)
+            out.append(node)
     return out
 
 
@@ -475,11 +358,11 @@ def constructors_used(expr: Expr) -> list[Constructor]:
             seen.add(c.name)
             out.append(c)
 
-    for node in _pre_order(expr):
+    for node in pre_order(expr):
         if type(node) is Constructor:
-            add(node)  # type: ignore[arg-type]
+            add(node)
         elif type(node) is Match:
-            for clause in node.clauses:  # type: ignore[attr-defined]
+            for clause in node.clauses:
                 stack: list[Pattern] = [clause.lhs]
                 while stack:
                     p = stack.pop()
@@ -489,18 +372,3 @@ def constructors_used(expr: Expr) -> list[Constructor]:
                     elif isinstance(p, PatternTuple):
                         stack.extend(reversed(p.patterns))
     return out
-
-
-def _pre_order(root: Expr) -> list[Expr]:
-    """Every node of ``root`` once, parents before children, left to right (iterative)."""
-    order: list[Expr] = []
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        order.append(node)
-        stack.extend(reversed(children(node)))
-    return order

@@ -1,23 +1,49 @@
 """The one traversal base every phase builds on (HOUSE_STYLE habit 5).
 
+What it offers:
+
+* :func:`post_order` / :func:`pre_order` — every node of a DAG once
+  (children before parents, or parents before children), optionally pruned;
+* :func:`count_uses` and :func:`shared` — how many edges reach each node,
+  i.e. the graph sharing (the interpreter's Semantics-Shared set is built on
+  :func:`shared`);
+* :class:`ExprVisitor` / :class:`ExprMutator` — ``visit_<kind>`` hooks over
+  :func:`post_order`, dispatched through a ``type(node) → method`` table;
+* :func:`walk_scoped` — the scope-aware walk: first-occurrence order, with a
+  callback at every binding site and every variable use telling whether the
+  use is bound (``semantics.analysis`` computes free, bound and all
+  variables with it);
+* :func:`run_recursive` — the driver for generator-based recursion;
+* the scope-aware *mutator* (binders renamed, uses follow) is
+  :class:`semantics.rewrite.ScopedMutator`, built on the same discipline.
+
 Design (decided once, here):
 
 * **Iterative, never recursive.** Traversals keep their own stack, so a
   20,000-deep let chain or a 20,000-operator graph never reaches Python's
-  recursion limit.
-* **Post-order over the DAG, memoized by identity.** A node reachable along
-  several paths (graph sharing) is visited once, so traversals are linear
-  in the size of the DAG, not of its unfolding into a tree.
-* **Mutators return the same node when nothing changed**, so sharing and
-  unchanged subprograms survive a pass.
-* **Scope-aware recursion** (where a traversal must do something *before*
-  the children — bind a variable, open a scope) is written as generators:
-  a case ``yield``s a sub-generator for each premise and receives its result;
-  :func:`run_recursive` drives them on an explicit stack. The interpreter,
-  the type checker, the parser and the printer use this one mechanism.
+  recursion limit; a let spine is just a run of entries on that stack.
+* **Memoized by identity.** A node reachable along several paths (graph
+  sharing) is visited once, so traversals are linear in the size of the DAG,
+  not of its unfolding into a tree. (Variables are leaves: ``walk_scoped``
+  reports every occurrence.)
+* **Mutators return the same node when nothing changed**
+  (:func:`semantics.expr.with_children`), so sharing and unchanged
+  subprograms survive a pass.
+* **Scoping is the text format's**: a ``let`` binds in its body, and in its
+  value when that is a function literal; a function binds its parameters in
+  its body; a clause binds its pattern variables in its right-hand side.
+* **Recursion that needs results of premises** (the parser, the printer,
+  pattern typing, value conversion) is written as generators: a case
+  ``yield``s a sub-generator for each premise and receives its result;
+  :func:`run_recursive` drives them on an explicit stack. The interpreter
+  (:mod:`interpreter.machine`) and the type checker's inference
+  (``typechecker.infer``) drive their rule cases the same way with their own
+  loops, which add tail premises, fuel and depth accounting, or answer
+  leaves and already inferred nodes without a generator.
 
-``post_order`` walks expression children as :func:`semantics.expr.children`
-defines them (binders and patterns are not children).
+``post_order`` and the visitors walk expression children as
+:func:`semantics.expr.children` defines them (binders and patterns are not
+children); ``walk_scoped`` also reports binders.
 """
 
 from __future__ import annotations
@@ -27,6 +53,7 @@ from typing import Any
 
 from semantics.expr import (
     Call,
+    Clause,
     Constant,
     Constructor,
     Expr,
@@ -44,6 +71,7 @@ from semantics.expr import (
     TupleGetItem,
     Var,
     children,
+    pattern_vars,
     with_children,
 )
 
@@ -167,8 +195,8 @@ class ExprMutator:
     child changed), then calls ``visit_<kind>(new_node, old_node)``, whose
     result replaces the node everywhere it is shared. The defaults return
     ``new_node``. Binders (``Let.var``, ``Function.params``, pattern
-    variables) are not rewritten; a pass that renames them overrides the
-    binding node's method.
+    variables) are not rewritten: a pass that renames binders, or needs to
+    know what is in scope, uses :class:`semantics.rewrite.ScopedMutator`.
     """
 
     def descend(self, node: Expr) -> bool:
@@ -207,12 +235,54 @@ class ExprMutator:
     def visit_grad(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
 
 
-def count_uses(root: Expr) -> dict[int, int]:
-    """How many parent edges point at each node (by ``id``); >1 means the node is shared."""
+def pre_order(root: Expr, descend: Callable[[Expr], bool] | None = None) -> list[Expr]:
+    """Every node reachable from ``root`` once, parents before children, left to right.
+
+    ``descend(node)`` (optional) returns False to treat ``node`` as a leaf.
+    """
+    order: list[Expr] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        order.append(node)
+        if descend is None or descend(node):
+            stack.extend(reversed(children(node)))
+    return order
+
+
+def count_uses(root: Expr, descend: Callable[[Expr], bool] | None = None) -> dict[int, int]:
+    """How many parent edges point at each node (by ``id``); >1 means the node is shared.
+
+    ``descend(node)`` (optional) returns False to treat ``node`` as a leaf: the
+    edges to its children are not counted.
+    """
+    return _count_edges(post_order(root, descend), descend)
+
+
+def shared(root: Expr, descend: Callable[[Expr], bool] | None = None) -> list[Expr]:
+    """The nodes of ``root`` reachable along more than one edge, children before parents.
+
+    These are the graph bindings of the text format (``%0 = e; ...``) plus any
+    leaf (variable, constant, ...) used more than once. ``descend`` is as in
+    :func:`count_uses`.
+    """
+    order = post_order(root, descend)
+    uses = _count_edges(order, descend)
+    return [n for n in order if uses.get(id(n), 0) > 1]
+
+
+def _count_edges(order: list[Expr], descend: Callable[[Expr], bool] | None) -> dict[int, int]:
     uses: dict[int, int] = {}
-    for node in post_order(root):
-        for kid in children(node):
-            uses[id(kid)] = uses.get(id(kid), 0) + 1
+    get = uses.get
+    for node in order:
+        if descend is None or descend(node):
+            for kid in children(node):
+                k = id(kid)
+                uses[k] = get(k, 0) + 1
     return uses
 
 
@@ -221,3 +291,105 @@ def iter_let_spine(e: Expr) -> Iterable[Let]:
     while isinstance(e, Let):
         yield e
         e = e.body
+
+
+# --- scope-aware walk ---------------------------------------------------------------------
+
+_LEAVES = frozenset((GlobalVar, Constant, Op, Constructor))
+
+
+def walk_scoped(root: Expr, use: Callable[[Var, bool], object] | None = None,
+                bind: Callable[[Var, Expr | Clause], object] | None = None,
+                enter: Callable[[Expr], object] | None = None, *,
+                free_only: bool = False) -> None:
+    """Walk ``root`` once in first-occurrence order, tracking which variables are in scope.
+
+    The order is pre-order, left to right: a ``let`` visits its value before
+    its body (and binds its variable before the value when the value is a
+    function literal: recursive ``let``), a function binds its parameters
+    before its body, a ``match`` visits its scrutinee before its clauses.
+    Scoping follows the text format: a ``let`` binds in its body (and in a
+    function-literal value), a function binds its parameters in its body, a
+    clause binds its pattern's variables in its right-hand side.
+
+    A node reachable along several paths (graph sharing) is walked once, in
+    the scope of its first occurrence; that is exact for well-formed programs
+    (every use of a variable lies inside its binder's scope).
+
+    Args:
+        root: the expression to walk.
+        use: ``use(var, bound)`` for every variable occurrence in expression
+            position (every occurrence: variables are not memoized); ``bound``
+            says whether an enclosing binder of that very object is in scope.
+        bind: ``bind(var, site)`` at every binding occurrence; ``site`` is
+            the ``Let``, the ``Function`` or the ``Clause`` that binds it.
+        enter: ``enter(node)`` for every node other than a variable, once,
+            before its children; a result of ``False`` prunes the node (its
+            children and binders are not walked).
+        free_only: call ``use`` only for uses that are not bound (``bound``
+            is then always False); the fast path of ``free_vars``.
+    """
+    # The stack holds nodes to enter and, as plain tuples, scope actions
+    # ``(bind?, vars, site)`` (no expression is a Python tuple).
+    in_scope: dict[int, int] = {}
+    visited: set[int] = set()
+    leaves = _LEAVES
+    stack: list[Any] = [root]
+    push = stack.append
+    pop = stack.pop
+    while stack:
+        item = pop()
+        t = type(item)
+        if t is Var:
+            if use is not None:
+                if not free_only:
+                    use(item, id(item) in in_scope)
+                elif id(item) not in in_scope:
+                    use(item, False)
+            continue
+        if t is tuple:
+            opening, bound, site = item
+            if opening:
+                for v in bound:
+                    in_scope[id(v)] = in_scope.get(id(v), 0) + 1
+                    if bind is not None:
+                        bind(v, site)
+            else:
+                for v in bound:
+                    left = in_scope[id(v)] - 1
+                    if left:
+                        in_scope[id(v)] = left
+                    else:
+                        del in_scope[id(v)]
+            continue
+        k = id(item)
+        if k in visited:
+            continue
+        visited.add(k)
+        if enter is not None and enter(item) is False:
+            continue
+        if t in leaves:
+            continue
+        if t is Let:
+            binder = (item.var,)
+            push((False, binder, None))
+            push(item.body)
+            if type(item.value) is Function:
+                push(item.value)
+                push((True, binder, item))
+            else:
+                push((True, binder, item))
+                push(item.value)
+        elif t is Function:
+            push((False, item.params, None))
+            push(item.body)
+            push((True, item.params, item))
+        elif t is Match:
+            for clause in reversed(item.clauses):
+                bound = tuple(pattern_vars(clause.lhs))
+                push((False, bound, None))
+                push(clause.rhs)
+                push((True, bound, clause))
+            push(item.data)
+        else:
+            stack.extend(reversed(children(item)))

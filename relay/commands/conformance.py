@@ -4,13 +4,20 @@ Usage::
 
     relay conformance --pass NAME [--pass NAME ...]   # registered transforms
     relay conformance --impl "CMD"                    # another implementation
-    relay conformance --coverage                      # which rules/operators the generator reaches
+    relay conformance --coverage                      # which rules/operators the generator reaches,
+                                                      # per operator: argument kinds, value classes
     relay conformance --list                          # the registered transforms
 
 Without ``--pass``/``--impl``/``--coverage`` every registered transform is checked.
 Exit status: 0 when everything agrees with the oracle, 1 on a disagreement (the
 shrunk counterexample is printed as Relay text with its inputs and both
 outcomes), 2 for usage errors (an unknown transform name).
+
+An external implementation that hangs, crashes or breaks the protocol is a
+disagreement too, reported with a one-line verdict (``timeout after 1 s on
+request 1``, ``crashed with exit code 3``, ``invalid UTF-8 at byte 20``, ...)
+and the program; the run never ends in a traceback and its wall time is bounded
+(see ``conformance.external`` and docs/conformance.md).
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="an external implementation speaking the JSON-lines protocol "
                         "(docs/conformance.md)")
     p.add_argument("--coverage", action="store_true",
-                   help="report which evaluation rules and operators generated programs reach")
+                   help="report which evaluation rules and operators generated programs reach "
+                        "and, per operator, the argument kinds and value classes exercised")
     p.add_argument("--list", action="store_true", help="list the registered transforms")
     p.add_argument("--max-examples", type=int, default=100, metavar="N",
                    help="generated programs per check (default 100)")
@@ -38,7 +46,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exact-floats", action="store_true",
                    help="compare floats bitwise instead of with tolerances")
     p.add_argument("--timeout", type=float, default=20.0, metavar="S",
-                   help="seconds an external implementation may take per program")
+                   help="seconds an external implementation may take per program (per "
+                        "request, not per session); a timeout stops the run at once")
+    p.add_argument("--startup-timeout", type=float, default=5.0, metavar="S",
+                   help="extra seconds for the first program after the implementation "
+                        "(re)starts (default 5)")
+    p.add_argument("--max-failures", type=int, default=30, metavar="N",
+                   help="crashes/malformed answers of an external implementation tolerated "
+                        "while shrinking before the latest one is reported (default 30)")
     p.set_defaults(func=run)
 
 
@@ -48,17 +63,26 @@ def run(args: argparse.Namespace) -> int:
     if args.max_examples < 1:
         print("error: --max-examples must be at least 1", file=sys.stderr)
         return 2
+    if args.timeout <= 0 or args.startup_timeout < 0 or args.max_failures < 1:
+        print("error: --timeout must be positive, --startup-timeout not negative and "
+              "--max-failures at least 1", file=sys.stderr)
+        return 2
     if args.list:
         for t in list_transforms():
             print(f"{t.name:<20} {t.doc}")
         return 0
     if args.coverage:
         from conformance.coverage import coverage
+        from conformance.strategies.programs import ProgramConfig as CoverageConfig
 
-        report = coverage(max_examples=args.max_examples)
+        report = coverage(max_examples=args.max_examples,
+                          config=CoverageConfig(float_mode=True) if args.float_mode else None)
         print(report)
         return 0 if not report.rules_missing and not report.ops_missing else 1
 
+    from hypothesis.errors import HypothesisException
+
+    from conformance.external import ImplementationAborted
     from conformance.harness import assert_equivalent
     from conformance.strategies.programs import ProgramConfig
 
@@ -76,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
     if args.impl:
         from conformance.external import ExternalImpl
 
-        impl = ExternalImpl(args.impl, timeout=args.timeout)
+        impl = ExternalImpl(args.impl, timeout=args.timeout,
+                            startup_timeout=args.startup_timeout,
+                            max_failures=args.max_failures)
         checks.append((f"implementation {args.impl!r}", impl.transform))
     if not checks:
         checks = [(f"pass {t.name}", t) for t in list_transforms()]
@@ -90,6 +116,17 @@ def run(args: argparse.Namespace) -> int:
             except AssertionError as err:
                 failed += 1
                 print(f"FAIL {label}\n\n{err}\n")
+            except ImplementationAborted as abort:
+                failed += 1
+                print(f"FAIL {label}\n\n{abort.report()}\n")
+            except HypothesisException as err:
+                # e.g. Flaky: a failure that did not happen again on replay.
+                failed += 1
+                inner = getattr(err, "exceptions", None) or ()
+                first = f"\n\nthe first failure:\n{inner[0]}" if inner else ""
+                print(f"FAIL {label}\n\nthe outcome is not reproducible (a nondeterministic "
+                      "or time-dependent implementation?): a failure did not happen again when "
+                      f"replayed ({type(err).__name__}){first}\n")
             else:
                 print(f"ok   {label}: {args.max_examples} generated programs agree "
                       "with the oracle")
@@ -98,3 +135,4 @@ def run(args: argparse.Namespace) -> int:
         if impl is not None:
             impl.close()
     return 1 if failed else 0
+

@@ -58,7 +58,7 @@ def test_protocol_round_trip_in_process() -> None:
 def test_protocol_violations_are_external_errors() -> None:
     silent = f'"{sys.executable}" -c "import sys; sys.stdin.readline(); print(\'not json\')"'
     with ExternalImpl(silent, timeout=10) as impl:
-        with pytest.raises(ExternalError, match="malformed response"):
+        with pytest.raises(ExternalError, match="malformed answer"):
             impl.request("def @main() { 0 }", [])
     dead = f'"{sys.executable}" -c "pass"'
     with ExternalImpl(dead, timeout=10) as impl:
