@@ -45,8 +45,9 @@ def dead_code_elimination(mod: IRModule) -> IRModule:
     """Remove unused pure let bindings and definitions unreachable from main."""
     typed = typed_or_same(mod)
     analysis = EffectAnalysis(typed)
-    kept = {name: _eliminate(typed.functions[name], analysis)
-            for name in reachable_globals(typed)}
+    reachable = set(reachable_globals(typed))
+    kept = {name: _eliminate(fn, analysis) for name, fn in typed.functions.items()
+            if name in reachable}
     if all(kept[n] is typed.functions[n] for n in kept) and len(kept) == len(typed):
         return mod
     return typed.with_functions(kept)

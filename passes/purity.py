@@ -57,7 +57,9 @@ from semantics.shapes import is_any
 from semantics.types import TensorType, Type
 from semantics.visitor import post_order
 
-__all__ = ["Effect", "EffectAnalysis", "foldable", "removable", "shareable"]
+__all__ = [
+    "Effect", "EffectAnalysis", "callees_first", "foldable", "removable", "shareable",
+]
 
 
 class Effect:
@@ -182,7 +184,7 @@ class EffectAnalysis:
 
     def _analyse_globals(self, mod: IRModule) -> None:
         """Latent flags of every global, callees first (recursion: every flag)."""
-        for name in _callees_first(mod):
+        for name in callees_first(mod):
             fn = mod.functions[name]
             self._analyse(fn)
             self._global_latent[name] = self._flags[id(fn.body)]
@@ -213,7 +215,7 @@ def _is_dynamic(t: Type | None) -> bool:
     return isinstance(t, TensorType) and any(is_any(d) for d in t.shape)
 
 
-def _callees_first(mod: IRModule) -> list[str]:
+def callees_first(mod: IRModule) -> list[str]:
     """Global names in an order where callees precede callers (cycles broken arbitrarily)."""
     order: list[str] = []
     state: dict[str, int] = {}  # 1: on the stack, 2: done

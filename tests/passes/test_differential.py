@@ -40,4 +40,12 @@ def test_every_pass_is_covered():
     for p in ALL_PASSES:
         assert passes.get_pass(p.name) is passes.get_pass(p.func_name) is p
     assert {p.func_name for p in ALL_PASSES} >= {
-        "dead_code_elimination", "fold_constant", "eliminate_common_subexpr"}
+        "dead_code_elimination", "fold_constant", "eliminate_common_subexpr", "inline"}
+
+
+def test_inlining_every_nonrecursive_global_preserves_meaning():
+    # Generated programs carry no Inline attributes: mark every non-recursive global first.
+    assert_equivalent(lambda m: passes.inline(passes.mark_inline(m)), max_examples=60,
+                      name="inline(mark_inline)")
+    assert_equivalent(lambda m: passes.inline(passes.mark_inline(m)), max_examples=30,
+                      config=EFFECTFUL, name="inline(mark_inline)")
