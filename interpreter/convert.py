@@ -13,7 +13,15 @@
   dictionaries) are resolved by constructor name against the program and their
   fields converted to the constructor's field types. A parameter without a
   declared type takes Python scalars at the default dtypes (int32, float32,
-  bool). Every mismatch is a ``RelayRuntimeError`` naming the parameter.
+  bool). A :class:`~interpreter.values.RefValue` is the caller's cell: its
+  contents are converted and checked against ``Ref[T]``'s ``T`` like any
+  argument and stored back into the same cell (so the caller sees the
+  program's writes; a cell passed twice must be passed at one type). Every
+  mismatch is a ``RelayRuntimeError`` naming the parameter: a value that
+  contains itself (a cyclic list, dict or ``ConstructorValue``; cycles
+  through a ``RefValue`` are values, as in Relay), a number that overflows the
+  dtype (``1e40`` for float32, ``2**70`` for int32), a dimension equation the
+  solver cannot invert (``Tensor[(n % 3)]`` with ``n`` bound nowhere else).
 * :func:`export_value` (:mod:`interpreter.export`) prepares a result for the
   caller: arrays that came straight out of the program's constants (read-only)
   are copied, so every array a caller receives is an ordinary writable ndarray.
@@ -173,6 +181,10 @@ class _Converter:
         self.mod = mod
         self.dims: dict[str, tuple[int, str]] = {}
         self.pending: list[tuple[sympy.Expr, int, _Path | str]] = []
+        # ids of the containers on the path being converted (a repeat is a cycle), and the
+        # type text of every reference cell met (converted once; one type per cell)
+        self.active: set[int] = set()
+        self.refs: dict[int, str] = {}
 
     def convert(self, x: Any, ty: Type | None, name: str) -> Any:
         return run_recursive(self._convert(x, ty, name))
@@ -182,6 +194,28 @@ class _Converter:
         tail = f" ({why})" if why else ""
         return RelayRuntimeError(f"{_render(path)}: expected {expected}, got {_describe(x)}{tail}")
 
+    def enter(self, x: Any, path: _Path | str) -> None:
+        """Mark container ``x`` as being converted; meeting it again inside is a cycle."""
+        key = id(x)
+        if key in self.active:
+            raise RelayRuntimeError(
+                f"{_render(path)}: the value contains itself ({_describe(x)} is one of its own "
+                f"parts); Relay values are finite (a cycle must go through a reference)")
+        self.active.add(key)
+
+    def _ref(self, x: RefValue, content_ty: Type | None, ty_text: str, path: _Path | str):
+        """Convert the contents of the cell ``x`` in place (once; cycles through it stop)."""
+        seen = self.refs.get(id(x))
+        if seen is not None:
+            if seen != ty_text:
+                raise RelayRuntimeError(
+                    f"{_render(path)}: the same reference cell is passed as {seen} and as "
+                    f"{ty_text}")
+            return x
+        self.refs[id(x)] = ty_text
+        x.value = yield self._convert(x.value, content_ty, _Path(path, "ref contents"))
+        return x
+
     def _convert(self, x: Any, ty: Type | None, path: _Path | str):
         if ty is None or isinstance(ty, (TypeVar, IncompleteType)):
             return (yield self._untyped(x, path))
@@ -190,9 +224,11 @@ class _Converter:
         if isinstance(ty, TupleType):
             if not isinstance(x, (tuple, list)) or len(x) != len(ty.fields):
                 raise self.fail(path, ty, x)
+            self.enter(x, path)
             fields = []
             for i, (item, fty) in enumerate(zip(x, ty.fields)):
                 fields.append((yield self._convert(item, fty, _Path(path, f".{i}"))))
+            self.active.discard(id(x))
             return tuple(fields)
         if isinstance(ty, (TypeCall, GlobalTypeVar)):
             return (yield self._adt(x, ty, path))
@@ -202,7 +238,7 @@ class _Converter:
             raise self.fail(path, ty, x)
         if isinstance(ty, RefType):
             if isinstance(x, RefValue):
-                return x
+                return (yield self._ref(x, ty.value, _type_text(ty), path))
             raise self.fail(path, ty, x)
         raise self.fail(path, ty, x, "this parameter type cannot be given from Python")
 
@@ -213,6 +249,7 @@ class _Converter:
         if lanes != 1 or dtype not in _RELAY_DTYPES:
             raise RelayRuntimeError(
                 f"{_render(path)}: tensors of dtype {dtype} cannot be evaluated")
+        arr: np.ndarray | None
         if isinstance(x, (np.ndarray, np.generic)):
             arr = np.asarray(x)
             if arr.dtype != _NUMPY_DTYPES[dtype]:
@@ -220,11 +257,12 @@ class _Converter:
         elif isinstance(x, (bool, int, float)):
             arr = _scalar_array(x, dtype)
             if arr is None:
-                raise self.fail(path, ty, x, f"not representable as {dtype}")
+                why = _overflow(x, dtype) or f"not representable as {dtype}"
+                raise self.fail(path, ty, x, why)
         elif isinstance(x, list):
             arr = _list_array(x, dtype)
             if arr is None:
-                raise self.fail(path, ty, x, f"not a rectangular list of {dtype} values")
+                raise self.fail(path, ty, x, _list_problem(x, dtype))
         else:
             raise self.fail(path, ty, x)
         if arr.ndim != len(ty.shape):
@@ -252,33 +290,57 @@ class _Converter:
         self.pending.append((want, have, path))
 
     def resolve_pending(self) -> None:
-        """Check the compound symbolic dims (``2 * n``) once the simple ones are bound."""
+        """Check the compound symbolic dims (``2 * n``) once the simple ones are bound.
+
+        An equation with one unknown binds it; one the solver cannot invert
+        (``n % 3 = 2``) waits until the other equations have bound its variable, and is an
+        error if none does.
+
+        Raises:
+            RelayRuntimeError: a dimension disagrees, has no solution, or cannot be solved.
+        """
         progress = True
+        stuck: dict[int, str] = {}   # pending index -> why the solver failed
         while self.pending and progress:
             progress = False
-            rest = []
+            rest: list[tuple[sympy.Expr, int, _Path | str]] = []
             for expr, have, path in self.pending:
                 known = {s: self.dims[s.name][0] for s in expr.free_symbols if s.name in self.dims}
                 unknown = [s for s in expr.free_symbols if s.name not in self.dims]
                 if not unknown:
-                    if int(expr.subs(known)) != have:
+                    value = _integer(expr.subs(known))
+                    if value != have:
+                        shown = "" if value is None else f" = {value}"
                         raise RelayRuntimeError(
                             f"{_render(path)}: a dimension is {have}, expected "
-                            f"{sympy.sstr(expr)} = {int(expr.subs(known))}")
+                            f"{sympy.sstr(expr)}{shown}")
                     progress = True
                 elif len(unknown) == 1:
-                    solutions = [s for s in sympy.solve(sympy.Eq(expr.subs(known), have),
-                                                        unknown[0])
-                                 if s.is_integer and s >= 0]
+                    solutions, why = _solve(expr.subs(known), have, unknown[0])
+                    if solutions is None:
+                        stuck[len(rest)] = why
+                        rest.append((expr, have, path))
+                        continue
                     if not solutions:
                         raise RelayRuntimeError(
                             f"{_render(path)}: no value of {unknown[0].name} makes "
                             f"{sympy.sstr(expr)} equal {have}")
-                    self.dims[unknown[0].name] = (int(solutions[0]), _render(path))
+                    self.dims[unknown[0].name] = (solutions[0], _render(path))
                     progress = True
                 else:
                     rest.append((expr, have, path))
             self.pending = rest
+            if not progress:
+                for index, why in stuck.items():
+                    expr, have, path = rest[index]
+                    unknown = [s for s in expr.free_symbols if s.name not in self.dims]
+                    if len(unknown) == 1:
+                        raise RelayRuntimeError(
+                            f"{_render(path)}: a dimension is {have}, expected "
+                            f"{sympy.sstr(expr)}, and the equation {sympy.sstr(expr)} = {have} "
+                            f"cannot be solved for {unknown[0].name} ({why}); give "
+                            f"{unknown[0].name} directly as the dimension of another parameter")
+            stuck = {}
         # Dims over two or more still-unknown variables cannot be decided from the shapes
         # alone; they are accepted (the operators check what they need).
 
@@ -296,10 +358,13 @@ class _Converter:
         built: list[tuple[Constructor, list[Any], int]] = []
         layouts: dict[str, tuple[Constructor, list[Type], int]] = {}
         constructors = self.mod.constructors
+        spine_ids: list[int] = []
         while True:
             name, fields = _constructor_parts(value)
             if name is None:
                 raise self.fail(path, ty, value)
+            self.enter(value, path)
+            spine_ids.append(id(value))
             layout = layouts.get(name)
             if layout is None:
                 ctor = constructors.get(name)
@@ -327,6 +392,7 @@ class _Converter:
                 break
             value = fields[spine]
             path = _Path(path, f"{name}.{spine}")
+        self.active.difference_update(spine_ids)
         result: Any = None
         for ctor, converted, spine in reversed(built):
             if spine >= 0:
@@ -353,31 +419,139 @@ class _Converter:
         if isinstance(x, float):
             return np.array(x, dtype=np.float32)
         if isinstance(x, tuple):
+            self.enter(x, path)
             fields = []
             for i, item in enumerate(x):
                 fields.append((yield self._untyped(item, _Path(path, f".{i}"))))
+            self.active.discard(id(x))
             return tuple(fields)
         if isinstance(x, list):
             arr = _list_array(x, None)
             if arr is None:
-                raise RelayRuntimeError(
-                    f"{_render(path)}: a list must be a rectangular array of numbers")
+                raise RelayRuntimeError(f"{_render(path)}: {_list_problem(x, None)}")
             return arr
         if isinstance(x, (ConstructorValue, dict)):
-            name, fields = _constructor_parts(x)
+            name, parts = _constructor_parts(x)
             ctor = self.mod.constructors.get(name) if name is not None else None
             if ctor is None:
                 raise RelayRuntimeError(f"{_render(path)}: unknown constructor {name}")
-            if len(fields) != len(ctor.inputs):
+            if len(parts) != len(ctor.inputs):
                 raise RelayRuntimeError(
-                    f"{_render(path)}: {name} takes {len(ctor.inputs)} fields, got {len(fields)}")
+                    f"{_render(path)}: {name} takes {len(ctor.inputs)} fields, got {len(parts)}")
             head = GlobalTypeVar(ctor.belong_to.name)
             td = self.mod.types.get(head.name)
             holes = tuple(IncompleteType() for _ in td.type_vars) if td is not None else ()
             return (yield self._adt(x, TypeCall(head, holes) if holes else head, path))
-        if isinstance(x, (RefValue, *_FUNCTION_VALUES)):
+        if isinstance(x, RefValue):
+            return (yield self._ref(x, None, "Ref[?]", path))
+        if isinstance(x, _FUNCTION_VALUES):
             return x
         raise RelayRuntimeError(f"{_render(path)}: {_describe(x)} is not a Relay value")
+
+
+def _integer(x: Any) -> int | None:
+    """``x`` (a SymPy number) as an int, or None when it is not an integer."""
+    try:
+        return int(x) if bool(x.is_integer) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _solve(lhs: sympy.Expr, have: int, symbol: sympy.Symbol) -> tuple[list[int] | None, str]:
+    """The non-negative integer solutions of ``lhs = have`` for ``symbol`` (smallest first),
+    or ``(None, why)`` when the solver cannot invert the equation."""
+    try:
+        raw = sympy.solve(sympy.Eq(lhs, have), symbol)
+    except (NotImplementedError, TypeError, ValueError) as exc:
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return None, f"the solver says: {why}"
+    if not isinstance(raw, list) or any(not isinstance(r, sympy.Expr) for r in raw):
+        return None, "the solver found no explicit solution"
+    out: list[int] = []
+    for r in raw:
+        if r.free_symbols:
+            return None, "the solution depends on other unknowns"
+        value = _integer(r)
+        if value is not None and value >= 0:
+            out.append(value)
+    return sorted(out), ""
+
+
+def _overflow(x: Any, dtype: str) -> str:
+    """Why the Python number ``x`` does not fit ``dtype`` when it is a range problem, else ""."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return ""
+    if is_float(dtype) and isinstance(x, (int, float)) and np.isfinite(x):
+        with np.errstate(over="ignore"):
+            if not np.isfinite(np.array(x, dtype=np.float64).astype(np.dtype(dtype))):
+                return (f"not representable as {dtype}: {x!r} overflows {dtype}, whose largest "
+                        f"finite value is {np.finfo(dtype).max}")
+    if is_int(dtype) and isinstance(x, int):
+        info = np.iinfo(np.dtype(dtype))
+        if not info.min <= x <= info.max:
+            return (f"not representable as {dtype}: {x} is outside its range "
+                    f"{info.min} .. {info.max}")
+    return ""
+
+
+def _list_problem(x: list, dtype: str | None) -> str:
+    """Why the nested list ``x`` is not a tensor of ``dtype`` (default dtypes when None)."""
+    cycle = _cycle_in(x)
+    if cycle:
+        return "the list contains itself; Relay values are finite"
+    leaves: list[Any] = []
+    lengths: dict[int, set[int]] = {}
+    work: list[tuple[Any, int]] = [(x, 0)]
+    while work:
+        item, depth = work.pop()
+        if isinstance(item, (list, tuple)):
+            lengths.setdefault(depth, set()).add(len(item))
+            work.extend((child, depth + 1) for child in item)
+        else:
+            leaves.append((item, depth))
+    depths = {d for _, d in leaves}
+    if len(depths) > 1 or any(len(n) > 1 for n in lengths.values()):
+        what = dtype or "numbers"
+        return f"not a rectangular list of {what} values (rows differ in length or depth)"
+    for leaf, _ in leaves:
+        if isinstance(leaf, (np.generic, np.ndarray)):
+            continue
+        if not isinstance(leaf, (bool, int, float)):
+            return f"the element {_describe(leaf)} is not a number"
+        if dtype is None:
+            if isinstance(leaf, int) and not isinstance(leaf, bool) and \
+                    not -2**63 <= leaf < 2**63:
+                return f"{leaf} does not fit in int64"
+            continue
+        why = _overflow(leaf, dtype)
+        if why:
+            return why
+        if is_bool(dtype) != isinstance(leaf, bool):
+            return f"the element {leaf!r} is not a {dtype} value"
+        if is_int(dtype) and isinstance(leaf, float) and not leaf.is_integer():
+            return f"the element {leaf!r} is not an integer"
+    return f"not a list of {dtype or 'numbers'} values" + (
+        " (mixed bool and number elements)" if any(isinstance(v, bool) for v, _ in leaves)
+        else "")
+
+
+def _cycle_in(x: Any) -> bool:
+    """True when the nested lists/tuples of ``x`` contain one of their own ancestors."""
+    ancestors: set[int] = set()
+    work: list[tuple[Any, bool]] = [(x, False)]
+    while work:
+        item, leaving = work.pop()
+        if leaving:
+            ancestors.discard(id(item))
+            continue
+        if not isinstance(item, (list, tuple)):
+            continue
+        if id(item) in ancestors:
+            return True
+        ancestors.add(id(item))
+        work.append((item, True))
+        work.extend((child, False) for child in item)
+    return False
 
 
 def _is_nullary_constructor(x: Any) -> bool:
@@ -451,6 +625,8 @@ def _scalar_array(x: bool | int | float, dtype: str) -> np.ndarray | None:
             return None
         return np.array(x, dtype=np.dtype(dtype))
     if is_float(dtype):
+        if _overflow(x, dtype):
+            return None
         return np.array(x, dtype=np.dtype(dtype))
     return None
 
@@ -482,7 +658,11 @@ def _list_array(x: list, dtype: str | None) -> np.ndarray | None:
         return raw.astype(np.dtype(dtype)) if is_float(dtype) else None
     if kind == "f":
         if is_float(dtype):
-            return raw.astype(np.dtype(dtype))
+            with np.errstate(over="ignore"):
+                out = raw.astype(np.dtype(dtype))
+            if not np.array_equal(np.isfinite(out), np.isfinite(raw)):
+                return None     # a finite element overflows the dtype (_list_problem says so)
+            return out
         if is_int(dtype) and raw.size and bool(np.all(np.mod(raw, 1) == 0)):
             return _list_array(raw.astype(np.int64).tolist(), dtype)
         return None

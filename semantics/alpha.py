@@ -38,18 +38,28 @@ What is compared, node by node:
   different types). ADTs (``GlobalTypeVar``) compare by name, and a bare
   ``GlobalTypeVar`` ``Name`` equals the argument-less type call ``Name[]``
   (both denote a parameterless ADT; the parser builds the latter). Dims compare
-  symbolically (:func:`dims_equal`): ``n + n`` equals ``2*n``, free shape
-  variables by name, ``?`` only equals ``?``. ``IncompleteType`` holes are
+  symbolically (:func:`dims_equal`): ``n + n`` equals ``2*n``, ``?`` only
+  equals ``?``. ``IncompleteType`` holes are
   mapped like free type variables (bijectively by :func:`alpha_equal`, by
   identity by :func:`types_equal`).
+* **Shape variables** are "implicitly bound at the enclosing definition"
+  (ARCHITECTURE.md §3): a global function — in a bare expression, an
+  outermost function literal — binds every shape variable written in it, and
+  :func:`alpha_equal` compares them up to one consistent renaming per
+  definition (``def @f(%x: Tensor[(n, 3), float32])`` equals the same with
+  ``k``; ``(n, n)`` never equals ``(n, k)``). Shape variables written outside
+  every function — and all of them in :func:`types_equal` and in
+  ``alpha_equal`` of two types — are free and compare by name. Details and
+  limits in :mod:`semantics.structural.types`.
 * **Modules** are equal when they define the same global and type names and
   the definitions are pairwise equal.
 
 Algorithm: an explicit worklist of node pairs with bind/unbind actions
 (HOUSE_STYLE habit 4), memoized on the pair of identities (the sharing
 bijection doubles as the memo), so comparing two DAGs is linear in their
-size even when the tree unfolding is exponential. Types are shallow and are
-compared recursively. :func:`structural_hash` walks the same order: bound
+size even when the tree unfolding is exponential. Types are compared by the
+same kind of worklist (any depth; a type is compared as the tree it denotes,
+types are not memoized). :func:`structural_hash` walks the same order: bound
 variables hash by binding position (a counter, De Bruijn-like), free ones by
 first-encounter index; every node's hash is memoized by identity. Hashes are
 built from integers only (names via CRC-32), so they are stable across

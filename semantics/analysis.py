@@ -32,7 +32,8 @@ walked recursively.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from typing import Any
 
 import sympy
 
@@ -138,46 +139,43 @@ def all_vars(expr: Expr) -> list[Var]:
 
 def _type_walk(t: Type | None, bound: dict[int, int], on_var: Callable[[TypeVar], None],
                on_type: Callable[[Type], None] | None = None) -> None:
-    """Visit the free type variables of ``t`` (recursive: types are shallow)."""
+    """Visit the free type variables of ``t`` in pre-order, left to right (iterative: any
+    depth). ``bound`` counts the type parameters in scope (restored when the walk ends)."""
     if t is None:
         return
-    if on_type is not None:
-        on_type(t)
-    if isinstance(t, TypeVar):
-        if id(t) not in bound:
-            on_var(t)
-        return
-    if isinstance(t, FuncType):
-        for tv in t.type_params:
-            bound[id(tv)] = bound.get(id(tv), 0) + 1
-        for a in t.arg_types:
-            _type_walk(a, bound, on_var, on_type)
-        _type_walk(t.ret_type, bound, on_var, on_type)
-        for c in t.type_constraints:
-            _type_walk(c, bound, on_var, on_type)
-        for tv in t.type_params:
-            bound[id(tv)] -= 1
-            if not bound[id(tv)]:
-                del bound[id(tv)]
-        return
-    if isinstance(t, TypeData):
-        for tv in t.type_vars:
-            bound[id(tv)] = bound.get(id(tv), 0) + 1
-        for ctor in t.constructors:
-            for inp in ctor.inputs:
-                _type_walk(inp, bound, on_var, on_type)
-        for tv in t.type_vars:
-            bound[id(tv)] -= 1
-            if not bound[id(tv)]:
-                del bound[id(tv)]
-        return
-    if isinstance(t, (TupleType, TypeCall, TypeRelation, RefType)):
-        kids: Iterable[Type] = (
-            t.fields if isinstance(t, TupleType) else
-            t.args if isinstance(t, (TypeCall, TypeRelation)) else (t.value,))
-        for k in kids:
-            _type_walk(k, bound, on_var, on_type)
-    # TensorType, GlobalTypeVar, IncompleteType: no type variables
+    stack: list[Any] = [t]
+    while stack:
+        item = stack.pop()
+        if type(item) is tuple:     # the end of a binder's scope: its type parameters
+            for tv in item:
+                bound[id(tv)] -= 1
+                if not bound[id(tv)]:
+                    del bound[id(tv)]
+            continue
+        if on_type is not None:
+            on_type(item)
+        if isinstance(item, TypeVar):
+            if id(item) not in bound:
+                on_var(item)
+            continue
+        kids: tuple[Any, ...]
+        if isinstance(item, (FuncType, TypeData)):
+            tvs = item.type_params if isinstance(item, FuncType) else item.type_vars
+            for tv in tvs:
+                bound[id(tv)] = bound.get(id(tv), 0) + 1
+            stack.append(tvs)
+            kids = ((*item.arg_types, item.ret_type, *item.type_constraints)
+                    if isinstance(item, FuncType) else
+                    tuple(inp for ctor in item.constructors for inp in ctor.inputs))
+        elif isinstance(item, TupleType):
+            kids = item.fields
+        elif isinstance(item, (TypeCall, TypeRelation)):
+            kids = item.args
+        elif isinstance(item, RefType):
+            kids = (item.value,)
+        else:   # TensorType, GlobalTypeVar, IncompleteType: no type variables
+            continue
+        stack.extend(reversed(kids))
 
 
 def _expr_types(root: Expr, on_type: Callable[[Type | None, dict[int, int]], None]) -> None:

@@ -93,10 +93,3 @@ def non_exhaustive_match(missing: str = "") -> str:
 
 def relation_failed(relation: str, types: str, why: str) -> str:
     return f"relation {relation} failed for {types}: {why}"
-
-
-def require(cond: bool, error_type: type[RelayError], message: str,
-            span: Span | None = None) -> None:
-    """Raise ``error_type(message, span)`` unless ``cond`` holds (the Wasm spec's ``require``)."""
-    if not cond:
-        raise error_type(message, span)

@@ -9,8 +9,10 @@ balanced ``{ ... }`` in O(1).
 Token kinds
 -----------
 * ``LOCAL`` ``%x`` / ``%0`` (a name may contain dotted segments that start
-  with a letter, ``%conv1.weight``; ``%x.0`` is ``%x`` then a projection),
-  ``GLOBAL`` ``@f``, ``IDENT`` (operator names may be dotted: ``nn.conv2d``),
+  with a letter, ``%conv1.weight``; ``%x.0`` is ``%x`` then a projection; as
+  in TVM, ``/`` is a name character when a letter, digit or ``_`` follows it,
+  ``%base/x``, so ``%a / %b`` and ``%a/%b`` still divide), ``GLOBAL`` ``@f``
+  (the same shape after a letter), ``IDENT`` (operator names may be dotted: ``nn.conv2d``),
   ``NUM`` (a numeric literal with its suffix, also ``inff``/``nanf16``...),
   ``STR`` (a double-quoted string with its quotes), ``PROJ`` (``.0``),
   ``VERSION`` (the ``#[version = "..."]`` header; :func:`version_of` reads it),
@@ -34,6 +36,7 @@ with the offending position.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 
 from semantics.errors import ParseError
@@ -52,8 +55,8 @@ _CLOSE = {")": "(", "]": "[", "}": "{"}
 _MASTER = re.compile(r"""
   (?:[ \t\r\n]+|//[^\n]*|/\*(?:[^*/]|\*(?!/)|/(?!\*))*\*/)*
   (?:
-    (?P<LOCAL>%[A-Za-z0-9_]\w*(?:\.[A-Za-z_]\w*)*)
-  | (?P<GLOBAL>@[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)
+    (?P<LOCAL>%[A-Za-z0-9_]\w*(?:/\w+)*(?:\.[A-Za-z_]\w*(?:/\w+)*)*)
+  | (?P<GLOBAL>@[A-Za-z_]\w*(?:/\w+)*(?:\.[A-Za-z_]\w*(?:/\w+)*)*)
   | (?P<PROJ>\.[0-9]+)
   | (?P<SPECIAL>(?:inf|nan)f(?:16|32|64)?(?!\w))
   | (?P<NUM>[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?\w*)
@@ -206,7 +209,7 @@ def tokenize(text: str, source_name: str = "<string>") -> Tokens:
     while pos <= n:
         resume = -1
         for m in _MASTER.finditer(text, pos):
-            index = m.lastindex
+            index: int = m.lastindex  # type: ignore[assignment]  # one group always matches
             raw = m[index]
             kind = simple_kind[index]
             if kind is None:    # IDENT: keyword or name
@@ -349,8 +352,13 @@ def decode_number(raw: str, negative: bool = False, *,
                   check_range: bool = True) -> tuple[int | float, str]:
     """The value and dtype of a ``NUM`` token (``negative`` when a unary minus was folded in).
 
-    ``1`` is int32, ``1.5``/``1e5`` float32; suffixes ``i8 i16 i32 i64 u8 u16 u32 u64`` and
-    ``f f16 f32 f64`` choose the dtype (``dtypes.INT_SUFFIX``/``FLOAT_SUFFIX``). With
+    As in TVM's text format: an unsuffixed integer is int32, or int64 when its value does
+    not fit int32 (``2147483648``); ``1.5``/``1e5`` are float32; the suffixes ``i`` (int32),
+    ``i8 i16 i32 i64 u8 u16 u32 u64`` and ``f f16 f32 f64`` choose the dtype
+    (``dtypes.INT_SUFFIX``/``FLOAT_SUFFIX``). A float literal whose magnitude exceeds the
+    dtype's largest finite value is out of range (``65505f16``, ``1e39f``) -- except the
+    shortest decimal form of that largest value itself, which is how it prints
+    (``3.4028235e38f``); ``inff``/``nanf`` spell the non-finite values. With
     ``check_range=False`` (attribute values, which are plain Python numbers) the value is
     not checked against the dtype's range.
 
@@ -373,20 +381,25 @@ def decode_number(raw: str, negative: bool = False, *,
     sign = "-" if negative else ""
     if suffix == "":
         dtype = "float32" if looks_float else "int32"
-    elif suffix in INT_SUFFIX:
+    elif suffix == "i" or suffix in INT_SUFFIX:
         if looks_float:
             raise ValueError(f"integer suffix `{suffix}` on the non-integer literal `{raw}`")
-        dtype = INT_SUFFIX[suffix]
+        dtype = INT_SUFFIX.get(suffix, "int32")
     elif suffix in FLOAT_SUFFIX:
         dtype = FLOAT_SUFFIX[suffix]
     else:
-        known = " ".join([*INT_SUFFIX, *FLOAT_SUFFIX])
+        known = " ".join(["i", *INT_SUFFIX, *FLOAT_SUFFIX])
         raise ValueError(f"bad literal suffix `{suffix}` in `{raw}` (expected one of: {known})")
     if dtype.startswith(("int", "uint")):
         value = -int(digits) if negative else int(digits)
         lo, hi = _INT_RANGE[dtype]
+        if suffix == "" and not lo <= value <= hi:
+            dtype = "int64"     # TVM: an unsuffixed integer too large for int32 is int64
+            lo, hi = _INT_RANGE[dtype]
         if check_range and not lo <= value <= hi:
             hint = " (use a wider suffix such as i64)" if dtype == "int32" else ""
+            if suffix == "":
+                hint = " (an unsuffixed integer is int32, or int64 when it needs 64 bits)"
             raise ValueError(f"literal {sign}{raw} is out of range for {dtype}{hint}")
         return value, dtype
     number = raw[: len(raw) - len(suffix)] if suffix else raw
@@ -395,20 +408,23 @@ def decode_number(raw: str, negative: bool = False, *,
         fvalue = -fvalue
     if not check_range:
         return fvalue, dtype
-    limit = {"float16": 65504.0, "float32": 3.4028234663852886e38}.get(dtype)
     if fvalue != fvalue or fvalue in (float("inf"), float("-inf")) or \
-            (limit is not None and abs(fvalue) > limit and not _rounds_to_max(fvalue, dtype)):
+            abs(fvalue) > _largest_literal(dtype):
         hint = " (use the f64 suffix)" if dtype != "float64" else ""
-        raise ValueError(f"literal {sign}{raw} is out of range for {dtype}{hint}")
+        raise ValueError(f"literal {sign}{raw} is out of range for {dtype}: its magnitude "
+                         f"exceeds the largest finite {dtype}{hint}")
     return fvalue, dtype
 
 
-def _rounds_to_max(value: float, dtype: str) -> bool:
-    """True when ``value`` (beyond the dtype's max) still rounds to a finite value."""
+@functools.cache
+def _largest_literal(dtype: str) -> float:
+    """The largest magnitude a ``dtype`` literal may spell: the dtype's largest finite value,
+    or the (slightly larger) float64 value of that value's shortest decimal form."""
     import numpy as np
 
-    with np.errstate(over="ignore"):
-        return bool(np.isfinite(np.array(value, dtype=dtype)))
+    largest = np.finfo(dtype).max
+    return max(float(largest), float(repr(largest.item()) if dtype == "float64"
+                                     else np.format_float_positional(largest, unique=True)))
 
 
 def decode_string(raw: str) -> str:

@@ -20,8 +20,10 @@ Design
   sub-parser and receives its result, so 5,000 nested parentheses need no
   Python stack. Statement spines — ``let %x = e;``, ``e;`` and graph
   bindings ``%0 = e;`` — are parsed by a loop that builds the ``Let`` nodes
-  bottom-up afterwards, so a 20,000-binding chain costs one generator.
-  Types, shapes and attribute values are shallow; they recurse directly
+  bottom-up afterwards, so a 20,000-binding chain costs one generator;
+  ``else if`` chains likewise (one loop per chain).
+  Types nest to any depth the same way (:mod:`semantics.parsing.types`);
+  dimension arithmetic and attribute values are shallow and recurse directly
   behind a nesting budget (``ParseError`` "nested too deeply").
 * **Names resolve while parsing.** A scope is a name → stack-of-bindings
   table with an undo log (O(1) bind and unbind). ``%x`` is the innermost
@@ -68,14 +70,21 @@ one-element tuple pattern, as in TVM.
 
 Literals
 --------
-``1`` int32, ``1.5``/``1e5`` float32; suffixes ``i8 i16 i32 i64 u8 u16 u32
-u64 f f16 f32 f64``; ``inff``, ``nanf16``, ``-inff`` ...; ``True``/``False``.
-Out-of-range literals are errors (``2147483648`` needs ``i64``), except that
-the negative minimum (``-2147483648``) is fine because the minus is folded.
+``1`` int32 (as in TVM, an unsuffixed integer too large for int32 is int64:
+``2147483648``), ``1.5``/``1e5`` float32; suffixes ``i`` (int32), ``i8 i16
+i32 i64 u8 u16 u32 u64 f f16 f32 f64``; ``inff``, ``nanf16``, ``-inff`` ...;
+``True``/``False``. Out-of-range literals are errors (beyond int64; a float
+beyond its dtype's largest finite value, ``65505f16`` or ``1e39f``), and the
+negative minimum (``-2147483648``) is int32 because the minus is folded.
 Attribute values are ints, floats, ``"strings"`` (escapes ``\\\\ \\" \\n \\t
 \\r \\0 \\xHH \\uHHHH``), ``True``/``False``, ``None`` (also ``nullptr``),
 lists ``[...]`` and tuples, stored in ``Call.attrs`` as written (lists
-become tuples; a bare identifier is taken as a string).
+become tuples; a bare identifier is taken as a string). Any call may carry
+attributes, as in TVM: for an operator they are its attributes; for a call
+of a function, a closure or a constructor they are kept in ``Call.attrs``,
+printed back, and ignored by the type checker and the interpreter. Names
+``%base/x`` may contain ``/`` (TVM's importers write them). Only the header
+``#[version = "0.0.5"]`` is accepted (TVM rejects every other version too).
 
 Types
 -----

@@ -51,9 +51,9 @@ class Type:
     span: Span | None = field(default=None, kw_only=True)
 
     def __repr__(self) -> str:
-        from semantics.printer import pretty
+        from semantics.printing.types import type_summary
 
-        return f"<{type(self).__name__} {pretty(self)}>"
+        return f"<{type(self).__name__} {type_summary(self, 200)}>"
 
 
 @dataclass(**_NODE)

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from relay.commands.fmt import read_source
+    from relay.cli import read_source
     from semantics import parse, pretty
     from typechecker.api import global_types
 

@@ -13,14 +13,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def read_source(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    with open(path, encoding="utf-8") as f:
-        return f.read()
-
-
 def run(args: argparse.Namespace) -> int:
+    from relay.cli import read_source
     from semantics import parse, pretty
 
     text = read_source(args.file)

@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("args", nargs="*", metavar="ARG",
                    help="an argument: a .npy file or a JSON literal (e.g. 3, [1.5, 2], [[1, 2]])")
     p.add_argument("--entry", default="main", help="the global to run (default: main)")
-    p.add_argument("--fuel", type=int, default=None,
+    p.add_argument("--fuel", type=_fuel, default=None, metavar="N",
                    help="stop with an error after N rule applications")
     p.add_argument("--trace", action="store_true",
                    help="print the derivation (rule names, sub-expressions, values)")
@@ -41,10 +41,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _fuel(text: str) -> int:
+    """The ``--fuel`` value: a non-negative integer (anything else is a usage error, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") \
+            from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     from interpreter.eval import evaluate, evaluate_recorded
     from interpreter.values import value_str
-    from relay.commands.fmt import read_source
+    from relay.cli import read_source
     from semantics.errors import RelayError
     from semantics.parser import parse
 

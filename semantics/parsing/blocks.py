@@ -146,9 +146,8 @@ class BlockParser(ExprParser):
         self.restore(mark)
         if pending:
             last = self.i - 1
-            for var, value, start in reversed(pending):
-                if var is None:
-                    var = Var("_", span=self.span(start))
+            for maybe_var, value, start in reversed(pending):
+                var = Var("_", span=self.span(start)) if maybe_var is None else maybe_var
                 body = Let(var, value, body, span=self.span(start, last))
         return body
 

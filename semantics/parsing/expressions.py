@@ -3,12 +3,13 @@
 Infix operators by precedence -- an iterative shunting-yard loop, C-like
 precedence, left-associative (``:=`` builds ``RefWrite``); prefix ``-``
 (``negative``, folded into a numeric literal) and ``!`` (``ref_read``);
-postfix calls ``f(...)`` (with operator attributes) and projections ``e.0``;
-atoms: names (resolved while parsing), literals, parentheses and tuples,
-``{ }`` blocks, ``fn``, ``if``/``else if``, ``match``, ``ref``/``ref_read``/
-``ref_write``/``grad`` and ``meta[...]``. Nested constructs are generators
-driven by :func:`semantics.visitor.run_recursive`: they ``yield`` a
-sub-parser and receive its result, so nesting costs no Python stack.
+postfix calls ``f(...)`` (with ``key=value`` attributes, on any callee as in
+TVM) and projections ``e.0``; atoms: names (resolved while parsing),
+literals, parentheses and tuples, ``{ }`` blocks, ``fn``, ``if``/``else if``,
+``match``, ``ref``/``ref_read``/``ref_write``/``grad`` and ``meta[...]``.
+Nested constructs are generators driven by
+:func:`semantics.visitor.run_recursive`: they ``yield`` a sub-parser and
+receive its result, so nesting costs no Python stack.
 """
 
 from __future__ import annotations
@@ -151,11 +152,9 @@ class ExprParser(PatternParser, LiteralParser, MetadataReader):
         self.i += 1
         args: list[Expr] = []
         attrs = EMPTY_ATTRS
-        attr_i = -1
         while K[self.i] != ")":
             k = K[self.i]
             if k == "IDENT" and K[self.i + 1] == "=":
-                attr_i = self.i
                 attrs = self.attributes(")")
                 break
             if k in _SIMPLE_ATOMS and K[self.i + 1] in ARG_END:
@@ -166,8 +165,6 @@ class ExprParser(PatternParser, LiteralParser, MetadataReader):
             args.append(arg)
             self.comma_or(")", "in the arguments of a call")
         self.expect(")", "to end the arguments of a call")
-        if attr_i >= 0 and not isinstance(callee, Op):
-            raise self.error("attributes are only allowed in calls of operators", attr_i)
         return Call(callee, tuple(args), attrs, span=self.span(start, self.i - 1))
 
     def simple_atom(self) -> Expr | None:
@@ -281,30 +278,43 @@ class ExprParser(PatternParser, LiteralParser, MetadataReader):
             if K[self.i] == ")":
                 break
             if K[self.i] in _SIMPLE_ATOMS and K[self.i + 1] in ARG_END:
-                fields.append(self.simple_atom())  # type: ignore[arg-type]
+                atom = self.simple_atom()
+                assert atom is not None     # a simple-atom token always gives an atom
+                fields.append(atom)
             else:
                 fields.append((yield self.block()))
         self.expect(")", "to end a tuple")
         return Tuple(tuple(fields), span=self.span(start, self.i - 1))
 
     def if_(self) -> Gen:
-        """``if (c) { e } else { e }``, with ``else if`` chains as in the Relay docs."""
-        start = self.i
-        self.i += 1
-        self.expect("(", "after `if`")
-        cond = yield self.block()
-        self.expect(")", "after the condition of `if`")
-        self.expect("{", "to start the then-branch of `if`")
-        then = yield self.block()
-        self.expect("}", "to end the then-branch of `if`")
-        self.expect("else", "after the then-branch of `if`")
-        if self.K[self.i] == "if":  # `else if (...) {...}`: sugar for `else { if ... }`
-            other = yield from self.if_()
-            return If(cond, then, other, span=self.span(start, self.i - 1))
+        """``if (c) { e } else { e }``, with ``else if`` chains as in the Relay docs.
+
+        A chain ``if (c1) {..} else if (c2) {..} ... else {..}`` is read by one loop (an
+        ``else if`` costs no parser level, so a chain is as long as the input allows);
+        the ``If`` nodes are built from the last link outwards, each spanning from its
+        own ``if`` to the end of the chain.
+        """
+        links: list[tuple[int, Expr, Expr]] = []
+        while True:
+            start = self.i
+            self.i += 1
+            self.expect("(", "after `if`")
+            cond = yield self.block()
+            self.expect(")", "after the condition of `if`")
+            self.expect("{", "to start the then-branch of `if`")
+            then = yield self.block()
+            self.expect("}", "to end the then-branch of `if`")
+            self.expect("else", "after the then-branch of `if`")
+            links.append((start, cond, then))
+            if self.K[self.i] != "if":  # `else if (...) {...}`: sugar for `else { if ... }`
+                break
         self.expect("{", "after `else`")
-        other = yield self.block()
+        node = yield self.block()
         self.expect("}", "to end the else-branch of `if`")
-        return If(cond, then, other, span=self.span(start, self.i - 1))
+        end = self.i - 1
+        for start, cond, then in reversed(links):
+            node = If(cond, then, node, span=self.span(start, end))
+        return node
 
     def match(self) -> Gen:
         K = self.K

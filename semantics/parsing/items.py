@@ -20,7 +20,7 @@ from semantics.visitor import run_recursive
 
 __all__ = ["ModuleParser"]
 
-_SUPPORTED_VERSIONS = ("0.0.3", "0.0.4", "0.0.5")
+_SUPPORTED_VERSION = "0.0.5"
 
 
 class ModuleParser(BlockParser):
@@ -30,9 +30,10 @@ class ModuleParser(BlockParser):
     def skip_version(self) -> None:
         if self.K[self.i] == "VERSION":
             version = version_of(self.V[self.i])
-            if version not in _SUPPORTED_VERSIONS:
-                raise self.error(f"unsupported text format version \"{version}\" "
-                                 f"(supported: {', '.join(_SUPPORTED_VERSIONS)})")
+            if version != _SUPPORTED_VERSION:
+                raise self.error(f"unsupported text format version \"{version}\": this parser "
+                                 f"reads version \"{_SUPPORTED_VERSION}\" (as TVM does); write "
+                                 f"`#[version = \"{_SUPPORTED_VERSION}\"]` or omit the header")
             self.i += 1
 
     def parse_expression(self) -> tuple[Expr, IRModule]:

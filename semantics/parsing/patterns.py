@@ -39,6 +39,10 @@ class PatternParser(TypeParser):
             if name == "_":
                 return PatternWildcard(span=self.span(i))
             ctor = self.lookup_ctor(name, i)
+            if ctor is None and name in ("True", "False"):
+                raise self.error(f"`{name}` is a bool literal, and Relay has no literal patterns "
+                                 "(`match` takes apart ADT values and tuples); to branch on a "
+                                 "bool, write `if (c) { ... } else { ... }`", i)
             if ctor is None:
                 raise self.error(f"unknown constructor `{name}` in pattern (to bind a variable, "
                                  f"write `%{name}`)", i)
@@ -71,5 +75,10 @@ class PatternParser(TypeParser):
                 self.comma_or(")", "in a tuple pattern")
             self.i += 1
             return PatternTuple(tuple(fields), span=self.span(i, self.i - 1))
+        if k == "NUM" or (k == "-" and K[i + 1] == "NUM"):
+            literal = self.V[i] if k == "NUM" else "-" + self.V[i + 1]
+            raise self.error(f"`{literal}` is a numeric literal, and Relay has no literal "
+                             "patterns; to branch on a value, compare it in an `if`, such as "
+                             "`if (%x == 0) { ... } else { ... }`", i)
         raise self.error("expected a pattern (`_`, `%x`, a constructor or a tuple), "
                          f"found {self.toks.describe(i)}")

@@ -3,9 +3,18 @@
 :class:`TypeParser` reads ``float32``, ``Tensor[(d, ...), dtype]``, tuple
 types, ``fn [A](T) -> U``, ``Ref[T]``/``ref(T)``, ADT calls ``List[T]``, type
 variables in scope and ``_``; and the type parameter lists ``[A, n: Shape]``
-(or ``<A>``) that bind them. A dimension is an integer, ``?`` or arithmetic
-over shape variables (SymPy, normalized by :func:`semantics.shapes.normalize`).
-Types are shallow: they recurse directly behind the nesting budget.
+(or ``<A>``) that bind them; ``int`` is TVM's spelling of ``int32`` (as a type
+and as a tensor's dtype; as a type it reads as ``int32`` unless a type
+parameter called ``int`` is in scope), and it prints as ``int32``. A dimension
+is an integer, ``?`` or arithmetic over shape variables (SymPy, normalized by
+:func:`semantics.shapes.normalize`).
+
+Types nest to any depth (a 20,000-deep ``Ref[Ref[...]]`` or ``((...,),)``):
+each nested type is a generator driven by :func:`semantics.visitor.run_recursive`
+(the expression parser's mechanism), and :meth:`TypeParser.type_` is the
+synchronous entry the other layers call. Dimension arithmetic stays behind the
+nesting budget (:meth:`~semantics.parsing.base.ParserBase.nest`): SymPy itself
+recurses on nested expressions, and real shapes are shallow.
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from typing import Any
 import sympy
 
 from semantics import dtypes, shapes
-from semantics.parsing.base import ARG_END, RESERVED, ParserBase
+from semantics.parsing.base import ARG_END, RESERVED, Gen, ParserBase
 from semantics.types import (
     FuncType,
     GlobalTypeVar,
@@ -28,6 +37,7 @@ from semantics.types import (
     TypeCall,
     TypeVar,
 )
+from semantics.visitor import run_recursive
 
 __all__ = ["TypeParser"]
 
@@ -71,15 +81,21 @@ class TypeParser(ParserBase):
         return tuple(params)
 
     def type_(self) -> Type:
+        """A type at the current token (any depth: nested types are generators driven by
+        :func:`~semantics.visitor.run_recursive`, so nesting costs no Python stack)."""
         i = self.i
-        self.nest(i)
-        try:
-            return self.type_inner(i)
-        finally:
-            self.depth -= 1
+        if self.K[i] == "IDENT":    # fast path: a scalar type, the commonest annotation
+            name = self.V[i]
+            if dtypes.is_dtype(name):
+                self.i = i + 1
+                return TensorType((), name, span=self.span(i))
+        result: Type = run_recursive(self.type_gen())
+        return result
 
-    def type_inner(self, i: int) -> Type:
+    def type_gen(self) -> Gen:
+        """The type at the current token; a nested type is ``yield self.type_gen()``."""
         K, V = self.K, self.V
+        i = self.i
         k = K[i]
         if k == "IDENT":
             name = V[i]
@@ -89,6 +105,8 @@ class TypeParser(ParserBase):
             stack = self.tenv.get(name)
             if stack:
                 return stack[-1]
+            if name == "int":   # TVM's spelling of int32 (String2DLDataType's default width)
+                return TensorType((), "int32", span=self.span(i))
             if name == "Tensor":
                 self.expect("[", "after `Tensor`")
                 shape = self.shape()
@@ -98,7 +116,7 @@ class TypeParser(ParserBase):
                 return TensorType(shape, dtype, span=self.span(i, self.i - 1))
             if name == "Ref":
                 self.expect("[", "after `Ref`")
-                value = self.type_()
+                value = yield self.type_gen()
                 self.expect("]", "to end `Ref[...]`")
                 return RefType(value, span=self.span(i, self.i - 1))
             if name == "_":
@@ -108,7 +126,7 @@ class TypeParser(ParserBase):
                 if K[self.i] == "[":
                     self.i += 1
                     while K[self.i] != "]":
-                        args.append(self.type_())
+                        args.append((yield self.type_gen()))
                         self.comma_or("]", "in the arguments of a type call")
                     self.i += 1
                 return TypeCall(GlobalTypeVar(name, span=self.span(i)), tuple(args),
@@ -121,7 +139,7 @@ class TypeParser(ParserBase):
             if K[self.i] == ")":
                 self.i += 1
                 return TupleType((), span=self.span(i, self.i - 1))
-            first = self.type_()
+            first = yield self.type_gen()
             if K[self.i] == ")":
                 self.i += 1
                 return first
@@ -130,7 +148,7 @@ class TypeParser(ParserBase):
                 self.i += 1
                 if K[self.i] == ")":
                     break
-                fields.append(self.type_())
+                fields.append((yield self.type_gen()))
             self.expect(")", "to end a tuple type")
             return TupleType(tuple(fields), span=self.span(i, self.i - 1))
         if k == "fn":
@@ -140,23 +158,26 @@ class TypeParser(ParserBase):
             self.expect("(", "to start the parameter types of a function type")
             arg_types: list[Type] = []
             while K[self.i] != ")":
-                arg_types.append(self.type_())
+                arg_types.append((yield self.type_gen()))
                 self.comma_or(")", "in the parameter types of a function type")
             self.i += 1
             self.expect("->", "after the parameter types of a function type")
-            ret = self.type_()
+            ret = yield self.type_gen()
             self.restore_types(tmark)
             return FuncType(tuple(arg_types), ret, type_params, span=self.span(i, self.i - 1))
         if k == "ref":
             self.i = i + 1
             self.expect("(", "after `ref` in a type")
-            value = self.type_()
+            value = yield self.type_gen()
             self.expect(")", "to end `ref(...)`")
             return RefType(value, span=self.span(i, self.i - 1))
         raise self.error(f"expected a type, found {self.toks.describe(i)}", i)
 
     def dtype(self) -> str:
         i = self.i
+        if self.K[i] == "IDENT" and self.V[i] == "int":   # TVM's spelling of int32
+            self.i += 1
+            return "int32"
         if self.K[i] != "IDENT" or not dtypes.is_dtype(self.V[i]):
             raise self.error(f"expected a dtype such as `float32`, found {self.toks.describe(i)}")
         self.i += 1

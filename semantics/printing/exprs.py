@@ -314,13 +314,13 @@ class _Unit(_TypeSyntax, _Sharing):
                 out.append(nl)
                 yield self.expr(e, out, ind)
                 break
-            var, value = e.var, e.value  # type: ignore[attr-defined]
+            var, value = e.var, e.value
             out.append(nl)
             if var.name_hint == "_" and var.type_annotation is None and \
                     id(var) not in self.referenced:
                 yield self.expr(value, out, ind)
                 out.append(";")
-                e = e.body  # type: ignore[attr-defined]
+                e = e.body
                 own = False
                 continue
             name = self.bind_var(var)
@@ -341,7 +341,7 @@ class _Unit(_TypeSyntax, _Sharing):
                 yield self.expr(value, out, ind)
                 self.var_names.setdefault(id(var), []).append(name)
             out.append(";")
-            e = e.body  # type: ignore[attr-defined]
+            e = e.body
             own = False
         del self.holes[block]
         for v in reversed(lets):

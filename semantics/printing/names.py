@@ -22,7 +22,8 @@ from semantics import dtypes
 from semantics.expr import Constant, Expr, Var
 from semantics.types import Kind, TypeVar
 
-_LOCAL_NAME = re.compile(r"[A-Za-z0-9_]\w*(?:\.[A-Za-z_]\w*)*\Z", re.ASCII)
+# The lexer's LOCAL name shape (semantics/lexer.py): `/` joins word runs, as in TVM's `%base/x`.
+_LOCAL_NAME = re.compile(r"[A-Za-z0-9_]\w*(?:/\w+)*(?:\.[A-Za-z_]\w*(?:/\w+)*)*\Z", re.ASCII)
 _TYPE_NAME = re.compile(r"[A-Za-z_]\w*\Z", re.ASCII)
 _KEYWORDS = frozenset({
     "def", "fn", "let", "if", "else", "match", "type", "free_var", "ref", "ref_read",

@@ -2,8 +2,18 @@
 
 Part of the printer (:mod:`semantics.printer`, "Layout": types such as
 ``Tensor[(1, 10), float32]``, ``fn [A](T) -> U``, ``type List[A] { ... }``).
-Types and patterns are shallow and printed recursively; type parameters and
-pattern variables are bound through :class:`~semantics.printing.names._Scopes`.
+Type parameters and pattern variables are bound through
+:class:`~semantics.printing.names._Scopes`.
+
+Types are printed by one loop over an explicit stack of pending items (a type
+to print, a literal fragment, or the end of a function type's scope that
+unbinds its type parameters), so a 20,000-deep tuple, ``Ref`` or function
+type needs no Python stack (HOUSE_STYLE habit 4). The same loop prints a
+*summary* of at most ``limit`` characters (:func:`type_summary`): it stops as
+soon as the limit is passed and ends the text with ``…``, so an error message
+about a huge type costs O(limit) and can never fail. Symbolic dims print
+through SymPy (:func:`~semantics.printing.literals._dim_text`); they are
+shallow arithmetic, not nested types.
 """
 
 from __future__ import annotations
@@ -19,7 +29,7 @@ from semantics.expr import (
     Var,
 )
 from semantics.printing.literals import _dim_text
-from semantics.printing.names import _Scopes, _type_base
+from semantics.printing.names import _Context, _Scopes, _type_base
 from semantics.printing.rope import _join
 from semantics.types import (
     FuncType,
@@ -35,57 +45,121 @@ from semantics.types import (
     TypeVar,
 )
 
+__all__ = ["type_summary"]
+
+DEFAULT_SUMMARY_CHARS = 2000
+
+
+class _EndScope:
+    """Stack item: the end of a function type; unbinds its type parameters."""
+
+    __slots__ = ("type_params",)
+
+    def __init__(self, type_params: tuple[TypeVar, ...]):
+        self.type_params = type_params
+
+
+def _push_list(stack: list[Any], items: tuple[Any, ...], close: str) -> None:
+    """Push ``items`` separated by ``, `` and followed by ``close`` (to pop in text order)."""
+    stack.append(close)
+    last = len(items) - 1
+    for k in range(last, -1, -1):
+        stack.append(items[k])
+        if k:
+            stack.append(", ")
+
 
 class _TypeSyntax(_Scopes):
     """Prints types, ADT definitions and patterns, binding their parameters and variables."""
 
     def type_text(self, t: Type) -> str:
-        cls = type(t)
-        if cls is TensorType:
-            if not t.shape:  # type: ignore[attr-defined]
-                return t.dtype  # type: ignore[attr-defined]
-            dims = ", ".join(_dim_text(d) for d in t.shape)  # type: ignore[attr-defined]
-            return f"Tensor[({dims}), {t.dtype}]"  # type: ignore[attr-defined]
-        if cls is TupleType:
-            fields = [self.type_text(f) for f in t.fields]  # type: ignore[attr-defined]
-            if len(fields) == 1:
-                return f"({fields[0]},)"
-            return "(" + ", ".join(fields) + ")"
-        if cls is TypeVar:
-            names = self.tv_names.get(id(t))
-            return names[-1] if names else _type_base(t.name)  # type: ignore[attr-defined]
-        if cls is GlobalTypeVar:
-            return t.name  # type: ignore[attr-defined]
-        if cls is TypeCall:
-            if not t.args:  # type: ignore[attr-defined]
-                return t.func.name  # type: ignore[attr-defined]
-            return t.func.name + "[" + ", ".join(  # type: ignore[attr-defined]
-                self.type_text(a) for a in t.args) + "]"  # type: ignore[attr-defined]
-        if cls is RefType:
-            return f"Ref[{self.type_text(t.value)}]"  # type: ignore[attr-defined]
-        if cls is FuncType:
-            ft: FuncType = t  # type: ignore[assignment]
-            params = self.type_params_text(ft.type_params)
-            try:
-                args = ", ".join(self.type_text(a) for a in ft.arg_types)
-                text = f"fn {params}({args}) -> {self.type_text(ft.ret_type)}"
-                if ft.type_constraints:
-                    text += " /* where " + ", ".join(
-                        self.type_text(c) for c in ft.type_constraints) + " */"
-                return text
-            finally:
-                for tv in ft.type_params:
+        """The text of ``t`` (iterative; binds and unbinds the type parameters it meets)."""
+        out: list[str] = []
+        self.type_pieces(t, out, None)
+        return "".join(out)
+
+    def type_pieces(self, root: Type, out: list[str], limit: int | None) -> bool:
+        """Append the text of ``root`` to ``out``; stop once ``limit`` characters are passed.
+
+        Returns:
+            True when the whole text was written, False when it stopped at the limit
+            (the type parameters bound so far then stay bound: use a throw-away scope).
+        """
+        stack: list[Any] = [root]
+        size = 0
+        while stack:
+            item = stack.pop()
+            cls = type(item)
+            if cls is str:
+                out.append(item)
+                if limit is not None:
+                    size += len(item)
+                    if size > limit:
+                        return False
+                continue
+            if cls is _EndScope:
+                for tv in item.type_params:
                     self.unbind_type_var(tv)
-        if cls is IncompleteType:
-            return "_"
-        if cls is TypeRelation:
-            name = getattr(t.relation, "name", str(t.relation))  # type: ignore[attr-defined]
-            return f"{name}(" + ", ".join(self.type_text(a) for a in t.args) + ")"  # type: ignore
-        if cls is TypeData:
-            rope: list[Any] = []
-            self.type_definition(t, rope)  # type: ignore[arg-type]
-            return _join(rope)
-        raise TypeError(f"pretty: not a type: {cls.__name__}")
+                continue
+            if cls is TensorType:
+                if not item.shape:
+                    stack.append(item.dtype)
+                else:
+                    dims = ", ".join(_dim_text(d) for d in item.shape)
+                    stack.append(f"Tensor[({dims}), {item.dtype}]")
+            elif cls is TupleType:
+                fields = item.fields
+                if not fields:
+                    stack.append("()")
+                else:
+                    _push_list(stack, fields, ",)" if len(fields) == 1 else ")")
+                    stack.append("(")
+            elif cls is TypeVar:
+                names = self.tv_names.get(id(item))
+                stack.append(names[-1] if names else _type_base(item.name))
+            elif cls is GlobalTypeVar:
+                stack.append(item.name)
+            elif cls is TypeCall:
+                if not item.args:
+                    stack.append(item.func.name)
+                else:
+                    _push_list(stack, item.args, "]")
+                    stack.append(item.func.name + "[")
+            elif cls is RefType:
+                stack.append("]")
+                stack.append(item.value)
+                stack.append("Ref[")
+            elif cls is FuncType:
+                self._push_func_type(item, stack)
+            elif cls is IncompleteType:
+                stack.append("_")
+            elif cls is TypeRelation:
+                name = getattr(item.relation, "name", str(item.relation))
+                _push_list(stack, item.args, ")")
+                stack.append(f"{name}(")
+            elif cls is TypeData:
+                rope: list[Any] = []
+                self.type_definition(item, rope)
+                stack.append(_join(rope))
+            else:
+                raise TypeError(f"pretty: not a type: {cls.__name__}")
+        return True
+
+    def _push_func_type(self, ft: FuncType, stack: list[Any]) -> None:
+        """``fn [params](args) -> ret /* where constraints */``; the parameters are bound now
+        (the text after them is printed next) and unbound by the pushed :class:`_EndScope`."""
+        params = self.type_params_text(ft.type_params)
+        stack.append(_EndScope(ft.type_params))
+        if ft.type_constraints:
+            _push_list(stack, ft.type_constraints, " */")
+            stack.append(" /* where ")
+        stack.append(ft.ret_type)
+        stack.append(" -> ")
+        if ft.arg_types:
+            _push_list(stack, ft.arg_types, ")")
+            stack.append(f"fn {params}(")
+        else:
+            stack.append(f"fn {params}()")
 
     def type_definition(self, td: TypeData, out: list[Any]) -> None:
         params = self.type_params_text(td.type_vars)
@@ -137,3 +211,23 @@ class _TypeSyntax(_Scopes):
             else:
                 raise TypeError(f"pretty: not a pattern: {cls.__name__}")
         return bound
+
+
+def type_summary(t: Type, limit: int = DEFAULT_SUMMARY_CHARS) -> str:
+    """The text of ``t`` cut to about ``limit`` characters (``…`` marks a cut), for messages.
+
+    Costs O(``limit``) however large ``t`` is, and never raises for a type (it is
+    what error messages and ``repr`` use to show types).
+
+    Args:
+        t: a type.
+        limit: the number of characters after which the text is cut.
+    Returns:
+        The text, complete when it fits, else a prefix ending in ``…``.
+    Raises:
+        TypeError: ``t`` is not a type.
+    """
+    out: list[str] = []
+    complete = _TypeSyntax(_Context()).type_pieces(t, out, limit)
+    text = "".join(out)
+    return text if complete else text[:limit] + "…"

@@ -35,16 +35,19 @@ from semantics.expr import (
     TupleGetItem,
     Var,
     children,
+    pattern_vars,
 )
 from semantics.module import IRModule
 from semantics.shapes import DimSolver
 from semantics.structural.leaves import _LEAVES, Node, _attrs_equal, _constants_equal, _pop
-from semantics.structural.types import _TypeComparer
+from semantics.structural.types import _TypeComparer, shape_var_names
 from semantics.types import Type
 
 # --- equality ---------------------------------------------------------------------------------
 
-_CMP, _BIND, _UNBIND, _UNBIND_T = 0, 1, 2, 3
+_CMP, _BIND, _UNBIND, _UNBIND_T, _END_DEF = 0, 1, 2, 3, 4
+
+_Annotations = tuple[Type | None, ...]
 
 
 class _Comparer(_TypeComparer):
@@ -59,6 +62,8 @@ class _Comparer(_TypeComparer):
         self.node_ab: dict[int, Expr] = {}
         self.node_ba: dict[int, Expr] = {}
         self.constants: dict[tuple[int, int], bool] = {}
+        # the roots being compared, until their free shape names are computed
+        self.roots: tuple[Expr, _Annotations, Expr, _Annotations] | None = None
 
     # variables ------------------------------------------------------------------------------
     def bind_vars(self, xs: tuple[Var, ...] | list[Var], ys: tuple[Var, ...] | list[Var]) -> bool:
@@ -130,7 +135,11 @@ class _Comparer(_TypeComparer):
         return True
 
     # expressions ----------------------------------------------------------------------------
-    def exprs(self, a: Expr, b: Expr) -> bool:
+    def exprs(self, a: Expr, b: Expr, outside_a: tuple[Type | None, ...] = (),
+              outside_b: tuple[Type | None, ...] = ()) -> bool:
+        """Compare two roots (``outside_*``: more annotations written outside the roots)."""
+        if not self.shapes.active():   # the free shape names are found at the first function
+            self.roots = (a, outside_a, b, outside_b)
         stack: list[tuple[int, Any, Any]] = [(_CMP, a, b)]
         while stack:
             action, x, y = stack.pop()
@@ -143,6 +152,10 @@ class _Comparer(_TypeComparer):
                 continue
             if action == _UNBIND_T:
                 self.unbind_type_vars(x, y)
+                continue
+            if action == _END_DEF:
+                if not self.exit_definition():
+                    return False
                 continue
             cls = type(x)
             if cls is not type(y):
@@ -165,48 +178,48 @@ class _Comparer(_TypeComparer):
                 return False
         return True
 
-    def _leaf(self, x: Expr, y: Expr) -> bool:
+    def _leaf(self, x: Any, y: Any) -> bool:
         cls = type(x)
         if cls is Var:
-            return self.var_use(x, y)  # type: ignore[arg-type]
+            return self.var_use(x, y)
         if cls is GlobalVar:
-            return x.name_hint == y.name_hint  # type: ignore[attr-defined]
+            return x.name_hint == y.name_hint
         if cls is Op:
-            return x.name == y.name  # type: ignore[attr-defined]
+            return x.name == y.name
         if cls is Constructor:
-            return (x.name == y.name  # type: ignore[attr-defined]
-                    and x.belong_to.name == y.belong_to.name)  # type: ignore[attr-defined]
+            return (x.name == y.name
+                    and x.belong_to.name == y.belong_to.name)
         key = (id(x), id(y))
         verdict = self.constants.get(key)
         if verdict is None:
-            verdict = _constants_equal(x, y)  # type: ignore[arg-type]
+            verdict = _constants_equal(x, y)
             self.constants[key] = verdict
         return verdict
 
-    def _push_children(self, x: Expr, y: Expr, stack: list[tuple[int, Any, Any]]) -> bool:
+    def _push_children(self, x: Any, y: Any, stack: list[tuple[int, Any, Any]]) -> bool:
         cls = type(x)
         if cls is Call:
-            if len(x.args) != len(y.args) or not _attrs_equal(x.attrs, y.attrs):  # type: ignore
+            if len(x.args) != len(y.args) or not _attrs_equal(x.attrs, y.attrs):
                 return False
             if (x.type_args or y.type_args) and \
-                    not self.type_lists(x.type_args, y.type_args):  # type: ignore[attr-defined]
+                    not self.type_lists(x.type_args, y.type_args):
                 return False
-            for pair in reversed(tuple(zip((x.op, *x.args), (y.op, *y.args)))):  # type: ignore
+            for pair in reversed(tuple(zip((x.op, *x.args), (y.op, *y.args)))):
                 stack.append((_CMP, *pair))
             return True
         if cls is Let:
-            xv, yv = (x.var,), (y.var,)  # type: ignore[attr-defined]
+            xv, yv = (x.var,), (y.var,)
             stack.append((_UNBIND, xv, yv))
-            stack.append((_CMP, x.body, y.body))  # type: ignore[attr-defined]
-            if isinstance(x.value, Function):  # type: ignore[attr-defined]
-                stack.append((_CMP, x.value, y.value))  # type: ignore[attr-defined]
+            stack.append((_CMP, x.body, y.body))
+            if isinstance(x.value, Function):
+                stack.append((_CMP, x.value, y.value))
                 stack.append((_BIND, xv, yv))
             else:
                 stack.append((_BIND, xv, yv))
-                stack.append((_CMP, x.value, y.value))  # type: ignore[attr-defined]
+                stack.append((_CMP, x.value, y.value))
             return True
         if cls is Function:
-            return self._push_function(x, y, stack)  # type: ignore[arg-type]
+            return self._push_function(x, y, stack)
         if cls is Tuple or cls is If or cls is RefCreate or cls is RefRead or \
                 cls is RefWrite or cls is Grad:
             xs, ys = children(x), children(y)
@@ -216,15 +229,15 @@ class _Comparer(_TypeComparer):
                 stack.append((_CMP, *pair))
             return True
         if cls is TupleGetItem:
-            if x.index != y.index:  # type: ignore[attr-defined]
+            if x.index != y.index:
                 return False
-            stack.append((_CMP, x.tuple_value, y.tuple_value))  # type: ignore[attr-defined]
+            stack.append((_CMP, x.tuple_value, y.tuple_value))
             return True
         if cls is Match:
             if x.complete != y.complete or \
-                    len(x.clauses) != len(y.clauses):  # type: ignore[attr-defined]
+                    len(x.clauses) != len(y.clauses):
                 return False
-            for c1, c2 in reversed(tuple(zip(x.clauses, y.clauses))):  # type: ignore
+            for c1, c2 in reversed(tuple(zip(x.clauses, y.clauses))):
                 pairs: list[tuple[Var, Var]] = []
                 if not self.patterns(c1.lhs, c2.lhs, pairs):
                     return False
@@ -232,7 +245,7 @@ class _Comparer(_TypeComparer):
                 stack.append((_UNBIND, xs_, ys_))
                 stack.append((_CMP, c1.rhs, c2.rhs))
                 stack.append((_BIND, xs_, ys_))
-            stack.append((_CMP, x.data, y.data))  # type: ignore[attr-defined]
+            stack.append((_CMP, x.data, y.data))
             return True
         raise TypeError(f"alpha_equal: not an expression: {cls.__name__}")
 
@@ -243,6 +256,15 @@ class _Comparer(_TypeComparer):
         if not self.bind_type_vars(x.type_params, y.type_params):
             return False
         stack.append((_UNBIND_T, x.type_params, y.type_params))
+        # A definition binds the shape variables written in it (semantics.structural.types).
+        stack.append((_END_DEF, None, None))
+        if self.roots is not None and not self.shapes.active():
+            root_a, outside_a, root_b, outside_b = self.roots
+            self.roots = None
+            self.shapes.free_a = _outside_shape_names(root_a, outside_a)
+            self.shapes.free_b = _outside_shape_names(root_b, outside_b)
+        if not self.enter_definition(x.type_params, y.type_params):
+            return False
         if not self.opt_types(x.ret_type, y.ret_type):
             return False
         stack.append((_UNBIND, x.params, y.params))
@@ -258,7 +280,8 @@ class _Comparer(_TypeComparer):
         xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
         if not self.bind_vars(xs, ys):
             return False
-        return self.exprs(c1.rhs, c2.rhs)
+        return self.exprs(c1.rhs, c2.rhs, tuple(x.type_annotation for x in xs),
+                          tuple(y.type_annotation for y in ys))
 
     def modules(self, m1: IRModule, m2: IRModule) -> bool:
         if set(m1.functions) != set(m2.functions) or set(m1.types) != set(m2.types):
@@ -270,6 +293,35 @@ class _Comparer(_TypeComparer):
             if not self.exprs(m1.functions[name], m2.functions[name]):
                 return False
         return True
+
+
+def _outside_shape_names(root: Expr, extra: tuple[Type | None, ...]) -> frozenset[str]:
+    """Names of the shape variables written in ``root`` outside every function literal (and in
+    ``extra``): no definition binds them, so they are free (an iterative walk of the DAG)."""
+    if type(root) is Function and not extra:
+        return frozenset()
+    found: list[Type | None] = list(extra)
+    seen: set[int] = set()
+    stack: list[Expr] = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        cls = type(node)
+        if cls is Function:
+            continue
+        if cls is Var:
+            found.append(node.type_annotation)  # type: ignore[attr-defined]
+        elif cls is Let:
+            found.append(node.var.type_annotation)  # type: ignore[attr-defined]
+        elif cls is Call:
+            found.extend(node.type_args)  # type: ignore[attr-defined]
+        elif cls is Match:
+            for clause in node.clauses:  # type: ignore[attr-defined]
+                found.extend(v.type_annotation for v in pattern_vars(clause.lhs))
+        stack.extend(children(node))
+    return frozenset(shape_var_names(found))
 
 
 def alpha_equal(a: Node, b: Node, *, map_free_vars: bool = True) -> bool:

@@ -4,7 +4,11 @@ Part of :mod:`semantics.alpha` (its "Algorithm" paragraph): the walk follows
 the comparison's order; bound variables hash by binding position (a counter,
 De Bruijn-like), free ones by first-encounter index; every node's hash is
 memoized by identity, so shared nodes are hashed once. Hashes are built from
-integers only (names via CRC-32), so they are stable across processes.
+integers only (names via CRC-32), so they are stable across processes. Types
+are hashed by the same kind of post-order loop over an explicit stack, so a
+20,000-deep type needs no Python stack. Shape variables do not enter the hash
+at all (every symbolic dim has one key), so renaming the shape variables a
+definition binds (:mod:`semantics.structural.types`) keeps the hash.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ from semantics.types import (
 # --- hashing ----------------------------------------------------------------------------------
 
 _H_ENTER, _H_EXIT, _H_BIND, _H_UNBIND, _H_UNBIND_T = 0, 1, 2, 3, 4
+_TY_ENTER, _TY_EXIT, _TY_UNBIND = 0, 1, 2
 
 _TAG = {cls: i + 11 for i, cls in enumerate((
     Var, GlobalVar, Op, Constructor, Constant, Call, Let, Function, Tuple, TupleGetItem, If, Match,
@@ -99,51 +104,80 @@ class _Hasher:
         for tv in tvs:
             _pop(self.tv_bound, id(tv))
 
-    def type(self, t: Type) -> int:
+    def type(self, root: Type) -> int:
+        """Hash of a type (iterative: post-order over an explicit stack, any depth)."""
+        values: list[int] = []
+        # (_TY_ENTER, type, None) | (_TY_EXIT, child count, head) | (_TY_UNBIND, params, None)
+        stack: list[tuple[int, Any, Any]] = [(_TY_ENTER, root, None)]
+        while stack:
+            action, item, extra = stack.pop()
+            if action == _TY_EXIT:
+                if item:
+                    kids = values[-item:]
+                    del values[-item:]
+                    values.append(hash((*extra, *kids)))
+                else:
+                    values.append(hash(extra))
+                continue
+            if action == _TY_UNBIND:
+                self.unbind_tvs(item)
+                continue
+            self._enter_type(item, stack, values)
+        return values[-1]
+
+    def _enter_type(self, t: Any, stack: list[tuple[int, Any, Any]], values: list[int]) -> None:
+        """Push the work for ``t``: its hash if it is a leaf, else an exit after its children."""
         cls = type(t)
         tag = _TAG.get(cls, 0)
+        kids: tuple[Any, ...]
         if cls is TensorType:
-            return hash((tag, _str_hash(t.dtype), *(_dim_key(d) for d in t.shape)))  # type: ignore
-        if cls is TupleType:
-            return hash((tag, *(self.type(f) for f in t.fields)))  # type: ignore[attr-defined]
+            values.append(hash((tag, _str_hash(t.dtype), *(_dim_key(d) for d in t.shape))))
+            return
         if cls is TypeVar:
             scope = self.tv_bound.get(id(t))
-            kind = _str_hash(t.kind.value)  # type: ignore[attr-defined]
+            kind = _str_hash(t.kind.value)
             if scope:
-                return hash((tag, 1, scope[-1], kind))
-            index = self.tv_free.setdefault(id(t), len(self.tv_free))
-            return hash((tag, 2, index, kind))
+                values.append(hash((tag, 1, scope[-1], kind)))
+            else:
+                index = self.tv_free.setdefault(id(t), len(self.tv_free))
+                values.append(hash((tag, 2, index, kind)))
+            return
         if cls is GlobalTypeVar:  # hashes as the TypeCall ``Name[]`` it equals
-            return hash((_TAG[TypeCall], _str_hash(t.name)))  # type: ignore[attr-defined]
-        if cls is TypeCall:
-            return hash((tag, _str_hash(t.func.name),  # type: ignore[attr-defined]
-                         *(self.type(a) for a in t.args)))  # type: ignore[attr-defined]
-        if cls is RefType:
-            return hash((tag, self.type(t.value)))  # type: ignore[attr-defined]
-        if cls is FuncType:
-            self.bind_tvs(t.type_params)  # type: ignore[attr-defined]
-            try:
-                return hash((tag, len(t.type_params),  # type: ignore[attr-defined]
-                             *(self.type(a) for a in t.arg_types),  # type: ignore[attr-defined]
-                             self.type(t.ret_type),  # type: ignore[attr-defined]
-                             *(self.type(c) for c in t.type_constraints)))  # type: ignore
-            finally:
-                self.unbind_tvs(t.type_params)  # type: ignore[attr-defined]
-        if cls is TypeRelation:
-            return hash((tag, _str_hash(_relation_name(t.relation)),  # type: ignore
-                         t.num_inputs, *(self.type(a) for a in t.args)))  # type: ignore
-        if cls is TypeData:
-            self.bind_tvs(t.type_vars)  # type: ignore[attr-defined]
-            try:
-                return hash((tag, _str_hash(t.header.name), len(t.type_vars),  # type: ignore
-                             *(hash((_str_hash(c.name), c.tag,
-                                     *(self.type(i) for i in c.inputs)))
-                               for c in t.constructors)))  # type: ignore[attr-defined]
-            finally:
-                self.unbind_tvs(t.type_vars)  # type: ignore[attr-defined]
+            values.append(hash((_TAG[TypeCall], _str_hash(t.name))))
+            return
         if cls is IncompleteType:
-            return tag
-        raise TypeError(f"structural_hash: not a type: {cls.__name__}")
+            values.append(tag)
+            return
+        if cls is TupleType:
+            head: tuple[int, ...] = (tag,)
+            kids = t.fields
+        elif cls is TypeCall:
+            head, kids = (tag, _str_hash(t.func.name)), t.args
+        elif cls is RefType:
+            head, kids = (tag,), (t.value,)
+        elif cls is FuncType:
+            self.bind_tvs(t.type_params)
+            stack.append((_TY_UNBIND, t.type_params, None))
+            head = (tag, len(t.type_params))
+            kids = (*t.arg_types, t.ret_type, *t.type_constraints)
+        elif cls is TypeRelation:
+            head = (tag, _str_hash(_relation_name(t.relation)), t.num_inputs)
+            kids = t.args
+        elif cls is TypeData:
+            self.bind_tvs(t.type_vars)
+            stack.append((_TY_UNBIND, t.type_vars, None))
+            stack.append((_TY_EXIT, len(t.constructors),
+                          (tag, _str_hash(t.header.name), len(t.type_vars))))
+            for c in reversed(t.constructors):
+                stack.append((_TY_EXIT, len(c.inputs), (_str_hash(c.name), c.tag)))
+                for i in reversed(c.inputs):
+                    stack.append((_TY_ENTER, i, None))
+            return
+        else:
+            raise TypeError(f"structural_hash: not a type: {cls.__name__}")
+        stack.append((_TY_EXIT, len(kids), head))
+        for kid in reversed(kids):
+            stack.append((_TY_ENTER, kid, None))
 
     # patterns -------------------------------------------------------------------------------
     def pattern(self, p: Pattern) -> int:
@@ -177,7 +211,7 @@ class _Hasher:
         for v in vs:
             _pop(self.bound, id(v))
 
-    def leaf(self, node: Expr) -> int:
+    def leaf(self, node: Any) -> int:
         cls = type(node)
         tag = _TAG[cls]
         if cls is Var:
@@ -187,15 +221,15 @@ class _Hasher:
             index = self.free.get(id(node))
             if index is None:
                 index = self.free[id(node)] = len(self.free)
-                self.var_ann[id(node)] = self.opt_type(node.type_annotation)  # type: ignore
+                self.var_ann[id(node)] = self.opt_type(node.type_annotation)
             return hash((tag, 2, index, self.var_ann[id(node)]))
         if cls is GlobalVar:
-            return hash((tag, _str_hash(node.name_hint)))  # type: ignore[attr-defined]
+            return hash((tag, _str_hash(node.name_hint)))
         if cls is Op or cls is Constructor:
-            return hash((tag, _str_hash(node.name)))  # type: ignore[attr-defined]
+            return hash((tag, _str_hash(node.name)))
         known = self.memo.get(id(node))
         if known is None:
-            data = node.data  # type: ignore[attr-defined]
+            data = node.data
             known = hash((tag, _str_hash(data.dtype.str), *data.shape,
                           zlib.crc32(data.tobytes())))
             self.memo[id(node)] = known
@@ -237,26 +271,27 @@ class _Hasher:
             self._enter(node, stack)
         return values[-1]
 
-    def _enter(self, node: Expr, stack: list[tuple[int, Any, Any]]) -> None:
+    def _enter(self, node: Any, stack: list[tuple[int, Any, Any]]) -> None:
         cls = type(node)
+        head: tuple[Any, ...]
         tag = _TAG.get(cls)
         if tag is None:
             raise TypeError(f"structural_hash: not an expression: {cls.__name__}")
         if cls is Let:
-            var = (node.var,)  # type: ignore[attr-defined]
-            head = (tag, self.opt_type(node.var.type_annotation))  # type: ignore[attr-defined]
+            var = (node.var,)
+            head = (tag, self.opt_type(node.var.type_annotation))
             stack.append((_H_EXIT, node, (2, head)))
             stack.append((_H_UNBIND, var, None))
-            stack.append((_H_ENTER, node.body, None))  # type: ignore[attr-defined]
-            if isinstance(node.value, Function):  # type: ignore[attr-defined]
-                stack.append((_H_ENTER, node.value, None))  # type: ignore[attr-defined]
+            stack.append((_H_ENTER, node.body, None))
+            if isinstance(node.value, Function):
+                stack.append((_H_ENTER, node.value, None))
                 stack.append((_H_BIND, var, None))
             else:
                 stack.append((_H_BIND, var, None))
-                stack.append((_H_ENTER, node.value, None))  # type: ignore[attr-defined]
+                stack.append((_H_ENTER, node.value, None))
             return
         if cls is Function:
-            fn: Function = node  # type: ignore[assignment]
+            fn: Function = node
             self.bind_tvs(fn.type_params)
             head = (tag, len(fn.type_params), *(_str_hash(tv.kind.value) for tv in fn.type_params),
                     *(self.opt_type(p.type_annotation) for p in fn.params),
@@ -268,7 +303,7 @@ class _Hasher:
             stack.append((_H_BIND, fn.params, None))
             return
         if cls is Match:
-            m: Match = node  # type: ignore[assignment]
+            m: Match = node
             head = (tag, int(m.complete), *(self.pattern(c.lhs) for c in m.clauses))
             stack.append((_H_EXIT, node, (1 + len(m.clauses), head)))
             for clause in reversed(m.clauses):
@@ -279,10 +314,10 @@ class _Hasher:
             stack.append((_H_ENTER, m.data, None))
             return
         if cls is Call:
-            head = (tag, len(node.args), _attrs_hash(node.attrs),  # type: ignore[attr-defined]
-                    *(self.type(t) for t in node.type_args))  # type: ignore[attr-defined]
+            head = (tag, len(node.args), _attrs_hash(node.attrs),
+                    *(self.type(t) for t in node.type_args))
         elif cls is TupleGetItem:
-            head = (tag, node.index)  # type: ignore[attr-defined]
+            head = (tag, node.index)
         else:
             head = (tag,)
         kids = children(node)

@@ -103,9 +103,9 @@ def _nullary_adt_name(t: Type) -> str | None:
     """``Name`` for the types ``Name`` (a bare ``GlobalTypeVar``) and ``Name[]`` (a
     ``TypeCall`` without arguments), which both denote a parameterless ADT; else None."""
     if type(t) is GlobalTypeVar:
-        return t.name  # type: ignore[attr-defined]
-    if type(t) is TypeCall and not t.args:  # type: ignore[attr-defined]
-        return t.func.name  # type: ignore[attr-defined]
+        return t.name
+    if type(t) is TypeCall and not t.args:
+        return t.func.name
     return None
 
 

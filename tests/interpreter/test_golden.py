@@ -10,7 +10,11 @@ Each file is a module whose comments say what running it must give:
   ``// max_depth: N``.
 
 The collector also round-trips every file through the printer: the
-re-parsed program must be alpha-equal and give the same outcome.
+re-parsed program must be alpha-equal and give the same outcome. Programs run
+type-checked unless they say ``// check: off``, and no golden is left out: an
+ill-typed program must say so, by declaring the type error (``// error:
+RelayTypeError: ...``) or by running unchecked (``// check: off``, which only
+an ill-typed program may use); every other golden must type-check.
 """
 
 from __future__ import annotations
@@ -23,12 +27,15 @@ from interp_util import directives, golden_call
 
 from interpreter import evaluate
 from interpreter.values import value_str
-from semantics import RelayError, alpha_equal, parse, pretty
+from semantics import RelayError, RelayTypeError, alpha_equal, parse, pretty
+from typechecker.api import global_types
 
 
 def outcome(mod, spec: dict[str, str]) -> tuple[str, str]:
-    """("value", text) or ("error", "Kind: message") of running ``mod`` as ``spec`` says."""
+    """("value", text) or ("error", "Kind: message") of running ``mod`` as ``spec`` says
+    (type-checked first unless the program says ``// check: off``)."""
     args, kwargs = golden_call(spec)
+    kwargs["check"] = spec.get("check", "on") != "off"
     try:
         return "value", value_str(evaluate(mod, *args, **kwargs))
     except RelayError as err:
@@ -55,3 +62,16 @@ def test_golden_program(path: Path):
     again = parse(pretty(mod), source_name=path.name)
     assert alpha_equal(mod, again)
     assert outcome(again, spec) == (kind, got)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_golden_program_is_well_typed_unless_it_says_otherwise(path: Path):
+    text = path.read_text(encoding="utf-8")
+    spec = directives(text)
+    mod = parse(text, source_name=path.name)
+    declares_type_error = spec.get("error", "").startswith("RelayTypeError")
+    if declares_type_error or spec.get("check") == "off":
+        with pytest.raises(RelayTypeError):
+            global_types(mod)
+    else:
+        global_types(mod)

@@ -15,7 +15,6 @@ from semantics.errors import (
     RelayError,
     RelayRuntimeError,
     RelayTypeError,
-    require,
 )
 from semantics.expr import (
     Attrs,
@@ -50,9 +49,6 @@ def test_error_hierarchy():
     for cls in (ParseError, RelayTypeError, RelayRuntimeError):
         assert issubclass(cls, RelayError)
     assert not issubclass(InternalError, RelayError)
-    with pytest.raises(RelayRuntimeError, match="boom"):
-        require(False, RelayRuntimeError, "boom")
-    require(True, RelayRuntimeError, "never")
 
 
 def test_error_without_span():

@@ -188,42 +188,96 @@ def test_prelude_text_has_version_header():
 
 
 def test_prelude_type_checks():
-    typechecker = pytest.importorskip("typechecker")
-    if not hasattr(typechecker, "check"):
-        pytest.skip("typechecker.check not available yet")
+    import typechecker
+
     assert typechecker.check(prelude_module()) is None
 
 
-@pytest.mark.parametrize("call, expected", [
-    ("@length(Cons(1, Cons(2, Nil)))", 2),
-    ("@sum(Cons(1, Cons(2, Cons(3, Nil))))", 6),
-    ("@nth(Cons(5, Cons(6, Nil)), 1)", 6),
-    ("@sum(@map(fn (%x: int32) { %x * 2 }, Cons(1, Cons(2, Nil))))", 6),
-    ("@foldl(fn (%a: int32, %b: int32) { %a - %b }, 10, Cons(1, Cons(2, Nil)))", 7),
-    ("@foldr(fn (%a: int32, %b: int32) { %a - %b }, 10, Cons(1, Cons(2, Nil)))", 9),
-    ("@foldr1(fn (%a: int32, %b: int32) { %a - %b }, Cons(1, Cons(2, Cons(3, Nil))))", 2),
-    ("@hd(@rev(Cons(1, Cons(2, Cons(3, Nil)))))", 3),
-    ("@length(@concat(Cons(1, Nil), Cons(2, Cons(3, Nil))))", 3),
-    ("@length(@filter(fn (%x: int32) { %x > 1 }, Cons(1, Cons(2, Cons(3, Nil)))))", 2),
-    ("@size(Rose(1, Cons(Rose(2, Nil), Cons(Rose(3, Nil), Nil))))", 3),
-    ("@iterate(fn (%x: int32) { %x + 3 }, 4)(1)", 13),
-    ("@hd(@update(Cons(1, Cons(2, Nil)), 0, 9))", 9),
-    ("@hd(@zip(Cons(1, Nil), Cons(2, Nil))).1", 2),
-    ("@map_accuml(fn (%acc: int32, %x: int32) { (%acc + %x, %acc) }, 0, "
-     "Cons(1, Cons(2, Cons(3, Nil)))).0", 6),
-    ("@nth(@map_accuml(fn (%acc: int32, %x: int32) { (%acc + %x, %acc) }, 0, "
-     "Cons(1, Cons(2, Cons(3, Nil)))).1, 2)", 3),
-    ("@nth(@map_accumr(fn (%acc: int32, %x: int32) { (%acc + %x, %acc) }, 0, "
-     "Cons(1, Cons(2, Cons(3, Nil)))).1, 0)", 5),
-    ("@hd(@unfoldr(fn (%n: int32) { if (%n == 0) { None } else { Some((%n - 1, %n)) } }, 3))",
-     3),
-    ("@hd(@unfoldl(fn (%n: int32) { if (%n == 0) { None } else { Some((%n - 1, %n)) } }, 3))",
-     1),
-])
-def test_prelude_functions_evaluate(call, expected):
-    interpreter = pytest.importorskip("interpreter")
-    if not hasattr(interpreter, "evaluate"):
-        pytest.skip("interpreter.evaluate not available yet")
+def _py(value):
+    """A Python rendering of a small prelude value: lists as lists, tuples as tuples,
+    ``Some(x)``/``None`` as ``("Some", x)``/``"None"``, ``Rose(v, cs)`` as ``("Rose", v, cs)``,
+    scalars as ints (test values are tiny, so recursion is fine here)."""
+    from interpreter.values import ConstructorValue
+
+    if isinstance(value, ConstructorValue):
+        if value.name in ("Cons", "Nil"):
+            out = []
+            while value.name == "Cons":
+                out.append(_py(value.fields[0]))
+                value = value.fields[1]
+            return out
+        if not value.fields:
+            return value.name
+        return (value.name, *(_py(f) for f in value.fields))
+    if isinstance(value, tuple):
+        return tuple(_py(f) for f in value)
+    return int(value)
+
+
+def _run(call):
+    import interpreter
+
     e, mod = parse_expr_with_module(call)
-    result = interpreter.evaluate(IRModule.from_expr(e, mod.functions, mod.types), check=False)
-    assert int(result) == expected
+    return _py(interpreter.evaluate(IRModule.from_expr(e, mod.functions, mod.types),
+                                    check=False))
+
+
+_L123 = "Cons(1, Cons(2, Cons(3, Nil)))"
+_COUNTDOWN = "fn (%n: int32) { if (%n == 0) { None } else { Some((%n - 1, %n * 10)) } }"
+# Each expectation is worked out by hand from the definition in TVM's prelude
+# (python/tvm/relay/std/prelude.rly, v0.19.0): argument order and result order included.
+TVM_MEANING = [
+    ("id", "@id(7)", 7),
+    # compose(f, g)(x) = f(g(x)): (2 * 10) + 1, not (2 + 1) * 10
+    ("compose", "@compose(fn (%x: int32) { %x + 1 }, fn (%x: int32) { %x * 10 })(2)", 21),
+    # flip(f)(b, a) = f(a, b)
+    ("flip", "@flip(fn (%a: int32, %b: int32) { %a - %b })(10, 3)", -7),
+    ("hd", f"@hd({_L123})", 1),
+    ("tl", f"@tl({_L123})", [2, 3]),
+    ("nth", f"@nth({_L123}, 2)", 3),
+    ("update", f"@update({_L123}, 1, 9)", [1, 9, 3]),
+    ("length", f"@length({_L123})", 3),
+    ("map", f"@map(fn (%x: int32) {{ %x * 2 }}, {_L123})", [2, 4, 6]),
+    # foldl(f, z, [1, 2, 3]) = f(f(f(z, 1), 2), 3) with f(acc, x) = 10 * acc + x
+    ("foldl", f"@foldl(fn (%a: int32, %x: int32) {{ 10 * %a + %x }}, 0, {_L123})", 123),
+    # foldr(f, z, [1, 2, 3]) = f(1, f(2, f(3, z))) with f(x, acc) = 10 * acc + x
+    ("foldr", f"@foldr(fn (%x: int32, %a: int32) {{ 10 * %a + %x }}, 0, {_L123})", 321),
+    # foldr1(f, [1, 2, 3]) = f(1, f(2, 3)) with f(x, acc) = 10 * acc + x
+    ("foldr1", f"@foldr1(fn (%x: int32, %a: int32) {{ 10 * %a + %x }}, {_L123})", 321),
+    ("sum", f"@sum({_L123})", 6),
+    ("concat", "@concat(Cons(1, Cons(2, Nil)), Cons(3, Nil))", [1, 2, 3]),
+    ("filter", f"@filter(fn (%x: int32) {{ %x != 2 }}, {_L123})", [1, 3]),
+    ("zip", "@zip(Cons(1, Cons(2, Cons(3, Nil))), Cons(4, Cons(5, Nil)))", [(1, 4), (2, 5)]),
+    ("rev", f"@rev({_L123})", [3, 2, 1]),
+    # map_accuml: foldl that conses each output -- the last element's output comes first;
+    # f(acc, x) = (acc + x, 10 * acc + x): outputs 1, 12, 33 in order of production
+    ("map_accuml", f"@map_accuml(fn (%acc: int32, %x: int32) {{ (%acc + %x, 10 * %acc + %x) }}, "
+                   f"0, {_L123})", (6, [33, 12, 1])),
+    # map_accumr: foldr -- visits 3, 2, 1; outputs 3, 32, 51 listed in the input's order
+    ("map_accumr", f"@map_accumr(fn (%acc: int32, %x: int32) {{ (%acc + %x, 10 * %acc + %x) }}, "
+                   f"0, {_L123})", (6, [51, 32, 3])),
+    # unfoldr lists outputs in the order produced; unfoldl reverses them
+    ("unfoldr", f"@unfoldr({_COUNTDOWN}, 3)", [30, 20, 10]),
+    ("unfoldl", f"@unfoldl({_COUNTDOWN}, 3)", [10, 20, 30]),
+    ("tmap", "@tmap(fn (%x: int32) { %x + 1 }, Rose(1, Cons(Rose(2, Nil), Nil)))",
+     ("Rose", 2, [("Rose", 3, [])])),
+    ("size", "@size(Rose(1, Cons(Rose(2, Cons(Rose(3, Nil), Nil)), Cons(Rose(4, Nil), Nil))))",
+     4),
+    # iterate(f, n) = f composed n times; iterate(f, 0) = id
+    ("iterate", "@iterate(fn (%x: int32) { 2 * %x + 1 }, 3)(0)", 7),
+    ("iterate", "@iterate(fn (%x: int32) { 2 * %x + 1 }, 0)(5)", 5),
+    ("Option", "Some((1, None))", ("Some", (1, "None"))),
+    ("Tree", "Rose(1, Nil)", ("Rose", 1, [])),
+]
+
+
+def test_every_prelude_function_has_a_tvm_meaning_test():
+    covered = {name for name, _, _ in TVM_MEANING}
+    assert set(FUNCTIONS) <= covered
+    assert {"Option", "Tree"} <= covered
+
+
+@pytest.mark.parametrize("name, call, expected", TVM_MEANING,
+                         ids=[f"{i}-{c[0]}" for i, c in enumerate(TVM_MEANING)])
+def test_prelude_function_has_tvm_meaning(name, call, expected):
+    assert _run(call) == expected
