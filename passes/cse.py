@@ -123,14 +123,14 @@ def _key(e: Expr, old: Expr) -> Hashable | None:
     """The structural key of ``e`` (children canonical); ``old`` is the node it rebuilds."""
     kids = tuple(_leaf_key(k) for k in children(e))
     if type(e) is Call:
-        if e.type_args:  # type: ignore[attr-defined]
+        if e.type_args:
             return None
         try:
-            attrs = tuple(sorted(e.attrs.items()))  # type: ignore[attr-defined]
+            attrs = tuple(sorted(e.attrs.items()))
             hash(attrs)
         except TypeError:
             return None
-        if type(e.op) is not Op or not e.args:  # type: ignore[attr-defined]
+        if type(e.op) is not Op or not e.args:
             # A polymorphic callee (constructor, global, closure) or a call without arguments
             # (``zeros``, a nullary constructor) may have different types at equal-looking
             # sites: the type is part of the key (no type known: not merged).
@@ -180,7 +180,7 @@ def _assign_owners(fn: Function, owner: dict[int, int]) -> None:
             continue
         owner[id(node)] = fid
         if type(node) is Function:
-            stack.append((node.body, id(node)))  # type: ignore[attr-defined]
+            stack.append((node.body, id(node)))
             continue
         for kid in children(node):
             stack.append((kid, fid))

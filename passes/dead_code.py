@@ -77,10 +77,10 @@ def _eliminate(fn: Function, analysis: EffectAnalysis) -> Function:
     memo: dict[int, Expr] = {}
     for node in order:
         kids = children(node)
-        if type(node) is Let and _is_dead(node, counts, analysis):  # type: ignore[arg-type]
-            release(node.value)  # type: ignore[attr-defined]
+        if type(node) is Let and _is_dead(node, counts, analysis):
+            release(node.value)
             dropped.add(id(node))
-            memo[id(node)] = memo[id(node.body)]  # type: ignore[attr-defined]
+            memo[id(node)] = memo[id(node.body)]
             continue
         memo[id(node)] = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
     out = memo[id(fn)]

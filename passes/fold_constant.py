@@ -82,9 +82,9 @@ class _Folder:
         binders: dict[int, Let | None] = {}
         for node in order:
             if type(node) is Let:
-                var_id = id(node.var)  # type: ignore[attr-defined]
+                var_id = id(node.var)
                 # A Var object bound twice (a reused binder) is never replaced.
-                binders[var_id] = None if var_id in binders else node  # type: ignore[assignment]
+                binders[var_id] = None if var_id in binders else node
         memo: dict[int, Expr] = {}
         self.memo = memo
         self.binders = binders

@@ -88,16 +88,16 @@ class _Inliner:
         order = post_order(fn)
         local: dict[int, Let] = {}  # let-bound Inline=1 functions, by variable
         for node in order:
-            if type(node) is Let and type(node.value) is Function:  # type: ignore[attr-defined]
-                value = node.value  # type: ignore[attr-defined]
-                if _marked(value) and _can_inline(value) and not _mentions(value, node.var):  # type: ignore[attr-defined]
-                    local[id(node.var)] = node  # type: ignore[attr-defined,assignment]
+            if type(node) is Let and type(node.value) is Function:
+                value = node.value
+                if _marked(value) and _can_inline(value) and not _mentions(value, node.var):
+                    local[id(node.var)] = node
         memo: dict[int, Expr] = {}
         for node in order:
             kids = children(node)
             new = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
             if type(new) is Call:
-                new = self._call(new, local, memo)  # type: ignore[arg-type]
+                new = self._call(new, local, memo)
             memo[id(node)] = new
         out = memo[id(fn)]
         assert isinstance(out, Function)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from semantics.errors import InternalError, RelayTypeError
 from semantics.expr import Expr, Function
@@ -84,9 +84,9 @@ class Pass:
     def __call__(self, program: P) -> P:
         """Transform a module or an expression; the result has the input's kind."""
         if isinstance(program, IRModule):
-            return self.run(program)
+            return self.run(program)  # type: ignore[return-value]  # P is IRModule here
         if isinstance(program, Expr):
-            return _run_on_expr(self.run, program)  # type: ignore[return-value]
+            return _run_on_expr(self.run, program)
         raise TypeError(f"pass {self.name}: expected an IRModule or an expression, "
                         f"got {type(program).__name__}")
 
@@ -184,7 +184,7 @@ class Sequential:
         """
         from typechecker import infer
 
-        current = program
+        current: Any = program
         if self.check:
             current = infer(current)  # the user's error, if any, surfaces here unchanged
         for p in self.passes:

@@ -145,8 +145,8 @@ class EffectAnalysis:
     def _analyse(self, root: Expr) -> None:
         order = post_order(root)
         for node in order:
-            if type(node) is Let and type(node.value) is Function:  # type: ignore[attr-defined]
-                self._let_functions[id(node.var)] = node.value  # type: ignore[attr-defined]
+            if type(node) is Let and type(node.value) is Function:
+                self._let_functions[id(node.var)] = node.value
         flags = self._flags
         for node in order:
             if id(node) in flags:

@@ -60,3 +60,11 @@ def test_opt_ill_typed_input_is_a_user_error(tmp_path, capsys):
 def test_opt_list(capsys):
     assert main(["opt", "--list", "-"]) == 0
     assert "fold_constant" in capsys.readouterr().out
+
+
+def test_conformance_command_checks_a_pass_by_either_name(capsys):
+    assert main(["conformance", "--pass", "DeadCodeElimination", "--max-examples", "5"]) == 0
+    assert "dead_code_elimination" in capsys.readouterr().out
+    assert main(["conformance", "--list"]) == 0
+    assert "fold_constant" in capsys.readouterr().out
+    assert main(["conformance", "--pass", "NoSuchPass"]) == 2
