@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import passes
-    from relay.commands.fmt import read_source
+    from relay.cli import read_source
     from semantics import RelayError, parse, pretty
 
     if args.list:
