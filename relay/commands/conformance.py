@@ -57,8 +57,37 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _transforms() -> list:
+    """The kit's registered transforms, then every pass of ``passes`` (by its function name)."""
+    import passes
+    from conformance.transforms import Transform, list_transforms
+
+    out = list(list_transforms())
+    known = {t.name for t in out}
+    for p in passes.list_passes():
+        if p.func_name not in known:
+            out.append(Transform(p.func_name, p, p.doc))
+    return out
+
+
+def _transform(name: str) -> object:
+    """The transform or pass called ``name`` (a pass by TVM's name or ours)."""
+    import passes
+    from conformance.transforms import Transform, get_transform
+    from semantics.errors import RelayError
+
+    try:
+        return get_transform(name)
+    except KeyError:
+        try:
+            p = passes.get_pass(name)
+        except RelayError:
+            known = ", ".join(t.name for t in _transforms())
+            raise KeyError(f"unknown transform or pass {name!r} (known: {known})") from None
+        return Transform(p.func_name, p, p.doc)
+
+
 def run(args: argparse.Namespace) -> int:
-    from conformance.transforms import get_transform, list_transforms
 
     if args.max_examples < 1:
         print("error: --max-examples must be at least 1", file=sys.stderr)
@@ -68,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
               "--max-failures at least 1", file=sys.stderr)
         return 2
     if args.list:
-        for t in list_transforms():
-            print(f"{t.name:<20} {t.doc}")
+        for t in _transforms():
+            print(f"{t.name:<26} {t.doc}")
         return 0
     if args.coverage:
         from conformance.coverage import coverage
@@ -91,8 +120,8 @@ def run(args: argparse.Namespace) -> int:
     checks: list[tuple[str, object]] = []  # (label, transform)
     try:
         for name in args.passes:
-            t = get_transform(name)
-            checks.append((f"pass {t.name}", t))
+            t = _transform(name)
+            checks.append((f"pass {t.name}", t))  # type: ignore[attr-defined]
     except KeyError as err:
         print(f"error: {err.args[0]}", file=sys.stderr)
         return 2
@@ -105,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
                             max_failures=args.max_failures)
         checks.append((f"implementation {args.impl!r}", impl.transform))
     if not checks:
-        checks = [(f"pass {t.name}", t) for t in list_transforms()]
+        checks = [(f"pass {t.name}", t) for t in _transforms()]
     failed = 0
     try:
         for label, transform in checks:

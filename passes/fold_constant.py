@@ -1,0 +1,197 @@
+"""FoldConstant (``fold_constant``): evaluate closed, pure sub-expressions with the oracle.
+
+Rewrites (children first, so folding cascades bottom-up):
+
+* **Fold-Call** — an operator call whose arguments are all constants becomes
+  the constant the oracle computes (``Semantics-Call-Op`` run at compile
+  time), with exactly the operator's result dtype; an operator returning a
+  tuple (``split``) becomes a tuple of constants.
+* **Fold-Shape** — ``shape_of(e)`` of a statically shaped, removable ``e``
+  becomes the shape constant (in the call's ``dtype``).
+* **Fold-Project** — ``(e0, ..., en).i`` becomes ``ei`` when every other
+  field is removable (nothing observable is dropped).
+* **Fold-If** — ``if (c) {a} else {b}`` with a constant ``c`` becomes the
+  chosen branch.
+* **Fold-Let** — ``let x = c; body`` with a constant ``c`` becomes ``body``
+  with ``x`` replaced by ``c`` (TVM's FoldConstant does the same), so
+  folding continues through let-bound constants.
+
+Never folded: anything reading, writing or allocating references, anything
+depending on a variable (a parameter or a non-constant binding), calls of
+closures or globals, and calls whose evaluation fails (``1 / 0`` stays, and
+fails at run time as the oracle says) or whose result is larger than
+:data:`MAX_FOLDED_ELEMENTS` elements (the program would grow).
+
+Invariants: the result is equivalent to the input under the oracle
+(differential tests), folded constants keep the dtype the type rules give.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from passes.common import typed_or_same
+from passes.manager import register_pass
+from passes.purity import EffectAnalysis, removable
+from semantics.errors import RelayError
+from semantics.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
+    with_children,
+)
+from semantics.module import IRModule
+from semantics.shapes import is_concrete
+from semantics.types import TensorType
+from semantics.visitor import post_order
+
+__all__ = ["MAX_FOLDED_ELEMENTS", "fold_constant"]
+
+MAX_FOLDED_ELEMENTS = 1 << 20
+
+
+@register_pass("FoldConstant", "fold_constant", opt_level=2)
+def fold_constant(mod: IRModule) -> IRModule:
+    """Evaluate closed pure sub-expressions (operators on constants) at compile time."""
+    typed = typed_or_same(mod)
+    analysis = EffectAnalysis(typed)
+    folded = {name: _Folder(analysis).run(fn) for name, fn in typed.functions.items()}
+    if all(folded[n] is typed.functions[n] for n in folded):
+        return mod
+    return typed.with_functions(folded)
+
+
+class _Folder:
+    def __init__(self, analysis: EffectAnalysis):
+        self.analysis = analysis
+        self.memo: dict[int, Expr] = {}
+        self.binders: dict[int, Let | None] = {}
+
+    def run(self, fn: Function) -> Function:
+        order = post_order(fn)
+        binders: dict[int, Let | None] = {}
+        for node in order:
+            if type(node) is Let:
+                var_id = id(node.var)
+                # A Var object bound twice (a reused binder) is never replaced.
+                binders[var_id] = None if var_id in binders else node
+        memo: dict[int, Expr] = {}
+        self.memo = memo
+        self.binders = binders
+        for node in order:
+            kids = children(node)
+            new = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
+            memo[id(node)] = self.rewrite(new, node)
+        out = memo[id(fn)]
+        assert isinstance(out, Function)
+        return out
+
+    def rewrite(self, new: Expr, old: Expr) -> Expr:
+        t = type(new)
+        if t is Var:
+            return self._let_bound_constant(new)  # type: ignore[arg-type]
+        if t is Let:
+            return self._fold_let(new, old)  # type: ignore[arg-type]
+        if t is Call:
+            return self._fold_call(new, old)  # type: ignore[arg-type]
+        if t is TupleGetItem:
+            return self._fold_project(new)  # type: ignore[arg-type]
+        if t is If:
+            cond = new.cond  # type: ignore[attr-defined]
+            if type(cond) is Constant and cond.data.ndim == 0:
+                return new.true_branch if bool(cond.data) else new.false_branch  # type: ignore
+        return new
+
+    # [Fold-Let]: the value of a let is rewritten before any node of its body (post-order
+    # visits (value, body) in that order), so a use of the variable already sees the constant.
+    def _let_bound_constant(self, var: Var) -> Expr:
+        let = self.binders.get(id(var))
+        if let is None:
+            return var
+        value = self.memo.get(id(let.value))
+        return value if type(value) is Constant else var
+
+    def _fold_let(self, let: Let, old: Let) -> Expr:
+        if self.binders.get(id(old.var)) is old and type(let.value) is Constant:
+            return let.body
+        return let
+
+    # [Fold-Call], [Fold-Shape]
+    def _fold_call(self, call: Call, old: Call) -> Expr:
+        op = call.op
+        if type(op) is not Op:
+            return call
+        if op.name == "shape_of":
+            return self._fold_shape_of(call, old)
+        if not call.args or not all(type(a) is Constant for a in call.args):
+            return call
+        result = _evaluate(call)
+        return call if result is None else result
+
+    def _fold_shape_of(self, call: Call, old: Call) -> Expr:
+        if len(old.args) != 1:
+            return call
+        arg_type = old.args[0].checked_type
+        if not isinstance(arg_type, TensorType) or not all(is_concrete(d) for d in arg_type.shape):
+            return call
+        if not removable(self.analysis.flags(old.args[0])):
+            return call
+        dtype = str(call.attrs.get("dtype", "int32") or "int32")
+        return Constant(np.array([int(d) for d in arg_type.shape], dtype=dtype), span=call.span)
+
+    # [Fold-Project]
+    def _fold_project(self, item: TupleGetItem) -> Expr:
+        tup = item.tuple_value
+        if type(tup) is not Tuple or not 0 <= item.index < len(tup.fields):
+            return item
+        for i, field in enumerate(tup.fields):
+            if i != item.index and not removable(self.analysis.flags(field)):
+                return item
+        return tup.fields[item.index]
+
+
+def _evaluate(call: Call) -> Expr | None:
+    """The constant value of an operator call on constants, or None if it fails / is too big.
+
+    This is Semantics-Call-Op at compile time: the operator's reference (the oracle's own
+    implementation) applied to the constants with the normalized attributes.
+    """
+    from semantics import ops
+
+    assert isinstance(call.op, Op)
+    try:
+        opdef = ops.get(call.op.name)
+        if opdef.num_inputs >= 0 and len(call.args) != opdef.num_inputs:
+            return None
+        attrs = dict(opdef.normalize_attrs(call.attrs))
+        value = opdef.impl(*(a.data for a in call.args), **attrs)  # type: ignore[attr-defined]
+    except RelayError:
+        return None
+    except (ArithmeticError, ValueError, TypeError, IndexError, MemoryError):
+        return None  # numpy's own checks on an unchecked call: leave it for run time
+    return _as_constant(value, call)
+
+
+def _as_constant(value: Any, call: Call) -> Expr | None:
+    if isinstance(value, np.generic):
+        value = np.asarray(value)
+    if isinstance(value, np.ndarray):
+        if value.size > MAX_FOLDED_ELEMENTS:
+            return None
+        return Constant(value, span=call.span)
+    if isinstance(value, tuple):
+        fields = [_as_constant(v, call) for v in value]
+        if any(f is None for f in fields):
+            return None
+        return Tuple(tuple(f for f in fields if f is not None), span=call.span)
+    return None
