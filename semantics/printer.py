@@ -105,9 +105,9 @@ from typing import Any
 
 from semantics.expr import Clause, Expr, Function, Match, Pattern, Tuple
 from semantics.module import IRModule
-from semantics.printing.exprs import _Unit
-from semantics.printing.names import _Context
-from semantics.printing.rope import _join
+from semantics.printing.exprs import PrintUnit
+from semantics.printing.names import PrintContext
+from semantics.printing.rope import join_rope
 from semantics.printing.sharing import INLINE_DEPTH
 from semantics.types import GlobalTypeVar, Type, TypeCall, TypeData
 from semantics.visitor import run_recursive
@@ -134,42 +134,42 @@ def pretty(node: Any, *, show_prelude: bool = False) -> str:
     Raises:
         TypeError: ``node`` is not a Relay node.
     """
-    ctx = _Context()
+    ctx = PrintContext()
     if isinstance(node, IRModule):
         return _print_module(node, ctx, show_prelude)
     if isinstance(node, Expr):
         ctx.name_free_vars([node])
         rope: list[Any] = []
-        unit = _Unit(ctx, node)
+        unit = PrintUnit(ctx, node)
         run_recursive(unit.top_expression(rope))
         return _finish(rope, ctx, strip_first_newline=True)
     if isinstance(node, TypeData):
         rope = []
-        _Unit(ctx, None).type_definition(node, rope)
-        return _join(rope)
+        PrintUnit(ctx, None).type_definition(node, rope)
+        return join_rope(rope)
     if isinstance(node, Type):
-        return _Unit(ctx, None).type_text(node)
+        return PrintUnit(ctx, None).type_text(node)
     if isinstance(node, Pattern):
-        unit = _Unit(ctx, None)
+        unit = PrintUnit(ctx, None)
         rope = []
         unit.pattern(node, rope)
-        return _join(rope)
+        return join_rope(rope)
     if isinstance(node, Clause):
-        expr_unit = _Unit(ctx, Match(Tuple(()), (node,)))
+        expr_unit = PrintUnit(ctx, Match(Tuple(()), (node,)))
         rope = []
         run_recursive(expr_unit.clause_alone(node, rope))
         return _finish(rope, ctx, strip_first_newline=True)
     raise TypeError(f"pretty: not a Relay node: {type(node).__name__}")
 
-def _finish(rope: list[Any], ctx: _Context, *, strip_first_newline: bool = False) -> str:
-    text = _join(rope, ctx.numeric_names)
+def _finish(rope: list[Any], ctx: PrintContext, *, strip_first_newline: bool = False) -> str:
+    text = join_rope(rope, ctx.numeric_names)
     if strip_first_newline and text.startswith("\n"):
         text = text[1:]
     return text + ctx.metadata_section()
 
 # --- modules ---------------------------------------------------------------------------------
 
-def _print_module(mod: IRModule, ctx: _Context, show_prelude: bool) -> str:
+def _print_module(mod: IRModule, ctx: PrintContext, show_prelude: bool) -> str:
     functions = dict(mod.functions)
     types = dict(mod.types)
     if not show_prelude:
@@ -182,18 +182,18 @@ def _print_module(mod: IRModule, ctx: _Context, show_prelude: bool) -> str:
         if not first:
             rope.append("\n")
         first = False
-        _Unit(ctx, None).type_definition(td, rope)
+        PrintUnit(ctx, None).type_definition(td, rope)
         rope.append("\n")
     for name, fn in functions.items():
         if not first:
             rope.append("\n")
         first = False
-        unit = _Unit(ctx, fn)
+        unit = PrintUnit(ctx, fn)
         body: list[Any] = []
         run_recursive(unit.definition(name, fn, body))
-        rope.append(_join(body, ctx.numeric_names))
+        rope.append(join_rope(body, ctx.numeric_names))
         rope.append("\n")
-    return _join(rope) + ctx.metadata_section()
+    return join_rope(rope) + ctx.metadata_section()
 
 
 def _without_prelude(functions: dict[str, Function], types: dict[str, TypeData]

@@ -64,7 +64,7 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 from semantics.types import Type
-from semantics.visitor import _KIND, walk_scoped
+from semantics.visitor import KIND, walk_scoped
 
 __all__ = ["LetList", "ScopedMutator", "fresh_copy", "map_functions", "substitute"]
 
@@ -170,7 +170,7 @@ class ScopedMutator:
         table: dict[type, Callable[[Expr, Expr], Expr] | None] = {
             cls: (getattr(self, "visit_" + name)
                   if every or self._overridden("visit_" + name) else None)
-            for cls, name in _KIND.items()}
+            for cls, name in KIND.items()}
         visit_var = table[Var]
         # Scope tracking is needed only when uses can change: binders may be
         # renamed, or some variables are substituted.

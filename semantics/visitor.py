@@ -138,7 +138,7 @@ def post_order(root: Expr, descend: Callable[[Expr], bool] | None = None) -> lis
     return order
 
 
-_KIND = {
+KIND = {
     Var: "var", GlobalVar: "global_var", Constant: "constant", Op: "op",
     Constructor: "constructor", Call: "call", Let: "let", Function: "function", Tuple: "tuple",
     TupleGetItem: "tuple_getitem", If: "if", Match: "match", RefCreate: "ref_create",
@@ -148,7 +148,7 @@ _KIND = {
 
 def kind_of(node: Expr) -> str:
     """The method suffix for ``node``'s class (``"tuple_getitem"`` for TupleGetItem)."""
-    return _KIND[type(node)]
+    return KIND[type(node)]
 
 
 class ExprVisitor:
@@ -162,7 +162,7 @@ class ExprVisitor:
 
     def visit(self, root: Expr) -> None:
         table: dict[type, Callable[[Expr], None]] = {
-            cls: getattr(self, "visit_" + name) for cls, name in _KIND.items()}
+            cls: getattr(self, "visit_" + name) for cls, name in KIND.items()}
         for node in post_order(root, self.descend):
             table[type(node)](node)
 
@@ -204,7 +204,7 @@ class ExprMutator:
 
     def mutate(self, root: Expr) -> Expr:
         table: dict[type, Callable[[Expr, Expr], Expr]] = {
-            cls: getattr(self, "visit_" + name) for cls, name in _KIND.items()}
+            cls: getattr(self, "visit_" + name) for cls, name in KIND.items()}
         memo: dict[int, Expr] = {}
         for node in post_order(root, self.descend):
             kids = children(node) if self.descend(node) else ()
@@ -295,7 +295,7 @@ def iter_let_spine(e: Expr) -> Iterable[Let]:
 
 # --- scope-aware walk ---------------------------------------------------------------------
 
-_LEAVES = frozenset((GlobalVar, Constant, Op, Constructor))
+LEAVES = frozenset((GlobalVar, Constant, Op, Constructor))
 
 
 def walk_scoped(root: Expr, use: Callable[[Var, bool], object] | None = None,
@@ -333,7 +333,7 @@ def walk_scoped(root: Expr, use: Callable[[Var, bool], object] | None = None,
     # ``(bind?, vars, site)`` (no expression is a Python tuple).
     in_scope: dict[int, int] = {}
     visited: set[int] = set()
-    leaves = _LEAVES
+    leaves = LEAVES
     stack: list[Any] = [root]
     push = stack.append
     pop = stack.pop

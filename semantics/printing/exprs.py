@@ -1,7 +1,7 @@
 """Printing expressions and blocks: one unit per definition or top-level expression.
 
 Part of the printer (:mod:`semantics.printer`, "Layout" and "Implementation").
-:class:`_Unit` prints statements one per line with a *hole* before each, so a
+:class:`PrintUnit` prints statements one per line with a *hole* before each, so a
 shared node's graph binding lands in its block's hole when first met; ``let``
 spines are loops and every premise is a generator driven by
 :func:`semantics.visitor.run_recursive` (no Python recursion over expressions).
@@ -34,11 +34,11 @@ from semantics.expr import (
     Var,
     children,
 )
-from semantics.printing.literals import _attr_value, _scalar_literal
-from semantics.printing.names import _Context
-from semantics.printing.rope import _Def, _Ref
-from semantics.printing.sharing import _LEAF_SET, _Sharing
-from semantics.printing.types import _TypeSyntax
+from semantics.printing.literals import attr_text, scalar_literal
+from semantics.printing.names import PrintContext
+from semantics.printing.rope import BindingDef, BindingRef
+from semantics.printing.sharing import LEAF_SET, SharingAnalysis
+from semantics.printing.types import TypeSyntax
 
 Gen = Generator[Any, Any, Any]
 
@@ -51,12 +51,12 @@ def _is_nullary_ctor_call(call: Call) -> bool:
 
 # --- one printing unit (a definition or a top-level expression) ------------------------------
 
-class _Unit(_TypeSyntax, _Sharing):
+class PrintUnit(TypeSyntax, SharingAnalysis):
     """Prints one definition or expression: analyses, scopes, holes, names.
 
-    Names and scopes come from :class:`~semantics.printing.names._Scopes`
-    (through :class:`~semantics.printing.types._TypeSyntax`), the placement of
-    graph bindings from :class:`~semantics.printing.sharing._Sharing`.
+    Names and scopes come from :class:`~semantics.printing.names.Scopes`
+    (through :class:`~semantics.printing.types.TypeSyntax`), the placement of
+    graph bindings from :class:`~semantics.printing.sharing.SharingAnalysis`.
 
     Invariants while printing: ``holes[b]`` is the hole before the statement
     of block ``b`` being printed (for every open block ``b``); ``var_names``
@@ -64,12 +64,12 @@ class _Unit(_TypeSyntax, _Sharing):
     ``scope_names`` counts the binders in scope per name.
     """
 
-    def __init__(self, ctx: _Context, root: Expr | None):
+    def __init__(self, ctx: PrintContext, root: Expr | None):
         super().__init__(ctx)
         self.holes: dict[int, list[Any]] = {}
         self.block_indent: dict[int, int] = {}
         self.rec_var: dict[int, Var] = {}
-        self.emitted: dict[int, _Def] = {}
+        self.emitted: dict[int, BindingDef] = {}
         self.unbound: set[int] = set()
         self.mentions_memo: dict[int, dict[int, bool]] = {}
         self.counter = [0]
@@ -97,7 +97,7 @@ class _Unit(_TypeSyntax, _Sharing):
             return "@" + e.name_hint  # type: ignore[attr-defined]
         data = e.data  # type: ignore[attr-defined]
         if data.ndim == 0:
-            text = _scalar_literal(data)
+            text = scalar_literal(data)
             if text is not None:
                 return text
         return self.ctx.constant_ref(e)  # type: ignore[arg-type]
@@ -110,7 +110,7 @@ class _Unit(_TypeSyntax, _Sharing):
             if d is None:
                 d = yield self.emit(e)
             if d is not None:
-                out.append(_Ref(d))
+                out.append(BindingRef(d))
                 return
         yield from self.node(e, out, ind)
 
@@ -127,7 +127,7 @@ class _Unit(_TypeSyntax, _Sharing):
         ind = self.block_indent[block]
         text: list[Any] = []
         yield from self.node(e, text, ind)
-        d = _Def(self.counter)
+        d = BindingDef(self.counter)
         hole.extend(("\n" + "  " * ind, d, " = ", text, ";"))
         self.emitted[id(e)] = d
         return d
@@ -144,7 +144,7 @@ class _Unit(_TypeSyntax, _Sharing):
             if d is None:
                 d = yield self.emit(e)
             if d is not None:
-                out.append(_Ref(d))
+                out.append(BindingRef(d))
                 return
         if cls is Constant or cls is Function or cls is If or cls is Match or \
                 (cls is Call and _is_nullary_ctor_call(e)):  # type: ignore[arg-type]
@@ -157,7 +157,7 @@ class _Unit(_TypeSyntax, _Sharing):
     def node(self, e: Expr, out: list[Any], ind: int) -> Gen:
         """Print the syntax of ``e`` itself; non-leaf children go through :meth:`expr`."""
         cls = type(e)
-        leaves = _LEAF_SET
+        leaves = LEAF_SET
         if cls is Call:
             op = e.op  # type: ignore[attr-defined]
             args = e.args  # type: ignore[attr-defined]
@@ -185,7 +185,7 @@ class _Unit(_TypeSyntax, _Sharing):
             if attrs:
                 if args:
                     out.append(", ")
-                out.append(", ".join(f"{k}={_attr_value(v)}" for k, v in attrs.items()))
+                out.append(", ".join(f"{k}={attr_text(v)}" for k, v in attrs.items()))
             out.append(")")
         elif cls in leaves:
             out.append(self.leaf_text(e))
@@ -244,7 +244,7 @@ class _Unit(_TypeSyntax, _Sharing):
             if p.type_annotation is not None:
                 text += ": " + self.type_text(p.type_annotation)
             params.append(text)
-        params.extend(f"{k}={_attr_value(v)}" for k, v in fn.attrs.items())
+        params.extend(f"{k}={attr_text(v)}" for k, v in fn.attrs.items())
         out.append(f"{head}{tparams}({', '.join(params)}) ")
         if fn.ret_type is not None:
             out.append(f"-> {self.type_text(fn.ret_type)} ")
@@ -376,7 +376,7 @@ class _Unit(_TypeSyntax, _Sharing):
             if p.type_annotation is not None:
                 text += ": " + self.type_text(p.type_annotation)
             params.append(text)
-        params.extend(f"{k}={_attr_value(v)}" for k, v in fn.attrs.items())
+        params.extend(f"{k}={attr_text(v)}" for k, v in fn.attrs.items())
         out.append(f"def @{name}{tparams}({', '.join(params)}) ")
         if fn.ret_type is not None:
             out.append(f"-> {self.type_text(fn.ret_type)} ")

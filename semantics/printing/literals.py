@@ -21,7 +21,7 @@ from semantics.expr import Attrs
 
 # --- dims ------------------------------------------------------------------------------------
 
-def _dim_text(d: Any) -> str:
+def dim_text(d: Any) -> str:
     if d is shapes.ANY:
         return "?"
     if isinstance(d, int):
@@ -93,7 +93,7 @@ def _sym(e: sympy.Expr, prec: int) -> str:
 _F32_MAX = float(np.finfo(np.float32).max)
 
 
-def _attr_value(v: Any) -> str:
+def attr_text(v: Any) -> str:
     if v is None:
         return "None"
     if isinstance(v, bool):
@@ -113,9 +113,9 @@ def _attr_value(v: Any) -> str:
     if isinstance(v, str):
         return _string_literal(v)
     if isinstance(v, (tuple, list)):
-        return "[" + ", ".join(_attr_value(x) for x in v) + "]"
+        return "[" + ", ".join(attr_text(x) for x in v) + "]"
     if isinstance(v, Attrs):
-        return "[" + ", ".join(_attr_value(x) for x in v.values()) + "]"
+        return "[" + ", ".join(attr_text(x) for x in v.values()) + "]"
     return _string_literal(str(v))
 
 
@@ -142,7 +142,7 @@ _DTYPE_NAMES = {np.dtype(d): d for d in dtypes.SCALAR_DTYPES}
 _LITERALS: dict[tuple[str, bytes], str | None] = {}
 
 
-def _scalar_literal(data: np.ndarray) -> str | None:
+def scalar_literal(data: np.ndarray) -> str | None:
     """The exact literal of a 0-d array (cached by dtype and bytes), or None."""
     dtype = _DTYPE_NAMES.get(data.dtype)
     if dtype is None:

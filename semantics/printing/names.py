@@ -1,8 +1,8 @@
 """Printer names: per-call state, name allocation, and the scopes of binders.
 
-Part of the printer (:mod:`semantics.printer`, "Names"). :class:`_Context`
+Part of the printer (:mod:`semantics.printer`, "Names"). :class:`PrintContext`
 holds what one ``pretty`` call shares between its units (metadata constants,
-free-variable names, reserved graph numbers, ADT names); :class:`_Scopes`
+free-variable names, reserved graph numbers, ADT names); :class:`Scopes`
 binds and unbinds variables and type parameters while a unit prints, so a
 binder never shadows a name in scope and takes the first free ``name1``,
 ``name2``, ... instead.
@@ -36,7 +36,7 @@ _KIND_SUFFIX = {Kind.Type: "", Kind.ShapeVar: ": Shape", Kind.BaseType: ": BaseT
 
 # --- state shared by the units of one pretty() call -----------------------------------------
 
-class _Context:
+class PrintContext:
     """Metadata constants, free-variable names and reserved names of one ``pretty`` call."""
 
     def __init__(self) -> None:
@@ -106,7 +106,7 @@ def _local_base(hint: str) -> str:
     return cleaned or "v"
 
 
-def _type_base(hint: str) -> str:
+def type_base(hint: str) -> str:
     """A valid type-parameter name close to ``hint``."""
     if _TYPE_NAME.match(hint):
         return hint
@@ -132,7 +132,7 @@ def _first_free(base: str, taken: Any) -> str:
 
 # --- the binders in scope while one unit prints ---------------------------------------------
 
-class _Scopes:
+class Scopes:
     """Names of the variables and type parameters in scope while a unit prints.
 
     ``var_names`` maps each variable in scope to a stack of names (innermost
@@ -140,7 +140,7 @@ class _Scopes:
     ``tv_names`` and ``tv_scope`` do the same for type parameters.
     """
 
-    def __init__(self, ctx: _Context):
+    def __init__(self, ctx: PrintContext):
         self.ctx = ctx
         self.var_names: dict[int, list[str]] = {}
         self.scope_names: dict[str, int] = {}
@@ -187,7 +187,7 @@ class _Scopes:
         return "%" + name
 
     def bind_type_var(self, tv: TypeVar) -> str:
-        base = _type_base(tv.name)
+        base = type_base(tv.name)
         scope, adts = self.tv_scope, self.ctx.adt_names
         name = _first_free(base, lambda s: s in scope or s in adts or s in _KEYWORDS
                            or dtypes.is_dtype(s))

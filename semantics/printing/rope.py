@@ -1,8 +1,8 @@
 """The printer's output rope: nested lists of string fragments and graph-number tokens.
 
 Part of the printer (:mod:`semantics.printer`, "Implementation"). A graph
-binding's left-hand side is a :class:`_Def` and each use a :class:`_Ref`;
-:func:`_join` flattens the rope once, iteratively, numbering the bindings in
+binding's left-hand side is a :class:`BindingDef` and each use a :class:`BindingRef`;
+:func:`join_rope` flattens the rope once, iteratively, numbering the bindings in
 text order and skipping numbers taken by variable names.
 """
 
@@ -14,7 +14,7 @@ from semantics.errors import InternalError
 
 # --- the output rope -------------------------------------------------------------------------
 
-class _Def:
+class BindingDef:
     """The ``%N`` of a graph binding's left-hand side; numbered when the rope is flattened."""
 
     __slots__ = ("counter", "number")
@@ -24,16 +24,16 @@ class _Def:
         self.number = -1
 
 
-class _Ref:
-    """A use ``%N`` of a graph binding (printed after its :class:`_Def`)."""
+class BindingRef:
+    """A use ``%N`` of a graph binding (printed after its :class:`BindingDef`)."""
 
     __slots__ = ("target",)
 
-    def __init__(self, target: _Def):
+    def __init__(self, target: BindingDef):
         self.target = target
 
 
-def _join(rope: list[Any], taken: set[int] | None = None) -> str:
+def join_rope(rope: list[Any], taken: set[int] | None = None) -> str:
     """Flatten the rope once, numbering graph bindings in text order (skipping ``taken``)."""
     parts: list[str] = []
     stack = [iter(rope)]
@@ -45,14 +45,14 @@ def _join(rope: list[Any], taken: set[int] | None = None) -> str:
             elif cls is list:
                 stack.append(iter(item))
                 break
-            elif cls is _Def:
+            elif cls is BindingDef:
                 n = item.counter[0]
                 while taken and n in taken:
                     n += 1
                 item.counter[0] = n + 1
                 item.number = n
                 parts.append(f"%{n}")
-            elif cls is _Ref:
+            elif cls is BindingRef:
                 parts.append(f"%{item.target.number}")
             else:
                 raise InternalError(f"printer rope holds a {cls.__name__}")

@@ -1,7 +1,7 @@
 """Where graph bindings go: use counts, the block tree and inline-depth cuts.
 
 Part of the printer (:mod:`semantics.printer`, "Sharing (graph bindings)").
-Before a unit prints, :meth:`_Sharing._analyze` finds the non-leaf nodes
+Before a unit prints, :meth:`SharingAnalysis._analyze` finds the non-leaf nodes
 reachable along several paths, places each in the lowest common ancestor of
 the blocks of its use sites, and cuts inline chains deeper than
 :data:`INLINE_DEPTH` into graph bindings; all in linear, iterative passes
@@ -35,13 +35,13 @@ from semantics.visitor import post_order
 INLINE_DEPTH = 8
 """Inline expressions nest at most this many calls deep before being cut into graph bindings."""
 
-_LEAVES = (Var, GlobalVar, Op, Constructor, Constant)
-_LEAF_SET = frozenset(_LEAVES)
+LEAVES = (Var, GlobalVar, Op, Constructor, Constant)
+LEAF_SET = frozenset(LEAVES)
 _CUTTABLE_SET = frozenset((Call, Tuple, TupleGetItem, RefCreate, RefRead, RefWrite, Grad))
 
 
-class _Sharing:
-    """The sharing analysis of one unit (a mixin of :class:`~semantics.printing.exprs._Unit`).
+class SharingAnalysis:
+    """The sharing analysis of one unit (a mixin of :class:`~semantics.printing.exprs.PrintUnit`).
 
     :meth:`_analyze` fills the attributes below, which the unit initializes:
     ``bound`` (nodes printed as graph bindings: shared or cut), ``block_of``
@@ -62,7 +62,7 @@ class _Sharing:
     # --- analysis ---------------------------------------------------------------------------
     def _analyze(self, root: Expr) -> None:
         # 1. Non-leaf nodes in post-order (iterative, memoized), parent-edge counts, used vars.
-        leaves = _LEAF_SET
+        leaves = LEAF_SET
         referenced = self.referenced
         uses: dict[int, int] = {}
         order: list[Expr] = []
@@ -203,7 +203,7 @@ class _Sharing:
                 continue
             if node is var:
                 memo[id(node)] = True
-            elif type(node) in _LEAVES:
+            elif type(node) in LEAVES:
                 memo[id(node)] = False
             else:
                 memo[id(node)] = any(memo[id(k)] for k in children(node))

@@ -3,7 +3,7 @@
 Part of the printer (:mod:`semantics.printer`, "Layout": types such as
 ``Tensor[(1, 10), float32]``, ``fn [A](T) -> U``, ``type List[A] { ... }``).
 Type parameters and pattern variables are bound through
-:class:`~semantics.printing.names._Scopes`.
+:class:`~semantics.printing.names.Scopes`.
 
 Types are printed by one loop over an explicit stack of pending items (a type
 to print, a literal fragment, or the end of a function type's scope that
@@ -12,7 +12,7 @@ type needs no Python stack (HOUSE_STYLE habit 4). The same loop prints a
 *summary* of at most ``limit`` characters (:func:`type_summary`): it stops as
 soon as the limit is passed and ends the text with ``…``, so an error message
 about a huge type costs O(limit) and can never fail. Symbolic dims print
-through SymPy (:func:`~semantics.printing.literals._dim_text`); they are
+through SymPy (:func:`~semantics.printing.literals.dim_text`); they are
 shallow arithmetic, not nested types.
 """
 
@@ -28,9 +28,9 @@ from semantics.expr import (
     PatternWildcard,
     Var,
 )
-from semantics.printing.literals import _dim_text
-from semantics.printing.names import _Context, _Scopes, _type_base
-from semantics.printing.rope import _join
+from semantics.printing.literals import dim_text
+from semantics.printing.names import PrintContext, Scopes, type_base
+from semantics.printing.rope import join_rope
 from semantics.types import (
     FuncType,
     GlobalTypeVar,
@@ -69,7 +69,7 @@ def _push_list(stack: list[Any], items: tuple[Any, ...], close: str) -> None:
             stack.append(", ")
 
 
-class _TypeSyntax(_Scopes):
+class TypeSyntax(Scopes):
     """Prints types, ADT definitions and patterns, binding their parameters and variables."""
 
     def type_text(self, t: Type) -> str:
@@ -105,7 +105,7 @@ class _TypeSyntax(_Scopes):
                 if not item.shape:
                     stack.append(item.dtype)
                 else:
-                    dims = ", ".join(_dim_text(d) for d in item.shape)
+                    dims = ", ".join(dim_text(d) for d in item.shape)
                     stack.append(f"Tensor[({dims}), {item.dtype}]")
             elif cls is TupleType:
                 fields = item.fields
@@ -116,7 +116,7 @@ class _TypeSyntax(_Scopes):
                     stack.append("(")
             elif cls is TypeVar:
                 names = self.tv_names.get(id(item))
-                stack.append(names[-1] if names else _type_base(item.name))
+                stack.append(names[-1] if names else type_base(item.name))
             elif cls is GlobalTypeVar:
                 stack.append(item.name)
             elif cls is TypeCall:
@@ -140,7 +140,7 @@ class _TypeSyntax(_Scopes):
             elif cls is TypeData:
                 rope: list[Any] = []
                 self.type_definition(item, rope)
-                stack.append(_join(rope))
+                stack.append(join_rope(rope))
             else:
                 raise TypeError(f"pretty: not a type: {cls.__name__}")
         return True
@@ -228,6 +228,6 @@ def type_summary(t: Type, limit: int = DEFAULT_SUMMARY_CHARS) -> str:
         TypeError: ``t`` is not a type.
     """
     out: list[str] = []
-    complete = _TypeSyntax(_Context()).type_pieces(t, out, limit)
+    complete = TypeSyntax(PrintContext()).type_pieces(t, out, limit)
     text = "".join(out)
     return text if complete else text[:limit] + "…"

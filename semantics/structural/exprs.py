@@ -39,8 +39,8 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 from semantics.shapes import DimSolver
-from semantics.structural.leaves import _LEAVES, Node, _attrs_equal, _constants_equal, _pop
-from semantics.structural.types import _TypeComparer, shape_var_names
+from semantics.structural.leaves import LEAVES, Node, attrs_equal, constants_equal, pop_binding
+from semantics.structural.types import TypeComparer, shape_var_names
 from semantics.types import Type
 
 # --- equality ---------------------------------------------------------------------------------
@@ -50,7 +50,7 @@ _CMP, _BIND, _UNBIND, _UNBIND_T, _END_DEF = 0, 1, 2, 3, 4
 _Annotations = tuple[Type | None, ...]
 
 
-class _Comparer(_TypeComparer):
+class _Comparer(TypeComparer):
     """State of one comparison: scoped variable maps, free-variable and node bijections."""
 
     def __init__(self, map_free_vars: bool, solver: DimSolver | None):
@@ -80,8 +80,8 @@ class _Comparer(_TypeComparer):
     def unbind_vars(self, xs: tuple[Var, ...] | list[Var], ys: tuple[Var, ...] | list[Var]
                     ) -> None:
         for x, y in zip(xs, ys):
-            _pop(self.var_ab, id(x))
-            _pop(self.var_ba, id(y))
+            pop_binding(self.var_ab, id(x))
+            pop_binding(self.var_ba, id(y))
 
     def var_use(self, x: Var, y: Var) -> bool:
         sx, sy = self.var_ab.get(id(x)), self.var_ba.get(id(y))
@@ -160,7 +160,7 @@ class _Comparer(_TypeComparer):
             cls = type(x)
             if cls is not type(y):
                 return False
-            if cls in _LEAVES:
+            if cls in LEAVES:
                 if not self._leaf(x, y):
                     return False
                 continue
@@ -192,14 +192,14 @@ class _Comparer(_TypeComparer):
         key = (id(x), id(y))
         verdict = self.constants.get(key)
         if verdict is None:
-            verdict = _constants_equal(x, y)
+            verdict = constants_equal(x, y)
             self.constants[key] = verdict
         return verdict
 
     def _push_children(self, x: Any, y: Any, stack: list[tuple[int, Any, Any]]) -> bool:
         cls = type(x)
         if cls is Call:
-            if len(x.args) != len(y.args) or not _attrs_equal(x.attrs, y.attrs):
+            if len(x.args) != len(y.args) or not attrs_equal(x.attrs, y.attrs):
                 return False
             if (x.type_args or y.type_args) and \
                     not self.type_lists(x.type_args, y.type_args):
@@ -251,7 +251,7 @@ class _Comparer(_TypeComparer):
 
     def _push_function(self, x: Function, y: Function, stack: list[tuple[int, Any, Any]]
                        ) -> bool:
-        if len(x.params) != len(y.params) or not _attrs_equal(x.attrs, y.attrs):
+        if len(x.params) != len(y.params) or not attrs_equal(x.attrs, y.attrs):
             return False
         if not self.bind_type_vars(x.type_params, y.type_params):
             return False

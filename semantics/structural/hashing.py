@@ -45,14 +45,14 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 from semantics.structural.leaves import (
-    _LEAVES,
+    LEAVES,
     Node,
     _attrs_hash,
-    _pop,
-    _relation_name,
     _str_hash,
+    pop_binding,
+    relation_name,
 )
-from semantics.structural.types import _dim_key
+from semantics.structural.types import dim_key
 from semantics.types import (
     FuncType,
     GlobalTypeVar,
@@ -102,7 +102,7 @@ class _Hasher:
 
     def unbind_tvs(self, tvs: tuple[TypeVar, ...]) -> None:
         for tv in tvs:
-            _pop(self.tv_bound, id(tv))
+            pop_binding(self.tv_bound, id(tv))
 
     def type(self, root: Type) -> int:
         """Hash of a type (iterative: post-order over an explicit stack, any depth)."""
@@ -131,7 +131,7 @@ class _Hasher:
         tag = _TAG.get(cls, 0)
         kids: tuple[Any, ...]
         if cls is TensorType:
-            values.append(hash((tag, _str_hash(t.dtype), *(_dim_key(d) for d in t.shape))))
+            values.append(hash((tag, _str_hash(t.dtype), *(dim_key(d) for d in t.shape))))
             return
         if cls is TypeVar:
             scope = self.tv_bound.get(id(t))
@@ -161,7 +161,7 @@ class _Hasher:
             head = (tag, len(t.type_params))
             kids = (*t.arg_types, t.ret_type, *t.type_constraints)
         elif cls is TypeRelation:
-            head = (tag, _str_hash(_relation_name(t.relation)), t.num_inputs)
+            head = (tag, _str_hash(relation_name(t.relation)), t.num_inputs)
             kids = t.args
         elif cls is TypeData:
             self.bind_tvs(t.type_vars)
@@ -209,7 +209,7 @@ class _Hasher:
 
     def unbind(self, vs: tuple[Var, ...] | list[Var]) -> None:
         for v in vs:
-            _pop(self.bound, id(v))
+            pop_binding(self.bound, id(v))
 
     def leaf(self, node: Any) -> int:
         cls = type(node)
@@ -261,7 +261,7 @@ class _Hasher:
                 self.unbind_tvs(node)
                 continue
             cls = type(node)
-            if cls in _LEAVES:
+            if cls in LEAVES:
                 values.append(self.leaf(node))
                 continue
             known = self.memo.get(id(node))

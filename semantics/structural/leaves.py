@@ -27,7 +27,7 @@ from semantics.types import GlobalTypeVar, Type, TypeCall
 
 Node = Any  # Expr | Type | Pattern | Clause | IRModule
 
-_LEAVES = (Var, GlobalVar, Op, Constructor, Constant)
+LEAVES = (Var, GlobalVar, Op, Constructor, Constant)
 
 
 # --- attribute values -------------------------------------------------------------------------
@@ -46,7 +46,7 @@ def _attr_value_equal(x: object, y: object) -> bool:
     return type(x) is type(y) and x == y
 
 
-def _attrs_equal(a: Attrs | None, b: Attrs | None) -> bool:
+def attrs_equal(a: Attrs | None, b: Attrs | None) -> bool:
     if a is b:
         return True
     if a is None or b is None:
@@ -90,16 +90,16 @@ def _attrs_hash(a: Attrs | None) -> int:
     return hash(tuple(sorted((_str_hash(k), _attr_value_hash(v)) for k, v in a.items())))
 
 
-def _relation_name(rel: object) -> str:
+def relation_name(rel: object) -> str:
     return str(getattr(rel, "name", rel))
 
 
-def _constants_equal(c1: Constant, c2: Constant) -> bool:
+def constants_equal(c1: Constant, c2: Constant) -> bool:
     d1, d2 = c1.data, c2.data
     return d1.dtype == d2.dtype and d1.shape == d2.shape and d1.tobytes() == d2.tobytes()
 
 
-def _nullary_adt_name(t: Type) -> str | None:
+def nullary_adt_name(t: Type) -> str | None:
     """``Name`` for the types ``Name`` (a bare ``GlobalTypeVar``) and ``Name[]`` (a
     ``TypeCall`` without arguments), which both denote a parameterless ADT; else None."""
     if type(t) is GlobalTypeVar:
@@ -109,7 +109,7 @@ def _nullary_adt_name(t: Type) -> str | None:
     return None
 
 
-def _pop(table: dict[int, list[Any]], key: int) -> None:
+def pop_binding(table: dict[int, list[Any]], key: int) -> None:
     stack = table[key]
     stack.pop()
     if not stack:

@@ -5,7 +5,7 @@ equals ``2*n``, ``?`` only equals ``?``); type parameters are bound like
 variables (kinds must agree); free type variables and ``IncompleteType`` holes
 are mapped bijectively or compared by identity; a bare ``GlobalTypeVar``
 ``Name`` equals the type call ``Name[]``. Also the hash key of a dim
-(:func:`_dim_key`), consistent with :func:`dims_equal`.
+(:func:`dim_key`), consistent with :func:`dims_equal`.
 
 **Shape variables.** ARCHITECTURE.md §3 says a shape variable is "implicitly
 bound at the enclosing definition", so ``def @f(%x: Tensor[(n, 3), float32])``
@@ -61,7 +61,7 @@ from typing import Any
 import sympy
 
 from semantics.shapes import ANY, DEFAULT_SOLVER, Dim, DimSolver, shape_var
-from semantics.structural.leaves import _attrs_equal, _nullary_adt_name, _pop, _relation_name
+from semantics.structural.leaves import attrs_equal, nullary_adt_name, pop_binding, relation_name
 from semantics.types import (
     FuncType,
     GlobalTypeVar,
@@ -129,7 +129,7 @@ def _sym_key(e: sympy.Expr) -> int:
     return -2
 
 
-def _dim_key(d: Dim) -> int:
+def dim_key(d: Dim) -> int:
     if d is ANY:
         return -1
     if isinstance(d, int):
@@ -294,7 +294,7 @@ class _ShapeScopes:
                 return False
 
 
-class _TypeComparer:
+class TypeComparer:
     """State of one type comparison: scoped type-parameter maps, free type-variable bijection,
     and the shape scopes of the definitions being compared."""
 
@@ -318,8 +318,8 @@ class _TypeComparer:
 
     def unbind_type_vars(self, xs: tuple[TypeVar, ...], ys: tuple[TypeVar, ...]) -> None:
         for x, y in zip(xs, ys):
-            _pop(self.tv_ab, id(x))
-            _pop(self.tv_ba, id(y))
+            pop_binding(self.tv_ab, id(x))
+            pop_binding(self.tv_ba, id(y))
 
     def type_var(self, x: TypeVar, y: TypeVar) -> bool:
         if x.kind != y.kind:
@@ -421,8 +421,8 @@ class _TypeComparer:
         """Compare the heads of ``a`` and ``b`` and push their children (False: different)."""
         cls = type(a)
         if cls is not type(b):
-            name = _nullary_adt_name(a)
-            return name is not None and name == _nullary_adt_name(b)
+            name = nullary_adt_name(a)
+            return name is not None and name == nullary_adt_name(b)
         if cls is TensorType:
             if a is b and not self.shapes.active():
                 return True
@@ -449,8 +449,8 @@ class _TypeComparer:
             return _push_lists(stack, (*a.arg_types, a.ret_type, *a.type_constraints),
                                (*b.arg_types, b.ret_type, *b.type_constraints))
         if cls is TypeRelation:
-            return (_relation_name(a.relation) == _relation_name(b.relation)
-                    and a.num_inputs == b.num_inputs and _attrs_equal(a.attrs, b.attrs)
+            return (relation_name(a.relation) == relation_name(b.relation)
+                    and a.num_inputs == b.num_inputs and attrs_equal(a.attrs, b.attrs)
                     and _push_lists(stack, a.args, b.args))
         if cls is TypeData:
             if a.header.name != b.header.name or len(a.constructors) != len(b.constructors):
@@ -498,4 +498,4 @@ def types_equal(t1: Type, t2: Type, *, map_free_vars: bool = False,
     """
     if not isinstance(t1, Type) or not isinstance(t2, Type):
         raise TypeError("types_equal: arguments must be types")
-    return _TypeComparer(map_free_vars, solver).types(t1, t2)
+    return TypeComparer(map_free_vars, solver).types(t1, t2)
