@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from interpreter.eval import evaluate, evaluate_recorded
+    from interpreter.entry import evaluate, evaluate_recorded
     from interpreter.values import value_str
     from relay.commands.fmt import read_source
     from semantics.errors import RelayError
