@@ -163,7 +163,8 @@ class NumpyOps:
         out = np.zeros((n, o, oh, ow), dtype=x.dtype)
         for i in range(kh):
             for j in range(kw):
-                sl = x[:, :, i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride]
+                sl = x[:, :, i:i + stride * (oh - 1) + 1:stride,
+                       j:j + stride * (ow - 1) + 1:stride]
                 out += sl * w[:, 0, i, j][None, :, None, None]
         return out
 
@@ -186,7 +187,8 @@ class NumpyOps:
         out = None
         for i in range(size):
             for j in range(size):
-                sl = xp[:, :, i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride]
+                sl = xp[:, :, i:i + stride * (oh - 1) + 1:stride,
+                        j:j + stride * (ow - 1) + 1:stride]
                 out = sl.copy() if out is None else np.maximum(out, sl, out=out)
         assert out is not None
         return out

@@ -21,7 +21,7 @@ from interpreter.convert import convert_arguments, convert_value
 from interpreter.eval import Interpreter
 from interpreter.export import export_value
 from interpreter.linking import prelude_for_expr, with_prelude
-from interpreter.machine import CallbackError, Recorder, Rule
+from interpreter.machine import CallbackError, NodeCache, Recorder, Rule
 from interpreter.values import Closure, ConstructorFunction, OpValue, value_str
 from semantics.errors import InternalError, RelayError, RelayRuntimeError
 from semantics.expr import Expr, Function, GlobalVar
@@ -29,6 +29,10 @@ from semantics.module import IRModule
 from semantics.parser import parse
 
 __all__ = ["evaluate", "evaluate_recorded"]
+
+# The @entry reference of an application from Python, per entry function (nodes are
+# immutable, so one per function serves every evaluation).
+_ENTRY_NODES = NodeCache(256)
 
 
 # --- the public entry point -------------------------------------------------------------------
@@ -124,7 +128,9 @@ def _evaluate(p: Any, args: tuple[Any, ...], entry: str, check: bool, fuel: int 
         values = convert_arguments(fn.params, args, mod, where, param_types)
         interp = Interpreter(mod, fuel=fuel, trace=trace, max_depth=max_depth,
                              recorder=recorder)
-        gv = GlobalVar(entry.lstrip("@"), span=fn.span)
+        gv = _ENTRY_NODES.get((fn, where))
+        if gv is None:
+            gv = _ENTRY_NODES.put((fn, where), GlobalVar(entry.lstrip("@"), span=fn.span))
         closure = interp.global_closure(gv)
         interp.fired(Rule.SEMANTICS_GLOBAL, gv)
         return export_value(interp.apply(closure, values, fn))
@@ -170,4 +176,6 @@ def _type_check(mod: IRModule, fn: Function, name: str) -> list[Any] | None:
         typechecker.check(mod)
         return None
     inferred = typechecker.infer(mod)
+    if not isinstance(inferred, IRModule):
+        raise InternalError("typechecker.infer of a module returned no module")
     return [getattr(param, "checked_type", None) for param in inferred[name].params]

@@ -216,6 +216,9 @@ class Interpreter(Machine):
     # Premises established in place: node -> value, or PENDING.
     INLINE: dict[type, Callable[[Any, Any, Env], Any]]
     PATTERNS: dict[type, Callable[..., bool]]
+    _direct: dict[type, Callable[[Any, Any, Env], Any]]  # leaves established in place
+    _inline: dict[type, Callable[[Any, Any, Env], Any]]  # premises established in place
+    _attrs = _ATTRS_CACHE
 
     def __init__(self, mod: IRModule, *, fuel: int | None = None,
                  trace: Callable[[str, Any], Any] | None = None, max_depth: int = 100_000,
@@ -224,15 +227,12 @@ class Interpreter(Machine):
         self._globals: dict[str, Closure] = {}
         self._ops: dict[str, OpValue] = {}
         self._nullary: dict[Constructor, ConstructorValue] = {}
-        self._attrs = _ATTRS_CACHE
         self._grads: dict[Grad, Expr] = {}
-        self.axioms = self.AXIOMS
-        self.cases = self.CASES
-        self.appliers = self.APPLIERS
-        # Premises are established in place, except while recording a derivation, where
-        # every judgment is reported.
-        self._direct = self.AXIOMS if recorder is None else {}
-        self._inline = self.INLINE if recorder is None else {}
+        if recorder is not None:
+            # Premises are established in place, except while recording a derivation,
+            # where every judgment is reported.
+            self._direct = {}
+            self._inline = {}
 
     def global_closure(self, gv: GlobalVar) -> Closure:
         """The closure of a global function (one per global per interpreter)."""
@@ -431,7 +431,9 @@ class Interpreter(Machine):
 
     # [Semantics-Let-Rec]   c = ⟨fn, Γ, x⟩    Γ[x ↦ c] ⊢ e2 ⇓ v   ⟹   Γ ⊢ let x = fn; e2 ⇓ v
     def _let_rec(self, e: Let, env: Env) -> Tail:
-        c = Closure(e.value, env, e.var, "%" + e.var.name_hint)
+        fn = e.value
+        assert isinstance(fn, Function)  # the front sends only function literals here
+        c = Closure(fn, env, e.var, "%" + e.var.name_hint)
         self.fired(Rule.SEMANTICS_LET_REC, e)
         return Tail(e.body, env.extend(e.var, c))
 
@@ -705,6 +707,10 @@ Interpreter.INLINE = {
     **Interpreter.AXIOMS, Call: Interpreter._inline_call,
     TupleGetItem: Interpreter._inline_projection,
 }
+Interpreter.axioms = Interpreter._direct = Interpreter.AXIOMS
+Interpreter.cases = Interpreter.CASES
+Interpreter.appliers = Interpreter.APPLIERS
+Interpreter._inline = Interpreter.INLINE
 Interpreter.PATTERNS = {
     PatternWildcard: Interpreter._match_wildcard, PatternVar: Interpreter._match_var,
     PatternConstructor: Interpreter._match_constructor, PatternTuple: Interpreter._match_tuple,

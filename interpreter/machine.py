@@ -257,6 +257,7 @@ class Machine:
             shared = env.shared
             if shared and e in shared:
                 memo = env.memo
+                assert memo is not None  # Env: a memo exactly when some node is shared
                 hit = memo.get(e, MISSING)
                 if hit is not MISSING:
                     if rec is not None:
