@@ -300,7 +300,11 @@ class Interpreter(Machine):
         (A closure call is never in place: its body is a tail premise for the driver.)
         """
         op = e.op
-        if type(op) is not Op and type(op) is not Constructor:
+        if type(op) is Op:
+            callee = Interpreter._eval_op
+        elif type(op) is Constructor:
+            callee = Interpreter._eval_constructor
+        else:
             return PENDING
         direct = self._direct
         for arg in e.args:
@@ -309,8 +313,12 @@ class Interpreter(Machine):
         shared = env.shared
         if shared and e in shared:
             return PENDING  # Semantics-Shared: through the driver's memo
-        f = direct[type(op)](self, op, env)
-        args = [direct[type(arg)](self, arg, env) for arg in e.args]
+        f = callee(self, op, env)
+        args = []
+        for arg in e.args:
+            args.append(direct[type(arg)](self, arg, env))
+        if type(f) is OpValue:
+            return self._call_op(f, args, e)
         return self.call_value(f, args, e)
 
     # === rules without premises ==========================================================
