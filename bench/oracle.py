@@ -30,8 +30,15 @@ implementations (``OpDef.impl``, measured in a separate instrumented run). That
 share is what the operator references cost; the rest is the interpreter's own
 (rule dispatch, environments, argument conversion).
 
-Usage: ``python bench/oracle.py [--runs 5] [--quick] [--only NAME ...]``
-(``--quick``: fewer runs, smaller scalar programs; about 20 seconds).
+Runs per workload: as many as fit about 3 s of oracle time (0.6 s with ``--quick``),
+at least 3; the whole bench takes about a minute and a half on an idle 2-core machine
+(``--quick``: about 20 seconds), longer on a busy one.
+
+To compare two trees (e.g. before/after), run the same file against each, back to
+back: ``PYTHONPATH=<tree> python <copy of this file>`` (the file puts its own tree's
+parent first on ``sys.path``, so run a copy placed outside the tree for the other one).
+
+Usage: ``python bench/oracle.py [--runs N] [--quick] [--only NAME ...]``
 """
 
 from __future__ import annotations
@@ -494,8 +501,8 @@ def count_rules(mod: Any, args: tuple[Any, ...], entry: str) -> int:
 
 def scalars(quick: bool) -> list[Workload]:
     mod = parse(SCALARS)
-    k = 16 if quick else 20
-    steps = 20_000 if quick else 100_000
+    k = 15 if quick else 18
+    steps = 10_000 if quick else 30_000
     fib_args = (np.int32(k),)
     count_args = (np.int32(0), np.int32(steps), np.int32(0))
     evaluate(mod, *fib_args, entry="fib")
@@ -601,9 +608,15 @@ def main() -> None:
           f"{'ops share':>9} {'rules/s':>10}")
     for w in build(quick, args.only):
         check_agree(w)
-        small = w.name.startswith(("MLP", "LSTM", "TreeLSTM"))
-        runs = args.runs or ((7 if quick else 15) if small else (3 if quick else 7))
-        inner = (20 if quick else 50) if w.name.startswith("MLP") else 1
+        # Runs: as many as fit a time budget per workload (at least 3, at most 25);
+        # tiny workloads are looped so that one timed run lasts about 10 ms.
+        start = time.perf_counter()
+        w.oracle()
+        single = time.perf_counter() - start
+        w.numpy()
+        inner = max(1, min(100, int(0.01 / max(single, 1e-6))))
+        budget = 0.6 if quick else 3.0
+        runs = args.runs or max(3, min(25, int(budget / (single * inner))))
 
         def many(fn: Callable[[], Any], inner: int = inner) -> Callable[[], None]:
             def run() -> None:
@@ -611,12 +624,10 @@ def main() -> None:
                     fn()
             return run
 
-        w.oracle()
-        w.numpy()
         t_oracle, t_numpy = median_times(many(w.oracle), many(w.numpy), runs)
         t_oracle /= inner
         t_numpy /= inner
-        share = operator_share(many(w.oracle), max(1, runs // 3))
+        share = operator_share(many(w.oracle), 1)
         rate = f"{w.rules() / t_oracle:>10,.0f}" if w.rules is not None else f"{'':>10}"
         print(f"{w.name:<34} {t_oracle * 1e3:>10.3f} {t_numpy * 1e3:>10.3f} "
               f"{t_oracle / t_numpy:>8.2f} {share:>9.0%} {rate}", flush=True)

@@ -292,7 +292,12 @@ class Machine:
                         gens.append(result)
                         depths.append(depth)
                         result = None
-                    elif type(result) is Tail:
+                    elif type(result) is not Tail:
+                        # The value: every premise was established in place (or there
+                        # were none, as in the empty tuple).
+                        if rec is not None:
+                            rec.close(result)
+                    else:
                         # A rule whose premises are established but the tail one (all of
                         # them in place, or none: Semantics-Let-Rec).
                         d = depth

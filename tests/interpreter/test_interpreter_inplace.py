@@ -35,15 +35,17 @@ class RuleLog:
 
     def __init__(self) -> None:
         self.rules: list[tuple[str, int]] = []
+        self.depth = 0
 
     def open(self, node: Any) -> None:
-        pass
+        self.depth += 1
 
     def rule(self, rule: Any, node: Any) -> None:
         self.rules.append((rule.value, key(node)))
 
     def close(self, value: Any) -> None:
-        pass
+        self.depth -= 1
+        assert self.depth >= 0, "a judgment closed twice"
 
 
 def both_ways(program: Any, args: list[Any], **kwargs: Any) -> tuple[list[Any], list[Any]]:
@@ -63,6 +65,8 @@ def both_ways(program: Any, args: list[Any], **kwargs: Any) -> tuple[list[Any], 
     first = outcome(lambda: evaluate(program, *args, trace=trace, **kwargs))
     log = RuleLog()
     second = outcome(lambda: evaluate_recorded(program, *args, recorder=log, **kwargs))
+    if second == "value":
+        assert log.depth == 0, "a judgment left open"
     return [first, *traced], [second, *log.rules]
 
 
@@ -86,6 +90,7 @@ def test_golden_programs_fire_the_same_rules(path):
 SNIPPETS = [
     # leaves, operator calls on leaves, projections of leaves, in every premise position
     "let %x = 1; let %y = add(%x, 2); (%y, %x, multiply(%y, %y))",
+    "let %u = (); (%u, ())",
     "let %t = (1, 2); add(%t.0, %t.1)",
     "let %t = (1, (2, 3)); %t.1.0",
     "if (less(1, 2)) { 10 } else { 20 }",
