@@ -6,20 +6,18 @@ Design
 ``semantics/RULES.md`` has exactly one case here, which opens with the rule as
 written there and reports itself with ``self.fired(Rule.X, node)`` when it
 applies (this feeds ``fuel``, ``trace`` and the derivation recorder of
-``relay run --trace``). Put RULES.md and this file side by side: the rule's
-premises are the case's ``yield``s, in the same order.
+``relay run --trace``). Put RULES.md and this file side by side: a rule with
+premises has a *front* ``_eval_x`` naming its premises in the rule's order, and
+the case receives their values (see "Premises in place" below).
 
 **A premise is a ``yield``.** ``v = yield Eval(e, env)`` asks the driver to
-establish Γ ⊢ e ⇓ v and resumes the case with ``v``. The driver
-(:meth:`Machine.run <interpreter.machine.Machine.run>`) keeps the suspended cases
-on an explicit list, so the depth of a derivation is bounded by memory, never by
-Python's recursion limit.
+establish Γ ⊢ e ⇓ v and resumes the waiting generator with ``v``. The driver
+(:meth:`Machine.run <interpreter.machine.Machine.run>`) keeps the suspended
+generators on an explicit list, so the depth of a derivation is bounded by memory,
+never by Python's recursion limit.
 Rules without premises (constants, variables, globals, functions, operators,
 constructors) are plain methods returning the value directly: they cost no
-generator, and a premise whose expression is such a leaf is established in
-place by the case (``leaf(x, env)`` instead of ``yield Eval(x, env)``: the same
-rule fires in the same order, without a round trip through the driver; not
-while a derivation is being recorded, where every judgment is reported).
+generator.
 
 **Tail positions return ``Tail(e, env)``.** The last premise of a rule whose
 value is the conclusion's value (the body of a let, the chosen branch of an
@@ -300,6 +298,7 @@ class Interpreter(Machine):
         (A closure call is never in place: its body is a tail premise for the driver.)
         """
         op = e.op
+        callee: Callable[[Any, Any, Env], Any]
         if type(op) is Op:
             callee = Interpreter._eval_op
         elif type(op) is Constructor:
