@@ -298,12 +298,7 @@ class Interpreter(Machine):
         (A closure call is never in place: its body is a tail premise for the driver.)
         """
         op = e.op
-        callee: Callable[[Any, Any, Env], Any]
-        if type(op) is Op:
-            callee = Interpreter._eval_op
-        elif type(op) is Constructor:
-            callee = Interpreter._eval_constructor
-        else:
+        if type(op) is not Op and type(op) is not Constructor:
             return PENDING
         direct = self._direct
         for arg in e.args:
@@ -312,7 +307,7 @@ class Interpreter(Machine):
         shared = env.shared
         if shared and e in shared:
             return PENDING  # Semantics-Shared: through the driver's memo
-        f = callee(self, op, env)
+        f = direct[type(op)](self, op, env)
         args = []
         for arg in e.args:
             args.append(direct[type(arg)](self, arg, env))
