@@ -24,12 +24,15 @@ timed. Workloads:
   per second (rules counted with ``trace`` in a separate run) and against the same
   recursion/loop in plain Python on numpy 0-d ``int32`` values.
 
-For each: the median wall time of ``--runs`` runs of the oracle and of numpy, their
-ratio and, for the oracle, the share of its time spent inside operator
+For each: the median time of ``--runs`` runs of the oracle and of numpy, run
+alternately, their ratio and, for the oracle, the share of its time spent inside operator
 implementations (``OpDef.impl``, measured in a separate instrumented run). That
 share is what the operator references cost; the rest is the interpreter's own
 (rule dispatch, environments, argument conversion).
 
+Times are the process's CPU time (``time.process_time``, all threads: fair to both
+sides, which use the same BLAS, and much less disturbed by other processes on a busy
+machine than wall time); ``--wall`` measures wall-clock time instead.
 Runs per workload: as many as fit about 3 s of oracle time (0.6 s with ``--quick``),
 at least 3; the whole bench takes about a minute and a half on an idle 2-core machine
 (``--quick``: about 20 seconds), longer on a busy one.
@@ -519,11 +522,14 @@ def scalars(quick: bool) -> list[Workload]:
 
 # --- measuring -------------------------------------------------------------------------------
 
+CLOCK = time.process_time
+
+
 def median_times(a: Callable[[], Any], b: Callable[[], Any], runs: int) -> tuple[float, float]:
-    """Median wall times of ``a`` and of ``b``, run alternately (so that a busy machine
-    slows both alike)."""
+    """Median times (``CLOCK``) of ``a`` and of ``b``, run alternately (so that a busy
+    machine slows both alike)."""
     ta, tb = [], []
-    clock = time.perf_counter
+    clock = CLOCK
     for _ in range(runs):
         start = clock()
         a()
@@ -539,7 +545,7 @@ def timed_operators() -> Iterator[list[float]]:
     """Wrap every operator implementation with a timer; yields the accumulated seconds."""
     total = [0.0]
     saved = {}
-    clock = time.perf_counter
+    clock = CLOCK
 
     def timed(impl: Callable[..., Any]) -> Callable[..., Any]:
         def run(*args: Any, **attrs: Any) -> Any:
@@ -563,10 +569,10 @@ def timed_operators() -> Iterator[list[float]]:
 
 def operator_share(fn: Callable[[], Any], runs: int) -> float:
     with timed_operators() as total:
-        start = time.perf_counter()
+        start = CLOCK()
         for _ in range(runs):
             fn()
-        elapsed = time.perf_counter() - start
+        elapsed = CLOCK() - start
     return total[0] / elapsed if elapsed else 0.0
 
 
@@ -601,7 +607,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="about 20 seconds")
     parser.add_argument("--only", nargs="*", default=None,
                         help="resnet mobilenet lstm treelstm mlp scalar")
+    parser.add_argument("--wall", action="store_true",
+                        help="wall-clock time instead of the process's CPU time")
     args = parser.parse_args()
+    global CLOCK
+    if args.wall:
+        CLOCK = time.perf_counter
     quick = args.quick
     started = time.perf_counter()
     print(f"{'workload':<34} {'oracle ms':>10} {'numpy ms':>10} {'× numpy':>8} "
@@ -610,9 +621,9 @@ def main() -> None:
         check_agree(w)
         # Runs: as many as fit a time budget per workload (at least 3, at most 25);
         # tiny workloads are looped so that one timed run lasts about 10 ms.
-        start = time.perf_counter()
+        start = CLOCK()
         w.oracle()
-        single = time.perf_counter() - start
+        single = CLOCK() - start
         w.numpy()
         inner = max(1, min(100, int(0.01 / max(single, 1e-6))))
         budget = 0.6 if quick else 3.0
