@@ -41,12 +41,14 @@ more than one edge of a function body (graph bindings) are evaluated once per
 activation (see :func:`~interpreter.machine.shared_nodes`).
 
 **Premises in place.** A premise whose expression needs no suspended case —
-a leaf (variable, constant, global, operator, constructor), a projection of a
-leaf, or a call of an operator or constructor on leaves, when that node is not
-graph-shared — is established *in place* by the case, without a generator or a
-round trip through the driver: the same rules fire in the same order (callee,
-arguments left to right, then Semantics-Call-Op / -ADT-Constructor), with the same
-fuel, trace and errors; only the bookkeeping differs. So every rule with premises
+a leaf (variable, constant, global, operator, constructor: never graph-shared), or,
+when the node is not graph-shared, a function literal, a projection of a leaf or
+a call of an operator or constructor on leaves — is established *in place* by the
+case, without a generator or a round trip through the driver: the same rules fire
+in the same order (callee, arguments left to right, then Semantics-Call-Op /
+-ADT-Constructor), with the same fuel, trace and errors; only the bookkeeping
+differs (earlier versions also evaluated a graph-shared function literal in place,
+firing Semantics-Closure where the derivation has Semantics-Shared). So every rule with premises
 is written as a *front* (``_eval_x``, listing the premises in RULES.md order) and
 a *case* (opening with the rule, receiving the premises' values and firing the
 rule): :meth:`Interpreter.premises` establishes the premises in place while it
@@ -213,6 +215,7 @@ class Interpreter(Machine):
     APPLIERS: dict[type, Callable[[Any, Any, list[Any], Any], Any]]
     # Premises established in place: node -> value, or PENDING.
     INLINE: dict[type, Callable[[Any, Any, Env], Any]]
+    LEAVES: dict[type, Callable[[Any, Any, Env], Any]]
     PATTERNS: dict[type, Callable[..., bool]]
     _direct: dict[type, Callable[[Any, Any, Env], Any]]  # leaves established in place
     _inline: dict[type, Callable[[Any, Any, Env], Any]]  # premises established in place
@@ -280,6 +283,13 @@ class Interpreter(Machine):
                 v = yield Eval(x, env)
             values.append(v)
         return case(self, e, env, values)
+
+    def _inline_function(self, e: Function, env: Env) -> Any:
+        """Γ ⊢ fn ... in place (Semantics-Closure) unless the literal is graph-shared."""
+        shared = env.shared
+        if shared and e in shared:
+            return PENDING  # Semantics-Shared: through the driver's memo
+        return self._eval_function(e, env)
 
     def _inline_projection(self, e: TupleGetItem, env: Env) -> Any:
         """Γ ⊢ x.i in place when ``x`` is a leaf (Semantics-Projection on it), else PENDING."""
@@ -705,13 +715,16 @@ Interpreter.APPLIERS = {
     ConstructorFunction: Interpreter._call_constructor,
     ConstructorValue: Interpreter._call_constructor,
 }
+# The leaves: never graph-shared (see shared_nodes), so always established in place.
+Interpreter.LEAVES = {t: f for t, f in Interpreter.AXIOMS.items() if t is not Function}
 Interpreter.INLINE = {
-    **Interpreter.AXIOMS, Call: Interpreter._inline_call,
-    TupleGetItem: Interpreter._inline_projection,
+    **Interpreter.LEAVES, Function: Interpreter._inline_function,
+    Call: Interpreter._inline_call, TupleGetItem: Interpreter._inline_projection,
 }
-Interpreter.axioms = Interpreter._direct = Interpreter.AXIOMS
+Interpreter.axioms = Interpreter.AXIOMS
 Interpreter.cases = Interpreter.CASES
 Interpreter.appliers = Interpreter.APPLIERS
+Interpreter._direct = Interpreter.LEAVES
 Interpreter._inline = Interpreter.INLINE
 Interpreter.PATTERNS = {
     PatternWildcard: Interpreter._match_wildcard, PatternVar: Interpreter._match_var,

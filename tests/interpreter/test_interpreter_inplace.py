@@ -100,8 +100,11 @@ SNIPPETS = [
     # a premise needing the driver between in-place ones
     "let %f = fn (%a: int32) { %a }; (1, %f(2), add(3, 4), %f(5))",
     "add(1, (fn (%a: int32) { %a })(2))",
-    # a graph-shared operator call: through the memo, never in place
+    # graph-shared nodes: through the memo, never in place
     "fn (%x: int32) { %0 = add(%x, 1); multiply(%0, %0) }",
+    "fn (%x: int32) { %0 = fn (%y: int32) { %y }; (%0, %0, %0(%x)) }",
+    "fn (%x: int32) { %0 = (%x, 2); %1 = %0.0; (%1, %1, %0) }",
+    "fn (%x: int32) { %0 = Some(%x); (%0, %0) }",
     # errors raised in place and through the driver
     "let %x = 1; divide(%x, 0)",
     "let %t = (1, 2); %t.1",
