@@ -42,11 +42,12 @@ activation (see :func:`~interpreter.machine.shared_nodes`).
 
 **Premises in place.** A premise whose expression needs no suspended case —
 a leaf (variable, constant, global, operator, constructor: never graph-shared), or,
-when the node is not graph-shared, a function literal, a projection of a leaf or
-a call of an operator or constructor on leaves — is established *in place* by the
-case, without a generator or a round trip through the driver: the same rules fire
-in the same order (callee, arguments left to right, then Semantics-Call-Op /
--ADT-Constructor), with the same fuel, trace and errors; only the bookkeeping
+when no node of it is graph-shared, a function literal or a small tree of operator
+and constructor calls and projections over leaves (:func:`inline_plan`) — is
+established *in place* by the case, without a generator or a round trip through
+the driver: the same rules fire in the same order (callee, arguments left to right,
+then Semantics-Call-Op / -ADT-Constructor; the tuple, then Semantics-Projection),
+with the same fuel, trace and errors; only the bookkeeping
 differs (earlier versions also evaluated a graph-shared function literal in place,
 firing Semantics-Closure where the derivation has Semantics-Shared). So every rule with premises
 is written as a *front* (``_eval_x``, listing the premises in RULES.md order) and
@@ -183,6 +184,44 @@ def register_grad_expander(fn: GradExpander | None) -> None:
 _ATTRS_CACHE = NodeCache(16384)
 _BOOL = np.dtype(bool)
 
+INLINE_HEIGHT = 6
+"""How deep an expression established in place may be (it bounds the recursion)."""
+
+_LEAF_NODES = (Var, GlobalVar, Constant, Op, Constructor)
+_CALLEES = (Op, Constructor)
+# Per node: the internal nodes of an expression established in place, or None.
+_PLANS = NodeCache(16384)
+
+
+def inline_plan(e: Expr) -> frozenset[Expr] | None:
+    """The internal nodes of ``e`` when it can be established in place, else None.
+
+    That is when ``e`` is a tree of operator or constructor calls and projections whose
+    leaves are variables, constants, globals, operators or constructors, at most
+    ``INLINE_HEIGHT`` levels deep (explicit stack). A node met twice is graph-shared, so
+    the caller sends the expression to the driver anyway.
+    """
+    internal: set[Expr] = set()
+    work: list[tuple[Expr, int]] = [(e, 0)]
+    while work:
+        node, depth = work.pop()
+        t = type(node)
+        if t in _LEAF_NODES:
+            continue
+        if depth >= INLINE_HEIGHT:
+            return None
+        if isinstance(node, Call) and type(node.op) in _CALLEES:
+            kids: tuple[Expr, ...] = node.args
+        elif isinstance(node, TupleGetItem):
+            kids = (node.tuple_value,)
+        else:
+            return None
+        if node not in internal:
+            internal.add(node)
+            work.extend((kid, depth + 1) for kid in kids)
+    return frozenset(internal)
+
+
 PENDING = object()
 """What an in-place evaluator returns when the premise needs the driver (nothing fired)."""
 
@@ -291,39 +330,41 @@ class Interpreter(Machine):
             return PENDING  # Semantics-Shared: through the driver's memo
         return self._eval_function(e, env)
 
-    def _inline_projection(self, e: TupleGetItem, env: Env) -> Any:
-        """Γ ⊢ x.i in place when ``x`` is a leaf (Semantics-Projection on it), else PENDING."""
-        x = e.tuple_value
-        leaf = self._direct.get(type(x))
-        if leaf is None:
-            return PENDING
-        shared = env.shared
-        if shared and e in shared:
-            return PENDING  # Semantics-Shared: through the driver's memo
-        return self._projection(e, env, [leaf(self, x, env)])
+    def _inline_tree(self, e: Call | TupleGetItem, env: Env) -> Any:
+        """An operator/constructor call or a projection over leaves, in place; else PENDING.
 
-    def _inline_call(self, e: Call, env: Env) -> Any:
-        """An operator or constructor applied to leaves, in place; PENDING otherwise.
-
+        In place when the whole expression is a tree of operator and constructor calls
+        and projections over leaves, at most ``INLINE_HEIGHT`` deep (see
+        :func:`inline_plan`), none of whose nodes is graph-shared in this activation.
         (A closure call is never in place: its body is a tail premise for the driver.)
         """
-        op = e.op
-        if type(op) is not Op and type(op) is not Constructor:
+        plan = _PLANS.get(e, MISSING)
+        if plan is MISSING:
+            plan = _PLANS.put(e, inline_plan(e))
+        if plan is None:
             return PENDING
-        direct = self._direct
-        for arg in e.args:
-            if type(arg) not in direct:
-                return PENDING
         shared = env.shared
-        if shared and e in shared:
+        if shared and not shared.isdisjoint(plan):
             return PENDING  # Semantics-Shared: through the driver's memo
-        f = direct[type(op)](self, op, env)
-        args = []
-        for arg in e.args:
-            args.append(direct[type(arg)](self, arg, env))
-        if type(f) is OpValue:
-            return self._call_op(f, args, e)
-        return self.call_value(f, args, e)
+        return self._in_place(e, env)
+
+    def _in_place(self, e: Any, env: Env) -> Any:
+        """Γ ⊢ e ⇓ v for an expression :func:`inline_plan` accepted: the rules the driver
+        would fire, in its order (callee, arguments left to right, then the call's rule;
+        the tuple, then the projection). Recursion bounded by ``INLINE_HEIGHT``."""
+        t = type(e)
+        if t is Call:
+            op = e.op
+            f = self._direct[type(op)](self, op, env)
+            args = []
+            for arg in e.args:
+                args.append(self._in_place(arg, env))
+            if type(f) is OpValue:
+                return self._call_op(f, args, e)
+            return self.call_value(f, args, e)
+        if t is TupleGetItem:
+            return self._projection(e, env, [self._in_place(e.tuple_value, env)])
+        return self._direct[t](self, e, env)
 
     # === rules without premises ==========================================================
 
@@ -719,7 +760,7 @@ Interpreter.APPLIERS = {
 Interpreter.LEAVES = {t: f for t, f in Interpreter.AXIOMS.items() if t is not Function}
 Interpreter.INLINE = {
     **Interpreter.LEAVES, Function: Interpreter._inline_function,
-    Call: Interpreter._inline_call, TupleGetItem: Interpreter._inline_projection,
+    Call: Interpreter._inline_tree, TupleGetItem: Interpreter._inline_tree,
 }
 Interpreter.axioms = Interpreter.AXIOMS
 Interpreter.cases = Interpreter.CASES

@@ -97,6 +97,11 @@ SNIPPETS = [
     "let %r = ref(add(1, 2)); %r := multiply(!%r, 3); !%r",
     "match (Some(add(1, 1))) { Some(%y) => %y, None => 0 }",
     "let %f = fn (%a: int32, %b: int32) { subtract(%a, %b) }; %f(add(1, 2), 4)",
+    # trees of operator calls and projections, below and above the in-place height
+    "let %t = (1, 2); add(multiply(negative(%t.0), %t.1), subtract(%t.1, 3))",
+    "add(add(add(add(add(add(add(add(1, 2), 3), 4), 5), 6), 7), 8), 9)",
+    "let %t = ((1, 2), 3); add(%t.0.1, Some(%t.1) == Some(3))",
+    "add(1, multiply(2, divide(1, 0)))",
     # a premise needing the driver between in-place ones
     "let %f = fn (%a: int32) { %a }; (1, %f(2), add(3, 4), %f(5))",
     "add(1, (fn (%a: int32) { %a })(2))",
@@ -105,6 +110,8 @@ SNIPPETS = [
     "fn (%x: int32) { %0 = fn (%y: int32) { %y }; (%0, %0, %0(%x)) }",
     "fn (%x: int32) { %0 = (%x, 2); %1 = %0.0; (%1, %1, %0) }",
     "fn (%x: int32) { %0 = Some(%x); (%0, %0) }",
+    "fn (%x: int32) { %0 = negative(%x); add(multiply(%0, 2), %0) }",
+    "fn (%x: int32) { %0 = (%x, 1); add(%0.0, %0.1) }",
     # errors raised in place and through the driver
     "let %x = 1; divide(%x, 0)",
     "let %t = (1, 2); %t.1",
