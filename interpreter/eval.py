@@ -157,7 +157,8 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 
-__all__ = ["PENDING", "GradExpander", "Interpreter", "register_grad_expander"]
+__all__ = ["INLINE_HEIGHT", "PENDING", "GradExpander", "Interpreter", "check_op_result",
+           "inline_plan", "register_grad_expander"]
 
 
 # --- the grad hook ----------------------------------------------------------------------------
