@@ -34,8 +34,8 @@ Times are the process's CPU time (``time.process_time``, all threads: fair to bo
 sides, which use the same BLAS, and much less disturbed by other processes on a busy
 machine than wall time); ``--wall`` measures wall-clock time instead.
 Runs per workload: as many as fit about 3 s of oracle time (0.6 s with ``--quick``),
-at least 3; the whole bench takes about a minute and a half on an idle 2-core machine
-(``--quick``: about 20 seconds), longer on a busy one.
+at least 3 (1 with ``--quick``); the whole bench takes one to two and a half minutes
+of wall time on a 2-core machine (most of it the two CNNs), ``--quick`` 20-40 seconds.
 
 To compare two trees (e.g. before/after), run the same file against each, back to
 back: ``PYTHONPATH=<tree> python <copy of this file>`` (the file puts its own tree's
@@ -576,13 +576,18 @@ def operator_share(fn: Callable[[], Any], runs: int) -> float:
     return total[0] / elapsed if elapsed else 0.0
 
 
-def check_agree(w: Workload) -> None:
-    got, want = w.oracle(), w.numpy()
+def check_agree(w: Workload) -> float:
+    """Check that the oracle and numpy agree; return the time of that oracle run."""
+    start = CLOCK()
+    got = w.oracle()
+    single = CLOCK() - start
+    want = w.numpy()
     if w.tol:
         np.testing.assert_allclose(got, want, rtol=w.tol, atol=w.tol, err_msg=w.name)
     else:
         np.testing.assert_array_equal(got, want, err_msg=w.name)
         assert np.asarray(got).dtype == np.asarray(want).dtype, w.name
+    return single
 
 
 def build(quick: bool, only: list[str] | None) -> list[Workload]:
@@ -618,16 +623,12 @@ def main() -> None:
     print(f"{'workload':<34} {'oracle ms':>10} {'numpy ms':>10} {'× numpy':>8} "
           f"{'ops share':>9} {'rules/s':>10}")
     for w in build(quick, args.only):
-        check_agree(w)
-        # Runs: as many as fit a time budget per workload (at least 3, at most 25);
-        # tiny workloads are looped so that one timed run lasts about 10 ms.
-        start = CLOCK()
-        w.oracle()
-        single = CLOCK() - start
-        w.numpy()
+        single = check_agree(w)  # (also the warm-up run)
+        # Runs: as many as fit a time budget per workload (at least 3, or 1 with --quick;
+        # at most 25); tiny workloads are looped so that one timed run lasts about 10 ms.
         inner = max(1, min(100, int(0.01 / max(single, 1e-6))))
         budget = 0.6 if quick else 3.0
-        runs = args.runs or max(3, min(25, int(budget / (single * inner))))
+        runs = args.runs or max(1 if quick else 3, min(25, int(budget / (single * inner))))
 
         def many(fn: Callable[[], Any], inner: int = inner) -> Callable[[], None]:
             def run() -> None:
