@@ -92,7 +92,7 @@ def run_oracle(mod: IRModule, inputs: Sequence[Any], *, fuel: int = ORACLE_FUEL,
                check: bool = True, entry: str = "main",
                trace: Callable[[str, Any], Any] | None = None) -> Outcome:
     """Evaluate ``entry`` of ``mod`` on (copies of) ``inputs`` with the interpreter."""
-    from interpreter.eval import evaluate
+    from interpreter.entry import evaluate
 
     try:
         value = evaluate(mod, *copy.deepcopy(tuple(inputs)), entry=entry, check=check,

@@ -8,7 +8,9 @@ hook through which the ``ad`` package gives ``grad(e)`` its meaning.
 
 from __future__ import annotations
 
-from interpreter.eval import evaluate, register_grad_expander
+from interpreter.entry import evaluate, evaluate_recorded
+from interpreter.eval import register_grad_expander
 from interpreter.values import Closure, ConstructorValue, RefValue
 
-__all__ = ["Closure", "ConstructorValue", "RefValue", "evaluate", "register_grad_expander"]
+__all__ = ["Closure", "ConstructorValue", "RefValue", "evaluate", "evaluate_recorded",
+           "register_grad_expander"]

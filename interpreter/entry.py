@@ -7,11 +7,7 @@ text to parse), type-checks first when ``check=True``, converts the Python argum
 the result; only ``RelayError`` s (and ``InternalError`` s, for bugs) get out.
 :func:`evaluate_recorded` does the same while reporting the derivation to a
 :class:`~interpreter.machine.Recorder` (``relay run --trace``).
-:func:`register_grad_expander` installs the expansion of the ``grad(e)`` macro that
-the Semantics-Grad case of :mod:`interpreter.eval` uses.
-
-All of these are re-exported by :mod:`interpreter.eval` (and the first and last by
-:mod:`interpreter`).
+:mod:`interpreter` exports :func:`evaluate`.
 """
 
 from __future__ import annotations
@@ -21,33 +17,22 @@ from typing import Any
 
 import numpy as np
 
-from interpreter.machine import Recorder, Rule, _CallbackError
+from interpreter.convert import convert_arguments, convert_value
+from interpreter.eval import Interpreter
+from interpreter.export import export_value
+from interpreter.linking import prelude_for_expr, with_prelude
+from interpreter.machine import CallbackError, NodeCache, Recorder, Rule
 from interpreter.values import Closure, ConstructorFunction, OpValue, value_str
 from semantics.errors import InternalError, RelayError, RelayRuntimeError
-from semantics.expr import Expr, Function, GlobalVar, Grad
+from semantics.expr import Expr, Function, GlobalVar
 from semantics.module import IRModule
+from semantics.parser import parse
 
-__all__ = ["evaluate", "evaluate_recorded", "register_grad_expander"]
+__all__ = ["evaluate", "evaluate_recorded"]
 
-
-# --- the grad hook ----------------------------------------------------------------------------
-
-GradExpander = Callable[[Grad, IRModule], Expr]
-_GRAD_EXPANDER: list[GradExpander] = []
-
-
-def register_grad_expander(fn: GradExpander | None) -> None:
-    """Install the expansion of the ``grad(e)`` macro (Semantics-Grad).
-
-    Args:
-        fn: called as ``fn(grad_node, module)``; returns the expression that
-            ``grad_node`` stands for (evaluated in ``grad_node``'s environment).
-            The ``ad`` package registers its reverse-mode expander on import.
-            ``None`` removes the current expander.
-    """
-    _GRAD_EXPANDER.clear()
-    if fn is not None:
-        _GRAD_EXPANDER.append(fn)
+# The @entry reference of an application from Python, per entry function (nodes are
+# immutable, so one per function serves every evaluation).
+_ENTRY_NODES = NodeCache(256)
 
 
 # --- the public entry point -------------------------------------------------------------------
@@ -102,7 +87,7 @@ def _guarded(p: Any, args: tuple[Any, ...], entry: str, check: bool, fuel: int |
     try:
         with np.errstate(all="ignore"):
             return _evaluate(p, args, entry, check, fuel, trace, max_depth, recorder)
-    except _CallbackError as err:
+    except CallbackError as err:
         raise err.original from None
     except (RelayError, InternalError):
         raise
@@ -127,19 +112,7 @@ def _check_options(entry: Any, fuel: Any, trace: Any, max_depth: Any) -> None:
 def _evaluate(p: Any, args: tuple[Any, ...], entry: str, check: bool, fuel: int | None,
               trace: Callable[[str, Any], Any] | None, max_depth: int,
               recorder: Recorder | None) -> Any:
-    from interpreter.convert import (
-        convert_arguments,
-        export_value,
-        prelude_for_expr,
-        with_prelude,
-    )
-
-    # Imported here, not at the top: interpreter.eval imports this module (to re-export it).
-    from interpreter.eval import Interpreter
-
     if isinstance(p, str):
-        from semantics.parser import parse
-
         p = parse(p)
     if isinstance(p, IRModule):
         mod = with_prelude(p)
@@ -155,7 +128,9 @@ def _evaluate(p: Any, args: tuple[Any, ...], entry: str, check: bool, fuel: int 
         values = convert_arguments(fn.params, args, mod, where, param_types)
         interp = Interpreter(mod, fuel=fuel, trace=trace, max_depth=max_depth,
                              recorder=recorder)
-        gv = GlobalVar(entry.lstrip("@"), span=fn.span)
+        gv = _ENTRY_NODES.get((fn, where))
+        if gv is None:
+            gv = _ENTRY_NODES.put((fn, where), GlobalVar(entry.lstrip("@"), span=fn.span))
         closure = interp.global_closure(gv)
         interp.fired(Rule.SEMANTICS_GLOBAL, gv)
         return export_value(interp.apply(closure, values, fn))
@@ -188,8 +163,6 @@ def _evaluate(p: Any, args: tuple[Any, ...], entry: str, check: bool, fuel: int 
 
 def convert_value_untyped(x: Any, mod: IRModule) -> Any:
     """A Python argument as a value when no parameter type is known (operators, constructors)."""
-    from interpreter.convert import convert_value
-
     return convert_value(x, None, mod)
 
 
@@ -203,4 +176,6 @@ def _type_check(mod: IRModule, fn: Function, name: str) -> list[Any] | None:
         typechecker.check(mod)
         return None
     inferred = typechecker.infer(mod)
+    if not isinstance(inferred, IRModule):
+        raise InternalError("typechecker.infer of a module returned no module")
     return [getattr(param, "checked_type", None) for param in inferred[name].params]

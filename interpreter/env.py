@@ -44,8 +44,6 @@ from semantics.expr import Expr, Var
 
 _EMPTY_SHARED: frozenset[Expr] = frozenset()
 
-_MISSING = object()
-
 
 class Env:
     """One frame of Γ. See the module docstring for the sharing argument.
@@ -65,16 +63,6 @@ class Env:
         self.parent = parent
         self.memo = memo
         self.shared = shared
-
-    def lookup(self, var: Var) -> Any:
-        """Γ(x), or raise ``KeyError`` when ``var`` is unbound."""
-        frame: Env | None = self
-        while frame is not None:
-            value = frame.vars.get(var, _MISSING)
-            if value is not _MISSING:
-                return value
-            frame = frame.parent
-        raise KeyError(var.name_hint)
 
     def binds(self, var: Var) -> bool:
         """True when ``var`` is visible from this frame."""

@@ -6,20 +6,18 @@ Design
 ``semantics/RULES.md`` has exactly one case here, which opens with the rule as
 written there and reports itself with ``self.fired(Rule.X, node)`` when it
 applies (this feeds ``fuel``, ``trace`` and the derivation recorder of
-``relay run --trace``). Put RULES.md and this file side by side: the rule's
-premises are the case's ``yield``s, in the same order.
+``relay run --trace``). Put RULES.md and this file side by side: a rule with
+premises has a *front* ``_eval_x`` naming its premises in the rule's order, and
+the case receives their values (see "Premises in place" below).
 
 **A premise is a ``yield``.** ``v = yield Eval(e, env)`` asks the driver to
-establish Γ ⊢ e ⇓ v and resumes the case with ``v``. The driver
-(:meth:`Machine.run <interpreter.machine.Machine.run>`) keeps the suspended cases
-on an explicit list, so the depth of a derivation is bounded by memory, never by
-Python's recursion limit.
+establish Γ ⊢ e ⇓ v and resumes the waiting generator with ``v``. The driver
+(:meth:`Machine.run <interpreter.machine.Machine.run>`) keeps the suspended
+generators on an explicit list, so the depth of a derivation is bounded by memory,
+never by Python's recursion limit.
 Rules without premises (constants, variables, globals, functions, operators,
 constructors) are plain methods returning the value directly: they cost no
-generator, and a premise whose expression is such a leaf is established in
-place by the case (``leaf(x, env)`` instead of ``yield Eval(x, env)``: the same
-rule fires in the same order, without a round trip through the driver; not
-while a derivation is being recorded, where every judgment is reported).
+generator.
 
 **Tail positions return ``Tail(e, env)``.** The last premise of a rule whose
 value is the conclusion's value (the body of a let, the chosen branch of an
@@ -42,13 +40,32 @@ of Semantics-Shared lives in the activation's frame: nodes reachable along
 more than one edge of a function body (graph bindings) are evaluated once per
 activation (see :func:`~interpreter.machine.shared_nodes`).
 
-**Speed.** Dispatch is one ``type(node) → method`` dict lookup; rule names are
-read from a plain-class mirror of the :class:`~semantics.rules.Rule` enum
-(an Enum attribute read costs more than a whole small rule); operator
-attributes are normalized once per call node and the shared nodes once per
-function body, both cached across evaluations (AST nodes are immutable);
-``fired`` is bound at construction to the cheapest variant the requested
-features allow.
+**Premises in place.** A premise whose expression needs no suspended case —
+a leaf (variable, constant, global, operator, constructor: never graph-shared), or,
+when no node of it is graph-shared, a function literal or a small tree of operator
+and constructor calls and projections over leaves (:func:`inline_plan`) — is
+established *in place* by the case, without a generator or a round trip through
+the driver: the same rules fire in the same order (callee, arguments left to right,
+then Semantics-Call-Op / -ADT-Constructor; the tuple, then Semantics-Projection),
+with the same fuel, trace and errors; only the bookkeeping
+differs (earlier versions also evaluated a graph-shared function literal in place,
+firing Semantics-Closure where the derivation has Semantics-Shared). So every rule with premises
+is written as a *front* (``_eval_x``, listing the premises in RULES.md order) and
+a *case* (opening with the rule, receiving the premises' values and firing the
+rule): :meth:`Interpreter.premises` establishes the premises in place while it
+can and hands the rest to the generator :meth:`Interpreter.await_premises`, which
+``yield``s them to the driver. A call whose premises are all in place therefore
+costs no generator at all (a closure call then returns its ``Tail`` straight to
+the driver). Nothing is established in place while a derivation is recorded
+(every judgment is reported, with its own ``open``/``close``).
+
+**Speed.** Dispatch is one ``type(node) → function`` dict lookup in tables built
+once per class; rule names are read from a plain-class mirror of the
+:class:`~semantics.rules.Rule` enum (an Enum attribute read costs more than a whole
+small rule); operator attributes are normalized once per call node and the shared
+nodes once per function body, both cached across evaluations (AST nodes are
+immutable); ``fired`` is bound at construction to the cheapest variant the
+requested features allow.
 
 **Errors.** Every failure a program can provoke is a ``RelayRuntimeError``
 carrying the span of the node at fault: unbound variable, undefined global,
@@ -65,47 +82,37 @@ one) and the expansion is evaluated in place (Semantics-Grad).
 Modules
 -------
 This module holds the rule cases (:class:`Interpreter`: its dispatch tables, the
-cases and the helpers they use) and nothing else, so it reads side by side with
-RULES.md. The rest of the evaluator is next to it:
+cases and the helpers they use) and the ``grad`` hook they use, so it reads side by
+side with RULES.md. The rest of the evaluator is next to it:
 
 * :mod:`interpreter.machine`: the driver the cases run on (:class:`Eval` and
   :class:`Tail` requests, :class:`~interpreter.machine.Machine` with the explicit
   stack, the sharing memo frames, depth accounting and the ``fired`` bookkeeping of
   fuel, ``trace`` and the :class:`Recorder`; :func:`shared_nodes`);
 * :mod:`interpreter.entry`: the public entry point (:func:`evaluate`,
-  :func:`evaluate_recorded` for ``relay run --trace``, :func:`register_grad_expander`);
+  :func:`evaluate_recorded` for ``relay run --trace``), which runs an
+  :class:`Interpreter`;
 * :mod:`interpreter.convert`: Python arguments to values (with
   :mod:`interpreter.export` for results and :mod:`interpreter.linking` for the
   prelude); :mod:`interpreter.env` (Γ) and :mod:`interpreter.values`.
-
-The names this module has always exported (``evaluate``, ``evaluate_recorded``,
-``register_grad_expander``, ``Eval``, ``Tail``, ``Recorder``, ``shared_nodes``) are
-re-exported from there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import numpy as np
 
-from interpreter.entry import (
-    _GRAD_EXPANDER,
-    evaluate,
-    evaluate_recorded,
-    register_grad_expander,
-)
 from interpreter.env import Env
 from interpreter.machine import (
-    _MISSING,
+    MISSING,
     Eval,
     Machine,
+    NodeCache,
     Recorder,
     Rule,
     Tail,
-    _NodeCache,
-    shared_nodes,
 )
 from interpreter.values import (
     Closure,
@@ -150,13 +157,77 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 
-__all__ = ["Eval", "Interpreter", "Recorder", "Tail", "evaluate", "evaluate_recorded",
-           "register_grad_expander", "shared_nodes"]
+__all__ = ["INLINE_HEIGHT", "PENDING", "GradExpander", "Interpreter", "check_op_result",
+           "inline_plan", "register_grad_expander"]
+
+
+# --- the grad hook ----------------------------------------------------------------------------
+
+GradExpander = Callable[[Grad, IRModule], Expr]
+_GRAD_EXPANDER: list[GradExpander] = []
+
+
+def register_grad_expander(fn: GradExpander | None) -> None:
+    """Install the expansion of the ``grad(e)`` macro (Semantics-Grad).
+
+    Args:
+        fn: called as ``fn(grad_node, module)``; returns the expression that
+            ``grad_node`` stands for (evaluated in ``grad_node``'s environment).
+            The ``ad`` package registers its reverse-mode expander on import.
+            ``None`` removes the current expander.
+    """
+    _GRAD_EXPANDER.clear()
+    if fn is not None:
+        _GRAD_EXPANDER.append(fn)
 
 
 # Normalized attributes per operator call (the shared nodes are cached by the machine).
-_ATTRS_CACHE = _NodeCache(16384)
+_ATTRS_CACHE = NodeCache(16384)
 _BOOL = np.dtype(bool)
+
+INLINE_HEIGHT = 6
+"""How deep an expression established in place may be (it bounds the recursion)."""
+
+_LEAF_NODES = (Var, GlobalVar, Constant, Op, Constructor)
+_CALLEES = (Op, Constructor)
+# Per node: the internal nodes of an expression established in place, or None.
+_PLANS = NodeCache(16384)
+
+
+def inline_plan(e: Expr) -> frozenset[Expr] | None:
+    """The internal nodes of ``e`` when it can be established in place, else None.
+
+    That is when ``e`` is a tree of operator or constructor calls and projections whose
+    leaves are variables, constants, globals, operators or constructors, at most
+    ``INLINE_HEIGHT`` levels deep (explicit stack). A node met twice is graph-shared, so
+    the caller sends the expression to the driver anyway.
+    """
+    internal: set[Expr] = set()
+    work: list[tuple[Expr, int]] = [(e, 0)]
+    while work:
+        node, depth = work.pop()
+        t = type(node)
+        if t in _LEAF_NODES:
+            continue
+        if depth >= INLINE_HEIGHT:
+            return None
+        if isinstance(node, Call) and type(node.op) in _CALLEES:
+            kids: tuple[Expr, ...] = node.args
+        elif isinstance(node, TupleGetItem):
+            kids = (node.tuple_value,)
+        else:
+            return None
+        if node not in internal:
+            internal.add(node)
+            work.extend((kid, depth + 1) for kid in kids)
+    return frozenset(internal)
+
+
+PENDING = object()
+"""What an in-place evaluator returns when the premise needs the driver (nothing fired)."""
+
+# A rule case receiving the values of its premises: case(interp, node, env, values).
+Conclusion = Callable[[Any, Any, Env, list[Any]], Any]
 
 
 # --- the interpreter --------------------------------------------------------------------------
@@ -164,7 +235,9 @@ _BOOL = np.dtype(bool)
 class Interpreter(Machine):
     """Evaluates expressions of one module: the rule cases, run by :class:`Machine`.
 
-    See the module docstring for the design.
+    See the module docstring for the design. The dispatch tables (node type →
+    function, called with the interpreter as first argument) are built once, below the
+    class.
 
     Args:
         mod: the program (globals and ADTs).
@@ -174,6 +247,20 @@ class Interpreter(Machine):
         recorder: a :class:`Recorder` receiving the derivation (slower; no tail calls).
     """
 
+    # Rules without premises: node -> value.
+    AXIOMS: dict[type, Callable[[Any, Any, Env], Any]]
+    # Rules with premises: node -> a value, a generator or a Tail (the fronts).
+    CASES: dict[type, Callable[[Any, Any, Env], Any]]
+    # How a callee value is applied (Semantics-Call, -Call-Op, -ADT-Constructor).
+    APPLIERS: dict[type, Callable[[Any, Any, list[Any], Any], Any]]
+    # Premises established in place: node -> value, or PENDING.
+    INLINE: dict[type, Callable[[Any, Any, Env], Any]]
+    LEAVES: dict[type, Callable[[Any, Any, Env], Any]]
+    PATTERNS: dict[type, Callable[..., bool]]
+    _direct: dict[type, Callable[[Any, Any, Env], Any]]  # leaves established in place
+    _inline: dict[type, Callable[[Any, Any, Env], Any]]  # premises established in place
+    _attrs = _ATTRS_CACHE
+
     def __init__(self, mod: IRModule, *, fuel: int | None = None,
                  trace: Callable[[str, Any], Any] | None = None, max_depth: int = 100_000,
                  recorder: Recorder | None = None):
@@ -181,34 +268,12 @@ class Interpreter(Machine):
         self._globals: dict[str, Closure] = {}
         self._ops: dict[str, OpValue] = {}
         self._nullary: dict[Constructor, ConstructorValue] = {}
-        self._attrs = _ATTRS_CACHE
         self._grads: dict[Grad, Expr] = {}
-        # Rules without premises: node -> value.
-        self._axioms: dict[type, Callable[[Any, Env], Any]] = {
-            Var: self._eval_var, GlobalVar: self._eval_global_var,
-            Constant: self._eval_constant, Op: self._eval_op,
-            Constructor: self._eval_constructor, Function: self._eval_function,
-        }
-        # Premises on leaves are established in place (same rule, no round trip through the
-        # driver), except while recording a derivation, where every judgment is reported.
-        self._direct = self._axioms if recorder is None else {}
-        # Rules with premises: node -> generator (or a Tail, for Let-Rec).
-        self._cases: dict[type, Callable[[Any, Env], Any]] = {
-            Let: self._eval_let, Call: self._eval_call, Tuple: self._eval_tuple,
-            TupleGetItem: self._eval_tuple_getitem, If: self._eval_if, Match: self._eval_match,
-            RefCreate: self._eval_ref_create, RefRead: self._eval_ref_read,
-            RefWrite: self._eval_ref_write, Grad: self._eval_grad,
-        }
-        # How a callee value is applied (Semantics-Call, -Call-Op, -ADT-Constructor).
-        self._appliers: dict[type, Callable[[Any, list[Any], Any], Any]] = {
-            Closure: self._call_closure, OpValue: self._call_op,
-            ConstructorFunction: self._call_constructor,
-            ConstructorValue: self._call_constructor,
-        }
-        self._patterns: dict[type, Callable[..., Any]] = {
-            PatternWildcard: self._match_wildcard, PatternVar: self._match_var,
-            PatternConstructor: self._match_constructor, PatternTuple: self._match_tuple,
-        }
+        if recorder is not None:
+            # Premises are established in place, except while recording a derivation,
+            # where every judgment is reported.
+            self._direct = {}
+            self._inline = {}
 
     def global_closure(self, gv: GlobalVar) -> Closure:
         """The closure of a global function (one per global per interpreter)."""
@@ -219,6 +284,88 @@ class Interpreter(Machine):
                 raise RelayRuntimeError(undefined_global("@" + gv.name_hint), gv.span)
             c = self._globals[gv.name_hint] = Closure(fn, Env(), None, "@" + gv.name_hint)
         return c
+
+    # === establishing premises ===========================================================
+
+    def premise(self, e: Any, env: Env, x: Expr, case: Conclusion) -> Any:
+        """``case(e, env, [v])`` where Γ ⊢ x ⇓ v (:meth:`premises` for one premise)."""
+        now = self._inline.get(type(x))
+        if now is not None:
+            v = now(self, x, env)
+            if v is not PENDING:
+                return case(self, e, env, [v])
+        return self.await_premises(e, env, (x,), [], case)
+
+    def premises(self, e: Any, env: Env, exprs: Sequence[Expr], case: Conclusion) -> Any:
+        """``case(e, env, [v1, ..., vn])`` where Γ ⊢ exprs[i] ⇓ vi, left to right.
+
+        The premises are established in place while they can be; at the first that
+        cannot, the rest is handed to :meth:`await_premises` (a generator for the driver).
+        """
+        values: list[Any] = []
+        inline = self._inline
+        for x in exprs:
+            now = inline.get(type(x))
+            v = now(self, x, env) if now is not None else PENDING
+            if v is PENDING:
+                return self.await_premises(e, env, exprs, values, case)
+            values.append(v)
+        return case(self, e, env, values)
+
+    def await_premises(self, e: Any, env: Env, exprs: Sequence[Expr], values: list[Any],
+                       case: Conclusion) -> Generator[tuple[Expr, Env], Any, Any]:
+        """The premises ``exprs[len(values):]`` (through the driver when needed), then ``case``."""
+        inline = self._inline
+        for x in exprs[len(values):]:
+            now = inline.get(type(x))
+            v = now(self, x, env) if now is not None else PENDING
+            if v is PENDING:
+                v = yield Eval(x, env)
+            values.append(v)
+        return case(self, e, env, values)
+
+    def _inline_function(self, e: Function, env: Env) -> Any:
+        """Γ ⊢ fn ... in place (Semantics-Closure) unless the literal is graph-shared."""
+        shared = env.shared
+        if shared and e in shared:
+            return PENDING  # Semantics-Shared: through the driver's memo
+        return self._eval_function(e, env)
+
+    def _inline_tree(self, e: Call | TupleGetItem, env: Env) -> Any:
+        """An operator/constructor call or a projection over leaves, in place; else PENDING.
+
+        In place when the whole expression is a tree of operator and constructor calls
+        and projections over leaves, at most ``INLINE_HEIGHT`` deep (see
+        :func:`inline_plan`), none of whose nodes is graph-shared in this activation.
+        (A closure call is never in place: its body is a tail premise for the driver.)
+        """
+        plan = _PLANS.get(e, MISSING)
+        if plan is MISSING:
+            plan = _PLANS.put(e, inline_plan(e))
+        if plan is None:
+            return PENDING
+        shared = env.shared
+        if shared and not shared.isdisjoint(plan):
+            return PENDING  # Semantics-Shared: through the driver's memo
+        return self._in_place(e, env)
+
+    def _in_place(self, e: Any, env: Env) -> Any:
+        """Γ ⊢ e ⇓ v for an expression :func:`inline_plan` accepted: the rules the driver
+        would fire, in its order (callee, arguments left to right, then the call's rule;
+        the tuple, then the projection). Recursion bounded by ``INLINE_HEIGHT``."""
+        t = type(e)
+        if t is Call:
+            op = e.op
+            f = self._direct[type(op)](self, op, env)
+            args = []
+            for arg in e.args:
+                args.append(self._in_place(arg, env))
+            if type(f) is OpValue:
+                return self._call_op(f, args, e)
+            return self.call_value(f, args, e)
+        if t is TupleGetItem:
+            return self._projection(e, env, [self._in_place(e.tuple_value, env)])
+        return self._direct[t](self, e, env)
 
     # === rules without premises ==========================================================
 
@@ -231,8 +378,8 @@ class Interpreter(Machine):
     def _eval_var(self, e: Var, env: Env) -> Any:
         frame: Env | None = env
         while frame is not None:
-            v = frame.vars.get(e, _MISSING)
-            if v is not _MISSING:
+            v = frame.vars.get(e, MISSING)
+            if v is not MISSING:
                 self.fired(Rule.SEMANTICS_ID, e)
                 return v
             frame = frame.parent
@@ -270,25 +417,26 @@ class Interpreter(Machine):
         return v
 
     # [Semantics-Shared]   e is shared    M(e) = v   ⟹   Γ; M ⊢ e ⇓ v; M
-    def _eval_shared(self, e: Expr, v: Any) -> Any:
+    def eval_shared(self, e: Expr, v: Any) -> Any:
         self.fired(Rule.SEMANTICS_SHARED, e)
         return v
 
     # === rules with premises =============================================================
 
+    def _eval_tuple(self, e: Tuple, env: Env) -> Any:
+        return self.premises(e, env, e.fields, Interpreter._product)
+
     # [Semantics-Product]   Γ ⊢ e1 ⇓ v1  ...  Γ ⊢ en ⇓ vn   ⟹   Γ ⊢ (e1, ..., en) ⇓ (v1, ..., vn)
-    def _eval_tuple(self, e: Tuple, env: Env):
-        direct = self._direct
-        fields = []
-        for field in e.fields:
-            leaf = direct.get(type(field))
-            fields.append(leaf(field, env) if leaf is not None else (yield Eval(field, env)))
+    def _product(self, e: Tuple, env: Env, fields: list[Any]) -> Any:
         self.fired(Rule.SEMANTICS_PRODUCT, e)
         return tuple(fields)
 
+    def _eval_tuple_getitem(self, e: TupleGetItem, env: Env) -> Any:
+        return self.premise(e, env, e.tuple_value, Interpreter._projection)
+
     # [Semantics-Projection]   Γ ⊢ e ⇓ (v0, ..., vn-1)   0 ≤ i < n   ⟹   Γ ⊢ e.i ⇓ vi
-    def _eval_tuple_getitem(self, e: TupleGetItem, env: Env):
-        t = yield Eval(e.tuple_value, env)
+    def _projection(self, e: TupleGetItem, env: Env, values: list[Any]) -> Any:
+        t = values[0]
         if type(t) is not tuple:
             raise RelayRuntimeError(
                 f"projection .{e.index} of a value that is not a tuple: {value_str(t, limit=60)}",
@@ -299,8 +447,12 @@ class Interpreter(Machine):
         self.fired(Rule.SEMANTICS_PROJECTION, e)
         return t[e.index]
 
-    def _eval_if(self, e: If, env: Env):
-        c = yield Eval(e.cond, env)
+    def _eval_if(self, e: If, env: Env) -> Any:
+        return self.premise(e, env, e.cond, Interpreter._if)
+
+    def _if(self, e: If, env: Env, values: list[Any]) -> Tail:
+        """The condition's value selects Semantics-If-True or -If-False."""
+        c = values[0]
         if type(c) is not np.ndarray or c.dtype != _BOOL or c.ndim != 0:
             raise RelayRuntimeError(
                 "the condition of an if must be a scalar bool (Tensor[(), bool]), got "
@@ -322,41 +474,57 @@ class Interpreter(Machine):
     def _eval_let(self, e: Let, env: Env) -> Any:
         """A let binding a function literal is recursive (§3); any other let is not."""
         if type(e.value) is Function:
-            return self._eval_let_rec(e, env)
-        return self._eval_let_value(e, env)
+            return self._let_rec(e, env)
+        return self.premise(e, env, e.value, Interpreter._let)
 
     # [Semantics-Let]   Γ ⊢ e1 ⇓ v1    Γ[x ↦ v1] ⊢ e2 ⇓ v   ⟹   Γ ⊢ let x = e1; e2 ⇓ v
     #                   (e1 not a function literal)
-    def _eval_let_value(self, e: Let, env: Env):
-        value = e.value
-        leaf = self._direct.get(type(value))
-        v1 = leaf(value, env) if leaf is not None else (yield Eval(value, env))
+    def _let(self, e: Let, env: Env, values: list[Any]) -> Tail:
         self.fired(Rule.SEMANTICS_LET, e)
-        return Tail(e.body, env.extend(e.var, v1))
+        return Tail(e.body, env.extend(e.var, values[0]))
 
     # [Semantics-Let-Rec]   c = ⟨fn, Γ, x⟩    Γ[x ↦ c] ⊢ e2 ⇓ v   ⟹   Γ ⊢ let x = fn; e2 ⇓ v
-    def _eval_let_rec(self, e: Let, env: Env) -> Tail:
-        c = Closure(e.value, env, e.var, "%" + e.var.name_hint)
+    def _let_rec(self, e: Let, env: Env) -> Tail:
+        fn = e.value
+        assert isinstance(fn, Function)  # the front sends only function literals here
+        c = Closure(fn, env, e.var, "%" + e.var.name_hint)
         self.fired(Rule.SEMANTICS_LET_REC, e)
         return Tail(e.body, env.extend(e.var, c))
 
-    def _eval_call(self, e: Call, env: Env):
-        """The premises Semantics-Call, -Call-Op and -ADT-Constructor share: callee, then arguments
-        left to right; the callee's value then selects the rule."""
-        direct = self._direct
+    def _eval_call(self, e: Call, env: Env) -> Any:
+        """The premises Semantics-Call, -Call-Op and -ADT-Constructor share: callee, then
+        arguments left to right; the callee's value then selects the rule (:meth:`call_value`).
+
+        (:meth:`premises` written out for the commonest node: no tuple of premises is
+        built unless one of them needs the driver.)
+        """
+        inline = self._inline
         op = e.op
-        leaf = direct.get(type(op))
-        f = leaf(op, env) if leaf is not None else (yield Eval(op, env))
-        args = []
+        now = inline.get(type(op))
+        f = now(self, op, env) if now is not None else PENDING
+        if f is PENDING:
+            return self.await_premises(e, env, (op, *e.args), [], Interpreter._call)
+        args: list[Any] = []
         for arg in e.args:
-            leaf = direct.get(type(arg))
-            args.append(leaf(arg, env) if leaf is not None else (yield Eval(arg, env)))
-        applier = self._appliers.get(type(f))
+            now = inline.get(type(arg))
+            v = now(self, arg, env) if now is not None else PENDING
+            if v is PENDING:
+                return self.await_premises(e, env, (op, *e.args), [f, *args], Interpreter._call)
+            args.append(v)
+        return self.call_value(f, args, e)
+
+    def _call(self, e: Call, env: Env, values: list[Any]) -> Any:
+        return self.call_value(values[0], values[1:], e)
+
+    def call_value(self, f: Any, args: list[Any], e: Any) -> Any:
+        """Apply the callee's value ``f`` (Semantics-Call, -Call-Op or -ADT-Constructor):
+        a value, or the :class:`Tail` of a closure's body."""
+        applier = self.APPLIERS.get(type(f))
         if applier is None:
             raise RelayRuntimeError(
                 f"cannot call a value that is not a function: {value_str(f, limit=60)}",
-                e.op.span or e.span)
-        return applier(f, args, e)
+                (e.op.span or e.span) if type(e) is Call else getattr(e, "span", None))
+        return applier(self, f, args, e)
 
     # [Semantics-Call]   Γ ⊢ e0 ⇓ c = ⟨fn(x1, ..., xn) { body }, Γc (, f)⟩
     #                    Γ ⊢ e1 ⇓ v1  ...  Γ ⊢ en ⇓ vn
@@ -384,26 +552,28 @@ class Interpreter(Machine):
     #                       ⟹   Γ ⊢ e0(e1, ..., en; attrs) ⇓ v
     def _call_op(self, f: OpValue, args: list[Any], e: Any) -> Any:
         opdef = f.opdef
-        span = getattr(e, "span", None)
         if opdef.num_inputs >= 0 and len(args) != opdef.num_inputs:
             raise RelayRuntimeError(
                 f"wrong number of arguments: operator {f.name} expects {opdef.num_inputs}, "
-                f"got {len(args)}", span)
-        attrs = self._op_attrs(opdef, e)
+                f"got {len(args)}", getattr(e, "span", None))
+        cached = self._attrs.get(e)
+        attrs = cached[1] if cached is not None and cached[0] is opdef \
+            else self.op_attrs(opdef, e)
         try:
             result = opdef.impl(*args, **attrs) if attrs else opdef.impl(*args)
         except RelayError as err:
-            err.with_span(span)
+            err.with_span(getattr(e, "span", None))
             raise
         except (ArithmeticError, ValueError, TypeError, IndexError, MemoryError) as exc:
             # Dynamic shapes (Any) and unchecked programs reach numpy's own checks.
-            raise RelayRuntimeError(f"operator {f.name} failed: {exc}", span) from exc
+            raise RelayRuntimeError(f"operator {f.name} failed: {exc}",
+                                    getattr(e, "span", None)) from exc
         if type(result) is not np.ndarray:
-            result = _check_op_result(f.name, result)
+            result = check_op_result(f.name, result)
         self.fired(Rule.SEMANTICS_CALL_OP, e if e is not None else f)
         return result
 
-    def _op_attrs(self, opdef: Any, e: Any) -> dict[str, Any]:
+    def op_attrs(self, opdef: Any, e: Any) -> dict[str, Any]:
         """The normalized attributes of an operator call (cached per call node)."""
         if type(e) is not Call:
             return dict(opdef.normalize_attrs({}))
@@ -433,12 +603,13 @@ class Interpreter(Machine):
         self.fired(Rule.SEMANTICS_ADT_CONSTRUCTOR, e if e is not None else ctor)
         return ConstructorValue(ctor.name, tuple(args), ctor)
 
+    def _eval_match(self, e: Match, env: Env) -> Any:
+        return self.premise(e, env, e.data, Interpreter._match)
+
     # [Semantics-ADT-Match]   Γ ⊢ e ⇓ v    v ⊭ p1  ...  v ⊭ pi-1    v ⊨ pi ⇒ σ    Γσ ⊢ ei ⇓ v'
     #                         ⟹   Γ ⊢ match (e) { p1 => e1 | ... | pm => em } ⇓ v'
-    def _eval_match(self, e: Match, env: Env):
-        data = e.data
-        leaf = self._direct.get(type(data))
-        v = leaf(data, env) if leaf is not None else (yield Eval(data, env))
+    def _match(self, e: Match, env: Env, values: list[Any]) -> Any:
+        v = values[0]
         for clause in e.clauses:
             sigma = self._matches(clause.lhs, v)
             if sigma is not None:
@@ -452,26 +623,33 @@ class Interpreter(Machine):
         self.fired(Rule.SEMANTICS_MATCH_FAIL, e)
         raise RelayRuntimeError(non_exhaustive_match(value_str(v, limit=80)), e.span)
 
+    def _eval_ref_create(self, e: RefCreate, env: Env) -> Any:
+        return self.premise(e, env, e.value, Interpreter._ref_create)
+
     # [Semantics-Ref-Create]   Γ; Δ ⊢ e ⇓ v; Δ'    ℓ ∉ dom(Δ')   ⟹   Γ; Δ ⊢ ref(e) ⇓ ℓ; Δ'[ℓ ↦ v]
-    def _eval_ref_create(self, e: RefCreate, env: Env):
-        v = yield Eval(e.value, env)
+    def _ref_create(self, e: RefCreate, env: Env, values: list[Any]) -> Any:
         self.fired(Rule.SEMANTICS_REF_CREATE, e)
-        return RefValue(v)
+        return RefValue(values[0])
+
+    def _eval_ref_read(self, e: RefRead, env: Env) -> Any:
+        return self.premise(e, env, e.ref, Interpreter._ref_read)
 
     # [Semantics-Ref-Read]   Γ; Δ ⊢ e ⇓ ℓ; Δ'    Δ'(ℓ) = v   ⟹   Γ; Δ ⊢ !e ⇓ v; Δ'
-    def _eval_ref_read(self, e: RefRead, env: Env):
-        r = yield Eval(e.ref, env)
+    def _ref_read(self, e: RefRead, env: Env, values: list[Any]) -> Any:
+        r = values[0]
         if type(r) is not RefValue:
             raise RelayRuntimeError(
                 f"ref_read of a value that is not a reference: {value_str(r, limit=60)}", e.span)
         self.fired(Rule.SEMANTICS_REF_READ, e)
         return r.value
 
+    def _eval_ref_write(self, e: RefWrite, env: Env) -> Any:
+        return self.premises(e, env, (e.ref, e.value), Interpreter._ref_write)
+
     # [Semantics-Ref-Write]   Γ; Δ ⊢ e1 ⇓ ℓ; Δ'    Γ; Δ' ⊢ e2 ⇓ v; Δ''
     #                         ⟹   Γ; Δ ⊢ e1 := e2 ⇓ (); Δ''[ℓ ↦ v]
-    def _eval_ref_write(self, e: RefWrite, env: Env):
-        r = yield Eval(e.ref, env)
-        v = yield Eval(e.value, env)
+    def _ref_write(self, e: RefWrite, env: Env, values: list[Any]) -> Any:
+        r, v = values
         if type(r) is not RefValue:
             raise RelayRuntimeError(
                 f"ref_write to a value that is not a reference: {value_str(r, limit=60)}",
@@ -514,7 +692,7 @@ class Interpreter(Machine):
         sigma: list[tuple[Var, Any]] = []
         used: list[tuple[Any, Pattern]] = []
         work: list[tuple[Pattern, Any]] = [(p, v)]
-        table = self._patterns
+        table = self.PATTERNS
         while work:
             q, w = work.pop()
             if not table[type(q)](q, w, sigma, work, used):
@@ -524,21 +702,25 @@ class Interpreter(Machine):
         return sigma
 
     # [Semantics-Pattern-Wildcard]   ───────────────   v ⊨ _ ⇒ ∅
-    def _match_wildcard(self, p: PatternWildcard, v: Any, sigma: list, work: list,
-                        used: list) -> bool:
+    @staticmethod
+    def _match_wildcard(p: PatternWildcard, v: Any, sigma: list[Any], work: list[Any],
+                        used: list[Any]) -> bool:
         used.append((Rule.SEMANTICS_PATTERN_WILDCARD, p))
         return True
 
     # [Semantics-Pattern-Var]   ───────────────   v ⊨ x ⇒ {x ↦ v}
-    def _match_var(self, p: PatternVar, v: Any, sigma: list, work: list, used: list) -> bool:
+    @staticmethod
+    def _match_var(p: PatternVar, v: Any, sigma: list[Any], work: list[Any],
+                   used: list[Any]) -> bool:
         sigma.append((p.var, v))
         used.append((Rule.SEMANTICS_PATTERN_VAR, p))
         return True
 
     # [Semantics-Pattern-Constructor]   v = C(v1, ..., vn)    v1 ⊨ p1 ⇒ σ1  ...  vn ⊨ pn ⇒ σn
     #                                   ⟹   v ⊨ C(p1, ..., pn) ⇒ σ1 ∪ ... ∪ σn
-    def _match_constructor(self, p: PatternConstructor, v: Any, sigma: list, work: list,
-                           used: list) -> bool:
+    @staticmethod
+    def _match_constructor(p: PatternConstructor, v: Any, sigma: list[Any], work: list[Any],
+                           used: list[Any]) -> bool:
         if type(v) is not ConstructorValue or v.name != p.constructor.name \
                 or len(v.fields) != len(p.patterns):
             return False
@@ -548,7 +730,9 @@ class Interpreter(Machine):
 
     # [Semantics-Pattern-Tuple]   v = (v1, ..., vn)    v1 ⊨ p1 ⇒ σ1  ...  vn ⊨ pn ⇒ σn
     #                             ⟹   v ⊨ (p1, ..., pn) ⇒ σ1 ∪ ... ∪ σn
-    def _match_tuple(self, p: PatternTuple, v: Any, sigma: list, work: list, used: list) -> bool:
+    @staticmethod
+    def _match_tuple(p: PatternTuple, v: Any, sigma: list[Any], work: list[Any],
+                     used: list[Any]) -> bool:
         if type(v) is not tuple or len(v) != len(p.patterns):
             return False
         used.append((Rule.SEMANTICS_PATTERN_TUPLE, p))
@@ -556,13 +740,47 @@ class Interpreter(Machine):
         return True
 
 
-def _check_op_result(name: str, result: Any) -> Any:
+Interpreter.AXIOMS = {
+    Var: Interpreter._eval_var, GlobalVar: Interpreter._eval_global_var,
+    Constant: Interpreter._eval_constant, Op: Interpreter._eval_op,
+    Constructor: Interpreter._eval_constructor, Function: Interpreter._eval_function,
+}
+Interpreter.CASES = {
+    Let: Interpreter._eval_let, Call: Interpreter._eval_call, Tuple: Interpreter._eval_tuple,
+    TupleGetItem: Interpreter._eval_tuple_getitem, If: Interpreter._eval_if,
+    Match: Interpreter._eval_match, RefCreate: Interpreter._eval_ref_create,
+    RefRead: Interpreter._eval_ref_read, RefWrite: Interpreter._eval_ref_write,
+    Grad: Interpreter._eval_grad,
+}
+Interpreter.APPLIERS = {
+    Closure: Interpreter._call_closure, OpValue: Interpreter._call_op,
+    ConstructorFunction: Interpreter._call_constructor,
+    ConstructorValue: Interpreter._call_constructor,
+}
+# The leaves: never graph-shared (see shared_nodes), so always established in place.
+Interpreter.LEAVES = {t: f for t, f in Interpreter.AXIOMS.items() if t is not Function}
+Interpreter.INLINE = {
+    **Interpreter.LEAVES, Function: Interpreter._inline_function,
+    Call: Interpreter._inline_tree, TupleGetItem: Interpreter._inline_tree,
+}
+Interpreter.axioms = Interpreter.AXIOMS
+Interpreter.cases = Interpreter.CASES
+Interpreter.appliers = Interpreter.APPLIERS
+Interpreter._direct = Interpreter.LEAVES
+Interpreter._inline = Interpreter.INLINE
+Interpreter.PATTERNS = {
+    PatternWildcard: Interpreter._match_wildcard, PatternVar: Interpreter._match_var,
+    PatternConstructor: Interpreter._match_constructor, PatternTuple: Interpreter._match_tuple,
+}
+
+
+def check_op_result(name: str, result: Any) -> Any:
     """An operator's result as tensors (0-d arrays for numpy scalars); InternalError otherwise."""
-    if isinstance(result, np.ndarray):
-        return result
     if isinstance(result, np.generic):
         return np.asarray(result)
+    if isinstance(result, np.ndarray):
+        return result
     if type(result) is tuple:
-        return tuple(_check_op_result(name, r) for r in result)
+        return tuple(check_op_result(name, r) for r in result)
     raise InternalError(
         f"operator {name} returned {type(result).__name__}, not a tensor (registry contract)")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from semantics.expr import Expr, Function, Let, Var
+from semantics.expr import Expr, Function, GlobalVar, Let, Var
 from semantics.module import IRModule
 from semantics.types import GlobalTypeVar, Type, TypeCall, type_children
 from semantics.visitor import post_order
@@ -28,8 +28,7 @@ def _references(roots: Sequence[Expr]) -> tuple[dict[str, Any], dict[str, Any]]:
     annotations: list[Type] = []
     for root in roots:
         for node in post_order(root):
-            kind = type(node).__name__
-            if kind == "GlobalVar":
+            if isinstance(node, GlobalVar):
                 globals_.setdefault(node.name_hint, node.span)
             elif isinstance(node, Var) and node.type_annotation is not None:
                 annotations.append(node.type_annotation)

@@ -36,7 +36,8 @@ from semantics.module import IRModule
 from semantics.rules import Rule as _RuleEnum
 from semantics.visitor import shared
 
-__all__ = ["Eval", "Machine", "Recorder", "Rule", "Tail", "shared_nodes"]
+__all__ = ["MISSING", "CallbackError", "Eval", "Machine", "NodeCache", "Recorder", "Rule", "Tail",
+           "shared_nodes"]
 
 
 class _FastRules:
@@ -106,7 +107,7 @@ def shared_nodes(body: Expr) -> frozenset[Expr]:
     return frozenset(n for n in shared(body, _not_function) if not isinstance(n, _LEAF_TYPES))
 
 
-class _NodeCache(dict):
+class NodeCache(dict):
     """Facts derived from AST nodes, shared by all evaluations (nodes are immutable).
 
     Keys are the nodes themselves (identity-hashed and held strongly, so an entry can
@@ -126,7 +127,7 @@ class _NodeCache(dict):
 
 
 # Shared nodes per function body (the operator-attribute cache is in interpreter.eval).
-_SHARED_CACHE = _NodeCache(2048)
+_SHARED_CACHE = NodeCache(2048)
 
 
 def _remember(memo: dict[Expr, Any], node: Expr):
@@ -144,10 +145,11 @@ def _await(expr: Expr, env: Env):
 
 _REMEMBER_CODE = _remember.__code__
 _GENERATOR = types.GeneratorType
-_MISSING = object()
+MISSING = object()
+"""The answer of a lookup that found nothing (values may be None)."""
 
 
-class _CallbackError(Exception):
+class CallbackError(Exception):
     """Wraps an exception raised by the user's ``trace`` callable, to re-raise it unchanged."""
 
     def __init__(self, original: BaseException):
@@ -161,10 +163,11 @@ class Machine:
     """The driver of the rule cases, and the bookkeeping of rule applications.
 
     A subclass (:class:`interpreter.eval.Interpreter`) supplies the rule cases: the
-    tables ``_axioms`` (rules without premises: node type → value), ``_cases``
-    (rules with premises: node type → generator, or a :class:`Tail`) and
-    ``_appliers`` (callee value type → application), and ``_eval_shared``
-    (Semantics-Shared, a memo hit).
+    tables ``axioms`` (rules without premises: node type → value), ``cases``
+    (rules with premises: node type → a generator for the driver, a :class:`Tail`, or the
+    value when every premise was established in place) and ``appliers`` (callee value
+    type → application), all holding functions called with the machine as first
+    argument, and ``eval_shared`` (Semantics-Shared, a memo hit).
 
     Args:
         mod: the program (globals and ADTs).
@@ -174,10 +177,14 @@ class Machine:
         recorder: a :class:`Recorder` receiving the derivation (slower; no tail calls).
     """
 
-    _axioms: dict[type, Callable[[Any, Env], Any]]
-    _cases: dict[type, Callable[[Any, Env], Any]]
-    _appliers: dict[type, Callable[[Any, list[Any], Any], Any]]
-    _eval_shared: Callable[[Expr, Any], Any]
+    axioms: dict[type, Callable[[Any, Any, Env], Any]]
+    cases: dict[type, Callable[[Any, Any, Env], Any]]
+    appliers: dict[type, Callable[[Any, Any, list[Any], Any], Any]]
+    fired: Callable[[Any, Any], None]
+
+    def eval_shared(self, e: Expr, v: Any) -> Any:
+        """Semantics-Shared: the value of a shared node found in the memo (a subclass case)."""
+        raise NotImplementedError
 
     def __init__(self, mod: IRModule, *, fuel: int | None = None,
                  trace: Callable[[str, Any], Any] | None = None, max_depth: int = 100_000,
@@ -208,7 +215,7 @@ class Machine:
             try:
                 self.trace(rule.value, node)
             except BaseException as exc:  # noqa: BLE001 - the user's callback; re-raised as is
-                raise _CallbackError(exc) from exc
+                raise CallbackError(exc) from exc
         if self.recorder is not None:
             self.recorder.rule(rule, node)
 
@@ -230,8 +237,8 @@ class Machine:
 
         ``depth`` is the activation depth of ``env`` (0 at the top level).
         """
-        axioms = self._axioms
-        cases = self._cases
+        axioms = self.axioms
+        cases = self.cases
         rec = self.recorder
         max_depth = self.max_depth
         gens: list[Any] = []
@@ -242,11 +249,12 @@ class Machine:
             shared = env.shared
             if shared and e in shared:
                 memo = env.memo
-                hit = memo.get(e, _MISSING)
-                if hit is not _MISSING:
+                assert memo is not None  # Env: a memo exactly when some node is shared
+                hit = memo.get(e, MISSING)
+                if hit is not MISSING:
                     if rec is not None:
                         rec.open(e)
-                    value = self._eval_shared(e, hit)
+                    value = self.eval_shared(e, hit)
                     if rec is not None:
                         rec.close(value)
                     result = value
@@ -264,28 +272,43 @@ class Machine:
                     rec.open(e)
                 axiom = axioms.get(type(e))
                 if axiom is not None:
-                    result = axiom(e, env)
+                    result = axiom(self, e, env)
                     if rec is not None:
                         rec.close(result)
                 else:
                     case = cases.get(type(e))
                     if case is None:
                         raise InternalError(f"no evaluation rule for {type(e).__name__}")
-                    result = case(e, env)
+                    result = case(self, e, env)
                     if type(result) is _GENERATOR:
                         gens.append(result)
                         depths.append(depth)
                         result = None
-                    elif type(result) is Tail:
-                        # A rule with no premise left but a tail one (Semantics-Let-Rec).
+                    elif type(result) is not Tail:
+                        # The value: every premise was established in place (or there
+                        # were none, as in the empty tuple).
+                        if rec is not None:
+                            rec.close(result)
+                    else:
+                        # A rule whose premises are established but the tail one (all of
+                        # them in place, or none: Semantics-Let-Rec).
+                        d = depth
+                        if result.call is not None:
+                            # A new activation, one deeper than the one awaiting its value.
+                            d = (d if rec is not None else depths[-1] if depths else 0) + 1
+                            if d > max_depth:
+                                raise RelayRuntimeError(
+                                    f"stack exhausted: more than {max_depth} nested calls",
+                                    result.call.span)
                         if rec is not None:
                             frame = _await(result.expr, result.env)
                             gens.append(frame)
-                            depths.append(depth)
+                            depths.append(d)
                             result = None
                         else:
                             e = result.expr
                             env = result.env
+                            depth = d
                             continue
             # -- deliver `result` to the innermost suspended case ----------------------------
             while gens:
@@ -325,12 +348,12 @@ class Machine:
 
     def apply(self, f: Any, args: list[Any], node: Expr | None = None) -> Any:
         """Apply a function value to argument values (an application made from Python)."""
-        applier = self._appliers.get(type(f))
+        applier = self.appliers.get(type(f))
         if applier is None:
             raise RelayRuntimeError(
                 f"cannot call a value that is not a function: {value_str(f, limit=60)}",
                 getattr(node, "span", None))
-        outcome = applier(f, args, node)
+        outcome = applier(self, f, args, node)
         if type(outcome) is Tail:
             if self.max_depth < 1:
                 raise RelayRuntimeError(

@@ -54,7 +54,7 @@ def _fuel(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from interpreter.eval import evaluate, evaluate_recorded
+    from interpreter.entry import evaluate, evaluate_recorded
     from interpreter.values import value_str
     from relay.cli import read_source
     from semantics.errors import RelayError

@@ -7,7 +7,7 @@ import pytest
 from interp_util import assert_tensor, run
 
 from interpreter import Closure, ConstructorValue, RefValue, evaluate
-from interpreter.convert import export_value
+from interpreter.export import export_value
 from interpreter.values import value_str
 from semantics import RelayRuntimeError, parse, parse_expr
 

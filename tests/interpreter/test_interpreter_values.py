@@ -92,16 +92,26 @@ def test_is_value():
     assert not is_value(np.array(["a"])) and not is_value(3) and not is_value([1])
 
 
+def lookup(env: Env, var: Var):
+    """Γ(x) as Semantics-Id reads it: the innermost frame binding ``var``; KeyError if none."""
+    frame = env
+    while frame is not None:
+        if var in frame.vars:
+            return frame.vars[var]
+        frame = frame.parent
+    raise KeyError(var.name_hint)
+
+
 def test_env_extension_and_shadowing_of_the_same_var():
     x, y = Var("x"), Var("y")
     root = Env()
     env = root.extend(x, 1)
     assert env is root                        # a new variable: added in place, O(1)
     child = env.extend(x, 2)                  # the same variable again: a child frame
-    assert child is not env and child.lookup(x) == 2 and env.lookup(x) == 1
-    assert child.extend(y, 3).lookup(y) == 3
+    assert child is not env and lookup(child, x) == 2 and lookup(env, x) == 1
+    assert lookup(child.extend(y, 3), y) == 3
     with pytest.raises(KeyError):
-        Env().lookup(y)
+        lookup(Env(), y)
 
 
 def test_env_captured_frame_keeps_its_binding():
@@ -109,4 +119,4 @@ def test_env_captured_frame_keeps_its_binding():
     outer = Env().extend(x, "outer")
     inner = outer.activation({}, frozenset())
     shadow = inner.extend(x, "inner")         # visible in the parent: a child frame
-    assert shadow.lookup(x) == "inner" and inner.lookup(x) == "outer"
+    assert lookup(shadow, x) == "inner" and lookup(inner, x) == "outer"

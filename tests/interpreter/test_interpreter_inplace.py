@@ -1,0 +1,143 @@
+"""Premises established in place fire the same rules, in the same order, as the driver.
+
+The interpreter establishes a premise in place (no generator, no round trip through
+the driver) when its expression is a leaf, a projection of a leaf or an operator or
+constructor call on leaves; while a derivation is recorded it establishes nothing in
+place (every judgment is reported). So the rule applications a :class:`Recorder`
+receives are the reference sequence: the ``trace`` of an ordinary evaluation must
+be exactly that sequence — the same rules on the same nodes — on every golden
+program, on snippets aimed at each in-place path, and on generated well-typed
+programs. (Identical sequences also mean identical ``fuel`` behaviour: fuel counts
+these applications.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from interp_util import GOLDEN_FILES, directives, golden_call
+
+from conformance.harness import ORACLE_FUEL
+from conformance.strategies.programs import Program, well_typed_modules
+from interpreter import evaluate, evaluate_recorded
+from semantics import RelayError, parse, parse_expr
+
+
+def key(node: Any) -> Any:
+    """A node by identity (the entry's own ``@main`` reference is made per evaluation)."""
+    return node.name_hint if type(node).__name__ == "GlobalVar" else id(node)
+
+
+class RuleLog:
+    """A Recorder keeping only the rule applications (rule name, node)."""
+
+    def __init__(self) -> None:
+        self.rules: list[tuple[str, int]] = []
+        self.depth = 0
+
+    def open(self, node: Any) -> None:
+        self.depth += 1
+
+    def rule(self, rule: Any, node: Any) -> None:
+        self.rules.append((rule.value, key(node)))
+
+    def close(self, value: Any) -> None:
+        self.depth -= 1
+        assert self.depth >= 0, "a judgment closed twice"
+
+
+def both_ways(program: Any, args: list[Any], **kwargs: Any) -> tuple[list[Any], list[Any]]:
+    """(trace of an ordinary evaluation, rules reported while recording), with outcomes."""
+    traced: list[Any] = []
+
+    def trace(name: str, node: Any) -> None:
+        traced.append((name, key(node)))
+
+    def outcome(run: Any) -> Any:
+        try:
+            run()
+            return "value"
+        except RelayError as err:
+            return str(err)
+
+    first = outcome(lambda: evaluate(program, *args, trace=trace, **kwargs))
+    log = RuleLog()
+    second = outcome(lambda: evaluate_recorded(program, *args, recorder=log, **kwargs))
+    if second == "value":
+        assert log.depth == 0, "a judgment left open"
+    return [first, *traced], [second, *log.rules]
+
+
+def recordable(kwargs: dict[str, Any]) -> bool:
+    # Recording awaits tail premises (tail calls count towards max_depth): programs that
+    # test the depth bound behave differently there by design.
+    return "max_depth" not in kwargs
+
+
+@pytest.mark.parametrize("path", GOLDEN_FILES, ids=lambda p: p.stem)
+def test_golden_programs_fire_the_same_rules(path):
+    text = path.read_text(encoding="utf-8")
+    args, kwargs = golden_call(directives(text))
+    if not recordable(kwargs):
+        pytest.skip("a max_depth program")
+    program = parse(text)
+    traced, recorded = both_ways(program, args, **kwargs)
+    assert traced == recorded
+
+
+SNIPPETS = [
+    # leaves, operator calls on leaves, projections of leaves, in every premise position
+    "let %x = 1; let %y = add(%x, 2); (%y, %x, multiply(%y, %y))",
+    "let %u = (); (%u, ())",
+    "let %t = (1, 2); add(%t.0, %t.1)",
+    "let %t = (1, (2, 3)); %t.1.0",
+    "if (less(1, 2)) { 10 } else { 20 }",
+    "let %r = ref(add(1, 2)); %r := multiply(!%r, 3); !%r",
+    "match (Some(add(1, 1))) { Some(%y) => %y, None => 0 }",
+    "let %f = fn (%a: int32, %b: int32) { subtract(%a, %b) }; %f(add(1, 2), 4)",
+    # trees of operator calls and projections, below and above the in-place height
+    "let %t = (1, 2); add(multiply(negative(%t.0), %t.1), subtract(%t.1, 3))",
+    "add(add(add(add(add(add(add(add(1, 2), 3), 4), 5), 6), 7), 8), 9)",
+    "let %t = ((1, 2), 3); add(%t.0.1, Some(%t.1) == Some(3))",
+    "add(1, multiply(2, divide(1, 0)))",
+    # a premise needing the driver between in-place ones
+    "let %f = fn (%a: int32) { %a }; (1, %f(2), add(3, 4), %f(5))",
+    "add(1, (fn (%a: int32) { %a })(2))",
+    # graph-shared nodes: through the memo, never in place
+    "fn (%x: int32) { %0 = add(%x, 1); multiply(%0, %0) }",
+    "fn (%x: int32) { %0 = fn (%y: int32) { %y }; (%0, %0, %0(%x)) }",
+    "fn (%x: int32) { %0 = (%x, 2); %1 = %0.0; (%1, %1, %0) }",
+    "fn (%x: int32) { %0 = Some(%x); (%0, %0) }",
+    "fn (%x: int32) { %0 = negative(%x); add(multiply(%0, 2), %0) }",
+    "fn (%x: int32) { %0 = (%x, 1); add(%0.0, %0.1) }",
+    # errors raised in place and through the driver
+    "let %x = 1; divide(%x, 0)",
+    "let %t = (1, 2); %t.1",
+    "match (None) { Some(%y) => %y }",
+    "(1, 2)(3)",
+]
+
+
+@pytest.mark.parametrize("text", SNIPPETS)
+def test_snippets_fire_the_same_rules(text):
+    expr = parse_expr(text)
+    args = [7] if text.startswith("fn") else []
+    traced, recorded = both_ways(expr, args, check=False)
+    assert traced == recorded
+    assert len(traced) > 2
+
+
+@pytest.mark.parametrize("fuel", range(0, 30))
+def test_fuel_runs_out_at_the_same_rule(fuel):
+    text = "let %t = (1, 2); let %f = fn (%a: int32) { add(%a, %t.0) }; %f(multiply(%t.1, 3))"
+    traced, recorded = both_ways(parse_expr(text), [], check=False, fuel=fuel)
+    assert traced == recorded
+
+
+@settings(max_examples=150)
+@given(well_typed_modules())
+def test_generated_programs_fire_the_same_rules(program: Program) -> None:
+    traced, recorded = both_ways(program.module, list(program.inputs), fuel=ORACLE_FUEL)
+    assert traced == recorded
