@@ -7,6 +7,8 @@ lives in its own module with a design note as its docstring.
 
 from __future__ import annotations
 
+from passes.bind_params import bind_params
+from passes.canonicalize_ops import canonicalize_ops
 from passes.cse import eliminate_common_subexpr
 from passes.dead_code import dead_code_elimination
 from passes.fold_constant import fold_constant
@@ -21,9 +23,11 @@ from passes.manager import (
     optimize,
     register_pass,
 )
+from passes.simplify_inference import simplify_inference
 
 __all__ = [
     "Pass", "PassError", "PassRecord", "Sequential", "dead_code_elimination",
     "eliminate_common_subexpr", "fold_constant", "get_pass", "inline", "list_passes",
     "mark_inline", "optimize", "register_pass",
+    "bind_params", "canonicalize_ops", "simplify_inference",
 ]

@@ -1,0 +1,407 @@
+"""The deep-learning passes and ``bind_params``: examples and differential properties.
+
+Two kinds of differential checks:
+
+* the conformance harness on generated programs in float mode (``ProgramConfig(
+  float_mode=True)`` with the operator the pass rewrites as the focus), and
+* targeted CNN-like programs (:func:`cnn_programs`): conv2d / dense with an
+  optional per-channel scale before and after, bias_add, batch_norm, relu and
+  dropout, random shapes, channel counts, scale signs and weights (bound as
+  constants with ``bind_params`` or passed as inputs). The pass's output must
+  still type-check to the same type and compute the same values within a
+  floating-point tolerance (float32 and float64), and through the harness
+  (float64, its own tolerances).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import passes
+from conformance import assert_equivalent
+from conformance.strategies.programgen.config import FLOAT_DTYPES, Program
+from conformance.strategies.programs import ProgramConfig
+from interpreter import evaluate
+from semantics import IRModule, RelayTypeError, parse, pretty, types_equal
+from semantics.expr import Call, Constant, Function, Op, Var
+from semantics.types import scalar_type
+from semantics.visitor import post_order
+from typechecker import infer
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def op_names(mod: Any) -> list[str]:
+    """The operator names called in ``main`` (with repetitions, post-order)."""
+    return [n.op.name for n in post_order(mod["main"])
+            if type(n) is Call and type(n.op) is Op]
+
+
+def close(got: Any, want: Any, dtype: str) -> bool:
+    """Values agree within a tolerance scaled by the magnitude of the expected value."""
+    if isinstance(want, tuple):
+        return isinstance(got, tuple) and len(got) == len(want) and all(
+            close(g, w, dtype) for g, w in zip(got, want, strict=True))
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return False
+    rtol = 2e-4 if dtype == "float32" else 1e-9
+    scale = max(1.0, float(np.max(np.abs(want))) if want.size else 1.0)
+    return bool(np.allclose(got, want, rtol=rtol, atol=rtol * scale))
+
+
+def assert_same_meaning(before: Any, after: Any, inputs: tuple[Any, ...], dtype: str) -> None:
+    """``after`` is well typed with ``before``'s type and computes the same values."""
+    t_before = infer(before)["main"].checked_type
+    t_after = infer(after)["main"].checked_type
+    assert types_equal(t_before, t_after), f"{pretty(t_before)} != {pretty(t_after)}"
+    want = evaluate(before, *inputs)
+    got = evaluate(after, *inputs)
+    assert close(got, want, dtype), f"\n{pretty(after)}\ngot {got}\nwant {want}"
+
+
+# --- targeted CNN-like programs ------------------------------------------------------------
+
+SIGNS = ("none", "positive", "negative", "mixed")
+
+
+def _scale(rng: np.random.Generator, n: int, sign: str, dtype: str) -> np.ndarray:
+    mag = rng.uniform(0.5, 2.0, size=n)
+    if sign == "negative":
+        mag = -mag
+    elif sign == "mixed":
+        mag = mag * np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    return mag.astype(dtype)
+
+
+@st.composite
+def cnn_cases(draw: Any, dtypes: tuple[str, ...] = ("float32", "float64")) -> dict[str, Any]:
+    """A random small CNN-ish program: its text, bound params, inputs, dtype and knobs."""
+    kind = draw(st.sampled_from(("conv", "dense")))
+    dtype = draw(st.sampled_from(dtypes))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    knobs = dict(
+        kind=kind, dtype=dtype,
+        pre=draw(st.sampled_from(SIGNS)), pre_relu=draw(st.booleans()),
+        bias=draw(st.booleans()), bn=draw(st.booleans()) and kind == "conv",
+        post_relu=draw(st.booleans()), post=draw(st.sampled_from(SIGNS)),
+        dropout=draw(st.booleans()), bind_weights=draw(st.booleans()),
+    )
+    n = draw(st.integers(1, 2))
+    values: dict[str, np.ndarray] = {}
+    params: list[str] = []
+
+    def param(name: str, shape: tuple[int, ...], value: np.ndarray) -> str:
+        dims = ", ".join(str(d) for d in shape)
+        dims = dims + "," if len(shape) == 1 else dims
+        params.append(f"%{name}: Tensor[({dims}), {dtype}]")
+        values[name] = value.astype(dtype)
+        return f"%{name}"
+
+    if kind == "conv":
+        c = draw(st.integers(1, 4))
+        o_per = draw(st.integers(1, 3))
+        groups = draw(st.sampled_from([g for g in (1, 2, c) if c % g == 0]))
+        o = o_per * groups
+        h, w = draw(st.integers(3, 6)), draw(st.integers(3, 6))
+        k = draw(st.integers(1, 3))
+        pad = draw(st.integers(0, 1))
+        x_shape: tuple[int, ...] = (n, c, h, w)
+        x = param("x", x_shape, rng.standard_normal(x_shape))
+        in_scale_shape: tuple[int, ...] = (c, 1, 1)
+        out_scale_shape: tuple[int, ...] = (o, 1, 1)
+        wt = param("w", (o, c // groups, k, k), rng.standard_normal((o, c // groups, k, k)))
+        n_in, n_out = c, o
+        core = "nn.conv2d({}, " + wt + f", padding=[{pad}, {pad}], groups={groups})"
+    else:
+        kdim, units = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+        x_shape = (n, kdim)
+        x = param("x", x_shape, rng.standard_normal(x_shape))
+        in_scale_shape, out_scale_shape = (kdim,), (units,)
+        wt = param("w", (units, kdim), rng.standard_normal((units, kdim)))
+        n_in, n_out = kdim, units
+        core = "nn.dense({}, " + wt + ")"
+    weights = ["w"]
+    expr = x
+    if knobs["pre"] != "none":
+        s1 = param("s1", in_scale_shape, _scale(rng, n_in, knobs["pre"], dtype)
+                   .reshape(in_scale_shape))
+        expr = f"multiply({expr}, {s1})"
+        if knobs["pre_relu"]:
+            expr = f"nn.relu({expr})"
+    expr = core.format(expr)
+    if knobs["bias"]:
+        b = param("b", (n_out,), rng.standard_normal(n_out))
+        weights.append("b")
+        expr = f"nn.bias_add({expr}, {b})"
+    if knobs["bn"]:
+        names = []
+        for name, value in (("gamma", rng.standard_normal(n_out)),
+                            ("beta", rng.standard_normal(n_out)),
+                            ("mean", rng.standard_normal(n_out)),
+                            ("var", rng.uniform(0.5, 2.0, n_out))):
+            names.append(param(name, (n_out,), value))
+            weights.append(name)
+        expr = f"nn.batch_norm({expr}, {', '.join(names)}).0"
+    if knobs["post_relu"]:
+        expr = f"nn.relu({expr})"
+    if knobs["post"] != "none":
+        s2 = param("s2", out_scale_shape, _scale(rng, n_out, knobs["post"], dtype)
+                   .reshape(out_scale_shape))
+        expr = f"multiply({expr}, {s2})"
+    if knobs["dropout"]:
+        expr = f"nn.dropout({expr}).0"
+    text = f"def @main({', '.join(params)}) {{\n  {expr}\n}}"
+    bound = [name for name in values if name in ("s1", "s2")]
+    if knobs["bind_weights"]:
+        bound += weights
+    mod = passes.bind_params(parse(text), {name: values[name] for name in bound})
+    inputs = tuple(values[p.name_hint] for p in mod["main"].params)
+    return dict(knobs, module=mod, inputs=inputs)
+
+
+def cnn_programs(dtypes: tuple[str, ...] = ("float64",)) -> Any:
+    """The targeted programs as ``Program`` s for ``assert_equivalent(strategy=...)``."""
+    return cnn_cases(dtypes).map(lambda c: Program(c["module"], c["inputs"]))
+
+
+def float_config(op: str) -> ProgramConfig:
+    return ProgramConfig(float_mode=True, dtypes=FLOAT_DTYPES, focus_op=op)
+
+
+# --- bind_params ---------------------------------------------------------------------------------
+
+DENSE = """
+def @main(%x: Tensor[(1, 2), float32], %w: Tensor[(3, 2), float32], %b: Tensor[(3,), float32]) {
+  nn.bias_add(nn.dense(%x, %w), %b)
+}
+"""
+
+
+def test_bind_params_removes_the_parameters_and_keeps_the_meaning():
+    mod = parse(DENSE)
+    w = np.arange(6, dtype="float32").reshape(3, 2)
+    b = np.array([1, 2, 3], dtype="float32")
+    x = np.array([[1, -1]], dtype="float32")
+    out = passes.bind_params(mod, {"w": w, "b": b})
+    assert [p.name_hint for p in out["main"].params] == ["x"]
+    consts = [n for n in post_order(out["main"]) if type(n) is Constant]
+    assert len(consts) == 2
+    np.testing.assert_array_equal(evaluate(out, x), evaluate(mod, x, w, b))
+    assert [p.name_hint for p in mod["main"].params] == ["x", "w", "b"]  # input untouched
+
+
+def test_bind_params_copies_the_arrays():
+    w = np.ones((3, 2), dtype="float32")
+    out = passes.bind_params(parse(DENSE), {"w": w, "b": np.zeros(3, "float32")})
+    w[:] = 5
+    np.testing.assert_array_equal(evaluate(out, np.ones((1, 2), "float32")), [[2, 2, 2]])
+
+
+def test_bind_params_of_nothing_is_the_identity():
+    mod = parse(DENSE)
+    assert passes.bind_params(mod, {}) is mod
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"q": np.zeros(3, "float32")}, "no parameter named %q"),
+    ({"b": np.zeros(4, "float32")}, "got an array of shape (4,)"),
+    ({"b": np.zeros(3, "float64")}, "dtype float64"),
+    ({"b": np.zeros((3, 1), "float32")}, "shape (3, 1)"),
+])
+def test_bind_params_rejects_bad_names_and_values(params, message):
+    with pytest.raises(RelayTypeError, match="bind_params: ") as info:
+        passes.bind_params(parse(DENSE), params)
+    assert message in str(info.value)
+
+
+def test_bind_params_rejects_ambiguous_names():
+    a1, a2 = Var("a", scalar_type("float32")), Var("a", scalar_type("float32"))
+    mod = IRModule({"main": Function((a1, a2), a1)})
+    with pytest.raises(RelayTypeError, match="ambiguous"):
+        passes.bind_params(mod, {"a": np.float32(1)})
+
+
+def test_bind_params_accepts_any_size_for_a_symbolic_dim():
+    mod = parse("def @main(%x: Tensor[(?, 2), float32]) { %x }")
+    out = passes.bind_params(mod, {"x": np.ones((5, 2), "float32")})
+    assert evaluate(out).shape == (5, 2)
+
+
+@settings(max_examples=25)
+@given(cnn_cases())
+def test_bind_params_preserves_meaning_of_cnn_programs(case):
+    # The case's module already has bound weights (or not); binding the rest must not change
+    # the values, and main ends with no parameters but %x.
+    mod, inputs = case["module"], case["inputs"]
+    names = [p.name_hint for p in mod["main"].params]
+    rest = {name: value for name, value in zip(names, inputs, strict=True) if name != "x"}
+    out = passes.bind_params(mod, rest)
+    assert [p.name_hint for p in out["main"].params] == ["x"]
+    want = evaluate(mod, *inputs)
+    got = evaluate(out, inputs[0])
+    assert close(got, want, case["dtype"])
+
+
+# --- SimplifyInference ---------------------------------------------------------------------------
+
+BN = """
+def @main(%x: Tensor[(2, 3, 4, 4), float32], %g: Tensor[(3,), float32],
+          %b: Tensor[(3,), float32], %mu: Tensor[(3,), float32], %v: Tensor[(3,), float32]) {
+  %0 = nn.batch_norm(%x, %g, %b, %mu, %v, epsilon=0.01f);
+  (%0.0, %0.1, %0.2, nn.dropout(%x).0)
+}
+"""
+
+
+def _bn_inputs(seed: int = 0) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, 3, 4, 4)).astype("float32")
+    g, b, mu = (rng.standard_normal(3).astype("float32") for _ in range(3))
+    v = rng.uniform(0.5, 2, 3).astype("float32")
+    return x, g, b, mu, v
+
+
+def test_simplify_inference_removes_batch_norm_and_dropout():
+    mod = parse(BN)
+    out = passes.simplify_inference(mod)
+    names = op_names(out)
+    assert "nn.batch_norm" not in names and "nn.dropout" not in names
+    assert names.count("expand_dims") == 2 and "sqrt" in names
+    # The statistics and dropout's data pass through as the very same variables.
+    fields = out["main"].body.fields
+    params = out["main"].params
+    assert fields[1] is params[3] and fields[2] is params[4] and fields[3] is params[0]
+    assert_same_meaning(mod, out, _bn_inputs(), "float32")
+
+
+@pytest.mark.parametrize("center, scale", [(True, True), (False, True), (True, False),
+                                           (False, False)])
+def test_simplify_inference_honours_center_and_scale(center, scale):
+    mod = parse(f"""
+    def @main(%x: Tensor[(2, 3, 4, 4), float32], %g: Tensor[(3,), float32],
+              %b: Tensor[(3,), float32], %mu: Tensor[(3,), float32], %v: Tensor[(3,), float32]) {{
+      nn.batch_norm(%x, %g, %b, %mu, %v, center={center}, scale={scale}).0
+    }}""")
+    out = passes.simplify_inference(mod)
+    assert "nn.batch_norm" not in op_names(out)
+    assert_same_meaning(mod, out, _bn_inputs(1), "float32")
+
+
+@pytest.mark.parametrize("axis, shape", [(-1, (2, 5, 3)), (0, (3, 2)), (1, (2, 3)),
+                                         (2, (2, 2, 3, 2))])
+def test_simplify_inference_on_other_axes(axis, shape):
+    mod = parse(f"""
+    def @main(%x: Tensor[{shape}, float64], %g: Tensor[(3,), float64],
+              %b: Tensor[(3,), float64], %mu: Tensor[(3,), float64], %v: Tensor[(3,), float64]) {{
+      nn.batch_norm(%x, %g, %b, %mu, %v, axis={axis}).0
+    }}""")
+    rng = np.random.default_rng(2)
+    inputs = (rng.standard_normal(shape), *(rng.standard_normal(3) for _ in range(3)),
+              rng.uniform(0.5, 2, 3))
+    out = passes.simplify_inference(mod)
+    assert "nn.batch_norm" not in op_names(out)
+    assert_same_meaning(mod, out, inputs, "float64")
+
+
+def test_simplify_inference_sees_through_a_let_bound_call_with_atomic_arguments():
+    mod = parse("""
+    def @main(%x: Tensor[(1, 2), float32], %g: Tensor[(2,), float32]) {
+      let %t = nn.batch_norm(%x, %g, %g, %g, %g);
+      let %d = nn.dropout(%x);
+      (%t.0, %d.0)
+    }""")
+    out = passes.dead_code_elimination(passes.simplify_inference(mod))
+    assert op_names(out).count("nn.batch_norm") == 0 and "nn.dropout" not in op_names(out)
+    rng = np.random.default_rng(3)
+    inputs = (rng.standard_normal((1, 2)).astype("float32"),
+              rng.uniform(0.5, 2, 2).astype("float32"))
+    assert_same_meaning(mod, out, inputs, "float32")
+
+
+def test_simplify_inference_keeps_a_call_used_as_a_whole():
+    mod = parse(BN.replace("(%0.0, %0.1, %0.2, nn.dropout(%x).0)", "(%0, %0.0)"))
+    out = passes.simplify_inference(mod)
+    assert op_names(out).count("nn.batch_norm") == 1
+    assert_same_meaning(mod, out, _bn_inputs(4), "float32")
+
+
+def test_simplify_inference_then_fold_constant_precomputes_the_statistics():
+    mod = passes.bind_params(parse(BN), dict(zip(("g", "b", "mu", "v"), _bn_inputs()[1:],
+                                                   strict=True)))
+    out = passes.fold_constant(passes.simplify_inference(mod))
+    names = op_names(out)
+    # x * S + T: one multiply, one add, and nothing computed from the statistics at run time.
+    assert names.count("multiply") == 1 and names.count("add") == 1 and "sqrt" not in names
+    assert_same_meaning(mod, out, _bn_inputs()[:1], "float32")
+
+
+def test_simplify_inference_preserves_meaning_on_generated_programs():
+    for op in ("nn.batch_norm", "nn.dropout"):
+        assert_equivalent(passes.simplify_inference, config=float_config(op), max_examples=20,
+                          name="SimplifyInference")
+
+
+# --- CanonicalizeOps -----------------------------------------------------------------------------
+
+def test_canonicalize_ops_rewrites_bias_add_per_axis():
+    mod = parse("""
+    def @main(%x: Tensor[(2, 3, 4, 5), float32], %b: Tensor[(3,), float32],
+              %c: Tensor[(5,), float32], %i: Tensor[(2, 4), int8], %j: Tensor[(2,), int8]) {
+      (nn.bias_add(%x, %b), nn.bias_add(%x, %c, axis=-1), nn.bias_add(%i, %j, axis=0))
+    }""")
+    out = passes.canonicalize_ops(mod)
+    assert "nn.bias_add" not in op_names(out)
+    expands = [n for n in post_order(out["main"]) if type(n) is Call and n.op.name == "expand_dims"]
+    assert sorted(int(e.attrs["num_newaxis"]) for e in expands) == [1, 2]
+    rng = np.random.default_rng(5)
+    inputs = (rng.standard_normal((2, 3, 4, 5)).astype("float32"),
+              rng.standard_normal(3).astype("float32"), rng.standard_normal(5).astype("float32"),
+              rng.integers(-128, 128, (2, 4)).astype("int8"),
+              rng.integers(-128, 128, 2).astype("int8"))
+    want, got = evaluate(mod, *inputs), evaluate(out, *inputs)
+    for g, w in zip(got, want, strict=True):  # exact: the same additions
+        np.testing.assert_array_equal(g, w)
+
+
+def test_canonicalize_ops_leaves_other_programs_alone():
+    mod = parse("def @main(%x: Tensor[(2, 3), float32]) { nn.relu(%x) }")
+    assert passes.canonicalize_ops(mod) is mod
+
+
+def test_canonicalize_ops_preserves_meaning_on_generated_programs():
+    assert_equivalent(passes.canonicalize_ops, config=float_config("nn.bias_add"),
+                      max_examples=25, name="CanonicalizeOps")
+
+
+# --- all passes on the targeted programs ---------------------------------------------------------
+
+DL_PASSES = ["simplify_inference", "canonicalize_ops"]
+
+
+@pytest.mark.parametrize("name", DL_PASSES)
+@settings(max_examples=30)
+@given(case=cnn_cases())
+def test_dl_pass_preserves_type_and_meaning_of_cnn_programs(name, case):
+    mod = case["module"]
+    out = passes.get_pass(name)(mod)
+    assert_same_meaning(mod, out, case["inputs"], case["dtype"])
+
+
+@pytest.mark.parametrize("name", DL_PASSES)
+def test_dl_pass_agrees_with_the_oracle_through_the_harness(name):
+    assert_equivalent(passes.get_pass(name), strategy=cnn_programs(), max_examples=25,
+                      name=name)
+
+
+@settings(max_examples=20)
+@given(case=cnn_cases())
+def test_the_dl_pipeline_preserves_meaning_of_cnn_programs(case):
+    mod = case["module"]
+    out = passes.Sequential(DL_PASSES + ["fold_constant"])(mod)
+    assert_same_meaning(mod, out, case["inputs"], case["dtype"])
