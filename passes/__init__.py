@@ -12,6 +12,7 @@ from passes.canonicalize_ops import canonicalize_ops
 from passes.cse import eliminate_common_subexpr
 from passes.dead_code import dead_code_elimination
 from passes.fold_constant import fold_constant
+from passes.fold_scale_axis import fold_scale_axis
 from passes.inline import inline, mark_inline
 from passes.manager import (
     Pass,
@@ -29,5 +30,5 @@ __all__ = [
     "Pass", "PassError", "PassRecord", "Sequential", "dead_code_elimination",
     "eliminate_common_subexpr", "fold_constant", "get_pass", "inline", "list_passes",
     "mark_inline", "optimize", "register_pass",
-    "bind_params", "canonicalize_ops", "simplify_inference",
+    "bind_params", "canonicalize_ops", "fold_scale_axis", "simplify_inference",
 ]

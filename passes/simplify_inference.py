@@ -60,8 +60,8 @@ def simplify_inference(mod: IRModule) -> IRModule:
     return mod if out is typed else out
 
 
-def _call_of(e: Expr, names: tuple[str, ...]) -> bool:
-    return type(e) is Call and type(e.op) is Op and e.op.name in names  # type: ignore[attr-defined]
+def _call_of(e: Expr | None, names: tuple[str, ...]) -> bool:
+    return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name in names
 
 
 class _Simplify(ScopedMutator):
@@ -70,12 +70,14 @@ class _Simplify(ScopedMutator):
         # arguments are atoms (their uses can be referred to anywhere in the let's body).
         bound: dict[int, Call | None] = {}
         for node in post_order(fn):
-            if type(node) is Let:
-                var_id = id(node.var)  # type: ignore[attr-defined]
-                value = node.value  # type: ignore[attr-defined]
-                ok = _call_of(value, ("nn.batch_norm", "nn.dropout")) and all(
+            if isinstance(node, Let):
+                var_id = id(node.var)
+                value = node.value
+                ok = isinstance(value, Call) and _call_of(value, (
+                    "nn.batch_norm", "nn.dropout")) and all(
                     type(a) in (Var, Constant) for a in value.args)
-                bound[var_id] = value if ok and var_id not in bound else None
+                bound[var_id] = value if ok and isinstance(value, Call) \
+                    and var_id not in bound else None
         self.bound = bound
 
     def visit_tuple_getitem(self, new: Expr, old: Expr) -> Expr:

@@ -28,7 +28,7 @@ from conformance.strategies.programgen.config import FLOAT_DTYPES, Program
 from conformance.strategies.programs import ProgramConfig
 from interpreter import evaluate
 from semantics import IRModule, RelayTypeError, parse, pretty, types_equal
-from semantics.expr import Call, Constant, Function, Op, Var
+from semantics.expr import Attrs, Call, Constant, Function, Op, Var
 from semantics.types import scalar_type
 from semantics.visitor import post_order
 from typechecker import infer
@@ -381,7 +381,7 @@ def test_canonicalize_ops_preserves_meaning_on_generated_programs():
 
 # --- all passes on the targeted programs ---------------------------------------------------------
 
-DL_PASSES = ["simplify_inference", "canonicalize_ops"]
+DL_PASSES = ["simplify_inference", "canonicalize_ops", "fold_scale_axis"]
 
 
 @pytest.mark.parametrize("name", DL_PASSES)
@@ -403,5 +403,171 @@ def test_dl_pass_agrees_with_the_oracle_through_the_harness(name):
 @given(case=cnn_cases())
 def test_the_dl_pipeline_preserves_meaning_of_cnn_programs(case):
     mod = case["module"]
-    out = passes.Sequential(DL_PASSES + ["fold_constant"])(mod)
+    out = passes.Sequential(["simplify_inference", "canonicalize_ops", "fold_constant",
+                             "fold_scale_axis", "fold_constant"])(mod)
     assert_same_meaning(mod, out, case["inputs"], case["dtype"])
+
+
+# --- FoldScaleAxis -------------------------------------------------------------------------------
+
+def _const(values: list[float], shape: tuple[int, ...], dtype: str = "float32") -> Constant:
+    return Constant(np.array(values, dtype=dtype).reshape(shape))
+
+
+def _conv_module(pre: list[float] | None, relu_before: bool, post: list[float] | None,
+                 relu_after: bool, dtype: str = "float32", layout: str = "NCHW") -> IRModule:
+    """x (1, 2, 5, 5) [* pre (2,1,1)] [relu] conv (3 out) [relu] [* post (3,1,1)]."""
+    from semantics.types import TensorType
+
+    nhwc = layout == "NHWC"
+    x = Var("x", TensorType((1, 5, 5, 2) if nhwc else (1, 2, 5, 5), dtype))
+    w = Var("w", TensorType((3, 3, 2, 3) if nhwc else (3, 2, 3, 3), dtype))
+    e: Any = x
+    if pre is not None:
+        e = Call(Op("multiply"), (e, _const(pre, (2,) if nhwc else (2, 1, 1), dtype)))
+    if relu_before:
+        e = Call(Op("nn.relu"), (e,))
+    attrs = {"padding": (1, 1)}
+    if nhwc:
+        attrs.update(data_layout="NHWC", kernel_layout="HWIO")
+    e = Call(Op("nn.conv2d"), (e, w), Attrs(attrs))
+    if relu_after:
+        e = Call(Op("nn.relu"), (e,))
+    if post is not None:
+        e = Call(Op("multiply"), (e, _const(post, (3,) if nhwc else (3, 1, 1), dtype)))
+    return IRModule({"main": Function((x, w), e)})
+
+
+def _conv_inputs(mod: IRModule, seed: int = 0) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal([int(d) for d in p.type_annotation.shape])
+                 .astype(p.type_annotation.dtype) for p in mod["main"].params)
+
+
+def _scales_left(mod: IRModule) -> int:
+    """multiply calls outside the weights of conv2d/dense (the scales not folded)."""
+    nodes = post_order(mod["main"])
+    in_weights = {id(m) for n in nodes if type(n) is Call and n.op.name in ("nn.conv2d", "nn.dense")
+                  for m in post_order(n.args[1])}
+    return sum(1 for n in nodes if type(n) is Call and n.op.name == "multiply"
+               and id(n) not in in_weights)
+
+
+@pytest.mark.parametrize("pre, relu_before, folds", [
+    ([2.0, 0.5], True, True),      # positive: through relu into the weights
+    ([-2.0, -0.5], True, False),   # negative: never through relu
+    ([2.0, -0.5], True, False),    # mixed sign: never through relu
+    ([-2.0, 0.5], False, True),    # any sign straight into the conv
+])
+def test_fold_scale_axis_forward_respects_the_sign_through_relu(pre, relu_before, folds):
+    mod = _conv_module(pre, relu_before, None, False)
+    out = passes.fold_scale_axis(mod)
+    assert _scales_left(out) == (0 if folds else 1)
+    if not folds:
+        assert out is mod
+    assert_same_meaning(mod, out, _conv_inputs(mod), "float32")
+
+
+@pytest.mark.parametrize("post, relu_after, folds", [
+    ([1.5, 2.0, 0.25], True, True),
+    ([1.5, -2.0, 0.25], True, False),   # the negative-scale case: relu(y) * s != relu(y * s)
+    ([-1.0, -1.0, -1.0], True, False),
+    ([-1.5, 2.0, -0.25], False, True),
+])
+def test_fold_scale_axis_backward_respects_the_sign_through_relu(post, relu_after, folds):
+    mod = _conv_module(None, False, post, relu_after)
+    out = passes.fold_scale_axis(mod)
+    assert _scales_left(out) == (0 if folds else 1)
+    assert_same_meaning(mod, out, _conv_inputs(mod, 1), "float32")
+
+
+def test_fold_scale_axis_folds_both_directions_in_nhwc():
+    mod = _conv_module([2.0, 3.0], True, [0.5, 4.0, 1.0], True, dtype="float64", layout="NHWC")
+    out = passes.fold_scale_axis(mod)
+    assert _scales_left(out) == 0
+    assert_same_meaning(mod, out, _conv_inputs(mod, 2), "float64")
+
+
+def test_fold_scale_axis_with_bound_weights_pretransforms_them():
+    mod = _conv_module([2.0, 3.0], False, [0.5, -4.0, 1.0], False)
+    w = _conv_inputs(mod, 3)[1]
+    bound = passes.bind_params(mod, {"w": w})
+    out = passes.fold_scale_axis(bound)
+    assert op_names(out) == ["nn.conv2d"]  # both scales are now inside the constant weight
+    assert_same_meaning(bound, out, _conv_inputs(mod, 3)[:1], "float32")
+
+
+def test_fold_scale_axis_through_bias_add_and_dense():
+    mod = parse("""
+    def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(4, 3), float32], %b: Tensor[(4,), float32]) {
+      %0 = nn.dense(multiply(%x, meta[relay.Constant][0]), %w);
+      multiply(add(%0, %b), meta[relay.Constant][1])
+    }
+    #[metadata]
+    {"relay.Constant": [
+      {"dtype": "float32", "shape": [3], "data": "AAAAQAAAQMAAAIA+"},
+      {"dtype": "float32", "shape": [4], "data": "AAAAQAAAQMAAAIA+AACAPw=="}
+    ]}""")
+    out = passes.fold_scale_axis(mod)
+    dense = next(n for n in post_order(out["main"]) if type(n) is Call
+                 and n.op.name == "nn.dense")
+    assert type(dense.args[0]) is Var  # the input scale went into the weight
+    assert type(out["main"].body) is Call and out["main"].body.op.name == "add"
+    assert_same_meaning(mod, out, _conv_inputs(mod, 4), "float32")
+
+
+def test_fold_scale_axis_leaves_unsafe_programs_alone():
+    shared = parse("""
+    def @main(%x: Tensor[(1, 2, 3, 3), float32], %w: Tensor[(2, 2, 1, 1), float32]) {
+      %0 = nn.conv2d(%x, %w);
+      (multiply(%0, meta[relay.Constant][0]), %0)
+    }
+    #[metadata]
+    {"relay.Constant": [{"dtype": "float32", "shape": [2, 1, 1], "data": "AAAAQAAAQEA="}]}""")
+    integer = parse("""
+    def @main(%x: Tensor[(1, 2, 3, 3), int8], %w: Tensor[(2, 2, 1, 1), int8]) {
+      nn.conv2d(multiply(%x, meta[relay.Constant][0]), %w, out_dtype="int32")
+    }
+    #[metadata]
+    {"relay.Constant": [{"dtype": "int8", "shape": [2, 1, 1], "data": "AgM="}]}""")
+    not_constant = parse("""
+    def @main(%x: Tensor[(1, 2, 3, 3), float32], %w: Tensor[(2, 2, 1, 1), float32],
+              %s: Tensor[(2, 1, 1), float32]) {
+      multiply(nn.conv2d(%x, %w), %s)
+    }""")
+    spatial = parse("""
+    def @main(%x: Tensor[(1, 2, 3, 3), float32], %w: Tensor[(2, 2, 1, 1), float32]) {
+      multiply(nn.conv2d(%x, %w), meta[relay.Constant][0])
+    }
+    #[metadata]
+    {"relay.Constant": [{"dtype": "float32", "shape": [3, 1], "data": "AAAAQAAAQEAAAIA/"}]}""")
+    for mod in (shared, integer, not_constant, spatial):
+        assert passes.fold_scale_axis(mod) is mod, pretty(mod)
+
+
+def test_fold_scale_axis_preserves_meaning_on_generated_programs():
+    for op in ("nn.conv2d", "nn.dense", "multiply"):
+        assert_equivalent(passes.fold_scale_axis, config=float_config(op), max_examples=15,
+                          name="FoldScaleAxis")
+
+
+@settings(max_examples=60)
+@given(case=cnn_cases())
+def test_fold_scale_axis_folds_exactly_the_valid_scales(case):
+    mod = case["module"]
+    out = passes.fold_scale_axis(mod)
+    assert_same_meaning(mod, out, case["inputs"], case["dtype"])
+    anchor = next(n for n in post_order(out["main"]) if type(n) is Call
+                  and n.op.name in ("nn.conv2d", "nn.dense"))
+    data_is_scaled = any(type(n) is Call and n.op.name == "multiply"
+                         for n in post_order(anchor.args[0]))
+    if case["pre"] != "none":
+        through_relu = case["pre_relu"]
+        assert data_is_scaled == (through_relu and case["pre"] != "positive")
+    body = out["main"].body
+    if case["dropout"]:
+        body = body.tuple_value.args[0]
+    backward_ok = case["post"] != "none" and not case["bias"] and not case["bn"] and (
+        not case["post_relu"] or case["post"] == "positive")
+    if backward_ok:
+        assert not (type(body) is Call and body.op.name == "multiply")
