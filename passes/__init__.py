@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from passes.bind_params import bind_params
 from passes.canonicalize_ops import canonicalize_ops
+from passes.combine_parallel_conv2d import combine_parallel_conv2d
 from passes.cse import eliminate_common_subexpr
 from passes.dead_code import dead_code_elimination
 from passes.fold_constant import fold_constant
@@ -30,5 +31,6 @@ __all__ = [
     "Pass", "PassError", "PassRecord", "Sequential", "dead_code_elimination",
     "eliminate_common_subexpr", "fold_constant", "get_pass", "inline", "list_passes",
     "mark_inline", "optimize", "register_pass",
-    "bind_params", "canonicalize_ops", "fold_scale_axis", "simplify_inference",
+    "bind_params", "canonicalize_ops", "combine_parallel_conv2d", "fold_scale_axis",
+    "simplify_inference",
 ]

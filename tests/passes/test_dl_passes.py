@@ -381,7 +381,7 @@ def test_canonicalize_ops_preserves_meaning_on_generated_programs():
 
 # --- all passes on the targeted programs ---------------------------------------------------------
 
-DL_PASSES = ["simplify_inference", "canonicalize_ops", "fold_scale_axis"]
+DL_PASSES = ["simplify_inference", "canonicalize_ops", "fold_scale_axis", "combine_parallel_conv2d"]
 
 
 @pytest.mark.parametrize("name", DL_PASSES)
@@ -571,3 +571,147 @@ def test_fold_scale_axis_folds_exactly_the_valid_scales(case):
         not case["post_relu"] or case["post"] == "positive")
     if backward_ok:
         assert not (type(body) is Call and body.op.name == "multiply")
+
+
+# --- CombineParallelConv2D -----------------------------------------------------------------------
+
+THREE_BRANCHES = """
+def @main(%x: Tensor[(1, 3, 6, 6), float32], %w1: Tensor[(4, 3, 3, 3), float32],
+          %w2: Tensor[(2, 3, 3, 3), float32], %w3: Tensor[(5, 3, 3, 3), float32]) {
+  (nn.conv2d(%x, %w1, padding=[1, 1]), nn.relu(nn.conv2d(%x, %w2, padding=[1, 1])),
+   nn.conv2d(%x, %w3, padding=[1, 1]))
+}
+"""
+
+
+def test_combine_three_parallel_convs_into_one_and_a_split():
+    mod = parse(THREE_BRANCHES)
+    out = passes.combine_parallel_conv2d(mod)
+    names = op_names(out)
+    assert names.count("nn.conv2d") == 1 and names.count("split") == 1
+    assert names.count("concatenate") == 1
+    split = next(n for n in post_order(out["main"]) if type(n) is Call and n.op.name == "split")
+    assert tuple(split.attrs["indices_or_sections"]) == (4, 6) and split.attrs["axis"] == 1
+    assert_same_meaning(mod, out, _conv_inputs(mod, 6), "float32")
+
+
+def test_combine_respects_min_num_branches():
+    mod = parse(THREE_BRANCHES)
+    assert passes.combine_parallel_conv2d(mod, min_num_branches=4) is mod
+    two = parse(THREE_BRANCHES.replace("nn.conv2d(%x, %w3, padding=[1, 1])", "%x"))
+    assert passes.combine_parallel_conv2d(two) is two  # the registered default is 3
+    out = passes.combine_parallel_conv2d(two, min_num_branches=2)
+    assert op_names(out).count("nn.conv2d") == 1
+    assert_same_meaning(two, out, _conv_inputs(two, 7), "float32")
+    with pytest.raises(ValueError, match="min_num_branches"):
+        passes.combine_parallel_conv2d(mod, min_num_branches=1)
+
+
+def test_combine_groups_only_compatible_convs():
+    mod = parse("""
+    def @main(%x: Tensor[(1, 2, 6, 6), float32], %a: Tensor[(1, 2, 3, 3), float32],
+              %b: Tensor[(2, 2, 3, 3), float32], %c: Tensor[(3, 2, 3, 3), float32],
+              %d: Tensor[(1, 2, 1, 1), float32], %e: Tensor[(2, 2, 3, 3), float32],
+              %f: Tensor[(2, 1, 3, 3), float32]) {
+      (nn.conv2d(%x, %a), nn.conv2d(%x, %b), nn.conv2d(%x, %c),
+       nn.conv2d(%x, %d), nn.conv2d(%x, %e, strides=[2, 2]), nn.conv2d(%x, %f, groups=2))
+    }""")
+    out = passes.combine_parallel_conv2d(mod)
+    assert op_names(out).count("nn.conv2d") == 4  # a, b, c combined; the rest stay
+    assert_same_meaning(mod, out, _conv_inputs(mod, 8), "float32")
+
+
+def test_combine_in_a_let_chain_with_constant_weights_and_nhwc():
+    rng = np.random.default_rng(9)
+    mod = parse("""
+    def @main(%x: Tensor[(1, 4, 4, 2), float64], %w1: Tensor[(1, 1, 2, 3), float64],
+              %w2: Tensor[(1, 1, 2, 1), float64], %w3: Tensor[(1, 1, 2, 2), float64]) {
+      let %a = nn.conv2d(%x, %w1, data_layout="NHWC", kernel_layout="HWIO");
+      let %y = nn.relu(%a);
+      let %b = nn.conv2d(%x, %w2, data_layout="NHWC", kernel_layout="HWIO");
+      let %c = nn.conv2d(%x, %w3, data_layout="NHWC", kernel_layout="HWIO");
+      (%y, %b, %c)
+    }""")
+    weights = {f"w{i}": rng.standard_normal((1, 1, 2, n)) for i, n in ((1, 3), (2, 1), (3, 2))}
+    bound = passes.bind_params(mod, weights)
+    out = passes.combine_parallel_conv2d(bound)
+    assert op_names(out).count("nn.conv2d") == 1
+    split = next(n for n in post_order(out["main"]) if type(n) is Call and n.op.name == "split")
+    assert split.attrs["axis"] == 3
+    # The bound weights were concatenated at compile time along O (axis 3 of HWIO).
+    assert "concatenate" not in op_names(out)
+    conv = next(n for n in post_order(out["main"]) if type(n) is Call
+                and n.op.name == "nn.conv2d")
+    assert type(conv.args[1]) is Constant and conv.args[1].data.shape == (1, 1, 2, 6)
+    x = rng.standard_normal((1, 4, 4, 2))
+    assert_same_meaning(bound, out, (x,), "float64")
+    unbound = passes.combine_parallel_conv2d(mod)
+    concat = next(n for n in post_order(unbound["main"]) if type(n) is Call
+                  and n.op.name == "concatenate")
+    assert concat.attrs["axis"] == 3
+    assert_same_meaning(mod, unbound, (x, *weights.values()), "float64")
+
+
+def test_combine_never_shares_across_a_function_boundary_or_with_let_bound_weights():
+    mod = parse("""
+    def @main(%x: Tensor[(1, 1, 3, 3), float32], %w: Tensor[(1, 1, 1, 1), float32]) {
+      let %v = multiply(%w, 2f);
+      let %f = fn () { nn.conv2d(%x, %w) };
+      (nn.conv2d(%x, %w), %f(), nn.conv2d(%x, %v), nn.conv2d(%x, %v), nn.conv2d(%x, %v))
+    }""")
+    assert passes.combine_parallel_conv2d(mod) is mod
+
+
+@st.composite
+def inception_cases(draw: Any) -> dict[str, Any]:
+    """An input, 1-6 conv branches of random kernel/stride/channels/groups, some under relu."""
+    dtype = draw(st.sampled_from(("float32", "float64")))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n, c, h, w = draw(st.integers(1, 2)), draw(st.sampled_from((1, 2, 4))), 5, 5
+    branches = draw(st.lists(st.tuples(st.integers(1, 3), st.sampled_from((1, 3)),
+                                       st.sampled_from((1, 2)), st.booleans(), st.booleans()),
+                             min_size=1, max_size=6))
+    params = [f"%x: Tensor[({n}, {c}, {h}, {w}), {dtype}]"]
+    values = {"x": rng.standard_normal((n, c, h, w)).astype(dtype)}
+    fields = []
+    for i, (o, k, stride, depthwise, relu) in enumerate(branches):
+        groups = c if depthwise else 1
+        out_c = o * groups
+        shape = (out_c, c // groups, k, k)
+        params.append(f"%w{i}: Tensor[({', '.join(map(str, shape))}), {dtype}]")
+        values[f"w{i}"] = rng.standard_normal(shape).astype(dtype)
+        e = f"nn.conv2d(%x, %w{i}, strides=[{stride}, {stride}], padding=[{k // 2}, {k // 2}], " \
+            f"groups={groups})"
+        fields.append(f"nn.relu({e})" if relu else e)
+    text = f"def @main({', '.join(params)}) {{ ({', '.join(fields)},) }}"
+    mod = parse(text)
+    if draw(st.booleans()):
+        mod = passes.bind_params(mod, {k: v for k, v in values.items() if k != "x"})
+    inputs = tuple(values[p.name_hint] for p in mod["main"].params)
+    # Expected groups: (kernel, stride) among the ungrouped convs (depthwise with c = 1 is
+    # ungrouped too).
+    keys = [(k, s) for (_, k, s, dw, _) in branches if not (dw and c > 1)]
+    return dict(module=mod, inputs=inputs, dtype=dtype, keys=keys, branches=len(branches))
+
+
+@settings(max_examples=40)
+@given(case=inception_cases(), min_num_branches=st.integers(2, 4))
+def test_combine_parallel_conv2d_combines_exactly_the_large_compatible_groups(case,
+                                                                             min_num_branches):
+    mod = case["module"]
+    out = passes.combine_parallel_conv2d(mod, min_num_branches=min_num_branches)
+    assert_same_meaning(mod, out, case["inputs"], case["dtype"])
+    sizes: dict[Any, int] = {}
+    for key in case["keys"]:
+        sizes[key] = sizes.get(key, 0) + 1
+    combined = [s for s in sizes.values() if s >= min_num_branches]
+    expected = case["branches"] - sum(combined) + len(combined)
+    assert op_names(out).count("nn.conv2d") == expected
+
+
+def test_combine_parallel_conv2d_agrees_with_the_oracle_through_the_harness():
+    strategy = inception_cases().map(lambda c: Program(c["module"], c["inputs"]))
+    assert_equivalent(passes.combine_parallel_conv2d, strategy=strategy, max_examples=25,
+                      name="CombineParallelConv2D")
+    assert_equivalent(passes.combine_parallel_conv2d, config=float_config("nn.conv2d"),
+                      max_examples=15, name="CombineParallelConv2D")
