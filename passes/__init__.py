@@ -7,6 +7,7 @@ lives in its own module with a design note as its docstring.
 
 from __future__ import annotations
 
+from passes.alter_op_layout import alter_op_layout
 from passes.bind_params import bind_params
 from passes.canonicalize_ops import canonicalize_ops
 from passes.combine_parallel_conv2d import combine_parallel_conv2d
@@ -31,6 +32,6 @@ __all__ = [
     "Pass", "PassError", "PassRecord", "Sequential", "dead_code_elimination",
     "eliminate_common_subexpr", "fold_constant", "get_pass", "inline", "list_passes",
     "mark_inline", "optimize", "register_pass",
-    "bind_params", "canonicalize_ops", "combine_parallel_conv2d", "fold_scale_axis",
-    "simplify_inference",
+    "alter_op_layout", "bind_params", "canonicalize_ops", "combine_parallel_conv2d",
+    "fold_scale_axis", "simplify_inference",
 ]

@@ -381,7 +381,8 @@ def test_canonicalize_ops_preserves_meaning_on_generated_programs():
 
 # --- all passes on the targeted programs ---------------------------------------------------------
 
-DL_PASSES = ["simplify_inference", "canonicalize_ops", "fold_scale_axis", "combine_parallel_conv2d"]
+DL_PASSES = ["simplify_inference", "canonicalize_ops", "fold_scale_axis", "combine_parallel_conv2d",
+             "alter_op_layout"]
 
 
 @pytest.mark.parametrize("name", DL_PASSES)
@@ -404,7 +405,8 @@ def test_dl_pass_agrees_with_the_oracle_through_the_harness(name):
 def test_the_dl_pipeline_preserves_meaning_of_cnn_programs(case):
     mod = case["module"]
     out = passes.Sequential(["simplify_inference", "canonicalize_ops", "fold_constant",
-                             "fold_scale_axis", "fold_constant"])(mod)
+                             "fold_scale_axis", "combine_parallel_conv2d", "alter_op_layout",
+                             "fold_constant"])(mod)
     assert_same_meaning(mod, out, case["inputs"], case["dtype"])
 
 
@@ -715,3 +717,131 @@ def test_combine_parallel_conv2d_agrees_with_the_oracle_through_the_harness():
                       name="CombineParallelConv2D")
     assert_equivalent(passes.combine_parallel_conv2d, config=float_config("nn.conv2d"),
                       max_examples=15, name="CombineParallelConv2D")
+
+
+# --- AlterOpLayout -------------------------------------------------------------------------------
+
+CHAIN = """
+def @main(%x: Tensor[(1, 2, 5, 5), float32], %w1: Tensor[(3, 2, 3, 3), float32],
+          %w2: Tensor[(4, 3, 1, 1), float32], %w3: Tensor[(2, 4, 3, 3), float32]) {
+  %0 = nn.relu(nn.conv2d(%x, %w1, padding=[1, 1]));
+  %1 = nn.conv2d(%0, %w2);
+  (nn.conv2d(sigmoid(%1), %w3), nn.max_pool2d(%0, pool_size=[2, 2]))
+}
+"""
+
+
+def _transforms(mod: IRModule) -> list[Call]:
+    return [n for n in post_order(mod["main"]) if type(n) is Call
+            and n.op.name == "layout_transform"]
+
+
+def _convs_fed_by_transforms_of_computed_values(mod: IRModule) -> int:
+    """conv2d calls whose data is a layout_transform of something other than a parameter."""
+    return sum(1 for n in post_order(mod["main"]) if type(n) is Call
+               and n.op.name == "nn.conv2d" and type(n.args[0]) is Call
+               and n.args[0].op.name == "layout_transform"
+               and type(n.args[0].args[0]) is not Var)
+
+
+def test_alter_op_layout_elides_transforms_between_convs():
+    mod = parse(CHAIN)
+    out = passes.alter_op_layout(mod)
+    convs = [n for n in post_order(out["main"]) if type(n) is Call and n.op.name == "nn.conv2d"]
+    assert len(convs) == 3
+    assert all(c.attrs["data_layout"] == "NHWC" and c.attrs["kernel_layout"] == "HWIO"
+               for c in convs)
+    assert _convs_fed_by_transforms_of_computed_values(out) == 0
+    # In: %x and the three weights; out: the result conv and the pool's input (relu output).
+    kinds = sorted((t.attrs["src_layout"], t.attrs["dst_layout"]) for t in _transforms(out))
+    assert kinds == [("NCHW", "NHWC")] + [("NHWC", "NCHW")] * 2 + [("OIHW", "HWIO")] * 3
+    assert_same_meaning(mod, out, _conv_inputs(mod, 10), "float32")
+
+
+def test_alter_op_layout_pretransforms_bound_weights():
+    mod = parse(CHAIN)
+    inputs = _conv_inputs(mod, 11)
+    bound = passes.bind_params(mod, {f"w{i}": inputs[i] for i in (1, 2, 3)})
+    out = passes.alter_op_layout(bound)
+    assert len(_transforms(out)) == 3  # only the data: in once, out twice
+    assert_same_meaning(bound, out, inputs[:1], "float32")
+
+
+def test_alter_op_layout_is_idempotent_and_reversible():
+    mod = parse(CHAIN)
+    once = passes.alter_op_layout(mod)
+    assert passes.alter_op_layout(once) is once
+    back = passes.alter_op_layout(once, layout="NCHW")
+    assert not _transforms(back)  # every round trip cancels
+    assert_same_meaning(mod, back, _conv_inputs(mod, 12), "float32")
+    with pytest.raises(ValueError, match="unsupported layout"):
+        passes.alter_op_layout(mod, layout="NCHW16c")
+
+
+def test_alter_op_layout_on_integers_and_nhwc_sources_is_exact():
+    mod = parse("""
+    def @main(%x: Tensor[(1, 4, 4, 2), int8], %w: Tensor[(3, 3, 2, 2), int8]) {
+      nn.conv2d(%x, %w, data_layout="NHWC", kernel_layout="HWIO", out_dtype="int32")
+    }""")
+    out = passes.alter_op_layout(mod, layout="NCHW")
+    assert len(_transforms(out)) == 3
+    rng = np.random.default_rng(13)
+    x = rng.integers(-128, 128, (1, 4, 4, 2)).astype("int8")
+    w = rng.integers(-128, 128, (3, 3, 2, 2)).astype("int8")
+    np.testing.assert_array_equal(evaluate(out, x, w), evaluate(mod, x, w))
+    assert passes.alter_op_layout(mod) is mod  # already NHWC/HWIO
+
+
+@st.composite
+def conv_chains(draw: Any) -> dict[str, Any]:
+    """1-3 convolutions in a chain (random layouts), elementwise ops between, maybe a pool."""
+    dtype = draw(st.sampled_from(("float32", "float64")))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    c = draw(st.integers(1, 3))
+    layouts = (("NCHW", "OIHW"), ("NHWC", "HWIO"), ("NHWC", "OIHW"), ("NCHW", "HWIO"))
+    x_layout = draw(st.sampled_from(("NCHW", "NHWC")))
+    dims = {"N": 1, "C": c, "H": 5, "W": 5}
+    params = [f"%x: Tensor[({', '.join(str(dims[a]) for a in x_layout)}), {dtype}]"]
+    values = {"x": rng.standard_normal([dims[a] for a in x_layout]).astype(dtype)}
+    expr, layout = "%x", x_layout
+    for i in range(draw(st.integers(1, 3))):
+        data_layout, kernel_layout = draw(st.sampled_from(layouts))
+        if data_layout != layout:
+            expr = f'layout_transform({expr}, src_layout="{layout}", dst_layout="{data_layout}")'
+        o = draw(st.integers(1, 3))
+        kdims = {"O": o, "I": c, "H": 3, "W": 3}
+        shape = [kdims[a] for a in kernel_layout]
+        params.append(f"%w{i}: Tensor[({', '.join(map(str, shape))}), {dtype}]")
+        values[f"w{i}"] = rng.standard_normal(shape).astype(dtype)
+        expr = (f'nn.conv2d({expr}, %w{i}, padding=[1, 1], data_layout="{data_layout}", '
+                f'kernel_layout="{kernel_layout}")')
+        layout, c = data_layout, o
+        act = draw(st.sampled_from(("", "nn.relu", "tanh", "negative")))
+        if act:
+            expr = f"{act}({expr})"
+    if draw(st.booleans()):
+        expr = f'nn.max_pool2d({expr}, pool_size=[2, 2], layout="{layout}")'
+    mod = parse(f"def @main({', '.join(params)}) {{ {expr} }}")
+    if draw(st.booleans()):
+        mod = passes.bind_params(mod, {k: v for k, v in values.items() if k != "x"})
+    inputs = tuple(values[p.name_hint] for p in mod["main"].params)
+    return dict(module=mod, inputs=inputs, dtype=dtype)
+
+
+@settings(max_examples=40)
+@given(case=conv_chains(), layout=st.sampled_from(("NHWC", "NCHW")))
+def test_alter_op_layout_preserves_meaning_and_elides_between_convs(case, layout):
+    mod = case["module"]
+    out = passes.alter_op_layout(mod, layout=layout)
+    assert_same_meaning(mod, out, case["inputs"], case["dtype"])
+    convs = [n for n in post_order(out["main"]) if type(n) is Call and n.op.name == "nn.conv2d"]
+    assert all(c.attrs["data_layout"] == layout for c in convs)
+    assert _convs_fed_by_transforms_of_computed_values(out) == 0
+
+
+def test_alter_op_layout_agrees_with_the_oracle_through_the_harness():
+    strategy = conv_chains().map(lambda c: Program(c["module"], c["inputs"]))
+    assert_equivalent(passes.alter_op_layout, strategy=strategy, max_examples=25,
+                      name="AlterOpLayout")
+    assert_equivalent(passes.alter_op_layout, config=float_config("nn.conv2d"),
+                      max_examples=15, name="AlterOpLayout")
