@@ -845,3 +845,29 @@ def test_alter_op_layout_agrees_with_the_oracle_through_the_harness():
                       name="AlterOpLayout")
     assert_equivalent(passes.alter_op_layout, config=float_config("nn.conv2d"),
                       max_examples=15, name="AlterOpLayout")
+
+
+@settings(max_examples=15)
+@given(case=cnn_cases())
+def test_optimize_O3_preserves_meaning_of_cnn_programs(case):
+    mod = case["module"]
+    assert_same_meaning(mod, passes.optimize(mod, 3), case["inputs"], case["dtype"])
+
+
+def test_optimize_O3_on_a_bound_cnn_leaves_no_inference_ops():
+    mod = parse("""
+    def @main(%x: Tensor[(1, 2, 5, 5), float32], %w: Tensor[(3, 2, 3, 3), float32],
+              %b: Tensor[(3,), float32], %g: Tensor[(3,), float32], %be: Tensor[(3,), float32],
+              %m: Tensor[(3,), float32], %v: Tensor[(3,), float32]) {
+      %0 = nn.bias_add(nn.conv2d(%x, %w, padding=[1, 1]), %b);
+      nn.dropout(nn.relu(nn.batch_norm(%0, %g, %be, %m, %v).0)).0
+    }""")
+    rng = np.random.default_rng(14)
+    inputs = _conv_inputs(mod, 14)
+    inputs = (*inputs[:-1], rng.uniform(0.5, 2, 3).astype("float32"))
+    names = [p.name_hint for p in mod["main"].params]
+    bound = passes.bind_params(mod, dict(zip(names[1:], inputs[1:], strict=True)))
+    out = passes.optimize(bound, 3)
+    left = set(op_names(out))
+    assert not left & {"nn.batch_norm", "nn.dropout", "nn.bias_add", "sqrt", "divide"}
+    assert_same_meaning(bound, out, inputs[:1], "float32")
