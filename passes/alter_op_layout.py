@@ -30,9 +30,15 @@ Rewrites, by name (``T`` the target data layout, ``K`` its kernel layout):
   ``layout_transform`` the other way cancels with it (running the pass twice,
   or to ``NCHW`` after ``NHWC``, leaves no round trips).
 
-Limits: other layout-sensitive operators (pools, ``bias_add``, broadcasting
-binary operators with per-channel constants) take their input in the
-original layout (a transform back is inserted before them); the program in
+* **Alter-Broadcast** — a broadcasting binary operator (``add``, ``multiply``,
+  ...) with an operand available in ``T`` is computed in ``T`` too: the other
+  operand is another such value (a residual connection), a constant (padded
+  to rank 4 and transposed at compile time — a per-channel bias ``(C, 1, 1)``
+  becomes ``(1, 1, 1, C)`` for NHWC), or a full-shape tensor (one transform).
+
+Limits: other layout-sensitive operators (pools, ``bias_add`` — run
+CanonicalizeOps first —, ``concatenate``) take their input in the original
+layout (a transform back is inserted before them); the program in
 graph form (values reached through ``let``-bound variables are not followed
 across the binding, but are rewritten correctly); the blocked ``NCHW{c}c``
 layouts and per-target block sizes are absent (see above).
@@ -70,6 +76,11 @@ _LAYOUT_AGNOSTIC = frozenset((
     "nn.relu", "nn.leaky_relu", "negative", "abs", "sign", "exp", "log", "sqrt", "rsqrt",
     "tanh", "sigmoid", "erf", "floor", "ceil", "round", "trunc", "clip", "cast", "copy",
     "logical_not", "zeros_like", "ones_like",
+))
+
+# Broadcasting binary operators: they commute with a re-layout of both operands.
+_BROADCAST_BINARY = frozenset((
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
 ))
 
 P = TypeVar("P", IRModule, Expr)
@@ -166,6 +177,9 @@ def _alter(fn: Function, target: str) -> Function:
                     new.op, (value,), new.attrs, new.type_args, span=new.span)
                 in_target[id(node)] = (moved, layout)
                 new = _transform(moved, target, layout, new.span)
+            elif name in _BROADCAST_BINARY and len(node.args) == 2 and any(
+                    id(a) in in_target for a in node.args):
+                new = _alter_binary(node, new, target, in_target)
             elif name == "layout_transform" and len(node.args) == 1:
                 assert isinstance(new, Call)
                 if _is_inverse_pair(new):  # [Alter-Elide] of a pair the program had
@@ -200,3 +214,44 @@ def _alter_conv(node: Call, new: Expr, target: str, kernel_target: str,
     conv = Call(new.op, (data, weight), Attrs(conv_attrs), new.type_args, span=new.span)
     in_target[id(node)] = (conv, out_layout)
     return _transform(conv, target, out_layout, new.span)
+
+
+# [Alter-Broadcast]
+def _alter_binary(node: Call, new: Expr, target: str,
+                  in_target: dict[int, tuple[Expr, str]]) -> Expr:
+    """A broadcasting binary operator with an operand available in the target layout.
+
+    The other operand follows into the target layout: an operand available there too (a
+    residual connection of two convolutions), a constant of rank <= 4 (padded with leading
+    unit axes and transposed now: broadcasting commutes with permuting all axes), or a
+    tensor of the result's full shape (one ``layout_transform``). Anything else: unchanged.
+    """
+    assert isinstance(new, Call)
+    out_t = node.checked_type
+    if not isinstance(out_t, TensorType) or out_t.ndim != 4:
+        return new
+    layouts = {in_target[id(a)][1] for a in node.args if id(a) in in_target}
+    if len(layouts) != 1:
+        return new
+    (layout,) = layouts
+    moved: list[Expr] = []
+    for old_arg, new_arg in zip(node.args, new.args, strict=True):
+        known = in_target.get(id(old_arg))
+        arg_t = old_arg.checked_type
+        if known is not None:
+            if not isinstance(arg_t, TensorType) or arg_t.shape != out_t.shape:
+                return new  # broadcasting would enlarge it: leave the call alone
+            moved.append(known[0])
+        elif isinstance(new_arg, Constant) and new_arg.data.ndim <= 4:
+            data = new_arg.data
+            padded = data.reshape((1,) * (4 - data.ndim) + tuple(data.shape))
+            perm = [layout.index(a) for a in target]
+            moved.append(Constant(np.ascontiguousarray(np.transpose(padded, perm)),
+                                  span=new_arg.span))
+        elif isinstance(arg_t, TensorType) and arg_t.shape == out_t.shape:
+            moved.append(_transform(new_arg, layout, target, new.span))
+        else:
+            return new
+    result = Call(new.op, tuple(moved), new.attrs, new.type_args, span=new.span)
+    in_target[id(node)] = (result, layout)
+    return _transform(result, target, layout, new.span)

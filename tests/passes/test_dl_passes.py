@@ -794,7 +794,8 @@ def test_alter_op_layout_on_integers_and_nhwc_sources_is_exact():
 
 @st.composite
 def conv_chains(draw: Any) -> dict[str, Any]:
-    """1-3 convolutions in a chain (random layouts), elementwise ops between, maybe a pool."""
+    """1-3 convolutions in a chain (random layouts), constant biases and elementwise ops
+    between, maybe a pool."""
     dtype = draw(st.sampled_from(("float32", "float64")))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     c = draw(st.integers(1, 3))
@@ -804,6 +805,7 @@ def conv_chains(draw: Any) -> dict[str, Any]:
     params = [f"%x: Tensor[({', '.join(str(dims[a]) for a in x_layout)}), {dtype}]"]
     values = {"x": rng.standard_normal([dims[a] for a in x_layout]).astype(dtype)}
     expr, layout = "%x", x_layout
+    biases: list[str] = []
     for i in range(draw(st.integers(1, 3))):
         data_layout, kernel_layout = draw(st.sampled_from(layouts))
         if data_layout != layout:
@@ -816,14 +818,22 @@ def conv_chains(draw: Any) -> dict[str, Any]:
         expr = (f'nn.conv2d({expr}, %w{i}, padding=[1, 1], data_layout="{data_layout}", '
                 f'kernel_layout="{kernel_layout}")')
         layout, c = data_layout, o
+        if draw(st.booleans()):  # a per-channel bias (a constant once bound)
+            bshape = [o if a == "C" else 1 for a in layout][1:]
+            params.append(f"%b{i}: Tensor[({', '.join(map(str, bshape))}), {dtype}]")
+            values[f"b{i}"] = rng.standard_normal(bshape).astype(dtype)
+            biases.append(f"b{i}")
+            expr = f"add({expr}, %b{i})"
         act = draw(st.sampled_from(("", "nn.relu", "tanh", "negative")))
         if act:
             expr = f"{act}({expr})"
     if draw(st.booleans()):
         expr = f'nn.max_pool2d({expr}, pool_size=[2, 2], layout="{layout}")'
     mod = parse(f"def @main({', '.join(params)}) {{ {expr} }}")
+    mod = passes.bind_params(mod, {k: values[k] for k in biases})
     if draw(st.booleans()):
-        mod = passes.bind_params(mod, {k: v for k, v in values.items() if k != "x"})
+        mod = passes.bind_params(mod, {p.name_hint: values[p.name_hint]
+                                       for p in mod["main"].params if p.name_hint != "x"})
     inputs = tuple(values[p.name_hint] for p in mod["main"].params)
     return dict(module=mod, inputs=inputs, dtype=dtype)
 
@@ -871,3 +881,21 @@ def test_optimize_O3_on_a_bound_cnn_leaves_no_inference_ops():
     left = set(op_names(out))
     assert not left & {"nn.batch_norm", "nn.dropout", "nn.bias_add", "sqrt", "divide"}
     assert_same_meaning(bound, out, inputs[:1], "float32")
+
+
+def test_alter_op_layout_through_biases_and_residual_adds():
+    mod = parse("""
+    def @main(%x: Tensor[(1, 2, 5, 5), float32], %a: Tensor[(2, 2, 3, 3), float32],
+              %b: Tensor[(2, 2, 1, 1), float32], %c: Tensor[(3, 2, 1, 1), float32]) {
+      %0 = nn.relu(add(nn.conv2d(%x, %a, padding=[1, 1]), meta[relay.Constant][0]));
+      %1 = add(%0, nn.conv2d(%0, %b));
+      nn.conv2d(multiply(%1, 0.5f), %c)
+    }
+    #[metadata]
+    {"relay.Constant": [{"dtype": "float32", "shape": [2, 1, 1], "data": "AAAAQAAAQMA="}]}""")
+    out = passes.alter_op_layout(mod)
+    data_transforms = [t for t in _transforms(out) if t.attrs["src_layout"] in ("NCHW", "NHWC")]
+    assert len(data_transforms) == 2  # %x in, the result out: nothing in between
+    bias = next(n for n in post_order(out["main"]) if type(n) is Constant and n.data.ndim == 4)
+    assert bias.data.shape == (1, 1, 1, 2)
+    assert_same_meaning(mod, out, _conv_inputs(mod, 15), "float32")
