@@ -7,9 +7,14 @@ lives in its own module with a design note as its docstring.
 
 from __future__ import annotations
 
+from passes.alter_op_layout import alter_op_layout
+from passes.bind_params import bind_params
+from passes.canonicalize_ops import canonicalize_ops
+from passes.combine_parallel_conv2d import combine_parallel_conv2d
 from passes.cse import eliminate_common_subexpr
 from passes.dead_code import dead_code_elimination
 from passes.fold_constant import fold_constant
+from passes.fold_scale_axis import fold_scale_axis
 from passes.inline import inline, mark_inline
 from passes.manager import (
     Pass,
@@ -21,9 +26,12 @@ from passes.manager import (
     optimize,
     register_pass,
 )
+from passes.simplify_inference import simplify_inference
 
 __all__ = [
     "Pass", "PassError", "PassRecord", "Sequential", "dead_code_elimination",
     "eliminate_common_subexpr", "fold_constant", "get_pass", "inline", "list_passes",
     "mark_inline", "optimize", "register_pass",
+    "alter_op_layout", "bind_params", "canonicalize_ops", "combine_parallel_conv2d",
+    "fold_scale_axis", "simplify_inference",
 ]

@@ -1,0 +1,131 @@
+"""SimplifyInference (``simplify_inference``): inference-time batch_norm and dropout as arithmetic.
+
+Rewrites, by name (``bn`` is ``nn.batch_norm(x, gamma, beta, mean, var,
+axis=a, epsilon=e, center=c, scale=s)`` with ``x`` of rank ``r``):
+
+* **Simp-BatchNorm** — ``bn.0`` becomes ``x * S + T`` where, in ``x``'s dtype,
+  ``std = sqrt(var + e)``, ``scale = gamma / std`` (``1 / std`` when ``s`` is
+  false), ``shift = negative(mean) * scale`` plus ``beta`` when ``c`` is true,
+  and ``S``/``T`` are ``scale``/``shift`` given ``r - a - 1`` trailing unit axes
+  (:func:`passes.canonicalize_ops.expand_to_axis`) so they broadcast along
+  axis ``a``. The per-channel ``scale``/``shift`` only involve the statistics:
+  once they are constants (after :func:`passes.bind_params`) FoldConstant
+  computes them at compile time, leaving one multiply and one add per element.
+* **Simp-Stats** — ``bn.1`` and ``bn.2`` become ``mean`` and ``var``: at
+  inference the statistics pass through (the operator's semantics).
+* **Simp-Dropout** — ``nn.dropout(x).0`` becomes ``x`` (dropout is the identity
+  at inference).
+
+Where the call is: a projection of the call itself (graph form, TVM's case), or
+of a variable bound once by ``let v = bn(...)`` whose arguments are all
+variables or constants (A-normal form); the rewritten projection then refers to
+those same arguments, which are in scope there. The original call stays where
+it was (it may have other uses); DeadCodeElimination drops it when unused.
+
+Numerics: ``x * S + T`` rounds differently from the oracle's
+``(x - mean) / std * gamma + beta``: results agree within floating-point
+tolerance (the differential tests compare with tolerances), not bitwise.
+
+Limits: needs the rank of ``x`` (the module is type-checked first with
+:func:`passes.common.typed_or_same`; untyped calls are left alone). TVM's
+layer/group/instance norm rewrites are absent because those operators are not
+in our registry.
+
+Invariants: pure, one memoized walk (:class:`semantics.rewrite.ScopedMutator`,
+no Python recursion), types preserved (``bn.0`` and the arithmetic have the
+same tensor type).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from passes.canonicalize_ops import expand_to_axis, normalized_attrs
+from passes.common import typed_or_same
+from passes.manager import register_pass
+from semantics.expr import Call, Constant, Expr, Let, Op, TupleGetItem, Var
+from semantics.module import IRModule
+from semantics.rewrite import ScopedMutator, map_functions
+from semantics.types import TensorType
+from semantics.visitor import post_order
+
+__all__ = ["simplify_inference"]
+
+
+@register_pass("SimplifyInference", "simplify_inference", opt_level=3)
+def simplify_inference(mod: IRModule) -> IRModule:
+    """Rewrite inference-mode nn.batch_norm into scale/shift arithmetic and nn.dropout away."""
+    typed = typed_or_same(mod)
+    out = map_functions(typed, lambda name, fn: _Simplify(fn).mutate(fn))
+    return mod if out is typed else out
+
+
+def _call_of(e: Expr | None, names: tuple[str, ...]) -> bool:
+    return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name in names
+
+
+class _Simplify(ScopedMutator):
+    def __init__(self, fn: Expr):
+        # Let-bound batch_norm / dropout calls whose variable is bound exactly once and whose
+        # arguments are atoms (their uses can be referred to anywhere in the let's body).
+        bound: dict[int, Call | None] = {}
+        for node in post_order(fn):
+            if isinstance(node, Let):
+                var_id = id(node.var)
+                value = node.value
+                ok = isinstance(value, Call) and _call_of(value, (
+                    "nn.batch_norm", "nn.dropout")) and all(
+                    type(a) in (Var, Constant) for a in value.args)
+                bound[var_id] = value if ok and isinstance(value, Call) \
+                    and var_id not in bound else None
+        self.bound = bound
+
+    def visit_tuple_getitem(self, new: Expr, old: Expr) -> Expr:
+        assert isinstance(new, TupleGetItem) and isinstance(old, TupleGetItem)
+        call: Expr | None = new.tuple_value
+        if type(call) is Var:
+            call = self.bound.get(id(call))
+        if call is None or not _call_of(call, ("nn.batch_norm", "nn.dropout")):
+            return new
+        assert isinstance(call, Call)
+        if call.op.name == "nn.dropout":  # type: ignore[attr-defined]
+            # [Simp-Dropout]
+            return call.args[0] if new.index == 0 and len(call.args) == 1 else new
+        if len(call.args) != 5:
+            return new
+        if new.index in (1, 2):
+            return call.args[new.index + 2]  # [Simp-Stats]
+        if new.index != 0:
+            return new
+        out_type = old.checked_type
+        if not isinstance(out_type, TensorType) or out_type.ndim == 0:
+            return new
+        return _batch_norm_arithmetic(call, out_type, new)
+
+
+# [Simp-BatchNorm]
+def _batch_norm_arithmetic(call: Call, data_type: TensorType, site: Expr) -> Expr:
+    attrs = normalized_attrs(call)
+    ndim = data_type.ndim
+    axis = int(attrs["axis"])
+    axis = axis + ndim if axis < 0 else axis
+    if not 0 <= axis < ndim:
+        return site
+    dtype = data_type.dtype
+    span = site.span
+    data, gamma, beta, mean, var = call.args
+
+    def op(name: str, *args: Expr) -> Expr:
+        return Call(Op(name), args, span=span)
+
+    eps = Constant(np.asarray(attrs["epsilon"], dtype=dtype), span=span)
+    std = op("sqrt", op("add", var, eps))
+    if attrs["scale"]:
+        scale = op("divide", gamma, std)
+    else:
+        scale = op("divide", Constant(np.asarray(1, dtype=dtype), span=span), std)
+    shift = op("multiply", op("negative", mean), scale)
+    if attrs["center"]:
+        shift = op("add", shift, beta)
+    scaled = op("multiply", data, expand_to_axis(scale, ndim, axis, span))
+    return op("add", scaled, expand_to_axis(shift, ndim, axis, span))
