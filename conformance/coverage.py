@@ -379,7 +379,7 @@ def _explicit_programs(programs: Iterable[Any]) -> list[tuple[Any, tuple[Any, ..
 def _run(report: CoverageReport, module: Any, inputs: Sequence[Any], random_phase: bool) -> None:
     """Evaluate one program under the coverage recorder; count its outcome."""
     from conformance.harness import ORACLE_FUEL
-    from interpreter.eval import evaluate_recorded
+    from interpreter.entry import evaluate_recorded
     from semantics.errors import RelayError
 
     recorder = _Recorder(report, random_phase)
