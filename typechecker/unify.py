@@ -39,6 +39,7 @@ import sympy
 from semantics.errors import RelayTypeError
 from semantics.shapes import ANY, Dim, dim_str
 from semantics.span import Span
+from semantics.type_visitor import TypeMutator, TypeVisitor, type_kids
 from semantics.types import (
     FuncType,
     GlobalTypeVar,
@@ -186,85 +187,14 @@ class TypeStore:
         self.on_refine(v)
 
     def _occurs_and_lower(self, v: IncompleteType, t: Type, lvl: int) -> None:
-        stack = [t]
-        while stack:
-            u = self.find(stack.pop())
-            if id(u) in self._ground:
-                continue
-            tu = type(u)
-            if tu is IncompleteType:
-                if u is v:
-                    raise Mismatch("a type cannot contain itself (infinite type)")
-                if self.level.get(u, lvl) > lvl:
-                    self.level[u] = lvl
-            elif tu is TensorType:
-                for d in u.shape:  # type: ignore[attr-defined]
-                    for h in self.unbound_holes(d):
-                        if self.hole_level[h] > lvl:
-                            self.hole_level[h] = lvl
-            elif tu is TupleType:
-                stack.extend(u.fields)  # type: ignore[attr-defined]
-            elif tu is FuncType:
-                stack.extend(u.arg_types)  # type: ignore[attr-defined]
-                stack.append(u.ret_type)  # type: ignore[attr-defined]
-                for c in u.type_constraints:  # type: ignore[attr-defined]
-                    stack.extend(c.args)
-            elif tu is RefType:
-                stack.append(u.value)  # type: ignore[attr-defined]
-            elif tu is TypeCall:
-                stack.extend(u.args)  # type: ignore[attr-defined]
+        _OccursAndLower(self, v, lvl).visit(t)
 
     # --- resolution ---------------------------------------------------------------------------
     def resolve(self, t: Type) -> Type:
-        """``t`` with every bound variable and hole replaced (types are shallow: recursion ok)."""
+        """``t`` with every bound variable and hole replaced (iterative: types may be deep)."""
         if id(t) in self._ground:
             return t
-        t = self.find(t)
-        if id(t) in self._ground:
-            return t
-        tt = type(t)
-        if tt is TensorType:
-            shape = t.shape  # type: ignore[attr-defined]
-            if all(type(d) is int or d is ANY or not self.dim_has_holes(d) for d in shape):
-                return self.tensor(shape, t.dtype)  # type: ignore[attr-defined]
-            new_shape = tuple(self.resolve_dim(d) for d in shape)
-            if any(self.dim_has_holes(d) for d in new_shape):
-                return TensorType(new_shape, t.dtype)  # type: ignore[attr-defined]
-            return self.tensor(new_shape, t.dtype)  # type: ignore[attr-defined]
-        if tt is IncompleteType:
-            return t
-        if tt is TupleType:
-            fields = tuple(self.resolve(f) for f in t.fields)  # type: ignore[attr-defined]
-            out = t if all(a is b for a, b in zip(fields, t.fields, strict=False)) \
-                else TupleType(fields)  # type: ignore[attr-defined]
-        elif tt is FuncType:
-            args = tuple(self.resolve(a) for a in t.arg_types)  # type: ignore[attr-defined]
-            ret = self.resolve(t.ret_type)  # type: ignore[attr-defined]
-            cons = tuple(self._resolve_relation(c)
-                         for c in t.type_constraints)  # type: ignore[attr-defined]
-            same = (ret is t.ret_type  # type: ignore[attr-defined]
-                    and all(a is b for a, b in zip(args, t.arg_types,  # type: ignore
-                                                     strict=False))
-                    and all(a is b for a, b in zip(cons, t.type_constraints, strict=False)))  # type: ignore
-            out = t if same else FuncType(args, ret, t.type_params, cons)  # type: ignore
-        elif tt is RefType:
-            value = self.resolve(t.value)  # type: ignore[attr-defined]
-            out = t if value is t.value else RefType(value)  # type: ignore[attr-defined]
-        elif tt is TypeCall:
-            args = tuple(self.resolve(a) for a in t.args)  # type: ignore[attr-defined]
-            out = t if all(a is b for a, b in zip(args, t.args, strict=False)) \
-                else TypeCall(t.func, args)  # type: ignore[attr-defined]
-        else:
-            out = t
-        if self.is_ground(out):
-            self._ground[id(out)] = out
-        return out
-
-    def _resolve_relation(self, c: TypeRelation) -> TypeRelation:
-        args = tuple(self.resolve(a) for a in c.args)
-        if all(a is b for a, b in zip(args, c.args, strict=False)):
-            return c
-        return TypeRelation(c.relation, args, c.num_inputs, c.attrs)
+        return _Resolver(self).mutate(t)
 
     def is_ground(self, t: Type) -> bool:
         """No variables and no holes anywhere in (resolved) ``t``."""
@@ -273,34 +203,16 @@ class TypeStore:
         return not self.blockers(t, deep=True)
 
     def blockers(self, t: Type, deep: bool = True) -> list[Blocker]:
-        """The unbound variables (and, if ``deep``, holes) ``t`` still depends on."""
-        out: list[Blocker] = []
-        stack = [t]
-        while stack:
-            u = self.find(stack.pop())
-            if id(u) in self._ground:
-                continue
-            tu = type(u)
-            if tu is IncompleteType:
-                out.append(u)
-                continue
-            if not deep:
-                continue
-            if tu is TensorType:
-                for d in u.shape:  # type: ignore[attr-defined]
-                    out.extend(self.unbound_holes(d))
-            elif tu is TupleType:
-                stack.extend(u.fields)  # type: ignore[attr-defined]
-            elif tu is FuncType:
-                stack.extend(u.arg_types)  # type: ignore[attr-defined]
-                stack.append(u.ret_type)  # type: ignore[attr-defined]
-            elif tu is RefType:
-                stack.append(u.value)  # type: ignore[attr-defined]
-            elif tu is TypeCall:
-                stack.extend(u.args)  # type: ignore[attr-defined]
-            elif tu is TypeRelation:
-                stack.extend(u.args)  # type: ignore[attr-defined]
-        return out
+        """The unbound variables (and, if ``deep``, holes) ``t`` still depends on.
+
+        In first-occurrence order (pre-order, left to right), each once.
+        """
+        if not deep:
+            u = self.find(t)
+            return [u] if type(u) is IncompleteType else []
+        walk = _Blockers(self)
+        walk.visit(t)
+        return walk.out
 
     # --- unification --------------------------------------------------------------------------
     def unify(self, expected: Type, found: Type, rule: str, what: str = "",
@@ -464,39 +376,134 @@ def rename_type_params(t: FuncType, mapping: dict[TypeVar, Type]) -> FuncType:
 
 
 def substitute(t: Type, tvars: dict[TypeVar, Type], dims: dict[Any, Dim]) -> Type:
-    """Replace type variables (by identity) and shape variables (by symbol) in ``t``."""
-    tt = type(t)
-    if tt is TypeVar:
-        return tvars.get(t, t)  # type: ignore[arg-type]
-    if tt is TensorType:
-        if not dims:
+    """Replace type variables (by identity) and shape variables (by symbol) in ``t``.
+
+    A variable bound by a ``fn[...]`` inside ``t`` is not replaced there.
+    """
+    if not tvars and not dims:
+        return t
+    return _Substitution(tvars, dims).mutate(t)
+
+
+class _Substitution(TypeMutator):
+    """The walk of :func:`substitute`."""
+
+    def __init__(self, tvars: dict[TypeVar, Type], dims: dict[Any, Dim]):
+        super().__init__()
+        self.tvars = tvars
+        self.dims = dims
+
+    def enter(self, t: Type) -> Type | None:
+        if type(t) is TypeVar and not self.is_bound(t):  # type: ignore[arg-type]
+            return self.tvars.get(t, t)  # type: ignore[call-overload, no-any-return]
+        return None
+
+    def mutate_dim(self, d: Dim) -> Dim:
+        return _subst_dim(d, self.dims) if self.dims else d
+
+
+class _Resolver(TypeMutator):
+    """The walk of :meth:`TypeStore.resolve`: variables and holes replaced by their values.
+
+    Groundness is computed bottom-up (a node is ground when its children are),
+    so resolving a deep type is linear in its size.
+    """
+
+    def __init__(self, store: TypeStore):
+        super().__init__()
+        self.store = store
+        self.ground = store._ground
+
+    def redirect(self, t: Type) -> Type:
+        return self.store.find(t)
+
+    def enter(self, t: Type) -> Type | None:
+        if id(t) in self.ground or type(t) is IncompleteType:
             return t
-        shape = tuple(_subst_dim(d, dims) for d in t.shape)  # type: ignore[attr-defined]
-        if all(a is b for a, b in zip(shape, t.shape, strict=False)):  # type: ignore[attr-defined]
-            return t
-        return TensorType(shape, t.dtype)  # type: ignore[attr-defined]
-    if tt is TupleType:
-        fields = tuple(substitute(f, tvars, dims) for f in t.fields)  # type: ignore[attr-defined]
-        if all(a is b for a, b in zip(fields, t.fields, strict=False)):  # type: ignore[attr-defined]
-            return t
-        return TupleType(fields)
-    if tt is FuncType:
-        inner = {k: v for k, v in tvars.items() if k not in t.type_params}  # type: ignore
-        args = tuple(substitute(a, inner, dims) for a in t.arg_types)  # type: ignore
-        ret = substitute(t.ret_type, inner, dims)  # type: ignore[attr-defined]
-        cons = tuple(TypeRelation(c.relation, tuple(substitute(a, inner, dims) for a in c.args),
-                                  c.num_inputs, c.attrs)
-                     for c in t.type_constraints)  # type: ignore[attr-defined]
-        return FuncType(args, ret, t.type_params, cons)  # type: ignore[attr-defined]
-    if tt is RefType:
-        value = substitute(t.value, tvars, dims)  # type: ignore[attr-defined]
-        return t if value is t.value else RefType(value)  # type: ignore[attr-defined]
-    if tt is TypeCall:
-        args = tuple(substitute(a, tvars, dims) for a in t.args)  # type: ignore[attr-defined]
-        if all(a is b for a, b in zip(args, t.args, strict=False)):  # type: ignore[attr-defined]
-            return t
-        return TypeCall(t.func, args)  # type: ignore[attr-defined]
-    return t
+        if type(t) is TensorType:
+            store = self.store
+            shape = t.shape  # type: ignore[attr-defined]
+            if all(type(d) is int or d is ANY or not store.dim_has_holes(d) for d in shape):
+                return store.tensor(shape, t.dtype)  # type: ignore[attr-defined]
+            new_shape = tuple(store.resolve_dim(d) for d in shape)
+            if any(store.dim_has_holes(d) for d in new_shape):
+                return TensorType(new_shape, t.dtype)  # type: ignore[attr-defined]
+            return store.tensor(new_shape, t.dtype)  # type: ignore[attr-defined]
+        return None
+
+    def leave(self, old: Type, new: Type) -> Type:
+        tt = type(new)
+        if tt is TypeVar or tt is GlobalTypeVar or (
+                tt is not TensorType and tt is not IncompleteType
+                and all(id(k) in self.ground for k in type_kids(new))):
+            self.ground[id(new)] = new
+        return new
+
+
+class _OccursAndLower(TypeVisitor):
+    """Occurs check of ``v`` in a type, lowering the levels found in it to ``lvl``."""
+
+    def __init__(self, store: TypeStore, v: IncompleteType, lvl: int):
+        super().__init__()
+        self.store = store
+        self.v = v
+        self.lvl = lvl
+
+    def redirect(self, t: Type) -> Type:
+        return self.store.find(t)
+
+    def enter(self, u: Type) -> bool:
+        store = self.store
+        if id(u) in store._ground:
+            return False
+        tu = type(u)
+        lvl = self.lvl
+        if tu is IncompleteType:
+            if u is self.v:
+                raise Mismatch("a type cannot contain itself (infinite type)")
+            if store.level.get(u, lvl) > lvl:  # type: ignore[call-overload]
+                store.level[u] = lvl  # type: ignore[index]
+            return False
+        if tu is TensorType:
+            for d in u.shape:  # type: ignore[attr-defined]
+                for h in store.unbound_holes(d):
+                    if store.hole_level[h] > lvl:
+                        store.hole_level[h] = lvl
+            return False
+        return True
+
+
+class _Blockers(TypeVisitor):
+    """The walk of :meth:`TypeStore.blockers` (deep)."""
+
+    def __init__(self, store: TypeStore):
+        super().__init__()
+        self.store = store
+        self.out: list[Blocker] = []
+        self._seen: set[int] = set()
+
+    def redirect(self, t: Type) -> Type:
+        return self.store.find(t)
+
+    def _add(self, b: Blocker) -> None:
+        if id(b) not in self._seen:
+            self._seen.add(id(b))
+            self.out.append(b)
+
+    def enter(self, u: Type) -> bool:
+        store = self.store
+        if id(u) in store._ground:
+            return False
+        tu = type(u)
+        if tu is IncompleteType:
+            self._add(u)
+            return False
+        if tu is TensorType:
+            for d in u.shape:  # type: ignore[attr-defined]
+                for h in store.unbound_holes(d):
+                    self._add(h)
+            return False
+        return True
 
 
 def _subst_dim(d: Dim, dims: dict[Any, Dim]) -> Dim:
