@@ -81,6 +81,8 @@ class TypeStore:
         self.on_refine: Callable[[Blocker], None] = lambda key: None
         self.on_defer: Callable[[Dim, Dim, Any], None] | None = None
         self._ground: dict[int, Type] = {}
+        self._closed: dict[int, Type] = {}
+        self._resolved: dict[int, tuple[Type, Type]] = {}
         self._tensors: dict[tuple[Any, ...], TensorType] = {}
         self._has_holes: dict[Any, bool] = {}
 
@@ -110,6 +112,27 @@ class TypeStore:
             self._tensors[key] = t
             self._ground[id(t)] = t
         return t
+
+    def is_closed(self, t: Type) -> bool:
+        """``t`` (a union-find root) is known to reach no unbound variable or hole.
+
+        Bindings are never undone, so a closed node stays closed; the occurs check
+        and :meth:`blockers` record the nodes they find closed, which keeps repeated
+        walks over a growing type linear overall.
+        """
+        if id(t) in self._ground or id(t) in self._closed:
+            return True
+        tt = type(t)
+        if tt is TypeVar or tt is GlobalTypeVar:
+            return True
+        if tt is TensorType:
+            return not any(self.unbound_holes(d) for d in t.shape)  # type: ignore[attr-defined]
+        return False
+
+    def note_closed(self, t: Type) -> None:
+        """Record ``t`` as closed if every child (through the union-find) is."""
+        if all(self.is_closed(self.find(k)) for k in type_kids(t)):
+            self._closed[id(t)] = t
 
     def mark_ground(self, t: Type) -> Type:
         self._ground[id(t)] = t
@@ -420,6 +443,9 @@ class _Resolver(TypeMutator):
     def enter(self, t: Type) -> Type | None:
         if id(t) in self.ground or type(t) is IncompleteType:
             return t
+        known = self.store._resolved.get(id(t))
+        if known is not None:
+            return known[1]
         if type(t) is TensorType:
             store = self.store
             shape = t.shape  # type: ignore[attr-defined]
@@ -437,6 +463,8 @@ class _Resolver(TypeMutator):
                 tt is not TensorType and tt is not IncompleteType
                 and all(id(k) in self.ground for k in type_kids(new))):
             self.ground[id(new)] = new
+            if new is not old:
+                self.store._resolved[id(old)] = (old, new)
         return new
 
 
@@ -452,9 +480,12 @@ class _OccursAndLower(TypeVisitor):
     def redirect(self, t: Type) -> Type:
         return self.store.find(t)
 
+    def leave(self, u: Type) -> None:
+        self.store.note_closed(u)
+
     def enter(self, u: Type) -> bool:
         store = self.store
-        if id(u) in store._ground:
+        if id(u) in store._ground or id(u) in store._closed:
             return False
         tu = type(u)
         lvl = self.lvl
@@ -490,9 +521,12 @@ class _Blockers(TypeVisitor):
             self._seen.add(id(b))
             self.out.append(b)
 
+    def leave(self, u: Type) -> None:
+        self.store.note_closed(u)
+
     def enter(self, u: Type) -> bool:
         store = self.store
-        if id(u) in store._ground:
+        if id(u) in store._ground or id(u) in store._closed:
             return False
         tu = type(u)
         if tu is IncompleteType:
