@@ -30,7 +30,8 @@ import sympy
 from semantics.errors import RelayTypeError
 from semantics.shapes import shape_var
 from semantics.span import Span
-from semantics.types import FuncType, IncompleteType, Type, TypeRelation, TypeVar, type_children
+from semantics.type_visitor import TypeVisitor
+from semantics.types import FuncType, IncompleteType, Type, TypeRelation, TypeVar
 from typechecker import messages
 from typechecker.kinding import shape_vars_of
 from typechecker.solver import Solver
@@ -112,8 +113,11 @@ def generalize(store: TypeStore, solver: Solver, t: Type, level: int,
             store.bind_hole(h, sv)
     r = store.resolve(t)
     assert isinstance(r, FuncType)
-    own = tuple(explicit) + tuple(v for v in type_vars_of(r) if v in group and
-                                  v not in explicit)
+    # Only this group's variables become parameters; with none, no walk is needed
+    # (so a chain of monomorphic definitions stays linear).
+    own = tuple(explicit)
+    if group:
+        own += tuple(v for v in type_vars_of(r) if v in group and v not in explicit)
     if own != r.type_params:
         r = FuncType(r.arg_types, r.ret_type, own, r.type_constraints)
     return r, tuple(new_dims)
@@ -165,23 +169,26 @@ SHAPE_NAMES = ("n", "m", "k", "p", "q", "r", "s", "t", "u", "v", "w")
 
 def type_vars_of(t: Type) -> list[TypeVar]:
     """The type variables occurring free in ``t``, in order of first appearance."""
-    out: list[TypeVar] = []
-    seen: set[int] = set()
-    stack: list[tuple[Type, frozenset[int]]] = [(t, frozenset())]
-    while stack:
-        u, bound = stack.pop()
-        tu = type(u)
-        if tu is TypeVar:
-            if id(u) not in seen and id(u) not in bound:
-                seen.add(id(u))
-                out.append(u)  # type: ignore[arg-type]
-        elif tu is FuncType:
-            inner = bound | {id(p) for p in u.type_params}  # type: ignore[attr-defined]
-            kids = [*u.arg_types, u.ret_type]  # type: ignore[attr-defined]
-            stack.extend((k, inner) for k in reversed(kids))
-        else:
-            stack.extend((k, bound) for k in reversed(type_children(u)))
-    return out
+    walk = _FreeTypeVars()
+    walk.visit(t)
+    return walk.out
+
+
+class _FreeTypeVars(TypeVisitor):
+    """The walk of :func:`type_vars_of` (memoized: linear in the size of the type DAG)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.out: list[TypeVar] = []
+        self._seen: set[TypeVar] = set()
+
+    def enter(self, t: Type) -> bool:
+        if type(t) is TypeVar:
+            if t not in self._seen and not self.is_bound(t):  # type: ignore[arg-type]
+                self._seen.add(t)  # type: ignore[arg-type]
+                self.out.append(t)  # type: ignore[arg-type]
+            return False
+        return True
 
 
 def fresh_name(taken: set[str], names: tuple[str, ...]) -> str:
