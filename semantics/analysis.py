@@ -26,13 +26,14 @@ a node shared by a graph binding is walked once and the cost is linear in the
 size of the DAG. Scope tracking is exact for trees; for a shared node the
 scope in force at its *first* occurrence is the one used, which is exact for
 well-formed programs (every bound variable is used only inside its binder's
-scope, as TVM's well-formedness check requires). Types are shallow and are
-walked recursively.
+scope, as TVM's well-formedness check requires). Types are walked by
+:class:`semantics.type_visitor.TypeVisitor` (iterative too: types can be as
+deep as the programs that produce them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import sympy
@@ -55,17 +56,8 @@ from semantics.expr import (
     children,
     pattern_vars,
 )
-from semantics.types import (
-    FuncType,
-    RefType,
-    TensorType,
-    TupleType,
-    Type,
-    TypeCall,
-    TypeData,
-    TypeRelation,
-    TypeVar,
-)
+from semantics.type_visitor import TypeVisitor
+from semantics.types import TensorType, Type, TypeVar
 
 __all__ = [
     "all_vars", "bound_vars", "constructors_used", "free_shape_vars", "free_type_vars",
@@ -255,46 +247,36 @@ def all_vars(expr: Expr) -> list[Var]:
 
 def _type_walk(t: Type | None, bound: dict[int, int], on_var: Callable[[TypeVar], None],
                on_type: Callable[[Type], None] | None = None) -> None:
-    """Visit the free type variables of ``t`` (recursive: types are shallow)."""
+    """Visit ``t`` pre-order (``on_type``) and its free type variables (``on_var``).
+
+    ``bound`` holds (by ``id``) the type parameters bound around ``t``; inside,
+    ``FuncType`` and ``TypeData`` bind theirs. Iterative (:class:`_TypeWalk`).
+    """
     if t is None:
         return
-    if on_type is not None:
-        on_type(t)
-    if isinstance(t, TypeVar):
-        if id(t) not in bound:
-            on_var(t)
-        return
-    if isinstance(t, FuncType):
-        for tv in t.type_params:
-            bound[id(tv)] = bound.get(id(tv), 0) + 1
-        for a in t.arg_types:
-            _type_walk(a, bound, on_var, on_type)
-        _type_walk(t.ret_type, bound, on_var, on_type)
-        for c in t.type_constraints:
-            _type_walk(c, bound, on_var, on_type)
-        for tv in t.type_params:
-            bound[id(tv)] -= 1
-            if not bound[id(tv)]:
-                del bound[id(tv)]
-        return
-    if isinstance(t, TypeData):
-        for tv in t.type_vars:
-            bound[id(tv)] = bound.get(id(tv), 0) + 1
-        for ctor in t.constructors:
-            for inp in ctor.inputs:
-                _type_walk(inp, bound, on_var, on_type)
-        for tv in t.type_vars:
-            bound[id(tv)] -= 1
-            if not bound[id(tv)]:
-                del bound[id(tv)]
-        return
-    if isinstance(t, (TupleType, TypeCall, TypeRelation, RefType)):
-        kids: Iterable[Type] = (
-            t.fields if isinstance(t, TupleType) else
-            t.args if isinstance(t, (TypeCall, TypeRelation)) else (t.value,))
-        for k in kids:
-            _type_walk(k, bound, on_var, on_type)
-    # TensorType, GlobalTypeVar, IncompleteType: no type variables
+    _TypeWalk(bound, on_var, on_type).visit(t)
+
+
+class _TypeWalk(TypeVisitor):
+    """The walk of :func:`_type_walk` (ADT definitions' constructor fields included)."""
+
+    visit_type_data = True
+
+    def __init__(self, outer: dict[int, int], on_var: Callable[[TypeVar], None],
+                 on_type: Callable[[Type], None] | None):
+        super().__init__()
+        self.outer = outer
+        self.on_var = on_var
+        self.on_type = on_type
+
+    def enter(self, t: Type) -> bool:
+        if self.on_type is not None:
+            self.on_type(t)
+        if type(t) is TypeVar:
+            if id(t) not in self.outer and not self.is_bound(t):  # type: ignore[arg-type]
+                self.on_var(t)  # type: ignore[arg-type]
+            return False
+        return True
 
 
 def _expr_types(root: Expr, on_type: Callable[[Type | None, dict[int, int]], None]) -> None:

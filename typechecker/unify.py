@@ -50,7 +50,6 @@ from semantics.types import (
     TupleType,
     Type,
     TypeCall,
-    TypeRelation,
     TypeVar,
 )
 from typechecker import messages
