@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 
 
-class Rule(enum.Enum):
+class Rule(str, enum.Enum):
     """Every named rule of RULES.md. ``rule.value`` is the name as written there."""
 
     # --- evaluation (RULES.md §Evaluation) ---

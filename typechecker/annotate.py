@@ -54,6 +54,7 @@ from semantics.expr import (
     Var,
     children,
 )
+from semantics.rules import Rule
 from semantics.types import Type, TypeData
 from semantics.visitor import post_order
 from typechecker import messages
@@ -81,7 +82,7 @@ class Annotator:
         store = self.store
         t = store.resolve(raw)
         if not store.is_ground(t):
-            rule = RULE_OF_NODE.get(type(node), "Type-Var")
+            rule = RULE_OF_NODE.get(type(node), Rule.TYPE_VAR)
             what = (f"cannot infer the type of {_node_text(node)}: only "
                     f"{messages.show(t)} is known")
             raise RelayTypeError(messages.underconstrained(rule, what),

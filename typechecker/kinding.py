@@ -67,7 +67,7 @@ class ConstructorInfo:
 
 
 def _error(rule: Rule, what: str, span: Span | None) -> RelayTypeError:
-    return RelayTypeError(messages.ill_kinded(rule.value, what), span, code=rule.value)
+    return RelayTypeError(messages.ill_kinded(rule.value, what), span, code=rule)
 
 
 class Kinder:

@@ -26,6 +26,7 @@ exists (it is written concurrently) a small local rendering is used.
 from __future__ import annotations
 
 from semantics import errors
+from semantics.rules import Rule
 from semantics.shapes import dim_str
 from semantics.types import (
     FuncType,
@@ -91,13 +92,13 @@ def with_rule(message: str, rule: str) -> str:
     return f"{message} ({rule})"
 
 
-def mismatch(rule: str, what: str, expected: str, found: str, detail: str = "") -> str:
+def mismatch(rule: Rule, what: str, expected: str, found: str, detail: str = "") -> str:
     context = f"{rule} ({what})" if what else rule
     text = errors.type_mismatch(expected, found, context)
     return f"{text}: {detail}" if detail else text
 
 
-def arity(rule: str, what: str, expected: int, found: int, noun: str) -> str:
+def arity(rule: Rule, what: str, expected: int, found: int, noun: str) -> str:
     context = f"{rule} ({what})" if what else rule
     return errors.type_mismatch(_count(expected, noun), _count(found, noun), context)
 
@@ -107,28 +108,28 @@ def _count(n: int, noun: str) -> str:
 
 
 def unbound_variable(name: str) -> str:
-    return with_rule(errors.unbound_variable(name), "Type-Var")
+    return with_rule(errors.unbound_variable(name), Rule.TYPE_VAR)
 
 
 def undefined_global(name: str) -> str:
-    return with_rule(errors.undefined_global(name), "Type-Global")
+    return with_rule(errors.undefined_global(name), Rule.TYPE_GLOBAL)
 
 
-def undefined_constructor(name: str, rule: str) -> str:
+def undefined_constructor(name: str, rule: Rule) -> str:
     return with_rule(f"undefined constructor {name}", rule)
 
 
 def non_exhaustive(missing: str) -> str:
-    return with_rule(errors.non_exhaustive_match(missing), "Type-ADT-Match")
+    return with_rule(errors.non_exhaustive_match(missing), Rule.TYPE_ADT_MATCH)
 
 
-def relation_failed(relation: str, types: str, why: str, rule: str, op: str) -> str:
+def relation_failed(relation: str, types: str, why: str, rule: Rule, op: str) -> str:
     return with_rule(errors.relation_failed(relation, types, why), f"{rule}: {op}")
 
 
-def underconstrained(rule: str, what: str) -> str:
+def underconstrained(rule: Rule, what: str) -> str:
     return f"underconstrained: {what} ({rule})"
 
 
-def ill_kinded(rule: str, what: str) -> str:
+def ill_kinded(rule: Rule, what: str) -> str:
     return f"ill-kinded type: {what} ({rule})"

@@ -28,6 +28,7 @@ from typing import Any
 import sympy
 
 from semantics.errors import RelayTypeError
+from semantics.rules import Rule
 from semantics.shapes import shape_var
 from semantics.span import Span
 from semantics.type_visitor import TypeVisitor
@@ -46,11 +47,11 @@ def instantiate(store: TypeStore, solver: Solver, scheme: FuncType,
     #                     ⟹   σ ≼ fn(θ(T1), ..., θ(Tn)) -> θ(O)
     params = scheme.type_params
     if len(explicit) > len(params):
-        raise RelayTypeError(messages.arity("Type-Instantiate", "explicit type arguments",
+        raise RelayTypeError(messages.arity(Rule.TYPE_INSTANTIATE, "explicit type arguments",
                                             len(params), len(explicit), "type argument"),
-                             span, code="Type-Instantiate")
+                             span, code=Rule.TYPE_INSTANTIATE)
     if error is not None:
-        raise RelayTypeError(error.message, span, code="Type-Op")
+        raise RelayTypeError(error.message, span, code=Rule.TYPE_OP)
     tmap: dict[TypeVar, Type] = {}
     for i, p in enumerate(params):
         tmap[p] = explicit[i] if i < len(explicit) else store.fresh()
@@ -58,7 +59,7 @@ def instantiate(store: TypeStore, solver: Solver, scheme: FuncType,
     body = store.resolve(FuncType(scheme.arg_types, scheme.ret_type, (), scheme.type_constraints))
     inst = substitute(body, tmap, dmap)
     assert isinstance(inst, FuncType)
-    rule = "Type-Op" if scheme.type_constraints else "Type-Call"
+    rule = Rule.TYPE_OP if scheme.type_constraints else Rule.TYPE_CALL
     for c in inst.type_constraints:
         n = c.num_inputs
         solver.relate(c.relation, tuple(c.args[:n]), c.attrs, rule=rule, span=span, label=label,
@@ -132,14 +133,14 @@ def operator_scheme(opdef: Any) -> tuple[FuncType, RelayTypeError | None]:
         n = 1
         error = RelayTypeError(messages.with_rule(
             f"operator {name} takes a variable number of arguments and cannot be used "
-            "as a value", "Type-Op"))
+            "as a value", Rule.TYPE_OP))
     try:
         attrs = opdef.normalize_attrs({})
     except RelayTypeError as err:
         attrs = None
         error = error or RelayTypeError(messages.with_rule(
             f"{err.message}; operator {name} cannot be used as a value without "
-            "attributes", "Type-Op"))
+            "attributes", Rule.TYPE_OP))
     params = tuple(TypeVar(f"T{i + 1}") for i in range(n)) + (TypeVar("O"),)
     relation = TypeRelation(opdef.relation, params, n, attrs)
     return FuncType(params[:n], params[n], params, (relation,)), error

@@ -44,6 +44,7 @@ from collections.abc import Callable
 from typing import Any
 
 from semantics.errors import InternalError, RelayTypeError
+from semantics.rules import Rule
 from semantics.shapes import Dim, dim_str
 from semantics.span import Span
 from semantics.types import IncompleteType, TensorType, TupleType, Type
@@ -58,7 +59,7 @@ class Constraint:
 
     __slots__ = ("done", "order", "span", "rule")
 
-    def __init__(self, order: int, span: Span | None, rule: str):
+    def __init__(self, order: int, span: Span | None, rule: Rule):
         self.done = False
         self.order = order
         self.span = span
@@ -71,7 +72,7 @@ class RelationConstraint(Constraint):
     __slots__ = ("relation", "inputs", "output", "attrs", "label", "deep", "internal")
 
     def __init__(self, order: int, relation: Any, inputs: tuple[Type, ...], output: Type,
-                 attrs: Any, span: Span | None, rule: str, label: str, deep: bool,
+                 attrs: Any, span: Span | None, rule: Rule, label: str, deep: bool,
                  internal: bool):
         super().__init__(order, span, rule)
         self.relation = relation
@@ -112,7 +113,7 @@ class Solver:
         self.relations_run = 0
 
     # --- adding constraints -------------------------------------------------------------------
-    def relate(self, relation: Any, inputs: tuple[Type, ...], attrs: Any, *, rule: str,
+    def relate(self, relation: Any, inputs: tuple[Type, ...], attrs: Any, *, rule: Rule,
                span: Span | None, label: str, deep: bool = True, internal: bool = False,
                output: Type | None = None) -> Type:
         """Constrain ``relation(inputs)`` and return its result type (a variable if not yet known).

@@ -37,6 +37,7 @@ from typing import Any
 import sympy
 
 from semantics.errors import RelayTypeError
+from semantics.rules import Rule
 from semantics.shapes import ANY, Dim, dim_str
 from semantics.span import Span
 from semantics.type_visitor import TypeMutator, TypeVisitor, type_kids
@@ -237,7 +238,7 @@ class TypeStore:
         return walk.out
 
     # --- unification --------------------------------------------------------------------------
-    def unify(self, expected: Type, found: Type, rule: str, what: str = "",
+    def unify(self, expected: Type, found: Type, rule: Rule, what: str = "",
               span: Span | None = None) -> None:
         """Unify; on failure raise ``RelayTypeError`` "type mismatch in <rule> (<what>): ..."."""
         if expected is found:
@@ -247,7 +248,7 @@ class TypeStore:
         except Mismatch as m:
             raise self.mismatch_error(rule, what, span, expected, found, m.detail) from None
 
-    def mismatch_error(self, rule: str, what: str, span: Span | None, expected: Type,
+    def mismatch_error(self, rule: Rule, what: str, span: Span | None, expected: Type,
                        found: Type, detail: str = "") -> RelayTypeError:
         e = messages.show(self.resolve(expected))
         f = messages.show(self.resolve(found))
