@@ -414,43 +414,54 @@ class Inferencer:
 
     # --- [Type-Call] / [Type-Call-Op] ---------------------------------------------------------
     def _infer_call(self, e: Call) -> Case:
-        op = e.op
-        args = e.args
-        if not isinstance(args, tuple):
+        """A call of an operator is Type-Call-Op; any other call is Type-Call."""
+        if not isinstance(e.args, tuple):
             raise RelayTypeError("malformed program: call arguments must be a tuple",
                                  e.span or self.default_span, code=Rule.TYPE_CALL)
+        if type(e.op) is Op:
+            return self._infer_call_op(e)
+        return self._infer_call_fn(e)
+
+    def _infer_call_op(self, e: Call) -> Case:
+        # [Type-Call-Op]  op : fn(T1..Tn) -> O where Rel   Γ ⊢ ai : Ti   Rel(T1..Tn, O) holds
+        #                 ⟹   Γ ⊢ op(a1, ..., an) : O
+        op = e.op
+        assert type(op) is Op
+        args = e.args
         span = e.span or self.default_span
-        if type(op) is Op:
-            # [Type-Call-Op]  op : fn(T1..Tn) -> O where Rel   Γ ⊢ ai : Ti   Rel(T1..Tn, O) holds
-            #                 ⟹   Γ ⊢ op(a1, ..., an) : O
-            opdef = self._opdef(op, span)
-            try:
-                attrs = schemes.normalized_attrs(opdef, e.attrs)
-            except RelayTypeError as err:
-                raise RelayTypeError(messages.with_rule(err.message, f"Type-Call-Op: {op.name}"),
-                                     span, code=Rule.TYPE_CALL_OP) from None
-            except (TypeError, ValueError, AttributeError) as err:
-                raise RelayTypeError(messages.with_rule(
-                    f"bad attribute: malformed attributes for {op.name}: {err}",
-                    f"Type-Call-Op: {op.name}"), span, code=Rule.TYPE_CALL_OP) from None
-            if e.type_args:
-                raise RelayTypeError(messages.arity(Rule.TYPE_CALL_OP, f"call to {op.name}", 0,
-                                                    len(e.type_args), "type argument"),
-                                     span, code=Rule.TYPE_CALL_OP)
-            if opdef.num_inputs >= 0 and opdef.num_inputs != len(args):
-                raise RelayTypeError(messages.arity(Rule.TYPE_CALL_OP, f"call to {op.name}",
-                                                    opdef.num_inputs, len(args), "argument"),
-                                     span, code=Rule.TYPE_CALL_OP)
-            arg_types = []
-            for a in args:
-                t = yield a
-                arg_types.append(self.use(a, t))
-            out = self.solver.relate(opdef.relation, tuple(arg_types), attrs,
-                                     rule=Rule.TYPE_CALL_OP, span=span, label=op.name)
-            if id(op) not in self.op_node_types:
-                self.op_node_types[id(op)] = FuncType(tuple(arg_types), out)
-            return out
+        opdef = self._opdef(op, span)
+        try:
+            attrs = schemes.normalized_attrs(opdef, e.attrs)
+        except RelayTypeError as err:
+            raise RelayTypeError(messages.with_rule(err.message, f"Type-Call-Op: {op.name}"),
+                                 span, code=Rule.TYPE_CALL_OP) from None
+        except (TypeError, ValueError, AttributeError) as err:
+            raise RelayTypeError(messages.with_rule(
+                f"bad attribute: malformed attributes for {op.name}: {err}",
+                f"Type-Call-Op: {op.name}"), span, code=Rule.TYPE_CALL_OP) from None
+        if e.type_args:
+            raise RelayTypeError(messages.arity(Rule.TYPE_CALL_OP, f"call to {op.name}", 0,
+                                                len(e.type_args), "type argument"),
+                                 span, code=Rule.TYPE_CALL_OP)
+        if opdef.num_inputs >= 0 and opdef.num_inputs != len(args):
+            raise RelayTypeError(messages.arity(Rule.TYPE_CALL_OP, f"call to {op.name}",
+                                                opdef.num_inputs, len(args), "argument"),
+                                 span, code=Rule.TYPE_CALL_OP)
+        arg_types = []
+        for a in args:
+            t = yield a
+            arg_types.append(self.use(a, t))
+        out = self.solver.relate(opdef.relation, tuple(arg_types), attrs,
+                                 rule=Rule.TYPE_CALL_OP, span=span, label=op.name)
+        if id(op) not in self.op_node_types:
+            self.op_node_types[id(op)] = FuncType(tuple(arg_types), out)
+        return out
+
+    def _infer_call_fn(self, e: Call) -> Case:
         # [Type-Call]  Γ ⊢ f : fn(T1..Tn) -> O   Γ ⊢ ai : Ti   ⟹   Γ ⊢ f(a1, ..., an) : O
+        op = e.op
+        args = e.args
+        span = e.span or self.default_span
         callee = yield op
         explicit = ()
         if e.type_args:
@@ -488,7 +499,7 @@ class Inferencer:
 
     # --- [Type-Let] / [Type-Let-Rec] ----------------------------------------------------------
     def _infer_let(self, e: Let) -> Case:
-        store = self.store
+        """A let spine, iterated here: each binding is Type-Let-Rec or Type-Let (below)."""
         saved: list[tuple[Var, Type | None]] = []
         spine: list[Let] = []
         node: Any = e
@@ -506,42 +517,10 @@ class Inferencer:
             if var.type_annotation is not None:
                 ann = self.annotation(var.type_annotation, var.span or span)
             if type(value) is Function and id(value) not in self.memo:
-                # [Type-Let-Rec]  Γ, %f : T ⊢ fn : T   Γ, %f : Gen(T) ⊢ e : T'
-                #                 ⟹   Γ ⊢ let %f = fn; e : T'
-                declared = ann if ann is not None else self.declared_type(value)
-                store.current_level += 1
-                mono = declared if declared is not None else store.fresh()
-                inner = self.bind(var, mono)
-                try:
-                    vt = yield value
-                finally:
-                    store.current_level -= 1
-                    self.restore([inner])
-                if ann is not None:
-                    self.check_against(ann, value, vt, Rule.TYPE_LET, f"value of %{var.name_hint}",
-                                       self._site(value, span))
-                    final = ann
-                elif declared is not None:
-                    final = vt
-                else:
-                    self.unify(mono, self.use(value, vt), Rule.TYPE_LET_REC,
-                               f"recursive uses of %{var.name_hint}", self._site(value, span))
-                    self.solver.solve()
-                    final = self.generalize(vt, store.current_level, value.type_params)
-                    self.memo[id(value)] = final
-                saved.append(self.bind(var, final))
+                bound = yield from self._infer_let_rec(node, value, ann, span)
             else:
-                # [Type-Let]  Γ ⊢ v : T   Γ, %x : T ⊢ e : T'   ⟹   Γ ⊢ let %x = v; e : T'
-                vt = yield value
-                if ann is not None:
-                    self.check_against(ann, value, vt, Rule.TYPE_LET, f"value of %{var.name_hint}",
-                                       self._site(value, span))
-                    t = ann
-                elif type(value) in _NAMES and id(self.store.find(vt)) not in self._nullary:
-                    t = vt  # a name keeps its scheme: each use of %x instantiates it
-                else:
-                    t = self.use(value, vt)
-                saved.append(self.bind(var, t))
+                bound = yield from self._infer_let_value(node, ann, span)
+            saved.append(self.bind(var, bound))
             node = node.body
         body_type = yield node
         if id(self.store.find(body_type)) in self._nullary:
@@ -550,6 +529,48 @@ class Inferencer:
         for let in spine[1:]:
             self.memo[id(let)] = body_type
         return body_type
+
+    def _infer_let_rec(self, let: Let, value: Function, ann: Type | None,
+                       span: Span | None) -> Case:
+        """The type a ``let`` of a function literal binds (generalized unless annotated)."""
+        # [Type-Let-Rec]  Γ, %f : T ⊢ fn : T   Γ, %f : Gen(T) ⊢ e : T'
+        #                 ⟹   Γ ⊢ let %f = fn; e : T'
+        store = self.store
+        var = let.var
+        declared = ann if ann is not None else self.declared_type(value)
+        store.current_level += 1
+        mono = declared if declared is not None else store.fresh()
+        inner = self.bind(var, mono)
+        try:
+            vt = yield value
+        finally:
+            store.current_level -= 1
+            self.restore([inner])
+        if ann is not None:
+            self.check_against(ann, value, vt, Rule.TYPE_LET_REC, f"value of %{var.name_hint}",
+                               self._site(value, span))
+            return ann
+        if declared is not None:
+            return vt
+        self.unify(mono, self.use(value, vt), Rule.TYPE_LET_REC,
+                   f"recursive uses of %{var.name_hint}", self._site(value, span))
+        self.solver.solve()
+        final = self.generalize(vt, store.current_level, value.type_params)
+        self.memo[id(value)] = final
+        return final
+
+    def _infer_let_value(self, let: Let, ann: Type | None, span: Span | None) -> Case:
+        """The type a ``let`` of any other value binds (a name keeps its scheme)."""
+        # [Type-Let]  Γ ⊢ v : T   Γ, %x : T ⊢ e : T'   ⟹   Γ ⊢ let %x = v; e : T'
+        value = let.value
+        vt = yield value
+        if ann is not None:
+            self.check_against(ann, value, vt, Rule.TYPE_LET, f"value of %{let.var.name_hint}",
+                               self._site(value, span))
+            return ann
+        if type(value) in _NAMES and id(self.store.find(vt)) not in self._nullary:
+            return vt  # a name keeps its scheme: each use of %x instantiates it
+        return self.use(value, vt)
 
     # --- [Type-Function] ----------------------------------------------------------------------
     def _infer_function(self, fn: Function) -> Case:
