@@ -491,11 +491,12 @@ class Inferencer:
             return ft.ret_type
         if type(ft) is IncompleteType:
             ret = self.store.fresh()
-            self.unify(ft, FuncType(tuple(arg_types), ret), Rule.TYPE_CALL, f"callee {name}", span)
+            self.unify(ft, FuncType(tuple(arg_types), ret), Rule.TYPE_CALL,
+                       name if name == "the callee" else f"callee {name}", span)
             return ret
-        expected = FuncType(tuple(arg_types), self.store.fresh())
-        raise self.store.mismatch_error(Rule.TYPE_CALL, f"callee {name}", span, expected, ft,
-                                        "only functions can be called")
+        raise RelayTypeError(messages.not_a_function(
+            _subject(op, "the callee"), messages.show(self.store.for_display(ft))),
+            self._site(op, span), code=Rule.TYPE_CALL)
 
     # --- [Type-Let] / [Type-Let-Rec] ----------------------------------------------------------
     def _infer_let(self, e: Let) -> Case:
@@ -677,19 +678,36 @@ class Inferencer:
         t = self.store.find(self.use(e.ref, raw))
         if type(t) is RefType:
             return t.value
+        if type(t) is not IncompleteType:
+            span = e.span or self.default_span
+            raise RelayTypeError(messages.not_a_reference(
+                messages.written_as(span, "ref_read", "!"), _subject(e.ref, "the operand"),
+                messages.show(self.store.for_display(t)), Rule.TYPE_READ_REF),
+                self._site(e.ref, span), code=Rule.TYPE_READ_REF)
         value = self.store.fresh()
-        self.unify(RefType(value), t, Rule.TYPE_READ_REF, "operand of ref_read",
+        self.unify(RefType(value), t, Rule.TYPE_READ_REF, "the operand of `!`",
                    self._site(e.ref, e.span))
         return value
 
     def _infer_ref_write(self, e: RefWrite) -> Case:
         # [Type-Write-Ref]  Γ ⊢ r : Ref[T]   Γ ⊢ v : T   ⟹   Γ ⊢ r := v : ()
+        span = e.span or self.default_span
         raw = yield e.ref
-        r = self.use(e.ref, raw)
+        r = self.store.find(self.use(e.ref, raw))
+        if type(r) is not RefType and type(r) is not IncompleteType:
+            raise RelayTypeError(messages.not_a_reference(
+                messages.written_as(span, "ref_write", ":="), _subject(e.ref, "the target"),
+                messages.show(self.store.for_display(r)), Rule.TYPE_WRITE_REF,
+                " to write to"), self._site(e.ref, span), code=Rule.TYPE_WRITE_REF)
         raw = yield e.value
         v = self.use(e.value, raw)
-        self.unify(r, RefType(v), Rule.TYPE_WRITE_REF, "the reference must hold the written value",
-                   self._site(e.value, e.span))
+        target = _subject(e.ref, "the reference")
+        if type(r) is RefType:
+            self.unify(r.value, v, Rule.TYPE_WRITE_REF, f"the value written to {target}",
+                       self._site(e.value, span))
+        else:
+            self.unify(r, RefType(v), Rule.TYPE_WRITE_REF, f"the value written to {target}",
+                       self._site(e.value, span))
         return UNIT
 
     # --- [Type-Gradient] ----------------------------------------------------------------------
@@ -715,3 +733,15 @@ def _describe(node: Any) -> str:
     if tn is Op or tn is Constructor:
         return str(node.name)
     return "the callee"
+
+
+def _subject(node: Any, fallback: str) -> str:
+    """A sub-expression in the program's words: a name, a scalar constant, or ``fallback``."""
+    tn = type(node)
+    if tn is Constant and getattr(node.data, "ndim", None) == 0:
+        from semantics.printer import pretty
+
+        return pretty(node)
+    if tn in _NAMES:
+        return _describe(node)
+    return fallback

@@ -8,6 +8,8 @@ error's ``code``:
 prefix                      used for
 ==========================  =====================================================
 ``type mismatch in R ...``  a failed unification (shows both types)
+``type mismatch: X expects``  an operand of the wrong form, in the program's words
+                            (``!`` / ``:=`` on a non-reference, calling a non-function)
 ``unbound variable %x``     Type-Var without a binding in scope
 ``undefined global @g``     Type-Global for a name the module does not define
 ``undefined constructor``   Type-ADT-Constructor / patterns for an unknown name
@@ -28,6 +30,7 @@ from __future__ import annotations
 from semantics import errors
 from semantics.rules import Rule
 from semantics.shapes import dim_str
+from semantics.span import Span
 from semantics.types import (
     FuncType,
     GlobalTypeVar,
@@ -133,3 +136,26 @@ def underconstrained(rule: Rule, what: str) -> str:
 
 def ill_kinded(rule: Rule, what: str) -> str:
     return f"ill-kinded type: {what} ({rule})"
+
+
+def written_as(span: Span | None, keyword: str, symbol: str) -> str:
+    """How the program spelled a construct with two spellings (``ref_read`` or ``!``)."""
+    text = span.text if span is not None else None
+    if span is not None and text is not None:
+        line = text.line_text(span.line)
+        if line[span.column - 1:].startswith(keyword):
+            return f"`{keyword}`"
+    return f"`{symbol}`"
+
+
+def not_a_reference(construct: str, subject: str, found: str, rule: Rule,
+                    where: str = "") -> str:
+    """``!``/``:=`` applied to something that is not a reference."""
+    return with_rule(f"type mismatch: {construct} expects a reference{where}, but {subject} "
+                     f"has type {found}", rule)
+
+
+def not_a_function(subject: str, found: str) -> str:
+    """A call whose callee is not a function."""
+    return with_rule(f"type mismatch: only functions can be called, but {subject} has type "
+                     f"{found}", Rule.TYPE_CALL)

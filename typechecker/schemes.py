@@ -55,7 +55,7 @@ def instantiate(store: TypeStore, solver: Solver, scheme: FuncType,
     tmap: dict[TypeVar, Type] = {}
     for i, p in enumerate(params):
         tmap[p] = explicit[i] if i < len(explicit) else store.fresh()
-    dmap = {s: store.fresh_hole() for s in shape_vars}
+    dmap = {s: store.fresh_hole(s.name) for s in shape_vars}
     body = store.resolve(FuncType(scheme.arg_types, scheme.ret_type, (), scheme.type_constraints))
     inst = substitute(body, tmap, dmap)
     assert isinstance(inst, FuncType)

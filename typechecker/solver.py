@@ -45,7 +45,7 @@ from typing import Any
 
 from semantics.errors import InternalError, RelayTypeError
 from semantics.rules import Rule
-from semantics.shapes import Dim, dim_str
+from semantics.shapes import Dim
 from semantics.span import Span
 from semantics.types import IncompleteType, TensorType, TupleType, Type
 from typechecker import messages
@@ -341,8 +341,8 @@ class Solver:
                         f"is unsolved for {inputs}")
             else:
                 assert isinstance(c, DimConstraint)
-                what = (f"cannot solve the dimension equation {dim_str(store.resolve_dim(c.a))}"
-                        f" == {dim_str(store.resolve_dim(c.b))}")
+                what = (f"cannot solve the dimension equation {store.show_dim(c.a)}"
+                        f" == {store.show_dim(c.b)}")
             raise RelayTypeError(messages.underconstrained(c.rule, what), c.span, code=c.rule)
 
 

@@ -77,6 +77,7 @@ class TypeStore:
         self.level: dict[IncompleteType, int] = {}
         self.hole_level: dict[sympy.Dummy, int] = {}
         self.hole_value: dict[sympy.Dummy, Dim] = {}
+        self.hole_origin: dict[sympy.Dummy, str] = {}
         self.current_level = 0
         self.on_refine: Callable[[Blocker], None] = lambda key: None
         self.on_defer: Callable[[Dim, Dim, Any], None] | None = None
@@ -98,10 +99,32 @@ class TypeStore:
             self.level[v] = self.current_level
         return v
 
-    def fresh_hole(self) -> sympy.Dummy:
+    def fresh_hole(self, origin: str | None = None) -> sympy.Dummy:
+        """A new dimension hole; ``origin`` names the shape variable it instantiates."""
         h = sympy.Dummy("h", integer=True, nonnegative=True)
         self.hole_level[h] = self.current_level
+        if origin is not None:
+            self.hole_origin[h] = origin
         return h
+
+    # --- display (error messages speak of shape variables, never of internal holes) ----------
+    def show_dim(self, d: Dim) -> str:
+        """``d`` resolved, each unbound hole shown as the shape variable it instantiates."""
+        d = self.resolve_dim(d)
+        if type(d) is int or d is ANY or not self.dim_has_holes(d):
+            return dim_str(d)
+        subs = {h: sympy.Symbol(self.hole_origin.get(h, "?"), integer=True, nonnegative=True)
+                for h in d.free_symbols if h in self.hole_level}  # type: ignore[union-attr]
+        return dim_str(d.xreplace(subs))  # type: ignore[union-attr]
+
+    def hole_names(self, *dims: Dim) -> list[str]:
+        """The display names of the unbound holes in ``dims`` (sorted, each once)."""
+        names = {self.hole_origin.get(h, "?") for d in dims for h in self.unbound_holes(d)}
+        return sorted(names)
+
+    def for_display(self, t: Type) -> Type:
+        """``t`` resolved, with holes renamed as in :meth:`show_dim` (for messages only)."""
+        return _Display(self).mutate(self.resolve(t))
 
     def tensor(self, shape: tuple[Dim, ...], dtype: str) -> TensorType:
         """The hash-consed ground tensor type ``Tensor[shape, dtype]`` (no holes allowed)."""
@@ -178,7 +201,7 @@ class TypeStore:
     def bind_hole(self, h: sympy.Dummy, value: Dim) -> None:
         if value is not ANY and type(value) is not int:
             if h in value.free_symbols:  # type: ignore[union-attr]
-                raise Mismatch(f"dimension {dim_str(h)} occurs in {dim_str(value)}")
+                raise Mismatch(f"dimension {self.show_dim(h)} occurs in {self.show_dim(value)}")
             lvl = self.hole_level[h]
             for s in value.free_symbols:  # type: ignore[union-attr]
                 if s in self.hole_level and self.hole_level[s] > lvl:
@@ -250,8 +273,8 @@ class TypeStore:
 
     def mismatch_error(self, rule: Rule, what: str, span: Span | None, expected: Type,
                        found: Type, detail: str = "") -> RelayTypeError:
-        e = messages.show(self.resolve(expected))
-        f = messages.show(self.resolve(found))
+        e = messages.show(self.for_display(expected))
+        f = messages.show(self.for_display(found))
         return RelayTypeError(messages.mismatch(rule, what, e, f, detail), span, code=rule)
 
     def _unify(self, a: Type, b: Type, ctx: Any) -> None:
@@ -350,7 +373,8 @@ class TypeStore:
                 return
             if not self._solve_one_hole(dx, dy, where):
                 if self.on_defer is None:
-                    raise Mismatch(f"{where}cannot solve {dim_str(dx)} == {dim_str(dy)}")
+                    raise Mismatch(f"{where}cannot solve {self.show_dim(dx)} == "
+                                   f"{self.show_dim(dy)}")
                 self.on_defer(dx, dy, ctx)
             return
         verdict = self.dims.equal(dx, dy)
@@ -360,6 +384,12 @@ class TypeStore:
             raise Mismatch(f"{where}{dim_str(dx)} and {dim_str(dy)} differ")
         raise Mismatch(f"{where}cannot prove {dim_str(dx)} == {dim_str(dy)} for all values of "
                        "the shape variables")
+
+    def _equation(self, dx: Dim, dy: Dim) -> str:
+        return f"{self.show_dim(dx)} == {self.show_dim(dy)}"
+
+    def _unknowns(self, dx: Dim, dy: Dim) -> str:
+        return " and ".join(self.hole_names(dx, dy)) or "the dimension"
 
     def _solve_one_hole(self, dx: Dim, dy: Dim, where: str) -> bool:
         """Solve ``dx == dy`` for its single hole if the solution is a unique natural number."""
@@ -374,16 +404,19 @@ class TypeStore:
             return False
         if len(sols) != 1:
             if not sols and eq.is_polynomial(h) and sympy.degree(eq, h) == 1:
-                raise Mismatch(f"{where}{dim_str(dx)} == {dim_str(dy)} has no solution")
+                raise Mismatch(f"{where}{self._equation(dx, dy)} has no solution with "
+                               f"{self._unknowns(dx, dy)} a natural number")
             return False
         sol = sympy.simplify(sols[0])
         if sol.is_Integer:
             if int(sol) < 0:
-                raise Mismatch(f"{where}{dim_str(dx)} == {dim_str(dy)} needs a negative dimension")
+                raise Mismatch(f"{where}{self._equation(dx, dy)} needs a negative "
+                               f"{self._unknowns(dx, dy)}")
             self.bind_hole(h, int(sol))
             return True
         if sol.is_number:
-            raise Mismatch(f"{where}{dim_str(dx)} == {dim_str(dy)} has no integer solution")
+            raise Mismatch(f"{where}{self._equation(dx, dy)} has no solution with "
+                           f"{self._unknowns(dx, dy)} an integer")
         if sol.is_integer and not (sol.free_symbols & set(self.hole_level)):
             self.bind_hole(h, sol)
             return True
@@ -466,6 +499,22 @@ class _Resolver(TypeMutator):
             if new is not old:
                 self.store._resolved[id(old)] = (old, new)
         return new
+
+
+class _Display(TypeMutator):
+    """Holes in dims renamed after the shape variables they instantiate (messages only)."""
+
+    def __init__(self, store: TypeStore):
+        super().__init__()
+        self.store = store
+
+    def mutate_dim(self, d: Dim) -> Dim:
+        store = self.store
+        if type(d) is int or d is ANY or not store.dim_has_holes(d):
+            return d
+        subs = {h: sympy.Symbol(store.hole_origin.get(h, "?"), integer=True, nonnegative=True)
+                for h in d.free_symbols if h in store.hole_level}  # type: ignore[union-attr]
+        return d.xreplace(subs)  # type: ignore[union-attr]
 
 
 class _OccursAndLower(TypeVisitor):
