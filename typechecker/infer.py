@@ -303,6 +303,21 @@ class Inferencer:
                                  span or self.default_span, code=Rule.TYPE_INSTANTIATE)
         return t
 
+    def result_type(self, body: Any, raw: Type, annotated: bool) -> Type:
+        """The result type of a function whose body is ``body`` (of raw type ``raw``).
+
+        A body that is just a name (``fn () { add }``, ``def @main() { @id }``) with no
+        written return type returns the name's scheme itself, like a ``let`` of a name: its
+        instances are taken where the result is used. Instantiating it here would leave the
+        operator's relation unsolved for ever ("underconstrained").
+        """
+        if not annotated and type(body) in _NAMES:
+            t = self.store.find(raw)
+            if type(t) is FuncType and t.type_params and id(t) not in self._nullary \
+                    and id(t) not in self._op_errors:
+                return t
+        return self.use(body, raw)
+
     def instantiate(self, scheme: FuncType, shape_vars: tuple[sympy.Symbol, ...],
                     explicit: tuple[Type, ...], node: Any, span: Span | None) -> Type:
         """``scheme`` at a fresh instance (Type-Instantiate; see :mod:`typechecker.schemes`)."""
@@ -592,7 +607,7 @@ class Inferencer:
             saved.append(self.bind(p, t))
         ret = self.annotation(fn.ret_type, span) if fn.ret_type is not None else None
         body_raw = yield fn.body
-        body = self.use(fn.body, body_raw)
+        body = self.result_type(fn.body, body_raw, ret is not None)
         if ret is not None:
             self.unify(ret, body, Rule.TYPE_FUNCTION, "return type",
                        self._site(fn.body, getattr(fn.ret_type, "span", None) or span))

@@ -174,7 +174,7 @@ def _infer_body(inf: Inferencer, info: GlobalInfo) -> None:
                              code=Rule.TYPE_FUNCTION_DEFINITION)
     saved = [inf.bind(p, t) for p, t in zip(fn.params, ft.arg_types, strict=False)]
     raw = inf.run(fn.body)
-    body = inf.use(fn.body, raw)
+    body = inf.result_type(fn.body, raw, info.declared or fn.ret_type is not None)
     site = fn.body.span if not isinstance(fn.body, Var) and fn.body.span else (
         getattr(fn.ret_type, "span", None) or fn.span)
     inf.unify(ft.ret_type, body, Rule.TYPE_FUNCTION_DEFINITION, f"result of @{info.name}", site)
