@@ -341,8 +341,9 @@ class Solver:
                         f"is unsolved for {inputs}")
             else:
                 assert isinstance(c, DimConstraint)
+                names = " and ".join(store.hole_names(c.a, c.b)) or "its unknowns"
                 what = (f"cannot solve the dimension equation {store.show_dim(c.a)}"
-                        f" == {store.show_dim(c.b)}")
+                        f" == {store.show_dim(c.b)}: it does not determine {names}")
             raise RelayTypeError(messages.underconstrained(c.rule, what), c.span, code=c.rule)
 
 

@@ -385,6 +385,17 @@ class TypeStore:
         raise Mismatch(f"{where}cannot prove {dim_str(dx)} == {dim_str(dy)} for all values of "
                        "the shape variables")
 
+    def _solve_with_z3(self, dx: Dim, dy: Dim, h: sympy.Dummy, where: str) -> bool:
+        """The equations SymPy cannot solve (``Mod(n, 3) == 2``): ask Z3 (False: defer)."""
+        verdict, value = self.dims.solve_for(dx, dy, h)
+        if verdict == "none":
+            raise Mismatch(f"{where}{self._equation(dx, dy)} has no solution with "
+                           f"{self._unknowns(dx, dy)} a natural number")
+        if verdict == "one" and value is not None:
+            self.bind_hole(h, value)
+            return True
+        return False
+
     def _equation(self, dx: Dim, dy: Dim) -> str:
         return f"{self.show_dim(dx)} == {self.show_dim(dy)}"
 
@@ -401,12 +412,12 @@ class TypeStore:
         try:
             sols = sympy.solve(eq, h)
         except (NotImplementedError, TypeError, ValueError):
-            return False
+            return self._solve_with_z3(dx, dy, h, where)
         if len(sols) != 1:
             if not sols and eq.is_polynomial(h) and sympy.degree(eq, h) == 1:
                 raise Mismatch(f"{where}{self._equation(dx, dy)} has no solution with "
                                f"{self._unknowns(dx, dy)} a natural number")
-            return False
+            return self._solve_with_z3(dx, dy, h, where)
         sol = sympy.simplify(sols[0])
         if sol.is_Integer:
             if int(sol) < 0:
