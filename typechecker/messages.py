@@ -45,50 +45,81 @@ from semantics.types import (
     TypeVar,
 )
 
+SHOW_LIMIT = 400
+"""Types longer than this many characters are shown elided in the middle."""
+
 
 def show(t: Type) -> str:
-    """Text of a type for an error message (the printer's, or a local fallback)."""
+    """Text of a type for an error message (the printer's, or a local fallback).
+
+    A very large type (a reference nested thousands deep) is elided in the
+    middle, so the message stays readable.
+    """
     try:
         from semantics.printer import pretty
-    except ImportError:
-        return _fallback(t)
-    try:
-        return pretty(t)
+
+        text = pretty(t)
     except Exception:  # noqa: BLE001 - the printer must never hide the real error
-        return _fallback(t)
+        text = _fallback(t)
+    if len(text) > SHOW_LIMIT:
+        half = SHOW_LIMIT // 2
+        text = f"{text[:half]} ... {text[-half:]}"
+    return text
 
 
 def _fallback(t: Type) -> str:
+    """An iterative rendering of ``t`` (work items: text to emit, or a type to expand)."""
+    out: list[str] = []
+    work: list[object] = [t]
+    while work:
+        item = work.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        assert isinstance(item, Type)
+        parts = _fallback_parts(item)
+        work.extend(reversed(parts))
+    return "".join(out)
+
+
+def _join(items: tuple[Type, ...], sep: str = ", ") -> list[object]:
+    parts: list[object] = []
+    for i, x in enumerate(items):
+        if i:
+            parts.append(sep)
+        parts.append(x)
+    return parts
+
+
+def _fallback_parts(t: Type) -> list[object]:
     if isinstance(t, TensorType):
         if not t.shape:
-            return t.dtype
+            return [t.dtype]
         dims = ", ".join(dim_str(d) for d in t.shape)
         if len(t.shape) == 1:
             dims += ","
-        return f"Tensor[({dims}), {t.dtype}]"
+        return [f"Tensor[({dims}), {t.dtype}]"]
     if isinstance(t, TupleType):
-        inner = ", ".join(_fallback(f) for f in t.fields)
-        return f"({inner},)" if len(t.fields) == 1 else f"({inner})"
+        return ["(", *_join(t.fields), ",)" if len(t.fields) == 1 else ")"]
     if isinstance(t, FuncType):
         params = f"[{', '.join(p.name for p in t.type_params)}]" if t.type_params else ""
-        args = ", ".join(_fallback(a) for a in t.arg_types)
-        return f"fn {params}({args}) -> {_fallback(t.ret_type)}"
+        return [f"fn {params}(", *_join(t.arg_types), ") -> ", t.ret_type]
     if isinstance(t, RefType):
-        return f"Ref[{_fallback(t.value)}]"
+        return ["Ref[", t.value, "]"]
     if isinstance(t, TypeCall):
         if not t.args:
-            return t.func.name
-        return f"{t.func.name}[{', '.join(_fallback(a) for a in t.args)}]"
+            return [t.func.name]
+        return [f"{t.func.name}[", *_join(t.args), "]"]
     if isinstance(t, (TypeVar, GlobalTypeVar)):
-        return t.name
+        return [t.name]
     if isinstance(t, IncompleteType):
-        return "?"
+        return ["?"]
     if isinstance(t, TypeRelation):
         name = getattr(t.relation, "name", "relation")
-        return f"{name}({', '.join(_fallback(a) for a in t.args)})"
+        return [f"{name}(", *_join(t.args), ")"]
     if isinstance(t, TypeData):
-        return f"type {t.header.name}"
-    return type(t).__name__
+        return [f"type {t.header.name}"]
+    return [type(t).__name__]
 
 
 def with_rule(message: str, rule: str) -> str:
