@@ -273,8 +273,8 @@ class _TypeWalk(TypeVisitor):
         if self.on_type is not None:
             self.on_type(t)
         if type(t) is TypeVar:
-            if id(t) not in self.outer and not self.is_bound(t):  # type: ignore[arg-type]
-                self.on_var(t)  # type: ignore[arg-type]
+            if id(t) not in self.outer and not self.is_bound(t):
+                self.on_var(t)
             return False
         return True
 
@@ -441,9 +441,9 @@ def global_vars(expr: Expr) -> list[GlobalVar]:
     out: list[GlobalVar] = []
     seen: set[str] = set()
     for node in _pre_order(expr):
-        if type(node) is GlobalVar and node.name_hint not in seen:  # type: ignore[attr-defined]
-            seen.add(node.name_hint)  # type: ignore[attr-defined]
-            out.append(node)  # type: ignore[arg-type]
+        if type(node) is GlobalVar and node.name_hint not in seen:
+            seen.add(node.name_hint)
+            out.append(node)
     return out
 
 
@@ -459,9 +459,9 @@ def constructors_used(expr: Expr) -> list[Constructor]:
 
     for node in _pre_order(expr):
         if type(node) is Constructor:
-            add(node)  # type: ignore[arg-type]
+            add(node)
         elif type(node) is Match:
-            for clause in node.clauses:  # type: ignore[attr-defined]
+            for clause in node.clauses:
                 stack: list[Pattern] = [clause.lhs]
                 while stack:
                     p = stack.pop()

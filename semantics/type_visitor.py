@@ -59,14 +59,14 @@ def type_kids(t: Type, with_type_data: bool = False) -> tuple[Type, ...]:
     """The children of ``t`` in traversal order (see the module docstring)."""
     tt = type(t)
     if tt is TupleType:
-        return t.fields  # type: ignore[attr-defined,no-any-return]
+        return t.fields  # type: ignore[attr-defined]
     if tt is FuncType:
         ft: FuncType = t  # type: ignore[assignment]
         return (*ft.arg_types, ft.ret_type, *ft.type_constraints)
     if tt is RefType:
         return (t.value,)  # type: ignore[attr-defined]
     if tt is TypeCall or tt is TypeRelation:
-        return t.args  # type: ignore[attr-defined,no-any-return]
+        return t.args  # type: ignore[attr-defined]
     if tt is TypeData and with_type_data:
         return tuple(inp for c in t.constructors for inp in c.inputs)  # type: ignore[attr-defined]
     return ()
@@ -75,9 +75,9 @@ def type_kids(t: Type, with_type_data: bool = False) -> tuple[Type, ...]:
 def _binders(t: Type, with_type_data: bool) -> tuple[TypeVar, ...]:
     tt = type(t)
     if tt is FuncType:
-        return t.type_params  # type: ignore[attr-defined,no-any-return]
+        return t.type_params  # type: ignore[attr-defined]
     if tt is TypeData and with_type_data:
-        return t.type_vars  # type: ignore[attr-defined,no-any-return]
+        return t.type_vars  # type: ignore[attr-defined]
     return ()
 
 
@@ -230,7 +230,7 @@ class TypeMutator(_Scoped):
                 results.append(answer)
                 continue
             if type(u) is TensorType:
-                out = self.leave(u, self._tensor(u))  # type: ignore[arg-type]
+                out = self.leave(u, self._tensor(u))
                 memo[key] = out
                 results.append(out)
                 continue

@@ -97,7 +97,7 @@ Case = Generator[Any, Type, Type]
 BOOL = TensorType((), "bool")
 UNIT = unit_type()
 
-RULE_OF_NODE: dict[type, str] = {
+RULE_OF_NODE: dict[type, Rule] = {
     Var: Rule.TYPE_VAR, GlobalVar: Rule.TYPE_GLOBAL, Constant: Rule.TYPE_CONSTANT, Op: Rule.TYPE_OP,
     Constructor: Rule.TYPE_ADT_CONSTRUCTOR, Call: Rule.TYPE_CALL, Let: Rule.TYPE_LET,
     Function: Rule.TYPE_FUNCTION, Tuple: Rule.TYPE_PRODUCT, TupleGetItem: Rule.TYPE_PROJECTION,
@@ -478,7 +478,7 @@ class Inferencer:
         args = e.args
         span = e.span or self.default_span
         callee = yield op
-        explicit = ()
+        explicit: tuple[Type, ...] = ()
         if e.type_args:
             if not isinstance(e.type_args, tuple):
                 raise RelayTypeError("malformed program: type arguments must be a tuple", span,
@@ -496,8 +496,8 @@ class Inferencer:
                 raise RelayTypeError(messages.arity(Rule.TYPE_CALL, f"call to {name}",
                                                     len(ft.arg_types), len(arg_types),
                                                     "argument"), span, code=Rule.TYPE_CALL)
-            for i, (p, a, node) in enumerate(zip(ft.arg_types, arg_types, args, strict=False)):
-                self.unify(p, a, Rule.TYPE_CALL, f"argument {i + 1} of {name}",
+            for i, (p, at, node) in enumerate(zip(ft.arg_types, arg_types, args, strict=False)):
+                self.unify(p, at, Rule.TYPE_CALL, f"argument {i + 1} of {name}",
                            self._site(node, span))
             for c in ft.type_constraints:
                 n = c.num_inputs

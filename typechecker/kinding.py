@@ -67,7 +67,7 @@ class ConstructorInfo:
 
 
 def _error(rule: Rule, what: str, span: Span | None) -> RelayTypeError:
-    return RelayTypeError(messages.ill_kinded(rule.value, what), span, code=rule)
+    return RelayTypeError(messages.ill_kinded(rule, what), span, code=rule)
 
 
 class Kinder:
@@ -285,7 +285,7 @@ def check_dim(d: object, span: Span | None) -> Dim:
     # [Kind-Shape]  ∀i. di ∈ ℕ, di = ?, or di an integer expression over shape variables
     #               ⟹   Δ ⊢ (d1, ..., dn) : Shape
     if d is ANY:
-        return d  # type: ignore[return-value]
+        return d
     if isinstance(d, bool):
         raise _error(Rule.KIND_SHAPE, f"{d!r} is not a dimension", span)
     if type(d) is int:
@@ -293,7 +293,7 @@ def check_dim(d: object, span: Span | None) -> Dim:
             raise _error(Rule.KIND_SHAPE, f"dimension {d} is negative", span)
         return d
     if hasattr(d, "__index__") and not isinstance(d, sympy.Basic):
-        return check_dim(int(d.__index__()), span)  # type: ignore[attr-defined]
+        return check_dim(int(d.__index__()), span)
     if isinstance(d, sympy.Expr):
         if d.is_Integer:
             return check_dim(int(d), span)
@@ -323,7 +323,7 @@ class _ShapeVars(TypeVisitor):
 
     def enter(self, t: Type) -> bool:
         if type(t) is TensorType:
-            for d in t.shape:  # type: ignore[attr-defined]
+            for d in t.shape:
                 if isinstance(d, sympy.Basic):
                     self.out.update(s.name for s in d.free_symbols
                                     if isinstance(s, sympy.Symbol)
@@ -343,6 +343,7 @@ def written_shape_names(root: Any) -> set[str]:
         if isinstance(t, Type):
             out.update(shape_vars_of(t))
 
+    node: Any
     for node in post_order(root):
         tn = type(node)
         if tn is Var:

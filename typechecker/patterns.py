@@ -201,9 +201,10 @@ def _signature(inf: Inferencer, t: Type | None, heads: list[Any]) -> list[_Sig] 
     if t is not None:
         t = store.resolve(t)
         if type(t) is TypeCall or type(t) is GlobalTypeVar:
-            func = t.func if type(t) is TypeCall else t  # type: ignore[attr-defined]
-            args = t.args if type(t) is TypeCall else ()  # type: ignore[attr-defined]
-            return _adt_signature(inf, func.name, args)  # type: ignore[attr-defined]
+            if isinstance(t, TypeCall):
+                return _adt_signature(inf, t.func.name, t.args)
+            assert isinstance(t, GlobalTypeVar)
+            return _adt_signature(inf, t.name, ())
         if type(t) is TupleType:
             return [_Sig(_TUPLE_KEY, len(t.fields), list(t.fields), "")]
         if type(t) is not IncompleteType:
@@ -223,7 +224,7 @@ def _adt_signature(inf: Inferencer, adt: str, args: tuple[Type, ...] | None) -> 
     for info in inf.kinder.constructors_of(adt):
         if args is not None and len(args) == len(info.type_vars):
             mapping = dict(zip(info.type_vars, args, strict=False))
-            fields: list[Type | None] = [substitute(f, mapping, {})  # type: ignore[arg-type]
+            fields: list[Type | None] = [substitute(f, mapping, {})
                                          for f in info.fields]
         else:
             fields = [None] * len(info.fields)

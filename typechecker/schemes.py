@@ -185,9 +185,9 @@ class _FreeTypeVars(TypeVisitor):
 
     def enter(self, t: Type) -> bool:
         if type(t) is TypeVar:
-            if t not in self._seen and not self.is_bound(t):  # type: ignore[arg-type]
-                self._seen.add(t)  # type: ignore[arg-type]
-                self.out.append(t)  # type: ignore[arg-type]
+            if t not in self._seen and not self.is_bound(t):
+                self._seen.add(t)
+                self.out.append(t)
             return False
         return True
 

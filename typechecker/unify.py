@@ -114,8 +114,8 @@ class TypeStore:
         if type(d) is int or d is ANY or not self.dim_has_holes(d):
             return dim_str(d)
         subs = {h: sympy.Symbol(self.hole_origin.get(h, "?"), integer=True, nonnegative=True)
-                for h in d.free_symbols if h in self.hole_level}  # type: ignore[union-attr]
-        return dim_str(d.xreplace(subs))  # type: ignore[union-attr]
+                for h in d.free_symbols if h in self.hole_level}
+        return dim_str(d.xreplace(subs))
 
     def hole_names(self, *dims: Dim) -> list[str]:
         """The display names of the unbound holes in ``dims`` (sorted, each once)."""
@@ -170,7 +170,7 @@ class TypeStore:
             return False
         known = self._has_holes.get(d)
         if known is None:
-            known = any(s in self.hole_level for s in d.free_symbols)  # type: ignore[union-attr]
+            known = any(s in self.hole_level for s in d.free_symbols)
             self._has_holes[d] = known
         return known
 
@@ -178,7 +178,7 @@ class TypeStore:
         if type(d) is int or d is ANY or not self.dim_has_holes(d):
             return d
         subs: dict[Any, Any] = {}
-        for s in d.free_symbols:  # type: ignore[union-attr]
+        for s in d.free_symbols:
             if s in self.hole_value:
                 value = self.resolve_dim(self.hole_value[s])
                 if value is ANY:
@@ -186,7 +186,7 @@ class TypeStore:
                 subs[s] = sympy.Integer(value) if type(value) is int else value
         if not subs:
             return d
-        out = d.xreplace(subs)  # type: ignore[union-attr]
+        out = d.xreplace(subs)
         if out.is_Integer:
             return int(out)
         return out
@@ -195,15 +195,15 @@ class TypeStore:
         d = self.resolve_dim(d)
         if type(d) is int or d is ANY or not self.dim_has_holes(d):
             return []
-        return [s for s in d.free_symbols  # type: ignore[union-attr]
+        return [s for s in d.free_symbols
                 if s in self.hole_level and s not in self.hole_value]
 
     def bind_hole(self, h: sympy.Dummy, value: Dim) -> None:
         if value is not ANY and type(value) is not int:
-            if h in value.free_symbols:  # type: ignore[union-attr]
+            if h in value.free_symbols:
                 raise Mismatch(f"dimension {self.show_dim(h)} occurs in {self.show_dim(value)}")
             lvl = self.hole_level[h]
-            for s in value.free_symbols:  # type: ignore[union-attr]
+            for s in value.free_symbols:
                 if s in self.hole_level and self.hole_level[s] > lvl:
                     self.hole_level[s] = lvl
         self.hole_value[h] = value
@@ -214,7 +214,7 @@ class TypeStore:
         if type(t) is not IncompleteType:
             return t
         bound = self.bound
-        root = t
+        root: Type = t
         while type(root) is IncompleteType and root in bound:
             root = bound[root]
         while type(t) is IncompleteType and t in bound and bound[t] is not root:
@@ -327,7 +327,7 @@ class TypeStore:
             raise Mismatch("functions with different numbers of type parameters")
         if x.type_params:
             # polymorphic function types: compare up to renaming of the bound parameters
-            y = rename_type_params(y, dict(zip(y.type_params, x.type_params, strict=False)))  # type: ignore
+            y = rename_type_params(y, dict(zip(y.type_params, x.type_params, strict=False)))
         stack.extend(zip(x.arg_types, y.arg_types, strict=False))
         stack.append((x.ret_type, y.ret_type))
 
@@ -461,8 +461,8 @@ class _Substitution(TypeMutator):
         self.dims = dims
 
     def enter(self, t: Type) -> Type | None:
-        if type(t) is TypeVar and not self.is_bound(t):  # type: ignore[arg-type]
-            return self.tvars.get(t, t)  # type: ignore[call-overload, no-any-return]
+        if type(t) is TypeVar and not self.is_bound(t):
+            return self.tvars.get(t, t)
         return None
 
     def mutate_dim(self, d: Dim) -> Dim:
@@ -492,13 +492,13 @@ class _Resolver(TypeMutator):
             return known[1]
         if type(t) is TensorType:
             store = self.store
-            shape = t.shape  # type: ignore[attr-defined]
+            shape = t.shape
             if all(type(d) is int or d is ANY or not store.dim_has_holes(d) for d in shape):
-                return store.tensor(shape, t.dtype)  # type: ignore[attr-defined]
+                return store.tensor(shape, t.dtype)
             new_shape = tuple(store.resolve_dim(d) for d in shape)
             if any(store.dim_has_holes(d) for d in new_shape):
-                return TensorType(new_shape, t.dtype)  # type: ignore[attr-defined]
-            return store.tensor(new_shape, t.dtype)  # type: ignore[attr-defined]
+                return TensorType(new_shape, t.dtype)
+            return store.tensor(new_shape, t.dtype)
         return None
 
     def leave(self, old: Type, new: Type) -> Type:
@@ -524,8 +524,8 @@ class _Display(TypeMutator):
         if type(d) is int or d is ANY or not store.dim_has_holes(d):
             return d
         subs = {h: sympy.Symbol(store.hole_origin.get(h, "?"), integer=True, nonnegative=True)
-                for h in d.free_symbols if h in store.hole_level}  # type: ignore[union-attr]
-        return d.xreplace(subs)  # type: ignore[union-attr]
+                for h in d.free_symbols if h in store.hole_level}
+        return d.xreplace(subs)
 
 
 class _OccursAndLower(TypeVisitor):
@@ -603,11 +603,11 @@ class _Blockers(TypeVisitor):
 def _subst_dim(d: Dim, dims: dict[Any, Dim]) -> Dim:
     if type(d) is int or d is ANY:
         return d
-    subs = {s: dims[s] for s in d.free_symbols if s in dims}  # type: ignore[union-attr]
+    subs = {s: dims[s] for s in d.free_symbols if s in dims}
     if not subs:
         return d
     if any(v is ANY for v in subs.values()):
         return ANY
     subs = {k: sympy.Integer(v) if type(v) is int else v for k, v in subs.items()}
-    out = d.xreplace(subs)  # type: ignore[union-attr]
+    out = d.xreplace(subs)
     return int(out) if out.is_Integer else out
