@@ -47,6 +47,7 @@ from semantics.errors import InternalError, RelayTypeError
 from semantics.rules import Rule
 from semantics.shapes import Dim
 from semantics.span import Span
+from semantics.type_visitor import TypeMutator
 from semantics.types import IncompleteType, TensorType, TupleType, Type
 from typechecker import messages
 from typechecker.unify import Blocker, Mismatch, TypeStore
@@ -244,19 +245,11 @@ class Solver:
         return self._canonical(result)
 
     def _canonical(self, t: Type) -> Type:
-        """Hash-cons a ground tensor result; mark a tuple of ground fields ground."""
-        store = self.store
+        """Hash-cons ground tensors of a relation's result; mark tuples of ground fields ground."""
         tt = type(t)
-        if tt is TensorType:
-            shape = t.shape  # type: ignore[attr-defined]
-            if all(type(d) is int for d in shape) or not any(
-                    store.dim_has_holes(d) for d in shape):
-                return store.tensor(tuple(shape), t.dtype)  # type: ignore[attr-defined]
-        elif tt is TupleType:
-            fields = tuple(self._canonical(f) for f in t.fields)  # type: ignore[attr-defined]
-            if all(store.is_ground_fast(f) for f in fields):
-                return store.mark_ground(TupleType(fields))
-        return t
+        if tt is not TensorType and tt is not TupleType:
+            return t
+        return _Canonical(self.store).mutate(t)
 
     def _relation_error(self, c: RelationConstraint, inputs: tuple[Type, ...],
                         err: RelayTypeError) -> RelayTypeError:
@@ -345,6 +338,35 @@ class Solver:
                 what = (f"cannot solve the dimension equation {store.show_dim(c.a)}"
                         f" == {store.show_dim(c.b)}: it does not determine {names}")
             raise RelayTypeError(messages.underconstrained(c.rule, what), c.span, code=c.rule)
+
+
+class _Canonical(TypeMutator):
+    """The walk of :meth:`Solver._canonical` (iterative: a result can be a deep tuple)."""
+
+    def __init__(self, store: TypeStore):
+        super().__init__()
+        self.store = store
+
+    def enter(self, t: Type) -> Type | None:
+        tt = type(t)
+        if tt is TensorType:
+            store = self.store
+            shape = t.shape  # type: ignore[attr-defined]
+            if all(type(d) is int for d in shape) or not any(
+                    store.dim_has_holes(d) for d in shape):
+                return store.tensor(tuple(shape), t.dtype)  # type: ignore[attr-defined]
+            return t
+        if tt is not TupleType:
+            return t
+        return None
+
+    def leave(self, old: Type, new: Type) -> Type:
+        fields = new.fields  # type: ignore[attr-defined]
+        if all(self.store.is_ground_fast(f) for f in fields):
+            if new is old:
+                new = TupleType(fields)
+            return self.store.mark_ground(new)
+        return new
 
 
 def _show_all(types: tuple[Type, ...]) -> str:

@@ -16,7 +16,7 @@ from semantics.errors import RelayTypeError
 from semantics.expr import Call, Function, GlobalVar, Var
 from semantics.module import IRModule
 from semantics.shapes import shape_var
-from semantics.types import FuncType, RefType, TensorType, Type, TypeCall, TypeVar
+from semantics.types import FuncType, RefType, TensorType, TupleType, Type, TypeCall, TypeVar
 from typechecker import check, infer, type_of
 
 DEEP = 20_000
@@ -53,6 +53,8 @@ def _depth(t: Type, step: type) -> tuple[int, Type]:
             t = t.value  # type: ignore[attr-defined]
         elif step is FuncType:
             t = t.ret_type  # type: ignore[attr-defined]
+        elif step is TupleType:
+            t = t.fields[0]  # type: ignore[attr-defined]
         else:
             t = t.args[0]  # type: ignore[attr-defined]
     return n, t
@@ -181,3 +183,18 @@ def test_deep_shape_polymorphic_global():
     y = Var("y", _ref_type(DEEP, TensorType((sympy.Integer(4),), "float32")))
     main = Function((y,), Call(GlobalVar("f"), (y,)))
     check(IRModule({"f": f, "main": main}))
+
+
+def test_projection_out_of_a_deep_tuple():
+    # the projection relation's result is a deep tuple type, canonicalized iteratively
+    t = type_of(parse_expr("let %t = " + "(" * DEEP + "1" + ",)" * DEEP + "; (%t.0, %t)"))
+    assert type(t) is TupleType
+    assert _depth(t.fields[1], TupleType)[0] == DEEP
+
+
+def test_match_on_a_deep_adt_value():
+    src = ("fn (%x) { match (%x) { Some(%y) => %y, None => " + "Some(" * (DEEP - 1) + "1"
+           + ")" * (DEEP - 1) + " } }")
+    t = type_of(parse_expr(src))
+    assert type(t) is FuncType
+    assert _depth(t.arg_types[0], TypeCall)[0] == DEEP
