@@ -84,7 +84,7 @@ class Annotator:
         if not store.is_ground(t):
             rule = RULE_OF_NODE.get(type(node), Rule.TYPE_VAR)
             what = (f"cannot infer the type of {_node_text(node)}: only "
-                    f"{messages.show(t)} is known")
+                    f"{messages.show(store.for_display(t))} is known")
             raise RelayTypeError(messages.underconstrained(rule, what),
                                  getattr(node, "span", None) or self.inf.default_span, code=rule)
         self._resolved[key] = t

@@ -236,7 +236,7 @@ class Solver:
         except Exception as exc:  # noqa: BLE001 - a broken relation is an internal error
             raise InternalError(
                 f"relation {getattr(c.relation, 'name', c.relation)} crashed on "
-                f"{_show_all(inputs)}: {type(exc).__name__}: {exc}") from exc
+                f"{self._show_all(inputs)}: {type(exc).__name__}: {exc}") from exc
         if result is None:
             return None
         if not isinstance(result, Type):
@@ -251,6 +251,10 @@ class Solver:
             return t
         return _Canonical(self.store).mutate(t)
 
+    def _show_all(self, types: tuple[Type, ...]) -> str:
+        """Argument types for a message (dimension unknowns shown as shape variables)."""
+        return "(" + ", ".join(messages.show(self.store.for_display(t)) for t in types) + ")"
+
     def _relation_error(self, c: RelationConstraint, inputs: tuple[Type, ...],
                         err: RelayTypeError) -> RelayTypeError:
         msg = err.message
@@ -260,13 +264,13 @@ class Solver:
             msg = messages.with_rule(msg, f"{c.rule}: {c.label}")
         else:
             name = getattr(c.relation, "name", str(c.relation))
-            msg = messages.relation_failed(name, _show_all(inputs), msg, c.rule, c.label)
+            msg = messages.relation_failed(name, self._show_all(inputs), msg, c.rule, c.label)
         return RelayTypeError(msg, err.span or c.span, code=err.code or c.rule)
 
     def _undetermined(self, c: RelationConstraint, inputs: tuple[Type, ...]) -> RelayTypeError:
         name = getattr(c.relation, "name", str(c.relation))
         return RelayTypeError(
-            messages.relation_failed(name, _show_all(inputs),
+            messages.relation_failed(name, self._show_all(inputs),
                                      "these argument types do not determine a result",
                                      c.rule, c.label), c.span, code=c.rule)
 
@@ -329,7 +333,7 @@ class Solver:
             store = self.store
             if type(c) is RelationConstraint:
                 name = getattr(c.relation, "name", str(c.relation))
-                inputs = _show_all(tuple(store.resolve(t) for t in c.inputs))
+                inputs = self._show_all(c.inputs)
                 what = (f"cannot infer the argument types of {c.label}: relation {name} "
                         f"is unsolved for {inputs}")
             else:
@@ -367,7 +371,3 @@ class _Canonical(TypeMutator):
                 new = TupleType(fields)
             return self.store.mark_ground(new)
         return new
-
-
-def _show_all(types: tuple[Type, ...]) -> str:
-    return "(" + ", ".join(messages.show(t) for t in types) + ")"
