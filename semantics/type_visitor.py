@@ -56,7 +56,14 @@ __all__ = ["TypeMutator", "TypeVisitor", "type_kids"]
 
 
 def type_kids(t: Type, with_type_data: bool = False) -> tuple[Type, ...]:
-    """The children of ``t`` in traversal order (see the module docstring)."""
+    """The children of ``t`` in traversal order (see the module docstring).
+
+    Args:
+        t: any type.
+        with_type_data: whether a ``TypeData``'s constructor fields are its children.
+    Returns:
+        The child types, left to right (empty for a leaf).
+    """
     tt = type(t)
     if tt is TupleType:
         return t.fields  # type: ignore[attr-defined]
@@ -130,7 +137,13 @@ class TypeVisitor(_Scoped):
         """Called after ``t``'s children."""
 
     def visit(self, t: Type | None) -> None:
-        """Walk ``t`` (``None`` is nothing to walk)."""
+        """Walk ``t`` (``None`` is nothing to walk).
+
+        Args:
+            t: the type to walk.
+        Raises:
+            Whatever the hooks raise (the walk itself raises nothing).
+        """
         if t is None:
             return
         seen: set[tuple[int, int]] = set()
@@ -191,7 +204,15 @@ class TypeMutator(_Scoped):
         return d
 
     def mutate(self, t: Type) -> Type:
-        """``t`` rebuilt (see the class docstring)."""
+        """``t`` rebuilt (see the class docstring).
+
+        Args:
+            t: the type to rebuild.
+        Returns:
+            The rebuilt type: ``t`` itself when no hook changed anything in it.
+        Raises:
+            TypeError: a hook replaced a relation constraint by a non-relation.
+        """
         memo: dict[tuple[int, int], Type] = {}
         with_data = self.visit_type_data
         results: list[Type] = []
