@@ -83,7 +83,7 @@ def generalize(store: TypeStore, solver: Solver, t: Type, level: int,
     if type(t) is not FuncType:
         return t, ()
     group = {} if group is None else group
-    excluded = solver.pending_blockers() if solver.pending else set()
+    excluded = solver.pending_blockers(level) if solver.pending else set()
     tvars: list[IncompleteType] = []
     holes: list[Any] = []
     seen: set[int] = set()

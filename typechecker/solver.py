@@ -58,10 +58,11 @@ RelationFn = Callable[[tuple[Type, ...], Any, Any], "Type | None"]
 class Constraint:
     """Base: ``done`` once discharged; ``order`` is creation order (deterministic errors)."""
 
-    __slots__ = ("done", "order", "span", "rule")
+    __slots__ = ("done", "order", "span", "rule", "level")
 
     def __init__(self, order: int, span: Span | None, rule: Rule):
         self.done = False
+        self.level = 0
         self.order = order
         self.span = span
         self.rule = rule
@@ -110,6 +111,7 @@ class Solver:
         self.queue: deque[Constraint] = deque()
         self.deps: dict[Blocker, list[Constraint]] = {}
         self.pending: dict[Constraint, None] = {}
+        self.by_level: dict[int, list[Constraint]] = {}
         self._order = itertools.count()
         self.relations_run = 0
 
@@ -136,14 +138,24 @@ class Solver:
         out = output if output is not None else store.fresh()
         c = RelationConstraint(next(self._order), relation, inputs, out, attrs, span, rule,
                                label, deep, internal)
-        self.pending[c] = None
+        self._file(c)
         self._attempt(c)
         self.solve()
         return out
 
+    def _file(self, c: Constraint) -> None:
+        """A new pending constraint, filed under the current let level (for generalization)."""
+        self.pending[c] = None
+        c.level = self.store.current_level
+        bucket = self.by_level.get(c.level)
+        if bucket is None:
+            self.by_level[c.level] = [c]
+        else:
+            bucket.append(c)
+
     def _defer_dim(self, a: Dim, b: Dim, ctx: Any) -> None:
         c = DimConstraint(next(self._order), a, b, ctx)
-        self.pending[c] = None
+        self._file(c)
         self.queue.append(c)
 
     def _refined(self, key: Blocker) -> None:
@@ -311,20 +323,45 @@ class Solver:
                     return True
         return False
 
-    def pending_blockers(self) -> set[Any]:
-        """Variables and holes occurring in unsolved constraints (kept monomorphic)."""
+    def pending_blockers(self, level: int) -> set[Any]:
+        """Variables and holes of unsolved constraints that may be deeper than ``level``.
+
+        Generalization at ``level`` must keep these monomorphic. Only constraints
+        filed deeper than ``level`` can mention such variables (binding lowers levels,
+        never raises them); each is then re-filed at ``level`` with all its variables
+        and holes lowered to it — it now belongs to the enclosing scope — so a chain of
+        generalizations looks at every constraint a bounded number of times (no scan of
+        the whole set of pending constraints per binding).
+        """
         store = self.store
         out: set[Any] = set()
-        for c in self.pending:
-            if c.done:
-                continue
-            if type(c) is RelationConstraint:
-                for t in (*c.inputs, c.output):
-                    out.update(store.blockers(t, deep=True))
-            else:
-                assert isinstance(c, DimConstraint)
-                out.update(store.unbound_holes(c.a))
-                out.update(store.unbound_holes(c.b))
+        deeper = [lv for lv in self.by_level if lv > level]
+        if not deeper:
+            return out
+        moved: list[Constraint] = []
+        for lv in deeper:
+            for c in self.by_level.pop(lv):
+                if c.done or c.level != lv:
+                    continue
+                found: list[Any] = []
+                if type(c) is RelationConstraint:
+                    for t in (*c.inputs, c.output):
+                        found.extend(store.blockers(t, deep=True))
+                else:
+                    assert isinstance(c, DimConstraint)
+                    found.extend(store.unbound_holes(c.a))
+                    found.extend(store.unbound_holes(c.b))
+                for b in found:
+                    if type(b) is IncompleteType:
+                        if store.level.get(b, 0) > level:
+                            store.level[b] = level
+                    elif store.hole_level.get(b, 0) > level:
+                        store.hole_level[b] = level
+                out.update(found)
+                c.level = level
+                moved.append(c)
+        if moved:
+            self.by_level.setdefault(level, []).extend(moved)
         return out
 
     def fail_if_pending(self) -> None:

@@ -1,9 +1,12 @@
 """Checking stays linear in program size (issue 19).
 
 ``let %x{i+1} = fn () { %x{i} };`` used to take quadratic time: every binding's
-generalization rescanned the whole type built so far. Generalization works by levels
-(no environment scan) and walks a type only when it has something to quantify, and the
-type walks are memoized and skip subterms already known to be closed.
+generalization rescanned the whole type built so far; a chain of functions whose
+relation constraints stay unsolved (``fn (%x) { add(%x, %x) }``) rescanned every pending
+constraint per binding. Generalization works by levels (no environment scan), walks a
+type only when it has something to quantify, and looks only at the constraints filed
+deeper than the current level; the type walks are memoized and skip subterms already
+known to be closed.
 
 The 20,000-binding programs just have to finish (CI has a global timeout); the
 linearity itself is asserted on a deterministic count — the number of type nodes the
@@ -31,6 +34,13 @@ def _poly_chain(n: int) -> str:
     lines = ["let %x0 = fn (%a) { %a };"] + [f"let %x{i + 1} = fn (%a) {{ %x{i}(%a) }};"
                                              for i in range(n)]
     return "\n".join(lines) + f"\n%x{n}(1)"
+
+
+def _restricted_chain(n: int) -> str:
+    # every function keeps an unsolved relation (monomorphism restriction) until its use
+    defs = [f"let %f{i} = fn (%x) {{ add(%x, %x) }};" for i in range(n)]
+    uses = [f"let %y{i} = %f{i}(1f);" for i in range(n)]
+    return "\n".join(defs + uses) + "\n%y0"
 
 
 def _ref_chain(n: int) -> str:
@@ -75,7 +85,13 @@ def test_twenty_thousand_polymorphic_bindings_check():
     assert type(t) is TensorType and t.dtype == "int32"
 
 
-@pytest.mark.parametrize("program", [_fn_chain, _poly_chain, _ref_chain, _cons_chain])
+def test_twenty_thousand_restricted_bindings_check():
+    t = type_of(parse_expr(_restricted_chain(20_000)))
+    assert type(t) is TensorType and t.dtype == "float32"
+
+
+@pytest.mark.parametrize("program", [_fn_chain, _poly_chain, _restricted_chain, _ref_chain,
+                                     _cons_chain])
 def test_type_walks_grow_linearly(monkeypatch, program):
     small = _expanded_nodes(monkeypatch, program(1_000))
     large = _expanded_nodes(monkeypatch, program(4_000))
