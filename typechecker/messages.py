@@ -52,29 +52,57 @@ SHOW_LIMIT = 400
 def show(t: Type) -> str:
     """Text of a type for an error message (the printer's, or a local fallback).
 
-    A very large type (a reference nested thousands deep) is elided in the
-    middle, so the message stays readable.
+    A very large type (a reference nested thousands deep, or a tuple type whose
+    sharing makes its text exponential) is elided, so the message stays readable
+    and is produced in time bounded by :data:`SHOW_LIMIT`.
     """
-    try:
-        from semantics.printer import pretty
-
-        text = pretty(t)
-    except Exception:  # noqa: BLE001 - the printer must never hide the real error
+    if _tree_larger_than(t, SHOW_LIMIT):
+        head = _fallback(t, SHOW_LIMIT // 2)
+        if _tree_larger_than(t, SHOW_LIMIT * 8):
+            return f"{head} ..."
         text = _fallback(t)
+    else:
+        try:
+            from semantics.printer import pretty
+
+            text = pretty(t)
+        except Exception:  # noqa: BLE001 - the printer must never hide the real error
+            text = _fallback(t)
     if len(text) > SHOW_LIMIT:
         half = SHOW_LIMIT // 2
         text = f"{text[:half]} ... {text[-half:]}"
     return text
 
 
-def _fallback(t: Type) -> str:
-    """An iterative rendering of ``t`` (work items: text to emit, or a type to expand)."""
+def _tree_larger_than(t: Type, limit: int) -> bool:
+    """Whether ``t`` written out as a tree has more than ``limit`` nodes (stops early)."""
+    from semantics.type_visitor import type_kids
+
+    n = 0
+    stack = [t]
+    while stack:
+        n += 1
+        if n > limit:
+            return True
+        stack.extend(type_kids(stack.pop()))
+    return False
+
+
+def _fallback(t: Type, budget: int | None = None) -> str:
+    """An iterative rendering of ``t`` (work items: text to emit, or a type to expand).
+
+    With a ``budget``, rendering stops once that many characters are written.
+    """
     out: list[str] = []
+    size = 0
     work: list[object] = [t]
     while work:
+        if budget is not None and size >= budget:
+            break
         item = work.pop()
         if isinstance(item, str):
             out.append(item)
+            size += len(item)
             continue
         assert isinstance(item, Type)
         parts = _fallback_parts(item)

@@ -278,13 +278,19 @@ class TypeStore:
         return RelayTypeError(messages.mismatch(rule, what, e, f, detail), span, code=rule)
 
     def _unify(self, a: Type, b: Type, ctx: Any) -> None:
+        # An explicit stack of pairs; a pair met twice (types are DAGs) is unified once.
         stack = [(a, b)]
+        done: set[tuple[int, int]] = set()
         while stack:
             x, y = stack.pop()
             x = self.find(x)
             y = self.find(y)
             if x is y:
                 continue
+            pair = (id(x), id(y))
+            if pair in done:
+                continue
+            done.add(pair)
             tx, ty = type(x), type(y)
             if tx is IncompleteType:
                 self.bind(x, y)  # type: ignore[arg-type]

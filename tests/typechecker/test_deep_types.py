@@ -114,7 +114,7 @@ def test_mismatch_with_a_deep_type_is_a_type_error_with_an_elided_type():
     msg = info.value.message
     assert msg.startswith("type mismatch in Type-Let (value of %y): expected Ref[int32], found "
                           "Ref[Ref[")
-    assert " ... " in msg and len(msg) < 1_000
+    assert msg.endswith(" ...") and len(msg) < 1_000
 
 
 def test_calling_a_deep_type_is_a_type_error():
@@ -198,3 +198,15 @@ def test_match_on_a_deep_adt_value():
     t = type_of(parse_expr(src))
     assert type(t) is FuncType
     assert _depth(t.arg_types[0], TypeCall)[0] == DEEP
+
+
+def test_unifying_shared_types_is_linear_in_the_dag():
+    # (%a{i}, %a{i}) doubles the tree size each binding: 2**60 leaves, 61 distinct nodes
+    n = 60
+    lets = "".join(f"let %a{i + 1} = (%a{i}, %a{i}); let %b{i + 1} = (%b{i}, %b{i});\n"
+                   for i in range(n))
+    src = (f"let %a0 = 1; let %b0 = 2;\n{lets}let %f = fn (%x) {{ %x }}; let %c = %f(%a{n});\n"
+           f"if (True) {{ %c }} else {{ %b{n} }}")
+    check(parse_expr(src))
+    with pytest.raises(RelayTypeError):
+        check(parse_expr(src.replace("let %b0 = 2;", "let %b0 = 2f;")))
