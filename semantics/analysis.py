@@ -26,14 +26,14 @@ a node shared by a graph binding is walked once and the cost is linear in the
 size of the DAG. Scope tracking is exact for trees; for a shared node the
 scope in force at its *first* occurrence is the one used, which is exact for
 well-formed programs (every bound variable is used only inside its binder's
-scope, as TVM's well-formedness check requires). Types are shallow and are
-walked recursively.
+scope, as TVM's well-formedness check requires). Types are walked by
+:class:`semantics.type_visitor.TypeVisitor` (iterative too: types can be as
+deep as the programs that produce them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import sympy
 
@@ -55,17 +55,8 @@ from semantics.expr import (
     children,
     pattern_vars,
 )
-from semantics.types import (
-    FuncType,
-    RefType,
-    TensorType,
-    TupleType,
-    Type,
-    TypeCall,
-    TypeData,
-    TypeRelation,
-    TypeVar,
-)
+from semantics.type_visitor import TypeVisitor
+from semantics.types import TensorType, Type, TypeVar
 from semantics.visitor import pre_order, walk_scoped
 
 __all__ = [
@@ -139,43 +130,36 @@ def all_vars(expr: Expr) -> list[Var]:
 
 def _type_walk(t: Type | None, bound: dict[int, int], on_var: Callable[[TypeVar], None],
                on_type: Callable[[Type], None] | None = None) -> None:
-    """Visit the free type variables of ``t`` in pre-order, left to right (iterative: any
-    depth). ``bound`` counts the type parameters in scope (restored when the walk ends)."""
+    """Visit ``t`` pre-order (``on_type``) and its free type variables (``on_var``).
+
+    ``bound`` holds (by ``id``) the type parameters bound around ``t``; inside,
+    ``FuncType`` and ``TypeData`` bind theirs. Iterative (:class:`_TypeWalk`).
+    """
     if t is None:
         return
-    stack: list[Any] = [t]
-    while stack:
-        item = stack.pop()
-        if type(item) is tuple:     # the end of a binder's scope: its type parameters
-            for tv in item:
-                bound[id(tv)] -= 1
-                if not bound[id(tv)]:
-                    del bound[id(tv)]
-            continue
-        if on_type is not None:
-            on_type(item)
-        if isinstance(item, TypeVar):
-            if id(item) not in bound:
-                on_var(item)
-            continue
-        kids: tuple[Any, ...]
-        if isinstance(item, (FuncType, TypeData)):
-            tvs = item.type_params if isinstance(item, FuncType) else item.type_vars
-            for tv in tvs:
-                bound[id(tv)] = bound.get(id(tv), 0) + 1
-            stack.append(tvs)
-            kids = ((*item.arg_types, item.ret_type, *item.type_constraints)
-                    if isinstance(item, FuncType) else
-                    tuple(inp for ctor in item.constructors for inp in ctor.inputs))
-        elif isinstance(item, TupleType):
-            kids = item.fields
-        elif isinstance(item, (TypeCall, TypeRelation)):
-            kids = item.args
-        elif isinstance(item, RefType):
-            kids = (item.value,)
-        else:   # TensorType, GlobalTypeVar, IncompleteType: no type variables
-            continue
-        stack.extend(reversed(kids))
+    _TypeWalk(bound, on_var, on_type).visit(t)
+
+
+class _TypeWalk(TypeVisitor):
+    """The walk of :func:`_type_walk` (ADT definitions' constructor fields included)."""
+
+    visit_type_data = True
+
+    def __init__(self, outer: dict[int, int], on_var: Callable[[TypeVar], None],
+                 on_type: Callable[[Type], None] | None):
+        super().__init__()
+        self.outer = outer
+        self.on_var = on_var
+        self.on_type = on_type
+
+    def enter(self, t: Type) -> bool:
+        if self.on_type is not None:
+            self.on_type(t)
+        if type(t) is TypeVar:
+            if id(t) not in self.outer and not self.is_bound(t):
+                self.on_var(t)
+            return False
+        return True
 
 
 def _expr_types(root: Expr, on_type: Callable[[Type | None, dict[int, int]], None]) -> None:

@@ -3,7 +3,9 @@
 ``RULES.md`` is the source of truth; this enum mirrors its rule names one to
 one (a test checks both directions). The interpreter reports
 ``Semantics-*`` rules through ``trace``; the type checker cites ``Type-*``
-and ``Kind-*`` rules in its error messages.
+and ``Kind-*`` rules in its error messages, and the ``code`` of every error
+it raises is a ``Rule``. ``Rule`` is a string enum, so a code also compares
+equal to the rule's name as written (``err.code == "Type-Call"``).
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from __future__ import annotations
 import enum
 
 
-class Rule(enum.Enum):
-    """Every named rule of RULES.md. ``rule.value`` is the name as written there."""
+class Rule(str, enum.Enum):
+    """Every named rule of RULES.md. ``rule.value`` (and ``str(rule)``) is the name as written."""
 
     # --- evaluation (RULES.md §Evaluation) ---
     SEMANTICS_CONST = "Semantics-Const"

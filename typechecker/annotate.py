@@ -54,6 +54,7 @@ from semantics.expr import (
     Var,
     children,
 )
+from semantics.rules import Rule
 from semantics.types import Type, TypeData
 from semantics.visitor import post_order
 from typechecker import messages
@@ -81,9 +82,9 @@ class Annotator:
         store = self.store
         t = store.resolve(raw)
         if not store.is_ground(t):
-            rule = RULE_OF_NODE.get(type(node), "Type-Var")
+            rule = RULE_OF_NODE.get(type(node), Rule.TYPE_VAR)
             what = (f"cannot infer the type of {_node_text(node)}: only "
-                    f"{messages.show(t)} is known")
+                    f"{messages.show(store.for_display(t))} is known")
             raise RelayTypeError(messages.underconstrained(rule, what),
                                  getattr(node, "span", None) or self.inf.default_span, code=rule)
         self._resolved[key] = t
@@ -196,21 +197,21 @@ class Annotator:
         stack: list[tuple[Pattern, bool]] = [(p, False)]
         while stack:
             q, expanded = stack.pop()
-            tq = type(q)
-            if tq is PatternWildcard:
+            if isinstance(q, PatternWildcard):
                 done[id(q)] = q
-            elif tq is PatternVar:
+            elif isinstance(q, PatternVar):
                 done[id(q)] = dataclasses.replace(q, var=self.var(q.var))
+            elif not isinstance(q, (PatternConstructor, PatternTuple)):
+                raise TypeError(f"not a pattern: {type(q).__name__}")
             elif not expanded:
                 stack.append((q, True))
-                stack.extend((s, False) for s in q.patterns)  # type: ignore[attr-defined]
+                stack.extend((s, False) for s in q.patterns)
             else:
-                subs = tuple(done[id(s)] for s in q.patterns)  # type: ignore[attr-defined]
-                if tq is PatternConstructor:
+                subs = tuple(done[id(s)] for s in q.patterns)
+                if isinstance(q, PatternConstructor):
                     done[id(q)] = dataclasses.replace(
                         q, constructor=self.constructor(q.constructor), patterns=subs)
                 else:
-                    assert tq is PatternTuple
                     done[id(q)] = dataclasses.replace(q, patterns=subs)
         return done[id(p)]
 

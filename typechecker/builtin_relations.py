@@ -14,6 +14,7 @@ from typing import Any
 
 from semantics.errors import RelayTypeError
 from semantics.ops.registry import Relation
+from semantics.rules import Rule
 from semantics.types import FuncType, IncompleteType, TupleType, Type
 from typechecker import messages
 
@@ -25,10 +26,10 @@ def _projection(args: tuple[Type, ...], index: Any, solver: Any) -> Type | None:
         return None
     if not isinstance(t, TupleType):
         raise RelayTypeError(messages.mismatch(
-            "Type-Projection", f"projection .{index}", "a tuple", messages.show(t)))
+            Rule.TYPE_PROJECTION, f"projection .{index}", "a tuple", messages.show(t)))
     if not 0 <= index < len(t.fields):
         raise RelayTypeError(messages.mismatch(
-            "Type-Projection", f"projection .{index}", f"a tuple of at least {index + 1} fields",
+            Rule.TYPE_PROJECTION, f"projection .{index}", f"a tuple of at least {index + 1} fields",
             messages.show(t)))
     return t.fields[index]
 
@@ -41,7 +42,7 @@ def _gradient(args: tuple[Type, ...], attrs: Any, solver: Any) -> Type | None:
         return None
     if not isinstance(f, FuncType) or f.type_params:
         raise RelayTypeError(messages.mismatch(
-            "Type-Gradient", "argument of grad", "a monomorphic function fn(T1, ..., Tn) -> O",
+            Rule.TYPE_GRADIENT, "argument of grad", "a monomorphic function fn(T1, ..., Tn) -> O",
             messages.show(f)))
     return FuncType(f.arg_types, TupleType((f.ret_type, TupleType(f.arg_types))))
 

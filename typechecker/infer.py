@@ -72,6 +72,7 @@ from semantics.expr import (
     TupleGetItem,
     Var,
 )
+from semantics.rules import Rule
 from semantics.span import Span
 from semantics.types import (
     FuncType,
@@ -96,12 +97,12 @@ Case = Generator[Any, Type, Type]
 BOOL = TensorType((), "bool")
 UNIT = unit_type()
 
-RULE_OF_NODE: dict[type, str] = {
-    Var: "Type-Var", GlobalVar: "Type-Global", Constant: "Type-Constant", Op: "Type-Op",
-    Constructor: "Type-ADT-Constructor", Call: "Type-Call", Let: "Type-Let",
-    Function: "Type-Function", Tuple: "Type-Product", TupleGetItem: "Type-Projection",
-    If: "Type-If", Match: "Type-ADT-Match", RefCreate: "Type-Ref", RefRead: "Type-Read-Ref",
-    RefWrite: "Type-Write-Ref", Grad: "Type-Gradient",
+RULE_OF_NODE: dict[type, Rule] = {
+    Var: Rule.TYPE_VAR, GlobalVar: Rule.TYPE_GLOBAL, Constant: Rule.TYPE_CONSTANT, Op: Rule.TYPE_OP,
+    Constructor: Rule.TYPE_ADT_CONSTRUCTOR, Call: Rule.TYPE_CALL, Let: Rule.TYPE_LET,
+    Function: Rule.TYPE_FUNCTION, Tuple: Rule.TYPE_PRODUCT, TupleGetItem: Rule.TYPE_PROJECTION,
+    If: Rule.TYPE_IF, Match: Rule.TYPE_ADT_MATCH, RefCreate: Rule.TYPE_REF,
+    RefRead: Rule.TYPE_READ_REF, RefWrite: Rule.TYPE_WRITE_REF, Grad: Rule.TYPE_GRADIENT,
 }
 
 
@@ -190,7 +191,7 @@ class Inferencer:
             t = self.env.get(node)
             if t is None:
                 raise RelayTypeError(messages.unbound_variable("%" + str(node.name_hint)),
-                                     node.span or self.default_span, code="Type-Var")
+                                     node.span or self.default_span, code=Rule.TYPE_VAR)
             return t
         t = self.memo.get(id(node))
         if t is not None:
@@ -202,7 +203,7 @@ class Inferencer:
         elif tn is Constructor:
             # [Type-ADT-Constructor]  C(T1..Tn) ∈ D[V1..Vk]
             #                         ⟹   Γ ⊢ C : fn[V1..Vk](T1..Tn) -> D[V1..Vk]
-            info = self.constructor_info(node, "Type-ADT-Constructor", node.span)
+            info = self.constructor_info(node, Rule.TYPE_ADT_CONSTRUCTOR, node.span)
             t = info.scheme
             if not info.fields:
                 self._nullary.add(id(t))
@@ -217,8 +218,8 @@ class Inferencer:
     def annotation(self, t: Any, span: Span | None) -> Type:
         """A written type, kind-checked under the type variables in scope (Kind-* rules)."""
         if not isinstance(t, Type):
-            raise RelayTypeError(messages.ill_kinded("Kind-Tensor", f"{t!r} is not a type"),
-                                 span or self.default_span, code="Kind-Tensor")
+            raise RelayTypeError(messages.ill_kinded(Rule.KIND_TENSOR, f"{t!r} is not a type"),
+                                 span or self.default_span, code=Rule.KIND_TENSOR)
         t = self.kinder.check(t, self.delta, span or self.default_span)
         if type(t) is TensorType:
             store = self.store
@@ -234,13 +235,13 @@ class Inferencer:
             if type(b) is IncompleteType:
                 self.store.adopt(b)
 
-    def unify(self, expected: Type, found: Type, rule: str, what: str,
+    def unify(self, expected: Type, found: Type, rule: Rule, what: str,
               span: Span | None) -> None:
         self.store.unify(expected, found, rule, what, span or self.default_span)
         if self.solver.queue:
             self.solver.solve()
 
-    def check_against(self, ann: Type, node: Any, raw: Type, rule: str, what: str,
+    def check_against(self, ann: Type, node: Any, raw: Type, rule: Rule, what: str,
                       span: Span | None) -> None:
         """Unify a written type with a node's type (a polymorphic annotation is compared as is)."""
         if type(ann) is FuncType and ann.type_params:
@@ -265,8 +266,8 @@ class Inferencer:
     def push_type_params(self, params: Any, span: Span | None) -> tuple[TypeVar, ...]:
         if not isinstance(params, tuple) or not all(isinstance(p, TypeVar) for p in params):
             raise RelayTypeError(messages.ill_kinded(
-                "Kind-TypeVar", "type parameters must be type variables"),
-                span or self.default_span, code="Kind-TypeVar")
+                Rule.KIND_TYPEVAR, "type parameters must be type variables"),
+                span or self.default_span, code=Rule.KIND_TYPEVAR)
         for p in params:
             self.delta[p] = self.delta.get(p, 0) + 1
         return params
@@ -297,10 +298,25 @@ class Inferencer:
             if nullary_value:
                 return t.ret_type
         if explicit:
-            raise RelayTypeError(messages.arity("Type-Instantiate", "explicit type arguments", 0,
+            raise RelayTypeError(messages.arity(Rule.TYPE_INSTANTIATE, "explicit type arguments", 0,
                                                 len(explicit), "type argument"),
-                                 span or self.default_span, code="Type-Instantiate")
+                                 span or self.default_span, code=Rule.TYPE_INSTANTIATE)
         return t
+
+    def result_type(self, body: Any, raw: Type, annotated: bool) -> Type:
+        """The result type of a function whose body is ``body`` (of raw type ``raw``).
+
+        A body that is just a name (``fn () { add }``, ``def @main() { @id }``) with no
+        written return type returns the name's scheme itself, like a ``let`` of a name: its
+        instances are taken where the result is used. Instantiating it here would leave the
+        operator's relation unsolved for ever ("underconstrained").
+        """
+        if not annotated and type(body) in _NAMES:
+            t = self.store.find(raw)
+            if type(t) is FuncType and t.type_params and id(t) not in self._nullary \
+                    and id(t) not in self._op_errors:
+                return t
+        return self.use(body, raw)
 
     def instantiate(self, scheme: FuncType, shape_vars: tuple[sympy.Symbol, ...],
                     explicit: tuple[Type, ...], node: Any, span: Span | None) -> Type:
@@ -309,7 +325,7 @@ class Inferencer:
                                    _describe(node), span or self.default_span,
                                    self._op_errors.get(id(scheme)))
 
-    def constructor_info(self, ctor: Any, rule: str, span: Span | None) -> ConstructorInfo:
+    def constructor_info(self, ctor: Any, rule: Rule, span: Span | None) -> ConstructorInfo:
         name = getattr(ctor, "name", None)
         info = self.kinder.constructor(name) if isinstance(name, str) else None
         if info is None:
@@ -329,8 +345,8 @@ class Inferencer:
                 _DTYPE_NAMES[np_dtype] = dtype
         if dtype not in SCALAR_DTYPES:
             raise RelayTypeError(messages.ill_kinded(
-                "Kind-BaseType", f"a constant of element type {dtype} is not a Relay tensor"),
-                node.span or self.default_span, code="Kind-BaseType")
+                Rule.KIND_BASETYPE, f"a constant of element type {dtype} is not a Relay tensor"),
+                node.span or self.default_span, code=Rule.KIND_BASETYPE)
         return self.store.tensor(tuple(int(d) for d in data.shape), dtype)
 
     def _global_type(self, node: GlobalVar) -> Type:
@@ -342,7 +358,7 @@ class Inferencer:
             info = self.globals.get(node.name_hint) if isinstance(node.name_hint, str) else None
         if info is None:
             raise RelayTypeError(messages.undefined_global("@" + str(node.name_hint)),
-                                 node.span or self.default_span, code="Type-Global")
+                                 node.span or self.default_span, code=Rule.TYPE_GLOBAL)
         return info.type
 
     def _opdef(self, node: Op, span: Span | None) -> Any:
@@ -351,8 +367,9 @@ class Inferencer:
         try:
             return ops.get(node.name)
         except RelayTypeError as err:
-            raise RelayTypeError(messages.with_rule(err.message, "Type-Op"),
-                                 span or node.span or self.default_span, code="Type-Op") from None
+            raise RelayTypeError(messages.with_rule(err.message, Rule.TYPE_OP),
+                                 span or node.span or self.default_span,
+                                 code=Rule.TYPE_OP) from None
 
     def _op_scheme(self, node: Op) -> tuple[FuncType, RelayTypeError | None]:
         # [Type-Op]  op : fn[T1..Tn, O](T1, ..., Tn) -> O where Rel_op(T1, ..., Tn, O)
@@ -412,49 +429,60 @@ class Inferencer:
 
     # --- [Type-Call] / [Type-Call-Op] ---------------------------------------------------------
     def _infer_call(self, e: Call) -> Case:
+        """A call of an operator is Type-Call-Op; any other call is Type-Call."""
+        if not isinstance(e.args, tuple):
+            raise RelayTypeError("malformed program: call arguments must be a tuple",
+                                 e.span or self.default_span, code=Rule.TYPE_CALL)
+        if type(e.op) is Op:
+            return self._infer_call_op(e)
+        return self._infer_call_fn(e)
+
+    def _infer_call_op(self, e: Call) -> Case:
+        # [Type-Call-Op]  op : fn(T1..Tn) -> O where Rel   Γ ⊢ ai : Ti   Rel(T1..Tn, O) holds
+        #                 ⟹   Γ ⊢ op(a1, ..., an) : O
+        op = e.op
+        assert type(op) is Op
+        args = e.args
+        span = e.span or self.default_span
+        opdef = self._opdef(op, span)
+        try:
+            attrs = schemes.normalized_attrs(opdef, e.attrs)
+        except RelayTypeError as err:
+            raise RelayTypeError(messages.with_rule(err.message, f"Type-Call-Op: {op.name}"),
+                                 span, code=Rule.TYPE_CALL_OP) from None
+        except (TypeError, ValueError, AttributeError) as err:
+            raise RelayTypeError(messages.with_rule(
+                f"bad attribute: malformed attributes for {op.name}: {err}",
+                f"Type-Call-Op: {op.name}"), span, code=Rule.TYPE_CALL_OP) from None
+        if e.type_args:
+            raise RelayTypeError(messages.arity(Rule.TYPE_CALL_OP, f"call to {op.name}", 0,
+                                                len(e.type_args), "type argument"),
+                                 span, code=Rule.TYPE_CALL_OP)
+        if opdef.num_inputs >= 0 and opdef.num_inputs != len(args):
+            raise RelayTypeError(messages.arity(Rule.TYPE_CALL_OP, f"call to {op.name}",
+                                                opdef.num_inputs, len(args), "argument"),
+                                 span, code=Rule.TYPE_CALL_OP)
+        arg_types = []
+        for a in args:
+            t = yield a
+            arg_types.append(self.use(a, t))
+        out = self.solver.relate(opdef.relation, tuple(arg_types), attrs,
+                                 rule=Rule.TYPE_CALL_OP, span=span, label=op.name)
+        if id(op) not in self.op_node_types:
+            self.op_node_types[id(op)] = FuncType(tuple(arg_types), out)
+        return out
+
+    def _infer_call_fn(self, e: Call) -> Case:
+        # [Type-Call]  Γ ⊢ f : fn(T1..Tn) -> O   Γ ⊢ ai : Ti   ⟹   Γ ⊢ f(a1, ..., an) : O
         op = e.op
         args = e.args
-        if not isinstance(args, tuple):
-            raise RelayTypeError("malformed program: call arguments must be a tuple",
-                                 e.span or self.default_span, code="Type-Call")
         span = e.span or self.default_span
-        if type(op) is Op:
-            # [Type-Call-Op]  op : fn(T1..Tn) -> O where Rel   Γ ⊢ ai : Ti   Rel(T1..Tn, O) holds
-            #                 ⟹   Γ ⊢ op(a1, ..., an) : O
-            opdef = self._opdef(op, span)
-            try:
-                attrs = schemes.normalized_attrs(opdef, e.attrs)
-            except RelayTypeError as err:
-                raise RelayTypeError(messages.with_rule(err.message, f"Type-Call-Op: {op.name}"),
-                                     span, code="Type-Call-Op") from None
-            except (TypeError, ValueError, AttributeError) as err:
-                raise RelayTypeError(messages.with_rule(
-                    f"bad attribute: malformed attributes for {op.name}: {err}",
-                    f"Type-Call-Op: {op.name}"), span, code="Type-Call-Op") from None
-            if e.type_args:
-                raise RelayTypeError(messages.arity("Type-Call-Op", f"call to {op.name}", 0,
-                                                    len(e.type_args), "type argument"),
-                                     span, code="Type-Call-Op")
-            if opdef.num_inputs >= 0 and opdef.num_inputs != len(args):
-                raise RelayTypeError(messages.arity("Type-Call-Op", f"call to {op.name}",
-                                                    opdef.num_inputs, len(args), "argument"),
-                                     span, code="Type-Call-Op")
-            arg_types = []
-            for a in args:
-                t = yield a
-                arg_types.append(self.use(a, t))
-            out = self.solver.relate(opdef.relation, tuple(arg_types), attrs,
-                                     rule="Type-Call-Op", span=span, label=op.name)
-            if id(op) not in self.op_node_types:
-                self.op_node_types[id(op)] = FuncType(tuple(arg_types), out)
-            return out
-        # [Type-Call]  Γ ⊢ f : fn(T1..Tn) -> O   Γ ⊢ ai : Ti   ⟹   Γ ⊢ f(a1, ..., an) : O
         callee = yield op
-        explicit = ()
+        explicit: tuple[Type, ...] = ()
         if e.type_args:
             if not isinstance(e.type_args, tuple):
                 raise RelayTypeError("malformed program: type arguments must be a tuple", span,
-                                     code="Type-Call")
+                                     code=Rule.TYPE_CALL)
             explicit = tuple(self.annotation(t, span) for t in e.type_args)
         ft = self.use(op, callee, explicit, span, callee=True)
         arg_types = []
@@ -465,28 +493,29 @@ class Inferencer:
         name = _describe(op)
         if type(ft) is FuncType:
             if len(ft.arg_types) != len(arg_types):
-                raise RelayTypeError(messages.arity("Type-Call", f"call to {name}",
+                raise RelayTypeError(messages.arity(Rule.TYPE_CALL, f"call to {name}",
                                                     len(ft.arg_types), len(arg_types),
-                                                    "argument"), span, code="Type-Call")
-            for i, (p, a, node) in enumerate(zip(ft.arg_types, arg_types, args, strict=False)):
-                self.unify(p, a, "Type-Call", f"argument {i + 1} of {name}",
+                                                    "argument"), span, code=Rule.TYPE_CALL)
+            for i, (p, at, node) in enumerate(zip(ft.arg_types, arg_types, args, strict=False)):
+                self.unify(p, at, Rule.TYPE_CALL, f"argument {i + 1} of {name}",
                            self._site(node, span))
             for c in ft.type_constraints:
                 n = c.num_inputs
-                self.solver.relate(c.relation, tuple(c.args[:n]), c.attrs, rule="Type-Call",
+                self.solver.relate(c.relation, tuple(c.args[:n]), c.attrs, rule=Rule.TYPE_CALL,
                                    span=span, label=name, output=c.args[n])
             return ft.ret_type
         if type(ft) is IncompleteType:
             ret = self.store.fresh()
-            self.unify(ft, FuncType(tuple(arg_types), ret), "Type-Call", f"callee {name}", span)
+            self.unify(ft, FuncType(tuple(arg_types), ret), Rule.TYPE_CALL,
+                       name if name == "the callee" else f"callee {name}", span)
             return ret
-        expected = FuncType(tuple(arg_types), self.store.fresh())
-        raise self.store.mismatch_error("Type-Call", f"callee {name}", span, expected, ft,
-                                        "only functions can be called")
+        raise RelayTypeError(messages.not_a_function(
+            _subject(op, "the callee"), messages.show(self.store.for_display(ft))),
+            self._site(op, span), code=Rule.TYPE_CALL)
 
     # --- [Type-Let] / [Type-Let-Rec] ----------------------------------------------------------
     def _infer_let(self, e: Let) -> Case:
-        store = self.store
+        """A let spine, iterated here: each binding is Type-Let-Rec or Type-Let (below)."""
         saved: list[tuple[Var, Type | None]] = []
         spine: list[Let] = []
         node: Any = e
@@ -499,47 +528,15 @@ class Inferencer:
             span = node.span or self.default_span
             if not isinstance(var, Var):
                 raise RelayTypeError("malformed program: a let must bind a Var", span,
-                                     code="Type-Let")
+                                     code=Rule.TYPE_LET)
             ann = None
             if var.type_annotation is not None:
                 ann = self.annotation(var.type_annotation, var.span or span)
             if type(value) is Function and id(value) not in self.memo:
-                # [Type-Let-Rec]  Γ, %f : T ⊢ fn : T   Γ, %f : Gen(T) ⊢ e : T'
-                #                 ⟹   Γ ⊢ let %f = fn; e : T'
-                declared = ann if ann is not None else self.declared_type(value)
-                store.current_level += 1
-                mono = declared if declared is not None else store.fresh()
-                inner = self.bind(var, mono)
-                try:
-                    vt = yield value
-                finally:
-                    store.current_level -= 1
-                    self.restore([inner])
-                if ann is not None:
-                    self.check_against(ann, value, vt, "Type-Let", f"value of %{var.name_hint}",
-                                       self._site(value, span))
-                    final = ann
-                elif declared is not None:
-                    final = vt
-                else:
-                    self.unify(mono, self.use(value, vt), "Type-Let-Rec",
-                               f"recursive uses of %{var.name_hint}", self._site(value, span))
-                    self.solver.solve()
-                    final = self.generalize(vt, store.current_level, value.type_params)
-                    self.memo[id(value)] = final
-                saved.append(self.bind(var, final))
+                bound = yield from self._infer_let_rec(node, value, ann, span)
             else:
-                # [Type-Let]  Γ ⊢ v : T   Γ, %x : T ⊢ e : T'   ⟹   Γ ⊢ let %x = v; e : T'
-                vt = yield value
-                if ann is not None:
-                    self.check_against(ann, value, vt, "Type-Let", f"value of %{var.name_hint}",
-                                       self._site(value, span))
-                    t = ann
-                elif type(value) in _NAMES and id(self.store.find(vt)) not in self._nullary:
-                    t = vt  # a name keeps its scheme: each use of %x instantiates it
-                else:
-                    t = self.use(value, vt)
-                saved.append(self.bind(var, t))
+                bound = yield from self._infer_let_value(node, ann, span)
+            saved.append(self.bind(var, bound))
             node = node.body
         body_type = yield node
         if id(self.store.find(body_type)) in self._nullary:
@@ -548,6 +545,48 @@ class Inferencer:
         for let in spine[1:]:
             self.memo[id(let)] = body_type
         return body_type
+
+    def _infer_let_rec(self, let: Let, value: Function, ann: Type | None,
+                       span: Span | None) -> Case:
+        """The type a ``let`` of a function literal binds (generalized unless annotated)."""
+        # [Type-Let-Rec]  Γ, %f : T ⊢ fn : T   Γ, %f : Gen(T) ⊢ e : T'
+        #                 ⟹   Γ ⊢ let %f = fn; e : T'
+        store = self.store
+        var = let.var
+        declared = ann if ann is not None else self.declared_type(value)
+        store.current_level += 1
+        mono = declared if declared is not None else store.fresh()
+        inner = self.bind(var, mono)
+        try:
+            vt = yield value
+        finally:
+            store.current_level -= 1
+            self.restore([inner])
+        if ann is not None:
+            self.check_against(ann, value, vt, Rule.TYPE_LET_REC, f"value of %{var.name_hint}",
+                               self._site(value, span))
+            return ann
+        if declared is not None:
+            return vt
+        self.unify(mono, self.use(value, vt), Rule.TYPE_LET_REC,
+                   f"recursive uses of %{var.name_hint}", self._site(value, span))
+        self.solver.solve()
+        final = self.generalize(vt, store.current_level, value.type_params)
+        self.memo[id(value)] = final
+        return final
+
+    def _infer_let_value(self, let: Let, ann: Type | None, span: Span | None) -> Case:
+        """The type a ``let`` of any other value binds (a name keeps its scheme)."""
+        # [Type-Let]  Γ ⊢ v : T   Γ, %x : T ⊢ e : T'   ⟹   Γ ⊢ let %x = v; e : T'
+        value = let.value
+        vt = yield value
+        if ann is not None:
+            self.check_against(ann, value, vt, Rule.TYPE_LET, f"value of %{let.var.name_hint}",
+                               self._site(value, span))
+            return ann
+        if type(value) in _NAMES and id(self.store.find(vt)) not in self._nullary:
+            return vt  # a name keeps its scheme: each use of %x instantiates it
+        return self.use(value, vt)
 
     # --- [Type-Function] ----------------------------------------------------------------------
     def _infer_function(self, fn: Function) -> Case:
@@ -558,7 +597,7 @@ class Inferencer:
         params = self.push_type_params(fn.type_params, span)
         if not isinstance(fn.params, tuple) or not all(isinstance(p, Var) for p in fn.params):
             raise RelayTypeError("malformed program: function parameters must be Vars", span,
-                                 code="Type-Function")
+                                 code=Rule.TYPE_FUNCTION)
         saved = []
         arg_types = []
         for p in fn.params:
@@ -568,9 +607,9 @@ class Inferencer:
             saved.append(self.bind(p, t))
         ret = self.annotation(fn.ret_type, span) if fn.ret_type is not None else None
         body_raw = yield fn.body
-        body = self.use(fn.body, body_raw)
+        body = self.result_type(fn.body, body_raw, ret is not None)
         if ret is not None:
-            self.unify(ret, body, "Type-Function", "return type",
+            self.unify(ret, body, Rule.TYPE_FUNCTION, "return type",
                        self._site(fn.body, getattr(fn.ret_type, "span", None) or span))
         else:
             ret = body
@@ -598,8 +637,8 @@ class Inferencer:
         index = e.index
         if not isinstance(index, int) or isinstance(index, bool):
             raise RelayTypeError("malformed program: a projection index must be an integer",
-                                 span, code="Type-Projection")
-        return self.solver.relate(PROJECTION, (t,), index, rule="Type-Projection", span=span,
+                                 span, code=Rule.TYPE_PROJECTION)
+        return self.solver.relate(PROJECTION, (t,), index, rule=Rule.TYPE_PROJECTION, span=span,
                                   label=f"projection .{index}", deep=False, internal=True)
 
     # --- [Type-If] ----------------------------------------------------------------------------
@@ -608,12 +647,12 @@ class Inferencer:
         #            ⟹   Γ ⊢ if (c) { e1 } else { e2 } : T
         span = e.span or self.default_span
         c = yield e.cond
-        self.unify(BOOL, self.use(e.cond, c), "Type-If", "condition", self._site(e.cond, span))
+        self.unify(BOOL, self.use(e.cond, c), Rule.TYPE_IF, "condition", self._site(e.cond, span))
         t1 = yield e.true_branch
         t1 = self.use(e.true_branch, t1)
         t2 = yield e.false_branch
         t2 = self.use(e.false_branch, t2)
-        self.unify(t1, t2, "Type-If", "the else branch must have the type of the then branch",
+        self.unify(t1, t2, Rule.TYPE_IF, "the else branch must have the type of the then branch",
                    self._site(e.false_branch, span))
         return t1
 
@@ -625,7 +664,7 @@ class Inferencer:
         raw = yield e.data
         data = self.use(e.data, raw)
         if not isinstance(e.clauses, tuple) or not all(isinstance(c, Clause) for c in e.clauses):
-            raise RelayTypeError("malformed program: match clauses", span, code="Type-ADT-Match")
+            raise RelayTypeError("malformed program: match clauses", span, code=Rule.TYPE_ADT_MATCH)
         result: Type | None = None
         for i, clause in enumerate(e.clauses):
             cspan = clause.span or span
@@ -635,7 +674,7 @@ class Inferencer:
             if result is None:
                 result = rt
             else:
-                self.unify(result, rt, "Type-ADT-Match", f"clause {i + 1} must have the type of "
+                self.unify(result, rt, Rule.TYPE_ADT_MATCH, f"clause {i + 1} must have the type of "
                            "clause 1", self._site(clause.rhs, cspan))
             self.restore(bound)
         if e.complete:
@@ -654,19 +693,36 @@ class Inferencer:
         t = self.store.find(self.use(e.ref, raw))
         if type(t) is RefType:
             return t.value
+        if type(t) is not IncompleteType:
+            span = e.span or self.default_span
+            raise RelayTypeError(messages.not_a_reference(
+                messages.written_as(span, "ref_read", "!"), _subject(e.ref, "the operand"),
+                messages.show(self.store.for_display(t)), Rule.TYPE_READ_REF),
+                self._site(e.ref, span), code=Rule.TYPE_READ_REF)
         value = self.store.fresh()
-        self.unify(RefType(value), t, "Type-Read-Ref", "operand of ref_read",
+        self.unify(RefType(value), t, Rule.TYPE_READ_REF, "the operand of `!`",
                    self._site(e.ref, e.span))
         return value
 
     def _infer_ref_write(self, e: RefWrite) -> Case:
         # [Type-Write-Ref]  Γ ⊢ r : Ref[T]   Γ ⊢ v : T   ⟹   Γ ⊢ r := v : ()
+        span = e.span or self.default_span
         raw = yield e.ref
-        r = self.use(e.ref, raw)
+        r = self.store.find(self.use(e.ref, raw))
+        if type(r) is not RefType and type(r) is not IncompleteType:
+            raise RelayTypeError(messages.not_a_reference(
+                messages.written_as(span, "ref_write", ":="), _subject(e.ref, "the target"),
+                messages.show(self.store.for_display(r)), Rule.TYPE_WRITE_REF,
+                " to write to"), self._site(e.ref, span), code=Rule.TYPE_WRITE_REF)
         raw = yield e.value
         v = self.use(e.value, raw)
-        self.unify(r, RefType(v), "Type-Write-Ref", "the reference must hold the written value",
-                   self._site(e.value, e.span))
+        target = _subject(e.ref, "the reference")
+        if type(r) is RefType:
+            self.unify(r.value, v, Rule.TYPE_WRITE_REF, f"the value written to {target}",
+                       self._site(e.value, span))
+        else:
+            self.unify(r, RefType(v), Rule.TYPE_WRITE_REF, f"the value written to {target}",
+                       self._site(e.value, span))
         return UNIT
 
     # --- [Type-Gradient] ----------------------------------------------------------------------
@@ -675,7 +731,7 @@ class Inferencer:
         span = e.span or self.default_span
         raw = yield e.func
         f = self.store.find(self.use(e.func, raw))
-        return self.solver.relate(GRADIENT, (f,), None, rule="Type-Gradient", span=span,
+        return self.solver.relate(GRADIENT, (f,), None, rule=Rule.TYPE_GRADIENT, span=span,
                                   label="grad", deep=False, internal=True)
 
 
@@ -692,3 +748,15 @@ def _describe(node: Any) -> str:
     if tn is Op or tn is Constructor:
         return str(node.name)
     return "the callee"
+
+
+def _subject(node: Any, fallback: str) -> str:
+    """A sub-expression in the program's words: a name, a scalar constant, or ``fallback``."""
+    tn = type(node)
+    if tn is Constant and getattr(node.data, "ndim", None) == 0:
+        from semantics.printer import pretty
+
+        return pretty(node)
+    if tn in _NAMES:
+        return _describe(node)
+    return fallback

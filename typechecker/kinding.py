@@ -35,6 +35,7 @@ from semantics.expr import Constructor
 from semantics.rules import Rule
 from semantics.shapes import ANY, Dim, dim_str
 from semantics.span import Span
+from semantics.type_visitor import TypeMutator, TypeVisitor
 from semantics.types import (
     FuncType,
     GlobalTypeVar,
@@ -66,7 +67,7 @@ class ConstructorInfo:
 
 
 def _error(rule: Rule, what: str, span: Span | None) -> RelayTypeError:
-    return RelayTypeError(messages.ill_kinded(rule.value, what), span, code=rule.value)
+    return RelayTypeError(messages.ill_kinded(rule, what), span, code=rule)
 
 
 class Kinder:
@@ -164,47 +165,7 @@ class Kinder:
         return self._check(t, delta, span or getattr(t, "span", None))
 
     def _check(self, t: Type, delta: Collection[TypeVar], span: Span | None) -> Type:
-        tt = type(t)
-        if tt is TensorType:
-            # [Kind-Tensor]  Δ ⊢ bt : BaseType   Δ ⊢ s : Shape   ⟹   Δ ⊢ Tensor[s, bt] : Type
-            return self._tensor(t, span)  # type: ignore[arg-type]
-        if tt is TupleType:
-            # [Kind-Tuple]  ∀i. Δ ⊢ Ti : Type   ⟹   Δ ⊢ (T1, ..., Tn) : Type
-            if not isinstance(t.fields, tuple):  # type: ignore[attr-defined]
-                raise _error(Rule.KIND_TUPLE, "malformed tuple type", span)
-            fields = tuple(self._check(f, delta, span) for f in t.fields)  # type: ignore
-            if all(a is b for a, b in zip(fields, t.fields, strict=False)):  # type: ignore[attr-defined]
-                return t
-            return TupleType(fields, span=t.span)
-        if tt is FuncType:
-            return self._func(t, delta, span)  # type: ignore[arg-type]
-        if tt is RefType:
-            # [Kind-Ref]  Δ ⊢ T : Type   ⟹   Δ ⊢ Ref[T] : Type
-            value = self._check(t.value, delta, span)  # type: ignore[attr-defined]
-            return t if value is t.value else RefType(value, span=t.span)  # type: ignore
-        if tt is TypeVar:
-            # [Kind-TypeVar]  V : Type ∈ Δ   ⟹   Δ ⊢ V : Type
-            if t.kind is not Kind.Type:  # type: ignore[attr-defined]
-                raise _error(Rule.KIND_TYPEVAR, f"{t.name} has kind "  # type: ignore
-                             f"{t.kind.value}, not Type", span)  # type: ignore[attr-defined]
-            if t not in delta:
-                raise _error(Rule.KIND_TYPEVAR,
-                             f"type variable {t.name} is not in scope", span)  # type: ignore
-            return t
-        if tt is GlobalTypeVar:
-            # [Kind-TypeCall] with no arguments: a bare ADT name
-            return self._type_call(t, (), delta, span, t)  # type: ignore[arg-type]
-        if tt is TypeCall:
-            if not isinstance(t.func, GlobalTypeVar):  # type: ignore[attr-defined]
-                raise _error(Rule.KIND_TYPECALL, "only an ADT can be applied to types", span)
-            if not isinstance(t.args, tuple):  # type: ignore[attr-defined]
-                raise _error(Rule.KIND_TYPECALL, "malformed type arguments", span)
-            return self._type_call(t.func, t.args, delta, span, t)  # type: ignore[attr-defined]
-        if tt is IncompleteType:
-            return t
-        if tt is TypeRelation:
-            raise _error(Rule.KIND_RELATION, "a relation is not a type", span)
-        raise _error(Rule.KIND_TENSOR, f"{tt.__name__} is not a type", span)
+        return _KindCheck(self, delta, span).mutate(t)
 
     def _tensor(self, t: TensorType, span: Span | None) -> Type:
         # [Kind-BaseType]  the dtype names a base type (intN, uintN, floatN, bool, with lanes)
@@ -220,7 +181,7 @@ class Kinder:
             return t
         return TensorType(new, t.dtype, span=t.span)
 
-    def _func(self, t: FuncType, delta: Collection[TypeVar], span: Span | None) -> Type:
+    def _func(self, t: FuncType, span: Span | None) -> None:
         # [Kind-Function]  Δ' = Δ, V1..Vk   Δ' ⊢ Ti : Type   Δ' ⊢ O : Type   Δ' ⊢ Rj : Relation
         #                  ⟹   Δ ⊢ fn[V1..Vk](T1..Tn) -> O where R1..Rr : Type
         params = t.type_params
@@ -229,16 +190,10 @@ class Kinder:
             raise _error(Rule.KIND_FUNCTION, "type parameters must be type variables", span)
         if not isinstance(t.arg_types, tuple) or not isinstance(t.type_constraints, tuple):
             raise _error(Rule.KIND_FUNCTION, "malformed function type", span)
-        inner = _Scope(delta, params) if params else delta
-        args = tuple(self._check(a, inner, span) for a in t.arg_types)
-        ret = self._check(t.ret_type, inner, span)
-        cons = tuple(self._relation(c, inner, span) for c in t.type_constraints)
-        same = ret is t.ret_type and all(
-            a is b for a, b in zip(args, t.arg_types, strict=False)) and all(
-            a is b for a, b in zip(cons, t.type_constraints, strict=False))
-        return t if same else FuncType(args, ret, params, cons, span=t.span)
+        for c in t.type_constraints:
+            self._relation(c, span)
 
-    def _relation(self, c: Type, delta: Collection[TypeVar], span: Span | None) -> TypeRelation:
+    def _relation(self, c: Type, span: Span | None) -> None:
         # [Kind-Relation]  Rel is a registered relation   ∀i. Δ ⊢ Ti : Type
         #                  ⟹   Δ ⊢ Rel(T1, ..., Tn) : Relation
         if not isinstance(c, TypeRelation) or not callable(c.relation):
@@ -247,13 +202,8 @@ class Kinder:
         if not isinstance(c.args, tuple) or not c.args or not isinstance(c.num_inputs, int) \
                 or not 0 <= c.num_inputs < len(c.args):
             raise _error(Rule.KIND_RELATION, "malformed relation arguments", span)
-        args = tuple(self._check(a, delta, span) for a in c.args)
-        if all(a is b for a, b in zip(args, c.args, strict=False)):
-            return c
-        return TypeRelation(c.relation, args, c.num_inputs, c.attrs)
 
-    def _type_call(self, func: GlobalTypeVar, args: tuple[Type, ...],
-                   delta: Collection[TypeVar], span: Span | None, original: Type) -> Type:
+    def _type_call(self, func: GlobalTypeVar, args: tuple[Type, ...], span: Span | None) -> None:
         # [Kind-TypeCall]  Δ ⊢ D : ADT with k parameters   ∀i. Δ ⊢ Ti : Type
         #                  ⟹   Δ ⊢ D[T1, ..., Tk] : Type
         name = func.name
@@ -268,28 +218,66 @@ class Kinder:
             noun = "type argument" if want == 1 else "type arguments"
             raise _error(Rule.KIND_TYPECALL,
                          f"{name} expects {want} {noun}, found {len(args)}", span)
-        new = tuple(self._check(a, delta, span) for a in args)
-        if type(original) is TypeCall and all(a is b for a, b in zip(new, args, strict=False)):
-            return original
-        return TypeCall(func, new, span=original.span)
 
 
-class _Scope(Collection):
-    """Δ extended with a function type's own parameters (no copying of the outer scope)."""
+class _KindCheck(TypeMutator):
+    """``Δ ⊢ t : Type`` as one iterative walk: each node's rule is checked on entry, its
+    sub-types (under the function type's parameters, which extend Δ) by the walk."""
 
-    def __init__(self, outer: Collection[TypeVar], params: tuple[TypeVar, ...]):
-        self.outer = outer
-        self.params = params
+    def __init__(self, kinder: Kinder, delta: Collection[TypeVar], span: Span | None):
+        super().__init__()
+        self.kinder = kinder
+        self.delta = delta
+        self.span = span
+        self.constraints: set[int] = set()
 
-    def __contains__(self, v: object) -> bool:
-        return any(v is p for p in self.params) or v in self.outer
-
-    def __iter__(self):
-        yield from self.params
-        yield from self.outer
-
-    def __len__(self) -> int:
-        return len(self.params) + len(self.outer)
+    def enter(self, t: Type) -> Type | None:
+        span = self.span
+        tt = type(t)
+        if tt is TensorType:
+            # [Kind-Tensor]  Δ ⊢ bt : BaseType   Δ ⊢ s : Shape   ⟹   Δ ⊢ Tensor[s, bt] : Type
+            return self.kinder._tensor(t, span)  # type: ignore[arg-type]
+        if tt is TupleType:
+            # [Kind-Tuple]  ∀i. Δ ⊢ Ti : Type   ⟹   Δ ⊢ (T1, ..., Tn) : Type
+            if not isinstance(t.fields, tuple):  # type: ignore[attr-defined]
+                raise _error(Rule.KIND_TUPLE, "malformed tuple type", span)
+            return None
+        if tt is FuncType:
+            self.kinder._func(t, span)  # type: ignore[arg-type]
+            self.constraints.update(id(c) for c in t.type_constraints)  # type: ignore
+            return None
+        if tt is RefType:
+            # [Kind-Ref]  Δ ⊢ T : Type   ⟹   Δ ⊢ Ref[T] : Type
+            return None
+        if tt is TypeVar:
+            # [Kind-TypeVar]  V : Type ∈ Δ   ⟹   Δ ⊢ V : Type
+            v: TypeVar = t  # type: ignore[assignment]
+            if v.kind is not Kind.Type:
+                raise _error(Rule.KIND_TYPEVAR, f"{v.name} has kind {v.kind.value}, not Type",
+                             span)
+            if not self.is_bound(v) and v not in self.delta:
+                raise _error(Rule.KIND_TYPEVAR, f"type variable {v.name} is not in scope", span)
+            return t
+        if tt is GlobalTypeVar:
+            # [Kind-TypeCall] with no arguments: a bare ADT name
+            g: GlobalTypeVar = t  # type: ignore[assignment]
+            self.kinder._type_call(g, (), span)
+            return TypeCall(g, (), span=g.span)
+        if tt is TypeCall:
+            call: TypeCall = t  # type: ignore[assignment]
+            if not isinstance(call.func, GlobalTypeVar):
+                raise _error(Rule.KIND_TYPECALL, "only an ADT can be applied to types", span)
+            if not isinstance(call.args, tuple):
+                raise _error(Rule.KIND_TYPECALL, "malformed type arguments", span)
+            self.kinder._type_call(call.func, call.args, span)
+            return None
+        if tt is IncompleteType:
+            return t
+        if tt is TypeRelation:
+            if id(t) in self.constraints:
+                return None
+            raise _error(Rule.KIND_RELATION, "a relation is not a type", span)
+        raise _error(Rule.KIND_TENSOR, f"{tt.__name__} is not a type", span)
 
 
 def check_dim(d: object, span: Span | None) -> Dim:
@@ -297,7 +285,7 @@ def check_dim(d: object, span: Span | None) -> Dim:
     # [Kind-Shape]  ∀i. di ∈ ℕ, di = ?, or di an integer expression over shape variables
     #               ⟹   Δ ⊢ (d1, ..., dn) : Shape
     if d is ANY:
-        return d  # type: ignore[return-value]
+        return d
     if isinstance(d, bool):
         raise _error(Rule.KIND_SHAPE, f"{d!r} is not a dimension", span)
     if type(d) is int:
@@ -305,7 +293,7 @@ def check_dim(d: object, span: Span | None) -> Dim:
             raise _error(Rule.KIND_SHAPE, f"dimension {d} is negative", span)
         return d
     if hasattr(d, "__index__") and not isinstance(d, sympy.Basic):
-        return check_dim(int(d.__index__()), span)  # type: ignore[attr-defined]
+        return check_dim(int(d.__index__()), span)
     if isinstance(d, sympy.Expr):
         if d.is_Integer:
             return check_dim(int(d), span)
@@ -321,26 +309,27 @@ def check_dim(d: object, span: Span | None) -> Dim:
 
 def shape_vars_of(t: Type) -> set[str]:
     """Names of the shape variables (not holes) occurring in ``t``."""
-    out: set[str] = set()
-    stack = [t]
-    while stack:
-        u = stack.pop()
-        tu = type(u)
-        if tu is TensorType:
-            for d in u.shape:  # type: ignore[attr-defined]
+    walk = _ShapeVars()
+    walk.visit(t)
+    return walk.out
+
+
+class _ShapeVars(TypeVisitor):
+    """The walk of :func:`shape_vars_of`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.out: set[str] = set()
+
+    def enter(self, t: Type) -> bool:
+        if type(t) is TensorType:
+            for d in t.shape:
                 if isinstance(d, sympy.Basic):
-                    out.update(s.name for s in d.free_symbols
-                               if isinstance(s, sympy.Symbol) and not isinstance(s, sympy.Dummy))
-        elif tu is TupleType:
-            stack.extend(u.fields)  # type: ignore[attr-defined]
-        elif tu is FuncType:
-            stack.extend(u.arg_types)  # type: ignore[attr-defined]
-            stack.append(u.ret_type)  # type: ignore[attr-defined]
-        elif tu is RefType:
-            stack.append(u.value)  # type: ignore[attr-defined]
-        elif tu is TypeCall:
-            stack.extend(u.args)  # type: ignore[attr-defined]
-    return out
+                    self.out.update(s.name for s in d.free_symbols
+                                    if isinstance(s, sympy.Symbol)
+                                    and not isinstance(s, sympy.Dummy))
+            return False
+        return True
 
 
 def written_shape_names(root: Any) -> set[str]:
@@ -354,6 +343,7 @@ def written_shape_names(root: Any) -> set[str]:
         if isinstance(t, Type):
             out.update(shape_vars_of(t))
 
+    node: Any
     for node in post_order(root):
         tn = type(node)
         if tn is Var:

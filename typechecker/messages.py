@@ -8,6 +8,8 @@ error's ``code``:
 prefix                      used for
 ==========================  =====================================================
 ``type mismatch in R ...``  a failed unification (shows both types)
+``type mismatch: X expects``  an operand of the wrong form, in the program's words
+                            (``!`` / ``:=`` on a non-reference, calling a non-function)
 ``unbound variable %x``     Type-Var without a binding in scope
 ``undefined global @g``     Type-Global for a name the module does not define
 ``undefined constructor``   Type-ADT-Constructor / patterns for an unknown name
@@ -26,7 +28,9 @@ exists (it is written concurrently) a small local rendering is used.
 from __future__ import annotations
 
 from semantics import errors
+from semantics.rules import Rule
 from semantics.shapes import dim_str
+from semantics.span import Span
 from semantics.types import (
     FuncType,
     GlobalTypeVar,
@@ -41,63 +45,122 @@ from semantics.types import (
     TypeVar,
 )
 
+SHOW_LIMIT = 400
+"""Types longer than this many characters are shown elided in the middle."""
+
 
 def show(t: Type) -> str:
-    """Text of a type for an error message (the printer's, or a local fallback)."""
-    try:
-        from semantics.printer import pretty
-    except ImportError:
-        return _fallback(t)
-    try:
-        return pretty(t)
-    except Exception:  # noqa: BLE001 - the printer must never hide the real error
-        return _fallback(t)
+    """Text of a type for an error message (the printer's, or a local fallback).
+
+    A very large type (a reference nested thousands deep, or a tuple type whose
+    sharing makes its text exponential) is elided, so the message stays readable
+    and is produced in time bounded by :data:`SHOW_LIMIT`.
+    """
+    if _tree_larger_than(t, SHOW_LIMIT):
+        head = _fallback(t, SHOW_LIMIT // 2)
+        if _tree_larger_than(t, SHOW_LIMIT * 8):
+            return f"{head} ..."
+        text = _fallback(t)
+    else:
+        try:
+            from semantics.printer import pretty
+
+            text = pretty(t)
+        except Exception:  # noqa: BLE001 - the printer must never hide the real error
+            text = _fallback(t)
+    if len(text) > SHOW_LIMIT:
+        half = SHOW_LIMIT // 2
+        text = f"{text[:half]} ... {text[-half:]}"
+    return text
 
 
-def _fallback(t: Type) -> str:
+def _tree_larger_than(t: Type, limit: int) -> bool:
+    """Whether ``t`` written out as a tree has more than ``limit`` nodes (stops early)."""
+    from semantics.type_visitor import type_kids
+
+    n = 0
+    stack = [t]
+    while stack:
+        n += 1
+        if n > limit:
+            return True
+        stack.extend(type_kids(stack.pop()))
+    return False
+
+
+def _fallback(t: Type, budget: int | None = None) -> str:
+    """An iterative rendering of ``t`` (work items: text to emit, or a type to expand).
+
+    With a ``budget``, rendering stops once that many characters are written.
+    """
+    out: list[str] = []
+    size = 0
+    work: list[object] = [t]
+    while work:
+        if budget is not None and size >= budget:
+            break
+        item = work.pop()
+        if isinstance(item, str):
+            out.append(item)
+            size += len(item)
+            continue
+        assert isinstance(item, Type)
+        parts = _fallback_parts(item)
+        work.extend(reversed(parts))
+    return "".join(out)
+
+
+def _join(items: tuple[Type, ...], sep: str = ", ") -> list[object]:
+    parts: list[object] = []
+    for i, x in enumerate(items):
+        if i:
+            parts.append(sep)
+        parts.append(x)
+    return parts
+
+
+def _fallback_parts(t: Type) -> list[object]:
     if isinstance(t, TensorType):
         if not t.shape:
-            return t.dtype
+            return [t.dtype]
         dims = ", ".join(dim_str(d) for d in t.shape)
         if len(t.shape) == 1:
             dims += ","
-        return f"Tensor[({dims}), {t.dtype}]"
+        return [f"Tensor[({dims}), {t.dtype}]"]
     if isinstance(t, TupleType):
-        inner = ", ".join(_fallback(f) for f in t.fields)
-        return f"({inner},)" if len(t.fields) == 1 else f"({inner})"
+        return ["(", *_join(t.fields), ",)" if len(t.fields) == 1 else ")"]
     if isinstance(t, FuncType):
         params = f"[{', '.join(p.name for p in t.type_params)}]" if t.type_params else ""
-        args = ", ".join(_fallback(a) for a in t.arg_types)
-        return f"fn {params}({args}) -> {_fallback(t.ret_type)}"
+        return [f"fn {params}(", *_join(t.arg_types), ") -> ", t.ret_type]
     if isinstance(t, RefType):
-        return f"Ref[{_fallback(t.value)}]"
+        return ["Ref[", t.value, "]"]
     if isinstance(t, TypeCall):
         if not t.args:
-            return t.func.name
-        return f"{t.func.name}[{', '.join(_fallback(a) for a in t.args)}]"
+            return [t.func.name]
+        return [f"{t.func.name}[", *_join(t.args), "]"]
     if isinstance(t, (TypeVar, GlobalTypeVar)):
-        return t.name
+        return [t.name]
     if isinstance(t, IncompleteType):
-        return "?"
+        return ["?"]
     if isinstance(t, TypeRelation):
         name = getattr(t.relation, "name", "relation")
-        return f"{name}({', '.join(_fallback(a) for a in t.args)})"
+        return [f"{name}(", *_join(t.args), ")"]
     if isinstance(t, TypeData):
-        return f"type {t.header.name}"
-    return type(t).__name__
+        return [f"type {t.header.name}"]
+    return [type(t).__name__]
 
 
 def with_rule(message: str, rule: str) -> str:
     return f"{message} ({rule})"
 
 
-def mismatch(rule: str, what: str, expected: str, found: str, detail: str = "") -> str:
+def mismatch(rule: Rule, what: str, expected: str, found: str, detail: str = "") -> str:
     context = f"{rule} ({what})" if what else rule
     text = errors.type_mismatch(expected, found, context)
     return f"{text}: {detail}" if detail else text
 
 
-def arity(rule: str, what: str, expected: int, found: int, noun: str) -> str:
+def arity(rule: Rule, what: str, expected: int, found: int, noun: str) -> str:
     context = f"{rule} ({what})" if what else rule
     return errors.type_mismatch(_count(expected, noun), _count(found, noun), context)
 
@@ -107,28 +170,51 @@ def _count(n: int, noun: str) -> str:
 
 
 def unbound_variable(name: str) -> str:
-    return with_rule(errors.unbound_variable(name), "Type-Var")
+    return with_rule(errors.unbound_variable(name), Rule.TYPE_VAR)
 
 
 def undefined_global(name: str) -> str:
-    return with_rule(errors.undefined_global(name), "Type-Global")
+    return with_rule(errors.undefined_global(name), Rule.TYPE_GLOBAL)
 
 
-def undefined_constructor(name: str, rule: str) -> str:
+def undefined_constructor(name: str, rule: Rule) -> str:
     return with_rule(f"undefined constructor {name}", rule)
 
 
 def non_exhaustive(missing: str) -> str:
-    return with_rule(errors.non_exhaustive_match(missing), "Type-ADT-Match")
+    return with_rule(errors.non_exhaustive_match(missing), Rule.TYPE_ADT_MATCH)
 
 
-def relation_failed(relation: str, types: str, why: str, rule: str, op: str) -> str:
+def relation_failed(relation: str, types: str, why: str, rule: Rule, op: str) -> str:
     return with_rule(errors.relation_failed(relation, types, why), f"{rule}: {op}")
 
 
-def underconstrained(rule: str, what: str) -> str:
+def underconstrained(rule: Rule, what: str) -> str:
     return f"underconstrained: {what} ({rule})"
 
 
-def ill_kinded(rule: str, what: str) -> str:
+def ill_kinded(rule: Rule, what: str) -> str:
     return f"ill-kinded type: {what} ({rule})"
+
+
+def written_as(span: Span | None, keyword: str, symbol: str) -> str:
+    """How the program spelled a construct with two spellings (``ref_read`` or ``!``)."""
+    text = span.text if span is not None else None
+    if span is not None and text is not None:
+        line = text.line_text(span.line)
+        if line[span.column - 1:].startswith(keyword):
+            return f"`{keyword}`"
+    return f"`{symbol}`"
+
+
+def not_a_reference(construct: str, subject: str, found: str, rule: Rule,
+                    where: str = "") -> str:
+    """``!``/``:=`` applied to something that is not a reference."""
+    return with_rule(f"type mismatch: {construct} expects a reference{where}, but {subject} "
+                     f"has type {found}", rule)
+
+
+def not_a_function(subject: str, found: str) -> str:
+    """A call whose callee is not a function."""
+    return with_rule(f"type mismatch: only functions can be called, but {subject} has type "
+                     f"{found}", Rule.TYPE_CALL)

@@ -40,6 +40,7 @@ from semantics.expr import (
     PatternWildcard,
     Var,
 )
+from semantics.rules import Rule
 from semantics.types import GlobalTypeVar, IncompleteType, TupleType, Type, TypeCall
 from semantics.visitor import Recursive, run_recursive
 from typechecker import messages
@@ -70,26 +71,26 @@ def bind_pattern(inf: Inferencer, pattern: Pattern, t: Type,
             var = p.var
             if not isinstance(var, Var):
                 raise RelayTypeError("malformed pattern: a pattern variable must be a Var",
-                                     span, code="Type-Pattern-Var")
+                                     span, code=Rule.TYPE_PATTERN_VAR)
             if var.type_annotation is not None:
                 ann = inf.annotation(var.type_annotation, var.span or span)
-                inf.unify(ann, ty, "Type-Pattern-Var", f"pattern %{var.name_hint}", span)
+                inf.unify(ann, ty, Rule.TYPE_PATTERN_VAR, f"pattern %{var.name_hint}", span)
                 ty = ann
             bound.append(inf.bind(var, ty))
         elif tp is PatternConstructor:
             # [Type-Pattern-Constructor]  C : fn[V..](T1..Tn) -> D[V..]   ⊢ pi : Ti[U/V] ⇝ Γi
             #                             ⟹   ⊢ C(p1, ..., pn) : D[U..] ⇝ Γ1, ..., Γn
             ctor = p.constructor
-            info = inf.constructor_info(ctor, "Type-Pattern-Constructor", span)
+            info = inf.constructor_info(ctor, Rule.TYPE_PATTERN_CONSTRUCTOR, span)
             fresh = tuple(store.fresh() for _ in info.type_vars)
-            inf.unify(ty, TypeCall(info.result.func, fresh), "Type-Pattern-Constructor",
+            inf.unify(ty, TypeCall(info.result.func, fresh), Rule.TYPE_PATTERN_CONSTRUCTOR,
                       f"pattern {info.name}", span)
             subs = p.patterns
             if not isinstance(subs, tuple) or len(subs) != len(info.fields):
                 n = len(subs) if isinstance(subs, tuple) else 0
                 raise RelayTypeError(messages.arity(
-                    "Type-Pattern-Constructor", f"pattern {info.name}", len(info.fields), n,
-                    "field"), span, code="Type-Pattern-Constructor")
+                    Rule.TYPE_PATTERN_CONSTRUCTOR, f"pattern {info.name}", len(info.fields), n,
+                    "field"), span, code=Rule.TYPE_PATTERN_CONSTRUCTOR)
             mapping = dict(zip(info.type_vars, fresh, strict=False))
             for sub, field in reversed(list(zip(subs, info.fields, strict=False))):
                 stack.append((sub, substitute(field, mapping, {})))  # type: ignore[arg-type]
@@ -99,19 +100,19 @@ def bind_pattern(inf: Inferencer, pattern: Pattern, t: Type,
             subs = p.patterns
             if not isinstance(subs, tuple):
                 raise RelayTypeError("malformed pattern: tuple pattern fields",
-                                     span, code="Type-Pattern-Tuple")
+                                     span, code=Rule.TYPE_PATTERN_TUPLE)
             known = store.find(ty)
             if type(known) is TupleType and len(known.fields) == len(subs):
                 fields = known.fields
             else:
                 fields = tuple(store.fresh() for _ in subs)
-                inf.unify(ty, TupleType(fields), "Type-Pattern-Tuple",
+                inf.unify(ty, TupleType(fields), Rule.TYPE_PATTERN_TUPLE,
                           f"tuple pattern of {len(subs)} fields", span)
             for sub, field in reversed(list(zip(subs, fields, strict=False))):
                 stack.append((sub, field))
         else:
             raise RelayTypeError(f"malformed pattern: {type(p).__name__} is not a pattern",
-                                 span, code="Type-ADT-Match")
+                                 span, code=Rule.TYPE_ADT_MATCH)
     return bound
 
 
@@ -200,9 +201,10 @@ def _signature(inf: Inferencer, t: Type | None, heads: list[Any]) -> list[_Sig] 
     if t is not None:
         t = store.resolve(t)
         if type(t) is TypeCall or type(t) is GlobalTypeVar:
-            func = t.func if type(t) is TypeCall else t  # type: ignore[attr-defined]
-            args = t.args if type(t) is TypeCall else ()  # type: ignore[attr-defined]
-            return _adt_signature(inf, func.name, args)  # type: ignore[attr-defined]
+            if isinstance(t, TypeCall):
+                return _adt_signature(inf, t.func.name, t.args)
+            assert isinstance(t, GlobalTypeVar)
+            return _adt_signature(inf, t.name, ())
         if type(t) is TupleType:
             return [_Sig(_TUPLE_KEY, len(t.fields), list(t.fields), "")]
         if type(t) is not IncompleteType:
@@ -222,7 +224,7 @@ def _adt_signature(inf: Inferencer, adt: str, args: tuple[Type, ...] | None) -> 
     for info in inf.kinder.constructors_of(adt):
         if args is not None and len(args) == len(info.type_vars):
             mapping = dict(zip(info.type_vars, args, strict=False))
-            fields: list[Type | None] = [substitute(f, mapping, {})  # type: ignore[arg-type]
+            fields: list[Type | None] = [substitute(f, mapping, {})
                                          for f in info.fields]
         else:
             fields = [None] * len(info.fields)

@@ -41,6 +41,7 @@ import sympy
 from semantics.errors import RelayTypeError
 from semantics.expr import Expr, Function, GlobalVar, Var
 from semantics.module import IRModule
+from semantics.rules import Rule
 from semantics.shapes import shape_var
 from semantics.types import FuncType, Type, TypeData
 from semantics.visitor import post_order
@@ -95,7 +96,7 @@ def _check_module(mod: IRModule) -> ModuleTyping:
     for name, fn in functions.items():
         if not isinstance(fn, Function):
             raise RelayTypeError(f"malformed program: @{name} is not a function",
-                                 getattr(fn, "span", None), code="Type-Function-Definition")
+                                 getattr(fn, "span", None), code=Rule.TYPE_FUNCTION_DEFINITION)
         inf.default_span = fn.span
         declared = inf.declared_type(fn)
         if declared is not None:
@@ -152,7 +153,7 @@ def _monomorphic_type(inf: Inferencer, fn: Function) -> FuncType:
     try:
         if not isinstance(fn.params, tuple) or not all(isinstance(p, Var) for p in fn.params):
             raise RelayTypeError("malformed program: function parameters must be Vars", span,
-                                 code="Type-Function-Definition")
+                                 code=Rule.TYPE_FUNCTION_DEFINITION)
         args = tuple(inf.annotation(p.type_annotation, p.span or span)
                      if p.type_annotation is not None else inf.store.fresh() for p in fn.params)
         ret = inf.annotation(fn.ret_type, span) if fn.ret_type is not None else inf.store.fresh()
@@ -170,13 +171,13 @@ def _infer_body(inf: Inferencer, info: GlobalInfo) -> None:
     params = inf.push_type_params(fn.type_params, fn.span)
     if not isinstance(fn.params, tuple) or not all(isinstance(p, Var) for p in fn.params):
         raise RelayTypeError("malformed program: function parameters must be Vars", fn.span,
-                             code="Type-Function-Definition")
+                             code=Rule.TYPE_FUNCTION_DEFINITION)
     saved = [inf.bind(p, t) for p, t in zip(fn.params, ft.arg_types, strict=False)]
     raw = inf.run(fn.body)
-    body = inf.use(fn.body, raw)
+    body = inf.result_type(fn.body, raw, info.declared or fn.ret_type is not None)
     site = fn.body.span if not isinstance(fn.body, Var) and fn.body.span else (
         getattr(fn.ret_type, "span", None) or fn.span)
-    inf.unify(ft.ret_type, body, "Type-Function-Definition", f"result of @{info.name}", site)
+    inf.unify(ft.ret_type, body, Rule.TYPE_FUNCTION_DEFINITION, f"result of @{info.name}", site)
     inf.restore(saved)
     inf.pop_type_params(params)
 
@@ -245,7 +246,7 @@ def _check_matches(inf: Inferencer) -> None:
         missing = missing_case(inf, match.clauses, data)
         if missing is not None:
             raise RelayTypeError(messages.non_exhaustive(missing), match.span or inf.default_span,
-                                 code="Type-ADT-Match")
+                                 code=Rule.TYPE_ADT_MATCH)
 
 
 # --- expressions ----------------------------------------------------------------------------

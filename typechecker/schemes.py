@@ -28,9 +28,11 @@ from typing import Any
 import sympy
 
 from semantics.errors import RelayTypeError
+from semantics.rules import Rule
 from semantics.shapes import shape_var
 from semantics.span import Span
-from semantics.types import FuncType, IncompleteType, Type, TypeRelation, TypeVar, type_children
+from semantics.type_visitor import TypeVisitor
+from semantics.types import FuncType, IncompleteType, Type, TypeRelation, TypeVar
 from typechecker import messages
 from typechecker.kinding import shape_vars_of
 from typechecker.solver import Solver
@@ -45,19 +47,19 @@ def instantiate(store: TypeStore, solver: Solver, scheme: FuncType,
     #                     ⟹   σ ≼ fn(θ(T1), ..., θ(Tn)) -> θ(O)
     params = scheme.type_params
     if len(explicit) > len(params):
-        raise RelayTypeError(messages.arity("Type-Instantiate", "explicit type arguments",
+        raise RelayTypeError(messages.arity(Rule.TYPE_INSTANTIATE, "explicit type arguments",
                                             len(params), len(explicit), "type argument"),
-                             span, code="Type-Instantiate")
+                             span, code=Rule.TYPE_INSTANTIATE)
     if error is not None:
-        raise RelayTypeError(error.message, span, code="Type-Op")
+        raise RelayTypeError(error.message, span, code=Rule.TYPE_OP)
     tmap: dict[TypeVar, Type] = {}
     for i, p in enumerate(params):
         tmap[p] = explicit[i] if i < len(explicit) else store.fresh()
-    dmap = {s: store.fresh_hole() for s in shape_vars}
+    dmap = {s: store.fresh_hole(s.name) for s in shape_vars}
     body = store.resolve(FuncType(scheme.arg_types, scheme.ret_type, (), scheme.type_constraints))
     inst = substitute(body, tmap, dmap)
     assert isinstance(inst, FuncType)
-    rule = "Type-Op" if scheme.type_constraints else "Type-Call"
+    rule = Rule.TYPE_OP if scheme.type_constraints else Rule.TYPE_CALL
     for c in inst.type_constraints:
         n = c.num_inputs
         solver.relate(c.relation, tuple(c.args[:n]), c.attrs, rule=rule, span=span, label=label,
@@ -81,7 +83,7 @@ def generalize(store: TypeStore, solver: Solver, t: Type, level: int,
     if type(t) is not FuncType:
         return t, ()
     group = {} if group is None else group
-    excluded = solver.pending_blockers() if solver.pending else set()
+    excluded = solver.pending_blockers(level) if solver.pending else set()
     tvars: list[IncompleteType] = []
     holes: list[Any] = []
     seen: set[int] = set()
@@ -112,8 +114,11 @@ def generalize(store: TypeStore, solver: Solver, t: Type, level: int,
             store.bind_hole(h, sv)
     r = store.resolve(t)
     assert isinstance(r, FuncType)
-    own = tuple(explicit) + tuple(v for v in type_vars_of(r) if v in group and
-                                  v not in explicit)
+    # Only this group's variables become parameters; with none, no walk is needed
+    # (so a chain of monomorphic definitions stays linear).
+    own = tuple(explicit)
+    if group:
+        own += tuple(v for v in type_vars_of(r) if v in group and v not in explicit)
     if own != r.type_params:
         r = FuncType(r.arg_types, r.ret_type, own, r.type_constraints)
     return r, tuple(new_dims)
@@ -128,14 +133,14 @@ def operator_scheme(opdef: Any) -> tuple[FuncType, RelayTypeError | None]:
         n = 1
         error = RelayTypeError(messages.with_rule(
             f"operator {name} takes a variable number of arguments and cannot be used "
-            "as a value", "Type-Op"))
+            "as a value", Rule.TYPE_OP))
     try:
         attrs = opdef.normalize_attrs({})
     except RelayTypeError as err:
         attrs = None
         error = error or RelayTypeError(messages.with_rule(
             f"{err.message}; operator {name} cannot be used as a value without "
-            "attributes", "Type-Op"))
+            "attributes", Rule.TYPE_OP))
     params = tuple(TypeVar(f"T{i + 1}") for i in range(n)) + (TypeVar("O"),)
     relation = TypeRelation(opdef.relation, params, n, attrs)
     return FuncType(params[:n], params[n], params, (relation,)), error
@@ -165,23 +170,26 @@ SHAPE_NAMES = ("n", "m", "k", "p", "q", "r", "s", "t", "u", "v", "w")
 
 def type_vars_of(t: Type) -> list[TypeVar]:
     """The type variables occurring free in ``t``, in order of first appearance."""
-    out: list[TypeVar] = []
-    seen: set[int] = set()
-    stack: list[tuple[Type, frozenset[int]]] = [(t, frozenset())]
-    while stack:
-        u, bound = stack.pop()
-        tu = type(u)
-        if tu is TypeVar:
-            if id(u) not in seen and id(u) not in bound:
-                seen.add(id(u))
-                out.append(u)  # type: ignore[arg-type]
-        elif tu is FuncType:
-            inner = bound | {id(p) for p in u.type_params}  # type: ignore[attr-defined]
-            kids = [*u.arg_types, u.ret_type]  # type: ignore[attr-defined]
-            stack.extend((k, inner) for k in reversed(kids))
-        else:
-            stack.extend((k, bound) for k in reversed(type_children(u)))
-    return out
+    walk = _FreeTypeVars()
+    walk.visit(t)
+    return walk.out
+
+
+class _FreeTypeVars(TypeVisitor):
+    """The walk of :func:`type_vars_of` (memoized: linear in the size of the type DAG)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.out: list[TypeVar] = []
+        self._seen: set[TypeVar] = set()
+
+    def enter(self, t: Type) -> bool:
+        if type(t) is TypeVar:
+            if t not in self._seen and not self.is_bound(t):
+                self._seen.add(t)
+                self.out.append(t)
+            return False
+        return True
 
 
 def fresh_name(taken: set[str], names: tuple[str, ...]) -> str:

@@ -81,6 +81,43 @@ class Z3DimSolver(DimSolver):
         except _Untranslatable:
             return None
 
+    def solve_for(self, a: Dim, b: Dim, unknown: sympy.Symbol) -> tuple[str, int | None]:
+        """Solve ``a == b`` for ``unknown``, a natural number, when SymPy cannot.
+
+        Only equations whose one free symbol is ``unknown`` are attempted.
+        Returns ``("none", None)`` (no natural-number solution), ``("one", v)``,
+        ``("many", None)`` or ``("unknown", None)`` (untranslatable, or Z3 gave up).
+        """
+        try:
+            diff = sympy.sympify(a) - sympy.sympify(b)
+            if diff.free_symbols != {unknown}:
+                return ("unknown", None)
+            self.z3_queries += 1
+            tr = _Translation()
+            num, den = tr.rational(diff)
+        except (_Untranslatable, TypeError, ValueError, sympy.SympifyError):
+            return ("unknown", None)
+        var = tr.vars.get(unknown)
+        if var is None:
+            return ("unknown", None)
+        solver = z3.Solver()
+        solver.set("timeout", self.timeout_ms)
+        solver.add(*tr.side)
+        solver.add(var >= 0, den != 0, num == 0)
+        first = solver.check()
+        if first == z3.unsat:
+            return ("none", None)
+        if first != z3.sat:
+            return ("unknown", None)
+        value = solver.model().eval(var, model_completion=True).as_long()
+        solver.add(var != value)
+        second = solver.check()
+        if second == z3.unsat:
+            return ("one", int(value))
+        if second == z3.sat:
+            return ("many", None)
+        return ("unknown", None)
+
     def require_equal(self, a: Dim, b: Dim, context: str) -> None:
         verdict = self.equal(a, b)
         if verdict is True:

@@ -44,8 +44,10 @@ from collections.abc import Callable
 from typing import Any
 
 from semantics.errors import InternalError, RelayTypeError
-from semantics.shapes import Dim, dim_str
+from semantics.rules import Rule
+from semantics.shapes import Dim
 from semantics.span import Span
+from semantics.type_visitor import TypeMutator
 from semantics.types import IncompleteType, TensorType, TupleType, Type
 from typechecker import messages
 from typechecker.unify import Blocker, Mismatch, TypeStore
@@ -56,10 +58,11 @@ RelationFn = Callable[[tuple[Type, ...], Any, Any], "Type | None"]
 class Constraint:
     """Base: ``done`` once discharged; ``order`` is creation order (deterministic errors)."""
 
-    __slots__ = ("done", "order", "span", "rule")
+    __slots__ = ("done", "order", "span", "rule", "level")
 
-    def __init__(self, order: int, span: Span | None, rule: str):
+    def __init__(self, order: int, span: Span | None, rule: Rule):
         self.done = False
+        self.level = 0
         self.order = order
         self.span = span
         self.rule = rule
@@ -71,7 +74,7 @@ class RelationConstraint(Constraint):
     __slots__ = ("relation", "inputs", "output", "attrs", "label", "deep", "internal")
 
     def __init__(self, order: int, relation: Any, inputs: tuple[Type, ...], output: Type,
-                 attrs: Any, span: Span | None, rule: str, label: str, deep: bool,
+                 attrs: Any, span: Span | None, rule: Rule, label: str, deep: bool,
                  internal: bool):
         super().__init__(order, span, rule)
         self.relation = relation
@@ -108,11 +111,12 @@ class Solver:
         self.queue: deque[Constraint] = deque()
         self.deps: dict[Blocker, list[Constraint]] = {}
         self.pending: dict[Constraint, None] = {}
+        self.by_level: dict[int, list[Constraint]] = {}
         self._order = itertools.count()
         self.relations_run = 0
 
     # --- adding constraints -------------------------------------------------------------------
-    def relate(self, relation: Any, inputs: tuple[Type, ...], attrs: Any, *, rule: str,
+    def relate(self, relation: Any, inputs: tuple[Type, ...], attrs: Any, *, rule: Rule,
                span: Span | None, label: str, deep: bool = True, internal: bool = False,
                output: Type | None = None) -> Type:
         """Constrain ``relation(inputs)`` and return its result type (a variable if not yet known).
@@ -134,14 +138,24 @@ class Solver:
         out = output if output is not None else store.fresh()
         c = RelationConstraint(next(self._order), relation, inputs, out, attrs, span, rule,
                                label, deep, internal)
-        self.pending[c] = None
+        self._file(c)
         self._attempt(c)
         self.solve()
         return out
 
+    def _file(self, c: Constraint) -> None:
+        """A new pending constraint, filed under the current let level (for generalization)."""
+        self.pending[c] = None
+        c.level = self.store.current_level
+        bucket = self.by_level.get(c.level)
+        if bucket is None:
+            self.by_level[c.level] = [c]
+        else:
+            bucket.append(c)
+
     def _defer_dim(self, a: Dim, b: Dim, ctx: Any) -> None:
         c = DimConstraint(next(self._order), a, b, ctx)
-        self.pending[c] = None
+        self._file(c)
         self.queue.append(c)
 
     def _refined(self, key: Blocker) -> None:
@@ -234,7 +248,7 @@ class Solver:
         except Exception as exc:  # noqa: BLE001 - a broken relation is an internal error
             raise InternalError(
                 f"relation {getattr(c.relation, 'name', c.relation)} crashed on "
-                f"{_show_all(inputs)}: {type(exc).__name__}: {exc}") from exc
+                f"{self._show_all(inputs)}: {type(exc).__name__}: {exc}") from exc
         if result is None:
             return None
         if not isinstance(result, Type):
@@ -243,19 +257,15 @@ class Solver:
         return self._canonical(result)
 
     def _canonical(self, t: Type) -> Type:
-        """Hash-cons a ground tensor result; mark a tuple of ground fields ground."""
-        store = self.store
+        """Hash-cons ground tensors of a relation's result; mark tuples of ground fields ground."""
         tt = type(t)
-        if tt is TensorType:
-            shape = t.shape  # type: ignore[attr-defined]
-            if all(type(d) is int for d in shape) or not any(
-                    store.dim_has_holes(d) for d in shape):
-                return store.tensor(tuple(shape), t.dtype)  # type: ignore[attr-defined]
-        elif tt is TupleType:
-            fields = tuple(self._canonical(f) for f in t.fields)  # type: ignore[attr-defined]
-            if all(store.is_ground_fast(f) for f in fields):
-                return store.mark_ground(TupleType(fields))
-        return t
+        if tt is not TensorType and tt is not TupleType:
+            return t
+        return _Canonical(self.store).mutate(t)
+
+    def _show_all(self, types: tuple[Type, ...]) -> str:
+        """Argument types for a message (dimension unknowns shown as shape variables)."""
+        return "(" + ", ".join(messages.show(self.store.for_display(t)) for t in types) + ")"
 
     def _relation_error(self, c: RelationConstraint, inputs: tuple[Type, ...],
                         err: RelayTypeError) -> RelayTypeError:
@@ -266,13 +276,13 @@ class Solver:
             msg = messages.with_rule(msg, f"{c.rule}: {c.label}")
         else:
             name = getattr(c.relation, "name", str(c.relation))
-            msg = messages.relation_failed(name, _show_all(inputs), msg, c.rule, c.label)
+            msg = messages.relation_failed(name, self._show_all(inputs), msg, c.rule, c.label)
         return RelayTypeError(msg, err.span or c.span, code=err.code or c.rule)
 
     def _undetermined(self, c: RelationConstraint, inputs: tuple[Type, ...]) -> RelayTypeError:
         name = getattr(c.relation, "name", str(c.relation))
         return RelayTypeError(
-            messages.relation_failed(name, _show_all(inputs),
+            messages.relation_failed(name, self._show_all(inputs),
                                      "these argument types do not determine a result",
                                      c.rule, c.label), c.span, code=c.rule)
 
@@ -313,20 +323,45 @@ class Solver:
                     return True
         return False
 
-    def pending_blockers(self) -> set[Any]:
-        """Variables and holes occurring in unsolved constraints (kept monomorphic)."""
+    def pending_blockers(self, level: int) -> set[Any]:
+        """Variables and holes of unsolved constraints that may be deeper than ``level``.
+
+        Generalization at ``level`` must keep these monomorphic. Only constraints
+        filed deeper than ``level`` can mention such variables (binding lowers levels,
+        never raises them); each is then re-filed at ``level`` with all its variables
+        and holes lowered to it — it now belongs to the enclosing scope — so a chain of
+        generalizations looks at every constraint a bounded number of times (no scan of
+        the whole set of pending constraints per binding).
+        """
         store = self.store
         out: set[Any] = set()
-        for c in self.pending:
-            if c.done:
-                continue
-            if type(c) is RelationConstraint:
-                for t in (*c.inputs, c.output):
-                    out.update(store.blockers(t, deep=True))
-            else:
-                assert isinstance(c, DimConstraint)
-                out.update(store.unbound_holes(c.a))
-                out.update(store.unbound_holes(c.b))
+        deeper = [lv for lv in self.by_level if lv > level]
+        if not deeper:
+            return out
+        moved: list[Constraint] = []
+        for lv in deeper:
+            for c in self.by_level.pop(lv):
+                if c.done or c.level != lv:
+                    continue
+                found: list[Any] = []
+                if type(c) is RelationConstraint:
+                    for t in (*c.inputs, c.output):
+                        found.extend(store.blockers(t, deep=True))
+                else:
+                    assert isinstance(c, DimConstraint)
+                    found.extend(store.unbound_holes(c.a))
+                    found.extend(store.unbound_holes(c.b))
+                for b in found:
+                    if type(b) is IncompleteType:
+                        if store.level.get(b, 0) > level:
+                            store.level[b] = level
+                    elif store.hole_level.get(b, 0) > level:
+                        store.hole_level[b] = level
+                out.update(found)
+                c.level = level
+                moved.append(c)
+        if moved:
+            self.by_level.setdefault(level, []).extend(moved)
         return out
 
     def fail_if_pending(self) -> None:
@@ -335,15 +370,41 @@ class Solver:
             store = self.store
             if type(c) is RelationConstraint:
                 name = getattr(c.relation, "name", str(c.relation))
-                inputs = _show_all(tuple(store.resolve(t) for t in c.inputs))
+                inputs = self._show_all(c.inputs)
                 what = (f"cannot infer the argument types of {c.label}: relation {name} "
                         f"is unsolved for {inputs}")
             else:
                 assert isinstance(c, DimConstraint)
-                what = (f"cannot solve the dimension equation {dim_str(store.resolve_dim(c.a))}"
-                        f" == {dim_str(store.resolve_dim(c.b))}")
+                names = " and ".join(store.hole_names(c.a, c.b)) or "its unknowns"
+                what = (f"cannot solve the dimension equation {store.show_dim(c.a)}"
+                        f" == {store.show_dim(c.b)}: it does not determine {names}")
             raise RelayTypeError(messages.underconstrained(c.rule, what), c.span, code=c.rule)
 
 
-def _show_all(types: tuple[Type, ...]) -> str:
-    return "(" + ", ".join(messages.show(t) for t in types) + ")"
+class _Canonical(TypeMutator):
+    """The walk of :meth:`Solver._canonical` (iterative: a result can be a deep tuple)."""
+
+    def __init__(self, store: TypeStore):
+        super().__init__()
+        self.store = store
+
+    def enter(self, t: Type) -> Type | None:
+        tt = type(t)
+        if tt is TensorType:
+            store = self.store
+            shape = t.shape  # type: ignore[attr-defined]
+            if all(type(d) is int for d in shape) or not any(
+                    store.dim_has_holes(d) for d in shape):
+                return store.tensor(tuple(shape), t.dtype)  # type: ignore[attr-defined]
+            return t
+        if tt is not TupleType:
+            return t
+        return None
+
+    def leave(self, old: Type, new: Type) -> Type:
+        fields = new.fields  # type: ignore[attr-defined]
+        if all(self.store.is_ground_fast(f) for f in fields):
+            if new is old:
+                new = TupleType(fields)
+            return self.store.mark_ground(new)
+        return new

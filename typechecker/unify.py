@@ -37,8 +37,10 @@ from typing import Any
 import sympy
 
 from semantics.errors import RelayTypeError
+from semantics.rules import Rule
 from semantics.shapes import ANY, Dim, dim_str
 from semantics.span import Span
+from semantics.type_visitor import TypeMutator, TypeVisitor, type_kids
 from semantics.types import (
     FuncType,
     GlobalTypeVar,
@@ -49,7 +51,6 @@ from semantics.types import (
     TupleType,
     Type,
     TypeCall,
-    TypeRelation,
     TypeVar,
 )
 from typechecker import messages
@@ -76,10 +77,13 @@ class TypeStore:
         self.level: dict[IncompleteType, int] = {}
         self.hole_level: dict[sympy.Dummy, int] = {}
         self.hole_value: dict[sympy.Dummy, Dim] = {}
+        self.hole_origin: dict[sympy.Dummy, str] = {}
         self.current_level = 0
         self.on_refine: Callable[[Blocker], None] = lambda key: None
         self.on_defer: Callable[[Dim, Dim, Any], None] | None = None
         self._ground: dict[int, Type] = {}
+        self._closed: dict[int, Type] = {}
+        self._resolved: dict[int, tuple[Type, Type]] = {}
         self._tensors: dict[tuple[Any, ...], TensorType] = {}
         self._has_holes: dict[Any, bool] = {}
 
@@ -95,10 +99,32 @@ class TypeStore:
             self.level[v] = self.current_level
         return v
 
-    def fresh_hole(self) -> sympy.Dummy:
+    def fresh_hole(self, origin: str | None = None) -> sympy.Dummy:
+        """A new dimension hole; ``origin`` names the shape variable it instantiates."""
         h = sympy.Dummy("h", integer=True, nonnegative=True)
         self.hole_level[h] = self.current_level
+        if origin is not None:
+            self.hole_origin[h] = origin
         return h
+
+    # --- display (error messages speak of shape variables, never of internal holes) ----------
+    def show_dim(self, d: Dim) -> str:
+        """``d`` resolved, each unbound hole shown as the shape variable it instantiates."""
+        d = self.resolve_dim(d)
+        if type(d) is int or d is ANY or not self.dim_has_holes(d):
+            return dim_str(d)
+        subs = {h: sympy.Symbol(self.hole_origin.get(h, "?"), integer=True, nonnegative=True)
+                for h in d.free_symbols if h in self.hole_level}
+        return dim_str(d.xreplace(subs))
+
+    def hole_names(self, *dims: Dim) -> list[str]:
+        """The display names of the unbound holes in ``dims`` (sorted, each once)."""
+        names = {self.hole_origin.get(h, "?") for d in dims for h in self.unbound_holes(d)}
+        return sorted(names)
+
+    def for_display(self, t: Type) -> Type:
+        """``t`` resolved, with holes renamed as in :meth:`show_dim` (for messages only)."""
+        return _Display(self).mutate(self.resolve(t))
 
     def tensor(self, shape: tuple[Dim, ...], dtype: str) -> TensorType:
         """The hash-consed ground tensor type ``Tensor[shape, dtype]`` (no holes allowed)."""
@@ -109,6 +135,27 @@ class TypeStore:
             self._tensors[key] = t
             self._ground[id(t)] = t
         return t
+
+    def is_closed(self, t: Type) -> bool:
+        """``t`` (a union-find root) is known to reach no unbound variable or hole.
+
+        Bindings are never undone, so a closed node stays closed; the occurs check
+        and :meth:`blockers` record the nodes they find closed, which keeps repeated
+        walks over a growing type linear overall.
+        """
+        if id(t) in self._ground or id(t) in self._closed:
+            return True
+        tt = type(t)
+        if tt is TypeVar or tt is GlobalTypeVar:
+            return True
+        if tt is TensorType:
+            return not any(self.unbound_holes(d) for d in t.shape)  # type: ignore[attr-defined]
+        return False
+
+    def note_closed(self, t: Type) -> None:
+        """Record ``t`` as closed if every child (through the union-find) is."""
+        if all(self.is_closed(self.find(k)) for k in type_kids(t)):
+            self._closed[id(t)] = t
 
     def mark_ground(self, t: Type) -> Type:
         self._ground[id(t)] = t
@@ -123,7 +170,7 @@ class TypeStore:
             return False
         known = self._has_holes.get(d)
         if known is None:
-            known = any(s in self.hole_level for s in d.free_symbols)  # type: ignore[union-attr]
+            known = any(s in self.hole_level for s in d.free_symbols)
             self._has_holes[d] = known
         return known
 
@@ -131,7 +178,7 @@ class TypeStore:
         if type(d) is int or d is ANY or not self.dim_has_holes(d):
             return d
         subs: dict[Any, Any] = {}
-        for s in d.free_symbols:  # type: ignore[union-attr]
+        for s in d.free_symbols:
             if s in self.hole_value:
                 value = self.resolve_dim(self.hole_value[s])
                 if value is ANY:
@@ -139,7 +186,7 @@ class TypeStore:
                 subs[s] = sympy.Integer(value) if type(value) is int else value
         if not subs:
             return d
-        out = d.xreplace(subs)  # type: ignore[union-attr]
+        out = d.xreplace(subs)
         if out.is_Integer:
             return int(out)
         return out
@@ -148,15 +195,15 @@ class TypeStore:
         d = self.resolve_dim(d)
         if type(d) is int or d is ANY or not self.dim_has_holes(d):
             return []
-        return [s for s in d.free_symbols  # type: ignore[union-attr]
+        return [s for s in d.free_symbols
                 if s in self.hole_level and s not in self.hole_value]
 
     def bind_hole(self, h: sympy.Dummy, value: Dim) -> None:
         if value is not ANY and type(value) is not int:
-            if h in value.free_symbols:  # type: ignore[union-attr]
-                raise Mismatch(f"dimension {dim_str(h)} occurs in {dim_str(value)}")
+            if h in value.free_symbols:
+                raise Mismatch(f"dimension {self.show_dim(h)} occurs in {self.show_dim(value)}")
             lvl = self.hole_level[h]
-            for s in value.free_symbols:  # type: ignore[union-attr]
+            for s in value.free_symbols:
                 if s in self.hole_level and self.hole_level[s] > lvl:
                     self.hole_level[s] = lvl
         self.hole_value[h] = value
@@ -167,7 +214,7 @@ class TypeStore:
         if type(t) is not IncompleteType:
             return t
         bound = self.bound
-        root = t
+        root: Type = t
         while type(root) is IncompleteType and root in bound:
             root = bound[root]
         while type(t) is IncompleteType and t in bound and bound[t] is not root:
@@ -186,85 +233,14 @@ class TypeStore:
         self.on_refine(v)
 
     def _occurs_and_lower(self, v: IncompleteType, t: Type, lvl: int) -> None:
-        stack = [t]
-        while stack:
-            u = self.find(stack.pop())
-            if id(u) in self._ground:
-                continue
-            tu = type(u)
-            if tu is IncompleteType:
-                if u is v:
-                    raise Mismatch("a type cannot contain itself (infinite type)")
-                if self.level.get(u, lvl) > lvl:
-                    self.level[u] = lvl
-            elif tu is TensorType:
-                for d in u.shape:  # type: ignore[attr-defined]
-                    for h in self.unbound_holes(d):
-                        if self.hole_level[h] > lvl:
-                            self.hole_level[h] = lvl
-            elif tu is TupleType:
-                stack.extend(u.fields)  # type: ignore[attr-defined]
-            elif tu is FuncType:
-                stack.extend(u.arg_types)  # type: ignore[attr-defined]
-                stack.append(u.ret_type)  # type: ignore[attr-defined]
-                for c in u.type_constraints:  # type: ignore[attr-defined]
-                    stack.extend(c.args)
-            elif tu is RefType:
-                stack.append(u.value)  # type: ignore[attr-defined]
-            elif tu is TypeCall:
-                stack.extend(u.args)  # type: ignore[attr-defined]
+        _OccursAndLower(self, v, lvl).visit(t)
 
     # --- resolution ---------------------------------------------------------------------------
     def resolve(self, t: Type) -> Type:
-        """``t`` with every bound variable and hole replaced (types are shallow: recursion ok)."""
+        """``t`` with every bound variable and hole replaced (iterative: types may be deep)."""
         if id(t) in self._ground:
             return t
-        t = self.find(t)
-        if id(t) in self._ground:
-            return t
-        tt = type(t)
-        if tt is TensorType:
-            shape = t.shape  # type: ignore[attr-defined]
-            if all(type(d) is int or d is ANY or not self.dim_has_holes(d) for d in shape):
-                return self.tensor(shape, t.dtype)  # type: ignore[attr-defined]
-            new_shape = tuple(self.resolve_dim(d) for d in shape)
-            if any(self.dim_has_holes(d) for d in new_shape):
-                return TensorType(new_shape, t.dtype)  # type: ignore[attr-defined]
-            return self.tensor(new_shape, t.dtype)  # type: ignore[attr-defined]
-        if tt is IncompleteType:
-            return t
-        if tt is TupleType:
-            fields = tuple(self.resolve(f) for f in t.fields)  # type: ignore[attr-defined]
-            out = t if all(a is b for a, b in zip(fields, t.fields, strict=False)) \
-                else TupleType(fields)  # type: ignore[attr-defined]
-        elif tt is FuncType:
-            args = tuple(self.resolve(a) for a in t.arg_types)  # type: ignore[attr-defined]
-            ret = self.resolve(t.ret_type)  # type: ignore[attr-defined]
-            cons = tuple(self._resolve_relation(c)
-                         for c in t.type_constraints)  # type: ignore[attr-defined]
-            same = (ret is t.ret_type  # type: ignore[attr-defined]
-                    and all(a is b for a, b in zip(args, t.arg_types,  # type: ignore
-                                                     strict=False))
-                    and all(a is b for a, b in zip(cons, t.type_constraints, strict=False)))  # type: ignore
-            out = t if same else FuncType(args, ret, t.type_params, cons)  # type: ignore
-        elif tt is RefType:
-            value = self.resolve(t.value)  # type: ignore[attr-defined]
-            out = t if value is t.value else RefType(value)  # type: ignore[attr-defined]
-        elif tt is TypeCall:
-            args = tuple(self.resolve(a) for a in t.args)  # type: ignore[attr-defined]
-            out = t if all(a is b for a, b in zip(args, t.args, strict=False)) \
-                else TypeCall(t.func, args)  # type: ignore[attr-defined]
-        else:
-            out = t
-        if self.is_ground(out):
-            self._ground[id(out)] = out
-        return out
-
-    def _resolve_relation(self, c: TypeRelation) -> TypeRelation:
-        args = tuple(self.resolve(a) for a in c.args)
-        if all(a is b for a, b in zip(args, c.args, strict=False)):
-            return c
-        return TypeRelation(c.relation, args, c.num_inputs, c.attrs)
+        return _Resolver(self).mutate(t)
 
     def is_ground(self, t: Type) -> bool:
         """No variables and no holes anywhere in (resolved) ``t``."""
@@ -273,37 +249,19 @@ class TypeStore:
         return not self.blockers(t, deep=True)
 
     def blockers(self, t: Type, deep: bool = True) -> list[Blocker]:
-        """The unbound variables (and, if ``deep``, holes) ``t`` still depends on."""
-        out: list[Blocker] = []
-        stack = [t]
-        while stack:
-            u = self.find(stack.pop())
-            if id(u) in self._ground:
-                continue
-            tu = type(u)
-            if tu is IncompleteType:
-                out.append(u)
-                continue
-            if not deep:
-                continue
-            if tu is TensorType:
-                for d in u.shape:  # type: ignore[attr-defined]
-                    out.extend(self.unbound_holes(d))
-            elif tu is TupleType:
-                stack.extend(u.fields)  # type: ignore[attr-defined]
-            elif tu is FuncType:
-                stack.extend(u.arg_types)  # type: ignore[attr-defined]
-                stack.append(u.ret_type)  # type: ignore[attr-defined]
-            elif tu is RefType:
-                stack.append(u.value)  # type: ignore[attr-defined]
-            elif tu is TypeCall:
-                stack.extend(u.args)  # type: ignore[attr-defined]
-            elif tu is TypeRelation:
-                stack.extend(u.args)  # type: ignore[attr-defined]
-        return out
+        """The unbound variables (and, if ``deep``, holes) ``t`` still depends on.
+
+        In first-occurrence order (pre-order, left to right), each once.
+        """
+        if not deep:
+            u = self.find(t)
+            return [u] if type(u) is IncompleteType else []
+        walk = _Blockers(self)
+        walk.visit(t)
+        return walk.out
 
     # --- unification --------------------------------------------------------------------------
-    def unify(self, expected: Type, found: Type, rule: str, what: str = "",
+    def unify(self, expected: Type, found: Type, rule: Rule, what: str = "",
               span: Span | None = None) -> None:
         """Unify; on failure raise ``RelayTypeError`` "type mismatch in <rule> (<what>): ..."."""
         if expected is found:
@@ -313,20 +271,26 @@ class TypeStore:
         except Mismatch as m:
             raise self.mismatch_error(rule, what, span, expected, found, m.detail) from None
 
-    def mismatch_error(self, rule: str, what: str, span: Span | None, expected: Type,
+    def mismatch_error(self, rule: Rule, what: str, span: Span | None, expected: Type,
                        found: Type, detail: str = "") -> RelayTypeError:
-        e = messages.show(self.resolve(expected))
-        f = messages.show(self.resolve(found))
+        e = messages.show(self.for_display(expected))
+        f = messages.show(self.for_display(found))
         return RelayTypeError(messages.mismatch(rule, what, e, f, detail), span, code=rule)
 
     def _unify(self, a: Type, b: Type, ctx: Any) -> None:
+        # An explicit stack of pairs; a pair met twice (types are DAGs) is unified once.
         stack = [(a, b)]
+        done: set[tuple[int, int]] = set()
         while stack:
             x, y = stack.pop()
             x = self.find(x)
             y = self.find(y)
             if x is y:
                 continue
+            pair = (id(x), id(y))
+            if pair in done:
+                continue
+            done.add(pair)
             tx, ty = type(x), type(y)
             if tx is IncompleteType:
                 self.bind(x, y)  # type: ignore[arg-type]
@@ -369,7 +333,7 @@ class TypeStore:
             raise Mismatch("functions with different numbers of type parameters")
         if x.type_params:
             # polymorphic function types: compare up to renaming of the bound parameters
-            y = rename_type_params(y, dict(zip(y.type_params, x.type_params, strict=False)))  # type: ignore
+            y = rename_type_params(y, dict(zip(y.type_params, x.type_params, strict=False)))
         stack.extend(zip(x.arg_types, y.arg_types, strict=False))
         stack.append((x.ret_type, y.ret_type))
 
@@ -415,7 +379,8 @@ class TypeStore:
                 return
             if not self._solve_one_hole(dx, dy, where):
                 if self.on_defer is None:
-                    raise Mismatch(f"{where}cannot solve {dim_str(dx)} == {dim_str(dy)}")
+                    raise Mismatch(f"{where}cannot solve {self.show_dim(dx)} == "
+                                   f"{self.show_dim(dy)}")
                 self.on_defer(dx, dy, ctx)
             return
         verdict = self.dims.equal(dx, dy)
@@ -425,6 +390,23 @@ class TypeStore:
             raise Mismatch(f"{where}{dim_str(dx)} and {dim_str(dy)} differ")
         raise Mismatch(f"{where}cannot prove {dim_str(dx)} == {dim_str(dy)} for all values of "
                        "the shape variables")
+
+    def _solve_with_z3(self, dx: Dim, dy: Dim, h: sympy.Dummy, where: str) -> bool:
+        """The equations SymPy cannot solve (``Mod(n, 3) == 2``): ask Z3 (False: defer)."""
+        verdict, value = self.dims.solve_for(dx, dy, h)
+        if verdict == "none":
+            raise Mismatch(f"{where}{self._equation(dx, dy)} has no solution with "
+                           f"{self._unknowns(dx, dy)} a natural number")
+        if verdict == "one" and value is not None:
+            self.bind_hole(h, value)
+            return True
+        return False
+
+    def _equation(self, dx: Dim, dy: Dim) -> str:
+        return f"{self.show_dim(dx)} == {self.show_dim(dy)}"
+
+    def _unknowns(self, dx: Dim, dy: Dim) -> str:
+        return " and ".join(self.hole_names(dx, dy)) or "the dimension"
 
     def _solve_one_hole(self, dx: Dim, dy: Dim, where: str) -> bool:
         """Solve ``dx == dy`` for its single hole if the solution is a unique natural number."""
@@ -436,19 +418,22 @@ class TypeStore:
         try:
             sols = sympy.solve(eq, h)
         except (NotImplementedError, TypeError, ValueError):
-            return False
+            return self._solve_with_z3(dx, dy, h, where)
         if len(sols) != 1:
             if not sols and eq.is_polynomial(h) and sympy.degree(eq, h) == 1:
-                raise Mismatch(f"{where}{dim_str(dx)} == {dim_str(dy)} has no solution")
-            return False
+                raise Mismatch(f"{where}{self._equation(dx, dy)} has no solution with "
+                               f"{self._unknowns(dx, dy)} a natural number")
+            return self._solve_with_z3(dx, dy, h, where)
         sol = sympy.simplify(sols[0])
         if sol.is_Integer:
             if int(sol) < 0:
-                raise Mismatch(f"{where}{dim_str(dx)} == {dim_str(dy)} needs a negative dimension")
+                raise Mismatch(f"{where}{self._equation(dx, dy)} needs a negative "
+                               f"{self._unknowns(dx, dy)}")
             self.bind_hole(h, int(sol))
             return True
         if sol.is_number:
-            raise Mismatch(f"{where}{dim_str(dx)} == {dim_str(dy)} has no integer solution")
+            raise Mismatch(f"{where}{self._equation(dx, dy)} has no solution with "
+                           f"{self._unknowns(dx, dy)} an integer")
         if sol.is_integer and not (sol.free_symbols & set(self.hole_level)):
             self.bind_hole(h, sol)
             return True
@@ -464,49 +449,171 @@ def rename_type_params(t: FuncType, mapping: dict[TypeVar, Type]) -> FuncType:
 
 
 def substitute(t: Type, tvars: dict[TypeVar, Type], dims: dict[Any, Dim]) -> Type:
-    """Replace type variables (by identity) and shape variables (by symbol) in ``t``."""
-    tt = type(t)
-    if tt is TypeVar:
-        return tvars.get(t, t)  # type: ignore[arg-type]
-    if tt is TensorType:
-        if not dims:
+    """Replace type variables (by identity) and shape variables (by symbol) in ``t``.
+
+    A variable bound by a ``fn[...]`` inside ``t`` is not replaced there.
+    """
+    if not tvars and not dims:
+        return t
+    return _Substitution(tvars, dims).mutate(t)
+
+
+class _Substitution(TypeMutator):
+    """The walk of :func:`substitute`."""
+
+    def __init__(self, tvars: dict[TypeVar, Type], dims: dict[Any, Dim]):
+        super().__init__()
+        self.tvars = tvars
+        self.dims = dims
+
+    def enter(self, t: Type) -> Type | None:
+        if type(t) is TypeVar and not self.is_bound(t):
+            return self.tvars.get(t, t)
+        return None
+
+    def mutate_dim(self, d: Dim) -> Dim:
+        return _subst_dim(d, self.dims) if self.dims else d
+
+
+class _Resolver(TypeMutator):
+    """The walk of :meth:`TypeStore.resolve`: variables and holes replaced by their values.
+
+    Groundness is computed bottom-up (a node is ground when its children are),
+    so resolving a deep type is linear in its size.
+    """
+
+    def __init__(self, store: TypeStore):
+        super().__init__()
+        self.store = store
+        self.ground = store._ground
+
+    def redirect(self, t: Type) -> Type:
+        return self.store.find(t)
+
+    def enter(self, t: Type) -> Type | None:
+        if id(t) in self.ground or type(t) is IncompleteType:
             return t
-        shape = tuple(_subst_dim(d, dims) for d in t.shape)  # type: ignore[attr-defined]
-        if all(a is b for a, b in zip(shape, t.shape, strict=False)):  # type: ignore[attr-defined]
-            return t
-        return TensorType(shape, t.dtype)  # type: ignore[attr-defined]
-    if tt is TupleType:
-        fields = tuple(substitute(f, tvars, dims) for f in t.fields)  # type: ignore[attr-defined]
-        if all(a is b for a, b in zip(fields, t.fields, strict=False)):  # type: ignore[attr-defined]
-            return t
-        return TupleType(fields)
-    if tt is FuncType:
-        inner = {k: v for k, v in tvars.items() if k not in t.type_params}  # type: ignore
-        args = tuple(substitute(a, inner, dims) for a in t.arg_types)  # type: ignore
-        ret = substitute(t.ret_type, inner, dims)  # type: ignore[attr-defined]
-        cons = tuple(TypeRelation(c.relation, tuple(substitute(a, inner, dims) for a in c.args),
-                                  c.num_inputs, c.attrs)
-                     for c in t.type_constraints)  # type: ignore[attr-defined]
-        return FuncType(args, ret, t.type_params, cons)  # type: ignore[attr-defined]
-    if tt is RefType:
-        value = substitute(t.value, tvars, dims)  # type: ignore[attr-defined]
-        return t if value is t.value else RefType(value)  # type: ignore[attr-defined]
-    if tt is TypeCall:
-        args = tuple(substitute(a, tvars, dims) for a in t.args)  # type: ignore[attr-defined]
-        if all(a is b for a, b in zip(args, t.args, strict=False)):  # type: ignore[attr-defined]
-            return t
-        return TypeCall(t.func, args)  # type: ignore[attr-defined]
-    return t
+        known = self.store._resolved.get(id(t))
+        if known is not None:
+            return known[1]
+        if type(t) is TensorType:
+            store = self.store
+            shape = t.shape
+            if all(type(d) is int or d is ANY or not store.dim_has_holes(d) for d in shape):
+                return store.tensor(shape, t.dtype)
+            new_shape = tuple(store.resolve_dim(d) for d in shape)
+            if any(store.dim_has_holes(d) for d in new_shape):
+                return TensorType(new_shape, t.dtype)
+            return store.tensor(new_shape, t.dtype)
+        return None
+
+    def leave(self, old: Type, new: Type) -> Type:
+        tt = type(new)
+        if tt is TypeVar or tt is GlobalTypeVar or (
+                tt is not TensorType and tt is not IncompleteType
+                and all(id(k) in self.ground for k in type_kids(new))):
+            self.ground[id(new)] = new
+            if new is not old:
+                self.store._resolved[id(old)] = (old, new)
+        return new
+
+
+class _Display(TypeMutator):
+    """Holes in dims renamed after the shape variables they instantiate (messages only)."""
+
+    def __init__(self, store: TypeStore):
+        super().__init__()
+        self.store = store
+
+    def mutate_dim(self, d: Dim) -> Dim:
+        store = self.store
+        if type(d) is int or d is ANY or not store.dim_has_holes(d):
+            return d
+        subs = {h: sympy.Symbol(store.hole_origin.get(h, "?"), integer=True, nonnegative=True)
+                for h in d.free_symbols if h in store.hole_level}
+        return d.xreplace(subs)
+
+
+class _OccursAndLower(TypeVisitor):
+    """Occurs check of ``v`` in a type, lowering the levels found in it to ``lvl``."""
+
+    def __init__(self, store: TypeStore, v: IncompleteType, lvl: int):
+        super().__init__()
+        self.store = store
+        self.v = v
+        self.lvl = lvl
+
+    def redirect(self, t: Type) -> Type:
+        return self.store.find(t)
+
+    def leave(self, u: Type) -> None:
+        self.store.note_closed(u)
+
+    def enter(self, u: Type) -> bool:
+        store = self.store
+        if id(u) in store._ground or id(u) in store._closed:
+            return False
+        tu = type(u)
+        lvl = self.lvl
+        if tu is IncompleteType:
+            if u is self.v:
+                raise Mismatch("a type cannot contain itself (infinite type)")
+            if store.level.get(u, lvl) > lvl:  # type: ignore[call-overload]
+                store.level[u] = lvl  # type: ignore[index]
+            return False
+        if tu is TensorType:
+            for d in u.shape:  # type: ignore[attr-defined]
+                for h in store.unbound_holes(d):
+                    if store.hole_level[h] > lvl:
+                        store.hole_level[h] = lvl
+            return False
+        return True
+
+
+class _Blockers(TypeVisitor):
+    """The walk of :meth:`TypeStore.blockers` (deep)."""
+
+    def __init__(self, store: TypeStore):
+        super().__init__()
+        self.store = store
+        self.out: list[Blocker] = []
+        self._seen: set[int] = set()
+
+    def redirect(self, t: Type) -> Type:
+        return self.store.find(t)
+
+    def _add(self, b: Blocker) -> None:
+        if id(b) not in self._seen:
+            self._seen.add(id(b))
+            self.out.append(b)
+
+    def leave(self, u: Type) -> None:
+        self.store.note_closed(u)
+
+    def enter(self, u: Type) -> bool:
+        store = self.store
+        if id(u) in store._ground or id(u) in store._closed:
+            return False
+        tu = type(u)
+        if tu is IncompleteType:
+            self._add(u)
+            return False
+        if tu is TensorType:
+            for d in u.shape:  # type: ignore[attr-defined]
+                for h in store.unbound_holes(d):
+                    self._add(h)
+            return False
+        return True
 
 
 def _subst_dim(d: Dim, dims: dict[Any, Dim]) -> Dim:
     if type(d) is int or d is ANY:
         return d
-    subs = {s: dims[s] for s in d.free_symbols if s in dims}  # type: ignore[union-attr]
+    subs = {s: dims[s] for s in d.free_symbols if s in dims}
     if not subs:
         return d
     if any(v is ANY for v in subs.values()):
         return ANY
     subs = {k: sympy.Integer(v) if type(v) is int else v for k, v in subs.items()}
-    out = d.xreplace(subs)  # type: ignore[union-attr]
+    out = d.xreplace(subs)
     return int(out) if out.is_Integer else out

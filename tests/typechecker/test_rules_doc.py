@@ -58,8 +58,25 @@ def test_every_rule_is_cited_by_a_checker_case():
     assert _enum() - cited == set()
 
 
-def test_error_codes_are_rule_names():
-    # every code= literal in the checker names a rule of the enum
+def test_error_codes_are_rule_members():
+    # the checker's error codes are Rule members, never spelled-out strings
     source = "\n".join(p.read_text(encoding="utf-8") for p in CHECKER.glob("*.py"))
-    codes = set(re.findall(r'code="((?:Type|Kind)-[A-Za-z-]+)"', source))
-    assert codes and codes <= _enum()
+    assert not re.findall(r'code="', source)
+    members = set(re.findall(r"code=Rule\.([A-Z_]+)", source))
+    assert members and members <= {r.name for r in Rule}
+
+
+def test_raised_codes_are_rules():
+    from semantics import parse_expr
+    from semantics.errors import RelayTypeError
+    from typechecker import check
+
+    for text in ("1(2)", "if (1) { 2 } else { 3 }", "add(1, 2f)", "let %r = ref(1); !1",
+                 "fn (%x: (int32,)) { %x.3 }", "match (1) { Nil => 2 }"):
+        try:
+            check(parse_expr(text))
+        except RelayTypeError as err:
+            assert isinstance(err.code, Rule), (text, err.code)
+            assert err.code == err.code.value  # a str enum: old string comparisons still hold
+        else:
+            raise AssertionError(f"{text} should not type-check")
