@@ -76,7 +76,7 @@ class Program(NamedTuple):
 
 def format_value(v: Any) -> str:
     """A short, exact rendering of a runtime value (for counterexamples)."""
-    from conformance.harness import show_value
+    from interpreter.values import show_value
 
     return show_value(v)
 
