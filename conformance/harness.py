@@ -243,15 +243,19 @@ class TransformDeclined(Exception):
 def check_program(transform: Callable[[IRModule], Any], module: IRModule,
                   inputs: Sequence[Any] = (), *, name: str | None = None,
                   exact_floats: bool = False, allow_errors: bool = False,
-                  check_types: bool = True) -> None:
+                  check_types: bool = True, oracle: Outcome | None = None) -> None:
     """Run one program through the oracle and through ``transform``; raise on disagreement.
+
+    ``oracle``: the oracle's outcome on this program when already known (it is computed
+    otherwise).
 
     Raises:
         AssertionError: the outcomes disagree (message: program text, inputs, both outcomes).
         TransformDeclined: ``allow_errors`` and the transform raised a RelayError.
     """
     label = name or getattr(transform, "__name__", repr(transform))
-    oracle = run_oracle(module, inputs)
+    if oracle is None:
+        oracle = run_oracle(module, inputs)
     if oracle.error == "RelayTypeError" or oracle.error == "ParseError":
         raise AssertionError(_report(
             f"conformance kit: the oracle rejected the program ({oracle.describe()}); programs "
