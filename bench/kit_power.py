@@ -8,7 +8,8 @@ Draws ``--examples`` well-typed programs once (default generator configuration, 
 Hypothesis seed), runs every mutant pass of :mod:`conformance.mutants` over them until
 the first program whose outcome differs from the oracle's, and prints one row per
 mutant: its family, whether it was caught, after how many programs and in how many
-seconds (generation share + oracle + mutant runs), then the mutation score
+seconds (generation share + oracle + mutant runs), on how many of those programs it
+found a site to rewrite, then the mutation score
 (caught / total) and the generation throughput (programs/s).
 """
 
@@ -40,11 +41,12 @@ def main() -> int:
           f"({len(sample.programs) / sample.gen_seconds:.1f} programs/s); oracle "
           f"{sum(sample.oracle_seconds):.1f} s")
     score, kills = mutation_score(mutants, sample)
-    print(f"\n{'mutant':<32} {'family':<14} {'caught':>6} {'examples':>8} {'seconds':>8}")
+    print(f"\n{'mutant':<32} {'family':<14} {'caught':>6} {'examples':>8} {'seconds':>8} "
+          f"{'sites':>6}")
     for k in kills:
         shown = str(k.examples) if k.examples is not None else "-"
         print(f"{k.name:<32} {k.category:<14} {'yes' if k.caught else 'NO':>6} {shown:>8} "
-              f"{k.seconds:8.2f}")
+              f"{k.seconds:8.2f} {k.applied:6d}")
         if args.verbose and k.caught:
             print(f"    {k.message[:150]}")
     caught = sum(k.caught for k in kills)

@@ -243,14 +243,21 @@ class TransformDeclined(Exception):
 def check_program(transform: Callable[[IRModule], Any], module: IRModule,
                   inputs: Sequence[Any] = (), *, name: str | None = None,
                   exact_floats: bool = False, allow_errors: bool = False,
-                  check_types: bool = True, oracle: Outcome | None = None) -> None:
+                  check_types: bool = True, oracle: Outcome | None = None,
+                  alternates: Sequence[Sequence[Any]] = (),
+                  alternate_oracles: Sequence[Outcome] | None = None) -> None:
     """Run one program through the oracle and through ``transform``; raise on disagreement.
 
-    ``oracle``: the oracle's outcome on this program when already known (it is computed
-    otherwise).
-
+    Args:
+        transform: the pass or backend under test (applied once).
+        module: the program; ``inputs`` the arguments of its ``main``.
+        name, exact_floats, allow_errors, check_types: as in :func:`assert_equivalent`.
+        oracle: the oracle's outcome on ``inputs`` when already known.
+        alternates: further argument tuples for ``main``, checked after ``inputs``.
+        alternate_oracles: the oracle's outcomes on ``alternates`` when already known.
     Raises:
-        AssertionError: the outcomes disagree (message: program text, inputs, both outcomes).
+        AssertionError: the outcomes disagree (message: program text, the inputs on which
+            they do, both outcomes).
         TransformDeclined: ``allow_errors`` and the transform raised a RelayError.
     """
     label = name or getattr(transform, "__name__", repr(transform))
@@ -275,6 +282,15 @@ def check_program(transform: Callable[[IRModule], Any], module: IRModule,
         raise AssertionError(_report(
             f"transform {label} crashed with {type(err).__name__} (not a RelayError)",
             module, inputs, oracle, _crash(err), None)) from None
+    _compare_run(label, transformed, module, inputs, oracle, check_types, exact_floats)
+    for i, alt in enumerate(alternates):
+        expected = alternate_oracles[i] if alternate_oracles is not None else \
+            run_oracle(module, alt)
+        _compare_run(label, transformed, module, alt, expected, check_types, exact_floats)
+
+
+def _compare_run(label: str, transformed: Any, module: IRModule, inputs: Sequence[Any],
+                 oracle: Outcome, check_types: bool, exact_floats: bool) -> None:
     got = _run_transformed(transformed, module, inputs, check_types)
     if oracle.ok and got.ok:
         equal, why = values_equal(oracle.value, got.value, exact_floats=exact_floats)
@@ -420,7 +436,8 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
 
     def conformance_property(program: Any) -> None:
         try:
-            check_program(transform, program[0], program[1], **opts)  # type: ignore[arg-type]
+            check_program(transform, program[0], program[1],  # type: ignore[arg-type]
+                          alternates=getattr(program, "alternates", ()), **opts)
         except TransformDeclined:
             reject()
 

@@ -126,6 +126,15 @@ def rewrite_sites(mod: IRModule, rewrite: Rewrite, *, every: bool = False,
         out = _apply(ann, {id(n) for _, n in sites}, {nm for nm, _ in sites}, rewrite)
         if _well_typed(out):
             return out
+        # Greedily keep every site whose rewrite (with those kept so far) still type-checks.
+        kept: list[tuple[str, Expr]] = []
+        best: IRModule | None = None
+        for site in sites[:limit]:
+            trial = kept + [site]
+            out = _apply(ann, {id(n) for _, n in trial}, {nm for nm, _ in trial}, rewrite)
+            if _well_typed(out):
+                kept, best = trial, out
+        return best if best is not None else mod
     for name, node in sites[:limit]:
         out = _apply(ann, {id(node)}, {name}, rewrite)
         if _well_typed(out):

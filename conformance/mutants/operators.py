@@ -67,7 +67,7 @@ def _drop_call(*names: str) -> Callable[[IRModule], IRModule]:
         return new.args[0]
 
     def fn(mod: IRModule) -> IRModule:
-        return rewrite_sites(mod, rewrite)
+        return rewrite_sites(mod, rewrite, every=True)
 
     fn.__name__ = "drop_" + "_".join(n.replace(".", "_") for n in names)
     return fn
@@ -87,7 +87,7 @@ def _attr(name: str, change: Callable[[Call, Call], dict | None]
         return Call(new.op, new.args, new.attrs.replace(**updates), new.type_args)
 
     def fn(mod: IRModule) -> IRModule:
-        return rewrite_sites(mod, rewrite)
+        return rewrite_sites(mod, rewrite, every=True)
 
     return fn
 
@@ -121,18 +121,23 @@ def _reduce_wrong_axis(mod: IRModule) -> IRModule:
         return Call(new.op, new.args,
                     new.attrs.replace(axis=moved if not isinstance(axis, tuple) else (moved,)))
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 def _flip_keepdims(mod: IRModule) -> IRModule:
+    """keepdims inverted (on reductions of rank >= 1, where it matters)."""
+
     def rewrite(new: Expr, old: Expr) -> Expr | None:
         if op_name(old) not in _REDUCTIONS:
             return None
-        assert isinstance(new, Call)
+        assert isinstance(new, Call) and isinstance(old, Call)
+        t = tensor_type(old.args[0])
+        if t is None or not t.shape:
+            return None
         return Call(new.op, new.args, new.attrs.replace(keepdims=not new.attrs.get("keepdims",
                                                                                    False)))
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 def _slice_off_by_one(mod: IRModule) -> IRModule:
@@ -149,7 +154,7 @@ def _slice_off_by_one(mod: IRModule) -> IRModule:
             begin=tuple(b + 1 for b in begin),
             end=tuple(e + 1 if e is not None and e >= 0 else e for e in end)))
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 def _take_off_by_one(mod: IRModule) -> IRModule:
@@ -165,7 +170,7 @@ def _take_off_by_one(mod: IRModule) -> IRModule:
         shifted = call_op("add", new.args[1], scalar_like(1, it.dtype))
         return Call(new.op, (new.args[0], shifted), new.attrs)
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 def _broadcast_from_left(mod: IRModule) -> IRModule:
@@ -190,7 +195,7 @@ def _broadcast_from_left(mod: IRModule) -> IRModule:
         args[small] = call_op("reshape", args[small], newshape=shape)
         return Call(new.op, tuple(args), new.attrs)
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 def _concat_swapped(mod: IRModule) -> IRModule:
@@ -206,7 +211,7 @@ def _concat_swapped(mod: IRModule) -> IRModule:
         f = parts.fields
         return Call(new.op, (Tuple((f[1], f[0], *f[2:])),), new.attrs)
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 def _leaky_relu_slope(mod: IRModule) -> IRModule:

@@ -31,6 +31,7 @@ class Kill:
     examples: int | None
     seconds: float
     message: str = ""
+    applied: int = 0              # programs the mutant changed (up to the catch)
 
 
 @dataclass
@@ -41,6 +42,7 @@ class Sample:
     oracles: list[Outcome]
     gen_seconds: float
     oracle_seconds: list[float]
+    alternate_oracles: list[list[Outcome]]
 
 
 def sample_programs(n: int, *, seed: int = 0, config: Any = None) -> Sample:
@@ -62,18 +64,20 @@ def sample_programs(n: int, *, seed: int = 0, config: Any = None) -> Sample:
     start = time.perf_counter()
     collect()
     gen = time.perf_counter() - start
-    oracles, costs = [], []
+    oracles, costs, alternates = [], [], []
     for p in programs:
         t0 = time.perf_counter()
         oracles.append(run_oracle(p.module, p.inputs))
+        alternates.append([run_oracle(p.module, alt) for alt in getattr(p, "alternates", ())])
         costs.append(time.perf_counter() - t0)
-    return Sample(programs, oracles, gen, costs)
+    return Sample(programs, oracles, gen, costs, alternates)
 
 
 def hunt(mutant: Mutant, sample: Sample, *, limit: int | None = None) -> Kill:
     """Run ``mutant`` over ``sample``'s programs until one tells it apart from the oracle."""
     per_program = sample.gen_seconds / max(1, len(sample.programs))
     spent = 0.0
+    applied = 0
     programs = sample.programs[:limit] if limit else sample.programs
     for i, p in enumerate(programs):
         start = time.perf_counter()
@@ -83,19 +87,21 @@ def hunt(mutant: Mutant, sample: Sample, *, limit: int | None = None) -> Kill:
         except Exception as err:  # noqa: BLE001 - a crashing pass is caught
             spent += time.perf_counter() - start
             return Kill(mutant.name, mutant.category, True, i + 1, spent,
-                        f"crashed: {type(err).__name__}: {err}")
+                        f"crashed: {type(err).__name__}: {err}", applied + 1)
         if out is p.module:           # no site in this program: the same outcome
             spent += time.perf_counter() - start
             continue
+        applied += 1
         try:
             check_program(lambda _m, out=out: out, p.module, p.inputs, name=mutant.name,
-                          oracle=sample.oracles[i])
+                          oracle=sample.oracles[i], alternates=getattr(p, "alternates", ()),
+                          alternate_oracles=sample.alternate_oracles[i])
         except AssertionError as err:
             spent += time.perf_counter() - start
             return Kill(mutant.name, mutant.category, True, i + 1, spent,
-                        str(err).split("\n", 1)[0])
+                        str(err).split("\n", 1)[0], applied)
         spent += time.perf_counter() - start
-    return Kill(mutant.name, mutant.category, False, None, spent)
+    return Kill(mutant.name, mutant.category, False, None, spent, "", applied)
 
 
 def mutation_score(mutants: Sequence[Mutant], sample: Sample, *, limit: int | None = None

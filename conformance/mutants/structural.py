@@ -30,8 +30,9 @@ from semantics.expr import (
     Tuple,
     TupleGetItem,
     Var,
+    children,
+    with_children,
 )
-from semantics.expr import children, with_children
 from semantics.module import IRModule
 from semantics.types import TupleType
 from semantics.visitor import ExprMutator, post_order
@@ -45,7 +46,7 @@ def _if_swapped(mod: IRModule) -> IRModule:
             return None
         return If(new.cond, new.false_branch, new.true_branch)
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 def _if_folded_true(mod: IRModule) -> IRModule:
@@ -54,7 +55,7 @@ def _if_folded_true(mod: IRModule) -> IRModule:
             return None
         return new.true_branch
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 def _tuple_fields_swapped(mod: IRModule) -> IRModule:
@@ -69,7 +70,7 @@ def _tuple_fields_swapped(mod: IRModule) -> IRModule:
                 return Tuple((*f[:i], f[i + 1], f[i], *f[i + 2:]))
         return None
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 def _projection_off_by_one(mod: IRModule) -> IRModule:
@@ -84,14 +85,14 @@ def _projection_off_by_one(mod: IRModule) -> IRModule:
                 return TupleGetItem(new.tuple_value, j)
         return None
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 def _drop_ref_write(mod: IRModule) -> IRModule:
     def rewrite(new: Expr, old: Expr) -> Expr | None:
         return Tuple(()) if isinstance(new, RefWrite) else None
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 def _reorder_writes(mod: IRModule) -> IRModule:
@@ -108,7 +109,7 @@ def _reorder_writes(mod: IRModule) -> IRModule:
             return None
         return Let(inner.var, inner.value, Let(new.var, new.value, inner.body))
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 def _mentions(e: Expr, v: Var) -> bool:
@@ -151,7 +152,7 @@ def _binder_captures(mod: IRModule) -> IRModule:
                 return Let(new.var, new.value, _Subst(n, new.var).mutate(new.body))
         return None
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 def _bound_in(e: Expr) -> set[int]:
@@ -176,7 +177,7 @@ def _inline_effectful(mod: IRModule) -> IRModule:
             return None
         return _Subst(new.var, new.value, copy=True).mutate(new.body)
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 def _match_clauses_reordered(mod: IRModule) -> IRModule:
@@ -186,7 +187,7 @@ def _match_clauses_reordered(mod: IRModule) -> IRModule:
         c = new.clauses
         return Match(new.data, (c[-1], *c[:-1]), new.complete)
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 def _call_args_swapped(mod: IRModule) -> IRModule:
@@ -202,7 +203,7 @@ def _call_args_swapped(mod: IRModule) -> IRModule:
                             new.type_args)
         return None
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 def _w(text: str, *inputs: object) -> tuple[str, tuple[object, ...]]:
@@ -212,7 +213,7 @@ def _w(text: str, *inputs: object) -> tuple[str, tuple[object, ...]]:
 _ = Clause
 
 MUTANTS = [
-    Mutant("if branches swapped", "structural", "if (c) {a} else {b} rebuilt as if (c) {b} else {a}",
+    Mutant("if branches swapped", "structural", "if (c) {a} else {b} rebuilt with b and a",
            _if_swapped, _w("def @main(%c: bool) { if (%c) { 1 } else { 2 } }", np.bool_(True))),
     Mutant("if folded to then", "structural", "an if replaced by its then-branch",
            _if_folded_true,

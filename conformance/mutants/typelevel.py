@@ -36,7 +36,7 @@ def _cast_width(mod: IRModule) -> IRModule:
             return None
         return Call(new.op, new.args, new.attrs.replace(dtype=_WIDER[dtype]))
 
-    return rewrite_sites(mod, rewrite)
+    return rewrite_sites(mod, rewrite, every=True)
 
 
 MUTANTS = [

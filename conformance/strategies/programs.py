@@ -69,7 +69,7 @@ from conformance.strategies.programgen.config import FEATURES, Program, ProgramC
 from conformance.strategies.programgen.config import FLOAT_DTYPES as FLOAT_DTYPES
 from conformance.strategies.programgen.config import format_value as format_value
 from conformance.strategies.programgen.scope import _Ctx, _State
-from conformance.strategies.values import values_of
+from conformance.strategies.values import EDGE_ODDS, values_of
 from semantics.expr import Expr, Function, Var
 from semantics.module import IRModule
 from semantics.types import Type
@@ -131,14 +131,25 @@ def well_typed_modules(config: ProgramConfig | None = None, **overrides: Any
                 name, fn = gen.global_function(i)
                 functions[name] = fn
         main, arg_types = gen.main()
+        lifted: list[Any] = []
+        if cfg.lift_constants:
+            main, arg_types, lifted = gen.lift_constants(main, arg_types)
         functions["main"] = main
         mod = IRModule(functions, {td.header.name: td for td in gen.s.adts})
-        bindings: dict[str, int] = {}
-        inputs = tuple(draw(values_of(t, mod, exact=True, fractional=cfg.float_mode,
-                                      bound=cfg.value_bound,
-                                      max_size=cfg.max_dim, adt_depth=cfg.adt_depth,
-                                      bindings=bindings)) for t in arg_types)
-        return Program(mod, inputs)
+
+        def draw_inputs(types: tuple[Type, ...], edge_odds: int) -> tuple[Any, ...]:
+            bindings: dict[str, int] = {}
+            return tuple(draw(values_of(t, mod, exact=True, fractional=cfg.float_mode,
+                                        bound=cfg.value_bound, max_size=cfg.max_dim,
+                                        adt_depth=cfg.adt_depth, bindings=bindings,
+                                        special=cfg.special_values, edge_odds=edge_odds))
+                         for t in types)
+
+        n_own = len(arg_types) - len(lifted)
+        inputs = draw_inputs(arg_types[:n_own], EDGE_ODDS) + tuple(lifted)
+        # The alternates are edge-heavy (one element in three): NaN, ±inf, -0.0, extremes.
+        alternates = tuple(draw_inputs(arg_types, 3) for _ in range(cfg.alternates))
+        return Program(mod, inputs, alternates)
 
     return build()
 
