@@ -69,14 +69,26 @@ class _Replace(ExprMutator):
         return new
 
 
+# Type inference of a module, shared by the mutants run on it (keyed by identity; the entry
+# keeps the module alive so that its id is not reused).
+_ANNOTATED: dict[int, tuple[IRModule, IRModule | None]] = {}
+_ANNOTATED_MAX = 256
+
+
 def _annotated(mod: IRModule) -> IRModule | None:
     from typechecker import infer
 
+    hit = _ANNOTATED.get(id(mod))
+    if hit is not None and hit[0] is mod:
+        return hit[1]
     try:
         out = infer(mod)
     except RelayError:
-        return None
-    assert isinstance(out, IRModule)
+        out = None
+    assert out is None or isinstance(out, IRModule)
+    if len(_ANNOTATED) >= _ANNOTATED_MAX:
+        _ANNOTATED.pop(next(iter(_ANNOTATED)))
+    _ANNOTATED[id(mod)] = (mod, out)
     return out
 
 

@@ -133,7 +133,7 @@ def arrays(draw: st.DrawFn, dtype: str, shape: Sequence[int], *, exact: bool = F
 
 
 _SEED = st.integers(0, 2**32 - 1)
-_MODE = st.integers(0, 3)
+_MODE = st.integers(0, 7)
 
 
 def _seeded_array(draw: st.DrawFn, dtype: str, shape: tuple[int, ...], count: int, bound: int,

@@ -9,6 +9,7 @@ whose results ``main`` observes.
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import strategies as st
 
 from conformance.strategies import opcalls
 from conformance.strategies.programgen.base import _GenBase
@@ -16,6 +17,8 @@ from conformance.strategies.programgen.scope import _Ctx, _is_pure
 from conformance.strategies.typeutil import type_key
 from semantics.expr import Call, Constant, Expr, Op, Tuple
 from semantics.types import TensorType, TupleType, Type, TypeVar
+
+_DIVISIONS = ("divide", "floor_divide", "mod", "floor_mod")
 
 
 def _empty(t: Type) -> bool:
@@ -46,6 +49,7 @@ class _OpGen(_GenBase):
                 args = (arg, *(self.gen(a, ctx, d) for a in call.arg_types[1:]))
         else:
             args = tuple(self.gen(a, ctx, d) for a in call.arg_types)
+        args = self._safe_divisor(call.op, args, call.arg_types)
         node = Call(Op(call.op), args, call.attrs)
         self._note(node, t, ctx)
         return node
@@ -123,4 +127,22 @@ class _OpGen(_GenBase):
                 args.append(self._gen_op(at, ctx, 0))     # a nested elementwise call
             else:
                 args.append(self.gen(at, ctx, d))
-        return Call(Op(call.op), tuple(args), call.attrs), t
+        return Call(Op(call.op), self._safe_divisor(call.op, tuple(args), call.arg_types),
+                    call.attrs), t
+
+    def _safe_divisor(self, op: str, args: tuple[Expr, ...], types: tuple[Type, ...]
+                      ) -> tuple[Expr, ...]:
+        """Integer division by a generated value traps when it is zero (the whole run then
+        ends in the trap and observes nothing); most of the time the divisor becomes a
+        nonzero constant (pinned: never lifted to a parameter)."""
+        t = types[-1] if types else None
+        if op not in _DIVISIONS or not isinstance(t, TensorType) or len(args) != 2 or \
+                np.dtype(t.dtype).kind not in "iu" or self.coin(4):
+            return args
+        n = int(np.prod(t.shape)) if t.shape else 1
+        lo = 1 if np.dtype(t.dtype).kind == "u" else -self.cfg.value_bound
+        vals = self.draw(st.lists(st.integers(lo, self.cfg.value_bound).filter(bool),
+                                  min_size=n, max_size=n))
+        divisor = Constant(np.array(vals, dtype=np.int64).astype(t.dtype).reshape(t.shape))
+        self.s.pin(divisor)
+        return (args[0], divisor)
