@@ -31,10 +31,21 @@ argument values for it. Every construct of the language appears:
   knot), and a global calls only globals defined before it; so every
   generated program terminates.
 
-Numerics: by default integer dtypes and ``float32`` with small integer
-contents (``exact=True``), so most arithmetic is exact and comparisons need no
-tolerance; ``ProgramConfig(float_mode=True)`` draws float-heavy programs with
-moderate real values (compare with tolerances).
+Numerics: by default integer dtypes, ``float32`` and ``float16`` with small
+integer and quarter contents, and one element in six an edge case of its dtype
+(NaN, ±inf, -0.0, a subnormal, ±max, the integer extremes: ``special_values``),
+so that sign, rounding, overflow and NaN mistakes show;
+``ProgramConfig(float_mode=True)`` draws float-heavy programs with moderate real
+values (compare with tolerances). Integer divisions in generated elementwise
+calls mostly get a nonzero constant divisor (a trap would hide the rest of the run).
+
+Observability: ``main`` returns every first-order value it binds along with its
+result; *flow* steps apply elementwise operators to the tensors ``main`` bound
+before (so values flow from operator to operator and ``op(%x, %x)`` appears);
+operator arguments are often plain variables or constants; some constants of
+``main`` are lifted to parameters (``lift_constants``), and each program carries
+``alternates`` further, edge-heavy input tuples (``Program.alternates``) that the
+harness checks too — running a program is far cheaper than generating it.
 
 Not generated: ``grad`` (needs the AD package), effectful graph sharing
 (whose evaluation point is ambiguous), references to functions, symbolic or

@@ -87,9 +87,9 @@ class _OpGen(_GenBase):
 
     def valid_call(self, op: str) -> opcalls.OpCall | None:
         """A valid call of ``op``; calls on zero-size tensors (whose results hide most
-        mistakes) are redrawn up to twice."""
+        mistakes) are redrawn once."""
         call = None
-        for _ in range(3):
+        for _ in range(2):
             call = opcalls.draw_valid_call(self.draw, op, self.cfg.dtypes, self.cfg.max_rank,
                                            self.cfg.max_dim)
             if call is None or not any(_empty(t) for t in call.arg_types):
