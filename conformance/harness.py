@@ -245,7 +245,8 @@ def check_program(transform: Callable[[IRModule], Any], module: IRModule,
                   exact_floats: bool = False, allow_errors: bool = False,
                   check_types: bool = True, oracle: Outcome | None = None,
                   alternates: Sequence[Sequence[Any]] = (),
-                  alternate_oracles: Sequence[Outcome] | None = None) -> None:
+                  alternate_oracles: Sequence[Outcome] | None = None,
+                  fuel: int | None = None) -> None:
     """Run one program through the oracle and through ``transform``; raise on disagreement.
 
     Args:
@@ -255,6 +256,8 @@ def check_program(transform: Callable[[IRModule], Any], module: IRModule,
         oracle: the oracle's outcome on ``inputs`` when already known.
         alternates: further argument tuples for ``main``, checked after ``inputs``.
         alternate_oracles: the oracle's outcomes on ``alternates`` when already known.
+        fuel: rule applications the transformed program may spend (default ten times
+            :data:`ORACLE_FUEL`); running out is a disagreement.
     Raises:
         AssertionError: the outcomes disagree (message: program text, the inputs on which
             they do, both outcomes).
@@ -282,16 +285,18 @@ def check_program(transform: Callable[[IRModule], Any], module: IRModule,
         raise AssertionError(_report(
             f"transform {label} crashed with {type(err).__name__} (not a RelayError)",
             module, inputs, oracle, _crash(err), None)) from None
-    _compare_run(label, transformed, module, inputs, oracle, check_types, exact_floats)
+    budget = fuel if fuel is not None else 10 * ORACLE_FUEL
+    _compare_run(label, transformed, module, inputs, oracle, check_types, exact_floats, budget)
     for i, alt in enumerate(alternates):
         expected = alternate_oracles[i] if alternate_oracles is not None else \
             run_oracle(module, alt)
-        _compare_run(label, transformed, module, alt, expected, check_types, exact_floats)
+        _compare_run(label, transformed, module, alt, expected, check_types, exact_floats,
+                     budget)
 
 
 def _compare_run(label: str, transformed: Any, module: IRModule, inputs: Sequence[Any],
-                 oracle: Outcome, check_types: bool, exact_floats: bool) -> None:
-    got = _run_transformed(transformed, module, inputs, check_types)
+                 oracle: Outcome, check_types: bool, exact_floats: bool, fuel: int) -> None:
+    got = _run_transformed(transformed, module, inputs, check_types, fuel)
     if oracle.ok and got.ok:
         equal, why = values_equal(oracle.value, got.value, exact_floats=exact_floats)
         if equal:
@@ -305,7 +310,7 @@ def _compare_run(label: str, transformed: Any, module: IRModule, inputs: Sequenc
 
 
 def _run_transformed(transformed: Any, module: IRModule, inputs: Sequence[Any],
-                     check_types: bool) -> Outcome:
+                     check_types: bool, fuel: int = 10 * ORACLE_FUEL) -> Outcome:
     from semantics.expr import Expr
 
     if isinstance(transformed, Expr):
@@ -313,7 +318,7 @@ def _run_transformed(transformed: Any, module: IRModule, inputs: Sequence[Any],
             else IRModule.from_expr(transformed, module.functions, module.types)
     if isinstance(transformed, IRModule):
         try:
-            return run_oracle(transformed, inputs, fuel=10 * ORACLE_FUEL, check=check_types)
+            return run_oracle(transformed, inputs, fuel=fuel, check=check_types)
         except Exception as err:  # noqa: BLE001 - InternalError etc. in the oracle itself
             return _crash(err)
     if callable(transformed):

@@ -134,9 +134,10 @@ def test_mutant_is_caught_with_a_relay_counterexample(label: str, mutant, config
 ALL_MUTANTS = all_mutants()
 SCORE_EXAMPLES = 100
 SCORE_SEED = 1
-# Measured: 28 of 56 caught within 100 programs of seed 1 (39 of 56 within 300 programs of seed
-# 0, bench/kit_power.py); the bar leaves room for small generator changes.
-SCORE_BAR = 26
+# Measured: 26 of 56 caught within 100 programs of seed 1 (45 of 56 within 300 programs of seed
+# 0, bench/kit_power.py; 48 % before the generator's edge values, flow steps, lifted constants
+# and alternate inputs); the bar leaves a little room for changes of the operator registry.
+SCORE_BAR = 24
 
 
 def test_at_least_forty_mutants_in_every_family() -> None:
