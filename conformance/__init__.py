@@ -28,6 +28,7 @@ _LAZY = {
     "check_program": "conformance.harness",
     "values_equal": "conformance.harness",
     "value_has_type": "conformance.harness",
+    "show_value": "conformance.harness",
     "coverage": "conformance.coverage",
     "CoverageReport": "conformance.coverage",
     "AstConfig": "conformance.strategies.ast",

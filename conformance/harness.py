@@ -23,7 +23,9 @@ raises ``AssertionError`` whose message holds the *shrunk* counterexample
 outcomes.
 
 Also here: :func:`value_has_type` (the PRESERVATION property: a value
-inhabits a type) and :func:`show_value` (exact, iterative value rendering).
+inhabits a type). :func:`show_value` (exact, iterative value rendering) and the
+comparison behind :func:`values_equal` live in :mod:`interpreter.values` and are
+re-exported here.
 Values can be deep (long lists), so every walk over values keeps its own
 stack.
 """
@@ -39,6 +41,7 @@ from typing import Any
 import numpy as np
 import sympy
 
+from interpreter.values import TOLERANCES, compare_values, show_value, value_kind
 from semantics.errors import RelayError, RelayRuntimeError, RelayTypeError
 from semantics.module import IRModule
 from semantics.shapes import ANY
@@ -57,8 +60,6 @@ from semantics.types import (
 __all__ = ["assert_equivalent", "check_program", "values_equal", "value_has_type", "show_value",
            "Outcome", "run_oracle", "TOLERANCES", "ORACLE_FUEL"]
 
-# Relative / absolute tolerances per float dtype (integers and bools compare exactly).
-TOLERANCES = {"float16": (1e-2, 1e-3), "float32": (1e-5, 1e-6), "float64": (1e-9, 1e-12)}
 
 # Rule applications the oracle may spend on one generated program (they all terminate in far
 # fewer); a transformed program gets ten times as many.
@@ -102,165 +103,27 @@ def run_oracle(mod: IRModule, inputs: Sequence[Any], *, fuel: int = ORACLE_FUEL,
     return Outcome(value=value)
 
 
-# --- value comparison ---------------------------------------------------------------------
+# --- value comparison (moved to interpreter.values; re-exported here) ---------------------
 
 def values_equal(a: Any, b: Any, *, exact_floats: bool = False,
                  tolerances: dict[str, tuple[float, float]] | None = None
                  ) -> tuple[bool, str]:
     """Compare two runtime values; returns ``(equal, where-and-why if not)``.
 
-    Tensors: same dtype and shape; integers/bools exactly; floats within
-    ``tolerances[dtype]`` (``exact_floats``: bitwise up to NaN payloads), NaN
-    equals NaN, infinities by sign. Tuples and ADT values structurally,
-    references by their contents, closures (and operator/constructor values)
-    are opaque: any two function values agree.
+    :func:`interpreter.values.compare_values` with an external implementation's
+    function values (``OpaqueFunction``) opaque too: tensors of the same dtype and
+    shape, integers/bools exactly, floats within ``tolerances[dtype]``
+    (``exact_floats``: bitwise up to NaN payloads, so the sign of zero counts), NaN
+    equals NaN, infinities by sign; tuples and ADT values structurally, references by
+    their contents, function values opaque.
     """
     from conformance.external import OpaqueFunction
-    from interpreter.values import Closure, ConstructorFunction, ConstructorValue, OpValue, RefValue
 
-    tol = tolerances or TOLERANCES
-    stack: list[tuple[Any, Any, str]] = [(a, b, "result")]
-    seen: set[tuple[int, int]] = set()
-    functions = (Closure, OpValue, ConstructorFunction, OpaqueFunction)
-    while stack:
-        x, y, path = stack.pop()
-        if isinstance(x, np.generic):
-            x = np.asarray(x)
-        if isinstance(y, np.generic):
-            y = np.asarray(y)
-        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-            ok, why = _tensors_equal(x, y, exact_floats, tol)
-            if not ok:
-                return False, f"at {path}: {why}"
-            continue
-        if isinstance(x, tuple) or isinstance(y, tuple):
-            if not (isinstance(x, tuple) and isinstance(y, tuple)):
-                return False, f"at {path}: {_kind(x)} vs {_kind(y)}"
-            if len(x) != len(y):
-                return False, f"at {path}: tuples of {len(x)} and {len(y)} fields"
-            stack.extend((p, q, f"{path}.{i}") for i, (p, q) in enumerate(zip(x, y, strict=False)))
-            continue
-        if isinstance(x, ConstructorValue) or isinstance(y, ConstructorValue):
-            if not (isinstance(x, ConstructorValue) and isinstance(y, ConstructorValue)):
-                return False, f"at {path}: {_kind(x)} vs {_kind(y)}"
-            if x.name != y.name or len(x.fields) != len(y.fields):
-                return False, f"at {path}: constructor {x.name} vs {y.name}"
-            stack.extend((p, q, f"{path}.{x.name}[{i}]")
-                         for i, (p, q) in enumerate(zip(x.fields, y.fields, strict=False)))
-            continue
-        if isinstance(x, RefValue) or isinstance(y, RefValue):
-            if not (isinstance(x, RefValue) and isinstance(y, RefValue)):
-                return False, f"at {path}: {_kind(x)} vs {_kind(y)}"
-            if (id(x), id(y)) in seen:
-                continue
-            seen.add((id(x), id(y)))
-            stack.append((x.value, y.value, f"!{path}"))
-            continue
-        if isinstance(x, functions) and isinstance(y, functions):
-            continue
-        return False, f"at {path}: {_kind(x)} vs {_kind(y)}"
-    return True, ""
+    return compare_values(a, b, exact_floats=exact_floats, tolerances=tolerances,
+                          opaque=(OpaqueFunction,))
 
 
-def _kind(x: Any) -> str:
-    if isinstance(x, np.ndarray):
-        return f"tensor {x.dtype.name}{list(x.shape)}"
-    return type(x).__name__
-
-
-def _tensors_equal(x: Any, y: Any, exact_floats: bool,
-                   tol: dict[str, tuple[float, float]]) -> tuple[bool, str]:
-    if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)):
-        return False, f"{_kind(x)} vs {_kind(y)}"
-    if x.dtype != y.dtype:
-        return False, f"dtype {x.dtype.name} vs {y.dtype.name}"
-    if x.shape != y.shape:
-        return False, f"shape {list(x.shape)} vs {list(y.shape)}"
-    if x.dtype.kind != "f":
-        if not np.array_equal(x, y):
-            return False, f"{_first_diff(x, y)}"
-        return True, ""
-    nan_x, nan_y = np.isnan(x), np.isnan(y)
-    if not np.array_equal(nan_x, nan_y):
-        return False, f"NaN mismatch: {_first_diff(x, y)}"
-    xs, ys = x[~nan_x], y[~nan_y]
-    if exact_floats:
-        if not np.array_equal(xs, ys):
-            return False, _first_diff(x, y)
-        return True, ""
-    inf_x, inf_y = np.isinf(xs), np.isinf(ys)
-    if not np.array_equal(inf_x, inf_y) or not np.array_equal(xs[inf_x], ys[inf_y]):
-        return False, f"infinity mismatch: {_first_diff(x, y)}"
-    rtol, atol = tol.get(x.dtype.name, (0.0, 0.0))
-    fx, fy = xs[~inf_x].astype(np.float64), ys[~inf_y].astype(np.float64)
-    if not np.all(np.abs(fx - fy) <= atol + rtol * np.abs(fy)):
-        return False, f"beyond tolerance (rtol={rtol}, atol={atol}): {_first_diff(x, y)}"
-    return True, ""
-
-
-def _first_diff(x: np.ndarray, y: np.ndarray) -> str:
-    if x.ndim == 0:
-        return f"{show_value(x)} != {show_value(y)}"
-    with np.errstate(all="ignore"):
-        neq = ~((x == y) | (np.isnan(x) & np.isnan(y)) if x.dtype.kind == "f" else (x == y))
-    idx = tuple(int(i) for i in np.argwhere(neq)[0]) if neq.any() else ()
-    if not idx:
-        return "values differ"
-    return f"element {list(idx)}: {show_value(x[idx])} != {show_value(y[idx])}"
-
-
-# --- printing values ------------------------------------------------------------------------
-
-def show_value(v: Any, limit: int = 2000) -> str:
-    """An exact, readable rendering of a value (scalars as Relay literals), iteratively."""
-    from interpreter.values import Closure, ConstructorFunction, ConstructorValue, OpValue, RefValue
-    from semantics.dtypes import literal
-
-    out: list[str] = []
-    stack: list[Any] = [v]
-    while stack:
-        if sum(len(s) for s in out) > limit:
-            out.append("...")
-            break
-        x = stack.pop()
-        if isinstance(x, str):          # a literal piece of punctuation pushed below
-            out.append(x)
-        elif isinstance(x, (np.ndarray, np.generic)):
-            arr = np.asarray(x)
-            if arr.ndim == 0:
-                out.append(literal(arr, arr.dtype.name) if arr.dtype.name != "object" else
-                           repr(arr))
-            else:
-                body = " ".join(np.array2string(arr, separator=", ", threshold=64).split())
-                out.append(f"Tensor[{tuple(arr.shape)}, {arr.dtype.name}]({body})")
-        elif isinstance(x, tuple):
-            parts: list[Any] = ["("]
-            for i, f in enumerate(x):
-                if i:
-                    parts.append(", ")
-                parts.append(f)
-            parts.append(",)" if len(x) == 1 else ")")
-            stack.extend(reversed(parts))
-        elif isinstance(x, ConstructorValue):
-            if not x.fields:
-                out.append(x.name)
-                continue
-            parts = [f"{x.name}("]
-            for i, f in enumerate(x.fields):
-                if i:
-                    parts.append(", ")
-                parts.append(f)
-            parts.append(")")
-            stack.extend(reversed(parts))
-        elif isinstance(x, RefValue):
-            stack.extend(reversed(["ref(", x.value, ")"]))
-        elif isinstance(x, Closure):
-            out.append("<closure>")
-        elif isinstance(x, (OpValue, ConstructorFunction)):
-            out.append(f"<{x.name}>")
-        else:
-            out.append(repr(x))
-    return "".join(out)
+_kind = value_kind
 
 
 # --- preservation ---------------------------------------------------------------------------
@@ -380,15 +243,29 @@ class TransformDeclined(Exception):
 def check_program(transform: Callable[[IRModule], Any], module: IRModule,
                   inputs: Sequence[Any] = (), *, name: str | None = None,
                   exact_floats: bool = False, allow_errors: bool = False,
-                  check_types: bool = True) -> None:
+                  check_types: bool = True, oracle: Outcome | None = None,
+                  alternates: Sequence[Sequence[Any]] = (),
+                  alternate_oracles: Sequence[Outcome] | None = None,
+                  fuel: int | None = None) -> None:
     """Run one program through the oracle and through ``transform``; raise on disagreement.
 
+    Args:
+        transform: the pass or backend under test (applied once).
+        module: the program; ``inputs`` the arguments of its ``main``.
+        name, exact_floats, allow_errors, check_types: as in :func:`assert_equivalent`.
+        oracle: the oracle's outcome on ``inputs`` when already known.
+        alternates: further argument tuples for ``main``, checked after ``inputs``.
+        alternate_oracles: the oracle's outcomes on ``alternates`` when already known.
+        fuel: rule applications the transformed program may spend (default ten times
+            :data:`ORACLE_FUEL`); running out is a disagreement.
     Raises:
-        AssertionError: the outcomes disagree (message: program text, inputs, both outcomes).
+        AssertionError: the outcomes disagree (message: program text, the inputs on which
+            they do, both outcomes).
         TransformDeclined: ``allow_errors`` and the transform raised a RelayError.
     """
     label = name or getattr(transform, "__name__", repr(transform))
-    oracle = run_oracle(module, inputs)
+    if oracle is None:
+        oracle = run_oracle(module, inputs)
     if oracle.error == "RelayTypeError" or oracle.error == "ParseError":
         raise AssertionError(_report(
             f"conformance kit: the oracle rejected the program ({oracle.describe()}); programs "
@@ -408,7 +285,18 @@ def check_program(transform: Callable[[IRModule], Any], module: IRModule,
         raise AssertionError(_report(
             f"transform {label} crashed with {type(err).__name__} (not a RelayError)",
             module, inputs, oracle, _crash(err), None)) from None
-    got = _run_transformed(transformed, module, inputs, check_types)
+    budget = fuel if fuel is not None else 10 * ORACLE_FUEL
+    _compare_run(label, transformed, module, inputs, oracle, check_types, exact_floats, budget)
+    for i, alt in enumerate(alternates):
+        expected = alternate_oracles[i] if alternate_oracles is not None else \
+            run_oracle(module, alt)
+        _compare_run(label, transformed, module, alt, expected, check_types, exact_floats,
+                     budget)
+
+
+def _compare_run(label: str, transformed: Any, module: IRModule, inputs: Sequence[Any],
+                 oracle: Outcome, check_types: bool, exact_floats: bool, fuel: int) -> None:
+    got = _run_transformed(transformed, module, inputs, check_types, fuel)
     if oracle.ok and got.ok:
         equal, why = values_equal(oracle.value, got.value, exact_floats=exact_floats)
         if equal:
@@ -422,7 +310,7 @@ def check_program(transform: Callable[[IRModule], Any], module: IRModule,
 
 
 def _run_transformed(transformed: Any, module: IRModule, inputs: Sequence[Any],
-                     check_types: bool) -> Outcome:
+                     check_types: bool, fuel: int = 10 * ORACLE_FUEL) -> Outcome:
     from semantics.expr import Expr
 
     if isinstance(transformed, Expr):
@@ -430,7 +318,7 @@ def _run_transformed(transformed: Any, module: IRModule, inputs: Sequence[Any],
             else IRModule.from_expr(transformed, module.functions, module.types)
     if isinstance(transformed, IRModule):
         try:
-            return run_oracle(transformed, inputs, fuel=10 * ORACLE_FUEL, check=check_types)
+            return run_oracle(transformed, inputs, fuel=fuel, check=check_types)
         except Exception as err:  # noqa: BLE001 - InternalError etc. in the oracle itself
             return _crash(err)
     if callable(transformed):
@@ -553,7 +441,8 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
 
     def conformance_property(program: Any) -> None:
         try:
-            check_program(transform, program[0], program[1], **opts)  # type: ignore[arg-type]
+            check_program(transform, program[0], program[1],  # type: ignore[arg-type]
+                          alternates=getattr(program, "alternates", ()), **opts)
         except TransformDeclined:
             reject()
 

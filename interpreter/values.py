@@ -18,9 +18,14 @@ A nullary constructor is its own value: evaluating ``Nil`` gives the ADT value
 ``Nil`` (a :class:`ConstructorValue` with no fields), and calling it with no
 arguments gives that value again (Semantics-ADT-Constructor with n = 0).
 
+Also here, for the conformance kit: :func:`compare_values` (the differential
+harness's comparison: float tolerances, NaN equal to NaN, functions opaque, with
+an explanation of the first difference) and :func:`show_value` (the exact
+rendering of counterexamples).
+
 Everything here is iterative: values can be 10,000-element lists (nested
-``ConstructorValue``s), so printing (:func:`value_str`) and comparison
-(:func:`values_equal`) keep their own stacks.
+``ConstructorValue``s), so printing (:func:`value_str`, :func:`show_value`) and
+comparison (:func:`values_equal`, :func:`compare_values`) keep their own stacks.
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Closure", "ConstructorFunction", "ConstructorValue", "OpValue", "RefValue",
-    "is_value", "value_str", "values_equal",
+    "is_value", "value_str", "values_equal", "compare_values", "show_value", "value_kind",
+    "TOLERANCES",
 ]
 
 
@@ -324,3 +330,197 @@ def _tensors_equal(x: Any, y: Any, nan_equal: bool) -> bool:
         return False
     use_nan = nan_equal and x.dtype.kind == "f"
     return bool(np.array_equal(x, y, equal_nan=use_nan))
+
+
+# --- the conformance comparison and exact rendering -------------------------------------------
+# Used by the conformance kit's differential harness (``conformance.values_equal`` wraps
+# :func:`compare_values`) and its counterexample reports (:func:`show_value`).
+
+# Relative / absolute tolerances per float dtype (integers and bools compare exactly).
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float16": (1e-2, 1e-3), "float32": (1e-5, 1e-6), "float64": (1e-9, 1e-12)}
+
+
+def compare_values(a: Any, b: Any, *, exact_floats: bool = False,
+                   tolerances: dict[str, tuple[float, float]] | None = None,
+                   opaque: tuple[type, ...] = ()) -> tuple[bool, str]:
+    """Compare two runtime values as the conformance harness does.
+
+    Tensors: same dtype and shape; integers/bools exactly; floats within
+    ``tolerances[dtype]`` (default :data:`TOLERANCES`), NaN equals NaN, infinities by
+    sign. With ``exact_floats`` floats compare bitwise up to NaN payloads (so ``-0.0``
+    differs from ``0.0``). Tuples and ADT values structurally, references by their
+    contents (cycles cut), function values (closures, operators, constructor functions
+    and instances of ``opaque``) are opaque: any two agree. Iterative.
+
+    Args:
+        a: the expected value (the oracle's).
+        b: the value to check.
+        exact_floats: bitwise float comparison instead of tolerances.
+        tolerances: ``dtype -> (rtol, atol)`` overriding :data:`TOLERANCES`.
+        opaque: further classes of function values (e.g. an external implementation's).
+    Returns:
+        ``(equal, where-and-why)``; the explanation is empty when equal.
+    """
+    tol = tolerances or TOLERANCES
+    stack: list[tuple[Any, Any, str]] = [(a, b, "result")]
+    seen: set[tuple[int, int]] = set()
+    functions = (Closure, OpValue, ConstructorFunction, *opaque)
+    while stack:
+        x, y, path = stack.pop()
+        if isinstance(x, np.generic):
+            x = np.asarray(x)
+        if isinstance(y, np.generic):
+            y = np.asarray(y)
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            ok, why = _tensors_agree(x, y, exact_floats, tol)
+            if not ok:
+                return False, f"at {path}: {why}"
+            continue
+        if isinstance(x, tuple) or isinstance(y, tuple):
+            if not (isinstance(x, tuple) and isinstance(y, tuple)):
+                return False, f"at {path}: {value_kind(x)} vs {value_kind(y)}"
+            if len(x) != len(y):
+                return False, f"at {path}: tuples of {len(x)} and {len(y)} fields"
+            stack.extend((p, q, f"{path}.{i}") for i, (p, q) in enumerate(zip(x, y, strict=False)))
+            continue
+        if isinstance(x, ConstructorValue) or isinstance(y, ConstructorValue):
+            if not (isinstance(x, ConstructorValue) and isinstance(y, ConstructorValue)):
+                return False, f"at {path}: {value_kind(x)} vs {value_kind(y)}"
+            if x.name != y.name or len(x.fields) != len(y.fields):
+                return False, f"at {path}: constructor {x.name} vs {y.name}"
+            stack.extend((p, q, f"{path}.{x.name}[{i}]")
+                         for i, (p, q) in enumerate(zip(x.fields, y.fields, strict=False)))
+            continue
+        if isinstance(x, RefValue) or isinstance(y, RefValue):
+            if not (isinstance(x, RefValue) and isinstance(y, RefValue)):
+                return False, f"at {path}: {value_kind(x)} vs {value_kind(y)}"
+            if (id(x), id(y)) in seen:
+                continue
+            seen.add((id(x), id(y)))
+            stack.append((x.value, y.value, f"!{path}"))
+            continue
+        if isinstance(x, functions) and isinstance(y, functions):
+            continue
+        return False, f"at {path}: {value_kind(x)} vs {value_kind(y)}"
+    return True, ""
+
+
+def value_kind(x: Any) -> str:
+    """A short description of what ``x`` is (``tensor int32[2, 3]``, ``tuple``, ...)."""
+    if isinstance(x, np.ndarray):
+        return f"tensor {x.dtype.name}{list(x.shape)}"
+    return type(x).__name__
+
+
+def _tensors_agree(x: Any, y: Any, exact_floats: bool,
+                   tol: dict[str, tuple[float, float]]) -> tuple[bool, str]:
+    if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)):
+        return False, f"{value_kind(x)} vs {value_kind(y)}"
+    if x.dtype != y.dtype:
+        return False, f"dtype {x.dtype.name} vs {y.dtype.name}"
+    if x.shape != y.shape:
+        return False, f"shape {list(x.shape)} vs {list(y.shape)}"
+    if x.dtype.kind != "f":
+        if not np.array_equal(x, y):
+            return False, f"{_first_diff(x, y)}"
+        return True, ""
+    nan_x, nan_y = np.isnan(x), np.isnan(y)
+    if not np.array_equal(nan_x, nan_y):
+        return False, f"NaN mismatch: {_first_diff(x, y)}"
+    xs, ys = x[~nan_x], y[~nan_y]
+    if exact_floats:
+        if not np.array_equal(xs, ys):
+            return False, _first_diff(x, y)
+        if not np.array_equal(np.signbit(xs), np.signbit(ys)):
+            return False, f"sign of zero: {_first_diff(x, y, signed=True)}"
+        return True, ""
+    inf_x, inf_y = np.isinf(xs), np.isinf(ys)
+    if not np.array_equal(inf_x, inf_y) or not np.array_equal(xs[inf_x], ys[inf_y]):
+        return False, f"infinity mismatch: {_first_diff(x, y)}"
+    rtol, atol = tol.get(x.dtype.name, (0.0, 0.0))
+    fx, fy = xs[~inf_x].astype(np.float64), ys[~inf_y].astype(np.float64)
+    if not np.all(np.abs(fx - fy) <= atol + rtol * np.abs(fy)):
+        return False, f"beyond tolerance (rtol={rtol}, atol={atol}): {_first_diff(x, y)}"
+    return True, ""
+
+
+def _first_diff(x: np.ndarray, y: np.ndarray, signed: bool = False) -> str:
+    if x.ndim == 0:
+        return f"{show_value(x)} != {show_value(y)}"
+    with np.errstate(all="ignore"):
+        if x.dtype.kind == "f":
+            neq = ~((x == y) | (np.isnan(x) & np.isnan(y)))
+            if signed:
+                neq |= (np.signbit(x) != np.signbit(y)) & ~np.isnan(x)
+        else:
+            neq = x != y
+    idx = tuple(int(i) for i in np.argwhere(neq)[0]) if neq.any() else ()
+    if not idx:
+        return "values differ"
+    return f"element {list(idx)}: {show_value(x[idx])} != {show_value(y[idx])}"
+
+
+def show_value(v: Any, limit: int = 2000) -> str:
+    """An exact, readable rendering of a value for counterexamples, iteratively.
+
+    Scalars are Relay literals (``-0f``, ``nanf``, ``127i8``), other tensors
+    ``Tensor[(2, 3), int32]([[...]])``, tuples, ADT values, ``ref(...)``; functions
+    ``<closure>`` or ``<name>``. Output longer than ``limit`` characters ends in ``...``.
+
+    Args:
+        v: any runtime value.
+        limit: roughly how many characters to print.
+    Returns:
+        The text.
+    """
+    out: list[str] = []
+    stack: list[Any] = [v]
+    open_refs: set[int] = set()
+    while stack:
+        if sum(len(s) for s in out) > limit:
+            out.append("...")
+            break
+        x = stack.pop()
+        if isinstance(x, str):          # a literal piece of punctuation pushed below
+            out.append(x)
+        elif isinstance(x, (np.ndarray, np.generic)):
+            arr = np.asarray(x)
+            if arr.ndim == 0:
+                out.append(literal(arr, arr.dtype.name) if arr.dtype.name in _RELAY_DTYPE_NAMES
+                           else repr(arr))
+            else:
+                body = " ".join(np.array2string(arr, separator=", ", threshold=64).split())
+                out.append(f"Tensor[{tuple(arr.shape)}, {arr.dtype.name}]({body})")
+        elif isinstance(x, tuple):
+            parts: list[Any] = ["("]
+            for i, f in enumerate(x):
+                if i:
+                    parts.append(", ")
+                parts.append(f)
+            parts.append(",)" if len(x) == 1 else ")")
+            stack.extend(reversed(parts))
+        elif isinstance(x, ConstructorValue):
+            if not x.fields:
+                out.append(x.name)
+                continue
+            parts = [f"{x.name}("]
+            for i, f in enumerate(x.fields):
+                if i:
+                    parts.append(", ")
+                parts.append(f)
+            parts.append(")")
+            stack.extend(reversed(parts))
+        elif isinstance(x, RefValue):
+            if id(x) in open_refs:
+                out.append("ref(...)")
+                continue
+            open_refs.add(id(x))
+            stack.extend(reversed(["ref(", x.value, ")"]))
+        elif isinstance(x, Closure):
+            out.append("<closure>")
+        elif isinstance(x, (OpValue, ConstructorFunction)):
+            out.append(f"<{x.name}>")
+        else:
+            out.append(repr(x))
+    return "".join(out)

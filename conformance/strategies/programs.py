@@ -31,10 +31,21 @@ argument values for it. Every construct of the language appears:
   knot), and a global calls only globals defined before it; so every
   generated program terminates.
 
-Numerics: by default integer dtypes and ``float32`` with small integer
-contents (``exact=True``), so most arithmetic is exact and comparisons need no
-tolerance; ``ProgramConfig(float_mode=True)`` draws float-heavy programs with
-moderate real values (compare with tolerances).
+Numerics: by default integer dtypes, ``float32`` and ``float16`` with small
+integer and quarter contents, and one element in six an edge case of its dtype
+(NaN, ±inf, -0.0, a subnormal, ±max, the integer extremes: ``special_values``),
+so that sign, rounding, overflow and NaN mistakes show;
+``ProgramConfig(float_mode=True)`` draws float-heavy programs with moderate real
+values (compare with tolerances). Integer divisions in generated elementwise
+calls mostly get a nonzero constant divisor (a trap would hide the rest of the run).
+
+Observability: ``main`` returns every first-order value it binds along with its
+result; *flow* steps apply elementwise operators to the tensors ``main`` bound
+before (so values flow from operator to operator and ``op(%x, %x)`` appears);
+operator arguments are often plain variables or constants; some constants of
+``main`` are lifted to parameters (``lift_constants``), and each program carries
+``alternates`` further, edge-heavy input tuples (``Program.alternates``) that the
+harness checks too — running a program is far cheaper than generating it.
 
 Not generated: ``grad`` (needs the AD package), effectful graph sharing
 (whose evaluation point is ambiguous), references to functions, symbolic or
@@ -69,7 +80,7 @@ from conformance.strategies.programgen.config import FEATURES, Program, ProgramC
 from conformance.strategies.programgen.config import FLOAT_DTYPES as FLOAT_DTYPES
 from conformance.strategies.programgen.config import format_value as format_value
 from conformance.strategies.programgen.scope import _Ctx, _State
-from conformance.strategies.values import values_of
+from conformance.strategies.values import EDGE_ODDS, values_of
 from semantics.expr import Expr, Function, Var
 from semantics.module import IRModule
 from semantics.types import Type
@@ -131,14 +142,25 @@ def well_typed_modules(config: ProgramConfig | None = None, **overrides: Any
                 name, fn = gen.global_function(i)
                 functions[name] = fn
         main, arg_types = gen.main()
+        lifted: list[Any] = []
+        if cfg.lift_constants:
+            main, arg_types, lifted = gen.lift_constants(main, arg_types)
         functions["main"] = main
         mod = IRModule(functions, {td.header.name: td for td in gen.s.adts})
-        bindings: dict[str, int] = {}
-        inputs = tuple(draw(values_of(t, mod, exact=True, fractional=cfg.float_mode,
-                                      bound=cfg.value_bound,
-                                      max_size=cfg.max_dim, adt_depth=cfg.adt_depth,
-                                      bindings=bindings)) for t in arg_types)
-        return Program(mod, inputs)
+
+        def draw_inputs(types: tuple[Type, ...], edge_odds: int) -> tuple[Any, ...]:
+            bindings: dict[str, int] = {}
+            return tuple(draw(values_of(t, mod, exact=True, fractional=cfg.float_mode,
+                                        bound=cfg.value_bound, max_size=cfg.max_dim,
+                                        adt_depth=cfg.adt_depth, bindings=bindings,
+                                        special=cfg.special_values, edge_odds=edge_odds))
+                         for t in types)
+
+        n_own = len(arg_types) - len(lifted)
+        inputs = draw_inputs(arg_types[:n_own], EDGE_ODDS) + tuple(lifted)
+        # The alternates are edge-heavy (one element in three): NaN, ±inf, -0.0, extremes.
+        alternates = tuple(draw_inputs(arg_types, 3) for _ in range(cfg.alternates))
+        return Program(mod, inputs, alternates)
 
     return build()
 

@@ -4,7 +4,9 @@
   with the edge cases every implementation gets wrong: ``inf``, ``-inf``,
   ``nan``, ``-0.0`` for floats, the extremes of every integer width.
   ``exact=True`` restricts to small integers (also for float dtypes, whose
-  arithmetic then stays exactly representable).
+  arithmetic then stays exactly representable); ``special=True`` mixes the
+  dtype's edge cases and quarter fractions back in at a fixed rate (the
+  generated programs' default).
 * :func:`values_of` — a value *of a given type*: a numpy array of the
   tensor type's dtype and a concrete shape matching its (possibly symbolic
   or ``?``) dims, a Python tuple for a tuple type, a ``ConstructorValue``
@@ -47,18 +49,52 @@ def special_floats() -> tuple[float, ...]:
     return (0.0, -0.0, 1.0, -1.0, float("inf"), float("-inf"), float("nan"))
 
 
+def edge_values(dtype: str) -> tuple[float | int, ...]:
+    """The edge cases of ``dtype`` an operator may get wrong, simplest first.
+
+    Floats: ``-0.0``, ``±inf``, ``nan``, the smallest subnormal, ``±max`` and ``0.75 * max``
+    (whose double overflows). Integers: ``0``, ``-1``, the extremes and their neighbours.
+    """
+    np_dtype = to_numpy(dtype)
+    if is_int(dtype):
+        info = np.iinfo(np_dtype)
+        signed = [-1] if info.min < 0 else []
+        return (0, *signed, int(info.max), int(info.min), int(info.max) - 1,
+                int(info.min) + 1)
+    fi = np.finfo(np_dtype)
+    big = float(fi.max)
+    return (-0.0, float("inf"), float("-inf"), float("nan"), float(fi.smallest_subnormal),
+            -big, 0.75 * big, big)
+
+
+# Out of EDGE_ODDS draws of a special-valued element, one is an edge case.
+EDGE_ODDS = 6
+
+
 @functools.cache
-def scalars(dtype: str, *, exact: bool = False, bound: int = 8, fractional: bool = False
-            ) -> st.SearchStrategy[np.ndarray]:
+def scalars(dtype: str, *, exact: bool = False, bound: int = 8, fractional: bool = False,
+            special: bool = False) -> st.SearchStrategy[np.ndarray]:
     """A 0-d array of ``dtype``.
 
     ``exact=False``: anything of the dtype, edge cases included.
     ``exact=True``: integers in ``[-bound, bound]`` (``[0, bound]`` if unsigned), also for
     floats; with ``fractional=True`` floats are multiples of 1/8 in that range instead.
+    ``special=True`` (with ``exact``): one element in :data:`EDGE_ODDS` is an edge case of
+    the dtype (:func:`edge_values`), and half of the ordinary float elements are quarters
+    (``-1.75``, ``0.5``), so that rounding, sign and overflow mistakes show; shrinking
+    goes to the ordinary values.
     """
     np_dtype = to_numpy(dtype)
     if is_bool(dtype):
         return st.booleans().map(lambda b: np.array(b, dtype=np.bool_))
+    if exact and special:
+        plain = scalars(dtype, exact=True, bound=bound, fractional=fractional)
+        if not is_int(dtype) and not fractional:
+            plain = st.one_of(plain, st.integers(-4 * bound, 4 * bound).map(
+                lambda v: np.array(v / 4.0, dtype=np_dtype)))
+        edges = st.sampled_from(edge_values(dtype)).map(lambda v: np.array(v, dtype=np_dtype))
+        return st.integers(0, EDGE_ODDS - 1).flatmap(
+            lambda k: edges if k == EDGE_ODDS - 1 else plain)
     if is_int(dtype):
         info = np.iinfo(np_dtype)
         if exact:
@@ -80,16 +116,53 @@ def scalars(dtype: str, *, exact: bool = False, bound: int = 8, fractional: bool
 
 @st.composite
 def arrays(draw: st.DrawFn, dtype: str, shape: Sequence[int], *, exact: bool = False,
-           bound: int = 8, fractional: bool = False) -> np.ndarray:
-    """An array of exactly ``dtype`` and ``shape`` (elements as in :func:`scalars`)."""
+           bound: int = 8, fractional: bool = False, special: bool = False,
+           edge_odds: int = EDGE_ODDS) -> np.ndarray:
+    """An array of exactly ``dtype`` and ``shape`` (elements as in :func:`scalars`; with
+    ``special``, one element in ``edge_odds`` is an edge case)."""
     shape = tuple(int(d) for d in shape)
     count = int(np.prod(shape)) if shape else 1
-    elems = [draw(scalars(dtype, exact=exact, bound=bound, fractional=fractional))
-             for _ in range(count)]
+    if exact and special:
+        return _seeded_array(draw, dtype, shape, count, bound, fractional, edge_odds)
+    element = scalars(dtype, exact=exact, bound=bound, fractional=fractional, special=special)
+    elems = [draw(element) for _ in range(count)]
     out = np.empty(count, dtype=to_numpy(dtype))
     for i, e in enumerate(elems):
         out[i] = e
     return out.reshape(shape)
+
+
+_SEED = st.integers(0, 2**32 - 1)
+_MODE = st.integers(0, 7)
+
+
+def _seeded_array(draw: st.DrawFn, dtype: str, shape: tuple[int, ...], count: int, bound: int,
+                  fractional: bool, edge_odds: int) -> np.ndarray:
+    """A special-valued array built from one drawn seed (fast: no draw per element).
+
+    Mode 0 (what shrinking reaches) is all zeros; otherwise elements follow the
+    distribution of :func:`scalars` with ``special=True``."""
+    np_dtype = to_numpy(dtype)
+    if draw(_MODE) == 0:
+        return np.zeros(shape, dtype=np_dtype)
+    rng = np.random.default_rng(draw(_SEED))
+    if is_bool(dtype):
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if is_int(dtype):
+        info = np.iinfo(np_dtype)
+        plain = rng.integers(max(int(info.min), -bound), min(int(info.max), bound) + 1,
+                             size=count).astype(object)
+    elif fractional:
+        plain = rng.integers(-8 * bound, 8 * bound + 1, size=count) / 8.0
+    else:
+        ints = rng.integers(-bound, bound + 1, size=count).astype(np.float64)
+        quarters = rng.integers(-4 * bound, 4 * bound + 1, size=count) / 4.0
+        plain = np.where(rng.integers(0, 2, size=count) == 1, quarters, ints)
+    edges = edge_values(dtype)
+    pick = rng.integers(0, len(edges), size=count)
+    edge = rng.integers(0, edge_odds, size=count) == edge_odds - 1
+    values = [edges[pick[i]] if edge[i] else plain[i] for i in range(count)]
+    return np.array(values, dtype=np_dtype).reshape(shape)
 
 
 @st.composite
@@ -121,7 +194,8 @@ def concrete_dim(d: object, bindings: dict[str, int], draw: st.DrawFn, max_size:
 @st.composite
 def values_of(draw: st.DrawFn, ty: Type, module: object = None, *, exact: bool = True,
               fractional: bool = False, bound: int = 8, max_size: int = 3, adt_depth: int = 3,
-              bindings: dict[str, int] | None = None) -> object:
+              bindings: dict[str, int] | None = None, special: bool = False,
+              edge_odds: int = EDGE_ODDS) -> object:
     """A runtime value of type ``ty`` (first-order types only).
 
     Args:
@@ -129,6 +203,8 @@ def values_of(draw: st.DrawFn, ty: Type, module: object = None, *, exact: bool =
         module: the ``IRModule`` defining the ADTs ``ty`` mentions (or a mapping name->TypeData).
         exact: small integer contents (see :func:`scalars`).
         fractional: with ``exact``, floats are multiples of 1/8 (float-mode programs).
+        special: with ``exact``, mix in the dtype's edge cases (see :func:`scalars`), one
+            element in ``edge_odds``.
         adt_depth: how many nested recursive constructors an ADT value may have.
         bindings: shape-variable values to respect and extend.
     Raises:
@@ -138,7 +214,7 @@ def values_of(draw: st.DrawFn, ty: Type, module: object = None, *, exact: bool =
 
     env = bindings if bindings is not None else {}
     types = _adt_table(module)
-    opts = (exact, bound, fractional)
+    opts = (exact, bound, fractional, special, edge_odds)
     return _build(draw, ty, {}, types, env, opts, max_size, adt_depth, ConstructorValue)
 
 
@@ -150,7 +226,8 @@ def _adt_table(module: object) -> dict[str, TypeData]:
 
 
 def _build(draw: st.DrawFn, ty: Type, subst: dict[int, Type], types: dict[str, TypeData],
-           env: dict[str, int], opts: tuple[bool, int, bool], max_size: int, depth: int,
+           env: dict[str, int], opts: tuple[bool, int, bool, bool, int], max_size: int,
+           depth: int,
            ctor_value: type) -> object:
     # Types are shallow (bounded by the generator), so bounded recursion on them is fine;
     # ADT values are bounded by ``depth``.
@@ -161,8 +238,9 @@ def _build(draw: st.DrawFn, ty: Type, subst: dict[int, Type], types: dict[str, T
                       ctor_value)
     if isinstance(ty, TensorType):
         shape = [concrete_dim(d, env, draw, max_size) for d in ty.shape]
-        exact, bound, fractional = opts
-        return draw(arrays(ty.dtype, shape, exact=exact, bound=bound, fractional=fractional))
+        exact, bound, fractional, special, edge_odds = opts
+        return draw(arrays(ty.dtype, shape, exact=exact, bound=bound, fractional=fractional,
+                           special=special, edge_odds=edge_odds))
     if isinstance(ty, TupleType):
         return tuple(_build(draw, f, subst, types, env, opts, max_size, depth, ctor_value)
                      for f in ty.fields)

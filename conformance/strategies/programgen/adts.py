@@ -103,7 +103,7 @@ class _AdtGen(_GenBase):
         name, targs = adt_args(st_)  # type: ignore[misc]
         td = self._adt(name)
         order = self.draw(st.permutations(range(len(td.constructors))))
-        partial = "partial_match" in self.f and self.coin(4)
+        partial = "partial_match" in self.f and self.coin(3)
         if partial and len(order) > 1:
             order = order[:self.draw(st.integers(1, len(order) - 1))]
         rec = ctx.rec

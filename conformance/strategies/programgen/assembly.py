@@ -2,7 +2,9 @@
 
 ``global_function`` draws a plain, polymorphic, structurally recursive or counter-loop
 global (a global calls only globals defined before it); ``main`` takes first-order
-parameters, binds operator and global calls whose results it returns (so each is
+parameters, binds operator calls, *flow* steps (elementwise calls over the tensors it
+bound before: values flow from one operator into the next, and ``op(%x, %x)`` appears)
+and global calls, returns every first-order binding with its result (so each is
 observable), and ends by reading every reference it bound.
 """
 
@@ -25,8 +27,20 @@ from conformance.strategies.programgen.scope import (
     _RecPermit,
 )
 from conformance.strategies.typeutil import adt_instance, is_first_order, substitute, type_key
-from semantics.expr import Call, Expr, Function, GlobalVar, Let, RefCreate, RefRead, Tuple, Var
+from semantics.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    Let,
+    RefCreate,
+    RefRead,
+    Tuple,
+    Var,
+)
 from semantics.types import Kind, RefType, TensorType, TupleType, Type, TypeVar
+from semantics.visitor import ExprMutator
 
 
 class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
@@ -106,7 +120,11 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
         steps: list[tuple[str, Any]] = []
         if self.cfg.focus_op is not None and self.cfg.focus_op in self.ops:
             steps.append(("op", self.cfg.focus_op))
-        steps += [("op", None)] * (self.cfg.min_op_bindings if self.ops else 0)
+        if self.ops:
+            n_ops = self.cfg.min_op_bindings + self.draw(st.integers(
+                0, self.cfg.extra_op_bindings if self.cfg.min_op_bindings else 0))
+            steps += [("op", None)] * n_ops
+            steps += [("flow", None)] * self.draw(st.integers(0, self.cfg.max_flow))
         steps += [("global", g) for g in self.s.globals]
         steps += [("any", None)] * self.draw(st.integers(0, self.cfg.max_let_chain))
         if self.cfg.effects and "ref" in self.f:
@@ -117,6 +135,12 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
                 if call is None:
                     continue
                 value, vt = call
+                var = self.var(vt)
+            elif step == "flow":
+                flow = self.flow_call(ctx, d - 1)
+                if flow is None:
+                    continue
+                value, vt = flow
                 var = self.var(vt)
             elif step == "global":
                 value, vt = self._poly_call(arg, ctx, d - 1)
@@ -133,7 +157,7 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
             if var.name_hint == "_":
                 continue
             ctx = ctx.child([(var, vt)])
-            if step != "any" and is_first_order(vt) and not _has_ref(vt):
+            if is_first_order(vt) and not _has_ref(vt):
                 observed.append(var)
         ret = self.rand_type(root, 1, first_order=True)
         result = self.gen(ret, ctx, d)
@@ -145,6 +169,40 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
         for var, value in reversed(bindings):
             body = Let(var, value, body)
         return Function(tuple(params), body, None), arg_types
+
+    def lift_constants(self, main: Function, arg_types: tuple[Type, ...]
+                       ) -> tuple[Function, tuple[Type, ...], list[Any]]:
+        """Turn some tensor constants of ``main`` into new parameters of ``main``.
+
+        A constant becomes a variable (its value the parameter's first input), so that
+        the alternate inputs put other values — edge cases included — in that argument
+        position. Constants whose value matters for trap-freedom or termination
+        (``self.s.pinned``: loop guards and steps, valid-call argument values) stay.
+
+        Returns:
+            ``(main, parameter types, values of the lifted parameters)``.
+        """
+        lifted: list[tuple[Var, Any]] = []
+        gen = self
+
+        class _Lift(ExprMutator):
+            def visit_constant(self, new: Expr, old: Expr) -> Expr:
+                assert isinstance(old, Constant)
+                if id(old) in gen.s.pinned or len(lifted) >= gen.cfg.max_lifted or \
+                        not gen.coin(2):
+                    return new
+                t = TensorType(tuple(old.data.shape), old.data.dtype.name)
+                v = gen.var(t, prefix="p")
+                lifted.append((v, old.data))
+                return v
+
+        body = _Lift().mutate(main.body)
+        if not lifted:
+            return main, arg_types, []
+        fn = Function((*main.params, *(v for v, _ in lifted)), body, main.ret_type,
+                      main.type_params, main.attrs)
+        types = (*arg_types, *(v.type_annotation for v, _ in lifted))
+        return fn, types, [value for _, value in lifted]  # type: ignore[return-value]
 
     def _poly_call(self, g: _GlobalInfo, ctx: _Ctx, d: int) -> tuple[Expr, Type]:
         mapping = {id(p): self.rand_type(ctx, 0, first_order=True, allow_ref=False)

@@ -121,4 +121,5 @@ class _GenBase:
         if "sharing" not in self.f or not _is_pure(node, self.s.pure):
             return
         self.s.pure.add(id(node))
+        self.s.pure_nodes.append(node)
         ctx.pool.append((node, type_key(t)))

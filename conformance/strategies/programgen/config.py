@@ -20,7 +20,7 @@ FEATURES = frozenset({
     "partial_match", "ref", "op", "sharing", "recursion", "let_rec",
 })
 
-DEFAULT_DTYPES = ("int32", "bool", "int64", "int8", "uint8", "float32")
+DEFAULT_DTYPES = ("int32", "bool", "int64", "int8", "uint8", "float32", "float16")
 FLOAT_DTYPES = ("float32", "float64", "float16", "bool", "int32")
 
 
@@ -39,13 +39,19 @@ class ProgramConfig:
     dtypes: tuple[str, ...] = DEFAULT_DTYPES
     float_mode: bool = False      # moderate real float values (compare with tolerances)
     value_bound: int = 8          # |x| <= value_bound for exact-mode contents
+    special_values: bool = True   # mix edge cases (NaN, ±inf, -0.0, extremes) into values
     recursion_bound: int = 3      # counter loops run at most this many times
     adt_depth: int = 3            # nesting of generated ADT input values
     features: frozenset[str] = FEATURES
     ops: tuple[str, ...] | None = None   # None: every registered operator
     focus_op: str | None = None   # main binds at least one call of this operator
     min_op_bindings: int = 1      # op-call bindings main makes (when operators exist)
+    extra_op_bindings: int = 1    # up to this many more (drawn)
+    max_flow: int = 3             # elementwise steps over main's earlier tensors (drawn 0..n)
     effects: int = 0              # extra top-level ``ref_write`` steps in main (targeted runs)
+    lift_constants: bool = True   # some constants of main become parameters (drawn inputs)
+    max_lifted: int = 4           # at most this many
+    alternates: int = 3           # further input tuples per program (Program.alternates)
 
     def with_features(self, *names: str) -> ProgramConfig:
         return replace(self, features=frozenset(names))
@@ -54,11 +60,27 @@ class ProgramConfig:
         return replace(self, features=self.features - set(names))
 
 
-class Program(NamedTuple):
-    """A generated program: a module and the arguments for its ``main``."""
-
+class _ProgramFields(NamedTuple):
     module: IRModule
     inputs: tuple[Any, ...]
+
+
+class Program(_ProgramFields):
+    """A generated program: a module and the arguments for its ``main``.
+
+    A pair ``(module, inputs)`` (it unpacks as one); ``alternates`` holds further
+    argument tuples for the same ``main`` (``ProgramConfig.alternates`` of them), which
+    :func:`conformance.assert_equivalent` checks too: running a program is much cheaper
+    than generating it, and other inputs reach other edge cases.
+    """
+
+    alternates: tuple[tuple[Any, ...], ...]
+
+    def __new__(cls, module: IRModule, inputs: tuple[Any, ...],
+                alternates: tuple[tuple[Any, ...], ...] = ()) -> Program:
+        self = super().__new__(cls, module, inputs)
+        self.alternates = tuple(alternates)
+        return self
 
     def text(self) -> str:
         from semantics import pretty
@@ -76,7 +98,7 @@ class Program(NamedTuple):
 
 def format_value(v: Any) -> str:
     """A short, exact rendering of a runtime value (for counterexamples)."""
-    from conformance.harness import show_value
+    from interpreter.values import show_value
 
     return show_value(v)
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from conformance.strategies import opcalls
 from conformance.strategies.programgen.base import _GenBase
-from conformance.strategies.programgen.scope import _Ctx, _GlobalInfo, _size
+from conformance.strategies.programgen.scope import _Ctx, _GlobalInfo
 from conformance.strategies.typeutil import (
     adt_args,
     has_type_var,
@@ -116,18 +116,14 @@ class _ExprGen(_GenBase):
         raise ValueError(f"generator: no literal of type {type_key(t)}")
 
     def tensor_value(self, t: TensorType) -> np.ndarray:
-        """Contents for a constant: small integers (exact), multiples of 1/8 in float mode."""
-        n = _size(t.shape)
-        b = self.cfg.value_bound
-        if t.dtype == "bool":
-            vals = self.draw(st.lists(st.booleans(), min_size=n, max_size=n))
-            return np.array(vals, dtype=np.bool_).reshape(t.shape)
-        if self.cfg.float_mode and t.dtype.startswith("float"):
-            vals = self.draw(st.lists(st.integers(-8 * b, 8 * b), min_size=n, max_size=n))
-            return (np.array(vals, dtype=np.float64) / 8.0).astype(t.dtype).reshape(t.shape)
-        lo = 0 if t.dtype.startswith("uint") else -b
-        vals = self.draw(st.lists(st.integers(lo, b), min_size=n, max_size=n))
-        return np.array(vals, dtype=np.int64).astype(t.dtype).reshape(t.shape)
+        """Contents for a constant, drawn like ``main``'s inputs: small integers (also for
+        floats; multiples of 1/8 in float mode) with, when ``special_values``, quarters and
+        the dtype's edge cases (NaN, ±inf, -0.0, subnormals, integer extremes) mixed in."""
+        from conformance.strategies.values import arrays
+
+        return self.draw(arrays(t.dtype, t.shape, exact=True, bound=self.cfg.value_bound,
+                                fractional=self.cfg.float_mode,
+                                special=self.cfg.special_values))
 
     def function(self, t: FuncType, ctx: _Ctx, depth: int) -> Function:
         params = [self.var(a) for a in t.arg_types]
@@ -188,7 +184,8 @@ class _ExprGen(_GenBase):
 
     def _gen_proj(self, t: Type, ctx: _Ctx, d: int) -> Expr:
         n = self.draw(st.integers(0, 2))
-        others = [self.rand_type(ctx, 0) for _ in range(n)]
+        # Neighbours of the projected field often share its type, so that the index matters.
+        others = [t if self.coin(2) else self.rand_type(ctx, 0) for _ in range(n)]
         i = self.draw(st.integers(0, n))
         fields = tuple(others[:i] + [t] + others[i:])
         node = TupleGetItem(self.gen(TupleType(fields), ctx, d), i)

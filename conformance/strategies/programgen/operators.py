@@ -9,13 +9,25 @@ whose results ``main`` observes.
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import strategies as st
 
 from conformance.strategies import opcalls
 from conformance.strategies.programgen.base import _GenBase
 from conformance.strategies.programgen.scope import _Ctx, _is_pure
 from conformance.strategies.typeutil import type_key
 from semantics.expr import Call, Constant, Expr, Op, Tuple
-from semantics.types import TensorType, Type
+from semantics.types import TensorType, TupleType, Type, TypeVar
+
+_DIVISIONS = ("divide", "floor_divide", "mod", "floor_mod")
+
+
+def _empty(t: Type) -> bool:
+    """A tensor (or tuple of tensors) type with a zero dimension."""
+    if isinstance(t, TensorType):
+        return any(d == 0 for d in t.shape if isinstance(d, int))
+    if isinstance(t, TupleType):
+        return any(_empty(f) for f in t.fields)
+    return False
 
 
 class _OpGen(_GenBase):
@@ -37,6 +49,7 @@ class _OpGen(_GenBase):
                 args = (arg, *(self.gen(a, ctx, d) for a in call.arg_types[1:]))
         else:
             args = tuple(self.gen(a, ctx, d) for a in call.arg_types)
+        args = self._safe_divisor(call.op, args, call.arg_types)
         node = Call(Op(call.op), args, call.attrs)
         self._note(node, t, ctx)
         return node
@@ -56,10 +69,80 @@ class _OpGen(_GenBase):
         if call.arg_values is not None and call.arg_values[i] is not None:
             value = call.arg_values[i]
             if isinstance(value, tuple):
-                return Tuple(tuple(Constant(np.asarray(v)) for v in value))
-            return Constant(np.asarray(value))
+                parts = tuple(Constant(np.asarray(v)) for v in value)
+                self.s.pin(*parts)
+                return Tuple(parts)
+            const = Constant(np.asarray(value))
+            self.s.pin(const)
+            return const
+        if self.coin(2):
+            # A simple argument: a variable of the type, else a constant (which ``main``
+            # may lift to a parameter), so inputs and edge cases reach the operator.
+            same = ctx.by_key.get(type_key(t))
+            if same and self.coin(2):
+                return self.pick(same[::-1][:3])
+            if not isinstance(t, TypeVar):
+                return self.literal(t, ctx, 0)
         return self.gen(t, ctx, d)
 
     def valid_call(self, op: str) -> opcalls.OpCall | None:
-        return opcalls.draw_valid_call(self.draw, op, self.cfg.dtypes, self.cfg.max_rank,
-                                       self.cfg.max_dim)
+        """A valid call of ``op``; calls on zero-size tensors (whose results hide most
+        mistakes) are redrawn once."""
+        call = None
+        for _ in range(2):
+            call = opcalls.draw_valid_call(self.draw, op, self.cfg.dtypes, self.cfg.max_rank,
+                                           self.cfg.max_dim)
+            if call is None or not any(_empty(t) for t in call.arg_types):
+                return call
+        return call
+
+    # --- dataflow steps -------------------------------------------------------------------------
+    def flow_call(self, ctx: _Ctx, d: int) -> tuple[Expr, Type] | None:
+        """An elementwise call over tensors ``main`` bound before (values flow on).
+
+        The result type is that of an earlier tensor variable (the most recent ones
+        first), and each argument is, by preference, one of the recent variables of its
+        type (possibly the same one twice: ``subtract(%x, %x)``), else a constant or a
+        generated expression.
+        """
+        tensors = [t for _, t in ctx.vars if isinstance(t, TensorType) and
+                   all(isinstance(x, int) for x in t.shape)]
+        if tensors and not self.coin(4):
+            t = self.pick(tensors[::-1][:4])
+        else:
+            t = self.tensor_type()
+        calls = opcalls.producers(t, self.ops, self.cfg.dtypes)
+        if not calls:
+            return None
+        call = self.pick(calls)
+        args: list[Expr] = []
+        for at in call.arg_types:
+            recent = ctx.by_key.get(type_key(at), [])[::-1][:3]
+            if recent and not self.coin(3):
+                args.append(self.pick(recent))
+            elif self.coin(2):
+                args.append(self.literal(at, ctx, 0))
+            elif isinstance(at, TensorType) and self.coin(2) and \
+                    opcalls.producers(at, self.ops, self.cfg.dtypes):
+                args.append(self._gen_op(at, ctx, 0))     # a nested elementwise call
+            else:
+                args.append(self.gen(at, ctx, d))
+        return Call(Op(call.op), self._safe_divisor(call.op, tuple(args), call.arg_types),
+                    call.attrs), t
+
+    def _safe_divisor(self, op: str, args: tuple[Expr, ...], types: tuple[Type, ...]
+                      ) -> tuple[Expr, ...]:
+        """Integer division by a generated value traps when it is zero (the whole run then
+        ends in the trap and observes nothing); most of the time the divisor becomes a
+        nonzero constant (pinned: never lifted to a parameter)."""
+        t = types[-1] if types else None
+        if op not in _DIVISIONS or not isinstance(t, TensorType) or len(args) != 2 or \
+                np.dtype(t.dtype).kind not in "iu" or self.coin(4):
+            return args
+        n = int(np.prod(t.shape)) if t.shape else 1
+        lo = 1 if np.dtype(t.dtype).kind == "u" else -self.cfg.value_bound
+        vals = self.draw(st.lists(st.integers(lo, self.cfg.value_bound).filter(bool),
+                                  min_size=n, max_size=n))
+        divisor = Constant(np.array(vals, dtype=np.int64).astype(t.dtype).reshape(t.shape))
+        self.s.pin(divisor)
+        return (args[0], divisor)

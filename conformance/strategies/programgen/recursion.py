@@ -31,7 +31,9 @@ class _RecGen(_GenBase):
         args: list[Expr] = []
         for i, at in enumerate(rec.arg_types):
             if i == 0 and rec.kind == "counter":
-                args.append(Call(Op("subtract"), (rec.counter, Constant(np.array(1, np.int32)))))
+                one = Constant(np.array(1, np.int32))
+                self.s.pin(one)
+                args.append(Call(Op("subtract"), (rec.counter, one)))
             elif i == 0:
                 args.append(self.pick(rec.smaller))
             else:
@@ -42,6 +44,7 @@ class _RecGen(_GenBase):
         """``n <= 0 || n > B``: true when the counter loop must stop."""
         zero = Constant(np.array(0, np.int32))
         bound = Constant(np.array(self.cfg.recursion_bound, np.int32))
+        self.s.pin(zero, bound)
         return Call(Op("logical_or"), (Call(Op("less_equal"), (n, zero)),
                                        Call(Op("greater"), (n, bound))))
 

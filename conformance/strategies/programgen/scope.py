@@ -90,7 +90,16 @@ class _State:
     globals: list[_GlobalInfo] = field(default_factory=list)
     counter: Any = field(default_factory=itertools.count)
     pure: set[int] = field(default_factory=set)
+    pure_nodes: list[Any] = field(default_factory=list)   # keeps the ``pure`` ids alive
     observed: list[tuple[Var, Type]] = field(default_factory=list)
+    # Constants whose value must not change (by id; the list keeps them alive, so that an
+    # id is never reused by another constant while generation runs).
+    pinned: set[int] = field(default_factory=set)
+    pinned_nodes: list[Any] = field(default_factory=list)
+
+    def pin(self, *nodes: Any) -> None:
+        self.pinned.update(id(n) for n in nodes)
+        self.pinned_nodes.extend(nodes)
 
 
 _PREFIX = {"tensor": "x", "tuple": "t", "fn": "f", "ref": "r", "adt": "d", "var": "a"}
