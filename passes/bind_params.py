@@ -31,7 +31,7 @@ from semantics.expr import Constant, Expr, Function, Var
 from semantics.module import IRModule
 from semantics.printer import pretty
 from semantics.rewrite import substitute
-from semantics.shapes import is_concrete
+from semantics.shapes import as_int, is_concrete
 from semantics.types import TensorType
 
 __all__ = ["bind_params"]
@@ -101,7 +101,7 @@ def _checked_array(var: Var, value: Any) -> np.ndarray:
         raise RelayTypeError(f"bind_params: %{var.name_hint} has type {pretty(ann)}, "
                              "not a tensor type")
     if array.dtype.name != ann.dtype or array.ndim != ann.ndim or any(
-            is_concrete(d) and int(d) != n for d, n in zip(ann.shape, array.shape, strict=True)):
+            is_concrete(d) and as_int(d) != n for d, n in zip(ann.shape, array.shape, strict=True)):
         raise RelayTypeError(
             f"bind_params: %{var.name_hint} has type {pretty(ann)}, got an array of shape "
             f"{tuple(array.shape)} and dtype {array.dtype.name}")

@@ -59,7 +59,7 @@ from semantics.expr import (
     with_children,
 )
 from semantics.module import IRModule
-from semantics.shapes import is_concrete
+from semantics.shapes import as_int, is_concrete
 from semantics.types import TensorType
 from semantics.visitor import post_order
 
@@ -165,7 +165,7 @@ def _key(call: Call, scope_ok: set[int], rebound: set[int],
         shape: tuple[int, ...] = tuple(weight.data.shape)
         dtype = weight.data.dtype.name
     elif isinstance(wt, TensorType) and all(is_concrete(d) for d in wt.shape):
-        shape, dtype = tuple(int(d) for d in wt.shape), wt.dtype
+        shape, dtype = tuple(as_int(d) for d in wt.shape), wt.dtype
     else:
         return None
     if not isinstance(call.checked_type, TensorType):

@@ -51,7 +51,7 @@ from semantics.expr import (
     with_children,
 )
 from semantics.module import IRModule
-from semantics.shapes import is_concrete
+from semantics.shapes import as_int, is_concrete
 from semantics.types import TensorType
 from semantics.visitor import post_order
 
@@ -147,7 +147,7 @@ class _Folder:
         if not removable(self.analysis.flags(old.args[0])):
             return call
         dtype = str(call.attrs.get("dtype", "int32") or "int32")
-        return Constant(np.array([int(d) for d in arg_type.shape], dtype=dtype), span=call.span)
+        return Constant(np.array([as_int(d) for d in arg_type.shape], dtype=dtype), span=call.span)
 
     # [Fold-Project]
     def _fold_project(self, item: TupleGetItem) -> Expr:

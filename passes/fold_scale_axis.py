@@ -63,7 +63,7 @@ from semantics import ops
 from semantics.dtypes import is_float
 from semantics.expr import Call, Constant, Expr, Function, Op, children, with_children
 from semantics.module import IRModule
-from semantics.shapes import is_concrete
+from semantics.shapes import as_int, is_concrete
 from semantics.types import TensorType
 from semantics.visitor import count_uses, post_order
 
@@ -107,7 +107,7 @@ def _tensor(e: Expr) -> TensorType | None:
 
 
 def _shape(t: TensorType) -> tuple[int, ...]:
-    return tuple(int(d) for d in t.shape)
+    return tuple(as_int(d) for d in t.shape)
 
 
 def _fits_into(small: tuple[int, ...], big: tuple[int, ...]) -> bool:

@@ -68,6 +68,21 @@ def is_concrete(d: object) -> bool:
     return isinstance(d, int)
 
 
+def as_int(d: Dim) -> int:
+    """A concrete dimension as an ``int`` (a SymPy integer is accepted too).
+
+    Raises:
+        InternalError: ``d`` is ``?`` or symbolic (the caller promised a static shape).
+    """
+    if isinstance(d, int):
+        return d
+    if isinstance(d, sympy.Integer):
+        return int(d)
+    from semantics.errors import InternalError
+
+    raise InternalError(f"expected a concrete dimension, got {d}")
+
+
 def is_symbolic(d: object) -> bool:
     """Whether ``d`` is a symbolic (SymPy) dimension."""
     return isinstance(d, sympy.Basic)

@@ -38,7 +38,7 @@ import sympy
 
 from semantics.errors import RelayTypeError
 from semantics.rules import Rule
-from semantics.shapes import ANY, Dim, dim_str
+from semantics.shapes import ANY, AnyDim, Dim, dim_str
 from semantics.span import Span
 from semantics.type_visitor import TypeMutator, TypeVisitor, type_kids
 from semantics.types import (
@@ -111,7 +111,7 @@ class TypeStore:
     def show_dim(self, d: Dim) -> str:
         """``d`` resolved, each unbound hole shown as the shape variable it instantiates."""
         d = self.resolve_dim(d)
-        if type(d) is int or d is ANY or not self.dim_has_holes(d):
+        if isinstance(d, (int, AnyDim)) or not self.dim_has_holes(d):
             return dim_str(d)
         subs = {h: sympy.Symbol(self.hole_origin.get(h, "?"), integer=True, nonnegative=True)
                 for h in d.free_symbols if h in self.hole_level}
@@ -166,7 +166,7 @@ class TypeStore:
 
     # --- holes --------------------------------------------------------------------------------
     def dim_has_holes(self, d: Dim) -> bool:
-        if type(d) is int or d is ANY:
+        if isinstance(d, (int, AnyDim)):
             return False
         known = self._has_holes.get(d)
         if known is None:
@@ -175,7 +175,7 @@ class TypeStore:
         return known
 
     def resolve_dim(self, d: Dim) -> Dim:
-        if type(d) is int or d is ANY or not self.dim_has_holes(d):
+        if isinstance(d, (int, AnyDim)) or not self.dim_has_holes(d):
             return d
         subs: dict[Any, Any] = {}
         for s in d.free_symbols:
@@ -193,13 +193,13 @@ class TypeStore:
 
     def unbound_holes(self, d: Dim) -> list[sympy.Dummy]:
         d = self.resolve_dim(d)
-        if type(d) is int or d is ANY or not self.dim_has_holes(d):
+        if isinstance(d, (int, AnyDim)) or not self.dim_has_holes(d):
             return []
         return [s for s in d.free_symbols
                 if s in self.hole_level and s not in self.hole_value]
 
     def bind_hole(self, h: sympy.Dummy, value: Dim) -> None:
-        if value is not ANY and type(value) is not int:
+        if not isinstance(value, (int, AnyDim)):
             if h in value.free_symbols:
                 raise Mismatch(f"dimension {self.show_dim(h)} occurs in {self.show_dim(value)}")
             lvl = self.hole_level[h]
@@ -499,7 +499,7 @@ class _Resolver(TypeMutator):
         if type(t) is TensorType:
             store = self.store
             shape = t.shape
-            if all(type(d) is int or d is ANY or not store.dim_has_holes(d) for d in shape):
+            if all(isinstance(d, (int, AnyDim)) or not store.dim_has_holes(d) for d in shape):
                 return store.tensor(shape, t.dtype)
             new_shape = tuple(store.resolve_dim(d) for d in shape)
             if any(store.dim_has_holes(d) for d in new_shape):
@@ -527,7 +527,7 @@ class _Display(TypeMutator):
 
     def mutate_dim(self, d: Dim) -> Dim:
         store = self.store
-        if type(d) is int or d is ANY or not store.dim_has_holes(d):
+        if isinstance(d, (int, AnyDim)) or not store.dim_has_holes(d):
             return d
         subs = {h: sympy.Symbol(store.hole_origin.get(h, "?"), integer=True, nonnegative=True)
                 for h in d.free_symbols if h in store.hole_level}
@@ -607,7 +607,7 @@ class _Blockers(TypeVisitor):
 
 
 def _subst_dim(d: Dim, dims: dict[Any, Dim]) -> Dim:
-    if type(d) is int or d is ANY:
+    if isinstance(d, (int, AnyDim)):
         return d
     subs = {s: dims[s] for s in d.free_symbols if s in dims}
     if not subs:

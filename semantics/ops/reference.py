@@ -36,6 +36,7 @@ from semantics.dtypes import SCALAR_DTYPES, is_dtype, split_lanes
 from semantics.errors import InternalError, RelayRuntimeError, RelayTypeError
 from semantics.expr import Attrs
 from semantics.ops.registry import Relation
+from semantics.shapes import as_int
 from semantics.types import TensorType, TupleType, Type
 
 # --- dtypes ---------------------------------------------------------------------------------
@@ -95,7 +96,7 @@ def concrete_shape(t: Type) -> tuple[int, ...]:
     """The shape of a tensor type whose dims are all ints (a result type at run time)."""
     if not isinstance(t, TensorType):
         raise InternalError(f"expected a tensor type, got {t}")
-    return tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
+    return tuple(as_int(d) for d in t.shape)
 
 
 # --- numeric helpers ----------------------------------------------------------------------
