@@ -39,7 +39,7 @@ def test_passes_from_the_registry(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["conformance", "--list"]) == 0
     assert "print_parse" in capsys.readouterr().out
     assert main(["conformance", "--pass", "nope"]) == 2
-    assert "unknown transform 'nope'" in capsys.readouterr().err
+    assert "unknown transform or pass 'nope'" in capsys.readouterr().err
 
 
 def test_protocol_round_trip_in_process() -> None:

@@ -185,11 +185,13 @@ def test_messages_about_deep_types_are_built_without_recursion():
     assert len(repr(deep)) < 300
     err = RelayTypeError(errors.type_mismatch(type_summary(deep), type_summary(other)))
     assert str(err).startswith("error: type mismatch: expected ((")
-    # the type checker's message helper shows types with the (iterative) printer
+    # the type checker's message helper prints with the (iterative) printer and elides
+    # the middle of a type too long to read
     from typechecker import messages
 
     shown = messages.show(other)
-    assert shown == "Ref[" * N + "int32" + "]" * N
+    assert shown.startswith("Ref[" * 10) and shown.endswith("]" * 10)
+    assert len(shown) < 500 and "..." in shown
 
 
 def test_int_is_int32():
