@@ -20,9 +20,11 @@ from passes.manager import (
     optimize,
     register_pass,
 )
+from passes.to_anf import to_anf
+from passes.to_gnf import to_gnf
 
 __all__ = [
     "Pass", "PassError", "PassRecord", "Sequential", "dead_code_elimination",
     "eliminate_common_subexpr", "fold_constant", "get_pass", "list_passes", "optimize",
-    "register_pass",
+    "register_pass", "to_anf", "to_gnf",
 ]
