@@ -14,6 +14,11 @@ observed. Exactly these lets become graph nodes:
   function — a fresh allocation, or repeated work — instead of once);
 * the value is not recursive (a function literal mentioning its own
   variable stays a ``let``);
+* the variable's type annotation is not needed: the lets are first all
+  converted; if the result no longer type-checks (``let %d: Box[int32] =
+  Nil`` — the annotation fixed a type argument), the conversion is redone
+  keeping every annotated ``let`` (``to_anf`` leaves its own lets
+  unannotated, so the round trip is unaffected);
 * evaluating ``v`` reads no reference, writes none and cannot fail or
   diverge (:mod:`passes.purity`); it may *allocate*: ``let %r = ref(0)`` used
   twice becomes one shared ``ref(0)`` node, still one allocation per
@@ -45,6 +50,7 @@ from __future__ import annotations
 from passes.common import typed_or_same
 from passes.manager import register_pass
 from passes.purity import Effect, EffectAnalysis
+from semantics.errors import RelayError
 from semantics.expr import Expr, Function, Let, Match, Var, children, pattern_vars
 from semantics.module import IRModule
 from semantics.rewrite import ScopedMutator, fresh_copy
@@ -62,21 +68,38 @@ def to_gnf(mod: IRModule) -> IRModule:
         return mod
     typed = typed_or_same(mod)
     analysis = EffectAnalysis(typed)
-    out = {name: _convert(fn, analysis) for name, fn in typed.functions.items()}
-    if all(out[n] is typed.functions[n] for n in out):
-        return mod
-    return typed.with_functions(out)
+    well_typed = all(fn.checked_type is not None for fn in typed.functions.values())
+    for keep_annotated in (False, True):
+        out = {name: _convert(fn, analysis, keep_annotated)
+               for name, fn in typed.functions.items()}
+        if all(out[n] is typed.functions[n] for n in out):
+            return mod
+        result = typed.with_functions(out)
+        if keep_annotated or not well_typed or _checks(result):
+            return result
+    raise AssertionError("unreachable")
+
+
+def _checks(mod: IRModule) -> bool:
+    """Whether ``mod`` type-checks (an annotation dropped with its let may have been needed)."""
+    from typechecker import infer
+
+    try:
+        infer(mod)
+    except RelayError:
+        return False
+    return True
 
 
 def _has_let(fn: Function) -> bool:
     return any(type(n) is Let for n in post_order(fn))
 
 
-def _convert(fn: Function, analysis: EffectAnalysis) -> Function:
+def _convert(fn: Function, analysis: EffectAnalysis, keep_annotated: bool) -> Function:
     if _rebinds(fn):
         fn = fresh_copy(fn)  # type: ignore[assignment]
         analysis = EffectAnalysis(analysis.mod)
-    lets = _convertible(fn, analysis)
+    lets = _convertible(fn, analysis, keep_annotated)
     if not lets:
         return fn
     out = _Inline(lets).mutate(fn)
@@ -104,7 +127,8 @@ def _rebinds(fn: Function) -> bool:
     return False
 
 
-def _convertible(fn: Function, analysis: EffectAnalysis) -> dict[int, Let]:
+def _convertible(fn: Function, analysis: EffectAnalysis,
+                 keep_annotated: bool) -> dict[int, Let]:
     """The lets of ``fn`` that become graph nodes, by the id of their variable."""
     # Which function body (activation) each let and each variable use belongs to. A node
     # reached from two bodies (shared across a function boundary) is visited in each.
@@ -140,6 +164,8 @@ def _convertible(fn: Function, analysis: EffectAnalysis) -> dict[int, Let]:
         owner = let_body[vid]
         used = uses.get(vid)
         if owner == -1 or not used or used != {owner}:
+            continue
+        if keep_annotated and let.var.type_annotation is not None:
             continue
         if analysis.flags(let.value) & _CONVERTIBLE:
             continue
