@@ -38,5 +38,6 @@ def test_golden(path: Path):
 
 def test_every_pass_of_this_issue_has_goldens():
     have = {p.parent.name for p in CASES}
-    for name in ("dead_code_elimination", "fold_constant", "eliminate_common_subexpr"):
+    for name in ("dead_code_elimination", "fold_constant", "eliminate_common_subexpr", "to_anf",
+                 "to_gnf"):
         assert name in have
