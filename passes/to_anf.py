@@ -205,7 +205,7 @@ class _Scope:
     def __init__(self, parent: _Scope | None, key: Any, branch_of: int):
         self.ll = LetList()
         self.parent = parent
-        self.depth = 0 if parent is None else parent.depth + 1
+        self.depth: int = 0 if parent is None else parent.depth + 1
         self.branch_of = branch_of
         self.key = key
         self.undo: list[int] = []  # memo entries made in this scope
@@ -414,7 +414,7 @@ class _Normalizer:
         act = self.act
         assert act is not None
         while type(node) is Let:
-            let: Let = node  # type: ignore[assignment]
+            let: Let = node
             if type(let.value) is Function:
                 var = self._binder(let.var)  # in scope inside the function (recursion)
                 value = yield self.value(let.value)
@@ -445,10 +445,10 @@ def _is_anf(fn: Function) -> bool:
             if id(node) in seen:
                 return False
             seen.add(id(node))
-            value = node.value  # type: ignore[attr-defined]
+            value = node.value
             if not _compound_ok(value, seen, scopes):
                 return False
-            node = node.body  # type: ignore[attr-defined]
+            node = node.body
         if type(node) not in _ATOMS:
             return False
     return True

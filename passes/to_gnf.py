@@ -70,12 +70,13 @@ def to_gnf(mod: IRModule) -> IRModule:
     analysis = EffectAnalysis(typed)
     well_typed = all(fn.checked_type is not None for fn in typed.functions.values())
     for keep_annotated in (False, True):
-        out = {name: _convert(fn, analysis, keep_annotated)
+        dropped: list[bool] = []  # set when an annotated let is converted
+        out = {name: _convert(fn, analysis, keep_annotated, dropped)
                for name, fn in typed.functions.items()}
         if all(out[n] is typed.functions[n] for n in out):
             return mod
         result = typed.with_functions(out)
-        if keep_annotated or not well_typed or _checks(result):
+        if keep_annotated or not well_typed or not dropped or _checks(result):
             return result
     raise AssertionError("unreachable")
 
@@ -95,13 +96,16 @@ def _has_let(fn: Function) -> bool:
     return any(type(n) is Let for n in post_order(fn))
 
 
-def _convert(fn: Function, analysis: EffectAnalysis, keep_annotated: bool) -> Function:
+def _convert(fn: Function, analysis: EffectAnalysis, keep_annotated: bool,
+             dropped: list[bool]) -> Function:
     if _rebinds(fn):
         fn = fresh_copy(fn)  # type: ignore[assignment]
         analysis = EffectAnalysis(analysis.mod)
     lets = _convertible(fn, analysis, keep_annotated)
     if not lets:
         return fn
+    if any(let.var.type_annotation is not None for let in lets.values()):
+        dropped.append(True)
     out = _Inline(lets).mutate(fn)
     assert isinstance(out, Function)
     return out
@@ -134,7 +138,7 @@ def _convertible(fn: Function, analysis: EffectAnalysis,
     # reached from two bodies (shared across a function boundary) is visited in each.
     let_body: dict[int, int] = {}
     lets: dict[int, Let] = {}
-    uses: dict[int, set[int]] = {}
+    uses: dict[int, int] = {}  # variable -> the body using it (-1: several)
     seen: set[tuple[int, int]] = set()
     stack: list[tuple[Expr, int]] = [(fn.body, id(fn))]
     while stack:
@@ -145,7 +149,8 @@ def _convertible(fn: Function, analysis: EffectAnalysis,
         seen.add(key)
         t = type(node)
         if t is Var:
-            uses.setdefault(id(node), set()).add(owner)
+            if uses.setdefault(id(node), owner) != owner:
+                uses[id(node)] = -1
             continue
         if t is Function:
             stack.append((node.body, id(node)))  # type: ignore[attr-defined]
@@ -162,8 +167,7 @@ def _convertible(fn: Function, analysis: EffectAnalysis,
     chosen: dict[int, Let] = {}
     for vid, let in lets.items():
         owner = let_body[vid]
-        used = uses.get(vid)
-        if owner == -1 or not used or used != {owner}:
+        if owner == -1 or uses.get(vid) != owner:
             continue
         if keep_annotated and let.var.type_annotation is not None:
             continue
