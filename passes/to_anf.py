@@ -19,12 +19,16 @@ function body is evaluated once per activation, at its first use). Each
 shared node becomes one binding, and every use refers to its variable. Where
 the binding goes:
 
-* **pure** shared nodes (no reads, writes, allocations, cannot fail —
-  :mod:`passes.purity` flags all clear): in the innermost scope that
-  dominates all uses (the lowest common ancestor of the scopes of the use
-  sites, computed over the DAG with hoisted parents accounted for), at the
-  point where the traversal first reaches it. Evaluating a pure node earlier
-  than the oracle would is unobservable.
+* **pure** shared nodes (they read no reference, write none and cannot
+  fail or diverge — :mod:`passes.purity`; they may allocate): in the
+  innermost scope that dominates all uses (the lowest common ancestor of the
+  scopes of the use sites, computed over the DAG with hoisted parents
+  accounted for), at the point where the traversal first reaches it.
+  Evaluating such a node earlier than the oracle would is unobservable: its
+  value is the same, and an allocation (``ref(0)``) still happens once per
+  activation, a fresh reference with the same contents; allocating when the
+  oracle would not (its uses all in branches not taken) creates an
+  unreachable reference.
 * **effectful or failable** shared nodes: at their first use in evaluation
   order, in the scope where that use is — exactly where the oracle
   evaluates them. If a later use is in a scope where that binding is not
@@ -71,7 +75,7 @@ from typing import Any
 
 from passes.common import typed_or_same
 from passes.manager import register_pass
-from passes.purity import EffectAnalysis
+from passes.purity import Effect, EffectAnalysis
 from semantics.expr import (
     Call,
     Clause,
@@ -103,6 +107,8 @@ __all__ = ["is_atom", "to_anf"]
 _ATOMS = frozenset((Var, Constant, Op, Constructor, GlobalVar))
 _SIMPLE = frozenset((Call, Tuple, TupleGetItem, RefCreate, RefRead, RefWrite, Grad))
 _ROOT = ("root",)
+# Effects whose time of evaluation can be observed (allocation alone cannot: see below).
+_ORDERED = Effect.WRITES | Effect.READS | Effect.MAY_FAIL
 
 Gen = Generator[Any, Any, Any]
 
@@ -291,7 +297,7 @@ class _Normalizer:
         act = self.act
         cur = self.scope
         assert act is not None and cur is not None
-        if self.analysis.flags(e) == 0 or id(e) in self.hoist:
+        if not self.analysis.flags(e) & _ORDERED or id(e) in self.hoist:
             found = act.open.get(act.body.home.get(id(e), _ROOT))
             return cur if found is None else found
         earlier = act.bound_at.setdefault(id(e), [])

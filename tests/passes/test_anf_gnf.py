@@ -419,3 +419,20 @@ def test_20000_deep_programs(make):
     assert not lets_in_order(gnf["main"])
     assert int(evaluate(gnf, 1)) == expected
     assert to_anf(anf) is anf
+
+
+def test_a_shared_allocation_is_bound_once_in_the_dominating_scope():
+    # Allocating earlier is unobservable; it stays one allocation per activation.
+    mod = parse("""
+    def @main(%c: bool) {
+      %0 = ref(5);
+      let %v = if (%c) { %0 := 1; 0 } else { 2 };
+      (%v, !%0)
+    }""")
+    out = to_anf(mod)
+    assert is_anf(out)
+    creates = [n for n in post_order(out["main"]) if type(n).__name__ == "RefCreate"]
+    assert len(creates) == 1
+    assert type(lets_in_order(out["main"])[0].value).__name__ == "RefCreate"
+    for c in (True, False):
+        assert run(out, c) == run(mod, c)
