@@ -15,8 +15,9 @@ observed. Exactly these lets become graph nodes:
 * the value is not recursive (a function literal mentioning its own
   variable stays a ``let``);
 * the variable's type annotation is not needed: the lets are first all
-  converted; if the result no longer type-checks (``let %d: Box[int32] =
-  Nil`` — the annotation fixed a type argument), the conversion is redone
+  converted; if the result no longer type-checks to the same function types
+  (``let %d: Box[int32] = Nil`` — the annotation fixed a type argument; a
+  ``?`` dimension annotated on purpose), the conversion is redone
   keeping every annotated ``let`` (``to_anf`` leaves its own lets
   unannotated, so the round trip is unaffected);
 * evaluating ``v`` reads no reference, writes none and cannot fail or
@@ -50,6 +51,7 @@ from __future__ import annotations
 from passes.common import typed_or_same
 from passes.manager import register_pass
 from passes.purity import Effect, EffectAnalysis
+from semantics import types_equal
 from semantics.errors import RelayError
 from semantics.expr import Expr, Function, Let, Match, Var, children, pattern_vars
 from semantics.module import IRModule
@@ -76,19 +78,24 @@ def to_gnf(mod: IRModule) -> IRModule:
         if all(out[n] is typed.functions[n] for n in out):
             return mod
         result = typed.with_functions(out)
-        if keep_annotated or not well_typed or not dropped or _checks(result):
+        if keep_annotated or not well_typed or not dropped or _same_types(result, typed):
             return result
     raise AssertionError("unreachable")
 
 
-def _checks(mod: IRModule) -> bool:
-    """Whether ``mod`` type-checks (an annotation dropped with its let may have been needed)."""
+def _same_types(mod: IRModule, typed: IRModule) -> bool:
+    """Whether ``mod`` checks with every function's type unchanged (dropped annotations)."""
     from typechecker import infer
 
     try:
-        infer(mod)
+        out = infer(mod)
     except RelayError:
         return False
+    assert isinstance(out, IRModule)
+    for name, fn in out.functions.items():
+        before = typed[name].checked_type
+        if fn.checked_type is None or before is None or not types_equal(fn.checked_type, before):
+            return False
     return True
 
 

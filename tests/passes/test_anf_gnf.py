@@ -436,3 +436,23 @@ def test_a_shared_allocation_is_bound_once_in_the_dominating_scope():
     assert type(lets_in_order(out["main"])[0].value).__name__ == "RefCreate"
     for c in (True, False):
         assert run(out, c) == run(mod, c)
+
+
+def test_an_annotation_that_changes_the_type_keeps_its_let():
+    mod = parse("""
+    def @main(%x: Tensor[(3), float32]) {
+      let %y: Tensor[(?), float32] = add(%x, %x);
+      %y
+    }""")
+    assert to_gnf(mod) is mod
+
+
+def test_to_gnf_with_a_variable_bound_twice():
+    # The same Var object bound at two sites (as a careless rewrite may leave it).
+    from semantics.expr import Call, Let, const
+    x = Var("x")
+    e = Let(x, const(1), Let(x, Call(Op("add"), (x, const(1))),
+                             Call(Op("multiply"), (x, x))))
+    out = to_gnf(e)
+    assert int(evaluate(out)) == int(evaluate(e)) == 4
+    assert not isinstance(out, Let)
