@@ -489,7 +489,15 @@ def effectful_sharing(draw: st.DrawFn) -> IRModule:
 
     def build(depth: int, ctx: tuple[tuple[int, int], ...]) -> tuple[Expr, bool]:
         choices = [e for e in pool if reusable(ctx, e[1], e[2])]
-        kind = draw(st.integers(0, 8 if depth > 0 else 2))
+        effectful = [e for e in choices if e[2]]
+        siblings = [e for e in effectful if ctx[:len(e[1])] != e[1]]
+        if siblings and draw(st.booleans()):  # one first used in the other branch
+            node, _, eff = siblings[draw(st.integers(0, len(siblings) - 1))]
+            return node, eff
+        if effectful and draw(st.booleans()):  # reuse an effectful node (often)
+            node, _, eff = effectful[draw(st.integers(0, len(effectful) - 1))]
+            return node, eff
+        kind = draw(st.integers(0, 9 if depth > 0 else 2))
         if kind == 0:
             return (c if draw(st.booleans()) else const(draw(st.integers(-3, 3)), "int32")), False
         if kind == 1 and choices:
@@ -503,15 +511,19 @@ def effectful_sharing(draw: st.DrawFn) -> IRModule:
         elif kind == 4:
             (a, ea), (b, eb) = build(depth - 1, ctx), build(depth - 1, ctx)
             node, eff = op("divide", a, b), True
-        elif kind == 5:
+        elif kind in (5, 9):
             (a, _), (b, _) = build(depth - 1, ctx), build(depth - 1, ctx)
-            node, eff = TupleGetItem(Tuple((RefWrite(r, a), b)), 1), True
+            node, eff = TupleGetItem(Tuple((RefWrite(r, op("add", RefRead(r), a)), b)), 1), True
         elif kind == 6:
-            ifs[0] += 1
+            ifs[0] += 1  # an `if` whose branches start with a write, then more
             n = ifs[0]
             (a, _), (b, _) = build(depth - 1, ctx), build(depth - 1, ctx)
-            (t, _), (f, _) = build(depth - 1, ctx + ((n, 1),)), build(depth - 1, ctx + ((n, 2),))
-            node, eff = If(op("less", a, b), t, f), True
+            branches = []
+            for i in (1, 2):
+                (t, _) = build(depth - 1, ctx + ((n, i),))
+                bump = RefWrite(r, op("add", RefRead(r), const(10 * i, "int32")))
+                branches.append(Let(Var("_"), bump, t) if draw(st.booleans()) else t)
+            node, eff = If(op("less", a, b), branches[0], branches[1]), True
         elif kind == 7:
             (a, ea) = build(depth - 1, ctx)
             v = Var("v")
