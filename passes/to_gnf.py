@@ -56,7 +56,6 @@ from semantics.errors import RelayError
 from semantics.expr import Expr, Function, Let, Match, Var, children, pattern_vars
 from semantics.module import IRModule
 from semantics.rewrite import ScopedMutator, fresh_copy
-from semantics.visitor import post_order
 
 __all__ = ["to_gnf"]
 
@@ -100,15 +99,27 @@ def _same_types(mod: IRModule, typed: IRModule) -> bool:
 
 
 def _has_let(fn: Function) -> bool:
-    return any(type(n) is Let for n in post_order(fn))
+    """Whether ``fn`` contains a ``let`` (stops at the first one)."""
+    seen: set[int] = set()
+    stack: list[Expr] = [fn]
+    while stack:
+        node = stack.pop()
+        if type(node) is Let:
+            return True
+        if id(node) not in seen:
+            seen.add(id(node))
+            stack.extend(children(node))
+    return False
 
 
 def _convert(fn: Function, analysis: EffectAnalysis, keep_annotated: bool,
              dropped: list[bool]) -> Function:
-    if _rebinds(fn):
+    lets = _convertible(fn, analysis, keep_annotated)
+    if lets is None:  # a variable bound at two sites: give every binder its own object
         fn = fresh_copy(fn)  # type: ignore[assignment]
         analysis = EffectAnalysis(analysis.mod)
-    lets = _convertible(fn, analysis, keep_annotated)
+        lets = _convertible(fn, analysis, keep_annotated)
+        assert lets is not None
     if not lets:
         return fn
     if any(let.var.type_annotation is not None for let in lets.values()):
@@ -118,36 +129,23 @@ def _convert(fn: Function, analysis: EffectAnalysis, keep_annotated: bool,
     return out
 
 
-def _rebinds(fn: Function) -> bool:
-    """Whether some variable object is bound at two sites of ``fn``."""
-    seen: set[int] = set()
-    for node in post_order(fn):
-        t = type(node)
-        if t is Let:
-            binders: list[Var] = [node.var]  # type: ignore[attr-defined]
-        elif t is Function:
-            binders = list(node.params)  # type: ignore[attr-defined]
-        elif t is Match:
-            binders = [v for c in node.clauses for v in pattern_vars(c.lhs)]  # type: ignore[attr-defined]
-        else:
-            continue
-        for v in binders:
-            if id(v) in seen:
-                return True
-            seen.add(id(v))
-    return False
-
-
 def _convertible(fn: Function, analysis: EffectAnalysis,
-                 keep_annotated: bool) -> dict[int, Let]:
-    """The lets of ``fn`` that become graph nodes, by the id of their variable."""
+                 keep_annotated: bool) -> dict[int, Let] | None:
+    """The lets of ``fn`` that become graph nodes, by the id of their variable.
+
+    None when some variable object is bound at two sites (substitution could capture).
+    A recursive ``let`` needs no test of its own: its variable is used inside the function
+    literal, a function body other than the ``let`` 's.
+    """
     # Which function body (activation) each let and each variable use belongs to. A node
     # reached from two bodies (shared across a function boundary) is visited in each.
     let_body: dict[int, int] = {}
     lets: dict[int, Let] = {}
     uses: dict[int, int] = {}  # variable -> the body using it (-1: several)
+    binders: set[int] = set()
+    binding_sites: set[int] = set()
     seen: set[tuple[int, int]] = set()
-    stack: list[tuple[Expr, int]] = [(fn.body, id(fn))]
+    stack: list[tuple[Expr, int]] = [(fn, 0)]
     while stack:
         node, owner = stack.pop()
         key = (id(node), owner)
@@ -159,6 +157,13 @@ def _convertible(fn: Function, analysis: EffectAnalysis,
             if uses.setdefault(id(node), owner) != owner:
                 uses[id(node)] = -1
             continue
+        if t is Let or t is Function or t is Match:
+            if id(node) not in binding_sites:
+                binding_sites.add(id(node))
+                for v in _binders(node):
+                    if id(v) in binders:
+                        return None
+                    binders.add(id(v))
         if t is Function:
             stack.append((node.body, id(node)))  # type: ignore[attr-defined]
             continue
@@ -180,14 +185,17 @@ def _convertible(fn: Function, analysis: EffectAnalysis,
             continue
         if analysis.flags(let.value) & _CONVERTIBLE:
             continue
-        if type(let.value) is Function and _mentions(let.value, let.var):
-            continue
         chosen[vid] = let
     return chosen
 
 
-def _mentions(expr: Expr, var: Var) -> bool:
-    return any(n is var for n in post_order(expr))
+def _binders(node: Expr) -> list[Var]:
+    t = type(node)
+    if t is Let:
+        return [node.var]  # type: ignore[attr-defined]
+    if t is Function:
+        return list(node.params)  # type: ignore[attr-defined]
+    return [v for c in node.clauses for v in pattern_vars(c.lhs)]  # type: ignore[attr-defined]
 
 
 class _Inline(ScopedMutator):
