@@ -47,6 +47,11 @@ the binding goes:
 * A node shared across a function boundary is two different activations'
   business: each function body gets its own bindings.
 
+Fused functions (``Primitive=1``, the output of operator fusion) are
+kernels in dataflow form: they are kept as they are, bodies included, as
+TVM's ``ToANormalForm`` does (the function literal itself is let-bound like
+any other).
+
 Binders: a node normalized twice (the duplicated bindings above) would bind
 its ``let``, parameter and pattern variables twice; the second time they are
 renamed to fresh variables (variables are compared by identity), so every
@@ -310,6 +315,8 @@ class _Normalizer:
     # --- premises ----------------------------------------------------------------------
     def function(self, fn: Function) -> Gen:
         """The function with its body a scope of its own (a new activation)."""
+        if _primitive(fn):
+            return fn
         outer_act, outer_scope = self.act, self.scope
         self.act = _Activation(_Body(fn.body))
         sc, saved = self._open(_ROOT, -1, None)
@@ -441,8 +448,15 @@ class _Normalizer:
 
 # --- the A-normal-form check (the fast path for programs already converted) --------------------
 
+def _primitive(fn: Function) -> bool:
+    """A fused function (``Primitive=1``): a kernel in dataflow form, left as it is (as TVM)."""
+    return bool(fn.attrs) and bool(fn.attrs.get("Primitive"))
+
+
 def _is_anf(fn: Function) -> bool:
     """Whether every scope of ``fn`` is ``let``s of compounds with atomic operands and an atom."""
+    if _primitive(fn):
+        return True
     seen: set[int] = set()
     scopes: list[Expr] = [fn.body]
     while scopes:
@@ -481,6 +495,7 @@ def _compound_ok(value: Expr, seen: set[int], scopes: list[Expr]) -> bool:
         scopes.extend(c.rhs for c in value.clauses)  # type: ignore[attr-defined]
         return True
     if t is Function:
-        scopes.append(value.body)  # type: ignore[attr-defined]
+        if not _primitive(value):  # type: ignore[arg-type]
+            scopes.append(value.body)  # type: ignore[attr-defined]
         return True
     return False

@@ -49,6 +49,8 @@ def is_anf(program: IRModule | Expr) -> bool:
             for kid in children(node):
                 if not isinstance(kid, _ATOMS):
                     parents[id(kid)] = parents.get(id(kid), 0) + 1
+        if isinstance(fn, Function) and fn.attrs.get("Primitive"):
+            continue
         if any(n > 1 for n in parents.values()):
             return False
         scopes: list[Expr] = [fn.body] if isinstance(fn, Function) else [fn]
@@ -67,7 +69,8 @@ def is_anf(program: IRModule | Expr) -> bool:
                         return False
                     scopes += [c.rhs for c in value.clauses]
                 elif isinstance(value, Function):
-                    scopes.append(value.body)
+                    if not value.attrs.get("Primitive"):  # fused kernels stay dataflow
+                        scopes.append(value.body)
                 elif not all(isinstance(k, _ATOMS) for k in children(value)):
                     return False
                 node = node.body
@@ -262,6 +265,19 @@ def test_to_anf_is_idempotent_and_keeps_anf_programs_as_they_are():
     assert to_anf(mod) is mod
     converted = to_anf(parse("def @main(%x: int32) { (add(%x, 1), if (%x > 0) { 1 } else { 2 }) }"))
     assert to_anf(converted) is converted
+
+
+def test_fused_functions_are_kept_as_they_are():
+    mod = parse("""
+    def @main(%x: int32) {
+      %0 = fn (%y: int32, Primitive=1) { add(multiply(%y, 2), 1) };
+      %0(add(%x, 1))
+    }""")
+    out = to_anf(mod)
+    assert is_anf(out)
+    fused = lets_in_order(out["main"])[0].value
+    assert alpha_equal(fused, mod["main"].body.op)
+    assert run(out, 3) == run(mod, 3)
 
 
 def test_to_anf_on_an_expression():
