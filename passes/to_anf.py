@@ -42,8 +42,8 @@ the binding goes:
   innermost scope dominating all its uses, before the branching expression
   (so it is evaluated exactly once per activation and every use sees one
   value, but its effect may happen earlier than in the oracle on the paths
-  that skip the branch). Programs from the parser's graph bindings with pure
-  shared nodes (all generated programs) never meet this case.
+  that skip the branch). Programs whose shared nodes are pure (every
+  generated program: the generators share only pure nodes) never meet it.
 * A node shared across a function boundary is two different activations'
   business: each function body gets its own bindings.
 
@@ -59,14 +59,16 @@ binder object in the output is bound once. New variables are unannotated
 (the type checker infers them).
 
 How: the static part (per function body: which nodes are shared, the scope
-tree and each node's dominating scope) is one linear walk over the DAG; the
+tree and each node's dominating scope) is one walk over the DAG, linear up
+to the lowest-common-ancestor steps (at most the ``if``/``match`` nesting
+depth per shared edge); the
 rewrite is one walk in evaluation order written as generator premises driven
 by :func:`semantics.visitor.run_recursive` (no Python recursion: 20,000-deep
 chains and 20,000-node graphs are heap, not stack), building each scope with
 a :class:`semantics.rewrite.LetList`. A 60-step doubling DAG becomes 60
 ``let`` s. When the path-dependent case above is detected, the walk is
-redone with those nodes placed in their dominating scope (rare; at most once
-per such node).
+redone with those nodes placed in their dominating scope (one extra walk per
+round of newly found nodes; none for programs without such nodes).
 
 Invariants: the input is never mutated; a function already in A-normal form
 (as this pass defines it, with no shared compound node) is returned as the
