@@ -60,8 +60,8 @@ binder object in the output is bound once. New variables are unannotated
 
 How: the static part (per function body: which nodes are shared, the scope
 tree and each node's dominating scope) is one walk over the DAG, linear up
-to the lowest-common-ancestor steps (at most the ``if``/``match`` nesting
-depth per shared edge); the
+to a logarithmic factor (lowest common ancestors by binary lifting over the
+scope tree); the
 rewrite is one walk in evaluation order written as generator premises driven
 by :func:`semantics.visitor.run_recursive` (no Python recursion: 20,000-deep
 chains and 20,000-node graphs are heap, not stack), building each scope with
@@ -172,18 +172,37 @@ class _Body:
                     uses[id(kid)] = uses.get(id(kid), 0) + 1
         self.shared = {id(n) for n in order
                        if uses.get(id(n), 0) > 1 and type(n) not in _ATOMS}
-        parent: dict[Any, Any] = {_ROOT: None}
+        # The scope tree with binary-lifting jump tables: jumps[s][k] is the 2**k-th
+        # ancestor of s, so a lowest common ancestor costs O(log depth).
+        jumps: dict[Any, list[Any]] = {_ROOT: []}
         depth: dict[Any, int] = {_ROOT: 0}
         home: dict[int, Any] = {id(body): _ROOT}
 
         def lca(a: Any, b: Any) -> Any:
-            while depth[a] > depth[b]:
-                a = parent[a]
-            while depth[b] > depth[a]:
-                b = parent[b]
-            while a != b:
-                a, b = parent[a], parent[b]
-            return a
+            if a == b:
+                return a
+            if depth[a] < depth[b]:
+                a, b = b, a
+            diff, k = depth[a] - depth[b], 0
+            while diff:
+                if diff & 1:
+                    a = jumps[a][k]
+                diff >>= 1
+                k += 1
+            if a == b:
+                return a
+            for k in range(len(jumps[a]) - 1, -1, -1):
+                ja, jb = jumps[a], jumps[b]
+                if k < len(ja) and k < len(jb) and ja[k] != jb[k]:
+                    a, b = ja[k], jb[k]
+            return jumps[a][0]
+
+        def open_scope(key: Any, parent: Any) -> None:
+            table = [parent]
+            while len(jumps[table[-1]]) >= len(table):
+                table.append(jumps[table[-1]][len(table) - 1])
+            jumps[key] = table
+            depth[key] = depth[parent] + 1
 
         for node in reversed(order):
             t = type(node)
@@ -195,8 +214,7 @@ class _Body:
                 edges = [(kids[0], h)]
                 for i, kid in enumerate(kids[1:], 1):
                     key = (id(node), i)
-                    parent[key] = h
-                    depth[key] = depth[h] + 1
+                    open_scope(key, h)
                     edges.append((kid, key))
             else:
                 edges = [(kid, h) for kid in kids]

@@ -574,3 +574,15 @@ def test_effectful_sharing_is_evaluated_where_the_oracle_does(mod, c):
         same = got.describe() == expected.describe() if expected.ok else got.error == expected.error
         assert same, f"{pretty(mod)}\n{pretty(out)}\n{expected.describe()} != {got.describe()}"
     assert is_anf(to_anf(mod))
+
+
+def test_20000_nested_branches_sharing_one_node():
+    # Every level uses %0: its dominating scope is found without walking the nesting depth.
+    n = 20_000
+    text = ("def @main(%c: bool, %x: int32) {\n  %0 = add(%x, 1);\n  "
+            + "if (%c) { add(%0, " * n + "%0" + ") } else { %0 }" * n + "\n}")
+    mod = parse(text)
+    anf = to_anf(mod)
+    assert type(lets_in_order(anf["main"])[0].value).__name__ == "Call"  # %0, bound once
+    assert int(evaluate(anf, True, 1)) == int(evaluate(mod, True, 1)) == 2 * (n + 1)
+    assert int(evaluate(to_gnf(anf), False, 1)) == 2
