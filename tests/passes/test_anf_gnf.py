@@ -573,7 +573,8 @@ def test_effectful_sharing_is_evaluated_where_the_oracle_does(mod, c):
         got = run_oracle(out, [np.int32(c)])
         same = got.describe() == expected.describe() if expected.ok else got.error == expected.error
         assert same, f"{pretty(mod)}\n{pretty(out)}\n{expected.describe()} != {got.describe()}"
-    assert is_anf(to_anf(mod))
+    anf = to_anf(mod)
+    assert is_anf(anf) and to_anf(anf) is anf
 
 
 def test_20000_nested_branches_sharing_one_node():
