@@ -27,11 +27,13 @@ from passes.manager import (
     register_pass,
 )
 from passes.simplify_inference import simplify_inference
+from passes.to_anf import to_anf
+from passes.to_gnf import to_gnf
 
 __all__ = [
     "Pass", "PassError", "PassRecord", "Sequential", "dead_code_elimination",
     "eliminate_common_subexpr", "fold_constant", "get_pass", "inline", "list_passes",
     "mark_inline", "optimize", "register_pass",
     "alter_op_layout", "bind_params", "canonicalize_ops", "combine_parallel_conv2d",
-    "fold_scale_axis", "simplify_inference",
+    "fold_scale_axis", "simplify_inference", "to_anf", "to_gnf",
 ]
