@@ -10,6 +10,7 @@ from __future__ import annotations
 from passes.cse import eliminate_common_subexpr
 from passes.dead_code import dead_code_elimination
 from passes.fold_constant import fold_constant
+from passes.fuse_ops import count_primitive_functions, fuse_ops
 from passes.inline import inline, mark_inline
 from passes.manager import (
     Pass,
@@ -23,7 +24,8 @@ from passes.manager import (
 )
 
 __all__ = [
-    "Pass", "PassError", "PassRecord", "Sequential", "dead_code_elimination",
-    "eliminate_common_subexpr", "fold_constant", "get_pass", "inline", "list_passes",
+    "Pass", "PassError", "PassRecord", "Sequential", "count_primitive_functions",
+    "dead_code_elimination",
+    "eliminate_common_subexpr", "fold_constant", "fuse_ops", "get_pass", "inline", "list_passes",
     "mark_inline", "optimize", "register_pass",
 ]
