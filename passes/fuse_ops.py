@@ -139,8 +139,9 @@ def fuse_ops(p: Any, fuse_opt_level: int = 2, *, max_depth: int = MAX_FUSED_OPS)
     """
     if max_depth < 1:
         raise ValueError(f"fuse_ops: max_depth must be at least 1, got {max_depth}")
-    run: Callable[[IRModule], IRModule] = (
-        lambda mod: _fuse_module(mod, fuse_opt_level, max_depth))
+    def run(mod: IRModule) -> IRModule:
+        return _fuse_module(mod, fuse_opt_level, max_depth)
+
     return Pass("FuseOps", "fuse_ops", run)(p)
 
 
@@ -148,7 +149,7 @@ def is_primitive(fn: Expr) -> bool:
     """Whether ``fn`` is a function literal marked ``Primitive=1``."""
     if type(fn) is not Function:
         return False
-    value = fn.attrs.get("Primitive") if fn.attrs else None  # type: ignore[attr-defined]
+    value = fn.attrs.get("Primitive") if fn.attrs else None
     return value in (1, True, "1")
 
 
@@ -601,19 +602,18 @@ def _rewrite(fn: Function, g: _Graph, root: list[int]) -> Expr:
 
     new: dict[int, Expr] = {}
     for node in post_order(fn, lambda e: not is_primitive(e)):
-        i = g.index.get(id(node))
-        if i is not None:
-            r = root[i]
+        gi = g.index.get(id(node))
+        if gi is not None:
+            r = root[gi]
             if r not in wrapped:
                 kids = children(node)
                 new[id(node)] = with_children(node, tuple(new[id(k)] for k in kids))
-            elif r == i:
-                new[id(node)] = _group_call(g, i, members[i], new)
+            elif r == gi:
+                new[id(node)] = _group_call(g, gi, members[gi], new)
             continue  # a member inside its group: built with the group
         t = type(node)
-        if t is Let and id(node) in g.let_value and \
-                id(node.value) in dropped:  # type: ignore[attr-defined]
-            new[id(node)] = new[id(node.body)]  # type: ignore[attr-defined]
+        if type(node) is Let and id(node) in g.let_value and id(node.value) in dropped:
+            new[id(node)] = new[id(node.body)]
             continue
         kids = children(node)
         if t is Function and is_primitive(node):
@@ -673,7 +673,7 @@ def _group_call(g: _Graph, r: int, ms: list[int], new: dict[int, Expr]) -> Expr:
 def _dataflow_args(node: Expr) -> tuple[Expr, ...]:
     t = type(node)
     if t is Call:
-        return node.args  # type: ignore[attr-defined,no-any-return]
+        return node.args  # type: ignore[attr-defined]
     if t is Tuple:
-        return node.fields  # type: ignore[attr-defined,no-any-return]
+        return node.fields  # type: ignore[attr-defined]
     return (node.tuple_value,)  # type: ignore[attr-defined]
