@@ -1,0 +1,375 @@
+"""FuseOps: examples, structural properties over generated programs, differential checks.
+
+The structural invariants (checked by :func:`assert_fused`): no operator call is left
+outside a ``Primitive=1`` function; every primitive function is called directly, contains
+only operator calls, tuples, projections, its parameters and constants, holds at least
+one operator call and no function (no nesting), and is closed (its free variables are its
+parameters); no operator call is duplicated or lost; the result type checks with the
+same type. The goldens (``golden/fuse_ops``) pin the exact groups of the classic cases.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import passes
+from conformance import assert_equivalent
+from conformance.strategies.programs import FLOAT_DTYPES, Program, ProgramConfig, well_typed_modules
+from interpreter import evaluate
+from passes.fuse_ops import MAX_FUSED_OPS, is_primitive
+from semantics import alpha_equal, parse, pretty
+from semantics.analysis import free_vars
+from semantics.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
+)
+from semantics.module import IRModule
+from semantics.visitor import post_order
+from typechecker import infer
+
+FLOAT = ProgramConfig(float_mode=True, dtypes=FLOAT_DTYPES, max_let_chain=5, min_op_bindings=3)
+EFFECTFUL = ProgramConfig(effects=3, max_let_chain=4)
+_PRIMITIVE_BODY = (Call, Op, Tuple, TupleGetItem, Var, Constant)
+
+
+# --- the structural checker ---------------------------------------------------------------------
+
+def _roots(p: IRModule | Expr) -> list[Expr]:
+    return list(p.functions.values()) if isinstance(p, IRModule) else [p]
+
+
+def _op_calls(p: IRModule | Expr) -> int:
+    seen: set[int] = set()
+    for root in _roots(p):
+        for node in post_order(root):
+            if type(node) is Call and type(node.op) is Op:
+                seen.add(id(node))
+    return len(seen)
+
+
+def primitives(p: IRModule | Expr) -> list[Function]:
+    out: dict[int, Function] = {}
+    for root in _roots(p):
+        for node in post_order(root):
+            if is_primitive(node):
+                out[id(node)] = node  # type: ignore[assignment]
+    return list(out.values())
+
+
+def _group_sizes(p: IRModule | Expr) -> list[tuple[int, int]]:
+    """(operator calls, dataflow nodes) of each primitive function."""
+    sizes = []
+    for prim in primitives(p):
+        nodes = post_order(prim.body)
+        ops = sum(1 for n in nodes if type(n) is Call)
+        sizes.append((ops, sum(1 for n in nodes if type(n) in (Call, Tuple, TupleGetItem))))
+    return sizes
+
+
+def assert_fused(before: IRModule | Expr, after: IRModule | Expr) -> None:
+    """The structural invariants of FuseOps' output (module docstring)."""
+    for root in _roots(after):
+        if is_primitive(root):
+            continue
+        for node in post_order(root, lambda e: not is_primitive(e)):
+            if type(node) is Call and type(node.op) is Op:
+                raise AssertionError(f"operator call outside a primitive function: {node!r}")
+            for kid in children(node):
+                if is_primitive(kid):
+                    assert type(node) is Call and node.op is kid, \
+                        f"primitive function not called directly: {node!r}"
+    for prim in primitives(after):
+        body = post_order(prim.body)
+        for node in body:
+            assert type(node) in _PRIMITIVE_BODY, f"{type(node).__name__} in {prim!r}"
+            if type(node) is Call:
+                assert type(node.op) is Op, f"non-operator call in {prim!r}"
+        assert any(type(n) is Call for n in body), f"primitive without an operator: {prim!r}"
+        params = {id(p) for p in prim.params}
+        assert {id(v) for v in free_vars(prim.body)} <= params, f"open primitive: {prim!r}"
+        assert all(p.type_annotation is not None for p in prim.params), repr(prim)
+    assert _op_calls(after) == _op_calls(before), "an operator call was duplicated or lost"
+
+
+def _same_type(before: IRModule, after: IRModule) -> None:
+    tb, ta = infer(before), infer(after)
+    for name in tb.functions:
+        assert pretty(ta[name].checked_type) == pretty(tb[name].checked_type), name
+
+
+# --- examples -------------------------------------------------------------------------------------
+
+def test_registered_under_both_names_and_exported():
+    assert passes.get_pass("FuseOps") is passes.get_pass("fuse_ops")
+    assert passes.get_pass("fuse_ops").opt_level == 1
+    assert callable(passes.fuse_ops) and callable(passes.count_primitive_functions)
+
+
+def test_diamond_fuses_into_one_group_and_shares_its_head():
+    mod = parse("""
+    def @main(%x: Tensor[(2, 2), float32]) {
+      %0 = add(%x, 1f);
+      %1 = exp(%0);
+      %2 = sqrt(%0);
+      multiply(%1, %2)
+    }""")
+    out = passes.fuse_ops(mod)
+    assert_fused(mod, out)
+    assert _group_sizes(out) == [(4, 4)]
+    (prim,) = primitives(out)
+    # The head is one node used twice inside the group (evaluated once).
+    heads = [n for n in post_order(prim.body) if type(n) is Call and n.op.name == "add"]
+    assert len(heads) == 1
+    x = np.array([[0.5, 1.0], [2.0, 3.0]], dtype="float32")
+    np.testing.assert_allclose(evaluate(out, x), evaluate(mod, x), rtol=1e-6)
+
+
+def test_a_value_used_outside_its_chain_is_a_group_result_not_duplicated():
+    mod = parse("""
+    def @main(%x: Tensor[(3), float32]) {
+      %0 = exp(%x);
+      %1 = negative(%0);
+      (%1, %0)
+    }""")
+    out = passes.fuse_ops(mod)
+    assert_fused(mod, out)
+    assert sorted(_group_sizes(out)) == [(1, 1), (1, 1)]  # exp is a root: used by the tuple
+
+
+def test_tuple_output_split_then_elementwise():
+    mod = parse("""
+    def @main(%x: Tensor[(3, 4), float32]) {
+      %0 = split(%x, indices_or_sections=3, axis=0);
+      (add(%0.0, %0.1), %0.2)
+    }""")
+    out = passes.fuse_ops(mod)
+    assert_fused(mod, out)
+    # split's post-dominator is the result tuple: split stays alone; the projections fuse
+    # into their consumer; the lone projection %0.2 stays outside.
+    assert sorted(_group_sizes(out)) == [(1, 1), (1, 3)]
+    x = np.arange(12, dtype="float32").reshape(3, 4)
+    got, want = evaluate(out, x), evaluate(mod, x)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_residual_block():
+    mod = parse("""
+    def @main(%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(2, 2, 3, 3), float32],
+              %b: Tensor[(2), float32]) {
+      %0 = nn.conv2d(%x, %w, padding=[1, 1]);
+      %1 = nn.relu(nn.bias_add(%0, %b));
+      %2 = nn.conv2d(%1, %w, padding=[1, 1]);
+      nn.relu(add(%2, %x))
+    }""")
+    out = passes.fuse_ops(mod)
+    assert_fused(mod, out)
+    assert sorted(_group_sizes(out)) == [(3, 3), (3, 3)]
+    for prim in primitives(out):
+        assert sum(1 for n in post_order(prim.body)
+                   if type(n) is Call and n.op.name == "nn.conv2d") == 1  # one anchor each
+    _same_type(mod, out)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(p.type_annotation.shape).astype("float32")
+            for p in mod["main"].params]
+    np.testing.assert_allclose(evaluate(out, *args), evaluate(mod, *args), rtol=1e-5, atol=1e-6)
+
+
+def test_level_zero_makes_every_operator_its_own_primitive_function():
+    mod = parse("""
+    def @main(%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(2, 2, 3, 3), float32]) {
+      let %c = nn.conv2d(%x, %w, padding=[1, 1]);
+      let %s = split(%c, indices_or_sections=2, axis=1);
+      nn.relu(add(%s.0, %s.1))
+    }""")
+    out = passes.fuse_ops(mod, fuse_opt_level=0)
+    assert_fused(mod, out)
+    assert _group_sizes(out) == [(1, 1)] * 4
+    fused = passes.fuse_ops(mod)
+    assert sorted(_group_sizes(fused)) == [(1, 1), (3, 5)]  # split, projections, add, relu
+
+
+def test_let_bound_dataflow_fuses_and_its_lets_disappear():
+    mod = parse("""
+    def @main(%x: Tensor[(2), float32]) {
+      let %a = add(%x, %x);
+      let %b = exp(%a);
+      let %c = multiply(%b, %a);
+      %c
+    }""")
+    out = passes.fuse_ops(mod)
+    assert_fused(mod, out)
+    assert _group_sizes(out) == [(3, 3)]
+    body = out["main"].body
+    assert type(body) is Let and body.var.name_hint == "c"  # only the root's let is left
+
+
+def test_fusion_inside_a_recursive_global():
+    mod = parse("""
+    def @loop(%i: int32, %h: Tensor[(1, 4), float32], %w: Tensor[(4, 4), float32])
+        -> Tensor[(1, 4), float32] {
+      if (%i <= 0) { %h } else {
+        let %h2 = tanh(add(nn.dense(%h, %w), %h));
+        @loop(%i - 1, %h2, %w)
+      }
+    }
+    def @main(%h: Tensor[(1, 4), float32], %w: Tensor[(4, 4), float32]) { @loop(3, %h, %w) }
+    """)
+    out = passes.fuse_ops(mod)
+    assert_fused(mod, out)
+    assert sorted(_group_sizes(out["loop"])) == [(1, 1), (1, 1), (3, 3)]
+    h = np.full((1, 4), 0.25, dtype="float32")
+    w = np.eye(4, dtype="float32") * 0.5
+    np.testing.assert_allclose(evaluate(out, h, w), evaluate(mod, h, w), rtol=1e-6)
+
+
+def test_fusion_inside_a_recursive_closure_and_an_adt_recursion():
+    mod = parse("""
+    type List[A] { Cons(A, List[A]), Nil, }
+    def @total(%l: List[Tensor[(2), float32]]) -> Tensor[(2), float32] {
+      match (%l) {
+        Cons(%h, %t) => nn.relu(add(exp(%h), @total(%t))),
+        Nil => zeros(shape=[2], dtype="float32"),
+      }
+    }
+    def @main(%x: Tensor[(2), float32]) {
+      let %loop = fn (%i: int32, %h: Tensor[(2), float32]) -> Tensor[(2), float32] {
+        if (%i <= 0) { %h } else { %loop(%i - 1, tanh(add(multiply(%h, 2f), %x))) }
+      };
+      @total(Cons(%loop(3, %x), Cons(%x, Nil)))
+    }""")
+    out = passes.fuse_ops(mod)
+    assert_fused(mod, out)
+    # In the closure: multiply -> add -> tanh is one group. In @total, exp is evaluated
+    # before the recursive call (which may fail or diverge), so it does not move past it.
+    assert (3, 3) in _group_sizes(out["main"])
+    assert sorted(_group_sizes(out["total"])) == [(1, 1), (1, 1), (2, 2)]
+    _same_type(mod, out)
+    x = np.array([0.1, -0.2], dtype="float32")
+    np.testing.assert_allclose(evaluate(out, x), evaluate(mod, x), rtol=1e-6)
+
+
+def test_no_fusion_across_an_effect_or_into_a_branch():
+    mod = parse("""
+    def @main(%r: Ref[int32], %x: int32) {
+      let %a = negative(%x);
+      let %u = (%r := 1);
+      let %b = if (%x > 0) { add(%a, 1) } else { 0 };
+      multiply(%b, 2)
+    }""")
+    out = passes.fuse_ops(mod)
+    assert_fused(mod, out)
+    assert _group_sizes(out) == [(1, 1)] * 4  # negative, greater, add, multiply: alone
+
+
+def test_max_depth_bounds_every_group():
+    n = 600
+    text = "def @main(%x: float32) {\n  %0 = exp(%x);\n"
+    text += "".join(f"  %{i} = tanh(%{i - 1});\n" for i in range(1, n))
+    text += f"  %{n - 1}\n}}"
+    mod = parse(text)
+    out = passes.fuse_ops(mod)
+    sizes = [s for _, s in _group_sizes(out)]
+    assert sorted(sizes) == [n - 2 * MAX_FUSED_OPS, MAX_FUSED_OPS, MAX_FUSED_OPS]
+    small = passes.fuse_ops(mod, max_depth=7)
+    assert max(s for _, s in _group_sizes(small)) == 7
+    assert passes.count_primitive_functions(small) == math.ceil(n / 7)
+    with pytest.raises(ValueError, match="max_depth"):
+        passes.fuse_ops(mod, max_depth=0)
+
+
+def test_expressions_and_untyped_programs():
+    fn = parse("def @main(%x: float32) { exp(negative(%x)) }")["main"]
+    out = passes.fuse_ops(fn)
+    assert isinstance(out, Function) and passes.count_primitive_functions(out) == 1
+    ill = parse("def @main(%x: float32) { add(%x, (%x, %x)) }")
+    assert passes.fuse_ops(ill) is ill  # fusion reads types: an ill-typed program is kept
+    with pytest.raises(TypeError):
+        passes.fuse_ops(42)
+
+
+def test_existing_primitive_functions_are_kept_and_the_pass_is_idempotent():
+    mod = parse("""
+    def @main(%x: Tensor[(2), float32]) {
+      %0 = exp(add(%x, 1f));
+      (%0, nn.relu(%0))
+    }""")
+    once = passes.fuse_ops(mod)
+    twice = passes.fuse_ops(once)
+    assert alpha_equal(twice, once), pretty(twice)
+    assert passes.count_primitive_functions(twice) == passes.count_primitive_functions(once) == 2
+
+
+# --- deep programs --------------------------------------------------------------------------------
+
+def test_20000_node_graph_and_20000_let_chain():
+    n = 20_000
+    graph = ["def @main(%x: float32) {", "  %0 = add(%x, 1f);"]
+    graph += [f"  %{i} = add(%{i - 1}, %x);" for i in range(1, n)]
+    graph += [f"  %{n - 1}", "}"]
+    chain = ["def @main(%x0: int32) {"]
+    chain += [f"  let %x{i + 1} = add(%x{i}, 1);" for i in range(n)]
+    chain += [f"  %x{n}", "}"]
+    for text, arg in (("\n".join(graph), np.float32(0.5)), ("\n".join(chain), 3)):
+        mod = parse(text)
+        out = passes.fuse_ops(mod)
+        assert passes.count_primitive_functions(out) == math.ceil(n / MAX_FUSED_OPS)
+        assert all(s <= MAX_FUSED_OPS for _, s in _group_sizes(out))
+        assert_fused(mod, out)
+        infer(out)
+        assert evaluate(out, arg) == evaluate(mod, arg)
+        assert evaluate(passes.optimize(mod, 2), arg) == evaluate(mod, arg)
+
+
+# --- properties over generated programs -----------------------------------------------------------
+
+_SETTINGS = settings(max_examples=60, deadline=None, database=None,
+                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                            HealthCheck.filter_too_much])
+
+
+@_SETTINGS
+@given(program=well_typed_modules(FLOAT))
+def test_structure_types_and_idempotence_on_generated_programs(program: Program):
+    mod = program.module
+    out = passes.fuse_ops(mod)
+    assert_fused(mod, out)
+    _same_type(mod, out)
+    again = passes.fuse_ops(out)
+    assert alpha_equal(again, out), pretty(again)
+
+
+@_SETTINGS
+@given(program=well_typed_modules())
+def test_levels_and_depth_bounds_on_generated_programs(program: Program):
+    mod = program.module
+    level0 = passes.fuse_ops(mod, fuse_opt_level=0)
+    assert_fused(mod, level0)
+    assert all(ops == size == 1 for ops, size in _group_sizes(level0))
+    shallow = passes.fuse_ops(mod, max_depth=2)
+    assert_fused(mod, shallow)
+    assert all(size <= 2 for _, size in _group_sizes(shallow))
+    _same_type(mod, shallow)
+
+
+def test_differential_float_mode():
+    assert_equivalent(passes.fuse_ops, max_examples=80, config=FLOAT, name="fuse_ops (float)")
+
+
+def test_differential_exact_effects_levels_and_depths():
+    assert_equivalent(passes.fuse_ops, max_examples=40, config=EFFECTFUL, name="fuse_ops")
+    assert_equivalent(lambda m: passes.fuse_ops(m, 0), max_examples=30, name="fuse_ops(level 0)")
+    assert_equivalent(lambda m: passes.fuse_ops(m, max_depth=2), max_examples=30, config=FLOAT,
+                      name="fuse_ops(max_depth=2)")
