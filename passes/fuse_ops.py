@@ -55,6 +55,15 @@ only later; effects and control flow keep their order and place. (Operators
 that may fail — integer division — can thereby fail at a later point, after
 other pure operators: the program still fails with a runtime error.)
 
+Where we differ from TVM, deliberately: constants are kept inside the group
+that uses them (TVM passes non-scalar constants as parameters); a group with no
+operator call (a lone tuple, a projection of a value computed elsewhere) is
+not wrapped, its nodes stay in place (TVM wraps such a group when a projection
+and its tuple fall into it); the segment rule above (TVM fuses a DAG in graph
+normal form and has no lets to respect). As in TVM, elementwise and broadcast
+producers fuse into a reduction, injective ones do not (phase 1 asks every
+node on the path, the sink's group included, to be at most injective).
+
 Invariants: every node is evaluated once (a node used outside its group is
 that group's root, and its result — the call — is shared by all its users);
 a group's parameters are ordered by the evaluation order of its inputs, so
