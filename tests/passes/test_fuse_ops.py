@@ -330,7 +330,7 @@ def test_20000_node_graph_and_20000_let_chain():
         assert_fused(mod, out)
         infer(out)
         assert evaluate(out, arg) == evaluate(mod, arg)
-        assert evaluate(passes.optimize(mod, 2), arg) == evaluate(mod, arg)
+    # The whole pipeline (FuseOps included) on these inputs: tests/passes/test_manager.py.
 
 
 # --- properties over generated programs -----------------------------------------------------------
