@@ -450,40 +450,65 @@ class _Partitioner:
         return [self.find(i) for i in range(len(self.parent))]
 
     def _post_dominators(self) -> tuple[list[int], list[int]]:
+        """Each node's immediate post-dominator (-1: none) and the pattern of the way there.
+
+        Built in reverse topological order: a node's post-dominator is the least common
+        ancestor of its consumers in the tree built so far; the pattern is the maximum of
+        the node's edge patterns and of the tree patterns of the nodes passed on the way
+        to that ancestor (TVM's ``LeastCommonAncestor``). Ancestors are found by binary
+        lifting (``up[k][v]``: the ``2**k``-th ancestor; ``mx[k][v]``: the largest tree
+        pattern on the way), so a deep tree costs ``O(log n)`` per query, not its depth.
+        """
         g = self.g
         n = len(g.nodes)
+        levels = max(1, n.bit_length())
         tparent = [-1] * n
         tdepth = [1] * n
         tpattern = [OPAQUE] * n
+        up = [[-1] * n for _ in range(levels)]
+        mx = [[OPAQUE] * n for _ in range(levels)]
+
+        def lca(a: int, b: int, pat: int) -> tuple[int, int]:
+            if tdepth[a] < tdepth[b]:
+                a, b = b, a
+            d = tdepth[a] - tdepth[b]
+            k = 0
+            while d:
+                if d & 1:
+                    pat = max(pat, mx[k][a])
+                    a = up[k][a]
+                d >>= 1
+                k += 1
+            if a == b:
+                return a, pat
+            for k in range(levels - 1, -1, -1):
+                ua, ub = up[k][a], up[k][b]
+                if ua != ub:
+                    pat = max(pat, mx[k][a], mx[k][b])
+                    a, b = ua, ub
+            return tparent[a], max(pat, tpattern[a], tpattern[b])  # -1: different trees
+
         for i in range(n - 1, -1, -1):
-            if g.extern[i]:
-                continue
-            outs = g.outputs[i]
-            pat = max(ELEMWISE, outs[0][1])
-            par = outs[0][0]
-            for c, edge in outs[1:]:
-                # least common ancestor of par and c in the tree built so far
-                r = c
-                while par != r:
-                    if par < 0 or r < 0:
-                        par = -1
+            if not g.extern[i]:
+                outs = g.outputs[i]
+                pat = max(ELEMWISE, outs[0][1])
+                par = outs[0][0]
+                for c, edge in outs[1:]:
+                    par, pat = lca(par, c, pat)
+                    pat = max(pat, edge)
+                    if par < 0:
                         break
-                    if tdepth[par] < tdepth[r]:
-                        pat = max(pat, tpattern[r])
-                        r = tparent[r]
-                    elif tdepth[r] < tdepth[par]:
-                        pat = max(pat, tpattern[par])
-                        par = tparent[par]
-                    else:
-                        pat = max(pat, tpattern[par], tpattern[r])
-                        par = tparent[par]
-                        r = tparent[r]
-                pat = max(pat, edge)
-                if par < 0:
+                tparent[i] = par
+                tdepth[i] = tdepth[par] + 1 if par >= 0 else 1
+                tpattern[i] = pat
+            up[0][i] = tparent[i]
+            mx[0][i] = tpattern[i]
+            for k in range(1, levels):
+                mid = up[k - 1][i]
+                if mid < 0:
                     break
-            tparent[i] = par
-            tdepth[i] = tdepth[par] + 1 if par >= 0 else 1
-            tpattern[i] = pat
+                up[k][i] = up[k - 1][mid]
+                mx[k][i] = max(mx[k - 1][i], mx[k - 1][mid])
         return tparent, tpattern
 
     def _run(self, phase: int, tparent: list[int], tpattern: list[int]) -> None:
@@ -494,8 +519,6 @@ class _Partitioner:
             sink = tparent[i]
             if sink < 0:
                 continue
-            if self._fused_size(i, sink) > self.max_depth:
-                continue
             if phase == 2:
                 if pat > INJECTIVE:
                     continue
@@ -503,25 +526,29 @@ class _Partitioner:
                 if root_pat == TUPLE:
                     continue
                 if self.gpattern[sink] == TUPLE and root_pat <= INJECTIVE:
-                    if self._check_path(i, sink, lambda k, is_sink: k <= INJECTIVE):
-                        self._commit(i, sink)
+                    self._try(i, sink, _injective_path)
                 continue
             if self.find(i) == self.find(sink):
                 continue
             if self.gpattern[sink] == TUPLE:
                 continue
             if pat == OUT_ELEMWISE_FUSABLE:
-                if phase == 0 and tpattern[i] == ELEMWISE and \
-                        self._check_path(i, sink, lambda k, is_sink: k <= BROADCAST):
-                    self._commit(i, sink)
+                if phase == 0 and tpattern[i] == ELEMWISE:
+                    self._try(i, sink, _elemwise_path)
             elif pat <= BROADCAST:
                 if tpattern[i] <= INJECTIVE or tpattern[i] == COMM_REDUCE:
-                    if self._check_path(i, sink, _broadcast_path):
-                        self._commit(i, sink)
+                    self._try(i, sink, _broadcast_path)
             elif pat == INJECTIVE or pat == TUPLE:
-                if phase == 1 and self._check_path(i, sink, lambda k, is_sink: k <= INJECTIVE):
-                    self._commit(i, sink)
+                if phase == 1:
+                    self._try(i, sink, _injective_path)
             # COMM_REDUCE: never fused into a consumer
+
+    def _try(self, src: int, sink: int, cond: Callable[[int, bool], bool]) -> None:
+        """Fuse ``src`` into ``sink`` if the group stays within ``max_depth`` and every path
+        from ``src`` to ``sink`` satisfies ``cond`` (TVM checks the size first, for every node;
+        the order of these pure checks does not change the outcome)."""
+        if self._fused_size(src, sink) <= self.max_depth and self._check_path(src, sink, cond):
+            self._commit(src, sink)
 
     def _between(self, src: int, sink: int) -> list[int]:
         """Every node on a path from ``src`` to ``sink`` (``src`` included, ``sink`` not)."""
@@ -554,15 +581,30 @@ class _Partitioner:
         return True
 
     def _fused_size(self, src: int, sink: int) -> int:
-        """The size of the group ``sink``'s group would become by fusing ``src`` into it."""
+        """The size ``sink``'s group would reach by fusing ``src`` into it.
+
+        Stops counting once the size exceeds ``max_depth``: every walk here and in
+        :meth:`_check_path` then visits at most about ``max_depth`` nodes' edges, so
+        the partition stays near-linear even when post-dominators are far away.
+        """
         target = self.find(sink)
         total = self.size[target]
         counted = {target}
-        for n in self._between(src, sink):
+        outputs = self.g.outputs
+        seen = {src}
+        stack = [src]
+        while stack:
+            n = stack.pop()
             r = self.find(n)
             if r not in counted:
                 counted.add(r)
                 total += self.size[r]
+                if total > self.max_depth:
+                    return total
+            for c, _ in outputs[n]:
+                if c != sink and c not in seen:
+                    seen.add(c)
+                    stack.append(c)
         return total
 
     def _commit(self, src: int, sink: int) -> None:
@@ -579,6 +621,14 @@ class _Partitioner:
         if self.anchor[child]:
             self.anchor[parent] = True
             self.gpattern[parent] = max(self.gpattern[child], self.gpattern[parent])
+
+
+def _elemwise_path(kind: int, is_sink: bool) -> bool:
+    return kind <= BROADCAST
+
+
+def _injective_path(kind: int, is_sink: bool) -> bool:
+    return kind <= INJECTIVE
 
 
 def _broadcast_path(kind: int, is_sink: bool) -> bool:

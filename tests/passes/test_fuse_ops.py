@@ -11,16 +11,19 @@ same type. The goldens (``golden/fuse_ops``) pin the exact groups of the classic
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import passes
 from conformance import assert_equivalent
 from conformance.strategies.programs import FLOAT_DTYPES, Program, ProgramConfig, well_typed_modules
 from interpreter import evaluate
-from passes.fuse_ops import MAX_FUSED_OPS, is_primitive
+from passes.fuse_ops import MAX_FUSED_OPS, _Graph, _Partitioner, is_primitive
+from passes.purity import EffectAnalysis
 from semantics import alpha_equal, parse, pretty
 from semantics.analysis import free_vars
 from semantics.expr import (
@@ -39,6 +42,7 @@ from semantics.module import IRModule
 from semantics.visitor import post_order
 from typechecker import infer
 
+GOLDEN = Path(__file__).parent / "golden" / "fuse_ops"
 FLOAT = ProgramConfig(float_mode=True, dtypes=FLOAT_DTYPES, max_let_chain=5, min_op_bindings=3)
 EFFECTFUL = ProgramConfig(effects=3, max_let_chain=4)
 _PRIMITIVE_BODY = (Call, Op, Tuple, TupleGetItem, Var, Constant)
@@ -382,6 +386,120 @@ def test_the_pipeline_ends_fully_fused(program: Program):
     out = passes.optimize(mod, 2)  # FuseOps runs last
     assert_fused(mod, out, same_ops=False)
     _same_type(mod, out)
+
+
+def _naive_post_dominators(g: _Graph) -> tuple[list[int], list[int]]:
+    """TVM's LeastCommonAncestor walk, step by step (the reference for binary lifting)."""
+    n = len(g.nodes)
+    parent, depth, pattern = [-1] * n, [1] * n, [8] * n
+    for i in range(n - 1, -1, -1):
+        if g.extern[i]:
+            continue
+        pat, par = max(0, g.outputs[i][0][1]), g.outputs[i][0][0]
+        for c, edge in g.outputs[i][1:]:
+            r = c
+            while par != r:
+                if par < 0 or r < 0:
+                    par = -1
+                    break
+                if depth[par] < depth[r]:
+                    pat, r = max(pat, pattern[r]), parent[r]
+                elif depth[r] < depth[par]:
+                    pat, par = max(pat, pattern[par]), parent[par]
+                else:
+                    pat = max(pat, pattern[par], pattern[r])
+                    par, r = parent[par], parent[r]
+            pat = max(pat, edge)
+            if par < 0:
+                break
+        parent[i], pattern[i] = par, pat
+        depth[i] = depth[par] + 1 if par >= 0 else 1
+    return parent, pattern
+
+
+def _ladder(n: int) -> IRModule:
+    lines = ["def @main(%x: float32) {", "  %0 = exp(%x);"]
+    lines += [f"  %{i} = add(%{i - 1}, 1f);" for i in range(1, n)]
+    lines += ["  %s0 = add(%0, %1);"]
+    lines += [f"  %s{i} = add(%s{i - 1}, %{i + 1});" for i in range(1, n - 1)]
+    lines += [f"  %s{n - 2}", "}"]
+    return parse("\n".join(lines))
+
+
+def _mixed_ladder(n: int) -> IRModule:
+    """A chain whose nodes all feed a far-away sum, with every pattern kind on the way."""
+    steps = ["exp(%{p})", "transpose(%{p})", "nn.relu(%{p})",
+             "add(%{p}, sum(%{p}, axis=[1], keepdims=True))", "reverse(%{p}, axis=0)",
+             "nn.dense(%{p}, %{p})"]
+    lines = ["def @main(%x: Tensor[(2, 2), float32]) {", "  %0 = exp(%x);"]
+    lines += [f"  %{i} = " + steps[i % len(steps)].format(p=i - 1) + ";" for i in range(1, n)]
+    lines += ["  %s0 = add(%0, %1);"]
+    lines += [f"  %s{i} = add(%s{i - 1}, %{i + 1});" for i in range(1, n - 1)]
+    lines += [f"  %s{n - 2}", "}"]
+    return parse("\n".join(lines))
+
+
+def _check_post_dominators(mod: IRModule) -> None:
+    typed = infer(mod)
+    assert isinstance(typed, IRModule)
+    for fn in typed.functions.values():
+        g = _Graph(fn, EffectAnalysis(typed))
+        if g.nodes:
+            assert _Partitioner(g, 2, MAX_FUSED_OPS)._post_dominators() == \
+                _naive_post_dominators(g)
+
+
+def test_post_dominators_match_the_step_by_step_walk():
+    _check_post_dominators(_ladder(300))
+    _check_post_dominators(_mixed_ladder(300))
+    for name in ("diamond", "tuple_fields", "residual", "rnn_loop", "concat_tuple"):
+        path = GOLDEN / f"{name}.in.relay"
+        _check_post_dominators(parse(path.read_text(encoding="utf-8")))
+
+
+@_SETTINGS
+@given(program=well_typed_modules(FLOAT))
+def test_post_dominators_match_on_generated_programs(program: Program):
+    _check_post_dominators(program.module)
+
+
+class _RandomDag:
+    """A stand-in for :class:`_Graph` (what the partitioner reads), edges drawn at random."""
+
+    def __init__(self, n: int, edges: list[list[tuple[int, int]]], extern: list[bool]):
+        self.nodes = list(range(n))
+        self.outputs = edges
+        self.extern = [e or not outs for e, outs in zip(extern, edges)]
+        self.pattern = [0] * n
+
+
+@st.composite
+def _random_dags(draw: st.DrawFn) -> _RandomDag:
+    n = draw(st.integers(1, 30))
+    kinds = st.sampled_from([0, 1, 2, 3, 4, 7, 8])
+    edges = []
+    for i in range(n):
+        if i + 1 < n:
+            later = st.tuples(st.integers(i + 1, n - 1), kinds)
+            edges.append(draw(st.lists(later, min_size=1, max_size=3)))
+        else:
+            edges.append([])
+    extern = draw(st.lists(st.integers(0, 19).map(lambda v: v == 0), min_size=n, max_size=n))
+    return _RandomDag(n, edges, extern)
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(dag=_random_dags())
+def test_post_dominators_match_on_random_dags(dag: _RandomDag):
+    got = _Partitioner(dag, 2, MAX_FUSED_OPS)._post_dominators()  # type: ignore[arg-type]
+    assert got == _naive_post_dominators(dag)  # type: ignore[arg-type]
+
+
+def test_far_post_dominators_still_fuse_correctly():
+    mod = _ladder(2_000)
+    out = passes.fuse_ops(mod)
+    assert_fused(mod, out)
+    assert evaluate(out, np.float32(0.5)) == evaluate(mod, np.float32(0.5))
 
 
 def test_differential_float_mode():
