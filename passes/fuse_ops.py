@@ -27,7 +27,8 @@ How (the three steps of TVM's design):
 2. **Post-dominator tree** over that DAG: a node's immediate post-dominator
    is the least common ancestor of its consumers' (the tree is built in
    reverse topological order; the pattern of the path to it is the maximum
-   of the edge and tree patterns met).
+   of the edge and tree patterns met; ancestors are found by binary lifting,
+   so a far post-dominator costs ``O(log n)``, not the depth of the tree).
 3. **Partition**: union-find groups, three phases in topological order — 0:
    an ``OUT_ELEMWISE_FUSABLE`` group (``nn.conv2d``, ``nn.dense``, pooling,
    softmax) absorbs its post-dominator when every path to it is elementwise or
