@@ -15,6 +15,7 @@ from passes.cse import eliminate_common_subexpr
 from passes.dead_code import dead_code_elimination
 from passes.fold_constant import fold_constant
 from passes.fold_scale_axis import fold_scale_axis
+from passes.fuse_ops import count_primitive_functions, fuse_ops
 from passes.inline import inline, mark_inline
 from passes.manager import (
     Pass,
@@ -31,9 +32,9 @@ from passes.to_anf import to_anf
 from passes.to_gnf import to_gnf
 
 __all__ = [
-    "Pass", "PassError", "PassRecord", "Sequential", "dead_code_elimination",
-    "eliminate_common_subexpr", "fold_constant", "get_pass", "inline", "list_passes",
-    "mark_inline", "optimize", "register_pass",
-    "alter_op_layout", "bind_params", "canonicalize_ops", "combine_parallel_conv2d",
-    "fold_scale_axis", "simplify_inference", "to_anf", "to_gnf",
+    "Pass", "PassError", "PassRecord", "Sequential", "alter_op_layout", "bind_params",
+    "canonicalize_ops", "combine_parallel_conv2d", "count_primitive_functions",
+    "dead_code_elimination", "eliminate_common_subexpr", "fold_constant", "fold_scale_axis",
+    "fuse_ops", "get_pass", "inline", "list_passes", "mark_inline", "optimize", "register_pass",
+    "simplify_inference", "to_anf", "to_gnf",
 ]

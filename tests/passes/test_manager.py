@@ -100,7 +100,9 @@ def test_optimize_o3_result():
     out = passes.optimize(parse(PROGRAM), 3)
     expected = parse("""
     def @main(%x: Tensor[(2), float32]) {
-      %0 = add(%x, 6f);
+      %0 = (fn (%p0: Tensor[(2), float32], Primitive=1) -> Tensor[(2), float32] {
+        add(%p0, 6f)
+      })(%x);
       (%0, %0)
     }""")
     assert alpha_equal(out, expected), pretty(out)

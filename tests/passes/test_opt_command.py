@@ -26,8 +26,9 @@ def program(tmp_path):
 def test_opt_o3_prints_the_optimized_module(program, capsys):
     assert main(["opt", program, "-O3"]) == 0
     out = capsys.readouterr().out
-    expected = parse("def @main(%x: int32) { %0 = multiply(%x, 3); let %b = %0; let %c = %0; "
-                     "(%b, %c) }")
+    expected = parse("def @main(%x: int32) { "
+                     "%0 = (fn (%p0: int32, Primitive=1) -> int32 { multiply(%p0, 3) })(%x); "
+                     "let %b = %0; let %c = %0; (%b, %c) }")
     assert alpha_equal(parse(out), expected), out
 
 
