@@ -90,6 +90,11 @@ def main(argv: list[str] | None = None) -> None:
             cells.append(f"{t:8.3f} s ({t / t_infer:4.2f}x)".rjust(24))
         print(f"{name:10} {passes.manager.program_size(mod):7} {t_infer:8.3f} " + " ".join(cells))
     print("\n(x): the pass's time over the same module's type inference in this run")
+    print("\nprimitive functions (fused kernels) per opt level:")
+    for name, mod in workloads.items():
+        counts = [passes.count_primitive_functions(passes.optimize(mod, level))
+                  for level in range(4)]
+        print(f"  {name:10} " + "  ".join(f"-O{lvl}: {n}" for lvl, n in enumerate(counts)))
 
 
 if __name__ == "__main__":
