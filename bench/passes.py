@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
         assert isinstance(typed, IRModule)
         # The type checker remembers modules it has checked: time it on fresh copies.
         copies = [map_functions(mod, lambda _name, fn: fresh_copy(fn)) for _ in range(args.repeat)]
-        t_infer = best(lambda: infer(copies.pop()), args.repeat)
+        t_infer = best(lambda c=copies: infer(c.pop()), args.repeat)
         cells = []
         for p in all_passes:
             t = best(lambda p=p, m=typed: p(m), args.repeat)
