@@ -190,7 +190,7 @@ def test_messages_about_deep_types_are_built_without_recursion():
     from typechecker import messages
 
     shown = messages.show(other)
-    assert shown.startswith("Ref[" * 10) and shown.endswith("]" * 10)
+    assert shown.startswith("Ref[" * 10)
     assert len(shown) < 500 and "..." in shown
 
 
