@@ -106,7 +106,7 @@ from semantics.expr import (
     pattern_vars,
 )
 from semantics.module import IRModule
-from semantics.rewrite import LetList, _rename_pattern
+from semantics.rewrite import LetList, rename_pattern
 from semantics.visitor import post_order, run_recursive
 
 __all__ = ["is_atom", "to_anf"]
@@ -432,7 +432,7 @@ class _Normalizer:
                 rhs, new = yield self.branch(clause.rhs, (id(e), i), n, old)
                 lhs = clause.lhs
                 if any(a is not b for a, b in zip(old, new)):
-                    lhs = _rename_pattern(lhs, {id(a): b for a, b in zip(old, new)})
+                    lhs = rename_pattern(lhs, {id(a): b for a, b in zip(old, new)})
                 clauses.append(Clause(lhs, rhs, span=clause.span))
             return Match(data, tuple(clauses), e.complete, span=e.span)  # type: ignore[attr-defined]
         if t is Function:

@@ -301,7 +301,7 @@ def _open_scope(site: Any, bind: Callable[[Var, Any], Var] | None, env: dict[int
         return new[0]
     if t is Function:
         return tuple(new) if changed else site.params
-    return _rename_pattern(site.lhs, {id(a): b for a, b in zip(old, new)}) if changed else site.lhs
+    return rename_pattern(site.lhs, {id(a): b for a, b in zip(old, new)}) if changed else site.lhs
 
 
 def _rebuild(node: Any, values: list[Any], scoped: bool) -> Expr:
@@ -364,7 +364,7 @@ def _rebuild(node: Any, values: list[Any], scoped: bool) -> Expr:
     return with_children(node, rest)
 
 
-def _rename_pattern(p: Pattern, renamed: Mapping[int, Var]) -> Pattern:
+def rename_pattern(p: Pattern, renamed: Mapping[int, Var]) -> Pattern:
     """``p`` with each pattern variable ``v`` replaced by ``renamed[id(v)]`` (iterative)."""
     done: dict[int, Pattern] = {}
     stack: list[tuple[Pattern, bool]] = [(p, False)]

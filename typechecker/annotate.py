@@ -58,7 +58,7 @@ from semantics.rules import Rule
 from semantics.types import Type, TypeData
 from semantics.visitor import post_order
 from typechecker import messages
-from typechecker.infer import RULE_OF_NODE, Inferencer, _describe
+from typechecker.infer import RULE_OF_NODE, Inferencer, describe_node
 
 _CONSTANT_FIELDS = tuple(f.name for f in dataclasses.fields(Constant))
 
@@ -219,7 +219,7 @@ class Annotator:
 def _node_text(node: Any) -> str:
     tn = type(node)
     if tn in (Var, GlobalVar, Op, Constructor):
-        return _describe(node)
+        return describe_node(node)
     names = {Call: "this call", Let: "this let", Function: "this function", Tuple: "this tuple",
              TupleGetItem: "this projection", If: "this if", Match: "this match",
              RefCreate: "this reference", RefRead: "this ref_read", RefWrite: "this ref_write",

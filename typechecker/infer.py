@@ -322,7 +322,7 @@ class Inferencer:
                     explicit: tuple[Type, ...], node: Any, span: Span | None) -> Type:
         """``scheme`` at a fresh instance (Type-Instantiate; see :mod:`typechecker.schemes`)."""
         return schemes.instantiate(self.store, self.solver, scheme, shape_vars, explicit,
-                                   _describe(node), span or self.default_span,
+                                   describe_node(node), span or self.default_span,
                                    self._op_errors.get(id(scheme)))
 
     def constructor_info(self, ctor: Any, rule: Rule, span: Span | None) -> ConstructorInfo:
@@ -490,7 +490,7 @@ class Inferencer:
             t = yield a
             arg_types.append(self.use(a, t))
         ft = self.store.find(ft)
-        name = _describe(op)
+        name = describe_node(op)
         if type(ft) is FuncType:
             if len(ft.arg_types) != len(arg_types):
                 raise RelayTypeError(messages.arity(Rule.TYPE_CALL, f"call to {name}",
@@ -739,7 +739,7 @@ _NAMES = (Var, GlobalVar, Op, Constructor)
 _DTYPE_NAMES: dict[Any, str] = {}
 
 
-def _describe(node: Any) -> str:
+def describe_node(node: Any) -> str:
     tn = type(node)
     if tn is GlobalVar:
         return "@" + str(node.name_hint)
@@ -758,5 +758,5 @@ def _subject(node: Any, fallback: str) -> str:
 
         return pretty(node)
     if tn in _NAMES:
-        return _describe(node)
+        return describe_node(node)
     return fallback

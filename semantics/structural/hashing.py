@@ -47,10 +47,10 @@ from semantics.module import IRModule
 from semantics.structural.leaves import (
     LEAVES,
     Node,
-    _attrs_hash,
-    _str_hash,
+    attrs_hash,
     pop_binding,
     relation_name,
+    str_hash,
 )
 from semantics.structural.types import dim_key
 from semantics.types import (
@@ -131,11 +131,11 @@ class _Hasher:
         tag = _TAG.get(cls, 0)
         kids: tuple[Any, ...]
         if cls is TensorType:
-            values.append(hash((tag, _str_hash(t.dtype), *(dim_key(d) for d in t.shape))))
+            values.append(hash((tag, str_hash(t.dtype), *(dim_key(d) for d in t.shape))))
             return
         if cls is TypeVar:
             scope = self.tv_bound.get(id(t))
-            kind = _str_hash(t.kind.value)
+            kind = str_hash(t.kind.value)
             if scope:
                 values.append(hash((tag, 1, scope[-1], kind)))
             else:
@@ -143,7 +143,7 @@ class _Hasher:
                 values.append(hash((tag, 2, index, kind)))
             return
         if cls is GlobalTypeVar:  # hashes as the TypeCall ``Name[]`` it equals
-            values.append(hash((_TAG[TypeCall], _str_hash(t.name))))
+            values.append(hash((_TAG[TypeCall], str_hash(t.name))))
             return
         if cls is IncompleteType:
             values.append(tag)
@@ -152,7 +152,7 @@ class _Hasher:
             head: tuple[int, ...] = (tag,)
             kids = t.fields
         elif cls is TypeCall:
-            head, kids = (tag, _str_hash(t.func.name)), t.args
+            head, kids = (tag, str_hash(t.func.name)), t.args
         elif cls is RefType:
             head, kids = (tag,), (t.value,)
         elif cls is FuncType:
@@ -161,15 +161,15 @@ class _Hasher:
             head = (tag, len(t.type_params))
             kids = (*t.arg_types, t.ret_type, *t.type_constraints)
         elif cls is TypeRelation:
-            head = (tag, _str_hash(relation_name(t.relation)), t.num_inputs)
+            head = (tag, str_hash(relation_name(t.relation)), t.num_inputs)
             kids = t.args
         elif cls is TypeData:
             self.bind_tvs(t.type_vars)
             stack.append((_TY_UNBIND, t.type_vars, None))
             stack.append((_TY_EXIT, len(t.constructors),
-                          (tag, _str_hash(t.header.name), len(t.type_vars))))
+                          (tag, str_hash(t.header.name), len(t.type_vars))))
             for c in reversed(t.constructors):
-                stack.append((_TY_EXIT, len(c.inputs), (_str_hash(c.name), c.tag)))
+                stack.append((_TY_EXIT, len(c.inputs), (str_hash(c.name), c.tag)))
                 for i in reversed(c.inputs):
                     stack.append((_TY_ENTER, i, None))
             return
@@ -191,7 +191,7 @@ class _Hasher:
             if cls is PatternVar:
                 out.append(self.opt_type(q.var.type_annotation))  # type: ignore[attr-defined]
             elif cls is PatternConstructor:
-                out.append(_str_hash(q.constructor.name))  # type: ignore[attr-defined]
+                out.append(str_hash(q.constructor.name))  # type: ignore[attr-defined]
                 out.append(len(q.patterns))  # type: ignore[attr-defined]
                 stack.extend(reversed(q.patterns))  # type: ignore[attr-defined]
             elif cls is PatternTuple:
@@ -224,13 +224,13 @@ class _Hasher:
                 self.var_ann[id(node)] = self.opt_type(node.type_annotation)
             return hash((tag, 2, index, self.var_ann[id(node)]))
         if cls is GlobalVar:
-            return hash((tag, _str_hash(node.name_hint)))
+            return hash((tag, str_hash(node.name_hint)))
         if cls is Op or cls is Constructor:
-            return hash((tag, _str_hash(node.name)))
+            return hash((tag, str_hash(node.name)))
         known = self.memo.get(id(node))
         if known is None:
             data = node.data
-            known = hash((tag, _str_hash(data.dtype.str), *data.shape,
+            known = hash((tag, str_hash(data.dtype.str), *data.shape,
                           zlib.crc32(data.tobytes())))
             self.memo[id(node)] = known
         return known
@@ -293,9 +293,9 @@ class _Hasher:
         if cls is Function:
             fn: Function = node
             self.bind_tvs(fn.type_params)
-            head = (tag, len(fn.type_params), *(_str_hash(tv.kind.value) for tv in fn.type_params),
+            head = (tag, len(fn.type_params), *(str_hash(tv.kind.value) for tv in fn.type_params),
                     *(self.opt_type(p.type_annotation) for p in fn.params),
-                    self.opt_type(fn.ret_type), _attrs_hash(fn.attrs))
+                    self.opt_type(fn.ret_type), attrs_hash(fn.attrs))
             stack.append((_H_EXIT, node, (1, head)))
             stack.append((_H_UNBIND_T, fn.type_params, None))
             stack.append((_H_UNBIND, fn.params, None))
@@ -314,7 +314,7 @@ class _Hasher:
             stack.append((_H_ENTER, m.data, None))
             return
         if cls is Call:
-            head = (tag, len(node.args), _attrs_hash(node.attrs),
+            head = (tag, len(node.args), attrs_hash(node.attrs),
                     *(self.type(t) for t in node.type_args))
         elif cls is TupleGetItem:
             head = (tag, node.index)
@@ -328,10 +328,10 @@ class _Hasher:
     def module(self, mod: IRModule) -> int:
         parts: list[int] = [_TAG[IRModule]]
         for name in sorted(mod.types):
-            parts.append(_str_hash(name))
+            parts.append(str_hash(name))
             parts.append(self.type(mod.types[name]))
         for name in sorted(mod.functions):
-            parts.append(_str_hash(name))
+            parts.append(str_hash(name))
             parts.append(self.expr(mod.functions[name]))
         return hash(tuple(parts))
 

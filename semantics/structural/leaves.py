@@ -64,7 +64,7 @@ def attrs_equal(a: Attrs | None, b: Attrs | None) -> bool:
 
 
 @functools.lru_cache(maxsize=8192)
-def _str_hash(s: str) -> int:
+def str_hash(s: str) -> int:
     return zlib.crc32(s.encode("utf-8", "surrogatepass"))
 
 
@@ -76,7 +76,7 @@ def _attr_value_hash(v: object) -> int:
             return 7
         return hash(v)  # hash(1) == hash(1.0): numbers compare numerically
     if isinstance(v, str):
-        return hash((2, _str_hash(v)))
+        return hash((2, str_hash(v)))
     if v is None:
         return 3
     if isinstance(v, tuple):
@@ -84,10 +84,10 @@ def _attr_value_hash(v: object) -> int:
     return 5
 
 
-def _attrs_hash(a: Attrs | None) -> int:
+def attrs_hash(a: Attrs | None) -> int:
     if a is None or a is EMPTY_ATTRS or not isinstance(a, Attrs) or not len(a):
         return 0
-    return hash(tuple(sorted((_str_hash(k), _attr_value_hash(v)) for k, v in a.items())))
+    return hash(tuple(sorted((str_hash(k), _attr_value_hash(v)) for k, v in a.items())))
 
 
 def relation_name(rel: object) -> str:
