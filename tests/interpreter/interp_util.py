@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -11,21 +10,9 @@ import numpy as np
 from interpreter import evaluate
 
 
-def typechecker_ready() -> bool:
-    """True when the type checker can be used (``check=True`` evaluations)."""
-    if importlib.util.find_spec("typechecker") is None:
-        return False
-    import typechecker
-
-    return hasattr(typechecker, "check")
-
-
-CHECK = typechecker_ready()
-
-
 def run(program: Any, *args: Any, **kwargs: Any) -> Any:
-    """``evaluate`` with type checking on whenever the type checker is available."""
-    kwargs.setdefault("check", CHECK)
+    """``evaluate`` with type checking on (unless the test passes ``check=False``)."""
+    kwargs.setdefault("check", True)
     return evaluate(program, *args, **kwargs)
 
 
@@ -66,7 +53,7 @@ def golden_call(spec: dict[str, str]) -> tuple[list[Any], dict[str, Any]]:
 
     args = json.loads(spec.get("args", "[]"))
     kwargs: dict[str, Any] = {"entry": spec.get("entry", "main"),
-                              "check": CHECK and spec.get("check", "on") != "off"}
+                              "check": spec.get("check", "on") != "off"}
     if "fuel" in spec:
         kwargs["fuel"] = int(spec["fuel"])
     if "max_depth" in spec:
