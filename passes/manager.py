@@ -207,17 +207,34 @@ class Sequential:
 
 
 def passes_at(opt_level: int) -> list[Pass]:
-    """The registered passes ``optimize`` runs at ``opt_level``, in pipeline order."""
-    chosen = [p for p in list_passes() if p.opt_level is not None and p.opt_level <= opt_level]
-    return sorted(chosen, key=lambda p: _PIPELINE_ORDER.get(p.name, len(_PIPELINE_ORDER)))
+    """The registered passes ``optimize`` runs at ``opt_level``, in pipeline order.
+
+    The pipeline is :data:`PIPELINE` restricted to the passes registered at or below
+    ``opt_level``. A name may appear twice: FoldConstant runs again after the layout and
+    scale passes, which leave weight arithmetic to fold — unless no other pass ran since
+    its first run. Registered passes the pipeline does not name run last, in registration
+    order.
+    """
+    enabled = {p.name: p for p in list_passes()
+               if p.opt_level is not None and p.opt_level <= opt_level}
+    out: list[Pass] = []
+    for name in PIPELINE:
+        p = enabled.get(name)
+        if p is None:
+            continue
+        if out and out[-1] is p:
+            continue  # a re-run right after its own run would change nothing
+        out.append(p)
+    out.extend(p for name, p in enabled.items() if name not in PIPELINE)
+    return out
 
 
-# The order optimize runs passes in (passes not listed run last, in registration order).
-_PIPELINE_ORDER = {name: i for i, name in enumerate((
+# The order optimize runs passes in (names of TVM's passes).
+PIPELINE = (
     "Inline", "SimplifyInference", "CanonicalizeOps", "FoldConstant", "EliminateCommonSubexpr",
-    "FoldScaleAxis", "CombineParallelConv2D", "AlterOpLayout", "DeadCodeElimination",
-    "FuseOps",
-))}
+    "FoldScaleAxis", "CombineParallelConv2D", "AlterOpLayout", "FoldConstant",
+    "DeadCodeElimination", "FuseOps",
+)
 
 
 def optimize(program: P, opt_level: int = 2, *, check: bool = True,
