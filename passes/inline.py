@@ -35,6 +35,7 @@ from passes.manager import register_pass
 from passes.purity import callees_first as _callees_first
 from semantics.analysis import free_shape_vars, global_vars
 from semantics.expr import Attrs, Call, Expr, Function, GlobalVar, Let, Var, children, with_children
+from semantics.graphs import strongly_connected_components
 from semantics.module import IRModule
 from semantics.rewrite import fresh_copy
 from semantics.visitor import post_order
@@ -132,48 +133,11 @@ def _mentions(expr: Expr, var: Var) -> bool:
 
 
 def recursive_globals(mod: IRModule) -> set[str]:
-    """The globals on a cycle of the call graph (Tarjan's SCCs, iteratively)."""
+    """The globals on a cycle of the call graph (a component of several, or a self-call)."""
     calls = {name: [g.name_hint for g in global_vars(fn) if g.name_hint in mod.functions]
              for name, fn in mod.functions.items()}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
     out: set[str] = set()
-    counter = 0
-    for root in calls:
-        if root in index:
-            continue
-        work: list[tuple[str, int]] = [(root, 0)]
-        while work:
-            name, i = work.pop()
-            if i == 0:
-                index[name] = low[name] = counter
-                counter += 1
-                stack.append(name)
-                on_stack.add(name)
-            succ = calls[name]
-            if i < len(succ):
-                work.append((name, i + 1))
-                nxt = succ[i]
-                if nxt not in index:
-                    work.append((nxt, 0))
-                elif nxt in on_stack:
-                    low[name] = min(low[name], index[nxt])
-                continue
-            if low[name] == index[name]:
-                component = []
-                while True:
-                    top = stack.pop()
-                    on_stack.discard(top)
-                    component.append(top)
-                    if top == name:
-                        break
-                if len(component) > 1 or name in calls[name]:
-                    out.update(component)
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[name])
+    for component in strongly_connected_components(mod.functions, calls):
+        if len(component) > 1 or component[0] in calls[component[0]]:
+            out.update(component)
     return out
-
-

@@ -52,6 +52,7 @@ from semantics.expr import (
     Var,
     children,
 )
+from semantics.graphs import strongly_connected_components
 from semantics.module import IRModule
 from semantics.shapes import is_any
 from semantics.types import TensorType, Type
@@ -216,26 +217,10 @@ def _is_dynamic(t: Type | None) -> bool:
 
 
 def callees_first(mod: IRModule) -> list[str]:
-    """Global names in an order where callees precede callers (cycles broken arbitrarily)."""
-    order: list[str] = []
-    state: dict[str, int] = {}  # 1: on the stack, 2: done
-    for root in mod.functions:
-        if root in state:
-            continue
-        stack: list[tuple[str, list[str]]] = [(root, _calls(mod, root))]
-        state[root] = 1
-        while stack:
-            name, pending = stack[-1]
-            if pending:
-                callee = pending.pop()
-                if callee in mod.functions and callee not in state:
-                    state[callee] = 1
-                    stack.append((callee, _calls(mod, callee)))
-                continue
-            stack.pop()
-            state[name] = 2
-            order.append(name)
-    return order
+    """Global names in an order where callees precede callers (a cycle's members together)."""
+    calls = {name: _calls(mod, name) for name in mod.functions}
+    return [name for component in strongly_connected_components(mod.functions, calls)
+            for name in component]
 
 
 def _calls(mod: IRModule, name: str) -> list[str]:

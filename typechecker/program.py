@@ -40,6 +40,7 @@ import sympy
 
 from semantics.errors import RelayTypeError
 from semantics.expr import Expr, Function, GlobalVar, Var
+from semantics.graphs import strongly_connected_components
 from semantics.module import IRModule
 from semantics.rules import Rule
 from semantics.shapes import shape_var
@@ -198,46 +199,7 @@ def _components(functions: Mapping[str, Function],
                     seen.add(target)
                     refs.append(target)
         edges[name] = refs
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    out: list[list[str]] = []
-    counter = 0
-    for root in functions:
-        if root in index:
-            continue
-        work: list[tuple[str, int]] = [(root, 0)]
-        while work:
-            v, i = work.pop()
-            if i == 0:
-                index[v] = low[v] = counter
-                counter += 1
-                stack.append(v)
-                on_stack.add(v)
-            succ = edges[v]
-            if i < len(succ):
-                work.append((v, i + 1))
-                w = succ[i]
-                if w not in index:
-                    work.append((w, 0))
-                elif w in on_stack:
-                    low[v] = min(low[v], index[w])
-                continue
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                order = {n: k for k, n in enumerate(functions)}
-                out.append(sorted(comp, key=order.__getitem__))
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[v])
-    return out
+    return strongly_connected_components(functions, edges)
 
 
 def _check_matches(inf: Inferencer) -> None:
