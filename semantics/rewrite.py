@@ -64,7 +64,7 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 from semantics.types import Type
-from semantics.visitor import KIND, walk_scoped
+from semantics.visitor import KIND, MutatorHooks, walk_scoped
 
 __all__ = ["LetList", "ScopedMutator", "fresh_copy", "map_functions", "substitute"]
 
@@ -77,7 +77,7 @@ _MISSING = object()  # a variable that had no entry before the scope
 _LEAF_TYPES = frozenset((GlobalVar, Constant, Op, Constructor))
 
 
-class ScopedMutator:
+class ScopedMutator(MutatorHooks):
     """A scope-aware, memoizing rewriter over the expression DAG (explicit stack).
 
     Override any of these hooks (the defaults change nothing; hooks not
@@ -124,28 +124,6 @@ class ScopedMutator:
     def bind(self, var: Var, site: Expr | Clause) -> Var:
         """The binder to use for ``var`` at ``site`` (default: ``var``, no rename)."""
         return var
-
-    def visit_default(self, new: Expr, old: Expr) -> Expr:
-        """Called by every ``visit_<kind>`` not overridden."""
-        return new
-
-    def visit_var(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_global_var(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_constant(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_op(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_constructor(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_call(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_let(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_function(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_tuple(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_tuple_getitem(self, new: Expr, old: Expr) -> Expr:
-        return self.visit_default(new, old)
-    def visit_if(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_match(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_ref_create(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_ref_read(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_ref_write(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_grad(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
 
     # --- driver -------------------------------------------------------------------------------
     def mutate(self, root: Expr) -> Expr:

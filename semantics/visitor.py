@@ -187,7 +187,38 @@ class ExprVisitor:
     def visit_grad(self, node: Grad) -> None: self.visit_default(node)
 
 
-class ExprMutator:
+class MutatorHooks:
+    """The bottom-up hooks every mutator offers: ``visit_<kind>(new, old)`` per node kind.
+
+    ``new`` is the node rebuilt from its rewritten children (the same object when none
+    changed), ``old`` the node as it was; the result replaces the node everywhere it is
+    shared. Every default calls :meth:`visit_default`, which returns ``new``.
+    """
+
+    def visit_default(self, new: Expr, old: Expr) -> Expr:
+        """Called by every ``visit_<kind>`` not overridden."""
+        return new
+
+    def visit_var(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_global_var(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_constant(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_op(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_constructor(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_call(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_let(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_function(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_tuple(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_tuple_getitem(self, new: Expr, old: Expr) -> Expr:
+        return self.visit_default(new, old)
+    def visit_if(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_match(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_ref_create(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_ref_read(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_ref_write(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+    def visit_grad(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+
+
+class ExprMutator(MutatorHooks):
     """Bottom-up rewriting over the DAG.
 
     For every node, post-order, the mutator first rebuilds it from its
@@ -211,28 +242,6 @@ class ExprMutator:
             rebuilt = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
             memo[id(node)] = table[type(node)](rebuilt, node)
         return memo[id(root)]
-
-    def visit_default(self, new: Expr, old: Expr) -> Expr:
-        """Called by every ``visit_<kind>`` not overridden."""
-        return new
-
-    def visit_var(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_global_var(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_constant(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_op(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_constructor(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_call(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_let(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_function(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_tuple(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_tuple_getitem(self, new: Expr, old: Expr) -> Expr:
-        return self.visit_default(new, old)
-    def visit_if(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_match(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_ref_create(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_ref_read(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_ref_write(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_grad(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
 
 
 def pre_order(root: Expr, descend: Callable[[Expr], bool] | None = None) -> list[Expr]:
