@@ -42,6 +42,7 @@ from functools import lru_cache
 from typing import Any
 
 from semantics.dtypes import is_float, is_int
+from semantics.errors import RelayTypeError
 from semantics.expr import Attrs
 from semantics.ops.registry import Relation, relation_error
 from semantics.ops.relations import (
@@ -53,7 +54,6 @@ from semantics.ops.relations import (
     require_dtype_match,
     require_scalar,
 )
-from semantics.errors import RelayTypeError
 from semantics.ops.transform_relations import ArgTypes, expect_tensors, parse_layout, unify_dims
 from semantics.shapes import (
     ANY,

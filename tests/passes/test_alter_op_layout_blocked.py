@@ -223,7 +223,7 @@ def test_optimize_O3_pretransforms_bound_weights_and_is_stable():
     assert_same_meaning(bound, again, inputs[:1], "float32")
 
 
-# --- random small CNNs -----------------------------------------------------------------------------
+# --- random small CNNs ---------------------------------------------------------------------------
 
 @st.composite
 def blocked_cnns(draw: Any) -> dict[str, Any]:
