@@ -1,15 +1,18 @@
 """AlterOpLayout (``alter_op_layout``): convolutions in the layout the backend wants.
 
-What TVM does, and what we can: TVM's x86 backend rewrites ``nn.conv2d`` from
-NCHW to a blocked layout ``NCHW{c}c`` (16 channels a block for AVX-512) with
-``nn.contrib_conv2d_NCHWc``. Our operator registry has no blocked-layout
-convolution (``nn.conv2d`` takes any permutation of NCHW/OIHW, and
-``layout_transform`` is the only operator that understands blocked layouts),
-so the blocked rewrite cannot be expressed. This pass does the same job for
-the layouts the registry supports: it moves every ``nn.conv2d`` to a *target
-layout* — ``NHWC`` with ``HWIO`` kernels by default (the layout TVM's ARM and
-tensor-core schedules want), or ``NCHW``/``OIHW`` — inserting the
-``layout_transform`` s that are needed and no others.
+What TVM does: its x86 backend rewrites ``nn.conv2d`` from NCHW to the blocked
+layout ``NCHW{c}c`` with ``OIHW{c}i{c}o`` kernels (``c`` channels a block, the
+width of the vector unit: 16 float32 lanes for AVX-512). Our ``nn.conv2d``
+accepts those blocked layouts (``semantics.ops.nn``), so this pass does the
+same: the registered pass (what ``optimize`` runs at ``-O3``) moves every
+convolution whose channel counts the block divides to ``NCHW{c}c`` with the
+block :func:`conv_block_size` picks for the target — 16 with AVX-512, 8 with
+AVX2, else 4, the ``ic_bn``/``oc_bn`` the TVM backend's NCHWc conv schedule
+will want; a convolution whose data, input-per-group or output channels the
+block does not divide (a depthwise conv, 3 RGB channels) is left as it is.
+:func:`alter_op_layout` also takes an explicit target: a blocked ``NCHW{c}c``
+(or ``block=c``), ``NHWC`` with ``HWIO`` kernels (the layout TVM's ARM and
+tensor-core schedules want), or ``NCHW``/``OIHW``.
 
 Rewrites, by name (``T`` the target data layout, ``K`` its kernel layout):
 
@@ -19,7 +22,9 @@ Rewrites, by name (``T`` the target data layout, ``K`` its kernel layout):
   where ``x_T`` is ``x`` in layout ``T`` — ``layout_transform(x, D, T)``, or
   the value already available in ``T`` (below) — and ``w_K`` is
   ``layout_transform(w, Kw, K)``, computed now when ``w`` is a constant (bound
-  weights are pre-transformed at compile time).
+  weights are pre-transformed at compile time). For a blocked ``T`` only when
+  the block divides the data channels, the weight's input channels (per group)
+  and the output channels (known integers).
 * **Alter-Elide** — a value that exists in layout ``T`` (a rewritten
   convolution's output, or a layout-agnostic elementwise operator — ``nn.relu``,
   ``exp``, ``cast``, ... — applied to such a value) is used *as it is* by the
@@ -28,29 +33,36 @@ Rewrites, by name (``T`` the target data layout, ``K`` its kernel layout):
   (other operators, the function's result) get one ``layout_transform`` back,
   shared by all of them. A transform inserted on a value that is itself a
   ``layout_transform`` the other way cancels with it (running the pass twice,
-  or to ``NCHW`` after ``NHWC``, leaves no round trips).
+  or to ``NCHW`` after ``NHWC``/``NCHW16c``, leaves no round trips).
 
 * **Alter-Broadcast** — a broadcasting binary operator (``add``, ``multiply``,
   ...) with an operand available in ``T`` is computed in ``T`` too: the other
   operand is another such value (a residual connection), a constant (padded
-  to rank 4 and transposed at compile time — a per-channel bias ``(C, 1, 1)``
-  becomes ``(1, 1, 1, C)`` for NHWC), or a full-shape tensor (one transform).
+  to rank 4 and re-laid out at compile time — a per-channel bias ``(C, 1, 1)``
+  becomes ``(1, 1, 1, C)`` for NHWC and ``(1, C/c, 1, 1, c)`` for NCHW{c}c; a
+  constant with one channel gets a unit block axis), or a full-shape tensor
+  (one transform).
 
 Limits: other layout-sensitive operators (pools, ``bias_add`` — run
 CanonicalizeOps first —, ``concatenate``) take their input in the original
 layout (a transform back is inserted before them); the program in
 graph form (values reached through ``let``-bound variables are not followed
-across the binding, but are rewritten correctly); the blocked ``NCHW{c}c``
-layouts and per-target block sizes are absent (see above).
+across the binding, but are rewritten correctly); one block size for data and
+kernel input/output channels (TVM may pick ``ic_bn != oc_bn`` per layer); the
+target is the host CPU (or ``$RELAY_TARGET``), not a compilation target object.
 
 Invariants: pure; one memoized, iterative walk per function; every node keeps
 its type (transforms back restore the original layout); values are the same
-(data movement is exact; float convolutions agree within summation-order
-tolerance).
+(data movement is exact; the blocked convolution is bit-identical to the
+unblocked one; float convolutions in another layout agree within
+summation-order tolerance).
 """
 
 from __future__ import annotations
 
+import os
+import re
+from functools import lru_cache
 from typing import TypeVar
 
 import numpy as np
@@ -61,15 +73,16 @@ from passes.manager import Pass, register_pass
 from semantics import ops
 from semantics.expr import Attrs, Call, Constant, Expr, Function, Op, children, with_children
 from semantics.module import IRModule
+from semantics.ops.transform_relations import parse_layout
 from semantics.types import TensorType
 from semantics.visitor import post_order
 
-__all__ = ["DEFAULT_LAYOUT", "KERNEL_LAYOUTS", "alter_op_layout"]
+__all__ = ["KERNEL_LAYOUTS", "alter_op_layout", "conv_block_size", "kernel_layout_for"]
 
-DEFAULT_LAYOUT = "NHWC"
-
-# The target data layouts and the kernel layout each goes with (TVM's pairs).
+# The unblocked target data layouts and the kernel layout each goes with (TVM's pairs).
 KERNEL_LAYOUTS = {"NHWC": "HWIO", "NCHW": "OIHW"}
+
+_BLOCKED = re.compile(r"NCHW([1-9][0-9]*)c")
 
 # Unary elementwise operators: they commute with any re-layout of their input.
 _LAYOUT_AGNOSTIC = frozenset((
@@ -86,6 +99,63 @@ _BROADCAST_BINARY = frozenset((
 P = TypeVar("P", IRModule, Expr)
 
 
+def conv_block_size(target: str | None = None) -> int:
+    """The channel block of ``NCHW{c}c`` the TVM backend's x86 conv schedule will want.
+
+    One block holds one vector register of float32 lanes: 16 with AVX-512, 8 with AVX2,
+    else 4 (SSE/NEON width).
+
+    Args:
+        target: a target description searched for ``avx512`` / ``avx2`` (so TVM's
+            ``"llvm -mcpu=skylake-avx512"`` or ``"core-avx2"`` work, as do the plain
+            words); None: ``$RELAY_TARGET`` when set, else the host CPU's flags from
+            ``/proc/cpuinfo`` (``avx512f``, ``avx2``; no such file: 4).
+    Returns:
+        16, 8 or 4.
+    """
+    if target is None:
+        target = os.environ.get("RELAY_TARGET")
+    if target is None:
+        flags = _host_flags()
+        return 16 if "avx512f" in flags else 8 if "avx2" in flags else 4
+    text = target.lower()
+    return 16 if "avx512" in text else 8 if "avx2" in text else 4
+
+
+@lru_cache(maxsize=1)
+def _host_flags() -> frozenset[str]:
+    """The CPU feature flags of the host (the first ``flags`` line of /proc/cpuinfo)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def kernel_layout_for(layout: str) -> str:
+    """The kernel layout that goes with the target data layout ``layout``.
+
+    Raises:
+        ValueError: an unsupported target layout.
+    """
+    if layout in KERNEL_LAYOUTS:
+        return KERNEL_LAYOUTS[layout]
+    m = _BLOCKED.fullmatch(layout)
+    if m is None:
+        raise ValueError(f"alter_op_layout: unsupported layout {layout!r} (supported: "
+                         f"{', '.join(KERNEL_LAYOUTS)}, NCHW{{c}}c such as NCHW16c)")
+    return f"OIHW{m.group(1)}i{m.group(1)}o"
+
+
+def _block_of(layout: str) -> int:
+    """The channel block of a target layout (0: unblocked)."""
+    m = _BLOCKED.fullmatch(layout)
+    return int(m.group(1)) if m else 0
+
+
 def _alter_module(mod: IRModule, layout: str) -> IRModule:
     typed = typed_or_same(mod)
     out = {name: _alter(fn, layout) for name, fn in typed.functions.items()}
@@ -96,32 +166,38 @@ def _alter_module(mod: IRModule, layout: str) -> IRModule:
 
 @register_pass("AlterOpLayout", "alter_op_layout", opt_level=3)
 def _registered(mod: IRModule) -> IRModule:
-    """Move nn.conv2d to the NHWC/HWIO layout, eliding transforms between convolutions."""
-    return _alter_module(mod, DEFAULT_LAYOUT)
+    """Move nn.conv2d to NCHW{c}c (c = conv_block_size()), eliding transforms between convs."""
+    return _alter_module(mod, f"NCHW{conv_block_size()}c")
 
 
 ALTER_OP_LAYOUT: Pass = _registered
 
 
-def alter_op_layout(program: P, layout: str = DEFAULT_LAYOUT) -> P:
+def alter_op_layout(program: P, layout: str | None = None, *, block: int | None = None) -> P:
     """Convert convolutions to ``layout`` (see the module docstring).
 
     Args:
         program: a module or an expression.
-        layout: the target data layout, ``"NHWC"`` (kernels ``HWIO``) or ``"NCHW"``
-            (kernels ``OIHW``).
+        layout: the target data layout: ``"NCHW{c}c"`` (kernels ``OIHW{c}i{c}o``),
+            ``"NHWC"`` (kernels ``HWIO``) or ``"NCHW"`` (kernels ``OIHW``); None (and no
+            ``block``): the registered pass's choice, ``NCHW{c}c`` with
+            ``c = conv_block_size()``.
+        block: shorthand for ``layout=f"NCHW{block}c"``.
     Returns:
         The program of the same kind.
     Raises:
-        ValueError: an unsupported target layout.
+        ValueError: an unsupported target layout, or both ``layout`` and ``block``.
     """
-    if layout not in KERNEL_LAYOUTS:
-        raise ValueError(f"alter_op_layout: unsupported layout {layout!r} (supported: "
-                         f"{', '.join(KERNEL_LAYOUTS)})")
-    if layout == DEFAULT_LAYOUT:
+    if block is not None:
+        if layout is not None:
+            raise ValueError("alter_op_layout: give layout or block, not both")
+        layout = f"NCHW{block}c"
+    if layout is None:
         return ALTER_OP_LAYOUT(program)
+    kernel_layout_for(layout)  # validates
+    target = layout
     custom = Pass(ALTER_OP_LAYOUT.name, ALTER_OP_LAYOUT.func_name,
-                  lambda m: _alter_module(m, layout))
+                  lambda m: _alter_module(m, target))
     return custom(program)
 
 
@@ -143,6 +219,17 @@ def _transform(e: Expr, src: str, dst: str, span: object) -> Expr:
                 span=span)  # type: ignore[arg-type]
 
 
+def _shared_transform(e: Expr, src: str, dst: str, span: object,
+                      shared: dict[tuple[int, str, str], Expr]) -> Expr:
+    """:func:`_transform`, one node per (value, src, dst): every use of a value moved into
+    the target layout shares one transform."""
+    key = (id(e), src, dst)
+    out = shared.get(key)
+    if out is None:
+        out = shared[key] = _transform(e, src, dst, span)
+    return out
+
+
 def _is_transform(e: Expr, src: str, dst: str) -> bool:
     """``e`` is ``layout_transform(_, src, dst)``."""
     return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == "layout_transform" \
@@ -157,17 +244,18 @@ def _is_inverse_pair(e: Call) -> bool:
 
 
 def _alter(fn: Function, target: str) -> Function:
-    kernel_target = KERNEL_LAYOUTS[target]
+    kernel_target = kernel_layout_for(target)
     memo: dict[int, Expr] = {}
     # id(original node) -> (its value in the target layout, the node's own layout)
     in_target: dict[int, tuple[Expr, str]] = {}
+    shared: dict[tuple[int, str, str], Expr] = {}
     for node in post_order(fn):
         kids = children(node)
         new = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
         if isinstance(node, Call) and isinstance(node.op, Op):
             name = node.op.name
             if name == "nn.conv2d":
-                new = _alter_conv(node, new, target, kernel_target, memo, in_target)
+                new = _alter_conv(node, new, target, kernel_target, in_target, shared)
             elif name in _LAYOUT_AGNOSTIC and len(node.args) == 1 \
                     and id(node.args[0]) in in_target:
                 # [Alter-Elide] through a layout-agnostic operator.
@@ -179,7 +267,7 @@ def _alter(fn: Function, target: str) -> Function:
                 new = _transform(moved, target, layout, new.span)
             elif name in _BROADCAST_BINARY and len(node.args) == 2 and any(
                     id(a) in in_target for a in node.args):
-                new = _alter_binary(node, new, target, in_target)
+                new = _alter_binary(node, new, target, in_target, shared)
             elif name == "layout_transform" and len(node.args) == 1:
                 assert isinstance(new, Call)
                 if _is_inverse_pair(new):  # [Alter-Elide] of a pair the program had
@@ -194,7 +282,8 @@ def _alter(fn: Function, target: str) -> Function:
 
 # [Alter-Conv2D]
 def _alter_conv(node: Call, new: Expr, target: str, kernel_target: str,
-                memo: dict[int, Expr], in_target: dict[int, tuple[Expr, str]]) -> Expr:
+                in_target: dict[int, tuple[Expr, str]],
+                shared: dict[tuple[int, str, str], Expr]) -> Expr:
     if len(node.args) != 2 or not isinstance(node.checked_type, TensorType):
         return new
     assert isinstance(new, Call)
@@ -204,10 +293,13 @@ def _alter_conv(node: Call, new: Expr, target: str, kernel_target: str,
     if data_layout == target and kernel_layout == kernel_target and out_layout == target:
         in_target[id(node)] = (new, target)  # already there: a source for the next conv
         return new
+    block = _block_of(target)
+    if block and not _divisible(node, data_layout, kernel_layout, block):
+        return new
     known = in_target.get(id(node.args[0]))
-    data = known[0] if known is not None else _transform(new.args[0], data_layout, target,
-                                                          new.span)
-    weight = _transform(new.args[1], kernel_layout, kernel_target, new.span)
+    data = known[0] if known is not None else _shared_transform(
+        new.args[0], data_layout, target, new.span, shared)
+    weight = _shared_transform(new.args[1], kernel_layout, kernel_target, new.span, shared)
     conv_attrs = dict(new.attrs)
     conv_attrs.update(data_layout=target, kernel_layout=kernel_target)
     conv_attrs.pop("out_layout", None)
@@ -216,14 +308,54 @@ def _alter_conv(node: Call, new: Expr, target: str, kernel_target: str,
     return _transform(conv, target, out_layout, new.span)
 
 
+def _channels(t: object, layout: str, axes: str) -> list[object]:
+    """The (unblocked) extents of the primal ``axes`` of a tensor of type ``t`` in ``layout``."""
+    assert isinstance(t, TensorType)
+    parsed = parse_layout("nn.conv2d", layout)
+    at = {a: i for i, (a, _) in enumerate(parsed)}
+    out: list[object] = []
+    for a in axes:
+        d = t.shape[at[a]]
+        if a.lower() in at and isinstance(d, int):
+            d *= parsed[at[a.lower()]][1]
+        out.append(d)
+    return out
+
+
+def _divisible(node: Call, data_layout: str, kernel_layout: str, block: int) -> bool:
+    """The block divides the conv's data channels, weight input channels and output channels
+    (all known integers)."""
+    dims = _channels(node.args[0].checked_type, data_layout, "C") + _channels(
+        node.args[1].checked_type, kernel_layout, "OI")
+    return all(isinstance(d, int) and d % block == 0 for d in dims)
+
+
+def _constant_to_target(data: np.ndarray, layout: str, target: str) -> np.ndarray | None:
+    """A constant of rank <= 4 broadcasting against a ``layout`` tensor, re-laid out to
+    broadcast the same way against the ``target`` tensor (None: not expressible)."""
+    padded = data.reshape((1,) * (4 - data.ndim) + tuple(data.shape))
+    nchw = np.transpose(padded, [layout.index(a) for a in "NCHW"])
+    block = _block_of(target)
+    if not block:
+        return np.ascontiguousarray(np.transpose(nchw, ["NCHW".index(a) for a in target]))
+    n, c, h, w = nchw.shape
+    if c == 1:  # broadcast along the channels: a unit block axis broadcasts along the block
+        return np.ascontiguousarray(nchw.reshape(n, 1, h, w, 1))
+    if c % block:
+        return None
+    return np.asarray(ops.get("layout_transform").reference(nchw, src_layout="NCHW",
+                                                             dst_layout=target))
+
+
 # [Alter-Broadcast]
-def _alter_binary(node: Call, new: Expr, target: str,
-                  in_target: dict[int, tuple[Expr, str]]) -> Expr:
+def _alter_binary(node: Call, new: Expr, target: str, in_target: dict[int, tuple[Expr, str]],
+                  shared: dict[tuple[int, str, str], Expr]) -> Expr:
     """A broadcasting binary operator with an operand available in the target layout.
 
     The other operand follows into the target layout: an operand available there too (a
     residual connection of two convolutions), a constant of rank <= 4 (padded with leading
-    unit axes and transposed now: broadcasting commutes with permuting all axes), or a
+    unit axes and re-laid out now: broadcasting commutes with permuting all axes, and with
+    blocking the channel axis when the constant has all channels or one), or a
     tensor of the result's full shape (one ``layout_transform``). Anything else: unchanged.
     """
     assert isinstance(new, Call)
@@ -242,14 +374,13 @@ def _alter_binary(node: Call, new: Expr, target: str,
             if not isinstance(arg_t, TensorType) or arg_t.shape != out_t.shape:
                 return new  # broadcasting would enlarge it: leave the call alone
             moved.append(known[0])
-        elif isinstance(new_arg, Constant) and new_arg.data.ndim <= 4:
-            data = new_arg.data
-            padded = data.reshape((1,) * (4 - data.ndim) + tuple(data.shape))
-            perm = [layout.index(a) for a in target]
-            moved.append(Constant(np.ascontiguousarray(np.transpose(padded, perm)),
-                                  span=new_arg.span))
+        elif isinstance(new_arg, Constant) and new_arg.data.ndim <= 4 and len(layout) == 4:
+            data = _constant_to_target(new_arg.data, layout, target)
+            if data is None:
+                return new
+            moved.append(Constant(data, span=new_arg.span))
         elif isinstance(arg_t, TensorType) and arg_t.shape == out_t.shape:
-            moved.append(_transform(new_arg, layout, target, new.span))
+            moved.append(_shared_transform(new_arg, layout, target, new.span, shared))
         else:
             return new
     result = Call(new.op, tuple(moved), new.attrs, new.type_args, span=new.span)

@@ -173,6 +173,9 @@ def _key(call: Call, scope_ok: set[int], rebound: set[int],
     attrs = normalized_attrs(call)
     if int(attrs["groups"]) != 1:
         return None
+    if any(ch.islower() for ch in attrs["data_layout"] + attrs["kernel_layout"]
+           + attrs["out_layout"]):
+        return None  # blocked layouts (NCHW16c): channel counts span two axes
     kernel_layout = attrs["kernel_layout"]
     kh, kw = shape[kernel_layout.index("H")], shape[kernel_layout.index("W")]
     fixed = tuple((k, v) for k, v in attrs.items() if k != "channels")

@@ -35,7 +35,12 @@ exception escapes):
 * **leaky_relu** on integers multiplies by ``alpha`` converted to the dtype
   (truncated, as TVM's ``make_const``).
 
-Not supported: blocked layouts (``NCHW16c``) in conv2d/pools, ``nn.conv2d``
+* **Blocked conv2d layouts** (``data_layout="NCHW16c"``, ``kernel_layout="OIHW16i16o"``,
+  ``out_layout``): the reference unpacks data and weight to NCHW/OIHW with
+  ``layout_transform``'s reference, runs the NCHW convolution and packs the result,
+  so a blocked conv is bit-identical to the transformed unblocked one (any groups).
+
+Not supported: blocked layouts (``NCHW16c``) in pools, ``nn.conv2d``
 weight-type inference from ``channels``/``kernel_size`` (the weight needs a
 type), training-mode dropout/batch_norm, ``auto_pad`` forms. Fusion patterns
 are current TVM's: softmax and log_softmax are ``OUT_ELEMWISE_FUSABLE`` (they
@@ -54,6 +59,7 @@ from semantics.ops import attr_checks as T
 from semantics.ops import nn_relations as N
 from semantics.ops.reference import cast_array, concrete_shape, reference
 from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
+from semantics.ops.registry import get as get_op
 from semantics.ops.relations import NUMERIC, identity_relation
 from semantics.types import TensorType, Type
 
@@ -164,7 +170,30 @@ def _tap(x: np.ndarray, i: int, j: int, oh: int, ow: int, sh: int, sw: int) -> n
 def _conv2d(out: Type, data: np.ndarray, weight: np.ndarray, *, strides: Any, padding: Any,
             dilation: Any, groups: int, channels: Any, kernel_size: Any, data_layout: str,
             kernel_layout: str, out_layout: str, out_dtype: str) -> np.ndarray:
-    """Convolution as one matrix product per group over the unfolded input (im2col).
+    """Convolution in any layout: blocked layouts are unpacked to NCHW/OIHW (and the result
+    packed) with ``layout_transform``'s reference around :func:`_conv2d_nchw`."""
+    odt = _dtype(out)
+    layout = out_layout or data_layout
+    out_axes = N.conv_layout(layout, "NCHW", "C")
+    oshape = concrete_shape(out)
+    names = [a for a, _ in out_axes]
+    oh, ow = oshape[names.index("H")], oshape[names.index("W")]
+    if N.is_blocked(data_layout) or N.is_blocked(kernel_layout) or N.is_blocked(layout):
+        relayout = get_op("layout_transform").reference
+        x = np.asarray(relayout(data, src_layout=data_layout, dst_layout="NCHW"))
+        w = np.asarray(relayout(weight, src_layout=kernel_layout, dst_layout="OIHW"))
+        res = _conv2d_nchw(x, w, oh, ow, odt, strides, padding, dilation, groups)
+        return np.asarray(relayout(res, src_layout="NCHW", dst_layout=layout))
+    x = np.transpose(data, [data_layout.index(c) for c in "NCHW"])
+    w = np.transpose(weight, [kernel_layout.index(c) for c in "OIHW"])
+    res = _conv2d_nchw(x, w, oh, ow, odt, strides, padding, dilation, groups)
+    return np.ascontiguousarray(np.transpose(res, ["NCHW".index(c) for c in layout]))
+
+
+def _conv2d_nchw(x: np.ndarray, w: np.ndarray, oh: int, ow: int, odt: np.dtype, strides: Any,
+                 padding: Any, dilation: Any, groups: int) -> np.ndarray:
+    """Convolution of NCHW data and OIHW weights as one matrix product per group over the
+    unfolded input (im2col), giving an ``odt`` NCHW result with ``oh`` x ``ow`` outputs.
 
     The strided slice of the padded input each kernel tap ``(i, j)`` reads is copied into
     the columns matrix ``(N, G, C/G * KH * KW, OH*OW)`` (rows ordered channel, tap row, tap
@@ -175,13 +204,9 @@ def _conv2d(out: Type, data: np.ndarray, weight: np.ndarray, *, strides: Any, pa
     product. (Measured against one product per tap: 1.1-10x faster on ResNet-18's layers,
     and BLAS threads get one large product instead of many small ones.)
     """
-    odt = _dtype(out)
     acc = _accumulator(odt)
-    layout = out_layout or data_layout
-    oshape = concrete_shape(out)
-    oh, ow = oshape[layout.index("H")], oshape[layout.index("W")]
-    x = np.transpose(data, [data_layout.index(c) for c in "NCHW"]).astype(acc, copy=False)
-    w = np.transpose(weight, [kernel_layout.index(c) for c in "OIHW"]).astype(acc, copy=False)
+    x = x.astype(acc, copy=False)
+    w = w.astype(acc, copy=False)
     batch = x.shape[0]
     out_c, cg, kh, kw = w.shape
     og = out_c // groups
@@ -208,7 +233,7 @@ def _conv2d(out: Type, data: np.ndarray, weight: np.ndarray, *, strides: Any, pa
             res = np.matmul(wg.reshape(groups, og, cg * kh * kw),
                             cols.reshape(batch, groups, cg * kh * kw, oh * ow))
     res = res.reshape(batch, out_c, oh, ow).astype(odt, copy=False)
-    return np.ascontiguousarray(np.transpose(res, ["NCHW".index(c) for c in layout]))
+    return res
 
 
 _CONV_ATTRS = (
@@ -219,9 +244,12 @@ _CONV_ATTRS = (
     AttrSpec("groups", "int", 1, check=T.check_at_least(1)),
     AttrSpec("channels", "optional_int", None, check=T.check_at_least(1)),
     AttrSpec("kernel_size", "optional_ints", None, check=T.check_ints_len(1, 2, minimum=1)),
-    AttrSpec("data_layout", "str", "NCHW", check=T.check_permutation("NCHW")),
-    AttrSpec("kernel_layout", "str", "OIHW", check=T.check_permutation("OIHW")),
-    AttrSpec("out_layout", "str", "", check=T.check_permutation("NCHW", allow_empty=True)),
+    AttrSpec("data_layout", "str", "NCHW", check=N.check_conv_layout("NCHW", "C"),
+             doc="a permutation of NCHW, optionally channel-blocked (NCHW16c)"),
+    AttrSpec("kernel_layout", "str", "OIHW", check=N.check_conv_layout("OIHW", "OI"),
+             doc="a permutation of OIHW, optionally with I/O blocks (OIHW16i16o)"),
+    AttrSpec("out_layout", "str", "", check=N.check_conv_layout("NCHW", "C", allow_empty=True),
+             doc="\"\" = data_layout; may be channel-blocked"),
     AttrSpec("out_dtype", "str", "", check=T.check_optional_dtype),
 )
 
@@ -245,7 +273,8 @@ _op("nn.bias_add", 2, N.BIAS_ADD, OpPattern.BROADCAST, _bias_add,
 
 _op("nn.conv2d", 2, N.CONV2D, OpPattern.OUT_ELEMWISE_FUSABLE, _conv2d,
     "2-d convolution with strides, padding, dilation and groups (depthwise when groups = "
-    "channels); layouts NCHW/NHWC (any NCHW permutation) with OIHW/HWIO/HWOI kernels.",
+    "channels); layouts NCHW/NHWC (any NCHW permutation) with OIHW/HWIO/HWOI kernels, or "
+    "TVM's blocked NCHW{c}c with OIHW{i}i{o}o kernels.",
     *_CONV_ATTRS)
 
 

@@ -13,11 +13,18 @@ symbolic ``H`` the result is that expression built with ``sympy.floor``, which
 SymPy simplifies when it can (stride 1: ``n + 2 - 3 + 1`` is ``n``) and the
 type checker's solver can reason about otherwise.
 
-Layouts: ``data_layout``/``layout``/``out_layout`` are permutations of ``NCHW``
-and ``kernel_layout`` a permutation of ``OIHW`` (so NCHW/OIHW, NHWC/HWIO, NHWC/
-HWOI, ...); blocked layouts (``NCHW4c``) are not supported by these operators
-(use ``layout_transform``). Unlike TVM, the weight's type is never *inferred*
-from ``channels``/``kernel_size``: the weight must have a known type.
+Layouts: the pools' ``layout``/``out_layout`` are permutations of ``NCHW``.
+Conv2D's ``data_layout``/``out_layout`` are permutations of ``NCHW`` that may
+add a block of the channel axis, and ``kernel_layout`` a permutation of ``OIHW``
+that may add blocks of ``I`` and ``O`` — TVM's blocked layouts, with
+``layout_transform``'s meaning (:func:`~semantics.ops.transform_relations.parse_layout`):
+``NCHW16c`` is (N, C/16, H, W, 16) and ``OIHW16i16o`` is (O/16, I/16, KH, KW,
+16, 16). A block axis of the inputs must have exactly its factor as extent (the
+outer axis then holds the rest: channels are ``C * c``); the output's channels
+must be divisible by its block (``bad type``). Groups work in any layout: the
+blocked weight is the ``OIHW`` weight of ``I = C / groups`` input channels, laid
+out blocked. Unlike TVM, the weight's type is never *inferred* from
+``channels``/``kernel_size``: the weight must have a known type.
 
 BatchMatmul's batch dims broadcast as in TVM (one of them may be 1; ``?`` against a dim
 gives that dim); its reduction dims must be provably equal.
@@ -30,9 +37,12 @@ bias_add and leaky_relu numeric ones; dropout, pad and batch_flatten accept any.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any
 
 from semantics.dtypes import is_float, is_int
+from semantics.errors import RelayTypeError
 from semantics.expr import Attrs
 from semantics.ops.registry import Relation, relation_error
 from semantics.ops.relations import (
@@ -44,8 +54,17 @@ from semantics.ops.relations import (
     require_dtype_match,
     require_scalar,
 )
-from semantics.ops.transform_relations import ArgTypes, expect_tensors, unify_dims
-from semantics.shapes import ANY, Dim, DimSolver, dim_add, dim_mul, dim_prod, floor_div
+from semantics.ops.transform_relations import ArgTypes, expect_tensors, parse_layout, unify_dims
+from semantics.shapes import (
+    ANY,
+    Dim,
+    DimSolver,
+    dim_add,
+    dim_mul,
+    dim_prod,
+    exact_div,
+    floor_div,
+)
 from semantics.types import TensorType, TupleType, Type
 
 # --- attribute normalization helpers -----------------------------------------------------------
@@ -100,17 +119,98 @@ def result_dtype(rel: str, arg_types: ArgTypes, inputs: Sequence[TensorType],
 
 # --- Conv2D and Dense ----------------------------------------------------------------------------
 
+@lru_cache(maxsize=256)
+def conv_layout(text: str, primal: str, blockable: str) -> tuple[tuple[str, int], ...]:
+    """A Conv2D layout parsed (:func:`parse_layout`): ``primal``'s letters in any order, plus
+    at most one block of each axis in ``blockable`` (``"NCHW16c"`` for ``"NCHW"``, ``"C"``).
+
+    Raises:
+        RelayTypeError: ``bad attribute`` for anything else.
+    """
+    axes = tuple(parse_layout("nn.conv2d", text))
+    uppers = sorted(a for a, _ in axes if a.isupper())
+    blocks = [a.upper() for a, _ in axes if a.islower()]
+    if uppers != sorted(primal) or any(b not in blockable for b in blocks):
+        raise RelayTypeError(f"bad attribute: nn.conv2d: layout {text!r} is not a permutation "
+                             f"of {primal} with optional blocks of {', '.join(blockable)}")
+    return axes
+
+
+def check_conv_layout(primal: str, blockable: str,
+                      allow_empty: bool = False) -> Callable[[Any], str | None]:
+    """The ``AttrSpec.check`` of a Conv2D layout (see :func:`conv_layout`)."""
+    def check(v: Any) -> str | None:
+        if allow_empty and v == "":
+            return None
+        try:
+            conv_layout(v, primal, blockable)
+        except RelayTypeError:
+            extra = " or \"\"" if allow_empty else ""
+            blocked = " (e.g. NCHW16c)" if primal == "NCHW" else " (e.g. OIHW16i16o)"
+            return (f"must be a permutation of {primal} with optional blocks of "
+                    f"{', '.join(blockable)}{blocked}{extra}, got {v!r}")
+        return None
+    return check
+
+
+def is_blocked(layout: str) -> bool:
+    """The layout has a block axis (a lower-case letter: ``NCHW16c``)."""
+    return any(ch.islower() for ch in layout)
+
+
+def unblocked_dims(rel: str, arg_types: ArgTypes, solver: DimSolver, shape: Sequence[Dim],
+                   axes: Sequence[tuple[str, int]], primal: str) -> list[Dim]:
+    """The extents of ``primal``'s axes of a tensor of ``shape`` laid out as ``axes`` (a
+    blocked axis: outer extent times the factor; the block's extent must be the factor)."""
+    at = {a: i for i, (a, _) in enumerate(axes)}
+    dims: list[Dim] = []
+    for p in primal:
+        d = shape[at[p]]
+        b = p.lower()
+        if b in at:
+            factor = axes[at[b]][1]
+            unify_dims(solver, rel, arg_types, shape[at[b]], factor, f"block axis {b}")
+            d = dim_mul(d, factor)
+        dims.append(d)
+    return dims
+
+
+def blocked_shape(rel: str, arg_types: ArgTypes, dims: dict[str, Dim],
+                  axes: Sequence[tuple[str, int]]) -> tuple[Dim, ...]:
+    """The shape, in the layout ``axes``, of a tensor with primal extents ``dims``."""
+    factors = {a.upper(): f for a, f in axes if a.islower()}
+    shape: list[Dim] = []
+    for a, f in axes:
+        if a.islower():
+            shape.append(f)
+        elif a in factors:
+            q = exact_div(dims[a], factors[a])
+            if q is None:
+                raise relation_error(rel, arg_types, f"extent {dims[a]} of axis {a} is not "
+                                                     f"divisible by its block {factors[a]}")
+            shape.append(q)
+        else:
+            shape.append(dims[a])
+    return tuple(shape)
+
+
 def _conv2d(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
     rel = "Conv2D"
     ts = expect_tensors(rel, arg_types, 2)
     if ts is None:
         return None
     data, weight = ts
-    if data.ndim != 4 or weight.ndim != 4:
-        raise relation_error(rel, arg_types, "data and weight must be 4-d")
+    data_axes = conv_layout(attrs["data_layout"], "NCHW", "C")
+    kernel_axes = conv_layout(attrs["kernel_layout"], "OIHW", "OI")
+    out_axes = conv_layout(attrs["out_layout"] or attrs["data_layout"], "NCHW", "C")
+    if data.ndim != len(data_axes) or weight.ndim != len(kernel_axes):
+        raise relation_error(rel, arg_types, f"data and weight must be {len(data_axes)}-d and "
+                                             f"{len(kernel_axes)}-d (layouts "
+                                             f"{attrs['data_layout']}, "
+                                             f"{attrs['kernel_layout']})")
     out_dtype = result_dtype(rel, arg_types, ts, attrs["out_dtype"])
-    n, c, h, w = pick(data.shape, attrs["data_layout"], "NCHW")
-    o, i, kh, kw = pick(weight.shape, attrs["kernel_layout"], "OIHW")
+    n, c, h, w = unblocked_dims(rel, arg_types, solver, data.shape, data_axes, "NCHW")
+    o, i, kh, kw = unblocked_dims(rel, arg_types, solver, weight.shape, kernel_axes, "OIHW")
     groups = attrs["groups"]
     unify_dims(solver, rel, arg_types, c, dim_mul(i, groups),
                f"data channels vs. weight input channels x groups ({groups})")
@@ -129,8 +229,7 @@ def _conv2d(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None
     oh = window_out_dim(rel, arg_types, h, kh, pt, pb, sh, dh)
     ow = window_out_dim(rel, arg_types, w, kw, pl, pr, sw, dw)
     dims = {"N": n, "C": o, "H": oh, "W": ow}
-    layout = attrs["out_layout"] or attrs["data_layout"]
-    return TensorType(tuple(dims[k] for k in layout), out_dtype)
+    return TensorType(blocked_shape(rel, arg_types, dims, out_axes), out_dtype)
 
 
 CONV2D = Relation("Conv2D", _conv2d,

@@ -749,7 +749,7 @@ def _convs_fed_by_transforms_of_computed_values(mod: IRModule) -> int:
 
 def test_alter_op_layout_elides_transforms_between_convs():
     mod = parse(CHAIN)
-    out = passes.alter_op_layout(mod)
+    out = passes.alter_op_layout(mod, layout="NHWC")
     convs = [n for n in post_order(out["main"]) if type(n) is Call and n.op.name == "nn.conv2d"]
     assert len(convs) == 3
     assert all(c.attrs["data_layout"] == "NHWC" and c.attrs["kernel_layout"] == "HWIO"
@@ -765,20 +765,22 @@ def test_alter_op_layout_pretransforms_bound_weights():
     mod = parse(CHAIN)
     inputs = _conv_inputs(mod, 11)
     bound = passes.bind_params(mod, {f"w{i}": inputs[i] for i in (1, 2, 3)})
-    out = passes.alter_op_layout(bound)
+    out = passes.alter_op_layout(bound, layout="NHWC")
     assert len(_transforms(out)) == 3  # only the data: in once, out twice
     assert_same_meaning(bound, out, inputs[:1], "float32")
 
 
 def test_alter_op_layout_is_idempotent_and_reversible():
     mod = parse(CHAIN)
-    once = passes.alter_op_layout(mod)
-    assert passes.alter_op_layout(once) is once
+    once = passes.alter_op_layout(mod, layout="NHWC")
+    assert passes.alter_op_layout(once, layout="NHWC") is once
     back = passes.alter_op_layout(once, layout="NCHW")
     assert not _transforms(back)  # every round trip cancels
     assert_same_meaning(mod, back, _conv_inputs(mod, 12), "float32")
     with pytest.raises(ValueError, match="unsupported layout"):
-        passes.alter_op_layout(mod, layout="NCHW16c")
+        passes.alter_op_layout(mod, layout="NHWC16c")
+    with pytest.raises(ValueError, match="unsupported layout"):
+        passes.alter_op_layout(mod, layout="NCHW0c")
 
 
 def test_alter_op_layout_on_integers_and_nhwc_sources_is_exact():
@@ -792,7 +794,7 @@ def test_alter_op_layout_on_integers_and_nhwc_sources_is_exact():
     x = rng.integers(-128, 128, (1, 4, 4, 2)).astype("int8")
     w = rng.integers(-128, 128, (3, 3, 2, 2)).astype("int8")
     np.testing.assert_array_equal(evaluate(out, x, w), evaluate(mod, x, w))
-    assert passes.alter_op_layout(mod) is mod  # already NHWC/HWIO
+    assert passes.alter_op_layout(mod, layout="NHWC") is mod  # already NHWC/HWIO
 
 
 @st.composite
@@ -896,7 +898,7 @@ def test_alter_op_layout_through_biases_and_residual_adds():
     }
     #[metadata]
     {"relay.Constant": [{"dtype": "float32", "shape": [2, 1, 1], "data": "AAAAQAAAQMA="}]}""")
-    out = passes.alter_op_layout(mod)
+    out = passes.alter_op_layout(mod, layout="NHWC")
     data_transforms = [t for t in _transforms(out) if t.attrs["src_layout"] in ("NCHW", "NHWC")]
     assert len(data_transforms) == 2  # %x in, the result out: nothing in between
     bias = next(n for n in post_order(out["main"]) if type(n) is Constant and n.data.ndim == 4)
