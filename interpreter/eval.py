@@ -123,6 +123,7 @@ from interpreter.values import (
     value_str,
 )
 from semantics import ops
+from semantics.ops.reference import RELAY_DTYPE_OF
 from semantics.errors import (
     InternalError,
     RelayError,
@@ -181,8 +182,50 @@ def register_grad_expander(fn: GradExpander | None) -> None:
         _GRAD_EXPANDER.append(fn)
 
 
-# Normalized attributes per operator call (the shared nodes are cached by the machine).
-_ATTRS_CACHE = NodeCache(16384)
+
+
+class _OpSite:
+    """An operator call node's facts: the operator, its normalized attributes and, when the
+    operator's ``impl`` is a :func:`semantics.ops.reference.reference` wrapper, the verdict
+    of the operator's relation for the last argument signature seen there.
+
+    ``impl(*args, **attrs)`` is ``decided(*decide(args, attrs), attrs)`` (the wrapper's two
+    halves); the verdict depends only on the arguments' dtypes and shapes and the
+    attributes, which are fixed per site, so when the arguments are ndarrays of exactly the
+    signature ``sig`` (clean: Relay dtypes, native byte order — then ``decide`` returns them
+    unchanged) ``decided(verdict, args, attrs)`` is the same call as ``impl(*args, **attrs)``.
+    """
+
+    __slots__ = ("opdef", "impl", "attrs", "decide", "decided", "sig", "verdict")
+
+    def __init__(self, opdef: Any, attrs: dict[str, Any]):
+        self.opdef = opdef
+        self.impl = opdef.impl
+        self.attrs = attrs
+        self.decide = getattr(self.impl, "decide", None)
+        self.decided = getattr(self.impl, "decided", None)
+        self.sig: tuple[tuple[np.dtype, tuple[int, ...]], ...] | None = None
+        self.verdict: Any = None
+
+    def call(self, args: list[Any]) -> Any:
+        """``impl(*args, **attrs)``, remembering the verdict for ``args``' signature."""
+        if self.decide is None or self.decided is None:
+            return self.impl(*args, **self.attrs)
+        verdict, arrays = self.decide(tuple(args), self.attrs)
+        sig = []
+        for a in args:
+            if type(a) is not np.ndarray or a.dtype not in RELAY_DTYPE_OF:
+                self.sig = None
+                break
+            sig.append((a.dtype, a.shape))
+        else:
+            self.sig = tuple(sig)
+            self.verdict = verdict
+        return self.decided(verdict, arrays, self.attrs)
+
+
+# Operator call sites (the shared nodes are cached by the machine).
+_SITES = NodeCache(16384)
 _BOOL = np.dtype(bool)
 
 INLINE_HEIGHT = 6
@@ -259,7 +302,7 @@ class Interpreter(Machine):
     PATTERNS: dict[type, Callable[..., bool]]
     _direct: dict[type, Callable[[Any, Any, Env], Any]]  # leaves established in place
     _inline: dict[type, Callable[[Any, Any, Env], Any]]  # premises established in place
-    _attrs = _ATTRS_CACHE
+    _sites = _SITES
 
     def __init__(self, mod: IRModule, *, fuel: int | None = None,
                  trace: Callable[[str, Any], Any] | None = None, max_depth: int = 100_000,
@@ -556,11 +599,23 @@ class Interpreter(Machine):
             raise RelayRuntimeError(
                 f"wrong number of arguments: operator {f.name} expects {opdef.num_inputs}, "
                 f"got {len(args)}", getattr(e, "span", None))
-        cached = self._attrs.get(e)
-        attrs = cached[1] if cached is not None and cached[0] is opdef \
-            else self.op_attrs(opdef, e)
+        site = self._sites.get(e)
+        if site is None or site.opdef is not opdef or site.impl is not opdef.impl:
+            site = self.op_site(opdef, e)
+        attrs = site.attrs
         try:
-            result = opdef.impl(*args, **attrs) if attrs else opdef.impl(*args)
+            # ⟦op⟧: the reference wrapper's two halves, the relation's verdict kept per call
+            # site for the last argument signature (see _OpSite); else the wrapper itself.
+            sig = site.sig
+            if sig is not None and len(args) == len(sig):
+                for a, (dtype, shape) in zip(args, sig):
+                    if type(a) is not np.ndarray or a.dtype is not dtype or a.shape != shape:
+                        result = site.call(args)
+                        break
+                else:
+                    result = site.decided(site.verdict, args, attrs)
+            else:
+                result = site.call(args)
         except RelayError as err:
             err.with_span(getattr(e, "span", None))
             raise
@@ -575,18 +630,21 @@ class Interpreter(Machine):
 
     def op_attrs(self, opdef: Any, e: Any) -> dict[str, Any]:
         """The normalized attributes of an operator call (cached per call node)."""
+        return self.op_site(opdef, e).attrs
+
+    def op_site(self, opdef: Any, e: Any) -> _OpSite:
+        """The call site of an operator: its normalized attributes (cached per call node)."""
         if type(e) is not Call:
-            return dict(opdef.normalize_attrs({}))
-        cached = self._attrs.get(e)
-        if cached is not None and cached[0] is opdef:
-            return cached[1]
+            return _OpSite(opdef, dict(opdef.normalize_attrs({})))
+        site = self._sites.get(e)
+        if site is not None and site.opdef is opdef and site.impl is opdef.impl:
+            return site
         try:
             attrs = dict(opdef.normalize_attrs(e.attrs))
         except RelayError as err:
             err.with_span(e.span)
             raise
-        self._attrs.put(e, (opdef, attrs))
-        return attrs
+        return self._sites.put(e, _OpSite(opdef, attrs))
 
     # [Semantics-ADT-Constructor]   Γ ⊢ e0 ⇓ C    Γ ⊢ e1 ⇓ v1  ...  Γ ⊢ en ⇓ vn    n = arity(C)
     #                               ⟹   Γ ⊢ e0(e1, ..., en) ⇓ C(v1, ..., vn)

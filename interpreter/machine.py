@@ -33,6 +33,7 @@ from interpreter.values import value_str
 from semantics.errors import InternalError, RelayRuntimeError
 from semantics.expr import Constant, Constructor, Expr, Function, GlobalVar, Op, Var
 from semantics.module import IRModule
+from semantics.ops.reference import restore_numpy, silence_numpy
 from semantics.rules import Rule as _RuleEnum
 from semantics.visitor import shared
 
@@ -235,8 +236,20 @@ class Machine:
     def run(self, expr: Expr, env: Env, depth: int = 0) -> Any:
         """Γ ⊢ expr ⇓ v: drive the cases on an explicit stack and return ``v``.
 
-        ``depth`` is the activation depth of ``env`` (0 at the top level).
+        ``depth`` is the activation depth of ``env`` (0 at the top level). numpy's error
+        state is "ignore all" during the evaluation (set here once, rather than by each
+        operator reference's wrapper on every call; see
+        :func:`semantics.ops.reference.silence_numpy`); the caller's state is restored on
+        exit. (A ``trace`` callback therefore runs with numpy warnings silenced.)
         """
+        token = silence_numpy()
+        try:
+            return self._drive(expr, env, depth)
+        finally:
+            restore_numpy(token)
+
+    def _drive(self, expr: Expr, env: Env, depth: int) -> Any:
+        """The loop of :meth:`run`."""
         axioms = self.axioms
         cases = self.cases
         rec = self.recorder
