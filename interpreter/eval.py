@@ -192,11 +192,11 @@ class _OpSite:
     ``impl(*args, **attrs)`` is ``decided(*decide(args, attrs), attrs)`` (the wrapper's two
     halves); the verdict depends only on the arguments' dtypes and shapes and the
     attributes, which are fixed per site, so when the arguments are ndarrays of exactly the
-    signature ``sig`` (clean: Relay dtypes, native byte order — then ``decide`` returns them
+    signature ``dtypes``/``shapes`` (clean: Relay dtypes, native byte order — then ``decide`` returns them
     unchanged) ``decided(verdict, args, attrs)`` is the same call as ``impl(*args, **attrs)``.
     """
 
-    __slots__ = ("opdef", "impl", "attrs", "decide", "decided", "sig", "verdict")
+    __slots__ = ("opdef", "impl", "attrs", "decide", "decided", "dtypes", "shapes", "verdict")
 
     def __init__(self, opdef: Any, attrs: dict[str, Any]):
         self.opdef = opdef
@@ -204,7 +204,9 @@ class _OpSite:
         self.attrs = attrs
         self.decide = getattr(self.impl, "decide", None)
         self.decided = getattr(self.impl, "decided", None)
-        self.sig: tuple[tuple[np.dtype, tuple[int, ...]], ...] | None = None
+        # The signature the verdict is for: the arguments' dtypes and shapes (None: none).
+        self.dtypes: tuple[np.dtype, ...] | None = None
+        self.shapes: tuple[tuple[int, ...], ...] = ()
         self.verdict: Any = None
 
     def call(self, args: list[Any]) -> Any:
@@ -212,15 +214,11 @@ class _OpSite:
         if self.decide is None or self.decided is None:
             return self.impl(*args, **self.attrs)
         verdict, arrays = self.decide(tuple(args), self.attrs)
-        sig = []
-        for a in args:
-            if type(a) is not np.ndarray or a.dtype not in RELAY_DTYPE_OF:
-                self.sig = None
-                break
-            sig.append((a.dtype, a.shape))
-        else:
-            self.sig = tuple(sig)
+        self.dtypes = None
+        if all(type(a) is np.ndarray and a.dtype in RELAY_DTYPE_OF for a in args):
+            self.shapes = tuple(a.shape for a in args)
             self.verdict = verdict
+            self.dtypes = tuple(a.dtype for a in args)
         return self.decided(verdict, arrays, self.attrs)
 
 
@@ -264,6 +262,17 @@ def inline_plan(e: Expr) -> frozenset[Expr] | None:
             internal.add(node)
             work.extend((kid, depth + 1) for kid in kids)
     return frozenset(internal)
+
+
+_FLAT_KIDS = (PatternVar, PatternWildcard)
+# Per constructor pattern: its sub-patterns when all are variables or wildcards, else None.
+_FLAT = NodeCache(4096)
+
+
+def _flat_pattern(p: PatternConstructor) -> tuple[Pattern, ...] | None:
+    """``p``'s sub-patterns when each is a variable or a wildcard (a flat pattern), else None."""
+    kids = tuple(p.patterns)
+    return kids if all(type(q) in _FLAT_KIDS for q in kids) else None
 
 
 PENDING = object()
@@ -399,10 +408,14 @@ class Interpreter(Machine):
         t = type(e)
         if t is Call:
             op = e.op
-            f = self._direct[type(op)](self, op, env)
+            direct = self._direct
+            f = direct[type(op)](self, op, env)
             args = []
             for arg in e.args:
-                args.append(self._in_place(arg, env))
+                ta = type(arg)
+                # A leaf argument: its axiom directly (what the recursive call would do).
+                args.append(direct[ta](self, arg, env) if ta in direct
+                            else self._in_place(arg, env))
             if type(f) is OpValue:
                 return self._call_op(f, args, e)
             return self.call_value(f, args, e)
@@ -606,14 +619,21 @@ class Interpreter(Machine):
         try:
             # ⟦op⟧: the reference wrapper's two halves, the relation's verdict kept per call
             # site for the last argument signature (see _OpSite); else the wrapper itself.
-            sig = site.sig
-            if sig is not None and len(args) == len(sig):
-                for a, (dtype, shape) in zip(args, sig):
-                    if type(a) is not np.ndarray or a.dtype is not dtype or a.shape != shape:
+            dtypes = site.dtypes
+            if dtypes is not None and len(args) == len(dtypes):
+                shapes = site.shapes
+                i = 0
+                for a in args:
+                    if type(a) is not np.ndarray or a.dtype is not dtypes[i] \
+                            or a.shape != shapes[i]:
                         result = site.call(args)
                         break
+                    i += 1
                 else:
+                    # The wrapper's checked result: tensors (a tuple of them) already.
                     result = site.decided(site.verdict, args, attrs)
+                    self.fired(Rule.SEMANTICS_CALL_OP, e)
+                    return result
             else:
                 result = site.call(args)
         except RelayError as err:
@@ -744,9 +764,26 @@ class Interpreter(Machine):
 
     def _matches(self, p: Pattern, v: Any) -> list[tuple[Var, Any]] | None:
         """σ when ``v ⊨ p ⇒ σ`` (firing the pattern rules used), None when ``v ⊭ p``."""
-        if type(p) is PatternConstructor and (type(v) is not ConstructorValue
-                                              or v.name != p.constructor.name):
-            return None  # the common quick "no": another constructor
+        if type(p) is PatternConstructor:
+            if type(v) is not ConstructorValue or v.name != p.constructor.name:
+                return None  # the common quick "no": another constructor
+            flat = _FLAT.get(p, MISSING)
+            if flat is MISSING:
+                flat = _FLAT.put(p, _flat_pattern(p))
+            if flat is not None and len(v.fields) == len(flat):
+                # C(p1, ..., pn) with variables and wildcards only: the loop below, unrolled.
+                # Semantics-Pattern-Constructor, then each pi left to right
+                # (Semantics-Pattern-Var / -Wildcard), the same rules in the same order.
+                fired = self.fired
+                fired(Rule.SEMANTICS_PATTERN_CONSTRUCTOR, p)
+                sig: list[tuple[Var, Any]] = []
+                for q, w in zip(p.patterns, v.fields):
+                    if type(q) is PatternVar:
+                        sig.append((q.var, w))
+                        fired(Rule.SEMANTICS_PATTERN_VAR, q)
+                    else:
+                        fired(Rule.SEMANTICS_PATTERN_WILDCARD, q)
+                return sig
         sigma: list[tuple[Var, Any]] = []
         used: list[tuple[Any, Pattern]] = []
         work: list[tuple[Pattern, Any]] = [(p, v)]
