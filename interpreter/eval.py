@@ -64,8 +64,12 @@ once per class; rule names are read from a plain-class mirror of the
 :class:`~semantics.rules.Rule` enum (an Enum attribute read costs more than a whole
 small rule); operator attributes are normalized once per call node and the shared
 nodes once per function body, both cached across evaluations (AST nodes are
-immutable); ``fired`` is bound at construction to the cheapest variant the
-requested features allow.
+immutable); an operator call node also keeps the relation's verdict for the last
+argument signature it saw, so a repeated call goes straight to the reference's
+checked compute (:class:`_OpSite`); ``fired`` is bound at construction to the cheapest
+variant the requested features allow (a builtin no-op when nothing observes the rules);
+numpy's error state is installed once per evaluation (:meth:`Machine.run
+<interpreter.machine.Machine.run>`), not per operator call.
 
 **Errors.** Every failure a program can provoke is a ``RelayRuntimeError``
 carrying the span of the node at fault: unbound variable, undefined global,
@@ -123,7 +127,6 @@ from interpreter.values import (
     value_str,
 )
 from semantics import ops
-from semantics.ops.reference import RELAY_DTYPE_OF
 from semantics.errors import (
     InternalError,
     RelayError,
@@ -157,6 +160,7 @@ from semantics.expr import (
     Var,
 )
 from semantics.module import IRModule
+from semantics.ops.reference import RELAY_DTYPE_OF
 
 __all__ = ["INLINE_HEIGHT", "PENDING", "GradExpander", "Interpreter", "check_op_result",
            "inline_plan", "register_grad_expander"]
@@ -192,33 +196,31 @@ class _OpSite:
     ``impl(*args, **attrs)`` is ``decided(*decide(args, attrs), attrs)`` (the wrapper's two
     halves); the verdict depends only on the arguments' dtypes and shapes and the
     attributes, which are fixed per site, so when the arguments are ndarrays of exactly the
-    signature ``dtypes``/``shapes`` (clean: Relay dtypes, native byte order — then ``decide`` returns them
+    signature in ``last`` (clean: Relay dtypes, native byte order — then ``decide`` returns them
     unchanged) ``decided(verdict, args, attrs)`` is the same call as ``impl(*args, **attrs)``.
     """
 
-    __slots__ = ("opdef", "impl", "attrs", "decide", "decided", "dtypes", "shapes", "verdict")
+    __slots__ = ("opdef", "impl", "attrs", "decide", "decided", "last")
 
     def __init__(self, opdef: Any, attrs: dict[str, Any]):
         self.opdef = opdef
         self.impl = opdef.impl
         self.attrs = attrs
-        self.decide = getattr(self.impl, "decide", None)
-        self.decided = getattr(self.impl, "decided", None)
-        # The signature the verdict is for: the arguments' dtypes and shapes (None: none).
-        self.dtypes: tuple[np.dtype, ...] | None = None
-        self.shapes: tuple[tuple[int, ...], ...] = ()
-        self.verdict: Any = None
+        self.decide: Any = getattr(self.impl, "decide", None)
+        self.decided: Any = getattr(self.impl, "decided", None)
+        # (the arguments' dtypes, their shapes, the verdict for them), or None; replaced
+        # as a whole (one attribute: a concurrent reader never sees a mixture).
+        self.last: tuple[tuple[np.dtype, ...], tuple[tuple[int, ...], ...], Any] | None = None
 
     def call(self, args: list[Any]) -> Any:
         """``impl(*args, **attrs)``, remembering the verdict for ``args``' signature."""
         if self.decide is None or self.decided is None:
             return self.impl(*args, **self.attrs)
         verdict, arrays = self.decide(tuple(args), self.attrs)
-        self.dtypes = None
         if all(type(a) is np.ndarray and a.dtype in RELAY_DTYPE_OF for a in args):
-            self.shapes = tuple(a.shape for a in args)
-            self.verdict = verdict
-            self.dtypes = tuple(a.dtype for a in args)
+            self.last = (tuple(a.dtype for a in args), tuple(a.shape for a in args), verdict)
+        else:
+            self.last = None
         return self.decided(verdict, arrays, self.attrs)
 
 
@@ -619,9 +621,9 @@ class Interpreter(Machine):
         try:
             # ⟦op⟧: the reference wrapper's two halves, the relation's verdict kept per call
             # site for the last argument signature (see _OpSite); else the wrapper itself.
-            dtypes = site.dtypes
-            if dtypes is not None and len(args) == len(dtypes):
-                shapes = site.shapes
+            last = site.last
+            if last is not None and len(args) == len(last[0]):
+                dtypes, shapes, verdict = last
                 i = 0
                 for a in args:
                     if type(a) is not np.ndarray or a.dtype is not dtypes[i] \
@@ -631,7 +633,7 @@ class Interpreter(Machine):
                     i += 1
                 else:
                     # The wrapper's checked result: tensors (a tuple of them) already.
-                    result = site.decided(site.verdict, args, attrs)
+                    result = site.decided(verdict, args, attrs)
                     self.fired(Rule.SEMANTICS_CALL_OP, e)
                     return result
             else:

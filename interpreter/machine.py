@@ -11,8 +11,9 @@ that runs them (the design is described at the top of :mod:`interpreter.eval`):
   (never Python recursion), continues tail premises in place, accounts the
   activation depth against ``max_depth`` ("stack exhausted") and
   :meth:`Machine.apply` applies a function value from Python; the rule-application
-  bookkeeping ``fired`` (a no-op when nothing observes it) counts steps, enforces ``fuel`` ("out of fuel"), calls the
-  user's ``trace`` and reports to a :class:`Recorder`;
+  bookkeeping ``fired`` (a no-op when nothing observes it) counts steps, enforces
+  ``fuel`` ("out of fuel"), calls the user's ``trace`` and reports to a
+  :class:`Recorder`;
 * the driver frames: ``_remember`` stores a shared node's value in the
   activation's memo M (Semantics-Shared), ``_await`` awaits a tail premise while a
   derivation is recorded;

@@ -12,12 +12,19 @@ reference and a lowering read alike — wrapped by :func:`reference` into the op
   signatures over and over.  A relation failure — possible only when evaluating an
   unchecked program — is a ``RelayRuntimeError`` carrying the relation's message;
 * runs ``compute(out_type, *arrays, **attrs)`` under ``np.errstate(all="ignore")`` (IEEE
-  results, no warnings; set once per call — compute functions never set it again), maps
+  results, no warnings; set by the wrapper unless already installed — an evaluation installs
+  it once with :func:`silence_numpy` — and compute functions never set it again), maps
   numpy's own exceptions to ``RelayRuntimeError``;
 * insists that the result is an ndarray of *exactly* the relation's dtype and (concrete)
   shape — a tuple of them for a tuple type; numpy scalars (ufuncs on 0-d arrays return
   them) become 0-d arrays; a mismatch is an ``InternalError`` (a bug in the reference, not
   a user error).
+
+``impl`` is two halves, also exposed as ``impl.decide(args, attrs) -> (verdict, arrays)``
+(conversion and the memoized relation verdict) and ``impl.decided(verdict, arrays, attrs)``
+(errstate, ``compute``, failures, result check): a caller that sees the same call over and
+over (the interpreter, per call node) keeps the verdict for the last argument signature
+and calls ``decided`` directly.
 
 Also here: the dtype bridge (:func:`np_dtype`, :func:`relay_dtype_of`,
 :func:`as_relay_array`), the *type of a runtime value* (:func:`value_type`), and the numeric
