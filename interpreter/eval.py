@@ -64,8 +64,12 @@ once per class; rule names are read from a plain-class mirror of the
 :class:`~semantics.rules.Rule` enum (an Enum attribute read costs more than a whole
 small rule); operator attributes are normalized once per call node and the shared
 nodes once per function body, both cached across evaluations (AST nodes are
-immutable); ``fired`` is bound at construction to the cheapest variant the
-requested features allow.
+immutable); an operator call node also keeps the relation's verdict for the last
+argument signature it saw, so a repeated call goes straight to the reference's
+checked compute (:class:`_OpSite`); ``fired`` is bound at construction to the cheapest
+variant the requested features allow (a builtin no-op when nothing observes the rules);
+numpy's error state is installed once per evaluation (:meth:`Machine.run
+<interpreter.machine.Machine.run>`), not per operator call.
 
 **Errors.** Every failure a program can provoke is a ``RelayRuntimeError``
 carrying the span of the node at fault: unbound variable, undefined global,
@@ -156,6 +160,7 @@ from semantics.expr import (
     Var,
 )
 from semantics.module import IRModule
+from semantics.ops.reference import RELAY_DTYPE_OF
 
 __all__ = ["INLINE_HEIGHT", "PENDING", "GradExpander", "Interpreter", "check_op_result",
            "inline_plan", "register_grad_expander"]
@@ -181,8 +186,46 @@ def register_grad_expander(fn: GradExpander | None) -> None:
         _GRAD_EXPANDER.append(fn)
 
 
-# Normalized attributes per operator call (the shared nodes are cached by the machine).
-_ATTRS_CACHE = NodeCache(16384)
+
+
+class _OpSite:
+    """An operator call node's facts: the operator, its normalized attributes and, when the
+    operator's ``impl`` is a :func:`semantics.ops.reference.reference` wrapper, the verdict
+    of the operator's relation for the last argument signature seen there.
+
+    ``impl(*args, **attrs)`` is ``decided(*decide(args, attrs), attrs)`` (the wrapper's two
+    halves); the verdict depends only on the arguments' dtypes and shapes and the
+    attributes, which are fixed per site, so when the arguments are ndarrays of exactly the
+    signature in ``last`` (clean: Relay dtypes, native byte order — then ``decide`` returns them
+    unchanged) ``decided(verdict, args, attrs)`` is the same call as ``impl(*args, **attrs)``.
+    """
+
+    __slots__ = ("opdef", "impl", "attrs", "decide", "decided", "last")
+
+    def __init__(self, opdef: Any, attrs: dict[str, Any]):
+        self.opdef = opdef
+        self.impl = opdef.impl
+        self.attrs = attrs
+        self.decide: Any = getattr(self.impl, "decide", None)
+        self.decided: Any = getattr(self.impl, "decided", None)
+        # (the arguments' dtypes, their shapes, the verdict for them), or None; replaced
+        # as a whole (one attribute: a concurrent reader never sees a mixture).
+        self.last: tuple[tuple[np.dtype, ...], tuple[tuple[int, ...], ...], Any] | None = None
+
+    def call(self, args: list[Any]) -> Any:
+        """``impl(*args, **attrs)``, remembering the verdict for ``args``' signature."""
+        if self.decide is None or self.decided is None:
+            return self.impl(*args, **self.attrs)
+        verdict, arrays = self.decide(tuple(args), self.attrs)
+        if all(type(a) is np.ndarray and a.dtype in RELAY_DTYPE_OF for a in args):
+            self.last = (tuple(a.dtype for a in args), tuple(a.shape for a in args), verdict)
+        else:
+            self.last = None
+        return self.decided(verdict, arrays, self.attrs)
+
+
+# Operator call sites (the shared nodes are cached by the machine).
+_SITES = NodeCache(16384)
 _BOOL = np.dtype(bool)
 
 INLINE_HEIGHT = 6
@@ -223,6 +266,17 @@ def inline_plan(e: Expr) -> frozenset[Expr] | None:
     return frozenset(internal)
 
 
+_FLAT_KIDS = (PatternVar, PatternWildcard)
+# Per constructor pattern: its sub-patterns when all are variables or wildcards, else None.
+_FLAT = NodeCache(4096)
+
+
+def _flat_pattern(p: PatternConstructor) -> tuple[Pattern, ...] | None:
+    """``p``'s sub-patterns when each is a variable or a wildcard (a flat pattern), else None."""
+    kids = tuple(p.patterns)
+    return kids if all(type(q) in _FLAT_KIDS for q in kids) else None
+
+
 PENDING = object()
 """What an in-place evaluator returns when the premise needs the driver (nothing fired)."""
 
@@ -259,7 +313,7 @@ class Interpreter(Machine):
     PATTERNS: dict[type, Callable[..., bool]]
     _direct: dict[type, Callable[[Any, Any, Env], Any]]  # leaves established in place
     _inline: dict[type, Callable[[Any, Any, Env], Any]]  # premises established in place
-    _attrs = _ATTRS_CACHE
+    _sites = _SITES
 
     def __init__(self, mod: IRModule, *, fuel: int | None = None,
                  trace: Callable[[str, Any], Any] | None = None, max_depth: int = 100_000,
@@ -356,10 +410,14 @@ class Interpreter(Machine):
         t = type(e)
         if t is Call:
             op = e.op
-            f = self._direct[type(op)](self, op, env)
+            direct = self._direct
+            f = direct[type(op)](self, op, env)
             args = []
             for arg in e.args:
-                args.append(self._in_place(arg, env))
+                ta = type(arg)
+                # A leaf argument: its axiom directly (what the recursive call would do).
+                args.append(direct[ta](self, arg, env) if ta in direct
+                            else self._in_place(arg, env))
             if type(f) is OpValue:
                 return self._call_op(f, args, e)
             return self.call_value(f, args, e)
@@ -556,11 +614,30 @@ class Interpreter(Machine):
             raise RelayRuntimeError(
                 f"wrong number of arguments: operator {f.name} expects {opdef.num_inputs}, "
                 f"got {len(args)}", getattr(e, "span", None))
-        cached = self._attrs.get(e)
-        attrs = cached[1] if cached is not None and cached[0] is opdef \
-            else self.op_attrs(opdef, e)
+        site = self._sites.get(e)
+        if site is None or site.opdef is not opdef or site.impl is not opdef.impl:
+            site = self.op_site(opdef, e)
+        attrs = site.attrs
         try:
-            result = opdef.impl(*args, **attrs) if attrs else opdef.impl(*args)
+            # ⟦op⟧: the reference wrapper's two halves, the relation's verdict kept per call
+            # site for the last argument signature (see _OpSite); else the wrapper itself.
+            last = site.last
+            if last is not None and len(args) == len(last[0]):
+                dtypes, shapes, verdict = last
+                i = 0
+                for a in args:
+                    if type(a) is not np.ndarray or a.dtype is not dtypes[i] \
+                            or a.shape != shapes[i]:
+                        result = site.call(args)
+                        break
+                    i += 1
+                else:
+                    # The wrapper's checked result: tensors (a tuple of them) already.
+                    result = site.decided(verdict, args, attrs)
+                    self.fired(Rule.SEMANTICS_CALL_OP, e)
+                    return result
+            else:
+                result = site.call(args)
         except RelayError as err:
             err.with_span(getattr(e, "span", None))
             raise
@@ -575,18 +652,21 @@ class Interpreter(Machine):
 
     def op_attrs(self, opdef: Any, e: Any) -> dict[str, Any]:
         """The normalized attributes of an operator call (cached per call node)."""
+        return self.op_site(opdef, e).attrs
+
+    def op_site(self, opdef: Any, e: Any) -> _OpSite:
+        """The call site of an operator: its normalized attributes (cached per call node)."""
         if type(e) is not Call:
-            return dict(opdef.normalize_attrs({}))
-        cached = self._attrs.get(e)
-        if cached is not None and cached[0] is opdef:
-            return cached[1]
+            return _OpSite(opdef, dict(opdef.normalize_attrs({})))
+        site = self._sites.get(e)
+        if site is not None and site.opdef is opdef and site.impl is opdef.impl:
+            return site
         try:
             attrs = dict(opdef.normalize_attrs(e.attrs))
         except RelayError as err:
             err.with_span(e.span)
             raise
-        self._attrs.put(e, (opdef, attrs))
-        return attrs
+        return self._sites.put(e, _OpSite(opdef, attrs))
 
     # [Semantics-ADT-Constructor]   Γ ⊢ e0 ⇓ C    Γ ⊢ e1 ⇓ v1  ...  Γ ⊢ en ⇓ vn    n = arity(C)
     #                               ⟹   Γ ⊢ e0(e1, ..., en) ⇓ C(v1, ..., vn)
@@ -686,9 +766,26 @@ class Interpreter(Machine):
 
     def _matches(self, p: Pattern, v: Any) -> list[tuple[Var, Any]] | None:
         """σ when ``v ⊨ p ⇒ σ`` (firing the pattern rules used), None when ``v ⊭ p``."""
-        if type(p) is PatternConstructor and (type(v) is not ConstructorValue
-                                              or v.name != p.constructor.name):
-            return None  # the common quick "no": another constructor
+        if type(p) is PatternConstructor:
+            if type(v) is not ConstructorValue or v.name != p.constructor.name:
+                return None  # the common quick "no": another constructor
+            flat = _FLAT.get(p, MISSING)
+            if flat is MISSING:
+                flat = _FLAT.put(p, _flat_pattern(p))
+            if flat is not None and len(v.fields) == len(flat):
+                # C(p1, ..., pn) with variables and wildcards only: the loop below, unrolled.
+                # Semantics-Pattern-Constructor, then each pi left to right
+                # (Semantics-Pattern-Var / -Wildcard), the same rules in the same order.
+                fired = self.fired
+                fired(Rule.SEMANTICS_PATTERN_CONSTRUCTOR, p)
+                sig: list[tuple[Var, Any]] = []
+                for q, w in zip(p.patterns, v.fields):
+                    if type(q) is PatternVar:
+                        sig.append((q.var, w))
+                        fired(Rule.SEMANTICS_PATTERN_VAR, q)
+                    else:
+                        fired(Rule.SEMANTICS_PATTERN_WILDCARD, q)
+                return sig
         sigma: list[tuple[Var, Any]] = []
         used: list[tuple[Any, Pattern]] = []
         work: list[tuple[Pattern, Any]] = [(p, v)]

@@ -11,8 +11,9 @@ that runs them (the design is described at the top of :mod:`interpreter.eval`):
   (never Python recursion), continues tail premises in place, accounts the
   activation depth against ``max_depth`` ("stack exhausted") and
   :meth:`Machine.apply` applies a function value from Python; the rule-application
-  bookkeeping ``fired`` counts steps, enforces ``fuel`` ("out of fuel"), calls the
-  user's ``trace`` and reports to a :class:`Recorder`;
+  bookkeeping ``fired`` (a no-op when nothing observes it) counts steps, enforces
+  ``fuel`` ("out of fuel"), calls the user's ``trace`` and reports to a
+  :class:`Recorder`;
 * the driver frames: ``_remember`` stores a shared node's value in the
   activation's memo M (Semantics-Shared), ``_await`` awaits a tail premise while a
   derivation is recorded;
@@ -24,6 +25,7 @@ that runs them (the design is described at the top of :mod:`interpreter.eval`):
 
 from __future__ import annotations
 
+import operator
 import types
 from collections.abc import Callable
 from typing import Any, Protocol, cast
@@ -33,6 +35,7 @@ from interpreter.values import value_str
 from semantics.errors import InternalError, RelayRuntimeError
 from semantics.expr import Constant, Constructor, Expr, Function, GlobalVar, Op, Var
 from semantics.module import IRModule
+from semantics.ops.reference import restore_numpy, silence_numpy
 from semantics.rules import Rule as _RuleEnum
 from semantics.visitor import shared
 
@@ -149,6 +152,10 @@ MISSING = object()
 """The answer of a lookup that found nothing (values may be None)."""
 
 
+_unobserved: Callable[[Any, Any], Any] = operator.is_
+"""``fired`` when no fuel, trace or recorder observes the rule applications (a no-op)."""
+
+
 class CallbackError(Exception):
     """Wraps an exception raised by the user's ``trace`` callable, to re-raise it unchanged."""
 
@@ -197,13 +204,14 @@ class Machine:
         self.steps = 0
         self._shared = _SHARED_CACHE
         if fuel is None and trace is None and recorder is None:
-            self.fired = self._fired_count
+            # Nobody observes the rule applications: no bookkeeping at all (the count is
+            # only needed for fuel). A builtin taking (rule, node) without effects is the
+            # cheapest call there is.
+            self.fired = _unobserved
         else:
             self.fired = self._fired_observed
 
     # --- bookkeeping --------------------------------------------------------------------
-    def _fired_count(self, rule: Any, node: Any) -> None:
-        self.steps += 1
 
     def _fired_observed(self, rule: Any, node: Any) -> None:
         self.steps += 1
@@ -235,8 +243,20 @@ class Machine:
     def run(self, expr: Expr, env: Env, depth: int = 0) -> Any:
         """Γ ⊢ expr ⇓ v: drive the cases on an explicit stack and return ``v``.
 
-        ``depth`` is the activation depth of ``env`` (0 at the top level).
+        ``depth`` is the activation depth of ``env`` (0 at the top level). numpy's error
+        state is "ignore all" during the evaluation (set here once, rather than by each
+        operator reference's wrapper on every call; see
+        :func:`semantics.ops.reference.silence_numpy`); the caller's state is restored on
+        exit. (A ``trace`` callback therefore runs with numpy warnings silenced.)
         """
+        token = silence_numpy()
+        try:
+            return self._drive(expr, env, depth)
+        finally:
+            restore_numpy(token)
+
+    def _drive(self, expr: Expr, env: Env, depth: int) -> Any:
+        """The loop of :meth:`run`."""
         axioms = self.axioms
         cases = self.cases
         rec = self.recorder

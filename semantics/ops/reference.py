@@ -12,12 +12,19 @@ reference and a lowering read alike — wrapped by :func:`reference` into the op
   signatures over and over.  A relation failure — possible only when evaluating an
   unchecked program — is a ``RelayRuntimeError`` carrying the relation's message;
 * runs ``compute(out_type, *arrays, **attrs)`` under ``np.errstate(all="ignore")`` (IEEE
-  results, no warnings; set once per call — compute functions never set it again), maps
+  results, no warnings; set by the wrapper unless already installed — an evaluation installs
+  it once with :func:`silence_numpy` — and compute functions never set it again), maps
   numpy's own exceptions to ``RelayRuntimeError``;
 * insists that the result is an ndarray of *exactly* the relation's dtype and (concrete)
   shape — a tuple of them for a tuple type; numpy scalars (ufuncs on 0-d arrays return
   them) become 0-d arrays; a mismatch is an ``InternalError`` (a bug in the reference, not
   a user error).
+
+``impl`` is two halves, also exposed as ``impl.decide(args, attrs) -> (verdict, arrays)``
+(conversion and the memoized relation verdict) and ``impl.decided(verdict, arrays, attrs)``
+(errstate, ``compute``, failures, result check): a caller that sees the same call over and
+over (the interpreter, per call node) keeps the verdict for the last argument signature
+and calls ``decided`` directly.
 
 Also here: the dtype bridge (:func:`np_dtype`, :func:`relay_dtype_of`,
 :func:`as_relay_array`), the *type of a runtime value* (:func:`value_type`), and the numeric
@@ -165,8 +172,30 @@ try:
     _IGNORE_ALL: Any = _make_extobj(all="ignore")
     _set_errstate: Callable[[Any], Any] | None = _extobj_contextvar.set
     _reset_errstate: Callable[[Any], Any] = _extobj_contextvar.reset
+    _get_errstate: Callable[[], Any] = _extobj_contextvar.get
 except (ImportError, AttributeError, TypeError):  # pragma: no cover - other numpy layouts
     _set_errstate = None
+
+
+
+def silence_numpy() -> Any:
+    """Install numpy's "ignore all" error state (the wrapper's) for the current context.
+
+    An evaluation calls this once on entry, so that the wrappers it calls find the state
+    already installed and skip installing it per operator call. Returns a token for
+    :func:`restore_numpy` (None when numpy's private layout is not the expected one: then
+    each wrapper keeps using ``np.errstate`` itself).
+    """
+    if _set_errstate is None:  # pragma: no cover - other numpy layouts
+        return None
+    return _set_errstate(_IGNORE_ALL)
+
+
+def restore_numpy(token: Any) -> None:
+    """Undo :func:`silence_numpy` (``token`` is what it returned)."""
+    if token is not None:
+        _reset_errstate(token)
+
 
 _NUMPY_FAILURES = (ValueError, TypeError, IndexError, OverflowError, ZeroDivisionError,
                    FloatingPointError, MemoryError)
@@ -184,11 +213,12 @@ def reference(op_name: str, relation: Relation, compute: Compute) -> Callable[..
     Returns:
         ``impl(*args, **attrs)`` (attributes normalized by the caller).
     """
-    # (argument signature, attrs) -> (result type, (numpy dtype, shape) or None).
-    verdicts: dict[Any, tuple[Type, tuple[np.dtype, tuple[int, ...]] | None]] = {}
+    # (argument signature, attrs) -> (result type, exact layout or None); see _decide.
+    verdicts: dict[Any, tuple[Type, Any]] = {}
     fast_errstate = _set_errstate
 
-    def impl(*args: Any, **attrs: Any) -> Any:
+    def decide(args: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Any, tuple[Any, ...]]:
+        """The memoized verdict on ``args`` and the arguments as arrays: ``(verdict, arrays)``."""
         key: Any = None
         verdict = None
         sig = []
@@ -214,31 +244,52 @@ def reference(op_name: str, relation: Relation, compute: Compute) -> Callable[..
                 if len(verdicts) >= _MEMO_LIMIT:
                     verdicts.clear()
                 verdicts[key] = verdict
-        else:
-            arrays = args
+            return verdict, arrays
+        return verdict, args
+
+    def decided(verdict: tuple[Type, Any], arrays: Any, attrs: dict[str, Any]) -> Any:
+        """``compute`` on arguments the verdict was decided for: errstate, failures, check.
+
+        ``arrays`` are the arguments as :func:`decide` returned them (or ndarrays of exactly
+        the dtypes and shapes it decided on, with the same attributes).
+        """
         try:
-            if fast_errstate is not None:
+            if fast_errstate is None:
+                with np.errstate(all="ignore"):
+                    result = compute(verdict[0], *arrays, **attrs)
+            elif _get_errstate() is _IGNORE_ALL:   # already silenced (an evaluation runs)
+                result = compute(verdict[0], *arrays, **attrs)
+            else:
                 token = fast_errstate(_IGNORE_ALL)
                 try:
                     result = compute(verdict[0], *arrays, **attrs)
                 finally:
                     _reset_errstate(token)
-            else:
-                with np.errstate(all="ignore"):
-                    result = compute(verdict[0], *arrays, **attrs)
         except RelayRuntimeError:
             raise
         except _NUMPY_FAILURES as err:
             raise RelayRuntimeError(f"operator {op_name} failed: {err}") from None
         layout = verdict[1]
         if layout is not None:
-            tr = type(result)
-            if tr is not np.ndarray and isinstance(result, np.generic):
-                result = np.asarray(result)
-                tr = np.ndarray
-            if tr is np.ndarray and result.dtype == layout[0] and result.shape == layout[1]:
-                return result  # the common case: exactly the promised concrete type
+            if type(layout) is tuple:           # one tensor: (numpy dtype, shape)
+                tr = type(result)
+                if tr is not np.ndarray and isinstance(result, np.generic):
+                    result = np.asarray(result)
+                    tr = np.ndarray
+                if tr is np.ndarray and result.dtype == layout[0] \
+                        and result.shape == layout[1]:
+                    return result  # the common case: exactly the promised concrete type
+            elif type(result) is tuple and len(result) == len(layout):  # tensors (a list)
+                for r, (dtype, shape) in zip(result, layout):
+                    if type(r) is not np.ndarray or r.dtype != dtype or r.shape != shape:
+                        break
+                else:
+                    return result
         return check_result(op_name, result, verdict[0])
+
+    def impl(*args: Any, **attrs: Any) -> Any:
+        verdict, arrays = decide(args, attrs)
+        return decided(verdict, arrays, attrs)
 
     def raw(*args: Any, **attrs: Any) -> Any:
         """``compute`` with the memoized result type only: no conversion, errstate or check."""
@@ -257,14 +308,23 @@ def reference(op_name: str, relation: Relation, compute: Compute) -> Callable[..
     impl.__qualname__ = f"reference({op_name})"
     impl.__doc__ = compute.__doc__
     impl.compute = compute  # type: ignore[attr-defined]
+    # The two halves of ``impl``, for a caller that keeps verdicts per call site (the
+    # interpreter's Semantics-Call-Op): impl(*args, **attrs) = decided(*decide(args, attrs),
+    # attrs).
+    impl.decide = decide  # type: ignore[attr-defined]
+    impl.decided = decided  # type: ignore[attr-defined]
     # What "the operator without its wrapper" means for benchmarks (bench/interpreter.py).
     impl.__wrapped__ = raw  # type: ignore[attr-defined]
     return impl
 
 
 def _decide(op_name: str, relation: Relation, arrays: tuple[Any, ...], attrs: dict[str, Any]
-            ) -> tuple[Type, tuple[np.dtype, tuple[int, ...]] | None]:
-    """The relation's verdict on concrete arguments: (result type, exact layout or None)."""
+            ) -> tuple[Type, Any]:
+    """The relation's verdict on concrete arguments: (result type, exact layout or None).
+
+    The layout is (numpy dtype, shape) for a concrete tensor type, a list of them for a tuple
+    of concrete tensor types, None otherwise (the result is then checked field by field).
+    """
     types = tuple(value_type(a, op_name) for a in arrays)
     try:
         expected = relation(types, Attrs(attrs))
@@ -272,11 +332,20 @@ def _decide(op_name: str, relation: Relation, arrays: tuple[Any, ...], attrs: di
         raise RelayRuntimeError(f"operator {op_name}: {err.message}") from None
     if expected is None:
         raise InternalError(f"relation {relation.name} undecided on run-time values")
-    layout = None
-    if isinstance(expected, TensorType) and expected.dtype in SCALAR_DTYPES \
-            and all(type(d) is int for d in expected.shape):
-        layout = (np.dtype(expected.dtype), cast(tuple[int, ...], tuple(expected.shape)))
+    layout: Any = _layout(expected)
+    if layout is None and isinstance(expected, TupleType):
+        fields = tuple(_layout(f) for f in expected.fields)
+        if all(f is not None for f in fields):
+            layout = list(fields)   # a list: a tuple of tensors (a tuple is one tensor)
     return expected, layout
+
+
+def _layout(t: Type) -> tuple[np.dtype, tuple[int, ...]] | None:
+    """(numpy dtype, shape) of a tensor type with a scalar dtype and int dims, else None."""
+    if isinstance(t, TensorType) and t.dtype in SCALAR_DTYPES \
+            and all(type(d) is int for d in t.shape):
+        return np.dtype(t.dtype), cast(tuple[int, ...], tuple(t.shape))
+    return None
 
 
 def _clean_signature(value: Any) -> Any:

@@ -121,10 +121,14 @@ def _stack(out: Type, data: tuple[np.ndarray, ...], axis: int) -> np.ndarray:
 def _split(out: Type, data: np.ndarray, indices_or_sections: Any, axis: int
            ) -> tuple[np.ndarray, ...]:
     if isinstance(indices_or_sections, int):
-        parts = np.split(data, indices_or_sections, axis=axis)
-    else:
-        parts = np.split(data, list(indices_or_sections), axis=axis)
-    return tuple(parts)
+        # Equal sections (the relation checked that they divide the axis): the views
+        # np.split would return, sliced directly (np.split goes through array_split).
+        ax = axis + data.ndim if axis < 0 else axis
+        width = data.shape[ax] // indices_or_sections
+        lead = (slice(None),) * ax
+        return tuple(data[(*lead, slice(k * width, (k + 1) * width))]
+                     for k in range(indices_or_sections))
+    return tuple(np.split(data, list(indices_or_sections), axis=axis))
 
 
 def _check_sections(v: Any) -> str | None:
