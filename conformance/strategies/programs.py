@@ -133,6 +133,7 @@ def well_typed_modules(config: ProgramConfig | None = None, **overrides: Any
     @st.composite
     def build(draw: st.DrawFn) -> Program:
         gen = _Gen(draw, cfg)
+        gen.swarm()
         if "adt" in cfg.features:
             for i in range(draw(st.integers(0, cfg.max_adts))):
                 gen.s.adts.append(gen.adt_definition(i))

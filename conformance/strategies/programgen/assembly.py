@@ -120,6 +120,7 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
         steps: list[tuple[str, Any]] = []
         if self.cfg.focus_op is not None and self.cfg.focus_op in self.ops:
             steps.append(("op", self.cfg.focus_op))
+        steps += [("op", op) for op in self.focus_ops[:1]]
         if self.ops:
             n_ops = self.cfg.min_op_bindings + self.draw(st.integers(
                 0, self.cfg.extra_op_bindings if self.cfg.min_op_bindings else 0))
