@@ -250,6 +250,12 @@ def _build(draw: st.DrawFn, ty: Type, subst: dict[int, Type], types: dict[str, T
     if isinstance(ty, TensorType):
         shape = [concrete_dim(d, env, draw, max_size) for d in ty.shape]
         exact, bound, fractional, special, edge_odds, narrow = opts
+        if exact and special:
+            # Directly (no per-tensor composite strategy to build and validate).
+            count = int(np.prod(shape)) if shape else 1
+            return _seeded_array(draw, ty.dtype, tuple(shape), count,
+                                 NARROW if narrow else bound, fractional or narrow,
+                                 edge_odds, halves=narrow)
         return draw(arrays(ty.dtype, shape, exact=exact, bound=bound, fractional=fractional,
                            special=special, edge_odds=edge_odds, narrow=narrow))
     if isinstance(ty, TupleType):

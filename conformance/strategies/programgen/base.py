@@ -22,6 +22,7 @@ from conformance.strategies.programgen.scope import (
     _exists,
     _has_ref,
     _index,
+    _ints,
     _is_pure,
     _State,
 )
@@ -57,7 +58,7 @@ class _GenBase:
             self.focus_dtype = self.pick(self.cfg.dtypes)
         if self.ops and self.coin(2):
             self.focus_ops = tuple(self.pick(self.ops)
-                                   for _ in range(self.draw(st.integers(1, 2))))
+                                   for _ in range(self.draw(_ints(1, 2))))
 
     # --- names and small helpers -----------------------------------------------------------
     def fresh(self, t: Type | None, prefix: str | None = None) -> str:
@@ -93,8 +94,8 @@ class _GenBase:
                 dt = self.pick(floats)
             else:
                 dt = self.pick(self.cfg.dtypes)
-        rank = self.draw(st.integers(0, self.cfg.max_rank))
-        shape = tuple(self.draw(st.integers(1, self.cfg.max_dim)) for _ in range(rank))
+        rank = self.draw(_ints(0, self.cfg.max_rank))
+        shape = tuple(self.draw(_ints(1, self.cfg.max_dim)) for _ in range(rank))
         return TensorType(shape, dt)
 
     def rand_type(self, ctx: _Ctx, depth: int, *, first_order: bool = False,
@@ -122,12 +123,12 @@ class _GenBase:
         if kind == "tensor":
             return self.tensor_type()
         if kind == "tuple":
-            n = self.draw(st.integers(0, 3))
+            n = self.draw(_ints(0, 3))
             return TupleType(tuple(self.rand_type(ctx, depth - 1, first_order=first_order,
                                                   allow_ref=allow_ref, allow_tvars=allow_tvars)
                                    for _ in range(n)))
         if kind == "fn":
-            n = self.draw(st.integers(0, 2))
+            n = self.draw(_ints(0, 2))
             args = tuple(self.rand_type(ctx, depth - 1, allow_tvars=allow_tvars)
                          for _ in range(n))
             return FuncType(args, self.rand_type(ctx, depth - 1, allow_tvars=allow_tvars))
