@@ -44,8 +44,14 @@ result; *flow* steps apply elementwise operators to the tensors ``main`` bound
 before (so values flow from operator to operator and ``op(%x, %x)`` appears);
 operator arguments are often plain variables or constants; some constants of
 ``main`` are lifted to parameters (``lift_constants``), and each program carries
-``alternates`` further, edge-heavy input tuples (``Program.alternates``) that the
-harness checks too — running a program is far cheaper than generating it.
+``alternates`` further input tuples (``Program.alternates``: edge-heavy ones and, every
+second one, narrow ones — small values and halves, so operands tie and go negative) that
+the harness checks too — running a program is far cheaper than generating it.
+
+Variety: each program may favour one dtype and one or two operators (swarm testing:
+``_GenBase.swarm``), float dtypes are drawn half of the time, and every example is a
+novel program (the draw sits in a one-element unique list, whose insides Hypothesis's
+generation-phase mutator leaves alone; see :func:`well_typed_modules`).
 
 Not generated: ``grad`` (needs the AD package), effectful graph sharing
 (whose evaluation point is ambiguous), references to functions, symbolic or
