@@ -193,9 +193,21 @@ def op_call(draw: st.DrawFn, name: str, *, exact: bool = False) -> tuple[ArgType
 
 def small_shapes(*, min_rank: int = 0, max_rank: int = MAX_RANK, min_dim: int = 0,
                  max_dim: int = MAX_DIM) -> SearchStrategy:
-    """A concrete shape: rank in ``[min_rank, max_rank]``, dims in ``[min_dim, max_dim]``."""
-    return st.lists(st.integers(min_dim, max_dim), min_size=min_rank,
-                    max_size=max_rank).map(tuple)
+    """A concrete shape: rank in ``[min_rank, max_rank]``, dims in ``[min_dim, max_dim]``.
+
+    One shape in four has all dims equal (``(3, 3)``): there, an operator that mixes up
+    axes (a transpose's permutation, a reduction's axis) still type-checks, so only the
+    values tell the mistake apart."""
+    return _shapes(min_rank, max_rank, min_dim, max_dim)
+
+
+@st.composite
+def _shapes(draw: st.DrawFn, min_rank: int, max_rank: int, min_dim: int, max_dim: int
+            ) -> tuple[int, ...]:
+    dims = draw(st.lists(st.integers(min_dim, max_dim), min_size=min_rank, max_size=max_rank))
+    if len(dims) > 1 and draw(st.integers(0, 3)) == 3:
+        dims = [dims[0]] * len(dims)
+    return tuple(dims)
 
 
 @st.composite

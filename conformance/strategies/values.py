@@ -117,13 +117,15 @@ def scalars(dtype: str, *, exact: bool = False, bound: int = 8, fractional: bool
 @st.composite
 def arrays(draw: st.DrawFn, dtype: str, shape: Sequence[int], *, exact: bool = False,
            bound: int = 8, fractional: bool = False, special: bool = False,
-           edge_odds: int = EDGE_ODDS) -> np.ndarray:
+           edge_odds: int = EDGE_ODDS, narrow: bool = False) -> np.ndarray:
     """An array of exactly ``dtype`` and ``shape`` (elements as in :func:`scalars`; with
-    ``special``, one element in ``edge_odds`` is an edge case)."""
+    ``special``, one element in ``edge_odds`` is an edge case; with ``special`` and
+    ``narrow``, the ordinary elements come from a narrow range, see :data:`NARROW`)."""
     shape = tuple(int(d) for d in shape)
     count = int(np.prod(shape)) if shape else 1
     if exact and special:
-        return _seeded_array(draw, dtype, shape, count, bound, fractional, edge_odds)
+        return _seeded_array(draw, dtype, shape, count, NARROW if narrow else bound,
+                             fractional or narrow, edge_odds, halves=narrow)
     element = scalars(dtype, exact=exact, bound=bound, fractional=fractional, special=special)
     elems = [draw(element) for _ in range(count)]
     out = np.empty(count, dtype=to_numpy(dtype))
@@ -133,11 +135,17 @@ def arrays(draw: st.DrawFn, dtype: str, shape: Sequence[int], *, exact: bool = F
 
 
 _SEED = st.integers(0, 2**32 - 1)
+
+# Narrow inputs: ordinary elements in ``[-NARROW, NARROW]`` (floats in halves), so that two
+# operands often hold equal elements (``<`` vs ``<=``, ``min``/``max`` ties, ``x == y``),
+# negative operands are frequent (floor vs truncating division and modulo), and float
+# elements often sit exactly between two integers (floor, ceil, round, trunc differ).
+NARROW = 3
 _MODE = st.integers(0, 7)
 
 
 def _seeded_array(draw: st.DrawFn, dtype: str, shape: tuple[int, ...], count: int, bound: int,
-                  fractional: bool, edge_odds: int) -> np.ndarray:
+                  fractional: bool, edge_odds: int, halves: bool = False) -> np.ndarray:
     """A special-valued array built from one drawn seed (fast: no draw per element).
 
     Mode 0 (what shrinking reaches) is all zeros; otherwise elements follow the
@@ -152,6 +160,8 @@ def _seeded_array(draw: st.DrawFn, dtype: str, shape: tuple[int, ...], count: in
         info = np.iinfo(np_dtype)
         plain = rng.integers(max(int(info.min), -bound), min(int(info.max), bound) + 1,
                              size=count).astype(object)
+    elif halves:
+        plain = rng.integers(-2 * bound, 2 * bound + 1, size=count) / 2.0
     elif fractional:
         plain = rng.integers(-8 * bound, 8 * bound + 1, size=count) / 8.0
     else:
@@ -195,7 +205,7 @@ def concrete_dim(d: object, bindings: dict[str, int], draw: st.DrawFn, max_size:
 def values_of(draw: st.DrawFn, ty: Type, module: object = None, *, exact: bool = True,
               fractional: bool = False, bound: int = 8, max_size: int = 3, adt_depth: int = 3,
               bindings: dict[str, int] | None = None, special: bool = False,
-              edge_odds: int = EDGE_ODDS) -> object:
+              edge_odds: int = EDGE_ODDS, narrow: bool = False) -> object:
     """A runtime value of type ``ty`` (first-order types only).
 
     Args:
@@ -205,6 +215,7 @@ def values_of(draw: st.DrawFn, ty: Type, module: object = None, *, exact: bool =
         fractional: with ``exact``, floats are multiples of 1/8 (float-mode programs).
         special: with ``exact``, mix in the dtype's edge cases (see :func:`scalars`), one
             element in ``edge_odds``.
+        narrow: with ``special``, ordinary elements from a narrow range (:data:`NARROW`).
         adt_depth: how many nested recursive constructors an ADT value may have.
         bindings: shape-variable values to respect and extend.
     Raises:
@@ -214,7 +225,7 @@ def values_of(draw: st.DrawFn, ty: Type, module: object = None, *, exact: bool =
 
     env = bindings if bindings is not None else {}
     types = _adt_table(module)
-    opts = (exact, bound, fractional, special, edge_odds)
+    opts = (exact, bound, fractional, special, edge_odds, narrow)
     return _build(draw, ty, {}, types, env, opts, max_size, adt_depth, ConstructorValue)
 
 
@@ -226,7 +237,7 @@ def _adt_table(module: object) -> dict[str, TypeData]:
 
 
 def _build(draw: st.DrawFn, ty: Type, subst: dict[int, Type], types: dict[str, TypeData],
-           env: dict[str, int], opts: tuple[bool, int, bool, bool, int], max_size: int,
+           env: dict[str, int], opts: tuple[bool, int, bool, bool, int, bool], max_size: int,
            depth: int,
            ctor_value: type) -> object:
     # Types are shallow (bounded by the generator), so bounded recursion on them is fine;
@@ -238,9 +249,15 @@ def _build(draw: st.DrawFn, ty: Type, subst: dict[int, Type], types: dict[str, T
                       ctor_value)
     if isinstance(ty, TensorType):
         shape = [concrete_dim(d, env, draw, max_size) for d in ty.shape]
-        exact, bound, fractional, special, edge_odds = opts
+        exact, bound, fractional, special, edge_odds, narrow = opts
+        if exact and special:
+            # Directly (no per-tensor composite strategy to build and validate).
+            count = int(np.prod(shape)) if shape else 1
+            return _seeded_array(draw, ty.dtype, tuple(shape), count,
+                                 NARROW if narrow else bound, fractional or narrow,
+                                 edge_odds, halves=narrow)
         return draw(arrays(ty.dtype, shape, exact=exact, bound=bound, fractional=fractional,
-                           special=special, edge_odds=edge_odds))
+                           special=special, edge_odds=edge_odds, narrow=narrow))
     if isinstance(ty, TupleType):
         return tuple(_build(draw, f, subst, types, env, opts, max_size, depth, ctor_value)
                      for f in ty.fields)

@@ -134,10 +134,11 @@ def test_mutant_is_caught_with_a_relay_counterexample(label: str, mutant, config
 ALL_MUTANTS = all_mutants()
 SCORE_EXAMPLES = 100
 SCORE_SEED = 1
-# Measured: 26 of 56 caught within 100 programs of seed 1 (45 of 56 within 300 programs of seed
-# 0, bench/kit_power.py; 48 % before the generator's edge values, flow steps, lifted constants
-# and alternate inputs); the bar leaves a little room for changes of the operator registry.
-SCORE_BAR = 24
+# Measured: 42 of 56 caught within 100 programs of seed 1 (51 of 56 within 300 programs of seed
+# 0, bench/kit_power.py; 26 and 34 before issue 19 §2's generator changes: every example a
+# novel program, swarm emphasis, narrow alternate inputs); the bar leaves room for changes
+# of the operator registry.
+SCORE_BAR = 38
 
 
 def test_at_least_forty_mutants_in_every_family() -> None:

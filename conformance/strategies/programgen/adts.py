@@ -15,7 +15,13 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 from conformance.strategies.programgen.base import _GenBase
-from conformance.strategies.programgen.scope import _Ctx, _is_param_of, _mentions_adt, _mentions_var
+from conformance.strategies.programgen.scope import (
+    _Ctx,
+    _ints,
+    _is_param_of,
+    _mentions_adt,
+    _mentions_var,
+)
 from conformance.strategies.typeutil import adt_args, adt_instance, ctor_field_types, type_key
 from semantics.expr import (
     Call,
@@ -79,13 +85,13 @@ class _AdtGen(_GenBase):
 
     def tuple_match(self, t: Type, ctx: _Ctx, d: int) -> Match:
         """``match (tuple) { (p1, ..., pn) => e, ..., _ => e }`` (nested tuple patterns)."""
-        n = self.draw(st.integers(1, 3))
+        n = self.draw(_ints(1, 3))
         st_ = TupleType(tuple(self.rand_type(ctx, 1, first_order=True, allow_ref=False)
                               for _ in range(n)))
         data = self.gen(st_, ctx, d)
         clauses = []
         refutable = True
-        for _ in range(self.draw(st.integers(1, 2))):
+        for _ in range(self.draw(_ints(1, 2))):
             parts = [self.pattern(f, depth=2) for f in st_.fields]
             bound = [b for _, bs, _ in parts for b in bs]
             refutable = any(r for _, _, r in parts)
@@ -105,7 +111,7 @@ class _AdtGen(_GenBase):
         order = self.draw(st.permutations(range(len(td.constructors))))
         partial = "partial_match" in self.f and self.coin(3)
         if partial and len(order) > 1:
-            order = order[:self.draw(st.integers(1, len(order) - 1))]
+            order = order[:self.draw(_ints(1, len(order) - 1))]
         rec = ctx.rec
         shrinking = rec is not None and rec.kind == "struct" and scrut_var is not None and (
             scrut_var in rec.smaller or _is_param_of(rec, scrut_var))
@@ -154,7 +160,7 @@ class _AdtGen(_GenBase):
                     [b for _, bs, _ in parts for b in bs], any(r for _, _, r in parts))
         name, targs = adt_args(t)  # type: ignore[misc]
         td = self._adt(name)
-        i = self.draw(st.integers(0, len(td.constructors) - 1))
+        i = self.draw(_ints(0, len(td.constructors) - 1))
         parts = [self.pattern(f, depth - 1) for f in ctor_field_types(td, i, targs)]
         refutable = len(td.constructors) > 1 or any(r for _, _, r in parts)
         return (PatternConstructor(td.constructors[i], tuple(p for p, _, _ in parts)),
@@ -173,13 +179,13 @@ class _AdtGen(_GenBase):
         name = f"{names[index % len(names)]}{index}" if index >= len(names) else names[index]
         header = GlobalTypeVar(name)
         tvars = tuple(TypeVar(f"{'AB'[i]}{index}", Kind.Type)
-                      for i in range(self.draw(st.integers(0, 1))))
+                      for i in range(self.draw(_ints(0, 1))))
         self_type = TypeCall(header, tvars) if tvars else header
-        n_ctors = self.draw(st.integers(1, 3))
+        n_ctors = self.draw(_ints(1, 3))
         ctors = []
         field_ctx = _Ctx(tvars=tvars)
         for tag in range(n_ctors):
-            arity = self.draw(st.integers(0 if tag == 0 else 1, 2))
+            arity = self.draw(_ints(0 if tag == 0 else 1, 2))
             fields = []
             for _ in range(arity):
                 k = self.pick(["tensor", "self", "tvar", "other"] if tag else ["tensor", "tvar"])

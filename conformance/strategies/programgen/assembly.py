@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import strategies as st
-
 from conformance.strategies.programgen.adts import _AdtGen
 from conformance.strategies.programgen.effects import _RefGen
 from conformance.strategies.programgen.exprs import _ExprGen
@@ -23,6 +21,7 @@ from conformance.strategies.programgen.scope import (
     _Ctx,
     _GlobalInfo,
     _has_ref,
+    _ints,
     _is_recursive,
     _RecPermit,
 )
@@ -63,7 +62,7 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
         if kind == "poly":
             a = TypeVar(f"T{index}", Kind.Type)
             ctx = _Ctx(tvars=(a,))
-            others = [self.rand_type(ctx, 1) for _ in range(self.draw(st.integers(0, 1)))]
+            others = [self.rand_type(ctx, 1) for _ in range(self.draw(_ints(0, 1)))]
             arg_types = (a, *others)
             ret = self.rand_type(ctx, 1)
             params = [self.var(t) for t in arg_types]
@@ -76,7 +75,7 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
             td = self.pick(rec_adts)
             targs = tuple(self.tensor_type() for _ in td.type_vars)
             at = adt_instance(td, targs)
-            others = [self.rand_type(root, 1) for _ in range(self.draw(st.integers(0, 1)))]
+            others = [self.rand_type(root, 1) for _ in range(self.draw(_ints(0, 1)))]
             ret = self.rand_type(root, 1)
             arg_types = (at, *others)
             params = [self.var(t) for t in arg_types]
@@ -89,7 +88,7 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
             return name, fn
         if kind == "counter":
             ret = self.rand_type(root, 1)
-            extra = [self.rand_type(root, 1) for _ in range(self.draw(st.integers(0, 1)))]
+            extra = [self.rand_type(root, 1) for _ in range(self.draw(_ints(0, 1)))]
             n = self.var(TensorType((), "int32"), prefix="n")
             params = [(n, TensorType((), "int32"))] + [(self.var(t), t) for t in extra]
             body = self.counter_body(GlobalVar(name), n, params, ret, root, d)
@@ -97,7 +96,7 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
             self.s.globals.append(_GlobalInfo(name, (), tuple(t for _, t in params), ret))
             return name, fn
         arg_types = tuple(self.rand_type(root, 1)
-                          for _ in range(self.draw(st.integers(0, self.cfg.max_params))))
+                          for _ in range(self.draw(_ints(0, self.cfg.max_params))))
         ret = self.rand_type(root, 1)
         params = [self.var(t) for t in arg_types]
         bound = list(zip(params, arg_types, strict=True))
@@ -109,7 +108,7 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
     def main(self) -> tuple[Function, tuple[Type, ...]]:
         """``main``: first-order parameters, a let chain with observable bindings, a result."""
         root = _Ctx()
-        n_params = self.draw(st.integers(0, self.cfg.max_params))
+        n_params = self.draw(_ints(0, self.cfg.max_params))
         arg_types = tuple(self.rand_type(root, 1, first_order=True, allow_ref=False)
                           for _ in range(n_params))
         params = [self.var(t, prefix="p") for t in arg_types]
@@ -120,13 +119,14 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
         steps: list[tuple[str, Any]] = []
         if self.cfg.focus_op is not None and self.cfg.focus_op in self.ops:
             steps.append(("op", self.cfg.focus_op))
+        steps += [("op", op) for op in self.focus_ops[:1]]
         if self.ops:
-            n_ops = self.cfg.min_op_bindings + self.draw(st.integers(
+            n_ops = self.cfg.min_op_bindings + self.draw(_ints(
                 0, self.cfg.extra_op_bindings if self.cfg.min_op_bindings else 0))
             steps += [("op", None)] * n_ops
-            steps += [("flow", None)] * self.draw(st.integers(0, self.cfg.max_flow))
+            steps += [("flow", None)] * self.draw(_ints(0, self.cfg.max_flow))
         steps += [("global", g) for g in self.s.globals]
-        steps += [("any", None)] * self.draw(st.integers(0, self.cfg.max_let_chain))
+        steps += [("any", None)] * self.draw(_ints(0, self.cfg.max_let_chain))
         if self.cfg.effects and "ref" in self.f:
             steps += [("ref", None)] + [("effect", None)] * self.cfg.effects
         for step, arg in steps:

@@ -22,10 +22,12 @@ from conformance.strategies.programgen.scope import (
     _exists,
     _has_ref,
     _index,
+    _ints,
     _is_pure,
     _State,
 )
 from conformance.strategies.typeutil import adt_instance, has_type_var, is_first_order, type_key
+from semantics.dtypes import is_float
 from semantics.expr import Expr, Var
 from semantics.types import FuncType, RefType, TensorType, TupleType, Type, TypeVar
 
@@ -42,6 +44,21 @@ class _GenBase:
         self.ops = [o for o in all_ops if _exists(o)] if "op" in self.f else []
         self.bool_ops = all(_exists(o) for o in ("less_equal", "greater", "logical_or",
                                                   "subtract"))
+        # Swarm testing (``swarm``): a program may favour one dtype and a few operators.
+        self.focus_dtype: str | None = None
+        self.focus_ops: tuple[str, ...] = ()
+
+    def swarm(self) -> None:
+        """Draw this program's emphasis (swarm testing): half of the programs favour one
+        dtype (half of their tensor types), half favour one or two operators (half of the
+        elementwise calls that may use them, and one more binding in ``main``). Programs
+        then repeat a construct on values of one type, where operators meet each other's
+        results (nested float16 arithmetic, ``op(%x, %x)``, rare attribute variants)."""
+        if self.cfg.dtypes and self.coin(2):
+            self.focus_dtype = self.pick(self.cfg.dtypes)
+        if self.ops and self.coin(2):
+            self.focus_ops = tuple(self.pick(self.ops)
+                                   for _ in range(self.draw(_ints(1, 2))))
 
     # --- names and small helpers -----------------------------------------------------------
     def fresh(self, t: Type | None, prefix: str | None = None) -> str:
@@ -66,9 +83,19 @@ class _GenBase:
 
     # --- types -----------------------------------------------------------------------------
     def tensor_type(self, dtype: str | None = None) -> TensorType:
-        dt = dtype or self.pick(self.cfg.dtypes)
-        rank = self.draw(st.integers(0, self.cfg.max_rank))
-        shape = tuple(self.draw(st.integers(1, self.cfg.max_dim)) for _ in range(rank))
+        """A tensor type of ``dtype`` (else a configured dtype: a float one half the time,
+        as the special-value mistakes — NaN, ±inf, -0.0, rounding — live in floats)."""
+        dt = dtype
+        if dt is None and self.focus_dtype is not None and self.coin(2):
+            dt = self.focus_dtype
+        if dt is None:
+            floats = [d for d in self.cfg.dtypes if is_float(d)]
+            if floats and len(floats) < len(self.cfg.dtypes) and self.coin(2):
+                dt = self.pick(floats)
+            else:
+                dt = self.pick(self.cfg.dtypes)
+        rank = self.draw(_ints(0, self.cfg.max_rank))
+        shape = tuple(self.draw(_ints(1, self.cfg.max_dim)) for _ in range(rank))
         return TensorType(shape, dt)
 
     def rand_type(self, ctx: _Ctx, depth: int, *, first_order: bool = False,
@@ -96,12 +123,12 @@ class _GenBase:
         if kind == "tensor":
             return self.tensor_type()
         if kind == "tuple":
-            n = self.draw(st.integers(0, 3))
+            n = self.draw(_ints(0, 3))
             return TupleType(tuple(self.rand_type(ctx, depth - 1, first_order=first_order,
                                                   allow_ref=allow_ref, allow_tvars=allow_tvars)
                                    for _ in range(n)))
         if kind == "fn":
-            n = self.draw(st.integers(0, 2))
+            n = self.draw(_ints(0, 2))
             args = tuple(self.rand_type(ctx, depth - 1, allow_tvars=allow_tvars)
                          for _ in range(n))
             return FuncType(args, self.rand_type(ctx, depth - 1, allow_tvars=allow_tvars))

@@ -11,11 +11,10 @@ from the sibling mixins (operators, references, matches, recursion).
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import strategies as st
 
 from conformance.strategies import opcalls
 from conformance.strategies.programgen.base import _GenBase
-from conformance.strategies.programgen.scope import _Ctx, _GlobalInfo
+from conformance.strategies.programgen.scope import _Ctx, _GlobalInfo, _ints
 from conformance.strategies.typeutil import (
     adt_args,
     has_type_var,
@@ -119,11 +118,16 @@ class _ExprGen(_GenBase):
         """Contents for a constant, drawn like ``main``'s inputs: small integers (also for
         floats; multiples of 1/8 in float mode) with, when ``special_values``, quarters and
         the dtype's edge cases (NaN, ±inf, -0.0, subnormals, integer extremes) mixed in."""
-        from conformance.strategies.values import arrays
+        from conformance.strategies.values import EDGE_ODDS, _seeded_array, arrays
 
-        return self.draw(arrays(t.dtype, t.shape, exact=True, bound=self.cfg.value_bound,
-                                fractional=self.cfg.float_mode,
-                                special=self.cfg.special_values))
+        shape = tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
+        if self.cfg.special_values:
+            # Directly (no per-constant composite strategy to build and validate).
+            count = int(np.prod(shape)) if shape else 1
+            return _seeded_array(self.draw, t.dtype, shape, count, self.cfg.value_bound,
+                                 self.cfg.float_mode, EDGE_ODDS)
+        return self.draw(arrays(t.dtype, shape, exact=True, bound=self.cfg.value_bound,
+                                fractional=self.cfg.float_mode))
 
     def function(self, t: FuncType, ctx: _Ctx, depth: int) -> Function:
         params = [self.var(a) for a in t.arg_types]
@@ -134,7 +138,7 @@ class _ExprGen(_GenBase):
 
     # compound forms ---------------------------------------------------------------------------
     def _gen_let(self, t: Type, ctx: _Ctx, d: int) -> Expr:
-        n = self.draw(st.integers(1, self.cfg.max_let_chain))
+        n = self.draw(_ints(1, self.cfg.max_let_chain))
         bindings: list[tuple[Var, Expr]] = []
         cur = ctx
         for _ in range(n):
@@ -183,17 +187,17 @@ class _ExprGen(_GenBase):
         return If(cond, self.gen(t, ctx, d), self.gen(t, ctx, d))
 
     def _gen_proj(self, t: Type, ctx: _Ctx, d: int) -> Expr:
-        n = self.draw(st.integers(0, 2))
+        n = self.draw(_ints(0, 2))
         # Neighbours of the projected field often share its type, so that the index matters.
         others = [t if self.coin(2) else self.rand_type(ctx, 0) for _ in range(n)]
-        i = self.draw(st.integers(0, n))
+        i = self.draw(_ints(0, n))
         fields = tuple(others[:i] + [t] + others[i:])
         node = TupleGetItem(self.gen(TupleType(fields), ctx, d), i)
         self._note(node, t, ctx)
         return node
 
     def _gen_call_closure(self, t: Type, ctx: _Ctx, d: int) -> Expr:
-        n = self.draw(st.integers(0, 2))
+        n = self.draw(_ints(0, 2))
         args = tuple(self.rand_type(ctx, 1) for _ in range(n))
         ft = FuncType(args, t)
         callee = self.gen(ft, ctx, d)

@@ -36,7 +36,7 @@ class _OpGen(_GenBase):
     # --- elementwise calls anywhere a tensor is wanted -------------------------------------------
     def _gen_op(self, t: Type, ctx: _Ctx, d: int) -> Expr:
         assert isinstance(t, TensorType)
-        call = self.pick(opcalls.producers(t, self.ops, self.cfg.dtypes))
+        call = self.pick_call(opcalls.producers(t, self.ops, self.cfg.dtypes))
         same = len(call.arg_types) > 1 and len({type_key(a) for a in call.arg_types}) == 1
         if same and "sharing" in self.f and self.coin(3):
             # ``op(%e, %e)``: one pure node used twice (a graph binding when printed).
@@ -58,7 +58,8 @@ class _OpGen(_GenBase):
     def random_op_call(self, ctx: _Ctx, d: int, name: str | None = None
                        ) -> tuple[Expr, Type] | None:
         """A valid call of ``name`` (or a random operator) with generated arguments."""
-        op = name or self.pick(self.ops)
+        op = name or (self.pick(self.focus_ops) if self.focus_ops and self.coin(2)
+                      else self.pick(self.ops))
         call = self.valid_call(op)
         if call is None:
             return None
@@ -114,11 +115,15 @@ class _OpGen(_GenBase):
         calls = opcalls.producers(t, self.ops, self.cfg.dtypes)
         if not calls:
             return None
-        call = self.pick(calls)
+        call = self.pick_call(calls)
         args: list[Expr] = []
+        # One call in four passes one variable for all its same-typed arguments.
+        same = self.coin(4)
         for at in call.arg_types:
             recent = ctx.by_key.get(type_key(at), [])[::-1][:3]
-            if recent and not self.coin(3):
+            if same and recent:
+                args.append(recent[0])
+            elif recent and not self.coin(3):
                 args.append(self.pick(recent))
             elif self.coin(2):
                 args.append(self.literal(at, ctx, 0))
@@ -129,6 +134,14 @@ class _OpGen(_GenBase):
                 args.append(self.gen(at, ctx, d))
         return Call(Op(call.op), self._safe_divisor(call.op, tuple(args), call.arg_types),
                     call.attrs), t
+
+    def pick_call(self, calls: list[opcalls.OpCall]) -> opcalls.OpCall:
+        """One of ``calls``: half of the time one of the program's focus operators."""
+        if self.focus_ops:
+            focus = [c for c in calls if c.op in self.focus_ops]
+            if focus and self.coin(2):
+                return self.pick(focus)
+        return self.pick(calls)
 
     def _safe_divisor(self, op: str, args: tuple[Expr, ...], types: tuple[Type, ...]
                       ) -> tuple[Expr, ...]:

@@ -9,10 +9,9 @@ subterm); a counter loop ``fn (%n: int32, ..) { if (n <= 0 || n > B) {..} else {
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import strategies as st
 
 from conformance.strategies.programgen.base import _GenBase
-from conformance.strategies.programgen.scope import _calls, _Ctx, _RecPermit
+from conformance.strategies.programgen.scope import _calls, _Ctx, _ints, _RecPermit
 from conformance.strategies.typeutil import type_key
 from semantics.expr import Call, Constant, Expr, Function, If, Let, Op, Var
 from semantics.types import FuncType, TensorType, Type
@@ -62,7 +61,7 @@ class _RecGen(_GenBase):
     def counter_loop(self, ctx: _Ctx, d: int, target: Type | None) -> tuple[Var, Expr, Type]:
         """``let %loop = fn (%n: int32, ..) -> R { if (stop) {..} else {..%loop(%n - 1, ..)} }``."""
         ret = target if (target is not None and self.coin(2)) else self.rand_type(ctx, 1)
-        extra = [self.rand_type(ctx, 1) for _ in range(self.draw(st.integers(0, 1)))]
+        extra = [self.rand_type(ctx, 1) for _ in range(self.draw(_ints(0, 1)))]
         n = self.var(TensorType((), "int32"), prefix="n")
         params = [(n, TensorType((), "int32"))] + [(self.var(t), t) for t in extra]
         ft = FuncType(tuple(t for _, t in params), ret)

@@ -110,6 +110,18 @@ _PREFIX = {"tensor": "x", "tuple": "t", "fn": "f", "ref": "r", "adt": "d", "var"
 _INDEX: dict[int, st.SearchStrategy[int]] = {}
 
 
+_INTS: dict[tuple[int, int], st.SearchStrategy[int]] = {}
+
+
+def _ints(lo: int, hi: int) -> st.SearchStrategy[int]:
+    """``st.integers(lo, hi)``, cached (a new strategy object is validated on its first
+    draw, which costs more than the draw)."""
+    s = _INTS.get((lo, hi))
+    if s is None:
+        s = _INTS[(lo, hi)] = st.integers(lo, hi)
+    return s
+
+
 def _index(n: int) -> st.SearchStrategy[int]:
     s = _INDEX.get(n)
     if s is None:
