@@ -188,10 +188,8 @@ class Machine:
     cases: dict[type, Callable[[Any, Any, Env], Any]]
     appliers: dict[type, Callable[[Any, Any, list[Any], Any], Any]]
     fired: Callable[[Any, Any], None]
-
-    def eval_shared(self, e: Expr, v: Any) -> Any:
-        """Semantics-Shared: the value of a shared node found in the memo (a subclass case)."""
-        raise NotImplementedError
+    # Semantics-Shared: the value of a shared node found in the memo (the subclass's case).
+    eval_shared: Callable[[Expr, Any], Any]
 
     def __init__(self, mod: IRModule, *, fuel: int | None = None,
                  trace: Callable[[str, Any], Any] | None = None, max_depth: int = 100_000,
