@@ -22,15 +22,6 @@
   through a ``RefValue`` are values, as in Relay), a number that overflows the
   dtype (``1e40`` for float32, ``2**70`` for int32), a dimension equation the
   solver cannot invert (``Tensor[(n % 3)]`` with ``n`` bound nowhere else).
-* :func:`export_value` (:mod:`interpreter.export`) prepares a result for the
-  caller: arrays that came straight out of the program's constants (read-only)
-  are copied, so every array a caller receives is an ordinary writable ndarray.
-* :func:`prelude_for_expr` / :func:`with_prelude` (:mod:`interpreter.linking`)
-  supply the prelude definitions an expression or a hand-built module uses but
-  does not define.
-
-The last three are re-exported here: this module is where ``evaluate`` finds all
-of its boundary crossings.
 
 Deep values (a 10,000-element list) are converted with
 :func:`semantics.visitor.run_recursive` and explicit stacks: no Python
@@ -45,8 +36,6 @@ from typing import Any
 import numpy as np
 import sympy
 
-from interpreter.export import export_value
-from interpreter.linking import prelude_for_expr, with_prelude
 from interpreter.values import (
     Closure,
     ConstructorFunction,
@@ -73,8 +62,7 @@ from semantics.types import (
 )
 from semantics.visitor import run_recursive
 
-__all__ = ["convert_arguments", "convert_value", "export_value", "prelude_for_expr",
-           "with_prelude"]
+__all__ = ["convert_arguments", "convert_value"]
 
 _RELAY_DTYPES = frozenset(SCALAR_DTYPES)
 _NUMPY_DTYPES = {name: np.dtype(name) for name in SCALAR_DTYPES}
