@@ -30,15 +30,18 @@ from semantics.ops.tables import (
     GRADIENTS,
     LOWERINGS,
     QUANT_ANNOTATIONS,
+    TANGENTS,
     RuleTable,
     declare_no_gradient,
+    declare_no_tangent,
     missing,
     register_gradient,
     register_lowering,
     register_quant_annotation,
+    register_tangent,
 )
 
-__all__ = ["GRADIENTS", "LOWERINGS", "QUANT_ANNOTATIONS", "AttrSpec", "OpDef", "OpPattern",
-           "Relation", "RuleTable", "declare_no_gradient", "exists", "get", "list_ops",
-           "missing", "register_gradient", "register_lowering", "register_op",
-           "register_quant_annotation"]
+__all__ = ["GRADIENTS", "LOWERINGS", "QUANT_ANNOTATIONS", "TANGENTS", "AttrSpec", "OpDef",
+           "OpPattern", "Relation", "RuleTable", "declare_no_gradient", "declare_no_tangent",
+           "exists", "get", "list_ops", "missing", "register_gradient", "register_lowering",
+           "register_op", "register_quant_annotation", "register_tangent"]

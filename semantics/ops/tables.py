@@ -19,6 +19,9 @@ A table maps a *key* to a rule.  The key is the operator name, optionally qualif
   on purpose, with the reason (``argmax`` has no gradient: its derivative is zero almost
   everywhere and its output is an index).  Such an operator is not *missing*; looking it up
   raises the error with the recorded reason;
+Tables: ``GRADIENTS`` (reverse-mode rules), ``TANGENTS`` (forward-mode rules), ``LOWERINGS``
+(per target), ``QUANT_ANNOTATIONS``.
+
 * lookup (:meth:`RuleTable.lookup`): the rule, or ``RelayTypeError`` naming the table and the
   operator ("no gradient rule for operator foo") — a program that needs a rule the table
   lacks is rejected like any other ill-formed request;
@@ -177,6 +180,7 @@ def missing(table: RuleTable, *, among: Iterable[str] | None = None,
 
 
 GRADIENTS = RuleTable("gradient")
+TANGENTS = RuleTable("tangent")
 LOWERINGS = RuleTable("lowering", qualifier="target")
 QUANT_ANNOTATIONS = RuleTable("quantization annotation")
 
@@ -184,6 +188,11 @@ QUANT_ANNOTATIONS = RuleTable("quantization annotation")
 def register_gradient(op: str) -> Callable[[R], R]:
     """Decorator: the decorated function is the gradient rule of ``op`` (``GRADIENTS``)."""
     return GRADIENTS.register(op)
+
+
+def register_tangent(op: str) -> Callable[[R], R]:
+    """Decorator: the decorated function is the forward-mode (tangent) rule of ``op``."""
+    return TANGENTS.register(op)
 
 
 def register_lowering(op: str, target: str) -> Callable[[R], R]:
@@ -199,3 +208,9 @@ def register_quant_annotation(op: str) -> Callable[[R], R]:
 def declare_no_gradient(op: str, reason: str) -> None:
     """Record that ``op`` has no gradient on purpose (e.g. ``argmax``: piecewise constant)."""
     GRADIENTS.declare_none(op, reason)
+
+
+def declare_no_tangent(op: str, reason: str) -> None:
+    """Record that ``op`` has no tangent rule on purpose (the forward-mode twin of
+    :func:`declare_no_gradient`)."""
+    TANGENTS.declare_none(op, reason)
