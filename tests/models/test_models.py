@@ -16,7 +16,7 @@ from semantics.visitor import post_order
 from typechecker import check, type_of
 
 pytest.importorskip("torch", reason="torch is not installed (extra `torch`)")
-import torch_ref  # noqa: E402  (needs torch)
+from models import torch_reference as torch_ref  # noqa: E402  (needs torch)
 
 
 def test_names_are_the_contracts() -> None:

@@ -1,4 +1,5 @@
-"""The models' architectures written independently in PyTorch, run with the same weights.
+"""The models' architectures written independently in PyTorch, run with the same weights
+(needs the `torch` extra; used by the tests and by `bench/paper.py` as the PyTorch-eager peer).
 
 Vision models use ``torch.nn.functional`` layer by layer; the recurrent layers are PyTorch's own
 ``nn.RNN``/``nn.GRU``/``nn.LSTM`` with the weights loaded into their ``state_dict``; CharRNN is the
