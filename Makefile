@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_BASE := $(VENV)/.installed-base
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test test-deep bench lint clean
+.PHONY: demo test test-deep bench lint clean paper
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -27,6 +27,16 @@ test: $(STAMP_TEST)
 
 test-deep: $(STAMP_TEST)
 	HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest -q tests
+
+STAMP_BENCH := $(VENV)/.installed-bench
+
+$(STAMP_BENCH): $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet -e '.[bench,tvm]'
+	touch $@
+
+# The paper's figures (Markdown tables + PNG plots) in paper/; see REPRODUCING.md.
+paper: $(STAMP_BENCH)
+	$(BIN)/python bench/paper.py --out paper
 
 bench: $(STAMP_BASE)
 	$(BIN)/python bench/parse.py

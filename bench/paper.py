@@ -1,0 +1,455 @@
+"""Reproduce the paper's figures on this machine: ``make paper`` / ``python bench/paper.py``.
+
+Writes one output folder (default ``paper/``) with a Markdown report (``README.md``: every table,
+the plots, and the list of figures that could not be produced, each with its reason) and one PNG
+per plotted figure:
+
+* **Fig. 5** — the reverse-mode gradient of the identity function before and after partial
+  evaluation and dead-code elimination (``ad.grad``, ``pe.partial_evaluate``);
+* **Fig. 10** (SysML Fig. 5) — speedup of ``-O1``/``-O2``/``-O3`` over ``-O0`` per vision model on
+  the TVM backend (graph executor);
+* **Figs. 11/12** (vision) and **Figs. 6/13** (NLP: RNN, GRU, LSTM, CharRNN, TreeLSTM) — our
+  latency (TVM backend at ``-O3``; the VM for the NLP models) against the peers installed here:
+  PyTorch eager and onnxruntime (models exported from the same PyTorch modules with
+  ``torch.onnx``; CharRNN's and TreeLSTM's control flow stays in Python around an exported cell,
+  as a user of those systems would write it), reported as ratios measured in the same run.
+
+Protocol: batch 1, two threads everywhere (``torch.set_num_threads(2)``, onnxruntime
+``intra_op_num_threads=2``, ``TVM_NUM_THREADS=2``), the same seeded weights and inputs
+(``models.get``/``models.example_inputs``), outputs checked against each other before timing,
+median of ``--runs`` (default 20) timed runs after ``--warmup`` (default 3) runs, wall-clock time.
+A figure whose prerequisites are missing (a package not installed, a component failing) is left
+out of the output and listed under "Missing" with the reason — never replaced by a placeholder.
+
+Usage: ``python bench/paper.py [--out DIR] [--only fig5 fig10 vision nlp] [--models NAME ...]
+[--runs N] [--warmup N] [--quick]`` (``--quick``: 3 runs, 1 warm-up, for a smoke test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("TVM_NUM_THREADS", "2")
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import models  # noqa: E402
+from models import recurrent  # noqa: E402
+from semantics import pretty  # noqa: E402
+
+THREADS = 2
+
+
+class Missing(Exception):
+    """A figure (or one system's column) cannot be produced here; the message says why."""
+
+
+@dataclass
+class Report:
+    out: Path
+    sections: list[str] = field(default_factory=list)
+    missing: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, title: str, body: str) -> None:
+        self.sections.append(f"## {title}\n\n{body}\n")
+
+    def lack(self, what: str, why: str) -> None:
+        self.missing.append((what, why))
+
+    def write(self, header: str) -> Path:
+        lines = [header, ""] + self.sections
+        if self.missing:
+            lines.append("## Missing\n")
+            lines += [f"* **{what}**: {why}" for what, why in self.missing]
+            lines.append("")
+        path = self.out / "README.md"
+        path.write_text("\n".join(lines))
+        return path
+
+
+def progress(items: Iterable[Any], desc: str) -> Iterable[Any]:
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return items
+    return tqdm(list(items), desc=desc, leave=False)
+
+
+def table(header: list[str], rows: list[list[Any]]) -> str:
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
+        return str(v)
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def median_time(fn: Callable[[], Any], runs: int, warmup: int) -> float:
+    """Median wall-clock seconds of ``fn()`` over ``runs`` runs after ``warmup`` runs."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bar_plot(path: Path, title: str, groups: list[str], series: dict[str, list[float | None]],
+             ylabel: str, baseline: float | None = None) -> bool:
+    """A grouped bar chart; False when matplotlib is absent."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(groups) * max(1, len(series)) / 2), 4))
+    width = 0.8 / max(1, len(series))
+    for i, (name, values) in enumerate(series.items()):
+        xs = [g + i * width for g in range(len(groups))]
+        ax.bar(xs, [v if v is not None else 0.0 for v in values], width, label=name)
+    ax.set_xticks([g + width * (len(series) - 1) / 2 for g in range(len(groups))], groups)
+    if baseline is not None:
+        ax.axhline(baseline, color="black", linewidth=0.8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+# --- Fig. 5 -----------------------------------------------------------------------------------
+
+def fig5(report: Report, args: argparse.Namespace) -> None:
+    try:
+        from pe import partial_evaluate
+
+        from ad import grad
+    except ImportError as e:
+        raise Missing(f"needs reverse-mode AD and the partial evaluator ({e})") from e
+    from semantics import alpha_equal, parse_expr
+
+    identity = parse_expr("fn (%d: Tensor[(), float32]) { %d }")
+    before = grad(identity)
+    after = partial_evaluate(before, dce=True)
+    expected = parse_expr("fn (%d: Tensor[(), float32]) { (%d, (ones_like(%d),)) }")
+    verdict = ("alpha-equivalent to the paper's `fn (%d) { (%d, (ones_like(%d),)) }`"
+               if alpha_equal(after, expected) else
+               "**not** alpha-equivalent to the paper's `fn (%d) { (%d, (ones_like(%d),)) }`")
+    body = (f"Reverse-mode gradient of the identity function, as `ad.grad` produces it:\n\n"
+            f"```\n{pretty(before)}\n```\n\nAfter `pe.partial_evaluate(..., dce=True)` "
+            f"({verdict}):\n\n```\n{pretty(after)}\n```")
+    (report.out / "fig5.md").write_text(body + "\n")
+    report.add("Fig. 5: partial evaluation of the gradient of the identity", body)
+
+
+# --- the systems being compared ---------------------------------------------------------------
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as e:
+        raise Missing("PyTorch is not installed (extra `torch`)") from e
+    torch.set_num_threads(THREADS)
+    return torch
+
+
+def ours(name: str, opt_level: int, executor: str) -> Callable[..., Any]:
+    """Our TVM-backend build of ``name``: a callable taking the model's example inputs."""
+    try:
+        from backends.tvm import build
+    except ImportError as e:
+        raise Missing(f"the TVM backend is not available ({e})") from e
+    mod, params = models.get(name)
+    exe = build(mod, params=params, opt_level=opt_level, executor=executor)
+    return exe
+
+
+def torch_eager(name: str) -> tuple[Callable[..., Any], Callable[[tuple], tuple]]:
+    """PyTorch eager on the model's reference module: (runner, input converter)."""
+    torch = _torch()
+    from models import torch_reference as tr
+
+    _, params = models.get(name)
+    net = tr.module(name, params)
+
+    if name in models.VISION:
+        def run(x: Any) -> Any:
+            with torch.no_grad():
+                return net(x)
+        return run, lambda inputs: (torch.from_numpy(inputs[0]),)
+    if name in ("rnn", "gru", "lstm"):
+        def run_seq(xs: Any) -> Any:
+            with torch.no_grad():
+                return net(xs)
+        return run_seq, lambda inputs: (torch.stack([torch.from_numpy(s)
+                                                     for s in _list_items(inputs[0])]),)
+    if name == "char_rnn":
+        def gen(cat: Any, letter: Any) -> Any:
+            with torch.no_grad():
+                return tr.char_rnn_generate(net, cat, letter)
+        return gen, lambda inputs: tuple(torch.from_numpy(a) for a in inputs)
+
+    def tree(t: Any) -> Any:
+        with torch.no_grad():
+            return tr.tree_lstm_run(net, t)
+    return tree, lambda inputs: (_tree_tuple(inputs[0], torch),)
+
+
+def onnx_runtime(name: str, workdir: Path) -> tuple[Callable[..., Any], Callable[[tuple], tuple]]:
+    """onnxruntime on the model exported from its PyTorch module: (runner, input converter)."""
+    torch = _torch()
+    try:
+        import onnxruntime as ort
+    except ImportError as e:
+        raise Missing("onnxruntime is not installed (extra `bench`)") from e
+    from models import torch_reference as tr
+
+    _, params = models.get(name)
+    net = tr.module(name, params)
+    path = workdir / f"{name}.onnx"
+    if name in models.VISION:
+        example: tuple = (torch.from_numpy(models.example_inputs(name)[0]),)
+    elif name in ("rnn", "gru", "lstm"):
+        example = (torch.zeros(models.SEQUENCE_STEPS, 1, recurrent.LM_SIZE),)
+    elif name == "char_rnn":
+        example = (torch.zeros(1, recurrent.CHAR_CATEGORIES),
+                   torch.zeros(1, recurrent.CHAR_LETTERS), torch.zeros(1, recurrent.CHAR_HIDDEN))
+    else:
+        example = (torch.zeros(1, recurrent.TREE_INPUT), torch.zeros(2, recurrent.TREE_HIDDEN),
+                   torch.zeros(2, recurrent.TREE_HIDDEN))
+    if not path.exists():
+        dynamic = None
+        if name == "tree_lstm":
+            kids = torch.export.Dim("children", min=0)
+            dynamic = {"x": None, "child_h": {0: kids}, "child_c": {0: kids}}
+        with _quiet():
+            torch.onnx.export(net, example, str(path), dynamo=True, external_data=False,
+                              dynamic_shapes=dynamic)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = THREADS
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+
+    def call(*arrays: np.ndarray) -> list[np.ndarray]:
+        return sess.run(None, dict(zip(names, arrays)))
+
+    if name in models.VISION or name in ("rnn", "gru", "lstm"):
+        convert = ((lambda inputs: inputs) if name in models.VISION else
+                   (lambda inputs: (np.stack(_list_items(inputs[0])),)))
+        return (lambda *a: call(*a)[0]), convert
+    if name == "char_rnn":
+        def cell(cat: Any, letter: Any, hidden: Any) -> tuple:
+            logp, h = call(np.asarray(cat), np.asarray(letter), np.asarray(hidden))
+            return torch.from_numpy(logp), torch.from_numpy(h)
+        return ((lambda cat, letter: tr.char_rnn_generate(cell, cat, letter)),
+                lambda inputs: tuple(torch.from_numpy(a) for a in inputs))
+
+    def tree_cell(x: Any, ch: Any, cc: Any) -> tuple:
+        h, c = call(np.asarray(x), np.asarray(ch), np.asarray(cc))
+        return torch.from_numpy(h), torch.from_numpy(c)
+    return ((lambda t: tr.tree_lstm_run(tree_cell, t)),
+            lambda inputs: (_tree_tuple(inputs[0], torch),))
+
+
+class _quiet:
+    """Silence the exporter's progress lines."""
+
+    def __enter__(self) -> None:
+        import contextlib
+        import io
+        self._ctx = [contextlib.redirect_stdout(io.StringIO()),
+                     contextlib.redirect_stderr(io.StringIO())]
+        for c in self._ctx:
+            c.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        for c in reversed(self._ctx):
+            c.__exit__(*exc)
+
+
+def _list_items(v: Any) -> list[Any]:
+    out = []
+    while v.name == "Cons":
+        out.append(v.fields[0])
+        v = v.fields[1]
+    return out
+
+
+def _tree_tuple(v: Any, torch: Any) -> tuple:
+    """A ``Rose`` value as nested ``(tensor, [children])`` pairs (explicit stack)."""
+    done: dict[int, tuple] = {}
+    stack = [(v, False)]
+    while stack:
+        node, ready = stack.pop()
+        kids = _list_items(node.fields[1])
+        if ready:
+            done[id(node)] = (torch.from_numpy(node.fields[0]), [done.pop(id(k)) for k in kids])
+        else:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids)
+    return done[id(v)]
+
+
+def _as_array(result: Any) -> np.ndarray:
+    if hasattr(result, "detach"):
+        return result.detach().numpy()
+    if hasattr(result, "name") and hasattr(result, "fields"):
+        return np.asarray([int(x) for x in _list_items(result)])
+    if isinstance(result, list):
+        return np.asarray(result)
+    return np.asarray(result)
+
+
+# --- Figs. 11/12 and 6/13: latency against the peers -----------------------------------------
+
+def latency(report: Report, args: argparse.Namespace, names: list[str], title: str,
+            stem: str) -> None:
+    header = ["model", "ours (ms)", "PyTorch (ms)", "onnxruntime (ms)", "PyTorch / ours",
+              "onnxruntime / ours"]
+    rows: list[list[Any]] = []
+    ratios: dict[str, list[float | None]] = {"PyTorch / ours": [], "onnxruntime / ours": []}
+    workdir = report.out / "onnx"
+    workdir.mkdir(exist_ok=True)
+    for name in progress(names, title):
+        inputs = models.example_inputs(name)
+        try:
+            exe = ours(name, 3, "graph" if name in models.VISION else "vm")
+        except Missing as e:
+            report.lack(f"{title}: {name}", str(e))
+            continue
+        except Exception as e:  # a failure of ours is reported, not hidden
+            report.lack(f"{title}: {name}", f"our build failed: {type(e).__name__}: {e}")
+            continue
+        expect = _as_array(exe(*inputs))
+        t_ours = median_time(lambda exe=exe, inputs=inputs: exe(*inputs), args.runs, args.warmup)
+        peers: list[float | None] = []
+        for label, factory in (("PyTorch", torch_eager),
+                               ("onnxruntime", lambda n: onnx_runtime(n, workdir))):
+            try:
+                run, convert = factory(name)
+                peer_in = convert(inputs)
+                got = _as_array(run(*peer_in))
+                np.testing.assert_allclose(got, expect, rtol=1e-3,
+                                           atol=1e-3 * max(1.0, float(np.abs(expect).max())))
+                peers.append(median_time(lambda run=run, a=peer_in: run(*a), args.runs,
+                                         args.warmup))
+            except Missing as e:
+                report.lack(f"{title}: {label} on {name}", str(e))
+                peers.append(None)
+            except Exception as e:
+                report.lack(f"{title}: {label} on {name}",
+                            f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
+                peers.append(None)
+        r = [None if p is None else p / t_ours for p in peers]
+        ratios["PyTorch / ours"].append(r[0])
+        ratios["onnxruntime / ours"].append(r[1])
+        rows.append([name, t_ours * 1e3] + [None if p is None else p * 1e3 for p in peers]
+                    + [("—" if x is None else x) for x in r])
+    if not rows:
+        raise Missing("no model could be measured (see the entries above)")
+    rows = [[("—" if v is None else v) for v in row] for row in rows]
+    done = [row[0] for row in rows]
+    png = report.out / f"{stem}.png"
+    plotted = bar_plot(png, f"{title}: peer latency / ours (higher is better for us)", done,
+                       ratios, "ratio", baseline=1.0)
+    body = table(header, rows)
+    body += (f"\n\nMedian of {args.runs} runs after {args.warmup} warm-up runs, batch 1, "
+             f"{THREADS} threads; ratios above 1 mean we are faster.")
+    if plotted:
+        body += f"\n\n![{title}]({png.name})"
+    (report.out / f"{stem}.md").write_text(body + "\n")
+    report.add(title, body)
+
+
+# --- Fig. 10: optimization levels ------------------------------------------------------------
+
+def fig10(report: Report, args: argparse.Namespace, names: list[str]) -> None:
+    rows: list[list[Any]] = []
+    series: dict[str, list[float | None]] = {"-O1": [], "-O2": [], "-O3": []}
+    for name in progress(names, "Fig. 10"):
+        inputs = models.example_inputs(name)
+        times = []
+        for level in range(4):
+            exe = ours(name, level, "graph")
+            times.append(median_time(lambda exe=exe, a=inputs: exe(*a), args.runs, args.warmup))
+        speedups = [times[0] / t for t in times[1:]]
+        for key, s in zip(series, speedups):
+            series[key].append(s)
+        rows.append([name, times[0] * 1e3] + speedups)
+    png = report.out / "fig10.png"
+    plotted = bar_plot(png, "Speedup over -O0 (TVM backend, graph executor)", names, series,
+                       "speedup", baseline=1.0)
+    body = table(["model", "-O0 (ms)", "-O1 speedup", "-O2 speedup", "-O3 speedup"], rows)
+    if plotted:
+        body += "\n\n![Fig. 10](fig10.png)"
+    (report.out / "fig10.md").write_text(body + "\n")
+    report.add("Fig. 10: speedup of -O1/-O2/-O3 over -O0 (vision)", body)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="paper", help="output folder (default: paper/)")
+    ap.add_argument("--only", nargs="*", default=["fig5", "fig10", "vision", "nlp"],
+                    choices=["fig5", "fig10", "vision", "nlp"])
+    ap.add_argument("--models", nargs="*", default=None, help="restrict to these models")
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="3 runs after 1 warm-up (smoke test)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.runs, args.warmup = 3, 1
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    report = Report(out)
+    chosen = args.models or models.names()
+    vision = [n for n in models.VISION if n in chosen]
+    nlp = [n for n in models.NLP if n in chosen]
+    steps: list[tuple[str, str, Callable[[], None]]] = [
+        ("fig5", "Fig. 5", lambda: fig5(report, args)),
+        ("fig10", "Fig. 10", lambda: fig10(report, args, vision)),
+        ("vision", "Figs. 11/12 (vision latency)",
+         lambda: latency(report, args, vision, "Figs. 11/12 (vision latency)", "vision")),
+        ("nlp", "Figs. 6/13 (NLP latency)",
+         lambda: latency(report, args, nlp, "Figs. 6/13 (NLP latency)", "nlp")),
+    ]
+    started = time.perf_counter()
+    for key, title, run in steps:
+        if key not in args.only:
+            continue
+        try:
+            run()
+        except Missing as e:
+            report.lack(title, str(e))
+        except Exception as e:
+            report.lack(title, f"failed: {type(e).__name__}: {e}")
+            traceback.print_exc()
+    header = (f"# The paper's figures, reproduced on this machine\n\nGenerated by "
+              f"`bench/paper.py` in {time.perf_counter() - started:.0f} s "
+              f"({os.cpu_count()} CPUs, {THREADS} threads per system). See REPRODUCING.md for "
+              f"what the paper reports and why our numbers differ.")
+    path = report.write(header)
+    print(path.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
