@@ -1,0 +1,215 @@
+"""Gradient checking against central finite differences (JAX's ``check_grads``).
+
+:func:`check_grads` converts the function to float64 (every floating-point type, literal and
+``dtype`` attribute), then, along a few random directions ``v`` over the float arguments,
+compares the derivative AD computes with the central difference
+``(S(x + eps v) - S(x - eps v)) / (2 eps)`` of ``S = sum of the outputs``:
+
+* ``"rev"``: ``<grad(f)(x), v>`` (reverse mode, :func:`ad.grad`);
+* ``"fwd"``: the summed output tangent of ``jvp(f)(x, v)`` (forward mode, :func:`ad.jvp`).
+
+``order=2`` also checks the second derivative: the same comparison for the function
+``x -> grad(f)(x).1`` (its summed output is ``<grad S, 1>``), whose gradient AD obtains by
+differentiating the gradient program (reverse over reverse; forward over reverse).
+A mismatch raises ``AssertionError`` with the mode, the order, both numbers and the direction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from semantics.errors import RelayTypeError
+from semantics.expr import Call, Constant, Expr, Function, TupleGetItem, Var
+from semantics.module import IRModule
+from semantics.rewrite import ScopedMutator
+from semantics.type_visitor import TypeMutator
+from semantics.types import TensorType, Type
+
+__all__ = ["check_grads", "to_float64"]
+
+
+class _F64Type(TypeMutator):
+    def leave(self, old: Type, new: Type) -> Type:
+        if isinstance(new, TensorType) and new.dtype.startswith(("float", "bfloat")):
+            return TensorType(new.shape, "float64", span=new.span)
+        return new
+
+
+def _is_float_dtype(s: Any) -> bool:
+    return isinstance(s, str) and s.startswith(("float", "bfloat"))
+
+
+class _F64Expr(ScopedMutator):
+    """Every float type, literal and dtype attribute of an expression made float64."""
+
+    def __init__(self) -> None:
+        self._types = _F64Type()
+
+    def _t(self, t: Type | None) -> Type | None:
+        return None if t is None else self._types.mutate(t)
+
+    def bind(self, var: Var, site: Any) -> Var:
+        t = self._t(var.type_annotation)
+        if t is var.type_annotation:
+            return var
+        return Var(var.name_hint, t, span=var.span)
+
+    def visit_constant(self, new: Expr, old: Expr) -> Expr:
+        assert isinstance(new, Constant)
+        if _is_float_dtype(new.data.dtype.name):
+            return Constant(new.data.astype(np.float64), span=new.span)
+        return new
+
+    def visit_call(self, new: Expr, old: Expr) -> Expr:
+        assert isinstance(new, Call)
+        attrs = new.attrs
+        changed = {k: "float64" for k, v in attrs.items()
+                   if k in ("dtype", "out_dtype") and _is_float_dtype(v)}
+        type_args = tuple(self._t(t) for t in new.type_args)
+        if not changed and all(a is b for a, b in zip(type_args, new.type_args)):
+            return new
+        return Call(new.op, new.args, attrs.replace(**changed) if changed else attrs,
+                    type_args, span=new.span)  # type: ignore[arg-type]
+
+    def visit_function(self, new: Expr, old: Expr) -> Expr:
+        assert isinstance(new, Function)
+        ret = self._t(new.ret_type)
+        if ret is new.ret_type:
+            return new
+        return Function(new.params, new.body, ret, new.type_params, new.attrs, span=new.span)
+
+
+def to_float64(e: Expr) -> Expr:
+    """``e`` with every floating-point type, literal and ``dtype`` attribute made float64."""
+    return _F64Expr().mutate(e)
+
+
+def _runner(fn: Expr, mod: IRModule | None) -> Callable[..., Any]:
+    from interpreter import evaluate
+
+    if mod is None:
+        return lambda *a: evaluate(fn, *a)
+    assert isinstance(fn, Function)
+    m = mod.with_function("__check_grads", fn)
+    return lambda *a: evaluate(m, *a, entry="__check_grads")
+
+
+def _flat_floats(value: Any) -> list[np.ndarray]:
+    out: list[np.ndarray] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, tuple):
+            stack.extend(reversed(v))
+        elif isinstance(v, np.ndarray) and v.dtype.kind == "f":
+            out.append(v)
+    return out
+
+
+def _total(value: Any) -> float:
+    return float(sum(np.sum(a, dtype=np.float64) for a in _flat_floats(value)))
+
+
+def _map_floats(x: Any, fn: Callable[[np.ndarray, int], Any], counter: list[int]) -> Any:
+    if isinstance(x, tuple):
+        return tuple(_map_floats(v, fn, counter) for v in x)
+    arr = np.asarray(x)
+    if arr.dtype.kind == "f":
+        counter[0] += 1
+        return fn(arr, counter[0] - 1)
+    return x
+
+
+def _dot(a: Any, b: list[np.ndarray]) -> float:
+    fa = _flat_floats(a)
+    return float(sum(np.sum(p.astype(np.float64) * q) for p, q in zip(fa, b)))
+
+
+def check_grads(f: Expr | str, args: Sequence[Any], order: int = 1, mod: IRModule | None = None,
+                modes: Sequence[str] = ("fwd", "rev"), atol: float | None = None,
+                rtol: float | None = None, eps: float = 1e-4, directions: int = 2,
+                seed: int = 0) -> None:
+    """Check the derivatives of ``f`` at ``args`` against central finite differences.
+
+    Args:
+        f: a function expression, or the name of a global of ``mod``.
+        args: the point (numpy arrays / scalars / tuples; float ones are made float64).
+        order: 1 (first derivatives) or 2 (also the derivative of the gradient).
+        mod: the module of ``f``'s globals and ADTs.
+        modes: ``"fwd"`` and/or ``"rev"``.
+        atol / rtol: tolerances (default 1e-5 and 1e-4 at order 1, 1e-3 and 1e-3 at order 2).
+        eps: the finite-difference step.
+        directions: the number of random directions tried.
+        seed: the seed of the directions.
+    Raises:
+        AssertionError: AD and finite differences disagree (the message has both values).
+        RelayTypeError: ``f`` is not differentiable.
+    """
+    from ad import grad, jvp
+
+    if order not in (1, 2):
+        raise ValueError(f"check_grads: order must be 1 or 2, got {order}")
+    for m in modes:
+        if m not in ("fwd", "rev"):
+            raise ValueError(f"check_grads: unknown mode {m!r} (expected 'fwd' or 'rev')")
+    if isinstance(f, str):
+        if mod is None:
+            raise RelayTypeError(f"check_grads: the global @{f} needs its module")
+        f = mod[f]
+    fn = to_float64(f)
+    mod64 = None
+    if mod is not None:
+        mod64 = mod.with_functions({k: to_float64(v) for k, v in mod.functions.items()})  # type: ignore
+    point = tuple(_map_floats(a, lambda arr, _: arr.astype(np.float64), [0]) for a in args)
+    _check_order(fn, point, mod64, modes, 1, atol, rtol, eps, directions, seed, grad, jvp)
+    if order == 2:
+        g = grad(fn, mod=mod64)
+        xs = [Var(p.name_hint, p.type_annotation) for p in g.params]
+        second = Function(tuple(xs), TupleGetItem(Call(g, tuple(xs)), 1))
+        _check_order(second, point, mod64, modes, 2, atol, rtol, eps, directions, seed, grad,
+                     jvp)
+
+
+def _check_order(fn: Expr, point: tuple[Any, ...], mod: IRModule | None, modes: Sequence[str],
+                 order: int, atol: float | None, rtol: float | None, eps: float,
+                 directions: int, seed: int, grad: Any, jvp: Any) -> None:
+    atol = atol if atol is not None else (1e-5 if order == 1 else 1e-3)
+    rtol = rtol if rtol is not None else (1e-4 if order == 1 else 1e-3)
+    run = _runner(fn, mod)
+    rng = np.random.default_rng(seed)
+    grad_fn = _runner(grad(fn, mod=mod), mod) if "rev" in modes else None
+    jvp_fn = _runner(jvp(fn, mod=mod), mod) if "fwd" in modes else None
+    g_value = grad_fn(*point) if grad_fn is not None else None
+    for _ in range(directions):
+        dirs: list[np.ndarray] = []
+
+        def pick(arr: np.ndarray, _: int) -> np.ndarray:
+            d = rng.standard_normal(arr.shape)
+            dirs.append(d)
+            return d
+
+        v = tuple(_map_floats(a, pick, [0]) for a in point)
+        counter = [0]
+        plus = tuple(_map_floats(a, lambda arr, i: arr + eps * dirs[i], counter) for a in point)
+        counter = [0]
+        minus = tuple(_map_floats(a, lambda arr, i: arr - eps * dirs[i], counter) for a in point)
+        numeric = (_total(run(*plus)) - _total(run(*minus))) / (2 * eps)
+        results = []
+        if g_value is not None:
+            results.append(("rev", _dot(g_value[1], dirs)))
+        if jvp_fn is not None:
+            tangents = tuple(_map_floats(a, lambda arr, i: dirs[i], [0]) for a in point)
+            del v
+            out = jvp_fn(*point, *tangents)
+            results.append(("fwd", _total(out[1])))
+            v = tangents
+        for mode, analytic in results:
+            if not abs(analytic - numeric) <= atol + rtol * abs(numeric):
+                raise AssertionError(
+                    f"check_grads: {mode}-mode derivative of order {order} disagrees with "
+                    f"finite differences: AD {analytic!r} vs numerical {numeric!r} "
+                    f"(|diff| {abs(analytic - numeric):.3g} > atol {atol} + rtol {rtol} * "
+                    f"|numerical|) along a random direction {v!r}")
