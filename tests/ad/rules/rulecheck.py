@@ -67,12 +67,17 @@ def off_grid(z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return base + frac
 
 
+def some_zeros(z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Normal values with about a third of them set to exactly 0 (prod's special cases)."""
+    return np.where(rng.uniform(size=z.shape) < 0.3, 0.0, z)
+
+
 DOMAINS: dict[tuple[str, int], Domain] = {
     ("log", 0): positive, ("sqrt", 0): positive, ("rsqrt", 0): positive,
     ("power", 0): positive, ("divide", 1): away_from_zero, ("mod", 1): away_from_zero,
     ("floor_mod", 1): away_from_zero, ("floor_divide", 1): away_from_zero,
     ("floor", 0): off_grid, ("ceil", 0): off_grid, ("trunc", 0): off_grid,
-    ("round", 0): off_grid, ("floor_divide", 0): off_grid,
+    ("round", 0): off_grid, ("floor_divide", 0): off_grid, ("prod", 0): some_zeros,
 }
 
 
@@ -119,7 +124,8 @@ def float64_calls(draw: st.DrawFn, name: str) -> tuple[tuple[Type, ...], dict[st
 
 # --- building the call and running rules ------------------------------------------------------
 
-def _var(name: str, t: Type) -> Var:
+def rule_var(name: str, t: Type) -> Var:
+    """A variable annotated with ``t`` and carrying it as ``checked_type`` (a rule atom)."""
     return Var(name, t, checked_type=t)
 
 
@@ -152,7 +158,8 @@ def prepare(name: str, arg_types: Sequence[Type], attrs: dict[str, Any]) -> Rule
     """Type the call and make the ``out`` atom."""
     params, c = typed_call(name, arg_types, attrs)
     assert c.checked_type is not None
-    return RuleRun(name, params, c, _var("out", c.checked_type), c.checked_type, dict(attrs))
+    return RuleRun(name, params, c, rule_var("out", c.checked_type), c.checked_type,
+                   dict(attrs))
 
 
 def _check_fn_types(fn: Function, expected: Sequence[Type], what: str) -> None:
@@ -183,7 +190,7 @@ def check_rule_types(name: str, arg_types: Sequence[Type], attrs: dict[str, Any]
     """The gradient and tangent rules build well-typed expressions of the argument / output
     types, ``None`` exactly for the arguments that carry no derivative (any dtype)."""
     run = prepare(name, arg_types, attrs)
-    g = _var("g", run.out_type)
+    g = rule_var("g", run.out_type)
     grads = gradient_exprs(run, g)
     present = [i for i, e in enumerate(grads) if e is not None]
     for i, e in enumerate(grads):
@@ -194,7 +201,7 @@ def check_rule_types(name: str, arg_types: Sequence[Type], attrs: dict[str, Any]
     fn = Function(run.params + (run.out, g), Tuple(tuple(grads[i] for i in present)))
     fn_types = [run.params[i].checked_type for i in present]
     _check_fn_types(fn, [t for t in fn_types if t is not None], f"{name} gradient")
-    tangents = [_var(f"t{i}", p.checked_type) if is_float_type(p.checked_type) else None
+    tangents = [rule_var(f"t{i}", p.checked_type) if is_float_type(p.checked_type) else None
                 for i, p in enumerate(run.params) if p.checked_type is not None]
     t = tangent_expr(run, tangents)
     if t is None:
@@ -264,6 +271,17 @@ def _map(v: Any, f: Callable[[np.ndarray], np.ndarray]) -> Any:
     return f(v)
 
 
+def run_gradient(name: str, arg_types: Sequence[Type], attrs: dict[str, Any],
+                 args: Sequence[Any], out: Any, g: Any) -> list[Any]:
+    """The values of the gradient rule's expressions (``None`` entries dropped) for ``args``,
+    the output value ``out`` and the adjoint ``g``."""
+    run = prepare(name, arg_types, attrs)
+    gv = rule_var("g", run.out_type)
+    exprs = gradient_exprs(run, gv)
+    fn = Function(run.params + (run.out, gv), Tuple(tuple(e for e in exprs if e is not None)))
+    return list(evaluate(fn, *args, out, g))
+
+
 def reference(run: RuleRun, args: Sequence[Any]) -> Any:
     """The operator's numpy reference on ``args`` (float64 everywhere)."""
     return get(run.name).reference(*args, **run.attrs)
@@ -283,7 +301,7 @@ def check_gradient(name: str, arg_types: Sequence[Type], attrs: dict[str, Any],
     """
     rng = np.random.default_rng(seed)
     run = prepare(name, arg_types, attrs)
-    g = _var("g", run.out_type)
+    g = rule_var("g", run.out_type)
     grads = gradient_exprs(run, g)
     present = [i for i, e in enumerate(grads) if e is not None]
     for i, p in enumerate(run.params):
@@ -325,7 +343,7 @@ def check_tangent(name: str, arg_types: Sequence[Type], attrs: dict[str, Any],
     for i in diff:
         t = run.params[i].checked_type
         assert t is not None
-        tangents[i] = _var(f"t{i}", t)
+        tangents[i] = rule_var(f"t{i}", t)
     expr = tangent_expr(run, tangents)
     if not diff or not is_float_type(run.out_type):
         assert expr is None, f"{name}: a tangent where none can flow"

@@ -13,12 +13,14 @@ from rulecheck import (
     check_rule_types,
     check_tangent,
     float64_cases,
+    gradient_exprs,
     prepare,
+    rule_var,
+    run_gradient,
 )
 
 import ad.rules  # noqa: F401  (registers the rules)
 from conformance.strategies.ops import op_call_args
-from interpreter import evaluate
 from semantics.errors import RelayTypeError
 from semantics.ops import get, list_ops
 from semantics.ops.tables import GRADIENTS, TANGENTS, missing
@@ -72,15 +74,7 @@ def test_rules_typed_for_every_dtype(name: str, data: st.DataObject) -> None:
 
 def _grads(name: str, types: list[TensorType], attrs: dict[str, Any], args: list[Any],
            out: Any, g: Any) -> list[Any]:
-    from rulecheck import _var, gradient_exprs
-
-    from semantics.expr import Function, Tuple
-
-    run = prepare(name, types, attrs)
-    gv = _var("g", run.out_type)
-    exprs = gradient_exprs(run, gv)
-    fn = Function(run.params + (run.out, gv), Tuple(tuple(e for e in exprs if e is not None)))
-    return list(evaluate(fn, *args, out, g))
+    return run_gradient(name, types, attrs, args, out, g)
 
 
 def test_broadcast_add_sums_back() -> None:
@@ -122,8 +116,7 @@ def test_cast_between_float_dtypes_casts_back() -> None:
 
 def test_integer_operands_get_no_gradient() -> None:
     run = prepare("multiply", [TensorType((2,), "int32")] * 2, {})
-    from rulecheck import _var, gradient_exprs
-    assert gradient_exprs(run, _var("g", run.out_type)) == [None, None]
+    assert gradient_exprs(run, rule_var("g", run.out_type)) == [None, None]
 
 
 def test_floor_has_zero_gradient() -> None:
