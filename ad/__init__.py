@@ -24,7 +24,7 @@ from ad.forward import forward_grad, jvp_function
 from ad.lift import let_bound_functions
 from ad.reverse import reverse_grad
 from semantics.errors import RelayTypeError
-from semantics.expr import Expr, Function, Grad, GlobalVar
+from semantics.expr import Expr, Function, GlobalVar, Grad
 from semantics.module import IRModule
 
 __all__ = ["check_grads", "grad", "grad_module", "jvp"]

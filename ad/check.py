@@ -128,6 +128,30 @@ def _dot(a: Any, b: list[np.ndarray]) -> float:
     return float(sum(np.sum(p.astype(np.float64) * q) for p, q in zip(fa, b)))
 
 
+def _directions(point: tuple[Any, ...], rng: np.random.Generator) -> list[np.ndarray]:
+    """One random standard-normal array per float array of ``point`` (flattened order)."""
+    dirs: list[np.ndarray] = []
+
+    def pick(arr: np.ndarray, _: int) -> np.ndarray:
+        dirs.append(rng.standard_normal(arr.shape))
+        return arr
+
+    counter = [0]
+    for a in point:
+        _map_floats(a, pick, counter)
+    return dirs
+
+
+def _along(point: tuple[Any, ...], dirs: list[np.ndarray], step: float | None) -> tuple[Any, ...]:
+    """``point + step * dirs`` (``step`` None: the directions themselves, shaped as ``point``)."""
+    counter = [0]
+
+    def move(arr: np.ndarray, i: int) -> np.ndarray:
+        return dirs[i].copy() if step is None else arr + step * dirs[i]
+
+    return tuple(_map_floats(a, move, counter) for a in point)
+
+
 def check_grads(f: Expr | str, args: Sequence[Any], order: int = 1, mod: IRModule | None = None,
                 modes: Sequence[str] = ("fwd", "rev"), atol: float | None = None,
                 rtol: float | None = None, eps: float = 1e-4, directions: int = 2,
@@ -184,32 +208,20 @@ def _check_order(fn: Expr, point: tuple[Any, ...], mod: IRModule | None, modes: 
     jvp_fn = _runner(jvp(fn, mod=mod), mod) if "fwd" in modes else None
     g_value = grad_fn(*point) if grad_fn is not None else None
     for _ in range(directions):
-        dirs: list[np.ndarray] = []
-
-        def pick(arr: np.ndarray, _: int) -> np.ndarray:
-            d = rng.standard_normal(arr.shape)
-            dirs.append(d)
-            return d
-
-        v = tuple(_map_floats(a, pick, [0]) for a in point)
-        counter = [0]
-        plus = tuple(_map_floats(a, lambda arr, i: arr + eps * dirs[i], counter) for a in point)
-        counter = [0]
-        minus = tuple(_map_floats(a, lambda arr, i: arr - eps * dirs[i], counter) for a in point)
+        dirs = _directions(point, rng)
+        plus = _along(point, dirs, eps)
+        minus = _along(point, dirs, -eps)
         numeric = (_total(run(*plus)) - _total(run(*minus))) / (2 * eps)
         results = []
         if g_value is not None:
             results.append(("rev", _dot(g_value[1], dirs)))
         if jvp_fn is not None:
-            tangents = tuple(_map_floats(a, lambda arr, i: dirs[i], [0]) for a in point)
-            del v
-            out = jvp_fn(*point, *tangents)
+            out = jvp_fn(*point, *_along(point, dirs, None))
             results.append(("fwd", _total(out[1])))
-            v = tangents
         for mode, analytic in results:
             if not abs(analytic - numeric) <= atol + rtol * abs(numeric):
                 raise AssertionError(
                     f"check_grads: {mode}-mode derivative of order {order} disagrees with "
                     f"finite differences: AD {analytic!r} vs numerical {numeric!r} "
                     f"(|diff| {abs(analytic - numeric):.3g} > atol {atol} + rtol {rtol} * "
-                    f"|numerical|) along a random direction {v!r}")
+                    f"|numerical|) along a random direction {dirs!r}")

@@ -76,6 +76,10 @@ Gen = Generator[Any, Any, Any]
 
 ENTRY = "__ad_entry"
 
+MAX_GRAD_NESTING = 32
+"""How deeply ``grad`` nodes may nest (each level expands the next one first)."""
+_DEPTH = 0
+
 
 def is_float_type(t: Type | None) -> bool:
     """Whether ``t`` is a tensor type of a floating-point dtype (the values that carry
@@ -320,8 +324,18 @@ def prepare(f: Expr, mod: IRModule | None,
         mapping[v] = p
     body = substitute(f, mapping) if mapping else f
     entry = Function(tuple(params), body, span=f.span)
-    whole = with_prelude(base.with_function(ENTRY, entry))
-    roots = expand_nested_grads(whole, dict(whole.functions), expand)
+    linked = with_prelude(base.with_function(ENTRY, entry))
+    keep = [ENTRY, *reachable_globals(linked, entry)]
+    whole = linked.with_functions({name: linked[name] for name in keep})
+    global _DEPTH
+    if _DEPTH >= MAX_GRAD_NESTING:
+        raise RelayTypeError(f"grad: more than {MAX_GRAD_NESTING} nested grad expansions "
+                             "(does a function take the gradient of itself?)", f.span)
+    _DEPTH += 1
+    try:
+        roots = expand_nested_grads(linked, dict(whole.functions), expand)
+    finally:
+        _DEPTH -= 1
     whole = whole.with_functions(roots)
     from typechecker import infer
 
