@@ -200,8 +200,10 @@ def _finish(lifter: ForwardLifter, params: list[Var], ll: LetList, out: Expr,
     return Function(tuple(params), outer.get(body), span=span)
 
 
-def _param_names(f: Expr, n: int) -> list[str]:
-    names = [p.name_hint for p in f.params] if isinstance(f, Function) else []
+def _param_names(f: Expr, n: int, mod: IRModule | None = None) -> list[str]:
+    from ad.reverse import _param_names as written
+
+    names = written(f, mod)
     return [names[i] if i < len(names) else f"x{i}" for i in range(n)]
 
 
@@ -219,7 +221,7 @@ def jvp_function(f: Expr, mod: IRModule | None = None, *,
         RelayTypeError: ``f`` is not differentiable.
     """
     lifter, ftype, ll, fl = _lift(f, mod, defs)
-    names = _param_names(f, len(ftype.arg_types))
+    names = _param_names(f, len(ftype.arg_types), mod)
     xs = [Var(n, t) for n, t in zip(names, ftype.arg_types)]
     vs = [Var("d" + n, t) for n, t in zip(names, ftype.arg_types)]
     duals = [ll.push(lifter.dual(x, v, t), x.name_hint) for x, v, t in zip(xs, vs, ftype.arg_types)]
@@ -262,7 +264,7 @@ def forward_grad(f: Expr, mod: IRModule | None = None, *,
             arguments have more than :data:`MAX_FORWARD_ELEMENTS` float elements.
     """
     lifter, ftype, ll, fl = _lift(f, mod, defs)
-    names = _param_names(f, len(ftype.arg_types))
+    names = _param_names(f, len(ftype.arg_types), mod)
     xs = [Var(n, t) for n, t in zip(names, ftype.arg_types)]
     leaves = [(i, p, t) for i, at in enumerate(ftype.arg_types) for p, t in _float_leaves(at)]
     total = 0

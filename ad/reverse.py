@@ -94,6 +94,7 @@ from semantics.expr import (
     Constant,
     Expr,
     Function,
+    GlobalVar,
     Op,
     RefCreate,
     RefRead,
@@ -317,7 +318,7 @@ def reverse_grad(f: Expr, mod: IRModule | None = None, *,
         assert t is not None
         lifter.env[id(p)] = ll.push(_free_lift(lifter, orig, t, orig.span), orig.name_hint)
     fl = run_recursive(lifter.scope(entry.body, bp, ll))
-    names = [p.name_hint for p in f.params] if isinstance(f, Function) else []
+    names = _param_names(f, mod)
     xs = [Var(names[i] if i < len(names) else f"x{i}", t)
           for i, t in enumerate(ftype.arg_types)]
     xl = [ll.push(_lift_input(x, t), x.name_hint) for x, t in zip(xs, ftype.arg_types)]
@@ -332,6 +333,13 @@ def reverse_grad(f: Expr, mod: IRModule | None = None, *,
     outer = LetList()
     body = close_globals(body, lifted, outer)
     return Function(tuple(xs), outer.get(body), span=f.span), {}
+
+
+def _param_names(f: Expr, mod: IRModule | None) -> list[str]:
+    """The parameter names of the differentiated function, when it is written down."""
+    if isinstance(f, GlobalVar) and mod is not None and f.name_hint in mod.functions:
+        f = mod[f.name_hint]
+    return [p.name_hint for p in f.params] if isinstance(f, Function) else []
 
 
 def _nested(target: Expr, mod: IRModule, defs: dict[int, tuple[Var, Function]]) -> Expr:
