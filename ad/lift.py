@@ -135,7 +135,7 @@ class TypeLifter(TypeMutator):
         super().__init__()
         self._pair = pair
         self._extra = extra_params
-        self._unliftable = unliftable
+        self.unliftable = unliftable
 
     def leave(self, old: Type, new: Type) -> Type:
         if isinstance(new, TensorType):
@@ -145,7 +145,7 @@ class TypeLifter(TypeMutator):
                             new.type_constraints, span=new.span)
         if isinstance(new, (TypeCall, GlobalTypeVar)):
             name = new.func.name if isinstance(new, TypeCall) else new.name
-            why = self._unliftable.get(name)
+            why = self.unliftable.get(name)
             if why is not None:
                 raise RelayTypeError(f"grad: cannot differentiate through the ADT {name}: {why}",
                                      old.span)
@@ -453,12 +453,20 @@ class Lifter:
             self.globals_used.add(name)
             return GlobalVar(self.lifted_name(name), span=e.span)
         if t is Constructor:
+            self.check_constructor(e)  # type: ignore[arg-type]
             return e
         if t is Op:
             raise RelayTypeError(f"grad: the operator {e.name} used as a first-class value "  # type: ignore
                                  "cannot be differentiated (call it inside a function literal)",
                                  e.span)
         raise InternalError(f"ad: {t.__name__} is not an atom")
+
+    def check_constructor(self, ctor: Constructor) -> None:
+        """Reject a constructor of an ADT that cannot be lifted structurally."""
+        why = self.types.unliftable.get(ctor.belong_to.name)
+        if why is not None:
+            raise RelayTypeError(f"grad: cannot differentiate through the ADT "
+                                 f"{ctor.belong_to.name}: {why}", ctor.span)
 
     # --- scopes -------------------------------------------------------------------------------
     def scope(self, e: Expr, ctx: Any, ll: LetList | None = None) -> Gen:
@@ -507,6 +515,7 @@ class Lifter:
                 return self.op_call(e, ll, ctx)  # type: ignore[arg-type]
             args = tuple(self.atom(a, ll) for a in e.args)  # type: ignore[attr-defined]
             if type(op) is Constructor:
+                self.check_constructor(op)
                 return Call(op, args, span=e.span)
             return Call(self.atom(op, ll), (*args, *self.extra_args(ctx)), span=e.span)
         if t is Tuple:
@@ -567,6 +576,7 @@ class Lifter:
                 if n:
                     del results[len(results) - n:]
                 if type(q) is PatternConstructor:
+                    self.check_constructor(q.constructor)  # type: ignore[attr-defined]
                     results.append(PatternConstructor(q.constructor, kids,  # type: ignore
                                                       span=q.span))
                 else:
