@@ -42,7 +42,12 @@ EPS = 1e-6
 RTOL = 1e-6
 
 # Positions that are never differentiable data (indices, conditions): their dtype is kept.
-NON_DATA: dict[str, tuple[int, ...]] = {"take": (1,), "where": (0,)}
+KEEP_DTYPE: dict[str, tuple[int, ...]] = {"take": (1,), "where": (0,)}
+# Positions whose values do not matter (indices, conditions, shape-only arguments): no
+# derivative flows into them, whatever their dtype.
+NON_DATA: dict[str, tuple[int, ...]] = {
+    **KEEP_DTYPE, "reshape_like": (1,), "broadcast_to_like": (1,), "collapse_sum_like": (1,),
+}
 
 # Per operator and argument position, how a standard normal sample is mapped into the
 # region where the operator is smooth (away from poles, kinks and rounding boundaries).
@@ -101,7 +106,7 @@ def _to_float64(t: Type) -> Type:
 def float64_call(name: str, arg_types: Sequence[Type], attrs: dict[str, Any]
                  ) -> tuple[tuple[Type, ...], dict[str, Any]]:
     """The same call with every data argument (and a ``dtype`` attribute) in float64."""
-    keep = NON_DATA.get(name, ())
+    keep = KEEP_DTYPE.get(name, ())
     types = tuple(t if i in keep else _to_float64(t) for i, t in enumerate(arg_types))
     attrs = dict(attrs)
     if "dtype" in attrs and attrs["dtype"] is not None:
@@ -250,8 +255,11 @@ def rule_inputs(draw: st.DrawFn, name: str, arg_types: Sequence[Type],
                 attrs: dict[str, Any]) -> tuple[Any, ...]:
     """Arguments for a float64 call: index / condition arrays from the conformance
     strategies, float data from a seeded normal sample mapped through :data:`DOMAINS`."""
-    base = draw(op_inputs(name, tuple(arg_types), attrs, exact=True))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    if all(isinstance(t, TensorType) for t in arg_types):
+        base = draw(op_inputs(name, tuple(arg_types), attrs, exact=True))
+    else:               # a tuple argument (concatenate, stack): float data only
+        base = tuple(_random_like(t, rng) for t in arg_types)
     out = []
     for i, (t, v) in enumerate(zip(arg_types, base, strict=True)):
         if not is_float_type(t) or i in NON_DATA.get(name, ()):
