@@ -47,6 +47,7 @@ KEEP_DTYPE: dict[str, tuple[int, ...]] = {"take": (1,), "where": (0,)}
 # derivative flows into them, whatever their dtype.
 NON_DATA: dict[str, tuple[int, ...]] = {
     **KEEP_DTYPE, "reshape_like": (1,), "broadcast_to_like": (1,), "collapse_sum_like": (1,),
+    "zeros_like": (0,), "ones_like": (0,), "full_like": (0,),
 }
 
 # Per operator and argument position, how a standard normal sample is mapped into the
@@ -238,6 +239,12 @@ def _random_like(t: Type, rng: np.random.Generator) -> Any:
     return rng.standard_normal(tuple(int(d) for d in t.shape))
 
 
+def _random_like_value(v: Any, rng: np.random.Generator) -> Any:
+    if isinstance(v, tuple):
+        return tuple(_random_like_value(f, rng) for f in v)
+    return rng.standard_normal(np.shape(v))
+
+
 def _axpy(x: Any, v: Any, eps: float) -> Any:
     if isinstance(x, tuple):
         return tuple(_axpy(a, b, eps) for a, b in zip(x, v, strict=True))
@@ -250,12 +257,29 @@ def _sub_scale(a: Any, b: Any, scale: float) -> Any:
     return (np.asarray(a, np.float64) - np.asarray(b, np.float64)) / scale
 
 
+def arange_inputs(rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """``start, stop, step`` whose length ``ceil((stop - start) / step)`` is far from a jump."""
+    start = 3 * rng.standard_normal()
+    step = rng.choice([-1.0, 1.0]) * rng.uniform(0.3, 1.5)
+    stop = start + step * (rng.integers(0, 7) + rng.uniform(0.2, 0.8))
+    return tuple(np.asarray(v, dtype=np.float64) for v in (start, stop, step))
+
+
+# Operators whose whole input tuple is drawn by a function of the generator.
+INPUT_OVERRIDES: dict[str, Callable[[np.random.Generator], tuple[Any, ...]]] = {
+    "arange": arange_inputs,
+}
+
+
 @st.composite
 def rule_inputs(draw: st.DrawFn, name: str, arg_types: Sequence[Type],
                 attrs: dict[str, Any]) -> tuple[Any, ...]:
     """Arguments for a float64 call: index / condition arrays from the conformance
     strategies, float data from a seeded normal sample mapped through :data:`DOMAINS`."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    override = INPUT_OVERRIDES.get(name)
+    if override is not None and all(is_float_type(t) for t in arg_types):
+        return override(rng)
     if all(isinstance(t, TensorType) for t in arg_types):
         base = draw(op_inputs(name, tuple(arg_types), attrs, exact=True))
     else:               # a tuple argument (concatenate, stack): float data only
@@ -321,7 +345,7 @@ def check_gradient(name: str, arg_types: Sequence[Type], attrs: dict[str, Any],
                          ], f"{name} gradient")
     out_value = reference(run, args)
     assume(all(np.all(np.isfinite(a)) for a in _leaves(out_value)))
-    g_value = _random_like(run.out_type, rng)
+    g_value = _random_like_value(out_value, rng)
     values = evaluate(fn, *args, out_value, g_value)
     directions = {i: _random_like(run.params[i].checked_type, rng)  # type: ignore[arg-type]
                   for i in present}
