@@ -208,7 +208,7 @@ def _concatenate_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
     for f in fields:
         d = f.shape[axis]
         if not isinstance(d, int):
-            raise RelayTypeError(f"gradient of concatenate: needs static sizes along axis "
+            raise RelayTypeError(f"gradient of concatenate: needs a static size along axis "
                                  f"{axis}, got {d}")
         pieces.append(call("strided_slice", g, begin=[at], end=[at + d], axes=[axis]))
         at += d
@@ -266,15 +266,19 @@ def _take_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
         return [None, None]
     a = attrs_of(c)
     dtype = tensor_type(data).dtype
-    shape = _static_shape(data, "take")
+    rank = len(tensor_type(data).shape)
     index_rank = len(tensor_type(indices).shape)
     ndim = len(tensor_type(out).shape)
     if a["axis"] is None:
-        n = int(np.prod(shape, dtype=np.int64))
+        n = int(np.prod(_static_shape(data, "take"), dtype=np.int64))
         axis, batch = 0, 0
     else:
-        axis = normalize_axis("Take", (), a["axis"], len(shape))
-        n = shape[axis]
+        axis = normalize_axis("Take", (), a["axis"], rank)
+        extent = tensor_type(data).shape[axis]
+        if not isinstance(extent, int):
+            raise RelayTypeError(f"gradient of take: needs a static extent along axis {axis}, "
+                                 f"got {extent}")
+        n = extent
         batch = a["batch_dims"] + index_rank if a["batch_dims"] < 0 else a["batch_dims"]
     targets = Constant(np.arange(n, dtype=np.int64))
     hit = call("equal", call("expand_dims", _normalized_indices(c, n), axis=index_rank),

@@ -36,6 +36,7 @@ from semantics.expr import Attrs, Call, Expr, Function, Op, Tuple, Var
 from semantics.ops import get
 from semantics.ops.tables import GRADIENTS, TANGENTS
 from semantics.types import TensorType, TupleType, Type
+from semantics.visitor import post_order
 from typechecker import infer
 
 EPS = 1e-6
@@ -168,9 +169,20 @@ def prepare(name: str, arg_types: Sequence[Type], attrs: dict[str, Any]) -> Rule
                    dict(attrs))
 
 
+def check_differentiable_again(typed: Expr, what: str) -> None:
+    """Every operator call with a float result in ``typed`` (an inferred rule expression) has
+    a gradient and a tangent rule, so the rule's output can be differentiated again."""
+    for node in post_order(typed):
+        if isinstance(node, Call) and isinstance(node.op, Op) and node.checked_type is not None \
+                and is_float_type(node.checked_type):
+            assert GRADIENTS.has(node.op.name), f"{what} uses {node.op.name}: no gradient rule"
+            assert TANGENTS.has(node.op.name), f"{what} uses {node.op.name}: no tangent rule"
+
+
 def _check_fn_types(fn: Function, expected: Sequence[Type], what: str) -> None:
     typed = infer(fn)
     assert isinstance(typed, Function)
+    check_differentiable_again(typed.body, what)
     ret = typed.body.checked_type
     assert isinstance(ret, TupleType), ret
     assert len(ret.fields) == len(expected)
