@@ -36,13 +36,20 @@ from semantics.expr import Attrs, Call, Expr, Function, Op, Tuple, Var
 from semantics.ops import get
 from semantics.ops.tables import GRADIENTS, TANGENTS
 from semantics.types import TensorType, TupleType, Type
+from semantics.visitor import post_order
 from typechecker import infer
 
 EPS = 1e-6
 RTOL = 1e-6
 
 # Positions that are never differentiable data (indices, conditions): their dtype is kept.
-NON_DATA: dict[str, tuple[int, ...]] = {"take": (1,), "where": (0,)}
+KEEP_DTYPE: dict[str, tuple[int, ...]] = {"take": (1,), "where": (0,)}
+# Positions whose values do not matter (indices, conditions, shape-only arguments): no
+# derivative flows into them, whatever their dtype.
+NON_DATA: dict[str, tuple[int, ...]] = {
+    **KEEP_DTYPE, "reshape_like": (1,), "broadcast_to_like": (1,), "collapse_sum_like": (1,),
+    "zeros_like": (0,), "ones_like": (0,), "full_like": (0,),
+}
 
 # Per operator and argument position, how a standard normal sample is mapped into the
 # region where the operator is smooth (away from poles, kinks and rounding boundaries).
@@ -101,7 +108,7 @@ def _to_float64(t: Type) -> Type:
 def float64_call(name: str, arg_types: Sequence[Type], attrs: dict[str, Any]
                  ) -> tuple[tuple[Type, ...], dict[str, Any]]:
     """The same call with every data argument (and a ``dtype`` attribute) in float64."""
-    keep = NON_DATA.get(name, ())
+    keep = KEEP_DTYPE.get(name, ())
     types = tuple(t if i in keep else _to_float64(t) for i, t in enumerate(arg_types))
     attrs = dict(attrs)
     if "dtype" in attrs and attrs["dtype"] is not None:
@@ -162,9 +169,20 @@ def prepare(name: str, arg_types: Sequence[Type], attrs: dict[str, Any]) -> Rule
                    dict(attrs))
 
 
+def check_differentiable_again(typed: Expr, what: str) -> None:
+    """Every operator call with a float result in ``typed`` (an inferred rule expression) has
+    a gradient and a tangent rule, so the rule's output can be differentiated again."""
+    for node in post_order(typed):
+        if isinstance(node, Call) and isinstance(node.op, Op) and node.checked_type is not None \
+                and is_float_type(node.checked_type):
+            assert GRADIENTS.has(node.op.name), f"{what} uses {node.op.name}: no gradient rule"
+            assert TANGENTS.has(node.op.name), f"{what} uses {node.op.name}: no tangent rule"
+
+
 def _check_fn_types(fn: Function, expected: Sequence[Type], what: str) -> None:
     typed = infer(fn)
     assert isinstance(typed, Function)
+    check_differentiable_again(typed.body, what)
     ret = typed.body.checked_type
     assert isinstance(ret, TupleType), ret
     assert len(ret.fields) == len(expected)
@@ -233,6 +251,12 @@ def _random_like(t: Type, rng: np.random.Generator) -> Any:
     return rng.standard_normal(tuple(int(d) for d in t.shape))
 
 
+def _random_like_value(v: Any, rng: np.random.Generator) -> Any:
+    if isinstance(v, tuple):
+        return tuple(_random_like_value(f, rng) for f in v)
+    return rng.standard_normal(np.shape(v))
+
+
 def _axpy(x: Any, v: Any, eps: float) -> Any:
     if isinstance(x, tuple):
         return tuple(_axpy(a, b, eps) for a, b in zip(x, v, strict=True))
@@ -245,13 +269,33 @@ def _sub_scale(a: Any, b: Any, scale: float) -> Any:
     return (np.asarray(a, np.float64) - np.asarray(b, np.float64)) / scale
 
 
+def arange_inputs(rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """``start, stop, step`` whose length ``ceil((stop - start) / step)`` is far from a jump."""
+    start = 3 * rng.standard_normal()
+    step = rng.choice([-1.0, 1.0]) * rng.uniform(0.3, 1.5)
+    stop = start + step * (rng.integers(0, 7) + rng.uniform(0.2, 0.8))
+    return tuple(np.asarray(v, dtype=np.float64) for v in (start, stop, step))
+
+
+# Operators whose whole input tuple is drawn by a function of the generator.
+INPUT_OVERRIDES: dict[str, Callable[[np.random.Generator], tuple[Any, ...]]] = {
+    "arange": arange_inputs,
+}
+
+
 @st.composite
 def rule_inputs(draw: st.DrawFn, name: str, arg_types: Sequence[Type],
                 attrs: dict[str, Any]) -> tuple[Any, ...]:
     """Arguments for a float64 call: index / condition arrays from the conformance
     strategies, float data from a seeded normal sample mapped through :data:`DOMAINS`."""
-    base = draw(op_inputs(name, tuple(arg_types), attrs, exact=True))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    override = INPUT_OVERRIDES.get(name)
+    if override is not None and all(is_float_type(t) for t in arg_types):
+        return override(rng)
+    if all(isinstance(t, TensorType) for t in arg_types):
+        base = draw(op_inputs(name, tuple(arg_types), attrs, exact=True))
+    else:               # a tuple argument (concatenate, stack): float data only
+        base = tuple(_random_like(t, rng) for t in arg_types)
     out = []
     for i, (t, v) in enumerate(zip(arg_types, base, strict=True)):
         if not is_float_type(t) or i in NON_DATA.get(name, ()):
@@ -313,7 +357,7 @@ def check_gradient(name: str, arg_types: Sequence[Type], attrs: dict[str, Any],
                          ], f"{name} gradient")
     out_value = reference(run, args)
     assume(all(np.all(np.isfinite(a)) for a in _leaves(out_value)))
-    g_value = _random_like(run.out_type, rng)
+    g_value = _random_like_value(out_value, rng)
     values = evaluate(fn, *args, out_value, g_value)
     directions = {i: _random_like(run.params[i].checked_type, rng)  # type: ignore[arg-type]
                   for i in present}

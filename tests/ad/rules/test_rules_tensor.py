@@ -46,7 +46,7 @@ def test_boolean_results_declared(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", DIFFERENTIABLE)
-@settings(max_examples=12)
+@settings(max_examples=25)
 @given(data=st.data())
 def test_gradient_matches_finite_differences(name: str, data: st.DataObject) -> None:
     types, attrs, args, seed = data.draw(float64_cases(name))
@@ -54,7 +54,7 @@ def test_gradient_matches_finite_differences(name: str, data: st.DataObject) -> 
 
 
 @pytest.mark.parametrize("name", DIFFERENTIABLE)
-@settings(max_examples=12)
+@settings(max_examples=25)
 @given(data=st.data())
 def test_tangent_matches_finite_differences(name: str, data: st.DataObject) -> None:
     types, attrs, args, seed = data.draw(float64_cases(name))
