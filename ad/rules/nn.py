@@ -443,6 +443,8 @@ def _batch_norm_tangent(c: Call, out: Expr, tangents: Tangents) -> Expr | None:
         dout = plus(dout, call("multiply", xc, ch.b(call("multiply", s, dgamma))))
     if a["center"] and dbeta is not None:
         dout = plus(dout, ch.b(dbeta))
+    if dout is not None and dx is None:     # only per-channel terms: broadcast them out
+        dout = call("broadcast_to_like", dout, item(out, 0))
     return tup(zero_tangent_if_none(dout, item(out, 0)),
                zero_tangent_if_none(dmean, item(out, 1)),
                zero_tangent_if_none(dvar, item(out, 2)))
@@ -624,7 +626,9 @@ def _pad_tangent(c: Call, out: Expr, tangents: Tangents) -> Expr | None:
     if not is_float(x):
         return None
     a = dict(attrs_of(c))
-    if a["pad_mode"] != "constant":
+    if a["pad_mode"] != "constant" and dvalue is not None:
+        if dx is None:
+            return zeros_like(out)      # the pad value is never read
         dvalue = None
     if dx is None and dvalue is None:
         return None

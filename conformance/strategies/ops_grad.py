@@ -13,6 +13,10 @@ attributes cover what the forward strategies cover *by construction* (no filteri
 * ``nn.max_pool2d_grad`` / ``nn.avg_pool2d_grad``: (the pool's result type, the data type);
   ``nn.max_pool2d_pick``: (data, data).
 
+``nonempty=True`` (and :func:`nonempty_conv2d_call`, :func:`nonempty_pool2d_call`) draw calls
+with elements everywhere, for tests of derivatives (the forward strategies favour zero-size
+extents, on which a derivative is only a shape).
+
 Every dtype becomes a float dtype (the family computes in floats) and ``out_dtype`` is dropped
 or spelled as the data's dtype. ``call_inputs`` / default inputs serve (no value constraints).
 Invalid calls: integer or mismatched dtypes, a grad of the wrong shape, ``output_padding`` not
@@ -45,11 +49,61 @@ def _permuted(t: TensorType, layout: str, canonical: str) -> tuple[int, ...]:
 
 
 @st.composite
-def canonical_conv(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...],
-                                             dict[str, Any], str]:
+def nonempty_conv2d_call(draw: st.DrawFn, dtype: str = "float64") -> CallArgs:
+    """A conv2d call whose data, weight and result all have elements (every extent >= 1), in
+    any unblocked layout, with strides, padding, dilation and groups (depthwise too): the
+    calls on which a derivative is more than a shape."""
+    groups = draw(st.integers(1, 3))
+    cg = 1 if draw(st.booleans()) else draw(st.integers(1, 2))
+    og = draw(st.integers(1, 2))
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    dh, dw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    pt, pl, pb, pr = (draw(st.integers(0, 2)) for _ in range(4))
+    h = max(1, dh * (kh - 1) + 1 - pt - pb) + draw(st.integers(0, 4))
+    w = max(1, dw * (kw - 1) + 1 - pl - pr) + draw(st.integers(0, 4))
+    data_layout = draw(st.sampled_from(("NCHW", "NHWC", "CHWN")))
+    kernel_layout = draw(st.sampled_from(("OIHW", "HWIO", "HWOI")))
+    dims = {"N": draw(st.integers(1, 2)), "C": groups * cg, "H": h, "W": w}
+    wdims = {"O": groups * og, "I": cg, "H": kh, "W": kw}
+    attrs: dict[str, Any] = {"strides": [sh, sw], "padding": [pt, pl, pb, pr],
+                             "dilation": [dh, dw], "groups": groups}
+    if data_layout != "NCHW":
+        attrs["data_layout"] = data_layout
+    if kernel_layout != "OIHW":
+        attrs["kernel_layout"] = kernel_layout
+    return (T([dims[a] for a in data_layout], dtype),
+            T([wdims[a] for a in kernel_layout], dtype)), attrs
+
+
+@st.composite
+def nonempty_pool2d_call(draw: st.DrawFn, avg: bool, dtype: str = "float64") -> CallArgs:
+    """A max/avg pool call with elements everywhere (as :func:`nonempty_conv2d_call`)."""
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    dh, dw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    pt, pl, pb, pr = (draw(st.integers(0, 2)) for _ in range(4))
+    h = max(1, dh * (kh - 1) + 1 - pt - pb) + draw(st.integers(0, 4))
+    w = max(1, dw * (kw - 1) + 1 - pl - pr) + draw(st.integers(0, 4))
+    layout = draw(st.sampled_from(("NCHW", "NHWC")))
+    dims = {"N": draw(st.integers(1, 2)), "C": draw(st.integers(1, 2)), "H": h, "W": w}
+    attrs: dict[str, Any] = {"pool_size": [kh, kw], "strides": [sh, sw],
+                             "dilation": [dh, dw], "padding": [pt, pl, pb, pr],
+                             "ceil_mode": draw(st.booleans())}
+    if layout != "NCHW":
+        attrs["layout"] = layout
+    if avg:
+        attrs["count_include_pad"] = draw(st.booleans())
+    return (T([dims[a] for a in layout], dtype),), attrs
+
+
+@st.composite
+def canonical_conv(draw: st.DrawFn, nonempty: bool = False
+                   ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], dict[str, Any],
+                              str]:
     """A valid conv2d call in NCHW/OIHW: (data shape, weight shape, result shape, window
     attributes as written, float dtype)."""
-    (data, weight), attrs = draw(conv2d_call())
+    (data, weight), attrs = draw(nonempty_conv2d_call() if nonempty else conv2d_call())
     x = _permuted(data, attrs.get("data_layout", "NCHW"), "NCHW")
     w = _permuted(weight, attrs.get("kernel_layout", "OIHW"), "OIHW")
     window = {k: attrs[k] for k in _WINDOW if k in attrs}
@@ -67,8 +121,8 @@ def _maybe_out_dtype(draw: st.DrawFn, attrs: dict[str, Any], dtype: str) -> None
 
 
 @st.composite
-def conv2d_backward_weight_call(draw: st.DrawFn) -> CallArgs:
-    x, w, y, window, dtype = draw(canonical_conv())
+def conv2d_backward_weight_call(draw: st.DrawFn, nonempty: bool = False) -> CallArgs:
+    x, w, y, window, dtype = draw(canonical_conv(nonempty))
     attrs = {**window, "kernel_size": [w[2], w[3]] if w[2] != w[3] or draw(st.booleans())
              else [w[2]]}
     if draw(st.booleans()):
@@ -78,8 +132,8 @@ def conv2d_backward_weight_call(draw: st.DrawFn) -> CallArgs:
 
 
 @st.composite
-def conv2d_transpose_call(draw: st.DrawFn) -> CallArgs:
-    x, w, y, window, dtype = draw(canonical_conv())
+def conv2d_transpose_call(draw: st.DrawFn, nonempty: bool = False) -> CallArgs:
+    x, w, y, window, dtype = draw(canonical_conv(nonempty))
     a = ops.get("nn.conv2d").normalize_attrs(window)
     pt, pl, pb, pr = pad4(a["padding"])
     (sh, sw), (dh, dw) = pair(a["strides"]), pair(a["dilation"])
@@ -97,8 +151,9 @@ def conv2d_transpose_call(draw: st.DrawFn) -> CallArgs:
 
 
 @st.composite
-def pool2d_grad_call(draw: st.DrawFn, avg: bool, pick: bool = False) -> CallArgs:
-    (data,), attrs = draw(pool2d_call(avg))
+def pool2d_grad_call(draw: st.DrawFn, avg: bool, pick: bool = False, nonempty: bool = False
+                     ) -> CallArgs:
+    (data,), attrs = draw(nonempty_pool2d_call(avg) if nonempty else pool2d_call(avg))
     dtype = draw(st.sampled_from(FLOATS))
     x = TensorType(data.shape, dtype)
     name = "nn.avg_pool2d" if avg else "nn.max_pool2d"
@@ -187,3 +242,20 @@ def _pool_grad_bad(draw: st.DrawFn, name: str) -> CallArgs:
 def _pool_grad_invalid(name: str) -> SearchStrategy:
     avg, pick = name == "nn.avg_pool2d_grad", name == "nn.max_pool2d_pick"
     return st.one_of(_pool_grad_bad(name), *generic_bad(pool2d_grad_call(avg, pick)))
+
+
+def nonempty_call(name: str) -> SearchStrategy | None:
+    """Calls of ``name`` with elements everywhere, for the windowed operators of nn and this
+    family (``None`` for the others, whose kit strategies are already mostly non-empty)."""
+    if name == "nn.conv2d":
+        return nonempty_conv2d_call()
+    if name in ("nn.max_pool2d", "nn.avg_pool2d"):
+        return nonempty_pool2d_call(name == "nn.avg_pool2d")
+    if name == "nn.conv2d_transpose":
+        return conv2d_transpose_call(nonempty=True)
+    if name == "nn.conv2d_backward_weight":
+        return conv2d_backward_weight_call(nonempty=True)
+    if name in ("nn.max_pool2d_grad", "nn.avg_pool2d_grad", "nn.max_pool2d_pick"):
+        return pool2d_grad_call(name == "nn.avg_pool2d_grad", pick=name == "nn.max_pool2d_pick",
+                                nonempty=True)
+    return None
