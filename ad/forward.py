@@ -173,10 +173,10 @@ def _lift(f: Expr, mod: IRModule | None, defs: dict[int, tuple[Var, Function]] |
         _check_io(t, f.span)
     ll = LetList()
     for p, orig in zip(entry.params, free):
-        t = p.checked_type or p.type_annotation
-        assert t is not None
-        _check_io(t, orig.span)
-        lifter.env[id(p)] = ll.push(lifter.zero_dual(orig, t), orig.name_hint)
+        pt = p.checked_type or p.type_annotation
+        assert pt is not None
+        _check_io(pt, orig.span)
+        lifter.env[id(p)] = ll.push(lifter.zero_dual(orig, pt), orig.name_hint)
     fl = run_recursive(lifter.scope(entry.body, None, ll))
     return lifter, ftype, ll, fl
 
@@ -266,13 +266,16 @@ def forward_grad(f: Expr, mod: IRModule | None = None, *,
     lifter, ftype, ll, fl = _lift(f, mod, defs)
     names = _param_names(f, len(ftype.arg_types), mod)
     xs = [Var(n, t) for n, t in zip(names, ftype.arg_types)]
-    leaves = [(i, p, t) for i, at in enumerate(ftype.arg_types) for p, t in _float_leaves(at)]
+    leaves = []
     total = 0
-    for _, _, t in leaves:
-        if not all(isinstance(d, int) for d in t.shape):
-            raise RelayTypeError("grad (forward mode): argument shapes must be static, found "
-                                 f"{t!r}", f.span)
-        total += int(np.prod(t.shape, dtype=np.int64))
+    for i, at in enumerate(ftype.arg_types):
+        for path, lt in _float_leaves(at):
+            dims = tuple(d for d in lt.shape if isinstance(d, int))
+            if len(dims) != len(lt.shape):
+                raise RelayTypeError("grad (forward mode): argument shapes must be static, "
+                                     f"found {lt!r}", f.span)
+            leaves.append((i, path, lt.dtype, dims))
+            total += int(np.prod(dims, dtype=np.int64))
     if total > MAX_FORWARD_ELEMENTS:
         raise RelayTypeError(f"grad (forward mode): {total} input elements is more than "
                              f"{MAX_FORWARD_ELEMENTS} forward sweeps; use reverse mode", f.span)
@@ -290,21 +293,20 @@ def forward_grad(f: Expr, mod: IRModule | None = None, *,
 
     first: Var | None = None
     leaf_grads: dict[tuple[int, tuple[int, ...]], Expr] = {}
-    for i, path, t in leaves:
-        n = int(np.prod(t.shape, dtype=np.int64))
+    for i, path, dtype, dims in leaves:
+        n = int(np.prod(dims, dtype=np.int64))
         sums = []
         for k in range(n):
-            onehot = np.zeros(n, dtype=t.dtype)
+            onehot = np.zeros(n, dtype=dtype)
             onehot[k] = 1
-            r = sweep((i, path, onehot.reshape(t.shape)))
+            r = sweep((i, path, onehot.reshape(dims)))
             first = first or r
-            sums.append(ll.push(_output_sum(lifter, r, out_leaves, t.dtype), "s"))
-        if t.shape == ():
+            sums.append(ll.push(_output_sum(lifter, r, out_leaves, dtype), "s"))
+        if dims == ():
             leaf_grads[(i, path)] = sums[0]
         else:
             stacked = _op("stack", Tuple(tuple(sums)), axis=0)
-            leaf_grads[(i, path)] = ll.push(
-                _op("reshape", stacked, newshape=[int(d) for d in t.shape]), "grad")
+            leaf_grads[(i, path)] = ll.push(_op("reshape", stacked, newshape=list(dims)), "grad")
     if first is None:
         first = sweep(None)
     grads = Tuple(tuple(_assemble(x, at, (), i, leaf_grads)

@@ -202,8 +202,8 @@ def let_bound_functions(roots: list[Expr]) -> dict[int, tuple[Var, Function]]:
     out: dict[int, tuple[Var, Function]] = {}
     for root in roots:
         for node in post_order(root):
-            if type(node) is Let and type(node.value) is Function:  # type: ignore[attr-defined]
-                out[id(node.var)] = (node.var, node.value)  # type: ignore[attr-defined]
+            if type(node) is Let and type(node.value) is Function:
+                out[id(node.var)] = (node.var, node.value)
     return out
 
 
@@ -362,7 +362,7 @@ def reachable_globals(mod: IRModule, root: Expr) -> list[str]:
         e = work.pop()
         for node in post_order(e):
             if type(node) is GlobalVar:
-                name = node.name_hint  # type: ignore[attr-defined]
+                name = node.name_hint
                 if name not in seen and name in mod.functions:
                     seen.add(name)
                     out.append(name)
@@ -475,8 +475,8 @@ class Lifter:
         own = ll is None
         lets = LetList() if ll is None else ll
         while type(e) is Let:
-            var: Var = e.var  # type: ignore[attr-defined]
-            value: Expr = e.value  # type: ignore[attr-defined]
+            var: Var = e.var
+            value: Expr = e.value
             if type(value) is Function:
                 nv = Var(var.name_hint, self.lift_type(var.type_annotation), span=var.span)
                 self.env[id(var)] = nv
@@ -488,7 +488,7 @@ class Lifter:
                     self.env[id(var)] = out
                 else:
                     self.env[id(var)] = lets.bind(Var(var.name_hint, span=var.span), out)
-            e = e.body  # type: ignore[attr-defined]
+            e = e.body
         tail = yield from self.value(e, lets, ctx)
         return lets.get(tail) if own else tail
 
@@ -561,7 +561,7 @@ class Lifter:
         while stack:
             q, done = stack.pop()
             if type(q) is PatternVar:
-                v = q.var  # type: ignore[attr-defined]
+                v = q.var
                 nv = Var(v.name_hint, None, span=v.span)
                 self.env[id(v)] = nv
                 results.append(PatternVar(nv, span=q.span))
@@ -576,8 +576,8 @@ class Lifter:
                 if n:
                     del results[len(results) - n:]
                 if type(q) is PatternConstructor:
-                    self.check_constructor(q.constructor)  # type: ignore[attr-defined]
-                    results.append(PatternConstructor(q.constructor, kids,  # type: ignore
+                    self.check_constructor(q.constructor)
+                    results.append(PatternConstructor(q.constructor, kids,
                                                       span=q.span))
                 else:
                     results.append(PatternTuple(kids, span=q.span))
@@ -619,9 +619,9 @@ class _GlobalsToVars(ExprMutator):
 def _global_refs(fn: Expr, names: dict[str, Function]) -> list[str]:
     seen: list[str] = []
     for node in post_order(fn):
-        if type(node) is GlobalVar and node.name_hint in names:  # type: ignore[attr-defined]
-            if node.name_hint not in seen:  # type: ignore[attr-defined]
-                seen.append(node.name_hint)  # type: ignore[attr-defined]
+        if type(node) is GlobalVar and node.name_hint in names:
+            if node.name_hint not in seen:
+                seen.append(node.name_hint)
     return seen
 
 

@@ -218,9 +218,9 @@ class ReverseLifter(Lifter):
         if len(grads) != len(e.args):
             raise InternalError(f"the gradient rule of {op.name} returned {len(grads)} "
                                 f"gradients for {len(e.args)} arguments")
-        for la, gi, t, flow in zip(lifted, grads, types, flows):
-            if flow and gi is not None and la is not None:
-                self.accumulate(la, gi, t, body)
+        for arg, gi, at, flow in zip(lifted, grads, types, flows):
+            if flow and gi is not None and arg is not None:
+                self.accumulate(arg, gi, at, body)
         old = ll.push(RefRead(ctx), "old")
         ll.push(RefWrite(ctx, Function((), body.get(Call(old, ())))), "_")
         return lv
@@ -314,9 +314,9 @@ def reverse_grad(f: Expr, mod: IRModule | None = None, *,
     ll = LetList()
     bp = ll.push(RefCreate(Function((), Tuple(()))), "bp")
     for p, orig in zip(entry.params, free):
-        t = p.checked_type or p.type_annotation
-        assert t is not None
-        lifter.env[id(p)] = ll.push(_free_lift(lifter, orig, t, orig.span), orig.name_hint)
+        pt = p.checked_type or p.type_annotation
+        assert pt is not None
+        lifter.env[id(p)] = ll.push(_free_lift(lifter, orig, pt, orig.span), orig.name_hint)
     fl = run_recursive(lifter.scope(entry.body, bp, ll))
     names = _param_names(f, mod)
     xs = [Var(names[i] if i < len(names) else f"x{i}", t)

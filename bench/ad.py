@@ -104,10 +104,10 @@ def runner(fn: Expr, xs: list[np.ndarray]) -> Callable[[], Any]:
 
 def partial_evaluator() -> Callable[[Expr], Expr] | None:
     try:
-        from pe import partial_evaluate  # type: ignore[import-not-found]
+        from pe import partial_evaluate  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return None
-    return partial_evaluate  # type: ignore[no-any-return]
+    return partial_evaluate  # type: ignore[no-any-return,unused-ignore]
 
 
 def main(argv: list[str] | None = None) -> int:
