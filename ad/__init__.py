@@ -21,7 +21,7 @@ from typing import Any
 import ad.rules  # noqa: F401  (fills the GRADIENTS / TANGENTS tables)
 from ad.check import check_grads
 from ad.forward import forward_grad, jvp_function
-from ad.lift import let_bound_functions
+from ad.lift import Lifted, let_bound_functions
 from ad.reverse import reverse_grad
 from semantics.errors import RelayTypeError
 from semantics.expr import Expr, Function, GlobalVar, Grad
@@ -59,18 +59,24 @@ def grad(f: Expr | str, mode: str = "reverse", mod: IRModule | None = None) -> F
     Returns:
         A closed ``Function`` of type ``fn(T1..Tn) -> (O, (T1..Tn))``: the value of ``f`` and
         the gradient of the sum of its output with respect to each argument. The globals it
-        needs are bound inside it (lifted copies); ``f`` and ``mod`` are not modified.
+        needs are bound inside it (lifted copies); ``f`` and ``mod`` are not modified. If
+        ``f`` uses an ADT with a float field that is not a type parameter, the function uses a
+        lifted copy of the ADT (``Box__rev``): it evaluates as it is, and
+        :func:`grad_module` gives a module that also type-checks.
     Raises:
         RelayTypeError: ``f`` is ill-typed, not a monomorphic function over tensors, or uses an
             operator without a gradient rule (the message names it, with its span).
     """
+    return _gradient(f, mode, mod).function
+
+
+def _gradient(f: Expr | str, mode: str, mod: IRModule | None) -> Lifted:
     if mode not in _MODES:
         raise ValueError(f"grad: mode must be one of {_MODES}, got {mode!r}")
     target = _target(f, mod)
     if mode == "forward":
         return forward_grad(target, mod)
-    fn, _ = reverse_grad(target, mod)
-    return fn
+    return reverse_grad(target, mod)
 
 
 def jvp(f: Expr | str, mod: IRModule | None = None) -> Function:
@@ -85,7 +91,7 @@ def jvp(f: Expr | str, mod: IRModule | None = None) -> Function:
     Raises:
         RelayTypeError: as for :func:`grad`.
     """
-    return jvp_function(_target(f, mod), mod)
+    return jvp_function(_target(f, mod), mod).function
 
 
 def grad_module(mod: IRModule, entry: str = "main", mode: str = "reverse") -> IRModule:
@@ -97,8 +103,8 @@ def grad_module(mod: IRModule, entry: str = "main", mode: str = "reverse") -> IR
         mode: ``"reverse"`` or ``"forward"``.
     Returns:
         ``mod`` with ``@main`` bound to the gradient of ``@entry`` (when ``entry`` is ``main``
-        the original is replaced) and, in reverse mode, the lifted globals it calls added as
-        ``@g__rev``.
+        the original is replaced), in reverse mode the lifted globals it calls added as
+        ``@g__rev``, and the lifted copies of ADTs with float fields (``Box__rev``) it uses.
     Raises:
         RelayTypeError: as for :func:`grad`.
     """
@@ -106,12 +112,8 @@ def grad_module(mod: IRModule, entry: str = "main", mode: str = "reverse") -> IR
         raise ValueError(f"grad: mode must be one of {_MODES}, got {mode!r}")
     target = _target(entry, mod)
     if mode == "forward":
-        return mod.with_function("main", forward_grad(target, mod))
-    fn, lifted = reverse_grad(target, mod, closed=False)
-    out = mod
-    for name, lifted_fn in lifted.items():
-        out = out.with_function(name, lifted_fn)
-    return out.with_function("main", fn)
+        return forward_grad(target, mod).module(mod)
+    return reverse_grad(target, mod, closed=False).module(mod)
 
 
 def _expand_grad_node(node: Grad, mod: IRModule) -> Expr:
@@ -121,8 +123,7 @@ def _expand_grad_node(node: Grad, mod: IRModule) -> Expr:
         defs = (mod, let_bound_functions(list(mod.functions.values())))
         _DEFS_CACHE.clear()
         _DEFS_CACHE[id(mod)] = defs
-    fn, _ = reverse_grad(node.func, mod, defs=defs[1])
-    return fn
+    return reverse_grad(node.func, mod, defs=defs[1]).function
 
 
 _DEFS_CACHE: dict[int, tuple[IRModule, Any]] = {}

@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 
 from semantics.errors import RelayTypeError
-from semantics.expr import Call, Constant, Expr, Function, TupleGetItem, Var
+from semantics.expr import Call, Constant, Constructor, Expr, Function, TupleGetItem, Var
 from semantics.module import IRModule
 from semantics.rewrite import ScopedMutator
 from semantics.type_visitor import TypeMutator
-from semantics.types import TensorType, Type
+from semantics.types import TensorType, Type, TypeData
 
-__all__ = ["check_grads", "to_float64"]
+__all__ = ["check_grads", "module_to_float64", "to_float64"]
 
 
 class _F64Type(TypeMutator):
@@ -87,6 +87,19 @@ def to_float64(e: Expr) -> Expr:
     return _F64Expr().mutate(e)
 
 
+def module_to_float64(mod: IRModule) -> IRModule:
+    """``mod`` with every function (:func:`to_float64`) and ADT field made float64."""
+    types = _F64Type()
+    out = mod.with_functions({k: to_float64(v) for k, v in mod.functions.items()})  # type: ignore
+    for td in mod.types.values():
+        ctors = tuple(Constructor(c.name, tuple(types.mutate(t) for t in c.inputs), td.header,
+                                  c.tag, span=c.span) for c in td.constructors)
+        if any(a is not b for c, n in zip(td.constructors, ctors)
+               for a, b in zip(c.inputs, n.inputs)):
+            out = out.with_type(TypeData(td.header, td.type_vars, ctors, span=td.span))
+    return out
+
+
 def _runner(fn: Expr, mod: IRModule | None) -> Callable[..., Any]:
     from interpreter import evaluate
 
@@ -94,6 +107,16 @@ def _runner(fn: Expr, mod: IRModule | None) -> Callable[..., Any]:
         return lambda *a: evaluate(fn, *a)
     assert isinstance(fn, Function)
     m = mod.with_function("__check_grads", fn)
+    return lambda *a: evaluate(m, *a, entry="__check_grads")
+
+
+def _runner_of(lifted: Any, mod: IRModule | None) -> Callable[..., Any]:
+    """A runner of a transformation's function in a module with its lifted ADT copies."""
+    if not lifted.types:
+        return _runner(lifted.function, mod)
+    from interpreter import evaluate
+
+    m = lifted.module(mod, "__check_grads")
     return lambda *a: evaluate(m, *a, entry="__check_grads")
 
 
@@ -172,8 +195,6 @@ def check_grads(f: Expr | str, args: Sequence[Any], order: int = 1, mod: IRModul
         AssertionError: AD and finite differences disagree (the message has both values).
         RelayTypeError: ``f`` is not differentiable.
     """
-    from ad import grad, jvp
-
     if order not in (1, 2):
         raise ValueError(f"check_grads: order must be 1 or 2, got {order}")
     for m in modes:
@@ -184,28 +205,33 @@ def check_grads(f: Expr | str, args: Sequence[Any], order: int = 1, mod: IRModul
             raise RelayTypeError(f"check_grads: the global @{f} needs its module")
         f = mod[f]
     fn = to_float64(f)
-    mod64 = None
-    if mod is not None:
-        mod64 = mod.with_functions({k: to_float64(v) for k, v in mod.functions.items()})  # type: ignore
+    mod64 = None if mod is None else module_to_float64(mod)
     point = tuple(_map_floats(a, lambda arr, _: arr.astype(np.float64), [0]) for a in args)
-    _check_order(fn, point, mod64, modes, 1, atol, rtol, eps, directions, seed, grad, jvp)
+    _check_order(fn, point, mod64, modes, 1, atol, rtol, eps, directions, seed)
     if order == 2:
-        g = grad(fn, mod=mod64)
+        from ad.reverse import reverse_grad
+
+        lifted = reverse_grad(fn, mod64)
+        if lifted.types:
+            mod64 = lifted.module(mod64, "__check_grads_gradient")
+        g = lifted.function
         xs = [Var(p.name_hint, p.type_annotation) for p in g.params]
         second = Function(tuple(xs), TupleGetItem(Call(g, tuple(xs)), 1))
-        _check_order(second, point, mod64, modes, 2, atol, rtol, eps, directions, seed, grad,
-                     jvp)
+        _check_order(second, point, mod64, modes, 2, atol, rtol, eps, directions, seed)
 
 
 def _check_order(fn: Expr, point: tuple[Any, ...], mod: IRModule | None, modes: Sequence[str],
                  order: int, atol: float | None, rtol: float | None, eps: float,
-                 directions: int, seed: int, grad: Any, jvp: Any) -> None:
+                 directions: int, seed: int) -> None:
     atol = atol if atol is not None else (1e-5 if order == 1 else 1e-3)
     rtol = rtol if rtol is not None else (1e-4 if order == 1 else 1e-3)
+    from ad.forward import jvp_function
+    from ad.reverse import reverse_grad
+
     run = _runner(fn, mod)
     rng = np.random.default_rng(seed)
-    grad_fn = _runner(grad(fn, mod=mod), mod) if "rev" in modes else None
-    jvp_fn = _runner(jvp(fn, mod=mod), mod) if "fwd" in modes else None
+    grad_fn = _runner_of(reverse_grad(fn, mod), mod) if "rev" in modes else None
+    jvp_fn = _runner_of(jvp_function(fn, mod), mod) if "fwd" in modes else None
     g_value = grad_fn(*point) if grad_fn is not None else None
     for _ in range(directions):
         dirs = _directions(point, rng)

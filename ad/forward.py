@@ -4,7 +4,7 @@ Design note: the lifting of :mod:`ad.lift` with the *dual number* as the pair: a
 tensor ``T`` becomes ``(T, T)``, its value and its tangent (the derivative of the value in the
 chosen input direction). Function types are lifted argument- and result-wise with no extra
 parameter; tuples, references and polymorphic ADTs structurally, as in reverse mode (the same
-restriction on monomorphic ADTs with float fields). A float literal is ``(c, zeros_like(c))``;
+lifted copies of ADTs with float fields). A float literal is ``(c, zeros_like(c))``;
 a primitive call applies the operator to the primal values and the operator's tangent rule
 (``semantics.ops.tables.TANGENTS``, written in Relay by :mod:`ad.rules`) to the argument
 tangents. Control flow, recursion, closures and references need nothing special: the tangent
@@ -31,8 +31,8 @@ import numpy as np
 
 from ad.lift import (
     ENTRY,
+    Lifted,
     Lifter,
-    TypeLifter,
     all_bool,
     carries_float,
     close_globals,
@@ -41,7 +41,6 @@ from ad.lift import (
     lifted_globals,
     prepare,
     resolve_function,
-    unliftable_adts,
 )
 from semantics.errors import InternalError, RelayTypeError
 from semantics.expr import Attrs, Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
@@ -71,7 +70,7 @@ class ForwardLifter(Lifter):
     suffix = "fwd"
 
     def __init__(self, mod: IRModule):
-        super().__init__(mod, TypeLifter(_dual_type, (), unliftable_adts(mod)))
+        super().__init__(mod, _dual_type, ())
 
     def lift_constant(self, c: Constant, ll: LetList) -> Expr:
         return ll.push(Tuple((c, _op("zeros_like", c))), "c")
@@ -193,11 +192,11 @@ def _check_io(t: Type, span: Any) -> None:
 
 
 def _finish(lifter: ForwardLifter, params: list[Var], ll: LetList, out: Expr,
-            span: Any) -> Function:
+            span: Any) -> Lifted:
     lifted = lifted_globals(lifter)
     outer = LetList()
     body = close_globals(ll.get(out), lifted, outer)
-    return Function(tuple(params), outer.get(body), span=span)
+    return Lifted(Function(tuple(params), outer.get(body), span=span), {}, lifter.lifted_types)
 
 
 def _param_names(f: Expr, n: int, mod: IRModule | None = None) -> list[str]:
@@ -208,7 +207,7 @@ def _param_names(f: Expr, n: int, mod: IRModule | None = None) -> list[str]:
 
 
 def jvp_function(f: Expr, mod: IRModule | None = None, *,
-                 defs: dict[int, tuple[Var, Function]] | None = None) -> Function:
+                 defs: dict[int, tuple[Var, Function]] | None = None) -> Lifted:
     """``fn(x1..xn, v1..vn) -> (O, O)``: ``f(x)`` and its derivative in direction ``v``.
 
     Args:
@@ -216,7 +215,7 @@ def jvp_function(f: Expr, mod: IRModule | None = None, *,
         mod: the module of its globals and ADTs.
         defs: let-bound function literals by variable identity.
     Returns:
-        The closed JVP function.
+        ``Lifted`` holding the closed JVP function (and the lifted ADT copies it uses).
     Raises:
         RelayTypeError: ``f`` is not differentiable.
     """
@@ -250,7 +249,7 @@ def _project(e: Expr, path: tuple[int, ...]) -> Expr:
 
 
 def forward_grad(f: Expr, mod: IRModule | None = None, *,
-                 defs: dict[int, tuple[Var, Function]] | None = None) -> Function:
+                 defs: dict[int, tuple[Var, Function]] | None = None) -> Lifted:
     """The gradient function of ``f`` (Type-Gradient) computed by forward sweeps.
 
     Args:
@@ -258,7 +257,8 @@ def forward_grad(f: Expr, mod: IRModule | None = None, *,
         mod: the module of its globals and ADTs.
         defs: let-bound function literals by variable identity.
     Returns:
-        The closed function ``fn(T1..Tn) -> (O, (T1..Tn))``.
+        ``Lifted`` holding the closed function ``fn(T1..Tn) -> (O, (T1..Tn))`` (and the
+        lifted ADT copies it uses).
     Raises:
         RelayTypeError: ``f`` is not differentiable, an argument has a symbolic shape, or the
             arguments have more than :data:`MAX_FORWARD_ELEMENTS` float elements.

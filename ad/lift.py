@@ -28,7 +28,7 @@ stay as they are).
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, NamedTuple
 
 from passes.to_anf import to_anf
 from semantics.analysis import free_vars
@@ -69,6 +69,7 @@ from semantics.types import (
     TupleType,
     Type,
     TypeCall,
+    TypeData,
 )
 from semantics.visitor import ExprMutator, post_order, run_recursive
 
@@ -116,6 +117,25 @@ def all_bool(t: Type | None) -> bool:
     return True
 
 
+class Lifted(NamedTuple):
+    """A transformation's result: the gradient (or JVP) function, the lifted globals it refers
+    to (empty when they are bound inside it) and the lifted copies of ADTs it uses."""
+
+    function: Function
+    globals: dict[str, Function]
+    types: dict[str, TypeData]
+
+    def module(self, mod: IRModule | None, entry: str = "main") -> IRModule:
+        """``mod`` (or an empty module) with ``function`` as ``@entry``, the lifted globals and
+        the lifted ADT copies added."""
+        out = mod if mod is not None else IRModule()
+        for td in self.types.values():
+            out = out.with_type(td)
+        for name, fn in self.globals.items():
+            out = out.with_function(name, fn)
+        return out.with_function(entry, self.function)
+
+
 # --- lifting types ----------------------------------------------------------------------------
 
 class TypeLifter(TypeMutator):
@@ -126,16 +146,17 @@ class TypeLifter(TypeMutator):
         pair: the lifted type of a float tensor type.
         extra_params: parameters appended to every function type (reverse mode's
             backpropagator reference; none in forward mode).
-        mod: the module whose ADTs are checked (an ADT with a float tensor field that is not a
-            type parameter cannot be lifted structurally; see :func:`check_adts`).
+        renames: ADTs that are lifted to a *copy* of their definition (those with a float
+            field that is not a type parameter, see :func:`adts_needing_copies`), by name, to
+            the copy's name.
     """
 
     def __init__(self, pair: Callable[[TensorType], Type], extra_params: tuple[Type, ...],
-                 unliftable: dict[str, str]):
+                 renames: dict[str, GlobalTypeVar]):
         super().__init__()
         self._pair = pair
         self._extra = extra_params
-        self.unliftable = unliftable
+        self.renames = renames
 
     def leave(self, old: Type, new: Type) -> Type:
         if isinstance(new, TensorType):
@@ -143,34 +164,32 @@ class TypeLifter(TypeMutator):
         if isinstance(new, FuncType):
             return FuncType((*new.arg_types, *self._extra), new.ret_type, new.type_params,
                             new.type_constraints, span=new.span)
-        if isinstance(new, (TypeCall, GlobalTypeVar)):
-            name = new.func.name if isinstance(new, TypeCall) else new.name
-            why = self.unliftable.get(name)
-            if why is not None:
-                raise RelayTypeError(f"grad: cannot differentiate through the ADT {name}: {why}",
-                                     old.span)
+        if isinstance(new, TypeCall) and new.func.name in self.renames:
+            return TypeCall(self.renames[new.func.name], new.args, span=new.span)
+        if isinstance(new, GlobalTypeVar) and new.name in self.renames:
+            return self.renames[new.name]
         return new
 
 
-def unliftable_adts(mod: IRModule) -> dict[str, str]:
+def adts_needing_copies(mod: IRModule) -> list[str]:
     """ADTs of ``mod`` that hold a float tensor in a field whose type is not a type parameter
-    (directly or through another such ADT), with the reason.
+    (directly or through another such ADT), in definition order.
 
-    Their values would need a lifted copy of the definition; this implementation lifts ADTs
-    structurally only (``List[Tensor]`` is ``List`` at the lifted element type), so such ADTs
-    are rejected with a ``RelayTypeError`` naming them.
+    A polymorphic ADT whose fields are type parameters lifts at the lifted type arguments
+    (``List[Tensor]`` is ``List[(Tensor, Ref[Tensor])]``, same constructors); these need a
+    lifted copy of their definition (``Box`` becomes ``Box__rev`` with constructor
+    ``B__rev``), which :class:`Lifter` builds.
     """
     direct: dict[str, set[str]] = {}
-    bad: dict[str, str] = {}
+    needs: set[str] = set()
     for name, td in mod.types.items():
         refs: set[str] = set()
         for ctor in td.constructors:
             stack: list[Type] = list(ctor.inputs)
             while stack:
                 u = stack.pop()
-                if is_float_type(u) and name not in bad:
-                    bad[name] = (f"constructor {ctor.name} has a field of the floating-point type "
-                                 "Tensor[..., " + u.dtype + "]")  # type: ignore[attr-defined]
+                if is_float_type(u):
+                    needs.add(name)
                 elif isinstance(u, TypeCall):
                     refs.add(u.func.name)
                     stack.extend(u.args)
@@ -185,14 +204,10 @@ def unliftable_adts(mod: IRModule) -> dict[str, str]:
     while changed:
         changed = False
         for name, refs in direct.items():
-            if name in bad:
-                continue
-            for r in refs:
-                if r in bad:
-                    bad[name] = f"its field type {r} cannot be lifted ({bad[r]})"
-                    changed = True
-                    break
-    return bad
+            if name not in needs and refs & needs:
+                needs.add(name)
+                changed = True
+    return [name for name in mod.types if name in needs]
 
 
 # --- the input pipeline -----------------------------------------------------------------------
@@ -391,11 +406,27 @@ class Lifter:
 
     suffix = "lifted"
 
-    def __init__(self, mod: IRModule, type_lifter: TypeLifter):
+    def __init__(self, mod: IRModule, pair: Callable[[TensorType], Type],
+                 extra_params: tuple[Type, ...]):
         self.mod = mod
-        self.types = type_lifter
+        names = adts_needing_copies(mod)
+        renames = {n: GlobalTypeVar(self.lifted_name(n)) for n in names}
+        self.types = TypeLifter(pair, extra_params, renames)
         self.env: dict[int, Expr] = {}
         self.globals_used: set[str] = set()
+        self.constructors: dict[str, Constructor] = {}
+        self.lifted_types: dict[str, TypeData] = {}
+        for n in names:
+            td = mod.types[n]
+            header = renames[n]
+            ctors = []
+            for c in td.constructors:
+                inputs = tuple(self.types.mutate(t) for t in c.inputs)
+                copy = Constructor(self.lifted_name(c.name), inputs, header, c.tag, span=c.span)
+                self.constructors[c.name] = copy
+                ctors.append(copy)
+            self.lifted_types[header.name] = TypeData(header, td.type_vars, tuple(ctors),
+                                                      span=td.span)
 
     # --- mode hooks -------------------------------------------------------------------------
     def extra_params(self) -> tuple[Var, ...]:
@@ -453,20 +484,16 @@ class Lifter:
             self.globals_used.add(name)
             return GlobalVar(self.lifted_name(name), span=e.span)
         if t is Constructor:
-            self.check_constructor(e)  # type: ignore[arg-type]
-            return e
+            return self.constructor(e)  # type: ignore[arg-type]
         if t is Op:
             raise RelayTypeError(f"grad: the operator {e.name} used as a first-class value "  # type: ignore
                                  "cannot be differentiated (call it inside a function literal)",
                                  e.span)
         raise InternalError(f"ad: {t.__name__} is not an atom")
 
-    def check_constructor(self, ctor: Constructor) -> None:
-        """Reject a constructor of an ADT that cannot be lifted structurally."""
-        why = self.types.unliftable.get(ctor.belong_to.name)
-        if why is not None:
-            raise RelayTypeError(f"grad: cannot differentiate through the ADT "
-                                 f"{ctor.belong_to.name}: {why}", ctor.span)
+    def constructor(self, ctor: Constructor) -> Constructor:
+        """The constructor of the lifted ADT (a copy for an ADT with float fields)."""
+        return self.constructors.get(ctor.name, ctor)
 
     # --- scopes -------------------------------------------------------------------------------
     def scope(self, e: Expr, ctx: Any, ll: LetList | None = None) -> Gen:
@@ -515,8 +542,7 @@ class Lifter:
                 return self.op_call(e, ll, ctx)  # type: ignore[arg-type]
             args = tuple(self.atom(a, ll) for a in e.args)  # type: ignore[attr-defined]
             if type(op) is Constructor:
-                self.check_constructor(op)
-                return Call(op, args, span=e.span)
+                return Call(self.constructor(op), args, span=e.span)
             return Call(self.atom(op, ll), (*args, *self.extra_args(ctx)), span=e.span)
         if t is Tuple:
             return Tuple(tuple(self.atom(a, ll) for a in e.fields), span=e.span)  # type: ignore
@@ -576,8 +602,7 @@ class Lifter:
                 if n:
                     del results[len(results) - n:]
                 if type(q) is PatternConstructor:
-                    self.check_constructor(q.constructor)
-                    results.append(PatternConstructor(q.constructor, kids,
+                    results.append(PatternConstructor(self.constructor(q.constructor), kids,
                                                       span=q.span))
                 else:
                     results.append(PatternTuple(kids, span=q.span))
@@ -678,7 +703,7 @@ def _define(name: str, scope: dict[str, Var], lifted: dict[str, Function]) -> tu
                          span=fn.span)
 
 
-__all__ = ["ENTRY", "Lifter", "TypeLifter", "all_bool", "carries_float", "close_globals",
+__all__ = ["ENTRY", "Lifted", "Lifter", "TypeLifter", "all_bool", "carries_float", "close_globals",
            "expand_nested_grads", "is_float_type", "let_bound_functions", "lifted_globals",
-           "prepare", "reachable_globals", "resolve_function", "unliftable_adts"]
+           "prepare", "reachable_globals", "resolve_function", "adts_needing_copies"]
 

@@ -20,9 +20,12 @@ the output with respect to it). Everything else is lifted structurally:
   let-bound and global functions alike, so first-class functions need no special case);
 * ADTs: a polymorphic ADT is lifted at the lifted type arguments (``List[T]`` becomes
   ``List[ADType(T)]`` with the same constructors; gradients flow through constructor fields and
-  ``match`` because the fields hold lifted pairs). A *monomorphic* ADT with a float field would
-  need a lifted copy of its definition; it is rejected (``RelayTypeError`` "grad: cannot
-  differentiate through the ADT X") — see :func:`ad.lift.unliftable_adts`;
+  ``match`` because the fields hold lifted pairs). An ADT with a float field that is not a
+  type parameter (``type Box { B(Tensor[(3), float32]) }``) gets a lifted *copy* of its
+  definition (``Box__rev { B__rev((Tensor[(3), float32], Ref[Tensor[(3), float32]])) }``;
+  :func:`ad.lift.adts_needing_copies`): the gradient program uses the copy, which
+  :func:`ad.grad_module` adds to the module (a closed function returned by :func:`ad.grad`
+  evaluates as it is; to type-check it, use the module);
 * integer and boolean tensors, ADT tags and ``()`` carry no derivative and stay as they are
   (``if`` conditions are plain booleans).
 
@@ -53,7 +56,7 @@ higher-order functions need nothing special: the backpropagator is built as the 
 **What is not differentiable** (``RelayTypeError`` naming the operator or construct and its
 span): an operator with a float argument, no gradient rule and a result that is not boolean
 (``argmax``: "no gradient rule for operator argmax: ..."); an operator as a first-class value; a
-monomorphic ADT with float fields; ``grad`` of a polymorphic function; arguments or results that
+``grad`` of a polymorphic function; arguments or results that
 are not tensors or tuples of tensors (Type-Gradient is stated over tensors); ``grad(%f)`` of a
 variable that is not a let-bound function, a function literal or a global. A call whose result
 carries no float (a comparison, ``shape_of`` of an integer tensor) needs no rule.
@@ -76,8 +79,8 @@ from typing import Any
 
 from ad.lift import (
     ENTRY,
+    Lifted,
     Lifter,
-    TypeLifter,
     all_bool,
     carries_float,
     close_globals,
@@ -86,7 +89,6 @@ from ad.lift import (
     lifted_globals,
     prepare,
     resolve_function,
-    unliftable_adts,
 )
 from semantics.errors import InternalError, RelayTypeError
 from semantics.expr import (
@@ -125,8 +127,7 @@ class ReverseLifter(Lifter):
     suffix = "rev"
 
     def __init__(self, mod: IRModule):
-        pair = _pair_type
-        super().__init__(mod, TypeLifter(pair, (BACKPROP_TYPE,), unliftable_adts(mod)))
+        super().__init__(mod, _pair_type, (BACKPROP_TYPE,))
 
     def extra_params(self) -> tuple[Var, ...]:
         return (Var("bp", BACKPROP_TYPE),)
@@ -283,7 +284,7 @@ def _free_lift(lifter: ReverseLifter, v: Var, t: Type, span: Any) -> Expr:
 
 def reverse_grad(f: Expr, mod: IRModule | None = None, *,
                  defs: dict[int, tuple[Var, Function]] | None = None,
-                 closed: bool = True) -> tuple[Function, dict[str, Function]]:
+                 closed: bool = True) -> Lifted:
     """The reverse-mode gradient function of ``f`` (see the module's design note).
 
     Args:
@@ -296,7 +297,9 @@ def reverse_grad(f: Expr, mod: IRModule | None = None, *,
         closed: bind the lifted globals inside the result (True), or leave them as references
             to globals returned in the second component.
     Returns:
-        ``(gradient_function, lifted_globals)``; ``lifted_globals`` is empty when ``closed``.
+        ``Lifted(function, globals, types)``: the gradient function, the lifted globals it
+        refers to (empty when ``closed``) and the lifted copies of the ADTs it uses (needed to
+        type-check it: :meth:`ad.lift.Lifted.module`).
     Raises:
         RelayTypeError: ``f`` is not differentiable (see the design note).
     """
@@ -329,10 +332,10 @@ def reverse_grad(f: Expr, mod: IRModule | None = None, *,
     body = ll.get(Tuple((lifter.primal_expr(r, ftype.ret_type), grads)))
     lifted = lifted_globals(lifter)
     if not closed:
-        return Function(tuple(xs), body, span=f.span), lifted
+        return Lifted(Function(tuple(xs), body, span=f.span), lifted, lifter.lifted_types)
     outer = LetList()
     body = close_globals(body, lifted, outer)
-    return Function(tuple(xs), outer.get(body), span=f.span), {}
+    return Lifted(Function(tuple(xs), outer.get(body), span=f.span), {}, lifter.lifted_types)
 
 
 def _param_names(f: Expr, mod: IRModule | None) -> list[str]:
@@ -343,5 +346,4 @@ def _param_names(f: Expr, mod: IRModule | None) -> list[str]:
 
 
 def _nested(target: Expr, mod: IRModule, defs: dict[int, tuple[Var, Function]]) -> Expr:
-    fn, _ = reverse_grad(target, mod, defs=defs)
-    return fn
+    return reverse_grad(target, mod, defs=defs).function

@@ -281,14 +281,29 @@ def test_comparisons_need_no_rule():
     close(g, 2.0)
 
 
-def test_monomorphic_adt_with_float_field_is_rejected():
-    mod = parse("""
-    type Box { B(Tensor[(3), float32]) }
-    def @main(%x: Tensor[(3), float32]) -> Tensor[(3), float32] {
-      match (B(%x)) { B(%y) => %y * %y }
-    }""")
-    with pytest.raises(RelayTypeError, match="ADT Box"):
-        ad.grad("main", mod=mod)
+BOX = """
+type Box { B(Tensor[(3), float32], int32), Empty }
+type Chain { Link(Box, Chain), End }
+def @main(%x: Tensor[(3), float32]) -> Tensor[(3), float32] {
+  let %c = Link(B(%x * %x, 2), Link(Empty, End));
+  match (%c) { Link(B(%y, _), _) => %y * %x, _ => %x }
+}"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_monomorphic_adt_with_float_field_gets_a_lifted_copy(mode):
+    mod = parse(BOX)
+    # the closed function uses the lifted copies: it runs as it is (type-checking it needs the
+    # module that defines them, which grad_module builds)
+    value, (g,) = evaluate(ad.grad("main", mode=mode, mod=mod), X, check=False)
+    close(value, X ** 3)
+    close(g, 3 * X ** 2)
+    gm = ad.grad_module(mod, mode=mode)
+    if mode == "reverse":
+        assert {"Box__rev", "Chain__rev"} <= set(gm.types)
+    again = parse(pretty(gm))
+    close(evaluate(again, X)[1][0], 3 * X ** 2)
+    ad.check_grads("main", [X], mod=mod)
 
 
 def test_non_tensor_signature_is_rejected():
