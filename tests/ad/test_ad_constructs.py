@@ -379,3 +379,23 @@ def test_bad_mode_and_missing_module():
         ad.grad(f, mode="sideways")
     with pytest.raises(RelayTypeError, match="module"):
         ad.grad("main")
+
+
+def test_grad_node_of_literal_calling_a_let_bound_closure():
+    text = """
+    def @main(%x: float32) {
+      let %sq = fn (%y: float32) { %y * %y };
+      grad(fn (%z: float32) { %sq(%z) * %z })(%x)
+    }"""
+    value, (g,) = evaluate(text, np.float32(2.0))
+    close(value, 8.0)
+    close(g, 12.0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nested_grad_capturing_the_outer_argument(mode):
+    # d/dx [ d/dy (y * y * x) at y = x ] = d/dx (2 x^2) = 4x
+    src = "fn (%x: float32) { grad(fn (%y: float32) { %y * %y * %x })(%x).1.0 }"
+    value, (g,) = grad_at(src, np.float32(1.5), mode=mode)
+    close(value, 2 * 1.5 ** 2)
+    close(g, 4 * 1.5)
