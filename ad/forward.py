@@ -34,12 +34,15 @@ from ad.lift import (
     Lifted,
     Lifter,
     all_bool,
+    by_type,
     carries_float,
     close_globals,
     is_float_type,
     let_bound_functions,
     lifted_globals,
+    no_float,
     prepare,
+    project,
     resolve_function,
 )
 from semantics.errors import InternalError, RelayTypeError
@@ -77,31 +80,28 @@ class ForwardLifter(Lifter):
 
     def tangent_expr(self, la: Expr, t: Type) -> Expr:
         """The tangent carried by the lifted value ``la`` (original type ``t``)."""
-        if is_float_type(t):
-            return TupleGetItem(la, 1)
-        if isinstance(t, TupleType):
-            return Tuple(tuple(self.tangent_expr(TupleGetItem(la, i), ft)
-                               for i, ft in enumerate(t.fields)))
-        if isinstance(t, TensorType):
-            return _op("zeros_like", la)
-        raise InternalError(f"ad: no tangent for a value of type {t!r}")
+        def leaf(path: tuple[int, ...], u: Type) -> Expr:
+            e = project(la, path)
+            if is_float_type(u):
+                return TupleGetItem(e, 1)
+            if isinstance(u, TensorType):
+                return _op("zeros_like", e)
+            raise InternalError(f"ad: no tangent for a value of type {u!r}")
+        return by_type(t, leaf)
 
     def dual(self, v: Expr, tv: Expr, t: Type) -> Expr:
         """The lifted value with primal ``v`` and tangent ``tv`` (both of type ``t``)."""
-        if is_float_type(t):
-            return Tuple((v, tv))
-        if isinstance(t, TupleType) and carries_float(t):
-            return Tuple(tuple(self.dual(TupleGetItem(v, i), TupleGetItem(tv, i), ft)
-                               for i, ft in enumerate(t.fields)))
-        return v
+        def leaf(path: tuple[int, ...], u: Type) -> Expr:
+            e = project(v, path)
+            return Tuple((e, project(tv, path))) if is_float_type(u) else e
+        return by_type(t, leaf, no_float)
 
     def zero_dual(self, v: Expr, t: Type) -> Expr:
-        if is_float_type(t):
-            return Tuple((v, _op("zeros_like", v)))
-        if isinstance(t, TupleType) and carries_float(t):
-            return Tuple(tuple(self.zero_dual(TupleGetItem(v, i), ft)
-                               for i, ft in enumerate(t.fields)))
-        return v
+        """The lifted value of the primal ``v`` with a zero tangent."""
+        def leaf(path: tuple[int, ...], u: Type) -> Expr:
+            e = project(v, path)
+            return Tuple((e, _op("zeros_like", e))) if is_float_type(u) else e
+        return by_type(t, leaf, no_float)
 
     def op_call(self, e: Call, ll: LetList, ctx: Any) -> Expr:
         op = e.op
@@ -242,12 +242,6 @@ def _float_leaves(t: Type, path: tuple[int, ...] = ()) -> list[tuple[tuple[int, 
     return out
 
 
-def _project(e: Expr, path: tuple[int, ...]) -> Expr:
-    for i in path:
-        e = TupleGetItem(e, i)
-    return e
-
-
 def forward_grad(f: Expr, mod: IRModule | None = None, *,
                  defs: dict[int, tuple[Var, Function]] | None = None) -> Lifted:
     """The gradient function of ``f`` (Type-Gradient) computed by forward sweeps.
@@ -287,8 +281,8 @@ def forward_grad(f: Expr, mod: IRModule | None = None, *,
             def tangent(path: tuple[int, ...], t: TensorType, x: Expr = x, i: int = i) -> Expr:
                 if hot is not None and hot[0] == i and hot[1] == path:
                     return Constant(hot[2])
-                return _op("zeros_like", _project(x, path))
-            duals.append(ll.push(_dual_input(lifter, x, at, tangent), x.name_hint))
+                return _op("zeros_like", project(x, path))
+            duals.append(ll.push(_dual_input(x, at, tangent), x.name_hint))
         return ll.push(Call(fl, tuple(duals)), "r")
 
     first: Var | None = None
@@ -309,20 +303,17 @@ def forward_grad(f: Expr, mod: IRModule | None = None, *,
             leaf_grads[(i, path)] = ll.push(_op("reshape", stacked, newshape=list(dims)), "grad")
     if first is None:
         first = sweep(None)
-    grads = Tuple(tuple(_assemble(x, at, (), i, leaf_grads)
+    grads = Tuple(tuple(_assemble(x, at, i, leaf_grads)
                         for i, (x, at) in enumerate(zip(xs, ftype.arg_types))))
     out = Tuple((lifter.primal_expr(first, ftype.ret_type), grads))
     return _finish(lifter, xs, ll, out, f.span)
 
 
-def _dual_input(lifter: ForwardLifter, x: Expr, t: Type, tangent: Any,
-                path: tuple[int, ...] = ()) -> Expr:
-    if is_float_type(t):
-        return Tuple((x, tangent(path, t)))
-    if isinstance(t, TupleType) and carries_float(t):
-        return Tuple(tuple(_dual_input(lifter, TupleGetItem(x, i), ft, tangent, (*path, i))
-                           for i, ft in enumerate(t.fields)))
-    return x
+def _dual_input(x: Expr, t: Type, tangent: Any) -> Expr:
+    def leaf(path: tuple[int, ...], u: Type) -> Expr:
+        e = project(x, path)
+        return Tuple((e, tangent(path, u))) if is_float_type(u) else e
+    return by_type(t, leaf, no_float)
 
 
 def _output_sum(lifter: ForwardLifter, r: Expr, out_leaves: list[tuple[tuple[int, ...],
@@ -331,18 +322,17 @@ def _output_sum(lifter: ForwardLifter, r: Expr, out_leaves: list[tuple[tuple[int
     derivative of ``sum(output)``), as a 0-d tensor of ``dtype``."""
     total: Expr | None = None
     for path, t in out_leaves:
-        part: Expr = _op("sum", TupleGetItem(_project(r, path), 1))
+        part: Expr = _op("sum", TupleGetItem(project(r, path), 1))
         if t.dtype != dtype:
             part = _op("cast", part, dtype=dtype)
         total = part if total is None else _op("add", total, part)
     return total if total is not None else Constant(np.zeros((), dtype=dtype))
 
 
-def _assemble(x: Expr, t: Type, path: tuple[int, ...], i: int,
+def _assemble(x: Expr, t: Type, i: int,
               leaf_grads: dict[tuple[int, tuple[int, ...]], Expr]) -> Expr:
-    if is_float_type(t):
-        return leaf_grads[(i, path)]
-    if isinstance(t, TupleType):
-        return Tuple(tuple(_assemble(TupleGetItem(x, k), ft, (*path, k), i, leaf_grads)
-                           for k, ft in enumerate(t.fields)))
-    return _op("zeros_like", x)
+    def leaf(path: tuple[int, ...], u: Type) -> Expr:
+        if is_float_type(u):
+            return leaf_grads[(i, path)]
+        return _op("zeros_like", project(x, path))
+    return by_type(t, leaf)

@@ -105,6 +105,42 @@ def carries_float(t: Type | None) -> bool:
     return False
 
 
+def project(e: Expr, path: tuple[int, ...]) -> Expr:
+    """``e.i.j...`` for ``path = (i, j, ...)``."""
+    for i in path:
+        e = TupleGetItem(e, i)
+    return e
+
+
+def by_type(t: Type, leaf: Callable[[tuple[int, ...], Type], Expr],
+            whole: Callable[[Type], bool] = lambda u: False) -> Expr:
+    """An expression with the tuple structure of ``t``: a ``Tuple`` for each tuple type (unless
+    ``whole(u)``), ``leaf(path, u)`` for every other part (``path``: the projections leading to
+    it). Iterative (types nest as deeply as the user writes them)."""
+    results: list[Expr] = []
+    stack: list[tuple[tuple[int, ...], Type, bool]] = [((), t, False)]
+    while stack:
+        path, u, built = stack.pop()
+        if built:
+            assert isinstance(u, TupleType)
+            n = len(u.fields)
+            kids = tuple(results[len(results) - n:]) if n else ()
+            if n:
+                del results[len(results) - n:]
+            results.append(Tuple(kids))
+        elif isinstance(u, TupleType) and not whole(u):
+            stack.append((path, u, True))
+            stack.extend(((*path, i), ft, False) for i, ft in reversed(list(enumerate(u.fields))))
+        else:
+            results.append(leaf(path, u))
+    return results[0]
+
+
+def no_float(u: Type) -> bool:
+    """``by_type``'s ``whole`` for structures rebuilt only where a float tensor is inside."""
+    return not carries_float(u)
+
+
 def all_bool(t: Type | None) -> bool:
     """Whether every tensor in ``t`` (a tensor or tuple type) is boolean."""
     stack = [t]
@@ -462,12 +498,11 @@ class Lifter:
         return v
 
     def primal_expr(self, a: Expr, t: Type) -> Expr:
-        if is_float_type(t):
-            return TupleGetItem(a, 0)
-        if isinstance(t, TupleType) and carries_float(t):
-            return Tuple(tuple(self.primal_expr(TupleGetItem(a, i), ft)
-                               for i, ft in enumerate(t.fields)))
-        return a
+        """The original value inside the lifted value ``a`` of original type ``t``."""
+        def leaf(path: tuple[int, ...], u: Type) -> Expr:
+            e = project(a, path)
+            return TupleGetItem(e, 0) if is_float_type(u) else e
+        return by_type(t, leaf, no_float)
 
     def atom(self, e: Expr, ll: LetList) -> Expr:
         """The lifted form of an atom."""
@@ -703,7 +738,8 @@ def _define(name: str, scope: dict[str, Var], lifted: dict[str, Function]) -> tu
                          span=fn.span)
 
 
-__all__ = ["ENTRY", "Lifted", "Lifter", "TypeLifter", "all_bool", "carries_float", "close_globals",
+__all__ = ["ENTRY", "Lifted", "Lifter", "TypeLifter", "all_bool", "by_type", "carries_float",
+           "close_globals", "no_float", "project",
            "expand_nested_grads", "is_float_type", "let_bound_functions", "lifted_globals",
            "prepare", "reachable_globals", "resolve_function", "adts_needing_copies"]
 

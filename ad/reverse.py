@@ -82,12 +82,15 @@ from ad.lift import (
     Lifted,
     Lifter,
     all_bool,
+    by_type,
     carries_float,
     close_globals,
     is_float_type,
     let_bound_functions,
     lifted_globals,
+    no_float,
     prepare,
+    project,
     resolve_function,
 )
 from semantics.errors import InternalError, RelayTypeError
@@ -144,39 +147,40 @@ class ReverseLifter(Lifter):
     # --- values with adjoints -------------------------------------------------------------
     def fresh(self, v: Expr, t: Type) -> Expr:
         """The lifted value of the primal ``v`` with a zero adjoint."""
-        if is_float_type(t):
-            return Tuple((v, RefCreate(_op("zeros_like", v))))
-        if isinstance(t, TupleType) and carries_float(t):
-            return Tuple(tuple(self.fresh(TupleGetItem(v, i), ft)
-                               for i, ft in enumerate(t.fields)))
-        return v
+        def leaf(path: tuple[int, ...], u: Type) -> Expr:
+            e = project(v, path)
+            return Tuple((e, RefCreate(_op("zeros_like", e)))) if is_float_type(u) else e
+        return by_type(t, leaf, no_float)
 
     def adjoint(self, lv: Expr, t: Type) -> Expr:
         """The adjoint accumulated in the lifted value ``lv``, of the original type ``t``."""
-        if is_float_type(t):
-            return RefRead(TupleGetItem(lv, 1))
-        if isinstance(t, TupleType):
-            return Tuple(tuple(self.adjoint(TupleGetItem(lv, i), ft)
-                               for i, ft in enumerate(t.fields)))
-        if isinstance(t, TensorType):
-            return _op("zeros_like", lv)
-        raise InternalError(f"ad: no adjoint for a value of type {t!r}")
+        def leaf(path: tuple[int, ...], u: Type) -> Expr:
+            e = project(lv, path)
+            if is_float_type(u):
+                return RefRead(TupleGetItem(e, 1))
+            if isinstance(u, TensorType):
+                return _op("zeros_like", e)
+            raise InternalError(f"ad: no adjoint for a value of type {u!r}")
+        return by_type(t, leaf)
 
     def accumulate(self, la: Expr, g: Expr, t: Type, ll: LetList) -> None:
         """Add ``g`` (of type ``t``) to the adjoint of the lifted value ``la``."""
-        if is_float_type(t):
-            cell = TupleGetItem(la, 1)
-            ll.push(RefWrite(cell, _op("add", RefRead(cell), g)), "_")
-        elif isinstance(t, TupleType) and carries_float(t):
-            if isinstance(g, Tuple):
-                parts: list[Expr | None] = list(g.fields)
-            else:
-                gv = ll.push(g, "g")
-                parts = [TupleGetItem(gv, i) for i in range(len(t.fields))]
-            for i, ft in enumerate(t.fields):
-                part = parts[i]
-                if part is not None:
-                    self.accumulate(TupleGetItem(la, i), part, ft, ll)
+        stack: list[tuple[Expr, Expr, Type]] = [(la, g, t)]
+        while stack:
+            target, grad, u = stack.pop()
+            if is_float_type(u):
+                cell = TupleGetItem(target, 1)
+                ll.push(RefWrite(cell, _op("add", RefRead(cell), grad)), "_")
+            elif isinstance(u, TupleType) and carries_float(u):
+                if isinstance(grad, Tuple):
+                    parts: list[Expr | None] = list(grad.fields)
+                else:
+                    gv = ll.push(grad, "g")
+                    parts = [TupleGetItem(gv, i) for i in range(len(u.fields))]
+                for i in reversed(range(len(u.fields))):
+                    part = parts[i]
+                    if part is not None:
+                        stack.append((TupleGetItem(target, i), part, u.fields[i]))
 
     # --- primitive calls --------------------------------------------------------------------
     def op_call(self, e: Call, ll: LetList, ctx: Any) -> Expr:
@@ -252,20 +256,15 @@ def _check_io(t: Type, what: str, span: Any) -> None:
                                  f"(Type-Gradient), found {u!r}", span)
 
 
-def _lift_input(x: Expr, t: Type) -> Expr:
-    if is_float_type(t):
-        return Tuple((x, RefCreate(_op("zeros_like", x))))
-    if isinstance(t, TupleType) and carries_float(t):
-        return Tuple(tuple(_lift_input(TupleGetItem(x, i), ft) for i, ft in enumerate(t.fields)))
-    return x
-
-
 def _seed(r: Expr, t: Type, ll: LetList) -> None:
-    if is_float_type(t):
-        ll.push(RefWrite(TupleGetItem(r, 1), _op("ones_like", TupleGetItem(r, 0))), "_")
-    elif isinstance(t, TupleType):
-        for i, ft in enumerate(t.fields):
-            _seed(TupleGetItem(r, i), ft, ll)
+    """Write ``ones_like`` into the adjoint of every float tensor of the lifted result ``r``."""
+    stack: list[tuple[Expr, Type]] = [(r, t)]
+    while stack:
+        e, u = stack.pop()
+        if is_float_type(u):
+            ll.push(RefWrite(TupleGetItem(e, 1), _op("ones_like", TupleGetItem(e, 0))), "_")
+        elif isinstance(u, TupleType):
+            stack.extend((TupleGetItem(e, i), ft) for i, ft in enumerate(u.fields))
 
 
 def _free_lift(lifter: ReverseLifter, v: Var, t: Type, span: Any) -> Expr:
@@ -324,7 +323,7 @@ def reverse_grad(f: Expr, mod: IRModule | None = None, *,
     names = _param_names(f, mod)
     xs = [Var(names[i] if i < len(names) else f"x{i}", t)
           for i, t in enumerate(ftype.arg_types)]
-    xl = [ll.push(_lift_input(x, t), x.name_hint) for x, t in zip(xs, ftype.arg_types)]
+    xl = [ll.push(lifter.fresh(x, t), x.name_hint) for x, t in zip(xs, ftype.arg_types)]
     r = ll.push(Call(fl, (*xl, bp)), "r")
     _seed(r, ftype.ret_type, ll)
     ll.push(Call(RefRead(bp), ()), "_")
