@@ -58,3 +58,18 @@ def test_grad_is_pure(p):
     ad.grad(p.function)
     ad.jvp(p.function)
     assert pretty(p.function) == before
+
+
+def test_generator_reaches_every_construct():
+    from hypothesis import Phase, find
+    from hypothesis import settings as hsettings
+
+    from conformance.strategies.differentiable import CONSTRUCTS
+
+    for construct in CONSTRUCTS:
+        if construct == "dense" and not DENSE:
+            continue
+        p = find(PROGRAMS, lambda p, c=construct: c in p.constructs,
+                 settings=hsettings(max_examples=2000, database=None,
+                                    phases=[Phase.generate]))
+        assert construct in p.constructs
