@@ -49,6 +49,7 @@ from semantics.errors import InternalError, RelayTypeError
 from semantics.expr import Attrs, Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
 from semantics.module import IRModule
 from semantics.ops.tables import TANGENTS
+from semantics.printer import pretty
 from semantics.rewrite import LetList
 from semantics.types import FuncType, TensorType, TupleType, Type
 from semantics.visitor import run_recursive
@@ -188,7 +189,7 @@ def _check_io(t: Type, span: Any) -> None:
             stack.extend(u.fields)
         elif not isinstance(u, TensorType):
             raise RelayTypeError("grad: arguments and results must be tensors or tuples of "
-                                 f"tensors (Type-Gradient), found {u!r}", span)
+                                 f"tensors (Type-Gradient), found {pretty(u)}", span)
 
 
 def _finish(lifter: ForwardLifter, params: list[Var], ll: LetList, out: Expr,
@@ -267,7 +268,7 @@ def forward_grad(f: Expr, mod: IRModule | None = None, *,
             dims = tuple(d for d in lt.shape if isinstance(d, int))
             if len(dims) != len(lt.shape):
                 raise RelayTypeError("grad (forward mode): argument shapes must be static, "
-                                     f"found {lt!r}", f.span)
+                                     f"found {pretty(lt)}", f.span)
             leaves.append((i, path, lt.dtype, dims))
             total += int(np.prod(dims, dtype=np.int64))
     if total > MAX_FORWARD_ELEMENTS:

@@ -59,6 +59,7 @@ from semantics.expr import (
     Var,
 )
 from semantics.module import IRModule
+from semantics.printer import pretty
 from semantics.rewrite import LetList, fresh_copy, substitute
 from semantics.type_visitor import TypeMutator
 from semantics.types import (
@@ -284,16 +285,17 @@ def resolve_function(f: Expr, defs: dict[int, tuple[Var, Function]]) -> Expr:
             if entry is None:
                 if _is_function_type(v):
                     raise RelayTypeError(
-                        f"grad: cannot differentiate through %{v.name_hint}: it is not a "
-                        "function literal, a let-bound function or a global", v.span)
+                        f"grad: cannot differentiate through %{v.name_hint}: its definition is "
+                        "not a function literal let-bound in the program", v.span)
                 continue
             fresh = Var(v.name_hint, v.type_annotation, span=v.span)
             literal = substitute(fresh_copy(entry[1]), {v: fresh})
             f = Let(fresh, literal, substitute(f, {v: fresh}))
     if isinstance(f, Var):
         raise RelayTypeError(
-            f"grad: cannot differentiate %{f.name_hint}: it is not a function literal, a "
-            "let-bound function or a global", f.span)
+            f"grad: cannot differentiate %{f.name_hint}: its definition is not a function "
+            "literal let-bound in the program (grad takes a function literal, a global or "
+            "such a variable)", f.span)
     return f
 
 
@@ -396,7 +398,8 @@ def prepare(f: Expr, mod: IRModule | None,
     assert isinstance(anf, IRModule)
     ftype = anf[ENTRY].body.checked_type
     if not isinstance(ftype, FuncType):
-        raise RelayTypeError(f"grad: expected a function, found a value of type {ftype!r}",
+        raise RelayTypeError(f"grad: expected a function, found a value of type "
+                             f"{pretty(ftype) if ftype is not None else '?'}",
                              f.span)
     if ftype.type_params:
         raise RelayTypeError("grad: cannot differentiate a polymorphic function "

@@ -110,6 +110,7 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 from semantics.ops.tables import GRADIENTS
+from semantics.printer import pretty
 from semantics.rewrite import LetList
 from semantics.types import FuncType, RefType, TensorType, TupleType, Type
 from semantics.visitor import run_recursive
@@ -253,7 +254,7 @@ def _check_io(t: Type, what: str, span: Any) -> None:
             stack.extend(u.fields)
         elif not isinstance(u, TensorType):
             raise RelayTypeError(f"grad: the {what} must be tensors or tuples of tensors "
-                                 f"(Type-Gradient), found {u!r}", span)
+                                 f"(Type-Gradient), found {pretty(u)}", span)
 
 
 def _seed(r: Expr, t: Type, ll: LetList) -> None:
@@ -276,8 +277,9 @@ def _free_lift(lifter: ReverseLifter, v: Var, t: Type, span: Any) -> Expr:
         if isinstance(u, TupleType):
             stack.extend(u.fields)
         elif not isinstance(u, TensorType):
-            raise RelayTypeError(f"grad: the free variable %{v.name_hint} of type {t!r} cannot be "
-                                 "lifted (only tensors and tuples of tensors can)", span)
+            raise RelayTypeError(f"grad: the free variable %{v.name_hint} of type {pretty(t)} "
+                                 "cannot be lifted (only tensors and tuples of tensors can)",
+                                 span)
     return lifter.fresh(v, t)
 
 
