@@ -399,3 +399,10 @@ def test_nested_grad_capturing_the_outer_argument(mode):
     value, (g,) = grad_at(src, np.float32(1.5), mode=mode)
     close(value, 2 * 1.5 ** 2)
     close(g, 4 * 1.5)
+
+
+def test_semantics_grad_fires():
+    fired = []
+    evaluate("def @main(%x: float32) { grad(fn (%y: float32) { %y * %y })(%x) }",
+             np.float32(1.0), trace=lambda rule, node: fired.append(rule))
+    assert fired.count("Semantics-Grad") == 1
