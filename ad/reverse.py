@@ -55,11 +55,15 @@ higher-order functions need nothing special: the backpropagator is built as the 
 
 **What is not differentiable** (``RelayTypeError`` naming the operator or construct and its
 span): an operator with a float argument, no gradient rule and a result that is not boolean
-(``argmax``: "no gradient rule for operator argmax: ..."); an operator as a first-class value; a
-``grad`` of a polymorphic function; arguments or results that
-are not tensors or tuples of tensors (Type-Gradient is stated over tensors); ``grad(%f)`` of a
-variable that is not a let-bound function, a function literal or a global. A call whose result
-carries no float (a comparison, ``shape_of`` of an integer tensor) needs no rule.
+(``argmax``: "no gradient rule for operator argmax: ..."); an operator as a first-class value;
+``grad`` of a polymorphic function; arguments or results that are not tensors or tuples of
+tensors (Type-Gradient is stated over tensors); ``grad(%f)`` of a variable whose definition is
+not a function literal let-bound in the program (a parameter; and, through the interpreter's
+hook, a let-bound function of an *expression* passed to ``evaluate``, since the hook sees only
+the module). A call whose result carries no float (a comparison, ``shape_of`` of an integer
+tensor) needs no rule. Limits: nested ``grad`` expansions stop at
+:data:`ad.lift.MAX_GRAD_NESTING`; the copies of mutually recursive globals bound inside a closed
+gradient grow with the size of the cycle.
 
 **Globals.** A global ``@g`` the function reaches is lifted to a function of the lifted type
 (:func:`ad.lift.lifted_globals`). :func:`reverse_grad` returns a *closed* function: the lifted
