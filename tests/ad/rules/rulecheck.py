@@ -12,10 +12,16 @@ differences of the operator's numpy reference in float64:
 Both checks also type-check the rule's expressions: each gradient must have exactly its
 argument's type, the tangent exactly the output's type.
 
-Entry points: :func:`float64_call` (turn a valid call from the conformance strategies into a
-float64 one), :func:`rule_inputs` (a Hypothesis strategy of inputs away from kinks),
-:func:`check_gradient`, :func:`check_tangent`, :func:`check_rule_types`.  The nn rule tests
-import this module too.
+Entry points: :func:`float64_cases` (a Hypothesis strategy: a valid call from the conformance
+strategies turned to float64, with inputs away from kinks), :func:`check_gradient`,
+:func:`check_tangent`, :func:`check_rule_types` (any dtype; also checks that every float
+operator the rule emits has rules itself), :func:`run_gradient` (values for example tests).
+:mod:`second_order` differentiates rule outputs again.
+
+Per-operator knowledge lives in four tables keyed by operator name, which other rule tests
+may extend for their own operators: :data:`DOMAINS` (where inputs are drawn),
+:data:`KEEP_DTYPE` and :data:`NON_DATA` (index, condition and shape-only arguments) and
+:data:`INPUT_OVERRIDES` (a whole input tuple, e.g. ``arange``'s bounds).
 """
 
 from __future__ import annotations
@@ -107,12 +113,14 @@ def _to_float64(t: Type) -> Type:
 
 def float64_call(name: str, arg_types: Sequence[Type], attrs: dict[str, Any]
                  ) -> tuple[tuple[Type, ...], dict[str, Any]]:
-    """The same call with every data argument (and a ``dtype`` attribute) in float64."""
+    """The same call with every data argument (and a ``dtype``/``out_dtype`` attribute) in
+    float64."""
     keep = KEEP_DTYPE.get(name, ())
     types = tuple(t if i in keep else _to_float64(t) for i, t in enumerate(arg_types))
     attrs = dict(attrs)
-    if "dtype" in attrs and attrs["dtype"] is not None:
-        attrs["dtype"] = "float64"
+    for key in ("dtype", "out_dtype"):
+        if attrs.get(key):                 # None / "" mean "the input's dtype"
+            attrs[key] = "float64"
     return types, attrs
 
 
