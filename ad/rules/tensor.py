@@ -11,7 +11,8 @@ Decisions, per operator:
   (the adjoint of implicit broadcasting).  ``maximum``/``minimum`` send the adjoint to ``x``
   where ``x >= y`` (resp. ``x <= y``), ties included, and to ``y`` elsewhere (TVM's choice).
   ``power``'s exponent adjoint is ``g * log(x) * x**y`` with ``0`` where ``x == 0`` (so that
-  ``0**y`` does not poison the exponent's gradient with NaN; JAX does the same).
+  ``0**y`` does not poison the exponent's gradient with NaN; JAX does the same), and the
+  base's is ``g * y * x**(y - 1)`` with ``0`` where ``y == 0``.
   ``mod`` is ``x - trunc(x / y) * y`` and ``floor_mod`` is ``x - floor(x / y) * y``: the
   adjoint of ``y`` is ``-g * trunc(x / y)`` (resp. ``floor``), of ``x`` it is ``g``.
 * ``floor ceil round trunc sign floor_divide``: piecewise constant; the gradient is zero
@@ -145,9 +146,10 @@ _binary("divide", lambda c, out: call("divide", _k(1.0, c), _y(c)),
 
 
 def _power_dx(c: Call, out: Expr) -> Expr:
-    # y * x**(y - 1)
+    # y * x**(y - 1), and 0 where y == 0 (x**0 is constant; 0 * 0**-1 would be NaN)
     x, y = c.args
-    return call("multiply", y, call("power", x, call("subtract", y, _k(1.0, c))))
+    slope = call("multiply", y, call("power", x, call("subtract", y, _k(1.0, c))))
+    return call("where", call("equal", y, _k(0.0, c)), _k(0.0, c), slope)
 
 
 def _power_dy(c: Call, out: Expr) -> Expr:
