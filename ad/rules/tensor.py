@@ -38,8 +38,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ad.rules._build import call, collapse_to, is_float, ones_like, tensor_type, zeros_like
-from ad.rules._linear import expand_like, same_shape, scalar_like, tangent_from_gradient
+from ad.rules._build import call, is_float, ones_like, tensor_type, zeros_like
+from ad.rules._linear import (
+    collapse_like,
+    expand_like,
+    same_shape,
+    scalar_like,
+    tangent_from_gradient,
+)
 from semantics.expr import Call, Expr
 from semantics.ops.tables import (
     declare_no_gradient,
@@ -71,12 +77,12 @@ def _binary(name: str, dx: Partial, dy: Partial, *, x_is_identity: bool = False,
         x, y = c.args
         if not is_float(out):
             return [None, None]
-        gx = collapse_to(_mul(g, dx(c, out)), x)
+        gx = collapse_like(_mul(g, dx(c, out)), x)
         py = dy(c, out)
         if py is None and y_sign < 0:
-            gy = collapse_to(call("negative", g), y)
+            gy = collapse_like(call("negative", g), y)
         else:
-            gy = collapse_to(_mul(g, py), y)
+            gy = collapse_like(_mul(g, py), y)
         return [gx, gy]
 
     def tangent(c: Call, out: Expr, tangents: list[Expr | None]) -> Expr | None:
@@ -260,8 +266,8 @@ def _where_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
         return [None, None, None]
     zero = scalar_like(0.0, out)
     return [None,
-            collapse_to(call("where", cond, g, zero), x),
-            collapse_to(call("where", cond, zero, g), y)]
+            collapse_like(call("where", cond, g, zero), x),
+            collapse_like(call("where", cond, zero, g), y)]
 
 
 @register_tangent("where")

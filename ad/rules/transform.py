@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ad.rules._build import call, collapse_to, is_float, item, tensor_type, tup
-from ad.rules._linear import attrs_of, linear_tangent
+from ad.rules._build import call, is_float, item, tensor_type, tup
+from ad.rules._linear import attrs_of, collapse_like, linear_tangent
 from semantics.errors import RelayTypeError
 from semantics.expr import Call, Constant, Expr
 from semantics.ops.relations import normalize_axis
@@ -155,7 +155,7 @@ def _broadcast_to_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
     """``collapse_sum_like(g, x)``."""
     if not _float_data(c):
         return [None]
-    return [collapse_to(g, c.args[0])]
+    return [collapse_like(g, c.args[0])]
 
 
 @register_gradient("broadcast_to_like")
@@ -163,7 +163,7 @@ def _broadcast_to_like_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None
     """``collapse_sum_like(g, x)``; nothing for the shape argument."""
     if not _float_data(c):
         return [None, None]
-    return [collapse_to(g, c.args[0]), None]
+    return [collapse_like(g, c.args[0]), None]
 
 
 @register_gradient("collapse_sum_like")
