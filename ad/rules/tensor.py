@@ -64,8 +64,7 @@ def _mul(a: Expr, b: Expr | None) -> Expr:
     return a if b is None else call("multiply", a, b)
 
 
-def _binary(name: str, dx: Partial, dy: Partial, *, x_is_identity: bool = False,
-            y_sign: float = 1.0) -> None:
+def _binary(name: str, dx: Partial, dy: Partial, *, y_sign: float = 1.0) -> None:
     """Register both rules of a differentiable binary broadcast operator from its partials.
 
     ``dx(call, out)`` / ``dy(call, out)`` build the elementwise partial derivative of the
