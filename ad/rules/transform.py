@@ -28,8 +28,7 @@ applied to the tangent (:func:`ad.rules._linear.linear_tangent`); the shape-only
 
 The scatter rules (``take``, ``strided_slice``, ``concatenate``, ``stack``, ``tile``,
 ``repeat``) need the extents they scatter into to be static; on a symbolic extent they raise
-``RelayTypeError`` naming the operator.  ``take`` indices of dtype ``uint64`` above ``2**63``
-are outside the rule's domain (they are compared as ``int64``).
+``RelayTypeError`` naming the operator.
 """
 
 from __future__ import annotations
@@ -247,15 +246,25 @@ for _name in ("concatenate", "stack", "split"):
 # --- gathering and slicing -------------------------------------------------------------------
 
 def _normalized_indices(c: Call, n: int) -> Expr:
-    """``take``'s indices as int64 in ``[0, n)`` following the mode (``fast``: as given)."""
+    """``take``'s indices as int64 in ``[0, n)`` following the mode (``fast``: as given).
+
+    ``clip`` clamps in the indices' own dtype (the bounds saturate to it), so a ``uint64``
+    index above ``2**63`` clamps to ``n - 1`` before the conversion; ``wrap`` reduces
+    ``uint64`` indices modulo ``n`` in their dtype, other dtypes after widening to int64.
+    """
     indices = c.args[1]
-    idx: Expr = call("cast", indices, dtype="int64")
+    dtype = tensor_type(indices).dtype
     mode = attrs_of(c)["mode"]
     if mode == "clip":
-        idx = call("clip", idx, a_min=0.0, a_max=float(max(n - 1, 0)))
-    elif mode == "wrap" and n > 0:
-        idx = call("floor_mod", idx, Constant(np.asarray(n, dtype=np.int64)))
-    return idx
+        clamped = call("clip", indices, a_min=0.0, a_max=float(max(n - 1, 0)))
+        return call("cast", clamped, dtype="int64")
+    if mode == "wrap" and n > 0:
+        if dtype == "uint64":
+            reduced = call("floor_mod", indices, Constant(np.asarray(n, dtype=np.uint64)))
+            return call("cast", reduced, dtype="int64")
+        return call("floor_mod", call("cast", indices, dtype="int64"),
+                    Constant(np.asarray(n, dtype=np.int64)))
+    return call("cast", indices, dtype="int64")
 
 
 @register_gradient("take")
