@@ -26,9 +26,12 @@ applied to the tangent (:func:`ad.rules._linear.linear_tangent`); the shape-only
   axis by axis;
 * ``shape_of``: declared without a rule (integer result).
 
-The scatter rules (``take``, ``strided_slice``, ``concatenate``, ``stack``, ``tile``,
-``repeat``) need the extents they scatter into to be static; on a symbolic extent they raise
-``RelayTypeError`` naming the operator.
+``take`` needs a static extent on its axis (the whole shape with ``axis=None``),
+``strided_slice`` a static input shape and ``concatenate`` static sizes along the axis for
+every field but the last; otherwise they raise ``RelayTypeError`` naming the operator.
+``tile`` and ``repeat`` use static reshapes when the shape is concrete and reshape code -4
+(split an axis, inferring one extent) otherwise; a symbolic extent that is 0 at run time
+is outside that path's domain (-4 cannot infer an extent from 0).
 """
 
 from __future__ import annotations
@@ -70,6 +73,11 @@ def _static_shape(e: Expr, op: str) -> tuple[int, ...]:
             raise RelayTypeError(f"gradient of {op}: needs a static shape, got dimension {d}")
         out.append(d)
     return tuple(out)
+
+
+def _static(t: TensorType) -> bool:
+    """Whether every dimension of ``t`` is a concrete int."""
+    return all(isinstance(d, int) for d in t.shape)
 
 
 def _float_data(c: Call) -> bool:
@@ -205,13 +213,20 @@ def _concatenate_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
     fields = _tuple_fields(data)
     axis = normalize_axis("Concatenate", (), attrs_of(c)["axis"], len(fields[0].shape))
     pieces, at = [], 0
-    for f in fields:
+    for i, f in enumerate(fields):
         d = f.shape[axis]
-        if not isinstance(d, int):
+        if isinstance(d, int):
+            end: int | None = at + d
+        elif i == len(fields) - 1:
+            end = None                      # the last field runs to the end
+        else:
             raise RelayTypeError(f"gradient of concatenate: needs a static size along axis "
-                                 f"{axis}, got {d}")
-        pieces.append(call("strided_slice", g, begin=[at], end=[at + d], axes=[axis]))
-        at += d
+                                 f"{axis} for every field but the last, got {d}")
+        piece = call("strided_slice", g, begin=[at], end=[end], axes=[axis])
+        # a slice of a symbolic extent is typed with ?: reshape_like restores the field's type
+        pieces.append(piece if _static(tensor_type(out)) else
+                      call("reshape_like", piece, item(data, i)))
+        at = end if end is not None else at
     return [tup(*pieces)]
 
 
@@ -366,14 +381,17 @@ def _tile_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
     if not _float_data(c):
         return [None]
     data = c.args[0]
-    shape = _static_shape(data, "tile")
+    shape = tensor_type(data).shape
     reps = list(attrs_of(c)["reps"])
     rank = max(len(shape), len(reps))
     dims = [1] * (rank - len(shape)) + list(shape)
     reps = [1] * (rank - len(reps)) + reps
-    interleaved = [v for r, d in zip(reps, dims, strict=True) for v in (r, d)]
-    summed = call("sum", call("reshape", g, newshape=interleaved, allowzero=True),
-                  axis=list(range(0, 2 * rank, 2)))
+    if all(isinstance(d, int) for d in dims):
+        split = call("reshape", g, newshape=[v for r, d in zip(reps, dims, strict=True)
+                                             for v in (r, d)], allowzero=True)
+    else:       # code -4 splits an axis in two, inferring the second extent
+        split = call("reshape", g, newshape=[v for r in reps for v in (-4, r, -1)])
+    summed = call("sum", split, axis=list(range(0, 2 * rank, 2)))
     return [call("reshape_like", summed, data)]
 
 
@@ -383,11 +401,17 @@ def _repeat_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
     if not _float_data(c):
         return [None]
     data = c.args[0]
-    shape = _static_shape(data, "repeat")
+    shape = tensor_type(data).shape
     a = attrs_of(c)
     axis = normalize_axis("Repeat", (), a["axis"], len(shape))
-    split_shape = list(shape[:axis + 1]) + [a["repeats"]] + list(shape[axis + 1:])
-    return [call("sum", call("reshape", g, newshape=split_shape, allowzero=True), axis=[axis + 1])]
+    repeats = a["repeats"]
+    if all(isinstance(d, int) for d in shape):
+        split = call("reshape", g, allowzero=True,
+                     newshape=list(shape[:axis + 1]) + [repeats] + list(shape[axis + 1:]))
+    else:       # copy the leading axes, split this one as (?, repeats), copy the rest
+        split = call("reshape", g, newshape=[0] * axis + [-4, -1, repeats, -2])
+        return [call("reshape_like", call("sum", split, axis=[axis + 1]), data)]
+    return [call("sum", split, axis=[axis + 1])]
 
 
 register_tangent("tile")(linear_tangent([0]))

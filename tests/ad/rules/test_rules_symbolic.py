@@ -3,6 +3,7 @@ the scatter rules reject a symbolic extent with ``RelayTypeError`` naming the op
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ from rulecheck import check_rule_types, run_gradient
 import ad.rules  # noqa: F401  (registers the rules)
 from semantics import parse_type
 from semantics.errors import RelayTypeError
+from semantics.ops import get
 
 CASES: list[tuple[str, list[str], dict[str, Any]]] = [
     ("add", ["Tensor[(n, 3), float32]", "Tensor[(3), float32]"], {}),
@@ -27,10 +29,14 @@ CASES: list[tuple[str, list[str], dict[str, Any]]] = [
     ("broadcast_to_like", ["Tensor[(1, 3), float32]", "Tensor[(n, 3), float32]"], {}),
     ("split", ["Tensor[(n, 4), float32]"], {"indices_or_sections": 2, "axis": 1}),
     ("take", ["Tensor[(n, 4), float32]", "Tensor[(m), int32]"], {"axis": 1}),
+    ("tile", ["Tensor[(n, 2), float32]"], {"reps": [3, 1, 2]}),
+    ("repeat", ["Tensor[(2, n, 3), float32]"], {"repeats": 2, "axis": 1}),
+    ("concatenate", ["(Tensor[(2), float32], Tensor[(n), float32])"], {"axis": 0}),
 ]
 
 
-@pytest.mark.parametrize(("name", "types", "attrs"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("name", "types", "attrs"), CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_rules_type_check_on_symbolic_shapes(name: str, types: list[str],
                                              attrs: dict[str, Any]) -> None:
     check_rule_types(name, [parse_type(t) for t in types], attrs)
@@ -39,9 +45,8 @@ def test_rules_type_check_on_symbolic_shapes(name: str, types: list[str],
 @pytest.mark.parametrize(("name", "types", "attrs"), [
     ("take", ["Tensor[(4, n), float32]", "Tensor[(2), int32]"], {"axis": 1}),
     ("strided_slice", ["Tensor[(n), float32]"], {"begin": [1], "end": [3]}),
-    ("tile", ["Tensor[(n), float32]"], {"reps": [2]}),
     ("concatenate", ["(Tensor[(n), float32], Tensor[(2), float32])"], {"axis": 0}),
-], ids=["take", "strided_slice", "tile", "concatenate"])
+], ids=["take", "strided_slice", "concatenate"])
 def test_scatter_rules_need_static_extents(name: str, types: list[str],
                                            attrs: dict[str, Any]) -> None:
     with pytest.raises(RelayTypeError, match=f"gradient of {name}: needs a static"):
@@ -64,3 +69,34 @@ def test_unknown_dims_are_summed_back_at_run_time(name: str) -> None:
                       "maximum": np.maximum}[name](x, y))
     gx, gy = run_gradient(name, [any_dim, any_dim], {}, [x, y], out, np.ones(3))
     assert gx.shape == (1,) and gy.shape == (3,)
+
+
+@pytest.mark.parametrize(("name", "types", "attrs"), [
+    ("tile", ["Tensor[(n, 2), float64]"], {"reps": [3, 1, 2]}),
+    ("repeat", ["Tensor[(2, n, 3), float64]"], {"repeats": 2, "axis": 1}),
+    ("concatenate", ["(Tensor[(2), float64], Tensor[(n), float64])"], {"axis": 0}),
+], ids=["tile", "repeat", "concatenate"])
+def test_symbolic_extents_evaluate_like_static_ones(name: str, types: list[str],
+                                                    attrs: dict[str, Any]) -> None:
+    """The symbolic path of a rule gives the static path's values."""
+    rng = np.random.default_rng(3)
+    symbolic = [parse_type(t) for t in types]
+    static = [parse_type(re.sub(r"\bn\b", "3", t)) for t in types]
+    args: list[Any] = []
+    for t in static:
+        if hasattr(t, "fields"):
+            args.append(tuple(rng.standard_normal(tuple(f.shape)) for f in t.fields))
+        else:
+            args.append(rng.standard_normal(tuple(t.shape)))
+    out = get(name).reference(*args, **attrs)
+    g = rng.standard_normal(np.shape(out))
+    want = run_gradient(name, static, attrs, args, out, g)
+    got = run_gradient(name, symbolic, attrs, args, out, g)
+    for a, b in zip(_flat(got), _flat(want), strict=True):
+        np.testing.assert_allclose(a, b)
+
+
+def _flat(v: Any) -> list[np.ndarray]:
+    if isinstance(v, (list, tuple)):
+        return [a for x in v for a in _flat(x)]
+    return [np.asarray(v)]
