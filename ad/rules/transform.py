@@ -250,8 +250,9 @@ def _split_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
         return [None]
     t = out.checked_type
     n = len(t.fields) if isinstance(t, TupleType) else 0
-    return [call("concatenate", tup(*(item(g, i) for i in range(n))),
-                 axis=attrs_of(c)["axis"])]
+    joined = call("concatenate", tup(*(item(g, i) for i in range(n))), axis=attrs_of(c)["axis"])
+    # pieces of a symbolic extent are typed with ?: reshape_like restores the data's type
+    return [joined if _static(tensor_type(c.args[0])) else call("reshape_like", joined, c.args[0])]
 
 
 for _name in ("concatenate", "stack", "split"):
