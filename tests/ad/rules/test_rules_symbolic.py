@@ -8,12 +8,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from rulecheck import check_rule_types, run_gradient
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from rulecheck import check_rule_types, prepare, run_gradient
 
 import ad.rules  # noqa: F401  (registers the rules)
+from conformance.strategies.ops import op_call_args
 from semantics import parse_type
 from semantics.errors import RelayTypeError
-from semantics.ops import get
+from semantics.ops import get, list_ops
+from semantics.ops.tables import GRADIENTS
+from semantics.shapes import shape_var
+from semantics.types import TensorType, TupleType, Type
 
 CASES: list[tuple[str, list[str], dict[str, Any]]] = [
     ("add", ["Tensor[(n, 3), float32]", "Tensor[(3), float32]"], {}),
@@ -104,3 +110,39 @@ def _flat(v: Any) -> list[np.ndarray]:
     if isinstance(v, (list, tuple)):
         return [a for x in v for a in _flat(x)]
     return [np.asarray(v)]
+
+
+# --- property: a valid call with its dims made symbolic --------------------------------------
+
+FAMILY_OPS = [n for n in list_ops() if get(n).family in ("tensor", "reduce", "transform",
+                                                          "creation") and GRADIENTS.has(n)]
+
+
+def _symbolic(t: Type) -> Type:
+    """``t`` with every dim above 1 replaced by a shape variable named after its value (equal
+    dims stay equal, 0s and 1s stay, so broadcasting still type-checks)."""
+    if isinstance(t, TupleType):
+        return TupleType(tuple(_symbolic(f) for f in t.fields))
+    if isinstance(t, TensorType):
+        return TensorType(tuple(shape_var(f"d{d}") if isinstance(d, int) and d > 1 else d
+                                for d in t.shape), t.dtype)
+    return t
+
+
+@pytest.mark.parametrize("name", FAMILY_OPS)
+@settings(max_examples=10)
+@given(data=st.data())
+def test_rules_on_symbolic_shapes_type_check_or_say_why(name: str,
+                                                        data: st.DataObject) -> None:
+    """With symbolic dims, a rule builds well-typed expressions or raises the documented
+    ``RelayTypeError`` ("gradient of <op>: needs a static ...")."""
+    types, attrs = data.draw(op_call_args(name))
+    symbolic = [_symbolic(t) for t in types]
+    try:
+        prepare(name, symbolic, attrs)
+    except RelayTypeError:
+        assume(False)               # an attribute tied to the concrete shape (newshape, ...)
+    try:
+        check_rule_types(name, symbolic, attrs)
+    except RelayTypeError as err:
+        assert f"gradient of {name}: needs a static" in str(err), str(err)
