@@ -12,9 +12,10 @@ applied to the tangent (:func:`ad.rules._linear.linear_tangent`); the shape-only
 * ``broadcast_to``/``broadcast_to_like``: ``collapse_sum_like(g, x)``; ``collapse_sum_like``:
   ``broadcast_to_like(g, x)``;
 * ``concatenate``: a tuple of ``strided_slice(g)`` at the fields' offsets (``split``
-  rejects the repeated offsets of empty fields); ``stack``: ``split(g)``
-  into equal sections, each reshaped to its field; ``split``: ``concatenate`` of the
-  adjoints of the pieces;
+  rejects the repeated offsets of empty fields); ``stack``: ``split(g)`` into equal
+  sections, each reshaped to its field; ``split``: ``concatenate`` of the adjoints of the
+  pieces.  Where a piece's type would come out with ``?`` (symbolic extents),
+  ``reshape_like`` restores the exact type of the field / data;
 * ``tile``: ``g`` reshaped to interleaved ``(reps_i, dim_i)`` axes, summed over the ``reps``
   axes; ``repeat``: ``g`` reshaped to ``(..., dim, repeats, ...)`` and summed over
   ``repeats``;
@@ -49,12 +50,7 @@ from semantics.ops.tables import (
     register_gradient,
     register_tangent,
 )
-from semantics.ops.transform_relations import (
-    parse_layout,
-    slice_bounds,
-    slice_spec,
-    transpose_axes,
-)
+from semantics.ops.transform_relations import slice_bounds, slice_spec, transpose_axes
 from semantics.types import TensorType, TupleType
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -147,7 +143,6 @@ def _layout_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
     if not _float_data(c):
         return [None]
     a = attrs_of(c)
-    parse_layout("layout_transform", a["src_layout"])
     return [call("layout_transform", g, src_layout=a["dst_layout"], dst_layout=a["src_layout"])]
 
 
