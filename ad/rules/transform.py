@@ -12,31 +12,35 @@ applied to the tangent (:func:`ad.rules._linear.linear_tangent`); the shape-only
 * ``broadcast_to``/``broadcast_to_like``: ``collapse_sum_like(g, x)``; ``collapse_sum_like``:
   ``broadcast_to_like(g, x)``;
 * ``concatenate``: a tuple of ``strided_slice(g)`` at the fields' offsets (``split``
-  rejects the repeated offsets of empty fields); ``stack``: ``split(g)``
-  into equal sections, each reshaped to its field; ``split``: ``concatenate`` of the
-  adjoints of the pieces;
+  rejects the repeated offsets of empty fields); ``stack``: ``split(g)`` into equal
+  sections, each reshaped to its field; ``split``: ``concatenate`` of the adjoints of the
+  pieces.  Where a piece's type would come out with ``?`` (symbolic extents),
+  ``reshape_like`` restores the exact type of the field / data;
 * ``tile``: ``g`` reshaped to interleaved ``(reps_i, dim_i)`` axes, summed over the ``reps``
   axes; ``repeat``: ``g`` reshaped to ``(..., dim, repeats, ...)`` and summed over
   ``repeats``;
 * ``take`` and ``strided_slice`` scatter the adjoint back: ``take`` through a one-hot
   tensor ``onehot[i, j] = (index_i == j)`` built with ``equal`` against a constant
   ``0..n-1`` (indices normalized by the mode first: ``clip`` clamps, ``wrap`` takes them
-  modulo ``n``), so repeated indices accumulate; ``strided_slice`` through constant one-hot
-  matrices on each sliced axis;
+  modulo ``n``), so repeated indices accumulate; ``strided_slice`` pads a unit-stride slice
+  with zeros (``concatenate``) and scatters other strides through constant one-hot matrices,
+  axis by axis;
 * ``shape_of``: declared without a rule (integer result).
 
-The scatter rules (``take``, ``strided_slice``, ``concatenate``, ``stack``, ``tile``,
-``repeat``) need the extents they scatter into to be static; on a symbolic extent they raise
-``RelayTypeError`` naming the operator.  ``take`` indices of dtype ``uint64`` above ``2**63``
-are outside the rule's domain (they are compared as ``int64``).
+``take`` needs a static extent on its axis (the whole shape with ``axis=None``),
+``strided_slice`` a static input shape and ``concatenate`` static sizes along the axis for
+every field but the last; otherwise they raise ``RelayTypeError`` naming the operator.
+``tile`` and ``repeat`` use static reshapes when the shape is concrete and reshape code -4
+(split an axis, inferring one extent) otherwise; a symbolic extent that is 0 at run time
+is outside that path's domain (-4 cannot infer an extent from 0).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ad.rules._build import call, collapse_to, is_float, item, tensor_type, tup
-from ad.rules._linear import attrs_of, linear_tangent
+from ad.rules._build import call, is_float, item, tensor_type, tup
+from ad.rules._linear import attrs_of, collapse_like, linear_tangent
 from semantics.errors import RelayTypeError
 from semantics.expr import Call, Constant, Expr
 from semantics.ops.relations import normalize_axis
@@ -46,12 +50,7 @@ from semantics.ops.tables import (
     register_gradient,
     register_tangent,
 )
-from semantics.ops.transform_relations import (
-    parse_layout,
-    slice_bounds,
-    slice_spec,
-    transpose_axes,
-)
+from semantics.ops.transform_relations import slice_bounds, slice_spec, transpose_axes
 from semantics.types import TensorType, TupleType
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -70,6 +69,11 @@ def _static_shape(e: Expr, op: str) -> tuple[int, ...]:
             raise RelayTypeError(f"gradient of {op}: needs a static shape, got dimension {d}")
         out.append(d)
     return tuple(out)
+
+
+def _static(t: TensorType) -> bool:
+    """Whether every dimension of ``t`` is a concrete int."""
+    return all(isinstance(d, int) for d in t.shape)
 
 
 def _float_data(c: Call) -> bool:
@@ -139,7 +143,6 @@ def _layout_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
     if not _float_data(c):
         return [None]
     a = attrs_of(c)
-    parse_layout("layout_transform", a["src_layout"])
     return [call("layout_transform", g, src_layout=a["dst_layout"], dst_layout=a["src_layout"])]
 
 
@@ -154,7 +157,7 @@ def _broadcast_to_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
     """``collapse_sum_like(g, x)``."""
     if not _float_data(c):
         return [None]
-    return [collapse_to(g, c.args[0])]
+    return [collapse_like(g, c.args[0])]
 
 
 @register_gradient("broadcast_to_like")
@@ -162,7 +165,7 @@ def _broadcast_to_like_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None
     """``collapse_sum_like(g, x)``; nothing for the shape argument."""
     if not _float_data(c):
         return [None, None]
-    return [collapse_to(g, c.args[0]), None]
+    return [collapse_like(g, c.args[0]), None]
 
 
 @register_gradient("collapse_sum_like")
@@ -205,13 +208,20 @@ def _concatenate_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
     fields = _tuple_fields(data)
     axis = normalize_axis("Concatenate", (), attrs_of(c)["axis"], len(fields[0].shape))
     pieces, at = [], 0
-    for f in fields:
+    for i, f in enumerate(fields):
         d = f.shape[axis]
-        if not isinstance(d, int):
+        if isinstance(d, int):
+            end: int | None = at + d
+        elif i == len(fields) - 1:
+            end = None                      # the last field runs to the end
+        else:
             raise RelayTypeError(f"gradient of concatenate: needs a static size along axis "
-                                 f"{axis}, got {d}")
-        pieces.append(call("strided_slice", g, begin=[at], end=[at + d], axes=[axis]))
-        at += d
+                                 f"{axis} for every field but the last, got {d}")
+        piece = call("strided_slice", g, begin=[at], end=[end], axes=[axis])
+        # a slice of a symbolic extent is typed with ?: reshape_like restores the field's type
+        pieces.append(piece if _static(tensor_type(out)) else
+                      call("reshape_like", piece, item(data, i)))
+        at = end if end is not None else at
     return [tup(*pieces)]
 
 
@@ -235,8 +245,9 @@ def _split_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
         return [None]
     t = out.checked_type
     n = len(t.fields) if isinstance(t, TupleType) else 0
-    return [call("concatenate", tup(*(item(g, i) for i in range(n))),
-                 axis=attrs_of(c)["axis"])]
+    joined = call("concatenate", tup(*(item(g, i) for i in range(n))), axis=attrs_of(c)["axis"])
+    # pieces of a symbolic extent are typed with ?: reshape_like restores the data's type
+    return [joined if _static(tensor_type(c.args[0])) else call("reshape_like", joined, c.args[0])]
 
 
 for _name in ("concatenate", "stack", "split"):
@@ -246,15 +257,25 @@ for _name in ("concatenate", "stack", "split"):
 # --- gathering and slicing -------------------------------------------------------------------
 
 def _normalized_indices(c: Call, n: int) -> Expr:
-    """``take``'s indices as int64 in ``[0, n)`` following the mode (``fast``: as given)."""
+    """``take``'s indices as int64 in ``[0, n)`` following the mode (``fast``: as given).
+
+    ``clip`` clamps in the indices' own dtype (the bounds saturate to it), so a ``uint64``
+    index above ``2**63`` clamps to ``n - 1`` before the conversion; ``wrap`` reduces
+    ``uint64`` indices modulo ``n`` in their dtype, other dtypes after widening to int64.
+    """
     indices = c.args[1]
-    idx: Expr = call("cast", indices, dtype="int64")
+    dtype = tensor_type(indices).dtype
     mode = attrs_of(c)["mode"]
     if mode == "clip":
-        idx = call("clip", idx, a_min=0.0, a_max=float(max(n - 1, 0)))
-    elif mode == "wrap" and n > 0:
-        idx = call("floor_mod", idx, Constant(np.asarray(n, dtype=np.int64)))
-    return idx
+        clamped = call("clip", indices, a_min=0.0, a_max=float(max(n - 1, 0)))
+        return call("cast", clamped, dtype="int64")
+    if mode == "wrap" and n > 0:
+        if dtype == "uint64":
+            reduced = call("floor_mod", indices, Constant(np.asarray(n, dtype=np.uint64)))
+            return call("cast", reduced, dtype="int64")
+        return call("floor_mod", call("cast", indices, dtype="int64"),
+                    Constant(np.asarray(n, dtype=np.int64)))
+    return call("cast", indices, dtype="int64")
 
 
 @register_gradient("take")
@@ -298,7 +319,9 @@ register_tangent("take")(linear_tangent([0]))
 
 @register_gradient("strided_slice")
 def _strided_slice_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
-    """The adjoint scattered back through a constant one-hot matrix on each sliced axis."""
+    """The adjoint put back in place, one sliced axis at a time: a unit-stride slice is padded
+    with zeros (``concatenate``; reversed first for stride -1), any other stride scattered
+    through a constant one-hot matrix."""
     if not _float_data(c):
         return [None]
     data = c.args[0]
@@ -306,20 +329,41 @@ def _strided_slice_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
     shape = _static_shape(data, "strided_slice")
     dtype = tensor_type(data).dtype
     size_mode = a["slice_mode"] == "size"
+    current = list(_static_shape(out, "strided_slice"))
     result: Expr = g
     for axis, b, e, s in slice_spec((), len(shape), a):
         bounds = slice_bounds(shape[axis], b, e, s, size_mode)
         if bounds is None:
             raise RelayTypeError("gradient of strided_slice: reversed bounds")
+        n = shape[axis]
         picked = np.arange(bounds[0], bounds[1], s, dtype=np.int64)
-        if len(picked) == shape[axis] and np.array_equal(picked, np.arange(shape[axis])):
+        if len(picked) == n and np.array_equal(picked, np.arange(n)):
             continue
-        onehot = (picked[:, None] == np.arange(shape[axis])[None, :]).astype(dtype)
-        trailing = len(shape) - axis - 1
-        weights = Constant(onehot.reshape(onehot.shape + (1,) * trailing))
-        expanded = call("expand_dims", result, axis=axis + 1)
-        result = call("sum", call("multiply", expanded, weights), axis=[axis])
+        if len(picked) and abs(s) == 1:
+            result = _pad_axis(result if s == 1 else call("reverse", result, axis=axis),
+                               current, axis, int(picked.min()), int(n - 1 - picked.max()),
+                               dtype)
+        else:
+            onehot = (picked[:, None] == np.arange(n)[None, :]).astype(dtype)
+            trailing = len(shape) - axis - 1
+            weights = Constant(onehot.reshape(onehot.shape + (1,) * trailing))
+            expanded = call("expand_dims", result, axis=axis + 1)
+            result = call("sum", call("multiply", expanded, weights), axis=[axis])
+        current[axis] = n
     return [result]
+
+
+def _pad_axis(e: Expr, shape: list[int], axis: int, before: int, after: int,
+              dtype: str) -> Expr:
+    """``e`` (of ``shape``) with ``before`` / ``after`` zero slices added along ``axis``."""
+
+    def zeros(count: int) -> Expr:
+        zeros_shape = list(shape)
+        zeros_shape[axis] = count
+        return call("zeros", shape=zeros_shape, dtype=dtype)
+
+    pieces = ([zeros(before)] if before else []) + [e] + ([zeros(after)] if after else [])
+    return pieces[0] if len(pieces) == 1 else call("concatenate", tup(*pieces), axis=axis)
 
 
 register_tangent("strided_slice")(linear_tangent([0]))
@@ -333,14 +377,17 @@ def _tile_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
     if not _float_data(c):
         return [None]
     data = c.args[0]
-    shape = _static_shape(data, "tile")
+    shape = tensor_type(data).shape
     reps = list(attrs_of(c)["reps"])
     rank = max(len(shape), len(reps))
     dims = [1] * (rank - len(shape)) + list(shape)
     reps = [1] * (rank - len(reps)) + reps
-    interleaved = [v for r, d in zip(reps, dims, strict=True) for v in (r, d)]
-    summed = call("sum", call("reshape", g, newshape=interleaved, allowzero=True),
-                  axis=list(range(0, 2 * rank, 2)))
+    if all(isinstance(d, int) for d in dims):
+        split = call("reshape", g, newshape=[v for r, d in zip(reps, dims, strict=True)
+                                             for v in (r, d)], allowzero=True)
+    else:       # code -4 splits an axis in two, inferring the second extent
+        split = call("reshape", g, newshape=[v for r in reps for v in (-4, r, -1)])
+    summed = call("sum", split, axis=list(range(0, 2 * rank, 2)))
     return [call("reshape_like", summed, data)]
 
 
@@ -350,11 +397,17 @@ def _repeat_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
     if not _float_data(c):
         return [None]
     data = c.args[0]
-    shape = _static_shape(data, "repeat")
+    shape = tensor_type(data).shape
     a = attrs_of(c)
     axis = normalize_axis("Repeat", (), a["axis"], len(shape))
-    split_shape = list(shape[:axis + 1]) + [a["repeats"]] + list(shape[axis + 1:])
-    return [call("sum", call("reshape", g, newshape=split_shape, allowzero=True), axis=[axis + 1])]
+    repeats = a["repeats"]
+    if all(isinstance(d, int) for d in shape):
+        split = call("reshape", g, allowzero=True,
+                     newshape=list(shape[:axis + 1]) + [repeats] + list(shape[axis + 1:]))
+    else:       # copy the leading axes, split this one as (?, repeats), copy the rest
+        split = call("reshape", g, newshape=[0] * axis + [-4, -1, repeats, -2])
+        return [call("reshape_like", call("sum", split, axis=[axis + 1]), data)]
+    return [call("sum", split, axis=[axis + 1])]
 
 
 register_tangent("tile")(linear_tangent([0]))

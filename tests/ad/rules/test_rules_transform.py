@@ -120,3 +120,15 @@ def test_take_with_batch_dims_matches_numpy_scatter() -> None:
         for k in range(3):
             want[b, :, idx[b, k], :] += g[b, :, k, :]
     np.testing.assert_allclose(gx, want)
+
+
+@pytest.mark.parametrize(("mode", "want"), [("clip", [0.0, 0.0, 1.0]),
+                                            ("wrap", [0.0, 1.0, 0.0])])
+def test_take_huge_unsigned_indices(mode: str, want: list[float]) -> None:
+    x = np.arange(3.0)
+    idx = np.array([2**64 - 3], dtype=np.uint64)          # clip: 2, wrap: (2**64 - 3) % 3 = 1
+    attrs = {"axis": 0, "mode": mode}
+    out = get("take").reference(x, idx, **attrs)
+    (gx,) = run_gradient("take", [_f64(3), TensorType((1,), "uint64")], attrs, [x, idx], out,
+                         np.ones(1))
+    np.testing.assert_array_equal(gx, want)
