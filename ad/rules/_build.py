@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from semantics.expr import EMPTY_ATTRS, Attrs, Call, Constant, Expr, Op, Tuple, TupleGetItem, const
+from semantics.shapes import AnyDim
 from semantics.types import TensorType, Type
 
 
@@ -63,8 +64,10 @@ def ones_like(e: Expr) -> Call:
 
 def collapse_to(g: Expr, like: Expr) -> Expr:
     """``g`` summed back to the shape of ``like`` (the adjoint of implicit broadcasting);
-    ``g`` itself when the two checked types are known to have the same shape."""
+    ``g`` itself when the two checked types are known to have the same shape (``?`` dims are
+    not known to be equal: two of them may differ at run time)."""
     gt, lt = g.checked_type, like.checked_type
-    if isinstance(gt, TensorType) and isinstance(lt, TensorType) and gt.shape == lt.shape:
+    if (isinstance(gt, TensorType) and isinstance(lt, TensorType) and gt.shape == lt.shape
+            and not any(isinstance(d, AnyDim) for d in gt.shape)):
         return g
     return call("collapse_sum_like", g, like)
