@@ -605,6 +605,8 @@ def _pad_grad(c: Call, out: Expr, grad: Expr) -> Grads:
     dvalue: Expr | None = zeros_like(value) if is_float(value) else None
     if mode == "constant":
         dx = _interior(grad, widths)
+        if not all(isinstance(d, int) for d in tensor_type(x).shape):
+            dx = call("reshape_like", dx, x)    # a symbolic slice extent is typed ``?``
         if is_float(value):
             rest = call("subtract", call("sum", grad), call("sum", dx))
             dvalue = as_dtype(rest, dtype_of(out), dtype_of(value))
