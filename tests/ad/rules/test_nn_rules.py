@@ -475,3 +475,25 @@ def test_rules_that_need_concrete_extents_say_so(name: str, types: list[tuple[An
     out, g = typed_var("out", c.checked_type), typed_var("g", c.checked_type)  # type: ignore
     with pytest.raises(RelayTypeError, match=f"no gradient for this call of {name}: {what}"):
         GRADIENTS.lookup(name)(c, out, g)
+
+
+@pytest.mark.parametrize("name", ALL_OPS)
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_rule_outputs_print_and_reparse(name: str, data: st.DataObject) -> None:
+    """What the rules build is ordinary Relay text: it prints and re-parses alpha-equivalently
+    (attribute values such as nested pad widths and ``None`` slice ends included)."""
+    from semantics import alpha_equal, parse_expr, pretty
+
+    arg_types, attrs = data.draw(float64_calls(name))
+    c = typed_call(name, arg_types, attrs)
+    assert c.checked_type is not None
+    out, g = typed_var("out", c.checked_type), typed_var("g", c.checked_type)
+    params = [a for a in c.args if isinstance(a, Var)]
+    entries = [e for e in GRADIENTS.lookup(name)(c, out, g) if e is not None]
+    tvars = [typed_var(f"t{i}", a.checked_type) if is_float_type(a.checked_type) else None
+             for i, a in enumerate(c.args)]  # type: ignore[arg-type]
+    tangent = TANGENTS.lookup(name)(c, out, tvars)
+    body = Tuple((*entries, *(() if tangent is None else (tangent,))))
+    fn = Function((*params, out, g, *(v for v in tvars if v is not None)), body)
+    assert alpha_equal(parse_expr(pretty(fn)), fn)
