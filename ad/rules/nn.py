@@ -87,6 +87,7 @@ def attrs_of(c: Call) -> Attrs:
 
 
 def op_name(c: Call) -> str:
+    """The called operator's name (for messages)."""
     return c.op.name if isinstance(c.op, Op) else "?"
 
 
@@ -103,6 +104,7 @@ def concrete(c: Call, d: Dim, what: str) -> int:
 
 
 def dtype_of(e: Expr) -> str:
+    """The dtype of a tensor atom handed to a rule."""
     return tensor_type(e).dtype
 
 
@@ -128,6 +130,7 @@ def permute(e: Expr, src: str, dst: str) -> Expr:
 
 
 def zero_tangent_if_none(result: Expr | None, out: Expr) -> Expr:
+    """``result``, or ``zeros_like(out)`` for a float output whose tangent terms all vanished."""
     return zeros_like(out) if result is None else result
 
 
