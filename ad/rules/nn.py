@@ -87,6 +87,7 @@ def attrs_of(c: Call) -> Attrs:
 
 
 def op_name(c: Call) -> str:
+    """The called operator's name (for messages)."""
     return c.op.name if isinstance(c.op, Op) else "?"
 
 
@@ -103,6 +104,7 @@ def concrete(c: Call, d: Dim, what: str) -> int:
 
 
 def dtype_of(e: Expr) -> str:
+    """The dtype of a tensor atom handed to a rule."""
     return tensor_type(e).dtype
 
 
@@ -128,6 +130,7 @@ def permute(e: Expr, src: str, dst: str) -> Expr:
 
 
 def zero_tangent_if_none(result: Expr | None, out: Expr) -> Expr:
+    """``result``, or ``zeros_like(out)`` for a float output whose tangent terms all vanished."""
     return zeros_like(out) if result is None else result
 
 
@@ -605,6 +608,8 @@ def _pad_grad(c: Call, out: Expr, grad: Expr) -> Grads:
     dvalue: Expr | None = zeros_like(value) if is_float(value) else None
     if mode == "constant":
         dx = _interior(grad, widths)
+        if not all(isinstance(d, int) for d in tensor_type(x).shape):
+            dx = call("reshape_like", dx, x)    # a symbolic slice extent is typed ``?``
         if is_float(value):
             rest = call("subtract", call("sum", grad), call("sum", dx))
             dvalue = as_dtype(rest, dtype_of(out), dtype_of(value))

@@ -26,6 +26,7 @@ below the strides, an unsupported layout, a missing ``kernel_size``, plus the ge
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import strategies as st
@@ -36,7 +37,8 @@ from conformance.strategies.nn_transform.common import _generic_bad as generic_b
 from conformance.strategies.nn_transform.nn_spatial import conv2d_call, pool2d_call
 from semantics import ops
 from semantics.ops.nn_relations import pad4, pair
-from semantics.types import TensorType
+from semantics.shapes import as_int
+from semantics.types import TensorType, Type
 
 GRAD_OPS = ("nn.conv2d_transpose", "nn.conv2d_backward_weight", "nn.max_pool2d_grad",
             "nn.max_pool2d_pick", "nn.avg_pool2d_grad")
@@ -44,8 +46,22 @@ GRAD_OPS = ("nn.conv2d_transpose", "nn.conv2d_backward_weight", "nn.max_pool2d_g
 _WINDOW = ("strides", "padding", "dilation", "groups")
 
 
+def _tensors(arg_types: Sequence[Type]) -> tuple[TensorType, ...]:
+    """The argument types of a drawn call, which are tensor types."""
+    out = tuple(t for t in arg_types if isinstance(t, TensorType))
+    if len(out) != len(arg_types):
+        raise TypeError(f"expected tensor argument types, got {arg_types!r}")
+    return out
+
+
+def dims(t: TensorType) -> tuple[int, ...]:
+    """The concrete shape of a drawn tensor type."""
+    return tuple(as_int(d) for d in t.shape)
+
+
 def _permuted(t: TensorType, layout: str, canonical: str) -> tuple[int, ...]:
-    return tuple(int(t.shape[layout.index(ch)]) for ch in canonical)
+    shape = dims(t)
+    return tuple(shape[layout.index(ch)] for ch in canonical)
 
 
 @st.composite
@@ -103,7 +119,8 @@ def canonical_conv(draw: st.DrawFn, nonempty: bool = False
                               str]:
     """A valid conv2d call in NCHW/OIHW: (data shape, weight shape, result shape, window
     attributes as written, float dtype)."""
-    (data, weight), attrs = draw(nonempty_conv2d_call() if nonempty else conv2d_call())
+    args, attrs = draw(nonempty_conv2d_call() if nonempty else conv2d_call())
+    data, weight = _tensors(args)
     x = _permuted(data, attrs.get("data_layout", "NCHW"), "NCHW")
     w = _permuted(weight, attrs.get("kernel_layout", "OIHW"), "OIHW")
     window = {k: attrs[k] for k in _WINDOW if k in attrs}
@@ -112,7 +129,7 @@ def canonical_conv(draw: st.DrawFn, nonempty: bool = False
                                         ops.get("nn.conv2d").normalize_attrs(window))
     if not isinstance(out, TensorType):
         raise TypeError(f"conv2d relation gave {out!r}")
-    return x, w, tuple(int(d) for d in out.shape), window, dtype
+    return x, w, dims(out), window, dtype
 
 
 def _maybe_out_dtype(draw: st.DrawFn, attrs: dict[str, Any], dtype: str) -> None:
@@ -153,7 +170,8 @@ def conv2d_transpose_call(draw: st.DrawFn, nonempty: bool = False) -> CallArgs:
 @st.composite
 def pool2d_grad_call(draw: st.DrawFn, avg: bool, pick: bool = False, nonempty: bool = False
                      ) -> CallArgs:
-    (data,), attrs = draw(nonempty_pool2d_call(avg) if nonempty else pool2d_call(avg))
+    args, attrs = draw(nonempty_pool2d_call(avg) if nonempty else pool2d_call(avg))
+    (data,) = _tensors(args)
     dtype = draw(st.sampled_from(FLOATS))
     x = TensorType(data.shape, dtype)
     name = "nn.avg_pool2d" if avg else "nn.max_pool2d"
@@ -184,17 +202,18 @@ def _pool_grad_valid(name: str) -> SearchStrategy:
 def _conv_bad(draw: st.DrawFn, name: str) -> CallArgs:
     call = conv2d_transpose_call() if name == "nn.conv2d_transpose" \
         else conv2d_backward_weight_call()
-    (a, b), attrs = draw(call)
+    args, attrs = draw(call)
+    a, b = _tensors(args)
     kind = draw(st.sampled_from(("int", "mismatch", "rank", "layout", "out_dtype", "shape")
                                 + (("output_padding",) if name == "nn.conv2d_transpose"
                                    else ("no_kernel",))))
     if kind == "int":
-        return (T(a.shape, "int32"), T(b.shape, "int32")), attrs
+        return (T(dims(a), "int32"), T(dims(b), "int32")), attrs
     if kind == "mismatch":
         other = "float64" if a.dtype != "float64" else "float32"
-        return (a, T(b.shape, other)), attrs
+        return (a, T(dims(b), other)), attrs
     if kind == "rank":
-        return (T(a.shape[1:], a.dtype), b), attrs
+        return (T(dims(a)[1:], a.dtype), b), attrs
     if kind == "layout":
         key = "data_layout" if draw(st.booleans()) else "kernel_layout"
         return (a, b), {**attrs, key: "NHWC" if key == "data_layout" else "HWIO"}
@@ -206,9 +225,9 @@ def _conv_bad(draw: st.DrawFn, name: str) -> CallArgs:
     if kind == "no_kernel":
         return (a, b), {k: v for k, v in attrs.items() if k != "kernel_size"}
     if name == "nn.conv2d_transpose":   # data channels one more than the weight's inputs
-        return (T((a.shape[0], int(a.shape[1]) + 1, *a.shape[2:]), a.dtype), b), attrs
+        return (T((dims(a)[0], dims(a)[1] + 1, *dims(a)[2:]), a.dtype), b), attrs
     # the grad one row taller than the convolution's output
-    return (T((a.shape[0], a.shape[1], int(a.shape[2]) + 1, a.shape[3]), a.dtype), b), attrs
+    return (T((dims(a)[0], dims(a)[1], dims(a)[2] + 1, dims(a)[3]), a.dtype), b), attrs
 
 
 @O.register_invalid_call("nn.conv2d_transpose", "nn.conv2d_backward_weight")
@@ -221,18 +240,19 @@ def _conv_invalid(name: str) -> SearchStrategy:
 @st.composite
 def _pool_grad_bad(draw: st.DrawFn, name: str) -> CallArgs:
     avg, pick = name == "nn.avg_pool2d_grad", name == "nn.max_pool2d_pick"
-    (a, b), attrs = draw(pool2d_grad_call(avg, pick))
+    args, attrs = draw(pool2d_grad_call(avg, pick))
+    a, b = _tensors(args)
     kind = draw(st.sampled_from(("int", "mismatch", "shape", "rank", "layout", "no_pool")))
     if kind == "int":
-        return (T(a.shape, "int32"), T(b.shape, "int32")), attrs
+        return (T(dims(a), "int32"), T(dims(b), "int32")), attrs
     if kind == "mismatch":
         other = "float64" if a.dtype != "float64" else "float32"
-        return (a, T(b.shape, other)), attrs
+        return (a, T(dims(b), other)), attrs
     if kind == "shape":
-        first = (int(a.shape[0]) + 1, *a.shape[1:])
+        first = (dims(a)[0] + 1, *dims(a)[1:])
         return (T(first, a.dtype), b), attrs
     if kind == "rank":
-        return (a, T(b.shape[1:], b.dtype)), attrs
+        return (a, T(dims(b)[1:], b.dtype)), attrs
     if kind == "layout":
         return (a, b), {**attrs, "layout": "NCHWc"}
     return (a, b), {k: v for k, v in attrs.items() if k != "pool_size"}

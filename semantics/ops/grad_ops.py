@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from semantics.errors import InternalError
 from semantics.ops import attr_checks as T
 from semantics.ops import grad_ops_relations as G
 from semantics.ops.nn import _lowest, _tap, _tap_counts
@@ -61,7 +62,7 @@ def _op(name: str, num_inputs: int, relation: Relation, compute: Any, doc: str,
 
 def _dtype(out: Type) -> np.dtype:
     if not isinstance(out, TensorType):
-        raise TypeError(f"expected a tensor type, got {out!r}")
+        raise InternalError(f"grad_ops relations give tensor types, got {out!r}")
     return np.dtype(out.dtype)
 
 

@@ -407,3 +407,93 @@ def test_dropout_is_the_identity_at_inference() -> None:
 def test_pad_modes(mode: str) -> None:
     _check("nn.pad", [T((3, 4, 2)), T(())],
            {"pad_width": [[2, 1], [0, 3], [1, 1]], "pad_mode": mode})
+
+
+# --- symbolic shapes ----------------------------------------------------------------------------
+
+def _rule_types(c: Call) -> tuple[list[Type | None], Type | None]:
+    """The checked types of the gradient entries and of the full tangent of ``c``."""
+    assert c.checked_type is not None
+    out, g = typed_var("out", c.checked_type), typed_var("g", c.checked_type)
+    params = [a for a in c.args if isinstance(a, Var)]
+    entries = GRADIENTS.lookup(c.op.name)(c, out, g)  # type: ignore[attr-defined]
+    fn = infer(Function((*params, out, g), Tuple(tuple(e for e in entries if e is not None))))
+    assert isinstance(fn, Function) and isinstance(fn.body.checked_type, TupleType)
+    it = iter(fn.body.checked_type.fields)
+    grads: list[Type | None] = [None if e is None else next(it) for e in entries]
+    tvars = [typed_var(f"t{i}", a.checked_type) if is_float_type(a.checked_type) else None
+             for i, a in enumerate(c.args)]  # type: ignore[arg-type]
+    expr = TANGENTS.lookup(c.op.name)(c, out, tvars)  # type: ignore[attr-defined]
+    if expr is None:
+        return grads, None
+    tfn = infer(Function((*params, out, *(v for v in tvars if v is not None)), expr))
+    assert isinstance(tfn, Function)
+    return grads, tfn.body.checked_type
+
+
+@pytest.mark.parametrize("name, types, attrs", [
+    ("nn.dense", [("n", "m", 4), (3, 4)], {}),
+    ("nn.batch_matmul", [("n", 3, 4), ("n", 5, 4)], {}),
+    ("nn.softmax", [("n", 5)], {"axis": 1}),
+    ("nn.log_softmax", [(2, "n")], {}),
+    ("nn.conv2d", [("n", 3, "h", "w"), (4, 3, 3, 3)], {"padding": [1, 1]}),
+    ("nn.max_pool2d", [("n", 3, "h", "w")], {"pool_size": [2, 2], "strides": [2, 2]}),
+    ("nn.avg_pool2d", [("n", 3, "h", "w")], {"pool_size": [3, 3], "padding": [1]}),
+    ("nn.batch_norm", [("n", 3, "h"), (3,), (3,), (3,), (3,)], {}),
+    ("nn.bias_add", [("n", 3), (3,)], {"axis": -1}),
+    ("nn.batch_flatten", [("n", 3, 4)], {}),
+    ("nn.pad", [("n", 3), ()], {"pad_width": [[1, 2], [0, 1]]}),
+    ("nn.relu", [("n",)], {}),
+])
+def test_rules_type_check_over_symbolic_shapes(name: str, types: list[tuple[Any, ...]],
+                                               attrs: dict[str, Any]) -> None:
+    from semantics.shapes import shape_var
+
+    arg_types = [T([shape_var(d) if isinstance(d, str) else d for d in shape]) for shape in types]
+    c = typed_call(name, arg_types, attrs)
+    grads, tangent = _rule_types(c)
+    for arg, t in zip(c.args, grads, strict=True):
+        assert t is not None and arg.checked_type is not None
+        assert types_equal(t, arg.checked_type), (t, arg.checked_type)
+    assert tangent is not None and c.checked_type is not None
+    assert types_equal(tangent, c.checked_type), (tangent, c.checked_type)
+
+
+@pytest.mark.parametrize("name, types, attrs, what", [
+    ("nn.conv2d", [(1, 3, "h", 8), (4, 3, 3, 3)], {"strides": [2, 2]}, "the data's height"),
+    ("nn.global_avg_pool2d", [(1, 3, "h", 4)], {}, "the data's height"),
+    ("nn.pad", [("n", 3)], {"pad_width": [[1, 0], [0, 0]], "pad_mode": "edge"}, "axis 0"),
+])
+def test_rules_that_need_concrete_extents_say_so(name: str, types: list[tuple[Any, ...]],
+                                                 attrs: dict[str, Any], what: str) -> None:
+    from semantics.shapes import shape_var
+
+    arg_types = [T([shape_var(d) if isinstance(d, str) else d for d in shape]) for shape in types]
+    if name == "nn.pad":
+        arg_types.append(T(()))
+    c = typed_call(name, arg_types, attrs)
+    out, g = typed_var("out", c.checked_type), typed_var("g", c.checked_type)  # type: ignore
+    with pytest.raises(RelayTypeError, match=f"no gradient for this call of {name}: {what}"):
+        GRADIENTS.lookup(name)(c, out, g)
+
+
+@pytest.mark.parametrize("name", ALL_OPS)
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_rule_outputs_print_and_reparse(name: str, data: st.DataObject) -> None:
+    """What the rules build is ordinary Relay text: it prints and re-parses alpha-equivalently
+    (attribute values such as nested pad widths and ``None`` slice ends included)."""
+    from semantics import alpha_equal, parse_expr, pretty
+
+    arg_types, attrs = data.draw(float64_calls(name))
+    c = typed_call(name, arg_types, attrs)
+    assert c.checked_type is not None
+    out, g = typed_var("out", c.checked_type), typed_var("g", c.checked_type)
+    params = [a for a in c.args if isinstance(a, Var)]
+    entries = [e for e in GRADIENTS.lookup(name)(c, out, g) if e is not None]
+    tvars = [typed_var(f"t{i}", a.checked_type) if is_float_type(a.checked_type) else None
+             for i, a in enumerate(c.args)]  # type: ignore[arg-type]
+    tangent = TANGENTS.lookup(name)(c, out, tvars)
+    body = Tuple((*entries, *(() if tangent is None else (tangent,))))
+    fn = Function((*params, out, g, *(v for v in tvars if v is not None)), body)
+    assert alpha_equal(parse_expr(pretty(fn)), fn)
