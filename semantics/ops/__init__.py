@@ -10,7 +10,8 @@ for the protocol and the family modules for the operators.  Layout:
   (``compute(out_type, *arrays, **attrs)``) and the runtime-value helpers;
 * :mod:`.relations`, :mod:`.transform_relations`, :mod:`.nn_relations` — type relations;
   :mod:`.attr_checks` — attribute checks;
-* families: :mod:`.tensor`, :mod:`.creation`, :mod:`.reduce`, :mod:`.nn`, :mod:`.transform`.
+* families: :mod:`.tensor`, :mod:`.creation`, :mod:`.reduce`, :mod:`.nn`, :mod:`.transform`,
+  :mod:`.grad_ops` (the backward operators gradient rules use).
 """
 
 from __future__ import annotations
