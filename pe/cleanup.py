@@ -17,7 +17,9 @@ three rewrites to a fixed point:
   themselves removable (in the partial evaluator's output they are atoms).
 * **Inline-Once** (:func:`inline_single_use`) — ``let %x = v; body`` where
   ``v`` has no effect at all (no reference access, cannot fail; not a
-  function) and ``%x`` is used exactly once, outside any function literal
+  function), ``%x`` carries no type annotation (the partial evaluator
+  annotates constructor values whose type the context does not fix) and is
+  used exactly once, outside any function literal
   nested in ``body``, becomes ``body`` with ``v`` in place of the use. This
   undoes A-normal form where it carries no information, which is how the
   paper's Fig. 5 reads after DCE (``(%d, (ones_like(%d),))``). Moving a pure,
@@ -164,6 +166,7 @@ def _inline_once(fn: Function, analysis: EffectAnalysis) -> Function:
         k = id(node.var)
         value = node.value
         if (binders[k] == 1 and uses.get(k, 0) == 1 and type(value) is not Function
+                and node.var.type_annotation is None
                 and analysis.flags(value) == Effect.NONE
                 and use_level.get(k) == level.get(id(node))):
             chosen[k] = node

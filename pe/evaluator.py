@@ -134,7 +134,8 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 from semantics.rewrite import rename_pattern
-from semantics.types import Type
+from semantics.types import FuncType, RefType, TupleType, Type, TypeCall, TypeVar
+from typechecker.unify import substitute as substitute_type
 from semantics.visitor import shared
 
 __all__ = ["DEFAULT_FUEL", "KEY_DEPTH", "MAX_ACTIVE", "MAX_SPECS", "UNROLL_LIMIT",
@@ -202,18 +203,29 @@ def drive(root: Any) -> Any:
     return value
 
 
-def _clean(t: Type | None) -> Type | None:
-    """An annotation kept on a residual binder: only when it mentions no type or shape variable.
-
-    Unfolding a polymorphic function instantiates its type variables, so an
-    annotation mentioning one may not hold where the residual binder lands;
-    type inference recovers the dropped ones.
-    """
-    if t is None:
-        return None
-    if free_type_vars(t) or free_shape_vars(t):
-        return None
-    return t
+def _match_types(pattern: Type | None, concrete: Type | None, params: set[int],
+                 out: dict[TypeVar, Type]) -> None:
+    """Bind the type parameters (ids in ``params``) of ``pattern`` to parts of ``concrete``."""
+    work = [(pattern, concrete)]
+    while work:
+        p, c = work.pop()
+        if p is None or c is None:
+            continue
+        if type(p) is TypeVar:
+            if id(p) in params and p not in out:
+                out[p] = c
+            continue
+        if type(p) is not type(c):
+            continue
+        if isinstance(p, TupleType) and isinstance(c, TupleType):
+            work.extend(zip(p.fields, c.fields))
+        elif isinstance(p, FuncType) and isinstance(c, FuncType):
+            work.extend(zip(p.arg_types, c.arg_types))
+            work.append((p.ret_type, c.ret_type))
+        elif isinstance(p, RefType) and isinstance(c, RefType):
+            work.append((p.value, c.value))
+        elif isinstance(p, TypeCall) and isinstance(c, TypeCall):
+            work.extend(zip(p.args, c.args))
 
 
 class PartialEvaluator:
@@ -239,6 +251,8 @@ class PartialEvaluator:
         self._globals: dict[str, PValue] = {}
         self._shared: set[int] = set()
         self._keep: list[Expr] = []
+        self._scope_tvars: set[int] = set()
+        self._scope_svars: set[str] = set()
         for fn in mod.functions.values():
             nodes = shared(fn)
             self._shared.update(id(n) for n in nodes if not _is_leaf(n))
@@ -257,6 +271,11 @@ class PartialEvaluator:
         """
         frame = Frame(None, next(self._ctx))
         self.frame, self.store, self.dyn_depth = frame, Store(), 0
+        self._scope_tvars = {id(tv) for tv in fn.type_params}
+        self._scope_svars = set()
+        for p in fn.params:
+            if p.type_annotation is not None:
+                self._scope_svars.update(free_shape_vars(p.type_annotation))
         env = Env().activation({p: PValue(None, p) for p in fn.params})
         atom = drive(self._visit_and_force(fn.body, env))
         frame.closed = True
@@ -282,7 +301,7 @@ class PartialEvaluator:
         if t is Op:
             return PValue(SOp(e), e)  # type: ignore[arg-type]
         if t is Constructor:
-            return _constructor_value(e)  # type: ignore[arg-type]
+            return self._constructor_value(e, env)  # type: ignore[arg-type]
         if id(e) in self._shared:
             hit = env.memo.get(id(e))
             if hit is not None and self._in_scope(hit[1]):
@@ -314,6 +333,33 @@ class PartialEvaluator:
             f = f.parent
         return False
 
+    def annotation(self, t: Type | None, env: Env) -> Type | None:
+        """An annotation for a residual binder: ``t`` instantiated, or None when it cannot be.
+
+        Unfolding a polymorphic function instantiates its type parameters (``env.tsub``);
+        an annotation still mentioning a type or shape variable that is not in scope in
+        the residual function is dropped (type inference recovers it).
+        """
+        if t is None:
+            return None
+        if env.tsub:
+            t = substitute_type(t, env.tsub, {})
+        if any(id(tv) not in self._scope_tvars for tv in free_type_vars(t)):
+            return None
+        if any(sv not in self._scope_svars for sv in free_shape_vars(t)):
+            return None
+        return t
+
+    def _constructor_value(self, c: Constructor, env: Env) -> PValue:
+        if c.inputs:
+            return PValue(SCtorFn(c), c)
+        return self._nullary(c, self.annotation(c.checked_type, env))
+
+    def _nullary(self, c: Constructor, ty: Type | None) -> PValue:
+        if isinstance(ty, TypeCall) and ty.args:
+            return PValue(SCtor(c, (), ty), None, self.frame)  # bound with its type if needed
+        return PValue(SCtor(c, ()), c)
+
     def global_value(self, name: str) -> PValue:
         pv = self._globals.get(name)
         if pv is None:
@@ -342,9 +388,9 @@ class PartialEvaluator:
         args = []
         for a in e.args:
             args.append((yield self.visit(a, env)))
-        return (yield self.apply(f, args, e))
+        return (yield self.apply(f, args, e, env))
 
-    def apply(self, f: PValue, args: list[PValue], call: Call) -> Any:
+    def apply(self, f: PValue, args: list[PValue], call: Call, env: Env) -> Any:
         """The value of calling ``f`` on ``args`` (unfolding, specializing or residualizing)."""
         s = f.static
         t = type(s)
@@ -353,11 +399,13 @@ class PartialEvaluator:
         if t is SCtorFn:
             ctor = s.ctor  # type: ignore[union-attr]
             if len(args) == len(ctor.inputs):
-                return PValue(SCtor(ctor, tuple(args)), None, self.frame)
+                ty = self.annotation(call.checked_type, env)
+                return PValue(SCtor(ctor, tuple(args), ty), None, self.frame)
         elif t is SCtor and not s.fields and not args:  # type: ignore[union-attr]
-            return f  # a nullary constructor called with no arguments
+            # a nullary constructor called with no arguments
+            return self._nullary(s.ctor, self.annotation(call.checked_type, env))  # type: ignore
         elif t is SClosure or t is SGlobal:
-            return self._call_known(f, args, call)
+            return self._call_known(f, args, call, env)
         return self._call_dynamic(f, args, call)
 
     def _call_dynamic(self, f: PValue, args: list[PValue], call: Call) -> Step:
@@ -388,7 +436,7 @@ class PartialEvaluator:
         return PValue(STuple(fields), None if fields else Tuple(()), self.frame)
 
     # [Call] of a known closure or global: unfold, or go through a specialization.
-    def _call_known(self, f: PValue, args: list[PValue], call: Call) -> Step:
+    def _call_known(self, f: PValue, args: list[PValue], call: Call, caller: Env) -> Step:
         s = f.static
         if isinstance(s, SGlobal):
             fn = self.mod.functions.get(s.name)
@@ -401,7 +449,7 @@ class PartialEvaluator:
             return (yield self._call_dynamic(f, args, call))  # fails at run time, as the oracle
         if not self._should_unfold(fn):
             return (yield self._specialize(f, fn, base, self_var, args, call))
-        env = base.activation(dict(zip(fn.params, args)))
+        env = base.activation(dict(zip(fn.params, args)), _instantiation(fn, call, caller))
         if self_var is not None:
             env = env.extend(self_var, f)
         stack = self.active.setdefault(id(fn), [])
@@ -574,7 +622,7 @@ class PartialEvaluator:
             renamed: dict[int, Var] = {}
             arm_env = env
             for v in _pattern_vars(clause.lhs):
-                fresh = Var(v.name_hint, _clean(v.type_annotation))
+                fresh = Var(v.name_hint, self.annotation(v.type_annotation, env))
                 renamed[id(v)] = fresh
                 arm_env = arm_env.extend(v, PValue(None, fresh))
             lhss.append(rename_pattern(clause.lhs, renamed))
@@ -712,8 +760,11 @@ class PartialEvaluator:
             atoms = tuple(x.atom for x in s.fields)
             if any(a is None for a in atoms):
                 raise InternalError("partial evaluator: a field was not forced")
-            value: Expr = Tuple(atoms) if type(s) is STuple else Call(s.ctor, atoms)  # type: ignore
-            pv.atom = self._bind_in(pv.frame, Var("t" if type(s) is STuple else "c"), value)
+            if isinstance(s, STuple):
+                pv.atom = self._bind_in(pv.frame, Var("t"), Tuple(atoms))  # type: ignore[arg-type]
+            else:
+                value = Call(s.ctor, atoms) if atoms else s.ctor  # type: ignore[arg-type]
+                pv.atom = self._bind_in(pv.frame, Var("c", s.ty), value)
         return root.atom
 
     def force_all(self, pvs: list[PValue]) -> Step:
@@ -727,7 +778,8 @@ class PartialEvaluator:
         fn = s.fn
         var = Var(s.self_var.name_hint if s.self_var is not None else "f")
         pv.atom = var  # recursive uses inside the body refer to it
-        params = tuple(Var(p.name_hint, _clean(p.type_annotation)) for p in fn.params)
+        params = tuple(Var(p.name_hint, self.annotation(p.type_annotation, s.env))
+                       for p in fn.params)
         outer, saved = self.frame, (self.store, self.dyn_depth)
         self.frame = Frame(pv.frame, next(self._ctx))
         self.store, self.dyn_depth = Store(), self.dyn_depth + 1
@@ -741,8 +793,8 @@ class PartialEvaluator:
             self.frame = outer
             self.store, self.dyn_depth = saved
         body_frame.closed = True
-        residual = Function(params, body_frame.ll.get(atom), _clean(fn.ret_type), (), fn.attrs,
-                            span=fn.span)
+        residual = Function(params, body_frame.ll.get(atom), self.annotation(fn.ret_type, s.env),
+                            (), fn.attrs, span=fn.span)
         self._bind_in(pv.frame, var, residual)
         return var
 
@@ -762,16 +814,28 @@ def _is_leaf(e: Expr) -> bool:
     return type(e) in _LEAVES
 
 
-def _constructor_value(c: Constructor) -> PValue:
-    if c.inputs:
-        return PValue(SCtorFn(c), c)
-    return PValue(SCtor(c, ()), c)
-
-
 def _pattern_vars(p: Pattern) -> list[Var]:
     from semantics.expr import pattern_vars
 
     return pattern_vars(p)
+
+
+def _instantiation(fn: Function, call: Call, caller: Env) -> dict[TypeVar, Type] | None:
+    """The instances of ``fn``'s type parameters at ``call`` (from the typed input's types)."""
+    if not fn.type_params:
+        return None
+    params = {id(tv) for tv in fn.type_params}
+    out: dict[TypeVar, Type] = {}
+
+    def seen(t: Type | None) -> Type | None:
+        if t is None or not caller.tsub:
+            return t
+        return substitute_type(t, caller.tsub, {})
+
+    for p, a in zip(fn.params, call.args):
+        _match_types(p.type_annotation or p.checked_type, seen(a.checked_type), params, out)
+    _match_types(fn.ret_type, seen(call.checked_type), params, out)
+    return out
 
 
 def _static_tensors(pv: PValue) -> Any:

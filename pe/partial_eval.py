@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
+from passes.common import typed_or_same
 from passes.manager import Pass, register_pass
 from pe.cleanup import clean
 from pe.evaluator import DEFAULT_FUEL, PartialEvaluator
@@ -39,10 +40,11 @@ def partial_evaluate_module(mod: IRModule, dce: bool = True, fuel: int = DEFAULT
     Returns:
         An equivalent module with the same globals (minus unreachable ones with ``dce``).
     """
+    typed = typed_or_same(mod)  # types instantiate the annotations of unfolded code
     functions = {}
-    for name, fn in mod.functions.items():
-        functions[name] = PartialEvaluator(mod, fuel).residualize(fn)
-    out = mod.with_functions(functions)
+    for name, fn in typed.functions.items():
+        functions[name] = PartialEvaluator(typed, fuel).residualize(fn)
+    out = typed.with_functions(functions)
     return clean(out) if dce else out
 
 

@@ -53,6 +53,7 @@ import numpy as np
 
 from semantics.expr import Constructor, Expr, Function, Op, Var
 from semantics.rewrite import LetList
+from semantics.types import Type, TypeVar
 
 __all__ = [
     "Env", "Frame", "PValue", "RefCell", "SClosure", "SCtor", "SCtorFn", "SGlobal", "SOp",
@@ -85,13 +86,18 @@ class STuple(Static):
 
 
 class SCtor(Static):
-    """An ADT value ``C(v1, ..., vn)`` with partially static fields."""
+    """An ADT value ``C(v1, ..., vn)`` with partially static fields.
 
-    __slots__ = ("ctor", "fields")
+    ``ty`` is its type when known (it annotates the residual binding: a constructor
+    that does not mention every type parameter of its ADT leaves them to the context).
+    """
 
-    def __init__(self, ctor: Constructor, fields: tuple[PValue, ...]):
+    __slots__ = ("ctor", "fields", "ty")
+
+    def __init__(self, ctor: Constructor, fields: tuple[PValue, ...], ty: Type | None = None):
         self.ctor = ctor
         self.fields = fields
+        self.ty = ty
 
 
 class SClosure(Static):
@@ -186,16 +192,20 @@ class Env:
     in a well-scoped program no lookup that lexically means another binding
     can see the addition) and with a child frame otherwise. ``memo`` holds the
     results of graph-shared nodes of the current activation (see
-    :class:`pe.evaluator.PartialEvaluator`).
+    :class:`pe.evaluator.PartialEvaluator`); ``tsub`` maps the type parameters of
+    the polymorphic functions unfolded around this point to their instances (so
+    annotations of residual binders can be instantiated).
     """
 
-    __slots__ = ("vars", "parent", "memo")
+    __slots__ = ("vars", "parent", "memo", "tsub")
 
     def __init__(self, vars: dict[Var, PValue] | None = None, parent: Env | None = None,
-                 memo: dict[int, tuple[PValue, Frame]] | None = None):
+                 memo: dict[int, tuple[PValue, Frame]] | None = None,
+                 tsub: dict[TypeVar, Type] | None = None):
         self.vars = {} if vars is None else vars
         self.parent = parent
         self.memo = {} if memo is None else memo
+        self.tsub = tsub if tsub is not None else (parent.tsub if parent is not None else {})
 
     def lookup(self, var: Var) -> PValue | None:
         frame: Env | None = self
@@ -209,13 +219,18 @@ class Env:
     def extend(self, var: Var, value: PValue) -> Env:
         """Γ[var ↦ value] (in place unless ``var`` is already visible)."""
         if self.lookup(var) is not None:
-            return Env({var: value}, self, self.memo)
+            return Env({var: value}, self, self.memo, self.tsub)
         self.vars[var] = value
         return self
 
-    def activation(self, bindings: dict[Var, PValue]) -> Env:
-        """A new activation (a function body unfolded or residualized) inside this environment."""
-        return Env(bindings, self, {})
+    def activation(self, bindings: dict[Var, PValue],
+                   tsub: dict[TypeVar, Type] | None = None) -> Env:
+        """A new activation (a function body unfolded or residualized) inside this environment.
+
+        ``tsub`` instantiates the type parameters of a polymorphic function being unfolded
+        (added to the enclosing instantiation).
+        """
+        return Env(bindings, self, {}, {**self.tsub, **tsub} if tsub else None)
 
 
 class Frame:
