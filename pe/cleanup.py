@@ -34,6 +34,8 @@ the loop is bounded by :data:`MAX_ROUNDS`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from passes import dead_code_elimination
 from passes.common import typed_or_same
 from passes.purity import Effect, EffectAnalysis, removable
@@ -65,22 +67,25 @@ def clean(mod: IRModule) -> IRModule:
         An equivalent module (``mod`` itself when nothing was removed).
     """
     for _ in range(MAX_ROUNDS):
-        out = dead_code_elimination(mod)
+        typed = typed_or_same(mod)  # one inference per round: the effect analysis uses types
+        out = dead_code_elimination(typed)
         out = eliminate_dead_refs(out)
         out = inline_single_use(out)
-        if out is mod:
+        if out is typed:
             break
         mod = out
     return mod
 
 
-def _rewrite_functions(mod: IRModule, rewrite) -> IRModule:  # type: ignore[no-untyped-def]
-    typed = typed_or_same(mod)
-    analysis = EffectAnalysis(typed)
-    new = {name: rewrite(fn, analysis) for name, fn in typed.functions.items()}
-    if all(new[n] is typed.functions[n] for n in new):
+def _rewrite_functions(mod: IRModule, rewrite: Callable[[Function, EffectAnalysis], Function]
+                       ) -> IRModule:
+    # Types are not re-inferred here: the nodes a rewrite keeps keep their checked types,
+    # and the effect analysis is conservative where a type is missing.
+    analysis = EffectAnalysis(mod)
+    new = {name: rewrite(fn, analysis) for name, fn in mod.functions.items()}
+    if all(new[n] is mod.functions[n] for n in new):
         return mod
-    return typed.with_functions(new)
+    return mod.with_functions(new)
 
 
 def _edges(order: list[Expr]) -> dict[int, int]:

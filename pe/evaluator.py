@@ -47,8 +47,9 @@ never shares a binder). Termination on every program rests on three rules:
 2. *Dynamic recursion is residualized* through a *specialization*: a residual
    let-bound recursive function for the callee, memoized by the callee and the
    static parts of its arguments (tensors and ADT values are generalized to
-   parameters; closures, references, operators and globals are kept by
-   identity, tuples by structure up to depth :data:`KEY_DEPTH`). Recursive
+   parameters; closures, operators, constructors and globals are kept by
+   identity, tuples by structure up to depth :data:`KEY_DEPTH`; references are
+   generalized too, as a specialization's body starts from an empty store). Recursive
    calls inside a specialization's body find it in the memo. At most
    :data:`MAX_SPECS` specializations with static parts are made per function;
    beyond that, and whenever the key has no static part at all, the call goes
@@ -150,7 +151,7 @@ UNROLL_LIMIT = 256
 MAX_ACTIVE = 4096
 """Nested unfolded activations of all functions together."""
 
-MAX_SPECS = 8
+MAX_SPECS = 4
 """Specializations with static parts per function."""
 
 KEY_DEPTH = 3
@@ -278,8 +279,7 @@ class PartialEvaluator:
                 self._scope_svars.update(free_shape_vars(p.type_annotation))
         env = Env().activation({p: PValue(None, p) for p in fn.params})
         atom = drive(self._visit_and_force(fn.body, env))
-        frame.closed = True
-        body = frame.ll.get(atom)
+        body = frame.build(atom)
         return Function(fn.params, body, fn.ret_type, fn.type_params, fn.attrs, span=fn.span)
 
     def _visit_and_force(self, e: Expr, env: Env) -> Step:
@@ -498,7 +498,7 @@ class PartialEvaluator:
     def _arg_key(self, pv: PValue, leaves: list[PValue], depth: int) -> Any:
         s = pv.static
         t = type(s)
-        if s is None or t is STensor or t is SCtor or depth >= KEY_DEPTH:
+        if s is None or t is STensor or t is SCtor or t is SRef or depth >= KEY_DEPTH:
             leaves.append(pv)
             return _DYN
         if t is STuple:
@@ -510,7 +510,7 @@ class PartialEvaluator:
             return ("global", s.name)  # type: ignore[union-attr]
         if t is SCtorFn:
             return ("ctor", s.ctor)  # type: ignore[union-attr]
-        return ("value", pv)  # a closure or a reference, by identity
+        return ("value", pv)  # a closure, by identity
 
     def _rebuild(self, key: Any, params: Iterator[Var]) -> PValue:
         if key is _DYN:
@@ -554,8 +554,7 @@ class PartialEvaluator:
             stack.pop()
             self.frame = outer
             self.store, self.dyn_depth = saved
-        body_frame.closed = True
-        self._bind_in(outer, spec, Function(tuple(params), body_frame.ll.get(atom)))
+        self._bind_in(outer, spec, Function(tuple(params), body_frame.build(atom)))
         return spec
 
     def _tuple(self, e: Tuple, env: Env) -> Step:
@@ -593,8 +592,7 @@ class PartialEvaluator:
                 frame = self.frame = Frame(outer, outer.ctx)
                 self.store = before.copy()
                 atom = yield self._visit_and_force(expr, env)
-                frame.closed = True
-                out.append(frame.ll.get(atom))
+                out.append(frame.build(atom))
                 after.append(self.store)
                 self.frame = outer
         finally:
@@ -726,7 +724,7 @@ class PartialEvaluator:
     def _bind_in(frame: Frame | None, var: Var, value: Expr) -> Var:
         if frame is None or frame.closed:
             raise InternalError("partial evaluator: a static value outlived its residual scope")
-        return frame.ll.bind(var, value)
+        return frame.bind(var, value)
 
     def force(self, pv: PValue) -> Any:
         """The residual atom of ``pv`` (an Expr, or a generator producing it).
@@ -792,8 +790,7 @@ class PartialEvaluator:
         finally:
             self.frame = outer
             self.store, self.dyn_depth = saved
-        body_frame.closed = True
-        residual = Function(params, body_frame.ll.get(atom), self.annotation(fn.ret_type, s.env),
+        residual = Function(params, body_frame.build(atom), self.annotation(fn.ret_type, s.env),
                             (), fn.attrs, span=fn.span)
         self._bind_in(pv.frame, var, residual)
         return var

@@ -236,8 +236,13 @@ class Env:
 class Frame:
     """A residual scope: a let-list and the specializations bound in it.
 
+    The last binding is held back until the next one arrives, so that
+    :meth:`build` can turn ``let %x = e; %x`` into ``e``: a call in tail position
+    of the source stays a tail call in the residual program (a residual loop runs
+    in constant stack, as the oracle runs the source).
+
     Attributes:
-        ll: the bindings pushed so far (outermost first).
+        ll: the bindings pushed so far (outermost first), except the held-back last one.
         parent: the lexically enclosing frame (None at the top of a global).
         ctx: the residual function context: a number shared by the frames of one
             residual function body (the arms of a dynamic branch keep their
@@ -247,14 +252,34 @@ class Frame:
         closed: True once the frame's expression has been built (nothing may be added).
     """
 
-    __slots__ = ("ll", "parent", "ctx", "specs", "closed")
+    __slots__ = ("ll", "last", "parent", "ctx", "specs", "closed")
 
     def __init__(self, parent: Frame | None, ctx: int):
         self.ll = LetList()
+        self.last: tuple[Var, Expr] | None = None
         self.parent = parent
         self.ctx = ctx
         self.specs: dict[Any, Var] = {}
         self.closed = False
+
+    def bind(self, var: Var, value: Expr) -> Var:
+        """Append ``let var = value`` (the frame must be open); return ``var``."""
+        if self.last is not None:
+            self.ll.bind(*self.last)
+        self.last = (var, value)
+        return var
+
+    def build(self, result: Expr) -> Expr:
+        """Close the frame: its bindings around ``result`` (``let %x = e; %x`` is ``e``)."""
+        self.closed = True
+        last = self.last
+        if last is not None:
+            self.last = None
+            var, value = last
+            if var is result and type(value) is not Function:
+                return self.ll.get(value)
+            self.ll.bind(var, value)
+        return self.ll.get(result)
 
     def find_spec(self, key: Any) -> Var | None:
         frame: Frame | None = self
