@@ -270,13 +270,14 @@ class Frame:
         return var
 
     def build(self, result: Expr) -> Expr:
-        """Close the frame: its bindings around ``result`` (``let %x = e; %x`` is ``e``)."""
+        """Close the frame: its bindings around ``result`` (``let %x = e; %x`` is ``e``
+        unless ``%x`` is annotated: the annotation may be what fixes ``e``'s type)."""
         self.closed = True
         last = self.last
         if last is not None:
             self.last = None
             var, value = last
-            if var is result and type(value) is not Function:
+            if var is result and type(value) is not Function and var.type_annotation is None:
                 return self.ll.get(value)
             self.ll.bind(var, value)
         return self.ll.get(result)
