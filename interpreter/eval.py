@@ -81,7 +81,9 @@ registry contract, not a user error).
 
 ``grad(e)`` is a macro (paper appendix): it is expanded by the function
 registered with :func:`register_grad_expander` (the ``ad`` package registers
-one) and the expansion is evaluated in place (Semantics-Grad).
+one) and the expansion is evaluated in place (Semantics-Grad). When no expander is
+registered, the first ``grad`` node evaluated imports ``ad`` as a plugin (which registers
+its expander), so ``evaluate`` of text using ``grad`` works without importing ``ad`` first.
 
 Modules
 -------
@@ -103,6 +105,8 @@ side with RULES.md. The rest of the evaluator is next to it:
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
@@ -748,6 +752,9 @@ class Interpreter(Machine):
         return Tail(expansion, Env({}, env, {} if shared else None, shared))
 
     def _expand_grad(self, e: Grad) -> Expr:
+        if not _GRAD_EXPANDER:  # a plugin, not an import (§2): loading `ad` registers it
+            with contextlib.suppress(ImportError):
+                importlib.import_module("ad")
         if not _GRAD_EXPANDER:
             raise RelayRuntimeError(
                 "grad(...) needs an automatic-differentiation expander (the `ad` package)",

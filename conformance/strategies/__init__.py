@@ -5,7 +5,9 @@
 * :mod:`conformance.strategies.types` — dtypes, shapes, well-kinded types;
 * :mod:`conformance.strategies.values` — runtime values of a given type;
 * :mod:`conformance.strategies.programs` — type-directed generation of well-typed
-  expressions and modules with inputs (the differential harness's programs).
+  expressions and modules with inputs (the differential harness's programs);
+* :mod:`conformance.strategies.differentiable` — smooth programs over float tensors with
+  inputs, for checking automatic differentiation against finite differences.
 
 Names are loaded on first use so that importing the syntax strategies does not
 import the interpreter or the type checker.
@@ -24,6 +26,7 @@ _LAZY = {
     "scalars": "values", "arrays": "values", "tensors": "values", "values_of": "values",
     "ProgramConfig": "programs", "Program": "programs", "well_typed_exprs": "programs",
     "well_typed_modules": "programs", "well_typed_programs": "programs",
+    "DifferentiableProgram": "differentiable", "differentiable_programs": "differentiable",
 }
 
 __all__ = sorted(_LAZY)

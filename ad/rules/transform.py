@@ -1,0 +1,368 @@
+"""Gradient and tangent rules of the ``transform`` family (data movement).
+
+Every transform is linear in its data argument, so every **tangent** rule is the operator
+applied to the tangent (:func:`ad.rules._linear.linear_tangent`); the shape-only arguments
+(``reshape_like``'s, ``broadcast_to_like``'s and ``collapse_sum_like``'s second argument,
+``take``'s indices) carry none.  The **gradient** of a transform is its adjoint (transpose):
+
+* ``reshape expand_dims squeeze``: ``reshape_like(g, x)``; ``reshape_like``: the same for the
+  data, nothing for the shape argument;
+* ``transpose``: ``transpose(g)`` with the inverse permutation; ``reverse``: ``reverse(g)``;
+  ``layout_transform``: the transform from the destination layout back to the source;
+* ``broadcast_to``/``broadcast_to_like``: ``collapse_sum_like(g, x)``; ``collapse_sum_like``:
+  ``broadcast_to_like(g, x)``;
+* ``concatenate``: a tuple of ``strided_slice(g)`` at the fields' offsets (``split``
+  rejects the repeated offsets of empty fields); ``stack``: ``split(g)``
+  into equal sections, each reshaped to its field; ``split``: ``concatenate`` of the
+  adjoints of the pieces;
+* ``tile``: ``g`` reshaped to interleaved ``(reps_i, dim_i)`` axes, summed over the ``reps``
+  axes; ``repeat``: ``g`` reshaped to ``(..., dim, repeats, ...)`` and summed over
+  ``repeats``;
+* ``take`` and ``strided_slice`` scatter the adjoint back: ``take`` through a one-hot
+  tensor ``onehot[i, j] = (index_i == j)`` built with ``equal`` against a constant
+  ``0..n-1`` (indices normalized by the mode first: ``clip`` clamps, ``wrap`` takes them
+  modulo ``n``), so repeated indices accumulate; ``strided_slice`` through constant one-hot
+  matrices on each sliced axis;
+* ``shape_of``: declared without a rule (integer result).
+
+The scatter rules (``take``, ``strided_slice``, ``concatenate``, ``stack``, ``tile``,
+``repeat``) need the extents they scatter into to be static; on a symbolic extent they raise
+``RelayTypeError`` naming the operator.  ``take`` indices of dtype ``uint64`` above ``2**63``
+are outside the rule's domain (they are compared as ``int64``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ad.rules._build import call, collapse_to, is_float, item, tensor_type, tup
+from ad.rules._linear import attrs_of, linear_tangent
+from semantics.errors import RelayTypeError
+from semantics.expr import Call, Constant, Expr
+from semantics.ops.relations import normalize_axis
+from semantics.ops.tables import (
+    declare_no_gradient,
+    declare_no_tangent,
+    register_gradient,
+    register_tangent,
+)
+from semantics.ops.transform_relations import (
+    parse_layout,
+    slice_bounds,
+    slice_spec,
+    transpose_axes,
+)
+from semantics.types import TensorType, TupleType
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _static_shape(e: Expr, op: str) -> tuple[int, ...]:
+    """The concrete shape of a tensor atom.
+
+    Raises:
+        RelayTypeError: a dimension is symbolic (the rule scatters into it).
+    """
+    shape = tensor_type(e).shape
+    out = []
+    for d in shape:
+        if not isinstance(d, int):
+            raise RelayTypeError(f"gradient of {op}: needs a static shape, got dimension {d}")
+        out.append(d)
+    return tuple(out)
+
+
+def _float_data(c: Call) -> bool:
+    return is_float(c.args[0])
+
+
+def _reshape_back(name: str) -> None:
+    """Register ``reshape_like(g, x)`` as the gradient of a pure reshaping operator."""
+
+    def gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
+        if not _float_data(c):
+            return [None] * len(c.args)
+        return [call("reshape_like", g, c.args[0])] + [None] * (len(c.args) - 1)
+
+    gradient.__doc__ = f"The adjoint of ``{name}``: the adjoint reshaped back to the data."
+    register_gradient(name)(gradient)
+    register_tangent(name)(linear_tangent([0]))
+
+
+for _name in ("reshape", "reshape_like", "expand_dims", "squeeze"):
+    _reshape_back(_name)
+
+
+def _one_hot_scatter(g: Expr, ndim: int, axis: int, onehot: Expr, count: int) -> Expr:
+    """``r[..., j, ...] = sum_i g[..., i_1..i_count, ...] * onehot[..., i_1..i_count, j]``.
+
+    ``g`` (of rank ``ndim``) has ``count`` index axes starting at ``axis``; ``onehot`` has
+    those ``count`` axes followed by the target axis ``j``, preceded by dims that broadcast
+    against ``g``'s leading ``axis`` dims.  The result has the target axis at ``axis``."""
+    expanded = call("expand_dims", g, axis=axis + count)
+    trailing = ndim - axis - count
+    weights = onehot
+    if trailing:
+        weights = call("expand_dims", weights, axis=-1, num_newaxis=trailing)
+    product = call("multiply", expanded, weights)
+    if count == 0:
+        return product
+    return call("sum", product, axis=list(range(axis, axis + count)))
+
+
+# --- permutations and reversals --------------------------------------------------------------
+
+@register_gradient("transpose")
+def _transpose_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
+    """``transpose(g)`` with the inverse permutation."""
+    if not _float_data(c):
+        return [None]
+    ndim = len(tensor_type(c.args[0]).shape)
+    perm = transpose_axes("Transpose", (), attrs_of(c)["axes"], ndim)
+    inverse = [0] * ndim
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return [call("transpose", g, axes=inverse)]
+
+
+@register_gradient("reverse")
+def _reverse_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
+    """``reverse(g)`` along the same axis."""
+    if not _float_data(c):
+        return [None]
+    return [call("reverse", g, axis=attrs_of(c)["axis"])]
+
+
+@register_gradient("layout_transform")
+def _layout_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
+    """The layout transform from the destination layout back to the source."""
+    if not _float_data(c):
+        return [None]
+    a = attrs_of(c)
+    parse_layout("layout_transform", a["src_layout"])
+    return [call("layout_transform", g, src_layout=a["dst_layout"], dst_layout=a["src_layout"])]
+
+
+for _name in ("transpose", "reverse", "layout_transform", "broadcast_to"):
+    register_tangent(_name)(linear_tangent([0]))
+
+
+# --- broadcasting ----------------------------------------------------------------------------
+
+@register_gradient("broadcast_to")
+def _broadcast_to_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
+    """``collapse_sum_like(g, x)``."""
+    if not _float_data(c):
+        return [None]
+    return [collapse_to(g, c.args[0])]
+
+
+@register_gradient("broadcast_to_like")
+def _broadcast_to_like_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
+    """``collapse_sum_like(g, x)``; nothing for the shape argument."""
+    if not _float_data(c):
+        return [None, None]
+    return [collapse_to(g, c.args[0]), None]
+
+
+@register_gradient("collapse_sum_like")
+def _collapse_sum_like_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
+    """``broadcast_to_like(g, x)``; nothing for the shape argument."""
+    if not _float_data(c):
+        return [None, None]
+    return [call("broadcast_to_like", g, c.args[0]), None]
+
+
+register_tangent("broadcast_to_like")(linear_tangent([0]))
+register_tangent("collapse_sum_like")(linear_tangent([0]))
+
+
+# --- joining and splitting -------------------------------------------------------------------
+
+def _tuple_fields(e: Expr) -> list[TensorType]:
+    t = e.checked_type
+    if not isinstance(t, TupleType):
+        raise TypeError(f"rule argument is not a tuple: {t!r}")
+    fields = []
+    for f in t.fields:
+        if not isinstance(f, TensorType):
+            raise TypeError(f"rule argument field is not a tensor: {f!r}")
+        fields.append(f)
+    return fields
+
+
+def _float_fields(e: Expr) -> bool:
+    fields = _tuple_fields(e)
+    return bool(fields) and all(f.dtype.startswith(("float", "bfloat")) for f in fields)
+
+
+@register_gradient("concatenate")
+def _concatenate_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
+    """A tuple of ``strided_slice`` s of ``g`` at the offsets of the fields along the axis."""
+    data = c.args[0]
+    if not _float_fields(data):
+        return [None]
+    fields = _tuple_fields(data)
+    axis = normalize_axis("Concatenate", (), attrs_of(c)["axis"], len(fields[0].shape))
+    pieces, at = [], 0
+    for f in fields:
+        d = f.shape[axis]
+        if not isinstance(d, int):
+            raise RelayTypeError(f"gradient of concatenate: needs a static size along axis "
+                                 f"{axis}, got {d}")
+        pieces.append(call("strided_slice", g, begin=[at], end=[at + d], axes=[axis]))
+        at += d
+    return [tup(*pieces)]
+
+
+@register_gradient("stack")
+def _stack_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
+    """``split(g)`` into one section per field, each reshaped to its field."""
+    data = c.args[0]
+    if not _float_fields(data):
+        return [None]
+    fields = _tuple_fields(data)
+    axis = normalize_axis("Stack", (), attrs_of(c)["axis"], len(fields[0].shape) + 1)
+    pieces = call("split", g, indices_or_sections=len(fields), axis=axis)
+    return [tup(*(call("reshape_like", item(pieces, i), item(data, i))
+                  for i in range(len(fields))))]
+
+
+@register_gradient("split")
+def _split_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
+    """``concatenate`` of the pieces' adjoints along the axis."""
+    if not _float_data(c):
+        return [None]
+    t = out.checked_type
+    n = len(t.fields) if isinstance(t, TupleType) else 0
+    return [call("concatenate", tup(*(item(g, i) for i in range(n))),
+                 axis=attrs_of(c)["axis"])]
+
+
+for _name in ("concatenate", "stack", "split"):
+    register_tangent(_name)(linear_tangent([0]))
+
+
+# --- gathering and slicing -------------------------------------------------------------------
+
+def _normalized_indices(c: Call, n: int) -> Expr:
+    """``take``'s indices as int64 in ``[0, n)`` following the mode (``fast``: as given)."""
+    indices = c.args[1]
+    idx: Expr = call("cast", indices, dtype="int64")
+    mode = attrs_of(c)["mode"]
+    if mode == "clip":
+        idx = call("clip", idx, a_min=0.0, a_max=float(max(n - 1, 0)))
+    elif mode == "wrap" and n > 0:
+        idx = call("floor_mod", idx, Constant(np.asarray(n, dtype=np.int64)))
+    return idx
+
+
+@register_gradient("take")
+def _take_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
+    """The adjoint scattered back through a one-hot tensor (repeated indices accumulate);
+    nothing for the indices."""
+    data, indices = c.args
+    if not _float_data(c):
+        return [None, None]
+    a = attrs_of(c)
+    dtype = tensor_type(data).dtype
+    rank = len(tensor_type(data).shape)
+    index_rank = len(tensor_type(indices).shape)
+    ndim = len(tensor_type(out).shape)
+    if a["axis"] is None:
+        n = int(np.prod(_static_shape(data, "take"), dtype=np.int64))
+        axis, batch = 0, 0
+    else:
+        axis = normalize_axis("Take", (), a["axis"], rank)
+        extent = tensor_type(data).shape[axis]
+        if not isinstance(extent, int):
+            raise RelayTypeError(f"gradient of take: needs a static extent along axis {axis}, "
+                                 f"got {extent}")
+        n = extent
+        batch = a["batch_dims"] + index_rank if a["batch_dims"] < 0 else a["batch_dims"]
+    targets = Constant(np.arange(n, dtype=np.int64))
+    hit = call("equal", call("expand_dims", _normalized_indices(c, n), axis=index_rank),
+               targets)
+    onehot: Expr = call("cast", hit, dtype=dtype)
+    if batch and axis > batch:
+        # onehot B + I' + (n,) becomes B + (1,)*|P| + I' + (n,) against g's B + P + I' + Q
+        onehot = call("expand_dims", onehot, axis=batch, num_newaxis=axis - batch)
+    scattered = _one_hot_scatter(g, ndim, axis, onehot, index_rank - batch)
+    if a["axis"] is None:
+        return [call("reshape_like", scattered, data), None]
+    return [scattered, None]
+
+
+register_tangent("take")(linear_tangent([0]))
+
+
+@register_gradient("strided_slice")
+def _strided_slice_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
+    """The adjoint scattered back through a constant one-hot matrix on each sliced axis."""
+    if not _float_data(c):
+        return [None]
+    data = c.args[0]
+    a = attrs_of(c)
+    shape = _static_shape(data, "strided_slice")
+    dtype = tensor_type(data).dtype
+    size_mode = a["slice_mode"] == "size"
+    result: Expr = g
+    for axis, b, e, s in slice_spec((), len(shape), a):
+        bounds = slice_bounds(shape[axis], b, e, s, size_mode)
+        if bounds is None:
+            raise RelayTypeError("gradient of strided_slice: reversed bounds")
+        picked = np.arange(bounds[0], bounds[1], s, dtype=np.int64)
+        if len(picked) == shape[axis] and np.array_equal(picked, np.arange(shape[axis])):
+            continue
+        onehot = (picked[:, None] == np.arange(shape[axis])[None, :]).astype(dtype)
+        trailing = len(shape) - axis - 1
+        weights = Constant(onehot.reshape(onehot.shape + (1,) * trailing))
+        expanded = call("expand_dims", result, axis=axis + 1)
+        result = call("sum", call("multiply", expanded, weights), axis=[axis])
+    return [result]
+
+
+register_tangent("strided_slice")(linear_tangent([0]))
+
+
+# --- repetition ------------------------------------------------------------------------------
+
+@register_gradient("tile")
+def _tile_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
+    """``g`` reshaped to interleaved ``(reps_i, dim_i)`` axes, summed over the ``reps``."""
+    if not _float_data(c):
+        return [None]
+    data = c.args[0]
+    shape = _static_shape(data, "tile")
+    reps = list(attrs_of(c)["reps"])
+    rank = max(len(shape), len(reps))
+    dims = [1] * (rank - len(shape)) + list(shape)
+    reps = [1] * (rank - len(reps)) + reps
+    interleaved = [v for r, d in zip(reps, dims, strict=True) for v in (r, d)]
+    summed = call("sum", call("reshape", g, newshape=interleaved, allowzero=True),
+                  axis=list(range(0, 2 * rank, 2)))
+    return [call("reshape_like", summed, data)]
+
+
+@register_gradient("repeat")
+def _repeat_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
+    """``g`` reshaped to ``(..., dim, repeats, ...)`` and summed over ``repeats``."""
+    if not _float_data(c):
+        return [None]
+    data = c.args[0]
+    shape = _static_shape(data, "repeat")
+    a = attrs_of(c)
+    axis = normalize_axis("Repeat", (), a["axis"], len(shape))
+    split_shape = list(shape[:axis + 1]) + [a["repeats"]] + list(shape[axis + 1:])
+    return [call("sum", call("reshape", g, newshape=split_shape, allowzero=True), axis=[axis + 1])]
+
+
+register_tangent("tile")(linear_tangent([0]))
+register_tangent("repeat")(linear_tangent([0]))
+
+
+# --- integer results -------------------------------------------------------------------------
+
+_SHAPE_REASON = "its result is the (integer) shape of its input, which carries no derivative"
+declare_no_gradient("shape_of", _SHAPE_REASON)
+declare_no_tangent("shape_of", _SHAPE_REASON)
