@@ -10,7 +10,7 @@ Three patterns cover most operators:
   vector-Jacobian product *is* the Jacobian-vector product and the tangent rule is the
   gradient rule applied to the tangent (:func:`tangent_from_gradient`);
 * **shape-preserving broadcast**: :func:`expand_like` is the adjoint of
-  :func:`ad.rules._build.collapse_to` (a tangent of a broadcast operand grows to the output's
+  :func:`collapse_like` (a tangent of a broadcast operand grows to the output's
   shape with ``broadcast_to_like``).
 
 Everything here builds Relay expressions with registered operators only, so rules built from
@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 
 from ad.rules._build import call, is_float, scalar, tensor_type, zeros_like
 from semantics.expr import Attrs, Call, Expr, Tuple, TupleGetItem
+from semantics.shapes import AnyDim
 from semantics.types import TensorType, TupleType, Type
 
 GradientRule = Callable[[Call, Expr, Expr], list[Expr | None]]
@@ -35,9 +36,20 @@ def op_name(c: Call) -> str:
 
 
 def same_shape(a: Type | None, b: Type | None) -> bool:
-    """Whether two checked tensor types are known to have the same shape."""
+    """Whether two checked tensor types are known to have the same shape (a ``?`` dimension
+    is never known to equal another: two ``?`` may differ at run time)."""
     return (isinstance(a, TensorType) and isinstance(b, TensorType)
+            and not any(isinstance(d, AnyDim) for d in a.shape)
             and tuple(a.shape) == tuple(b.shape))
+
+
+def collapse_like(g: Expr, like: Expr) -> Expr:
+    """``g`` summed back to the shape of ``like`` (the adjoint of implicit broadcasting);
+    ``g`` itself when the checked types are known to have the same shape.  Unlike
+    :func:`ad.rules._build.collapse_to` it does not take two ``?`` dimensions for equal."""
+    if same_shape(g.checked_type, like.checked_type):
+        return g
+    return call("collapse_sum_like", g, like)
 
 
 def expand_like(t: Expr, like: Expr, t_type: Type | None = None) -> Expr:

@@ -8,9 +8,13 @@ first *un-reduced*: ``expand_dims`` at each folded axis (unless ``keepdims``) an
 * ``sum``: ``G``; ``mean``: ``G / n`` with ``n`` the number of folded elements (a constant
   when the shape is concrete, ``sum(ones_like(x), A, keepdims)`` otherwise).
 * ``prod``: ``G * p_i`` where ``p_i`` is the product of the *other* elements of the group,
-  computed without dividing by zero: with ``z`` the number of zeros in the group and ``P``
-  the product of its nonzero elements, ``p_i = P / x_i`` when ``z = 0``, ``P`` at the zero
-  when ``z = 1``, and 0 otherwise.
+  computed without dividing: the group (folded axes moved last and flattened to ``m``
+  elements) is repeated ``m`` times with ``x_i`` replaced by 1 in row ``i`` (``where`` with a
+  constant identity matrix) and multiplied out — exact at zeros, and its own derivative is
+  exact too (O(m) extra work per element).  For a symbolic group size the rule falls back to
+  ``P / x_i`` with zeros handled by counting them (``z`` zeros, ``P`` the product of the
+  nonzero elements: ``P / x_i`` when ``z = 0``, ``P`` at the zero when ``z = 1``, else 0),
+  whose own derivative is wrong at zeros.
 * ``max``/``min``: the adjoint is shared **equally among ties** (JAX's choice; TVM gives
   every tied element the full adjoint): ``G * mask / count(mask)`` with ``mask = (x ==
   out)``.  When the group's result is NaN no element equals it and the gradient is 0.
@@ -27,9 +31,11 @@ an adjoint of one.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ad.rules._build import call, is_float, ones_like, tensor_type, zeros_like
 from ad.rules._linear import attrs_of, linear_tangent, op_name, scalar_like
-from semantics.expr import Call, Expr
+from semantics.expr import Call, Constant, Expr
 from semantics.ops.relations import reduce_axes
 from semantics.ops.tables import (
     declare_no_gradient,
@@ -124,6 +130,36 @@ register_tangent("mean")(linear_tangent())
 
 def _prod_partial(c: Call) -> Expr:
     """``d prod / d x_i``: the product of the other elements of ``x_i``'s group."""
+    x = c.args[0]
+    shape = tensor_type(x).shape
+    axes = folded_axes(c)
+    m = 1
+    for a in axes:
+        d = shape[a]
+        if not isinstance(d, int):
+            return _prod_partial_dividing(c)
+        m *= d
+    if m == 0:
+        return zeros_like(x)
+    kept = [i for i in range(len(shape)) if i not in axes]
+    perm = kept + list(axes)
+    moved = x if perm == sorted(perm) else call("transpose", x, axes=perm)
+    # K + F -> K + (m,) -> K + (1, m); row i of the last two axes is the group with x_i := 1
+    flat = call("reshape", moved, newshape=[0] * len(kept) + [m])
+    rows = call("where", Constant(np.eye(m, dtype=bool)), scalar_like(1.0, x),
+                call("expand_dims", flat, axis=len(kept)))
+    others = call("reshape_like", call("prod", rows, axis=[len(kept) + 1]), moved)
+    if perm == sorted(perm):
+        return others
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return call("transpose", others, axes=inverse)
+
+
+def _prod_partial_dividing(c: Call) -> Expr:
+    """The same for a symbolic group size, without dividing by zero (its own derivative is
+    wrong where a group holds a zero: there it is piecewise constant)."""
     x = c.args[0]
     zero, one = scalar_like(0.0, x), scalar_like(1.0, x)
     is_zero = call("equal", x, zero)

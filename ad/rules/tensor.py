@@ -11,7 +11,8 @@ Decisions, per operator:
   (the adjoint of implicit broadcasting).  ``maximum``/``minimum`` send the adjoint to ``x``
   where ``x >= y`` (resp. ``x <= y``), ties included, and to ``y`` elsewhere (TVM's choice).
   ``power``'s exponent adjoint is ``g * log(x) * x**y`` with ``0`` where ``x == 0`` (so that
-  ``0**y`` does not poison the exponent's gradient with NaN; JAX does the same).
+  ``0**y`` does not poison the exponent's gradient with NaN; JAX does the same), and the
+  base's is ``g * y * x**(y - 1)`` with ``0`` where ``y == 0``.
   ``mod`` is ``x - trunc(x / y) * y`` and ``floor_mod`` is ``x - floor(x / y) * y``: the
   adjoint of ``y`` is ``-g * trunc(x / y)`` (resp. ``floor``), of ``x`` it is ``g``.
 * ``floor ceil round trunc sign floor_divide``: piecewise constant; the gradient is zero
@@ -37,8 +38,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ad.rules._build import call, collapse_to, is_float, ones_like, tensor_type, zeros_like
-from ad.rules._linear import expand_like, same_shape, scalar_like, tangent_from_gradient
+from ad.rules._build import call, is_float, ones_like, tensor_type, zeros_like
+from ad.rules._linear import (
+    collapse_like,
+    expand_like,
+    same_shape,
+    scalar_like,
+    tangent_from_gradient,
+)
 from semantics.expr import Call, Expr
 from semantics.ops.tables import (
     declare_no_gradient,
@@ -57,8 +64,7 @@ def _mul(a: Expr, b: Expr | None) -> Expr:
     return a if b is None else call("multiply", a, b)
 
 
-def _binary(name: str, dx: Partial, dy: Partial, *, x_is_identity: bool = False,
-            y_sign: float = 1.0) -> None:
+def _binary(name: str, dx: Partial, dy: Partial, *, y_sign: float = 1.0) -> None:
     """Register both rules of a differentiable binary broadcast operator from its partials.
 
     ``dx(call, out)`` / ``dy(call, out)`` build the elementwise partial derivative of the
@@ -70,12 +76,12 @@ def _binary(name: str, dx: Partial, dy: Partial, *, x_is_identity: bool = False,
         x, y = c.args
         if not is_float(out):
             return [None, None]
-        gx = collapse_to(_mul(g, dx(c, out)), x)
+        gx = collapse_like(_mul(g, dx(c, out)), x)
         py = dy(c, out)
         if py is None and y_sign < 0:
-            gy = collapse_to(call("negative", g), y)
+            gy = collapse_like(call("negative", g), y)
         else:
-            gy = collapse_to(_mul(g, py), y)
+            gy = collapse_like(_mul(g, py), y)
         return [gx, gy]
 
     def tangent(c: Call, out: Expr, tangents: list[Expr | None]) -> Expr | None:
@@ -145,9 +151,10 @@ _binary("divide", lambda c, out: call("divide", _k(1.0, c), _y(c)),
 
 
 def _power_dx(c: Call, out: Expr) -> Expr:
-    # y * x**(y - 1)
+    # y * x**(y - 1), and 0 where y == 0 (x**0 is constant; 0 * 0**-1 would be NaN)
     x, y = c.args
-    return call("multiply", y, call("power", x, call("subtract", y, _k(1.0, c))))
+    slope = call("multiply", y, call("power", x, call("subtract", y, _k(1.0, c))))
+    return call("where", call("equal", y, _k(0.0, c)), _k(0.0, c), slope)
 
 
 def _power_dy(c: Call, out: Expr) -> Expr:
@@ -258,8 +265,8 @@ def _where_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
         return [None, None, None]
     zero = scalar_like(0.0, out)
     return [None,
-            collapse_to(call("where", cond, g, zero), x),
-            collapse_to(call("where", cond, zero, g), y)]
+            collapse_like(call("where", cond, g, zero), x),
+            collapse_like(call("where", cond, zero, g), y)]
 
 
 @register_tangent("where")

@@ -21,8 +21,9 @@ applied to the tangent (:func:`ad.rules._linear.linear_tangent`); the shape-only
 * ``take`` and ``strided_slice`` scatter the adjoint back: ``take`` through a one-hot
   tensor ``onehot[i, j] = (index_i == j)`` built with ``equal`` against a constant
   ``0..n-1`` (indices normalized by the mode first: ``clip`` clamps, ``wrap`` takes them
-  modulo ``n``), so repeated indices accumulate; ``strided_slice`` through constant one-hot
-  matrices on each sliced axis;
+  modulo ``n``), so repeated indices accumulate; ``strided_slice`` pads a unit-stride slice
+  with zeros (``concatenate``) and scatters other strides through constant one-hot matrices,
+  axis by axis;
 * ``shape_of``: declared without a rule (integer result).
 
 The scatter rules (``take``, ``strided_slice``, ``concatenate``, ``stack``, ``tile``,
@@ -35,8 +36,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ad.rules._build import call, collapse_to, is_float, item, tensor_type, tup
-from ad.rules._linear import attrs_of, linear_tangent
+from ad.rules._build import call, is_float, item, tensor_type, tup
+from ad.rules._linear import attrs_of, collapse_like, linear_tangent
 from semantics.errors import RelayTypeError
 from semantics.expr import Call, Constant, Expr
 from semantics.ops.relations import normalize_axis
@@ -154,7 +155,7 @@ def _broadcast_to_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
     """``collapse_sum_like(g, x)``."""
     if not _float_data(c):
         return [None]
-    return [collapse_to(g, c.args[0])]
+    return [collapse_like(g, c.args[0])]
 
 
 @register_gradient("broadcast_to_like")
@@ -162,7 +163,7 @@ def _broadcast_to_like_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None
     """``collapse_sum_like(g, x)``; nothing for the shape argument."""
     if not _float_data(c):
         return [None, None]
-    return [collapse_to(g, c.args[0]), None]
+    return [collapse_like(g, c.args[0]), None]
 
 
 @register_gradient("collapse_sum_like")
@@ -298,7 +299,9 @@ register_tangent("take")(linear_tangent([0]))
 
 @register_gradient("strided_slice")
 def _strided_slice_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
-    """The adjoint scattered back through a constant one-hot matrix on each sliced axis."""
+    """The adjoint put back in place, one sliced axis at a time: a unit-stride slice is padded
+    with zeros (``concatenate``; reversed first for stride -1), any other stride scattered
+    through a constant one-hot matrix."""
     if not _float_data(c):
         return [None]
     data = c.args[0]
@@ -306,20 +309,41 @@ def _strided_slice_gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
     shape = _static_shape(data, "strided_slice")
     dtype = tensor_type(data).dtype
     size_mode = a["slice_mode"] == "size"
+    current = list(_static_shape(out, "strided_slice"))
     result: Expr = g
     for axis, b, e, s in slice_spec((), len(shape), a):
         bounds = slice_bounds(shape[axis], b, e, s, size_mode)
         if bounds is None:
             raise RelayTypeError("gradient of strided_slice: reversed bounds")
+        n = shape[axis]
         picked = np.arange(bounds[0], bounds[1], s, dtype=np.int64)
-        if len(picked) == shape[axis] and np.array_equal(picked, np.arange(shape[axis])):
+        if len(picked) == n and np.array_equal(picked, np.arange(n)):
             continue
-        onehot = (picked[:, None] == np.arange(shape[axis])[None, :]).astype(dtype)
-        trailing = len(shape) - axis - 1
-        weights = Constant(onehot.reshape(onehot.shape + (1,) * trailing))
-        expanded = call("expand_dims", result, axis=axis + 1)
-        result = call("sum", call("multiply", expanded, weights), axis=[axis])
+        if len(picked) and abs(s) == 1:
+            result = _pad_axis(result if s == 1 else call("reverse", result, axis=axis),
+                               current, axis, int(picked.min()), int(n - 1 - picked.max()),
+                               dtype)
+        else:
+            onehot = (picked[:, None] == np.arange(n)[None, :]).astype(dtype)
+            trailing = len(shape) - axis - 1
+            weights = Constant(onehot.reshape(onehot.shape + (1,) * trailing))
+            expanded = call("expand_dims", result, axis=axis + 1)
+            result = call("sum", call("multiply", expanded, weights), axis=[axis])
+        current[axis] = n
     return [result]
+
+
+def _pad_axis(e: Expr, shape: list[int], axis: int, before: int, after: int,
+              dtype: str) -> Expr:
+    """``e`` (of ``shape``) with ``before`` / ``after`` zero slices added along ``axis``."""
+
+    def zeros(count: int) -> Expr:
+        zeros_shape = list(shape)
+        zeros_shape[axis] = count
+        return call("zeros", shape=zeros_shape, dtype=dtype)
+
+    pieces = ([zeros(before)] if before else []) + [e] + ([zeros(after)] if after else [])
+    return pieces[0] if len(pieces) == 1 else call("concatenate", tup(*pieces), axis=axis)
 
 
 register_tangent("strided_slice")(linear_tangent([0]))

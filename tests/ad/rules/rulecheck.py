@@ -12,14 +12,21 @@ differences of the operator's numpy reference in float64:
 Both checks also type-check the rule's expressions: each gradient must have exactly its
 argument's type, the tangent exactly the output's type.
 
-Entry points: :func:`float64_call` (turn a valid call from the conformance strategies into a
-float64 one), :func:`rule_inputs` (a Hypothesis strategy of inputs away from kinks),
-:func:`check_gradient`, :func:`check_tangent`, :func:`check_rule_types`.  The nn rule tests
-import this module too.
+Entry points: :func:`float64_cases` (a Hypothesis strategy: a valid call from the conformance
+strategies turned to float64, with inputs away from kinks), :func:`check_gradient`,
+:func:`check_tangent`, :func:`check_rule_types` (any dtype; also checks that every float
+operator the rule emits has rules itself), :func:`run_gradient` (values for example tests).
+:mod:`second_order` differentiates rule outputs again.
+
+Per-operator knowledge lives in four tables keyed by operator name, which other rule tests
+may extend for their own operators: :data:`DOMAINS` (where inputs are drawn),
+:data:`KEEP_DTYPE` and :data:`NON_DATA` (index, condition and shape-only arguments) and
+:data:`INPUT_OVERRIDES` (a whole input tuple, e.g. ``arange``'s bounds).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,12 +114,14 @@ def _to_float64(t: Type) -> Type:
 
 def float64_call(name: str, arg_types: Sequence[Type], attrs: dict[str, Any]
                  ) -> tuple[tuple[Type, ...], dict[str, Any]]:
-    """The same call with every data argument (and a ``dtype`` attribute) in float64."""
+    """The same call with every data argument (and a ``dtype``/``out_dtype`` attribute) in
+    float64."""
     keep = KEEP_DTYPE.get(name, ())
     types = tuple(t if i in keep else _to_float64(t) for i, t in enumerate(arg_types))
     attrs = dict(attrs)
-    if "dtype" in attrs and attrs["dtype"] is not None:
-        attrs["dtype"] = "float64"
+    for key in ("dtype", "out_dtype"):
+        if attrs.get(key):                 # None / "" mean "the input's dtype"
+            attrs[key] = "float64"
     return types, attrs
 
 
@@ -130,6 +139,12 @@ def float64_calls(draw: st.DrawFn, name: str) -> tuple[tuple[Type, ...], dict[st
 
 
 # --- building the call and running rules ------------------------------------------------------
+
+def param_type(p: Var) -> Type:
+    """The checked type of a typed parameter."""
+    assert p.checked_type is not None, f"untyped parameter %{p.name_hint}"
+    return p.checked_type
+
 
 def rule_var(name: str, t: Type) -> Var:
     """A variable annotated with ``t`` and carrying it as ``checked_type`` (a rule atom)."""
@@ -211,16 +226,13 @@ def check_rule_types(name: str, arg_types: Sequence[Type], attrs: dict[str, Any]
     g = rule_var("g", run.out_type)
     grads = gradient_exprs(run, g)
     present = [i for i, e in enumerate(grads) if e is not None]
-    for i, e in enumerate(grads):
-        if e is None:
-            continue
-        assert is_float_type(run.params[i].checked_type), \
+    for i in present:
+        assert is_float_type(param_type(run.params[i])), \
             f"{name}: a gradient for non-float argument {i}"
-    fn = Function(run.params + (run.out, g), Tuple(tuple(grads[i] for i in present)))
-    fn_types = [run.params[i].checked_type for i in present]
-    _check_fn_types(fn, [t for t in fn_types if t is not None], f"{name} gradient")
-    tangents = [rule_var(f"t{i}", p.checked_type) if is_float_type(p.checked_type) else None
-                for i, p in enumerate(run.params) if p.checked_type is not None]
+    fn = Function(run.params + (run.out, g), Tuple(tuple(e for e in grads if e is not None)))
+    _check_fn_types(fn, [param_type(run.params[i]) for i in present], f"{name} gradient")
+    tangents = [rule_var(f"t{i}", param_type(p)) if is_float_type(param_type(p)) else None
+                for i, p in enumerate(run.params)]
     t = tangent_expr(run, tangents)
     if t is None:
         return
@@ -248,7 +260,11 @@ def _random_like(t: Type, rng: np.random.Generator) -> Any:
     if isinstance(t, TupleType):
         return tuple(_random_like(f, rng) for f in t.fields)
     assert isinstance(t, TensorType)
-    return rng.standard_normal(tuple(int(d) for d in t.shape))
+    shape = []
+    for d in t.shape:
+        assert isinstance(d, int), f"a concrete shape is needed, got {t}"
+        shape.append(d)
+    return rng.standard_normal(tuple(shape))
 
 
 def _random_like_value(v: Any, rng: np.random.Generator) -> Any:
@@ -304,9 +320,13 @@ def rule_inputs(draw: st.DrawFn, name: str, arg_types: Sequence[Type],
         domain = DOMAINS.get((name, i))
         sample = _random_like(t, rng)
         if domain is not None:
-            sample = _map(sample, lambda z, f=domain: f(z, rng))
+            sample = _map(sample, functools.partial(_apply_domain, domain, rng))
         out.append(sample)
     return tuple(out)
+
+
+def _apply_domain(domain: Domain, rng: np.random.Generator, z: np.ndarray) -> np.ndarray:
+    return domain(z, rng)
 
 
 def _map(v: Any, f: Callable[[np.ndarray], np.ndarray]) -> Any:
@@ -352,9 +372,8 @@ def check_gradient(name: str, arg_types: Sequence[Type], attrs: dict[str, Any],
         if p.checked_type is not None and is_float_type(p.checked_type) \
                 and i not in NON_DATA.get(name, ()):
             assert grads[i] is not None, f"{name}: no gradient for float argument {i}"
-    fn = Function(run.params + (run.out, g), Tuple(tuple(grads[i] for i in present)))
-    _check_fn_types(fn, [run.params[i].checked_type for i in present  # type: ignore[misc]
-                         ], f"{name} gradient")
+    fn = Function(run.params + (run.out, g), Tuple(tuple(e for e in grads if e is not None)))
+    _check_fn_types(fn, [param_type(run.params[i]) for i in present], f"{name} gradient")
     out_value = reference(run, args)
     assume(all(np.all(np.isfinite(a)) for a in _leaves(out_value)))
     g_value = _random_like_value(out_value, rng)

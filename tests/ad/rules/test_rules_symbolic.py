@@ -53,3 +53,14 @@ def test_mean_over_a_symbolic_axis_evaluates() -> None:
     (gx,) = run_gradient("mean", [parse_type("Tensor[(n, 3), float64]")], {"axis": [0]}, [x],
                          x.mean(axis=0), np.ones(3))
     np.testing.assert_allclose(gx, np.full((2, 3), 0.5))
+
+
+@pytest.mark.parametrize("name", ["add", "multiply", "maximum"])
+def test_unknown_dims_are_summed_back_at_run_time(name: str) -> None:
+    """Two ``?`` dims may differ at run time: the adjoint still collapses to each operand."""
+    x, y = np.array([0.5]), np.array([1.0, -2.0, 3.0])
+    any_dim = parse_type("Tensor[(?), float64]")
+    out = np.asarray({"add": np.add, "multiply": np.multiply,
+                      "maximum": np.maximum}[name](x, y))
+    gx, gy = run_gradient(name, [any_dim, any_dim], {}, [x, y], out, np.ones(3))
+    assert gx.shape == (1,) and gy.shape == (3,)

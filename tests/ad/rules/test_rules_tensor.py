@@ -97,13 +97,13 @@ def test_maximum_ties_go_to_x() -> None:
     np.testing.assert_array_equal(gy, [0.0, 1.0, 0.0])
 
 
-def test_power_exponent_gradient_at_zero_base() -> None:
-    x = np.array([0.0, 2.0])
-    y = np.array([2.0, 3.0])
-    gx, gy = _grads("power", [TensorType((2,), "float64")] * 2, {}, [x, y], x ** y,
-                    np.ones(2))
-    np.testing.assert_allclose(gx, [0.0, 12.0])
-    np.testing.assert_allclose(gy, [0.0, 8.0 * np.log(2.0)])
+def test_power_gradients_at_zero_base_and_exponent() -> None:
+    x = np.array([0.0, 2.0, 0.0])
+    y = np.array([2.0, 3.0, 0.0])
+    gx, gy = _grads("power", [TensorType((3,), "float64")] * 2, {}, [x, y], x ** y,
+                    np.ones(3))
+    np.testing.assert_allclose(gx, [0.0, 12.0, 0.0])
+    np.testing.assert_allclose(gy, [0.0, 8.0 * np.log(2.0), 0.0])
 
 
 def test_cast_between_float_dtypes_casts_back() -> None:
