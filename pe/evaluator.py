@@ -59,15 +59,18 @@ never shares a binder). Termination on every program rests on three rules:
    specialized: a call of a known closure becomes a call of its residual
    function and a call of a global stays a call.
 
-**Bound.** With fuel ``F`` and a program of ``n`` nodes, the partial
-evaluator visits at most ``F + c·n`` nodes after the fuel is spent... more
-precisely: until the fuel runs out at most ``F`` compound nodes are visited;
-afterwards each function literal reached is residualized at most once per
-closure value and each global body at most once, and the closure values that
-are created are bounded by the visits of their literals, so the remaining
-work is linear in the size of the program reached (each body once per
-enclosing residualization). Every loop of the evaluator is therefore bounded;
-``tests/pe`` checks PE of generated programs ends within the fuel bound.
+**Bound.** Every step of the evaluator is the visit of a compound node (or
+the forcing of a static value one such visit made, at most once per value).
+With fuel ``F`` the first ``F`` visits may unfold; after that nothing is
+unfolded or specialized any more, so what remains is finishing the
+activations already open and residualizing the closure values already made,
+each body once without unfolding — about one visit per node reached. As a
+hard guarantee, the partial evaluation of one global gives up after
+``visit_limit(F, n) = 2F + 8n`` visits (``n``: the nodes of the module) and
+keeps that global as it is (the source is a correct residual of itself). So
+PE of any program ends within ``2F + 8n`` visits per global; on the
+conformance kit's generated programs it stays far below that (about ``2n``)
+and never gives up (``tests/pe/test_pe_properties.py`` checks both).
 
 **Robustness.** No Python recursion on program depth: every case is a
 generator that ``yield``s its premises to a driver with an explicit stack
@@ -137,10 +140,10 @@ from semantics.module import IRModule
 from semantics.rewrite import rename_pattern
 from semantics.types import FuncType, RefType, TupleType, Type, TypeCall, TypeVar
 from typechecker.unify import substitute as substitute_type
-from semantics.visitor import shared
+from semantics.visitor import post_order
 
 __all__ = ["DEFAULT_FUEL", "KEY_DEPTH", "MAX_ACTIVE", "MAX_SPECS", "UNROLL_LIMIT",
-           "PartialEvaluator", "drive"]
+           "PartialEvaluator", "drive", "visit_limit"]
 
 DEFAULT_FUEL = 200_000
 """Compound-node visits with unfolding allowed (the termination backstop)."""
@@ -161,6 +164,20 @@ MAX_STATIC_ELEMENTS = 1 << 20
 """A static operator result larger than this stays a residual call (the program would grow)."""
 
 _UNKNOWN = object()  # a static match that cannot be decided
+
+
+class _GiveUp(Exception):
+    """The visit limit was reached: the global being residualized is kept as it is."""
+
+
+def visit_limit(fuel: int, size: int) -> int:
+    """The most compound-node visits one global's partial evaluation may make.
+
+    ``2 × fuel + 8 × size`` (``size``: the nodes of the module): the fuel with unfolding,
+    then finishing without unfolding, which needs about one visit per node reached. A global
+    whose partial evaluation would go further is left as it is.
+    """
+    return 2 * fuel + 8 * size
 _DYN = ("dyn",)      # a specialization key part: a parameter of the specialization
 
 Step = Generator[Any, Any, Any]
@@ -254,10 +271,14 @@ class PartialEvaluator:
         self._keep: list[Expr] = []
         self._scope_tvars: set[int] = set()
         self._scope_svars: set[str] = set()
+        size = 0
         for fn in mod.functions.values():
-            nodes = shared(fn)
-            self._shared.update(id(n) for n in nodes if not _is_leaf(n))
+            order = post_order(fn)
+            size += len(order)
+            self._shared.update(id(n) for n in _shared_nodes(order) if not _is_leaf(n))
             self._keep.append(fn)
+        self.size = size
+        self.limit = visit_limit(fuel, size)
 
     # === entry ===================================================================================
 
@@ -278,7 +299,10 @@ class PartialEvaluator:
             if p.type_annotation is not None:
                 self._scope_svars.update(free_shape_vars(p.type_annotation))
         env = Env().activation({p: PValue(None, p) for p in fn.params})
-        atom = drive(self._visit_and_force(fn.body, env))
+        try:
+            atom = drive(self._visit_and_force(fn.body, env))
+        except _GiveUp:
+            return fn  # the visit limit: the source is its own residual
         body = frame.build(atom)
         return Function(fn.params, body, fn.ret_type, fn.type_params, fn.attrs, span=fn.span)
 
@@ -310,13 +334,19 @@ class PartialEvaluator:
         return self._case(e, env)
 
     def _case(self, e: Expr, env: Env) -> Any:
+        self._count()
         t = type(e)
         if t is Function:
             return PValue(SClosure(e, env, None), None, self.frame)  # type: ignore[arg-type]
+        return _CASES[t](self, e, env)
+
+    def _count(self) -> None:
+        """One compound-node visit: past the fuel, stop unfolding; past the limit, give up."""
         self.visits += 1
         if self.visits > self.fuel:
             self.unfolding = False
-        return _CASES[t](self, e, env)
+        if self.visits > self.limit:
+            raise _GiveUp
 
     def _memoized(self, e: Expr, env: Env) -> Step:
         """Semantics-Shared: a graph-shared node is partially evaluated once per activation."""
@@ -380,7 +410,7 @@ class PartialEvaluator:
             if type(body) is not Let or id(body) in self._shared:
                 break
             e = body
-            self.visits += 1
+            self._count()
         return (yield self.visit(body, env))
 
     def _call(self, e: Call, env: Env) -> Step:
@@ -809,6 +839,17 @@ _LEAVES = (Var, Constant, GlobalVar, Op, Constructor)
 
 def _is_leaf(e: Expr) -> bool:
     return type(e) in _LEAVES
+
+
+def _shared_nodes(order: list[Expr]) -> list[Expr]:
+    """The nodes of a post-order listing reached along more than one edge."""
+    from semantics.expr import children
+
+    edges: dict[int, int] = {}
+    for node in order:
+        for kid in children(node):
+            edges[id(kid)] = edges.get(id(kid), 0) + 1
+    return [n for n in order if edges.get(id(n), 0) > 1]
 
 
 def _pattern_vars(p: Pattern) -> list[Var]:
