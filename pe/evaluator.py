@@ -106,8 +106,8 @@ from pe.values import (
     SOp,
     SRef,
     STensor,
-    STuple,
     Store,
+    STuple,
 )
 from semantics.analysis import free_shape_vars, free_type_vars
 from semantics.errors import InternalError, RelayError
@@ -139,8 +139,8 @@ from semantics.expr import (
 from semantics.module import IRModule
 from semantics.rewrite import rename_pattern
 from semantics.types import FuncType, RefType, TupleType, Type, TypeCall, TypeVar
-from typechecker.unify import substitute as substitute_type
 from semantics.visitor import post_order
+from typechecker.unify import substitute as substitute_type
 
 __all__ = ["DEFAULT_FUEL", "KEY_DEPTH", "MAX_ACTIVE", "MAX_SPECS", "UNROLL_LIMIT",
            "PartialEvaluator", "drive", "visit_limit"]
@@ -531,15 +531,14 @@ class PartialEvaluator:
         if s is None or t is STensor or t is SCtor or t is SRef or depth >= KEY_DEPTH:
             leaves.append(pv)
             return _DYN
-        if t is STuple:
-            return ("tuple", tuple(self._arg_key(x, leaves, depth + 1)
-                                   for x in s.fields))  # type: ignore[union-attr]
-        if t is SOp:
-            return ("op", s.op.name)  # type: ignore[union-attr]
-        if t is SGlobal:
-            return ("global", s.name)  # type: ignore[union-attr]
-        if t is SCtorFn:
-            return ("ctor", s.ctor)  # type: ignore[union-attr]
+        if isinstance(s, STuple):
+            return ("tuple", tuple(self._arg_key(x, leaves, depth + 1) for x in s.fields))
+        if isinstance(s, SOp):
+            return ("op", s.op.name)
+        if isinstance(s, SGlobal):
+            return ("global", s.name)
+        if isinstance(s, SCtorFn):
+            return ("ctor", s.ctor)
         return ("value", pv)  # a closure, by identity
 
     def _rebuild(self, key: Any, params: Iterator[Var]) -> PValue:
@@ -673,17 +672,16 @@ class PartialEvaluator:
                 bindings.append((q.var, v))  # type: ignore[attr-defined]
                 continue
             s = v.static
-            if t is PatternConstructor:
-                if type(s) is not SCtor:
+            if isinstance(q, PatternConstructor):
+                if not isinstance(s, SCtor):
                     unknown = True
                     continue
-                if s.ctor.name != q.constructor.name or \
-                        len(s.fields) != len(q.patterns):  # type: ignore[attr-defined]
+                if s.ctor.name != q.constructor.name or len(s.fields) != len(q.patterns):
                     return None
-                work.extend(zip(q.patterns, s.fields))  # type: ignore[attr-defined]
-            elif t is PatternTuple:
-                if type(s) is STuple and len(s.fields) == len(q.patterns):  # type: ignore
-                    work.extend(zip(q.patterns, s.fields))  # type: ignore[attr-defined]
+                work.extend(zip(q.patterns, s.fields))
+            elif isinstance(q, PatternTuple):
+                if isinstance(s, STuple) and len(s.fields) == len(q.patterns):
+                    work.extend(zip(q.patterns, s.fields))
                 else:
                     unknown = True
             else:
@@ -884,9 +882,9 @@ def _static_tensors(pv: PValue) -> Any:
     if type(s) is STuple:
         out = []
         for x in s.fields:
-            if type(x.static) is not STensor:
+            if not isinstance(x.static, STensor):
                 return None
-            out.append(x.static.data)  # type: ignore[union-attr]
+            out.append(x.static.data)
         return tuple(out)
     return None
 

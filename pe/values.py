@@ -205,7 +205,8 @@ class Env:
         self.vars = {} if vars is None else vars
         self.parent = parent
         self.memo = {} if memo is None else memo
-        self.tsub = tsub if tsub is not None else (parent.tsub if parent is not None else {})
+        inherited: dict[TypeVar, Type] = parent.tsub if parent is not None else {}
+        self.tsub: dict[TypeVar, Type] = tsub if tsub is not None else inherited
 
     def lookup(self, var: Var) -> PValue | None:
         frame: Env | None = self
