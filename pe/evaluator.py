@@ -271,6 +271,7 @@ class PartialEvaluator:
         self._keep: list[Expr] = []
         self._scope_tvars: set[int] = set()
         self._scope_svars: set[str] = set()
+        self._ctor_typing: dict[Constructor, bool] = {}
         size = 0
         for fn in mod.functions.values():
             order = post_order(fn)
@@ -385,6 +386,19 @@ class PartialEvaluator:
             return PValue(SCtorFn(c), c)
         return self._nullary(c, self.annotation(c.checked_type, env))
 
+    def _underdetermined(self, c: Constructor) -> bool:
+        """True when ``c``'s fields do not mention every type parameter of its ADT (then a
+        residual ``C(...)`` leaves part of its type to the context: it is annotated)."""
+        found = self._ctor_typing.get(c)
+        if found is None:
+            try:
+                params = {id(tv) for tv in self.mod.get_type(c.belong_to).type_vars}
+            except KeyError:
+                params = set()
+            used = {id(tv) for tv in free_type_vars(TupleType(c.inputs))}
+            found = self._ctor_typing[c] = not params <= used
+        return found
+
     def _nullary(self, c: Constructor, ty: Type | None) -> PValue:
         if isinstance(ty, TypeCall) and ty.args:
             return PValue(SCtor(c, (), ty), None, self.frame)  # bound with its type if needed
@@ -429,7 +443,8 @@ class PartialEvaluator:
         if t is SCtorFn:
             ctor = s.ctor  # type: ignore[union-attr]
             if len(args) == len(ctor.inputs):
-                ty = self.annotation(call.checked_type, env)
+                ty = self.annotation(call.checked_type, env) if self._underdetermined(ctor) \
+                    else None
                 return PValue(SCtor(ctor, tuple(args), ty), None, self.frame)
         elif t is SCtor and not s.fields and not args:  # type: ignore[union-attr]
             # a nullary constructor called with no arguments
@@ -478,7 +493,7 @@ class PartialEvaluator:
         if fn is None or len(fn.params) != len(args):
             return (yield self._call_dynamic(f, args, call))  # fails at run time, as the oracle
         if not self._should_unfold(fn):
-            return (yield self._specialize(f, fn, base, self_var, args, call))
+            return (yield self._specialize(f, fn, base, self_var, args, call, caller))
         env = base.activation(dict(zip(fn.params, args)), _instantiation(fn, call, caller))
         if self_var is not None:
             env = env.extend(self_var, f)
@@ -501,20 +516,26 @@ class PartialEvaluator:
                 and stack[-1] == self.dyn_depth)
 
     def _specialize(self, f: PValue, fn: Function, base: Env, self_var: Var | None,
-                    args: list[PValue], call: Call) -> Step:
+                    args: list[PValue], call: Call, caller: Env) -> Step:
         leaves: list[PValue] = []
         keys = tuple(self._arg_key(a, leaves, 0) for a in args)
         generic = not self.unfolding or all(k is _DYN for k in keys)
-        if not generic:
-            key = (f, keys)
+        inst = _instantiation(fn, call, caller)
+        types = self._instance_key(fn, inst)
+        if not generic and types is not None:
+            # A specialization is monomorphic: of a polymorphic function, one per instance.
+            key = (f, keys, types)
             spec = self.frame.find_spec(key)
             if spec is None:
                 count = self.spec_counts.get(id(fn), 0)
-                if count >= MAX_SPECS or (isinstance(f.static, SGlobal) and fn.type_params):
+                if count >= MAX_SPECS:
                     generic = True
                 else:
                     self.spec_counts[id(fn)] = count + 1
-                    spec = yield self._build_spec(key, f, fn, base, self_var, keys, len(leaves))
+                    spec = yield self._build_spec(key, f, fn, base, self_var, keys, len(leaves),
+                                                  inst)
+        else:
+            generic = True
         if generic:
             callee = yield self.force(f)   # the residual closure, or the global itself
             leaves = args
@@ -524,6 +545,20 @@ class PartialEvaluator:
         var = self.push(Call(callee, atoms, span=call.span), "x")
         self.store.invalidate_escaped()
         return PValue(None, var)
+
+    def _instance_key(self, fn: Function, inst: dict[TypeVar, Type] | None) -> Any:
+        """The instance of ``fn``'s type parameters as a key (None: not fully known)."""
+        if not fn.type_params:
+            return ()
+        from semantics.printer import pretty
+
+        out = []
+        for tv in fn.type_params:
+            t = (inst or {}).get(tv)
+            if t is None or self.annotation(t, Env()) is None:
+                return None
+            out.append(pretty(t))
+        return tuple(out)
 
     def _arg_key(self, pv: PValue, leaves: list[PValue], depth: int) -> Any:
         s = pv.static
@@ -559,7 +594,8 @@ class PartialEvaluator:
         return value
 
     def _build_spec(self, key: Any, f: PValue, fn: Function, base: Env, self_var: Var | None,
-                    keys: tuple[Any, ...], n_params: int) -> Step:
+                    keys: tuple[Any, ...], n_params: int,
+                    inst: dict[TypeVar, Type] | None) -> Step:
         """Bind ``let %spec = fn (leaves) { body }`` in the current frame (memoized by key)."""
         name = self_var.name_hint if self_var is not None else (
             f.static.name if isinstance(f.static, SGlobal) else "f")
@@ -574,7 +610,8 @@ class PartialEvaluator:
         stack.append(-1)  # recursive calls inside go to the specialization
         try:
             it = iter(params)
-            env = base.activation({p: self._rebuild(k, it) for p, k in zip(fn.params, keys)})
+            env = base.activation({p: self._rebuild(k, it) for p, k in zip(fn.params, keys)},
+                                  inst)
             if self_var is not None:
                 env = env.extend(self_var, f)
             atom = yield self._visit_and_force(fn.body, env)
