@@ -49,7 +49,8 @@ never shares a binder). Termination on every program rests on three rules:
    static parts of its arguments (tensors and ADT values are generalized to
    parameters; closures, operators, constructors and globals are kept by
    identity, tuples by structure up to depth :data:`KEY_DEPTH`; references are
-   generalized too, as a specialization's body starts from an empty store). Recursive
+   generalized too, as a specialization's body starts from an empty store), and
+   for a polymorphic function by the instance of its type parameters. Recursive
    calls inside a specialization's body find it in the memo. At most
    :data:`MAX_SPECS` specializations with static parts are made per function;
    beyond that, and whenever the key has no static part at all, the call goes
@@ -72,6 +73,16 @@ PE of any program ends within ``2F + 8n`` visits per global; on the
 conformance kit's generated programs it stays far below that (about ``2n``)
 and never gives up (``tests/pe/test_pe_properties.py`` checks both).
 
+**Types.** The residual program must type-check. The input is typed first
+(``checked_type`` on every node); unfolding a polymorphic function records
+the instance of its type parameters at the call (matched from the
+arguments' types), and annotations of residual binders (parameters of
+residual functions, pattern variables of residual matches) are instantiated
+with it; an annotation that still mentions a type or shape variable not in
+scope in the residual global is dropped, for type inference to recover. A
+constructor value whose fields leave a type parameter of its ADT open (``Nil``)
+is bound with its type as annotation.
+
 **Robustness.** No Python recursion on program depth: every case is a
 generator that ``yield``s its premises to a driver with an explicit stack
 (:func:`drive`; leaves answer immediately without a generator); let spines are
@@ -80,9 +91,11 @@ division by zero, numpy errors) are not errors of the partial evaluator: the
 call is residualized and fails at run time exactly as the oracle does.
 
 Known limits: static information does not flow into the arms of a dynamic
-``match`` (the arms see their pattern variables as dynamic); a specialization
-of a polymorphic recursive function is monomorphic (it is used with the type
-of its first use); ``grad(e)`` is residualized unexpanded.
+``match`` (the arms see their pattern variables as dynamic, and the scrutinee
+is not refined); a residualized polymorphic function literal becomes
+monomorphic (its annotations that mention its own type parameters are
+dropped); the shapes of dynamic tensors are not used (``shape_of`` of a
+dynamic tensor stays a call); ``grad(e)`` is residualized unexpanded.
 """
 
 from __future__ import annotations
