@@ -363,7 +363,8 @@ class PartialEvaluator:
             raise _GiveUp
 
     def _memoized(self, e: Expr, env: Env) -> Step:
-        """Semantics-Shared: a graph-shared node is partially evaluated once per activation."""
+        """Semantics-Shared: a graph-shared node is partially evaluated once per activation
+        (reused only where its residual atom is in scope)."""
         frame = self.frame
         pv = yield self._case(e, env)
         env.memo[id(e)] = (pv, frame)
@@ -423,8 +424,9 @@ class PartialEvaluator:
             pv = self._globals[name] = PValue(SGlobal(name), GlobalVar(name))
         return pv
 
-    # [Let]  static value: bound in the environment, nothing emitted; a function literal
-    # is a recursive closure (its variable is in scope inside it).
+    # Semantics-Let / -Let-Rec at PE time. A static value is bound in the environment and
+    # nothing is emitted; a function literal is a recursive closure (its variable is in
+    # scope inside it).
     def _let(self, e: Let, env: Env) -> Step:
         while True:
             value = e.value
@@ -473,7 +475,7 @@ class PartialEvaluator:
         self.store.invalidate_escaped()
         return PValue(None, var)
 
-    # [Call-Op]  all arguments static: the oracle's reference at partial-evaluation time.
+    # Semantics-Call-Op. All arguments static: the oracle's reference at partial-evaluation time.
     def _call_op(self, op: Op, args: list[PValue], call: Call) -> Any:
         arrays = [_static_tensors(a) for a in args]
         if all(a is not None for a in arrays):
@@ -493,7 +495,7 @@ class PartialEvaluator:
         fields = tuple(self.static_result(v, call) for v in value)
         return PValue(STuple(fields), None if fields else Tuple(()), self.frame)
 
-    # [Call] of a known closure or global: unfold, or go through a specialization.
+    # Semantics-Call / -Global of a known closure or global: unfold, or go through a specialization.
     def _call_known(self, f: PValue, args: list[PValue], call: Call, caller: Env) -> Step:
         s = f.static
         if isinstance(s, SGlobal):
@@ -650,7 +652,7 @@ class PartialEvaluator:
         atom = yield self.force(t)
         return PValue(None, self.push(TupleGetItem(atom, e.index, span=e.span), "x"))
 
-    # [If]  a static condition selects its branch; a dynamic one keeps both arms.
+    # Semantics-If-True / -If-False when the condition is static; a dynamic one keeps both arms.
     def _if(self, e: If, env: Env) -> Step:
         c = yield self.visit(e.cond, env)
         s = c.static
@@ -680,7 +682,8 @@ class PartialEvaluator:
         self.store = Store.merge(before, after)
         return out
 
-    # [Match]  a scrutinee static enough selects its clause; otherwise a residual match.
+    # Semantics-ADT-Match when the scrutinee is static enough to select a clause;
+    # otherwise a residual match whose arms are partially evaluated like a dynamic if's.
     def _match(self, e: Match, env: Env) -> Step:
         d = yield self.visit(e.data, env)
         for clause in e.clauses:
@@ -738,7 +741,7 @@ class PartialEvaluator:
                 unknown = True
         return _UNKNOWN if unknown else bindings
 
-    # [Ref-Create]  the allocation is emitted; the cell is simulated.
+    # Semantics-Ref-Create: the allocation is emitted; the cell is simulated.
     def _ref_create(self, e: RefCreate, env: Env) -> Step:
         v = yield self.visit(e.value, env)
         atom = yield self.force(v)
@@ -747,7 +750,7 @@ class PartialEvaluator:
         self.store.write(cell, v)
         return PValue(SRef(cell), var)
 
-    # [Ref-Read]  a known cell with known contents is read statically.
+    # Semantics-Ref-Read: a known cell with known contents is read statically.
     def _ref_read(self, e: RefRead, env: Env) -> Step:
         r = yield self.visit(e.ref, env)
         s = r.static
@@ -764,7 +767,7 @@ class PartialEvaluator:
         atom = yield self.force(r)
         return PValue(None, self.push(RefRead(atom, span=e.span), "x"))
 
-    # [Ref-Write]  the write is emitted; a known cell's simulated contents follow it.
+    # Semantics-Ref-Write: the write is emitted; a known cell's simulated contents follow it.
     def _ref_write(self, e: RefWrite, env: Env) -> Step:
         r = yield self.visit(e.ref, env)
         v = yield self.visit(e.value, env)
