@@ -73,3 +73,20 @@ def test_gradient_of_a_small_network_is_straight_line_code():
     rng = np.random.default_rng(0)
     args = [rng.standard_normal(s).astype("float32") for s in ((1, 4), (3, 4), (3,))]
     assert values_equal(evaluate(out, *args), evaluate(g, *args))
+
+
+def test_gradient_of_an_lstm_cell_built_with_a_local_closure_is_straight_line_code():
+    t, w = "Tensor[(1, 8), float32]", "Tensor[(8, 8), float32]"
+    f = parse_expr(f"""
+    fn (%x: {t}, %h: {t}, %c: {t}, %wi: {w}, %wf: {w}, %wo: {w}, %wg: {w}) {{
+      let %gate = fn (%w: {w}) -> {t} {{ nn.dense(%x, %w) + nn.dense(%h, %w) }};
+      let %c2 = sigmoid(%gate(%wf)) * %c + sigmoid(%gate(%wi)) * tanh(%gate(%wg));
+      let %h2 = sigmoid(%gate(%wo)) * tanh(%c2);
+      sum(%h2) + sum(%c2)
+    }}""")
+    g = ad.grad(f)
+    out = partial_evaluate(g)
+    assert _straight_line(out), pretty(out)
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal((1, 8) if i < 3 else (8, 8)).astype("float32") for i in range(7)]
+    assert values_equal(evaluate(out, *args), evaluate(g, *args))
