@@ -12,13 +12,16 @@ from __future__ import annotations
 from hypothesis import given, settings
 
 from conformance import assert_equivalent
+from conformance.strategies.ast import ast_modules
 from conformance.strategies.programs import ProgramConfig, well_typed_modules
 from passes.common import typed_or_same
 from pe import partial_evaluate
 from pe.evaluator import DEFAULT_FUEL, PartialEvaluator, visit_limit
 from semantics import parse
 from semantics.analysis import global_vars
+from semantics.errors import RelayError
 from semantics.expr import Function, Match, RefCreate
+from semantics.module import IRModule
 from semantics.visitor import post_order
 
 EFFECTFUL = ProgramConfig(effects=3, max_let_chain=4)
@@ -103,3 +106,15 @@ def test_reaching_the_visit_limit_keeps_the_global_as_it_is():
     pe = PartialEvaluator(mod)
     pe.limit = 50
     assert pe.residualize(mod["main"]) is mod["main"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(ast_modules())
+def test_partial_evaluation_never_crashes_on_any_well_scoped_program(mod):
+    # Random ASTs, mostly ill-typed: the partial evaluator works on them untyped and
+    # residualizes what it cannot decide (an error would be a RelayError, never a crash).
+    try:
+        out = partial_evaluate(mod)
+    except RelayError:
+        return
+    assert isinstance(out, IRModule)
