@@ -148,6 +148,8 @@ from semantics.expr import (
     Tuple,
     TupleGetItem,
     Var,
+    children,
+    pattern_vars,
 )
 from semantics.module import IRModule
 from semantics.rewrite import rename_pattern
@@ -701,7 +703,7 @@ class PartialEvaluator:
         for clause in e.clauses:
             renamed: dict[int, Var] = {}
             arm_env = env
-            for v in _pattern_vars(clause.lhs):
+            for v in pattern_vars(clause.lhs):
                 fresh = Var(v.name_hint, self.annotation(v.type_annotation, env))
                 renamed[id(v)] = fresh
                 arm_env = arm_env.extend(v, PValue(None, fresh))
@@ -894,19 +896,11 @@ def _is_leaf(e: Expr) -> bool:
 
 def _shared_nodes(order: list[Expr]) -> list[Expr]:
     """The nodes of a post-order listing reached along more than one edge."""
-    from semantics.expr import children
-
     edges: dict[int, int] = {}
     for node in order:
         for kid in children(node):
             edges[id(kid)] = edges.get(id(kid), 0) + 1
     return [n for n in order if edges.get(id(n), 0) > 1]
-
-
-def _pattern_vars(p: Pattern) -> list[Var]:
-    from semantics.expr import pattern_vars
-
-    return pattern_vars(p)
 
 
 def _instantiation(fn: Function, call: Call, caller: Env) -> dict[TypeVar, Type] | None:
