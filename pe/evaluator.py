@@ -436,6 +436,7 @@ class PartialEvaluator:
                 pv: PValue = PValue(SClosure(value, env, e.var), None, self.frame)
             else:
                 pv = yield self.visit(value, env)
+                self._name_after(pv, e.var)
             env = env.extend(e.var, pv)
             body = e.body
             if type(body) is not Let or id(body) in self._shared:
@@ -443,6 +444,19 @@ class PartialEvaluator:
             e = body
             self._count()
         return (yield self.visit(body, env))
+
+    def _name_after(self, pv: PValue, var: Var) -> None:
+        """Give the residual binding a let's value just made the let's name (readability).
+
+        Only when that binding is the frame's last one and its variable is the value's atom:
+        then nothing refers to the variable yet but ``pv``, whose atom is replaced.
+        """
+        last = self.frame.last
+        if pv.static is None and last is not None and last[0] is pv.atom \
+                and last[0].type_annotation is None:
+            named = Var(var.name_hint)
+            self.frame.last = (named, last[1])
+            pv.atom = named
 
     def _call(self, e: Call, env: Env) -> Step:
         f = yield self.visit(e.op, env)
