@@ -9,6 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+import pe  # noqa: F401  (registers the PartialEvaluate pass: goldens, differential tests)
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _avx512_target() -> Iterator[None]:
