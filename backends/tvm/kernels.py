@@ -68,6 +68,10 @@ CACHE_VERSION = "1"
 
 ALIGNMENT = 64
 
+COMPILE_FAILED = "<tvm>"
+"""``NoLowering.op`` when every operator has a rule but TVM itself fails to build the kernel
+(the executors fall back to the references; tests treat it as a bug to fix)."""
+
 
 class NoLowering(Exception):
     """Some operator of the function cannot be compiled for the target.
@@ -157,11 +161,22 @@ class Kernel:
                 if self._needs_alignment and o.ctypes.data % ALIGNMENT:
                     o = _empty(shape, dtype, True)
                 targets.append(o)
-        self._fn(*arrays, *self._constants, *targets)
+        self._fn(*[_empty_safe(a) for a in arrays], *self._constants,
+                 *[_empty_safe(t) for t in targets])
         for o, t in zip(outs, targets):
             if o is not t:
                 np.copyto(o, t)
         return _assemble(self.layout, outs)
+
+
+def _empty_safe(a: np.ndarray) -> Any:
+    """``a``, or a TVM-allocated tensor of its shape when it is empty (numpy gives empty
+    arrays strides that TVM's compactness check rejects; their contents are never read)."""
+    if a.size:
+        return a
+    import tvm
+
+    return tvm.runtime.empty(a.shape, a.dtype.name)
 
 
 def _assemble(layout: Layout, outs: list[np.ndarray]) -> Any:
@@ -283,13 +298,18 @@ def _compile(func: Function, arg_types: Sequence[Type], spec: dict[str, Any], ke
     except LoweringFailed as err:
         raise NoLowering(err.op, err.reason) from None
     name = f"relay_kernel_{key[:16]}"
-    prim = te.create_prim_func([*lowered.inputs, *lowered.constants, *lowered.outputs])
-    prim, needs_alignment = _relax_alignment(prim)
-    prim = prim.with_attr("global_symbol", name)
-    mod = schedule(prim)
-    if isinstance(mod, tvm.IRModule) and name not in [g.name_hint for g in mod.get_global_vars()]:
-        mod = tvm.IRModule({name: mod[mod.get_global_vars()[0]]})
-    lib = tvm.compile(mod, target=as_target(spec))
+    try:
+        prim = te.create_prim_func([*lowered.inputs, *lowered.constants, *lowered.outputs])
+        prim, needs_alignment = _relax_alignment(prim)
+        prim = prim.with_attr("global_symbol", name)
+        mod = schedule(prim)
+        if name not in [g.name_hint for g in mod.get_global_vars()]:
+            mod = tvm.IRModule({name: mod[mod.get_global_vars()[0]]})
+        lib = tvm.compile(mod, target=as_target(spec))
+    except Exception as err:  # noqa: BLE001 - TVM's errors have no common public base
+        first = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+        raise NoLowering(COMPILE_FAILED, f"TVM could not compile the kernel of "
+                         f"{', '.join(sorted(set(lowered.ops)))}: {first}") from err
     meta = {"name": name, "inputs": [_type_json(t) for t in lowered.input_types],
             "outputs": [_type_json(t) for t in lowered.output_types],
             "layout": lowered.layout, "needs_alignment": needs_alignment,

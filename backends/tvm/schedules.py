@@ -45,8 +45,8 @@ def _extent(sch: Any, loop: Any) -> int | None:
 
 
 def _vector_width(extent: int, dtype_bits: int) -> int:
-    limit = max(1, min(16, VECTOR_BYTES * 8 // max(dtype_bits, 8)))
-    for v in (16, 8, 4, 2):
+    limit = min(16, VECTOR_BYTES * 8 // max(dtype_bits, 8))
+    for v in (16, 8, 4, 2):  # limit < 2: no vectorization
         if v <= limit and extent % v == 0 and extent >= v:
             return v
     return 1
@@ -112,6 +112,8 @@ def _schedule_block(sch: Any, block: Any) -> None:
     for e in extents:
         work *= int(e or 1)
     bits = _block_dtype_bits(sch, block)
+    if len(sch.get(block).writes) > 1:
+        bits = 1024             # a tuple reduction (argmax): no vectorized loop
     spatial, reduce = loops[:n_spatial], loops[n_spatial:]
     if not spatial:
         return

@@ -129,7 +129,9 @@ def const(value: Any, dtype: str) -> Any:
     if dtype == "bool":
         return tirx.const(bool(value), "bool")
     if is_float(dtype):
-        return tirx.const(float(np.asarray(value, dtype=np.float64).astype(dtype)), dtype)
+        with np.errstate(all="ignore"):   # rounding to float16 may overflow to inf
+            rounded = float(np.asarray(value, dtype=np.float64).astype(dtype))
+        return tirx.const(rounded, dtype)
     return tirx.const(int(value), dtype)
 
 
@@ -149,6 +151,36 @@ def nan_min(a: Any, b: Any, dtype: str) -> Any:
     if not is_float(dtype):
         return tirx.min(a, b)
     return tirx.Select(tirx.isnan(a), a, tirx.Select(a <= b, a, b))
+
+
+def float_div(a: Any, b: Any) -> Any:
+    """IEEE ``a / b`` for floats.  A divisor that is a constant zero is written ``a * ±inf``
+    (the same IEEE result): TVM's constant folder refuses to build a division by a constant
+    zero (``Check failed: fb->value != 0``)."""
+    import math
+
+    from tvm import tirx
+
+    if isinstance(b, tirx.FloatImm) and float(b.value) == 0.0:
+        inf = math.copysign(math.inf, float(b.value))
+        return a * tirx.const(inf, b.dtype)
+    return tirx.Div(a, b)
+
+
+def fmod(a: Any, b: Any, dtype: str) -> Any:
+    """C ``fmod`` (exact) of float operands: a call of libm's ``fmodf``/``fmod``.
+
+    TVM 0.27's LLVM code generator has no lowering for the ``tirx.fmod`` intrinsic ("unknown
+    intrinsic"), so the C function is called directly (float16 through ``fmodf``: the
+    remainder of two float16 values is exactly representable in float16).
+    """
+    from tvm import tirx
+
+    if dtype == "float16":
+        return tirx.Cast("float16", fmod(tirx.Cast("float32", a), tirx.Cast("float32", b),
+                                         "float32"))
+    name = "fmodf" if dtype == "float32" else "fmod"
+    return tirx.call_pure_extern(dtype, name, a, b)
 
 
 def broadcast_index(in_shape: Sequence[int], out_shape: Sequence[int],

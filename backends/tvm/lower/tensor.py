@@ -17,7 +17,8 @@ references of :mod:`semantics.ops.tensor` (§5):
   rounded once to float16; float32/float64 use the dtype's own libm calls (results within a
   few ulps of the references, which evaluate in float64);
 * ``maximum``/``minimum``/``clip`` propagate NaN (explicit selects, not LLVM's ``maxnum``);
-  ``not_equal`` is the negation of ``equal`` (true for NaN operands, as numpy);
+  ``not_equal`` (and ``cast`` to bool, ``where``'s condition) is true for NaN operands, as
+  numpy (TVM would emit LLVM's ordered ``fcmp one``);
 * ``round`` rounds halves away from zero by ``trunc`` and the sign of the remainder (TIR's
   ``round`` is not relied on); rounding functions are the identity on integers;
 * ``cast`` follows :func:`semantics.ops.reference.cast_array`: float to integer truncates,
@@ -36,6 +37,8 @@ from backends.tvm.lower.base import (
     bits,
     broadcast_compute,
     const,
+    float_div,
+    fmod,
     is_float,
     is_int,
     lowering,
@@ -77,27 +80,27 @@ def _no_integer_division(call: OpCall) -> None:
 @lowering("divide")
 def _divide(call: OpCall) -> Any:
     _no_integer_division(call)
-    return broadcast_compute(call, lambda a, b: _tirx().Div(a, b))
+    return broadcast_compute(call, float_div)
 
 
 @lowering("floor_divide")
 def _floor_divide(call: OpCall) -> Any:
     _no_integer_division(call)
-    return broadcast_compute(call, lambda a, b: _tirx().floor(_tirx().Div(a, b)))
+    return broadcast_compute(call, lambda a, b: _tirx().floor(float_div(a, b)))
 
 
 @lowering("mod")
 def _mod(call: OpCall) -> Any:
     _no_integer_division(call)
     dtype = call.in_dtype(0)
-    return broadcast_compute(call, lambda a, b: _via_float32(dtype, _tirx().fmod, a, b))
+    return broadcast_compute(call, lambda a, b: fmod(a, b, dtype))
 
 
 @lowering("floor_mod")
 def _floor_mod(call: OpCall) -> Any:
     _no_integer_division(call)
     tirx = _tirx()
-    return broadcast_compute(call, lambda a, b: a - tirx.floor(tirx.Div(a, b)) * b)
+    return broadcast_compute(call, lambda a, b: a - tirx.floor(float_div(a, b)) * b)
 
 
 @lowering("power")
@@ -128,9 +131,18 @@ def _equal(call: OpCall) -> Any:
     return broadcast_compute(call, lambda a, b: a == b)
 
 
+def float_ne(a: Any, b: Any) -> Any:
+    """``a != b`` true for NaN operands (TVM folds ``!(a == b)`` into LLVM's ordered
+    ``fcmp one``, which is false for NaN)."""
+    tirx = _tirx()
+    return tirx.Or(tirx.Or(tirx.isnan(a), tirx.isnan(b)), a != b)
+
+
 @lowering("not_equal")
 def _not_equal(call: OpCall) -> Any:
-    return broadcast_compute(call, lambda a, b: _tirx().Not(a == b))
+    if is_float(call.in_dtype(0)):
+        return broadcast_compute(call, float_ne)
+    return broadcast_compute(call, lambda a, b: a != b)
 
 
 @lowering("less")
@@ -173,7 +185,7 @@ def _where(call: OpCall) -> Any:
     cond_dtype = call.in_dtype(0)
 
     def select(c: Any, x: Any, y: Any) -> Any:
-        test = c if cond_dtype == "bool" else _tirx().Not(c == const(0, cond_dtype))
+        test = c if cond_dtype == "bool" else cast_expr(c, cond_dtype, "bool")
         return _tirx().Select(test, x, y)
 
     return broadcast_compute(call, select)
@@ -184,6 +196,11 @@ def _where(call: OpCall) -> Any:
 @lowering("negative")
 def _negative(call: OpCall) -> Any:
     dtype = call.in_dtype(0)
+    tirx = _tirx()
+    if dtype.startswith("uint"):
+        # 0 - a in int64, truncated: TVM 0.27 folds a uint64 ``0 - a`` to 0.
+        return map_compute(call.inputs[0], lambda a: tirx.Cast(
+            dtype, const(0, "int64") - tirx.Cast("int64", a)), "negative")
     return map_compute(call.inputs[0], lambda a: const(0, dtype) - a if is_int(dtype) else -a,
                        "negative")
 
@@ -193,7 +210,7 @@ def _abs(call: OpCall) -> Any:
     dtype = call.in_dtype(0)
     tirx = _tirx()
     if dtype.startswith("uint"):
-        return map_compute(call.inputs[0], lambda a: a, "abs")
+        return map_compute(call.inputs[0], lambda a: tirx.Cast(dtype, a), "abs")
     if is_int(dtype):
         zero = const(0, dtype)
         return map_compute(call.inputs[0], lambda a: tirx.Select(a < zero, zero - a, a), "abs")
@@ -223,28 +240,31 @@ def _via_float32(dtype: str, fn: Any, *xs: Any) -> Any:
 
 
 def _transcendental(op: str, fn_of: Any) -> None:
+    """Register ``op`` as ``fn_of(compute_dtype)`` applied elementwise (float16 via float32)."""
     @lowering(op)
     def rule(call: OpCall) -> Any:
         dtype = call.in_dtype(0)
-        return map_compute(call.inputs[0], lambda a: _via_float32(dtype, fn_of(), a), op)
+        fn = fn_of("float32" if dtype == "float16" else dtype)
+        return map_compute(call.inputs[0], lambda a: _via_float32(dtype, fn, a), op)
 
 
-def _rsqrt() -> Any:
+def _rsqrt(dtype: str) -> Any:
     tirx = _tirx()
-    return lambda x: tirx.const(1.0, x.dtype) / tirx.sqrt(x)
+    return lambda x: tirx.Div(tirx.const(1.0, dtype), tirx.sqrt(x))
 
 
-def _sigmoid() -> Any:
+def _sigmoid(dtype: str) -> Any:
     tirx = _tirx()
-    return lambda x: tirx.const(1.0, x.dtype) / (tirx.const(1.0, x.dtype) + tirx.exp(-x))
+    one = tirx.const(1.0, dtype)
+    return lambda x: tirx.Div(one, one + tirx.exp(-x))
 
 
-_transcendental("exp", lambda: _tirx().exp)
-_transcendental("log", lambda: _tirx().log)
-_transcendental("tanh", lambda: _tirx().tanh)
-_transcendental("erf", lambda: _tirx().erf)
-_transcendental("sin", lambda: _tirx().sin)
-_transcendental("cos", lambda: _tirx().cos)
+_transcendental("exp", lambda d: _tirx().exp)
+_transcendental("log", lambda d: _tirx().log)
+_transcendental("tanh", lambda d: _tirx().tanh)
+_transcendental("erf", lambda d: _tirx().erf)
+_transcendental("sin", lambda d: _tirx().sin)
+_transcendental("cos", lambda d: _tirx().cos)
 _transcendental("rsqrt", _rsqrt)
 _transcendental("sigmoid", _sigmoid)
 
@@ -255,13 +275,13 @@ def _sqrt(call: OpCall) -> Any:
     return map_compute(call.inputs[0], lambda a: _via_float32(dtype, _tirx().sqrt, a), "sqrt")
 
 
-def round_half_away(x: Any) -> Any:
+def round_half_away(x: Any, dtype: str) -> Any:
     """Round half away from zero with ``trunc`` (exact: ``x - trunc(x)`` is exact)."""
     tirx = _tirx()
     t = tirx.trunc(x)
     frac = x - t
-    half = tirx.const(0.5, x.dtype)
-    one = tirx.const(1.0, x.dtype)
+    half = tirx.const(0.5, dtype)
+    one = tirx.const(1.0, dtype)
     return tirx.Select(frac >= half, t + one, tirx.Select(frac <= -half, t - one, t))
 
 
@@ -270,12 +290,13 @@ def _rounding(op: str, fn_of: Any) -> None:
     def rule(call: OpCall) -> Any:
         if is_int(call.in_dtype(0)):
             return map_compute(call.inputs[0], lambda a: a, op)
-        return map_compute(call.inputs[0], lambda a: fn_of()(a), op)
+        dtype = call.in_dtype(0)
+        return map_compute(call.inputs[0], lambda a: fn_of()(a, dtype), op)
 
 
-_rounding("floor", lambda: _tirx().floor)
-_rounding("ceil", lambda: _tirx().ceil)
-_rounding("trunc", lambda: _tirx().trunc)
+_rounding("floor", lambda: lambda a, d: _tirx().floor(a))
+_rounding("ceil", lambda: lambda a, d: _tirx().ceil(a))
+_rounding("trunc", lambda: lambda a, d: _tirx().trunc(a))
 _rounding("round", lambda: round_half_away)
 
 
@@ -308,13 +329,13 @@ def cast_expr(x: Any, src: str, dst: str) -> Any:
     if src == dst:
         return x
     if dst == "bool":
-        return tirx.Not(x == const(0, src))
+        return float_ne(x, const(0, src)) if is_float(src) else x != const(0, src)
     if is_int(dst) and is_float(src):
         width = bits(dst)
         t = tirx.trunc(tirx.Cast("float64", x))
         t = tirx.Select(tirx.isfinite(t), t, tirx.const(0.0, "float64"))
         modulus = tirx.const(float(2 ** width), "float64")
-        r = tirx.fmod(t, modulus)
+        r = fmod(t, modulus, "float64")
         if width == 64:
             r = tirx.Select(r >= tirx.const(2.0 ** 63, "float64"), r - modulus, r)
             r = tirx.Select(r < tirx.const(-(2.0 ** 63), "float64"), r + modulus, r)
