@@ -161,7 +161,7 @@ class Kernel:
                 if self._needs_alignment and o.ctypes.data % ALIGNMENT:
                     o = _empty(shape, dtype, True)
                 targets.append(o)
-        self._fn(*[_empty_safe(a) for a in arrays], *self._constants,
+        self._fn(*[_empty_safe(a) for a in arrays], *[_empty_safe(c) for c in self._constants],
                  *[_empty_safe(t) for t in targets])
         for o, t in zip(outs, targets):
             if o is not t:

@@ -12,8 +12,10 @@ tuples, projections, constants and (let-bound) intermediate values, as
 * **Parameters** become one ``te.placeholder`` per tensor; a tuple-typed parameter is
   flattened (fields in order, recursively).  The kernel's arguments are these tensors in
   order, then the hidden constant tensors, then the outputs.
-* **Constants**: a 0-d constant is an immediate in the expression; any other constant is a
-  hidden input of the kernel (its array kept by the kernel and passed on every call).
+* **Constants** are hidden inputs of the kernel (their arrays kept by the kernel and passed
+  on every call), 0-d ones included: TVM's constant folder would otherwise meet, and refuse,
+  expressions the references define (a float division by a constant zero, a negative
+  constant cast to an unsigned type), and folding them saves one scalar load at most.
 * **Empty results**: a call all of whose result tensors have a zero dim is not lowered by
   its rule (there is nothing to compute, and index arithmetic would divide by the zero
   extents): it becomes an empty fill.
@@ -200,9 +202,6 @@ def _constant(node: Constant, result: TeFunction) -> tuple[Any, Type]:
 
     data = np.array(node.data, order="C")
     t = TensorType(tuple(int(d) for d in data.shape), node.dtype)
-    if data.ndim == 0:
-        value = const(data[()], node.dtype)
-        return te.compute((), lambda: value, name="const"), t
     ph = te.placeholder(data.shape, node.dtype, name=f"c{len(result.constants)}")
     result.constants.append(ph)
     result.constant_arrays.append(data)
@@ -263,7 +262,7 @@ def _outputs(value: Any, vtype: Type, result: TeFunction) -> Layout:
     if isinstance(vtype, TupleType):
         return tuple(_outputs(v, t, result) for v, t in zip(value, vtype.fields))
     assert isinstance(vtype, TensorType)
-    computed = isinstance(value.op, te.ComputeOp) and value.op.name != "const"
+    computed = isinstance(value.op, te.ComputeOp)
     if not computed or any(value.same_as(o) for o in result.outputs):
         src = value
         value = te.compute(src.shape, lambda *i: src[i], name="out_copy")
