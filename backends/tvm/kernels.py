@@ -56,6 +56,7 @@ from backends.tvm.schedules import default_schedule
 from backends.tvm.target import TargetSpec, as_target, host_target, normalize_target, target_key
 from backends.tvm.te_build import Layout, LoweringFailed, build_te, param_types
 from semantics.expr import Constant, Function
+from semantics.ops.reference import concrete_shape
 from semantics.structural.hashing import structural_hash
 from semantics.types import TensorType, Type
 from semantics.visitor import post_order
@@ -109,9 +110,8 @@ class Kernel:
         self._constants = [_aligned_copy(c) if needs_alignment else np.array(c, order="C")
                            for c in constants]
         self._needs_alignment = needs_alignment
-        self._in_sig = [(np.dtype(t.dtype), tuple(int(d) for d in t.shape)) for t in input_types]
-        self._out_sig = [(np.dtype(t.dtype), tuple(int(d) for d in t.shape))
-                         for t in output_types]
+        self._in_sig = [(np.dtype(t.dtype), concrete_shape(t)) for t in input_types]
+        self._out_sig = [(np.dtype(t.dtype), concrete_shape(t)) for t in output_types]
 
     def __repr__(self) -> str:
         return f"<Kernel {self.name}: {len(self.input_types)} in, {len(self.output_types)} out>"
@@ -320,7 +320,7 @@ def _compile(func: Function, arg_types: Sequence[Type], spec: dict[str, Any], ke
 
 
 def _type_json(t: TensorType) -> list[Any]:
-    return [t.dtype, [int(d) for d in t.shape]]
+    return [t.dtype, list(concrete_shape(t))]
 
 
 def _type_from_json(j: list[Any]) -> TensorType:

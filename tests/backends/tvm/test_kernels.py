@@ -25,8 +25,12 @@ from backends.tvm.kernels import (
     kernel_key,
 )
 from conformance.strategies.ops import fast_arrays
-from conformance.strategies.programs import FLOAT_DTYPES, Program, ProgramConfig, \
-    well_typed_modules
+from conformance.strategies.programs import (
+    FLOAT_DTYPES,
+    Program,
+    ProgramConfig,
+    well_typed_modules,
+)
 from interpreter import evaluate
 from passes.fuse_ops import is_primitive
 from semantics import parse
