@@ -31,22 +31,27 @@ Facts about apache-tvm 0.27 this module relies on (measured):
 
 Cache key: the structural hash of the function (:func:`semantics.structural.hashing
 .structural_hash`, alpha-invariant), a digest of its constants' bytes (the structural hash
-does not look at constant values), the arguments' shapes and dtypes, the target and
-:data:`CACHE_VERSION`.  The directory is ``$RELAY_TVM_CACHE`` or
+does not look at constant values), the arguments' shapes and dtypes, the target,
+:data:`CACHE_VERSION` and a digest of the backend's own source files (:func:`code_digest`: a
+changed lowering rule or schedule never meets a stale kernel).  The directory is ``$RELAY_TVM_CACHE`` or
 ``~/.cache/relay-ref/tvm``; each kernel is ``<key>.so`` with ``<key>.json`` (its layout)
-and ``<key>.npz`` (its constants); deleting the directory (or :meth:`KernelCache.clear`) is
-always safe.
+and ``<key>.npz`` (its constants), written by a background thread into a temporary
+directory and renamed into place (the ``.json`` last), so a reader never sees a partial
+entry; deleting the directory (or :meth:`KernelCache.clear`) is always safe.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +69,21 @@ from semantics.visitor import post_order
 __all__ = ["CACHE_VERSION", "Kernel", "KernelCache", "NoLowering", "compile_function",
            "default_cache", "host_target"]
 
-CACHE_VERSION = "1"
-"""Bumped whenever lowering rules or schedules change what a cached kernel computes."""
+CACHE_VERSION = "2"
+"""Part of every cache key, with :func:`code_digest` (bump it for changes outside
+``backends/tvm`` that change what a kernel computes, e.g. in TVM's handling)."""
+
+
+@functools.cache
+def code_digest() -> str:
+    """A digest of the backend's own sources (lowering rules, TE builder, schedules, this
+    module): editing any of them invalidates every cached kernel automatically."""
+    root = Path(__file__).parent
+    h = hashlib.sha256()
+    for path in sorted([*root.glob("*.py"), *(root / "lower").glob("*.py")]):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
 
 ALIGNMENT = 64
 
@@ -239,7 +257,7 @@ def kernel_key(func: Function, arg_types: Sequence[Type], target: dict[str, Any]
     """The cache key of ``func`` compiled for ``arg_types`` and ``target`` (hex digest)."""
     types = [(t.dtype, [int(d) if type(d) is int else str(d) for d in t.shape])
              for t in _flat_types(func, arg_types)]
-    text = json.dumps([CACHE_VERSION, structural_hash(func), _constants_digest(func), types,
+    text = json.dumps([CACHE_VERSION, code_digest(), structural_hash(func), _constants_digest(func), types,
                        target_key(target)])
     return hashlib.sha256(text.encode()).hexdigest()[:40]
 
@@ -356,6 +374,7 @@ class KernelCache:
         self.disk = disk
         self._memory: dict[str, Kernel] = {}
         self._lock = threading.Lock()
+        self._pending: list[Future[None]] = []
         self.hits_memory = 0
         self.hits_disk = 0
         self.misses = 0
@@ -386,18 +405,34 @@ class KernelCache:
         return None
 
     def put(self, key: str, kernel: Kernel, lib: Any, meta: dict[str, Any]) -> None:
-        """Keep ``kernel`` in memory and (best effort) its library on disk."""
+        """Keep ``kernel`` in memory and (best effort) its library on disk.
+
+        The disk copy is written by a background thread (linking the shared object with the
+        C compiler costs about as much as compiling the kernel); :meth:`flush` waits for it,
+        and so does the interpreter's exit.
+        """
         with self._lock:
             self._memory[key] = kernel
-        if self.disk:
-            self._store(key, lib, meta)
+            if self.disk:
+                self._pending.append(_writer().submit(self._store, key, lib, meta))
+
+    def flush(self) -> None:
+        """Wait until every kernel compiled so far is written to disk."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for job in pending:
+            job.result()
 
     def clear(self) -> None:
         """Forget every kernel, in memory and on disk (only this cache's files are removed)."""
+        self.flush()
         with self._lock:
             self._memory.clear()
         if self.directory.is_dir():
             for path in self.directory.iterdir():
+                if path.is_dir() and path.name.startswith("tmp"):   # an interrupted write
+                    shutil.rmtree(path, ignore_errors=True)
+                    continue
                 if path.suffix in (".so", ".json", ".npz") and re.fullmatch(
                         r"[0-9a-f]{40}", path.stem):
                     path.unlink(missing_ok=True)
@@ -448,6 +483,17 @@ class KernelCache:
                           bool(meta["needs_alignment"]))
         except (OSError, ValueError, KeyError, RuntimeError, TypeError):
             return None
+
+
+_WRITER: ThreadPoolExecutor | None = None
+
+
+def _writer() -> ThreadPoolExecutor:
+    """The one background thread that writes kernels to disk (joined at interpreter exit)."""
+    global _WRITER
+    if _WRITER is None:
+        _WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="relay-kernel-cache")
+    return _WRITER
 
 
 _DEFAULT: KernelCache | None = None

@@ -6,7 +6,8 @@ computation becomes a TensorIR ``PrimFunc`` (``te.create_prim_func``) and is sch
 kernel, correctness first (speed is a later concern; schedules can be swapped per kernel
 through the ``schedule`` argument of the kernel compiler):
 
-1. **Inline** every block that is not an output into its consumers
+1. **Inline** every block that is not an output (nor named ``keep_...``: a stage the
+   lowering wants materialized) into its consumers
    (``compute_inline``; it fails — and the block stays — for reductions and blocks that
    cannot be inlined).  A fused elementwise chain thus becomes one loop nest.
 2. **Spatial blocks** (no reduction axis): all loops fused into one, split by the vector
@@ -31,6 +32,9 @@ from collections.abc import Callable
 from typing import Any
 
 PARALLEL_MIN = 16384
+KEEP = "keep_"
+"""Name prefix of a stage a lowering wants materialized (never inlined): e.g. ``nn.dense``'s
+transposed weight, read contiguously by the vectorized loop."""
 VECTOR_BYTES = 64
 
 Schedule = Callable[[Any], Any]
@@ -70,7 +74,8 @@ def _inline_all(sch: Any) -> None:
         changed = False
         outputs = {sch.get(b).name_hint for b in sch.get_output_blocks(root)}
         for block in sch.get_child_blocks(root):
-            if sch.get(block).name_hint in outputs:
+            name = sch.get(block).name_hint
+            if name in outputs or name.startswith(KEEP):
                 continue
             try:
                 sch.compute_inline(block)

@@ -45,6 +45,7 @@ from backends.tvm.lower.base import (
 )
 from backends.tvm.lower.tensor import cast_expr
 from backends.tvm.lower.transform import reshape_to
+from backends.tvm.schedules import KEEP
 from semantics.ops import nn_relations as N
 from semantics.ops import transform_relations as R
 
@@ -202,10 +203,13 @@ def _dense(call: OpCall) -> Any:
     if k == 0:
         return te.compute(call.out_shape, lambda *i: const(0, odt), name="dense")
     rk = te.reduce_axis((0, k), name="k")
+    # The weight transposed once (a stage the schedule keeps), so that the vectorized loop
+    # over units reads it contiguously.
+    wt = te.compute((k, call.in_shape(1)[0]), lambda kk, j: tirx.Cast(odt, weight[j, kk]),
+                    name=f"{KEEP}dense_weight_t")
 
     def body(*i: Any) -> Any:
-        return te.sum(tirx.Cast(odt, _at(data, [*i[:-1], rk])) *
-                      tirx.Cast(odt, weight[i[-1], rk]), axis=rk)
+        return te.sum(tirx.Cast(odt, _at(data, [*i[:-1], rk])) * wt[rk, i[-1]], axis=rk)
 
     return te.compute(call.out_shape, body, name="dense")
 
@@ -221,13 +225,16 @@ def _batch_matmul(call: OpCall) -> Any:
     if k == 0:
         return te.compute(call.out_shape, lambda *i: const(0, odt), name="batch_matmul")
     rk = te.reduce_axis((0, k), name="k")
+    if tb:      # y (b, N, K): transposed once into a kept stage (contiguous over N)
+        n_dim = ys[1]
+        y = te.compute((ys[0], k, n_dim), lambda b, kk, n: y[b, n, kk],
+                       name=f"{KEEP}batch_matmul_y_t")
 
     def body(b: Any, m: Any, n: Any) -> Any:
         bx = 0 if xs[0] == 1 else b
         by = 0 if ys[0] == 1 else b
         a = x[bx, rk, m] if ta else x[bx, m, rk]
-        w = y[by, n, rk] if tb else y[by, rk, n]
-        return te.sum(tirx.Cast(odt, a) * tirx.Cast(odt, w), axis=rk)
+        return te.sum(tirx.Cast(odt, a) * tirx.Cast(odt, y[by, rk, n]), axis=rk)
 
     return te.compute(call.out_shape, body, name="batch_matmul")
 

@@ -253,6 +253,7 @@ def test_memory_and_disk_hits_and_clear(tmp_path: object, close: object) -> None
     assert (cache.misses, cache.hits_memory, cache.hits_disk) == (1, 0, 0)
     assert compile_function(prim, types, cache=cache) is first  # type: ignore[arg-type]
     assert cache.hits_memory == 1
+    cache.flush()                                  # disk writes happen in the background
     fresh = KernelCache(tmp_path)  # type: ignore[arg-type]    # a new process, say
     loaded = compile_function(prim, types, cache=fresh)  # type: ignore[arg-type]
     assert fresh.hits_disk == 1 and fresh.misses == 0 and isinstance(loaded, Kernel)
@@ -306,3 +307,28 @@ def test_the_cache_directory_comes_from_the_environment(monkeypatch: pytest.Monk
 def test_host_target_names_the_cpu() -> None:
     target = host_target()
     assert target["kind"] == "llvm" and target["mcpu"] and target["mcpu"] != "generic"
+
+
+def test_kernels_take_unaligned_buffers_and_the_fallback_copies(
+        tmp_path: object, monkeypatch: pytest.MonkeyPatch, close: object) -> None:
+    import json
+
+    import backends.tvm.kernels as K
+
+    (prim,) = fused_main(ELEMWISE)
+    types = [TensorType((40, 5), "float32"), TensorType((5,), "float32")]
+    cache = KernelCache(tmp_path)  # type: ignore[arg-type]
+    compile_function(prim, types, cache=cache)
+    cache.flush()
+    (meta,) = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]  # type: ignore
+    assert meta["needs_alignment"] is False      # buffers redeclared element-aligned
+    # Should the redeclaration fail, kernels keep 64-byte buffers and copy what is unaligned.
+    monkeypatch.setattr(K, "_relax_alignment", lambda prim: (prim, True))
+    kernel = compile_function(prim, types, cache=KernelCache(disk=False))
+    rng = np.random.default_rng(6)
+    x = np.zeros(40 * 5 + 1, np.float32)[1:].reshape(40, 5)
+    x[...] = rng.standard_normal((40, 5))
+    y = np.zeros(6, np.float32)[1:]
+    out = np.zeros(40 * 5 + 1, np.float32)[1:].reshape(40, 5)
+    kernel(x, y, out=[out])
+    close(out, evaluate(prim, x.copy(), y.copy()))  # type: ignore[operator]
