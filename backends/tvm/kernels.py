@@ -33,8 +33,8 @@ Cache key: the structural hash of the function (:func:`semantics.structural.hash
 .structural_hash`, alpha-invariant), a digest of its constants' bytes (the structural hash
 does not look at constant values), the arguments' shapes and dtypes, the target,
 :data:`CACHE_VERSION` and a digest of the backend's own source files (:func:`code_digest`: a
-changed lowering rule or schedule never meets a stale kernel).  The directory is ``$RELAY_TVM_CACHE`` or
-``~/.cache/relay-ref/tvm``; each kernel is ``<key>.so`` with ``<key>.json`` (its layout)
+changed lowering rule or schedule never meets a stale kernel).  The directory is
+``$RELAY_TVM_CACHE`` or ``~/.cache/relay-ref/tvm``; each kernel is ``<key>.so`` with ``<key>.json`` (its layout)
 and ``<key>.npz`` (its constants), written by a background thread into a temporary
 directory and renamed into place (the ``.json`` last), so a reader never sees a partial
 entry; deleting the directory (or :meth:`KernelCache.clear`) is always safe.
@@ -257,8 +257,8 @@ def kernel_key(func: Function, arg_types: Sequence[Type], target: dict[str, Any]
     """The cache key of ``func`` compiled for ``arg_types`` and ``target`` (hex digest)."""
     types = [(t.dtype, [int(d) if type(d) is int else str(d) for d in t.shape])
              for t in _flat_types(func, arg_types)]
-    text = json.dumps([CACHE_VERSION, code_digest(), structural_hash(func), _constants_digest(func), types,
-                       target_key(target)])
+    text = json.dumps([CACHE_VERSION, code_digest(), structural_hash(func),
+                       _constants_digest(func), types, target_key(target)])
     return hashlib.sha256(text.encode()).hexdigest()[:40]
 
 
