@@ -34,10 +34,10 @@ Cache key: the structural hash of the function (:func:`semantics.structural.hash
 does not look at constant values), the arguments' shapes and dtypes, the target,
 :data:`CACHE_VERSION` and a digest of the backend's own source files (:func:`code_digest`: a
 changed lowering rule or schedule never meets a stale kernel).  The directory is
-``$RELAY_TVM_CACHE`` or ``~/.cache/relay-ref/tvm``; each kernel is ``<key>.so`` with ``<key>.json`` (its layout)
-and ``<key>.npz`` (its constants), written by a background thread into a temporary
-directory and renamed into place (the ``.json`` last), so a reader never sees a partial
-entry; deleting the directory (or :meth:`KernelCache.clear`) is always safe.
+``$RELAY_TVM_CACHE`` or ``~/.cache/relay-ref/tvm``; each kernel is ``<key>.so`` with
+``<key>.json`` (its layout) and ``<key>.npz`` (its constants), written by a background
+thread into a temporary directory and renamed into place (the ``.json`` last), so a reader
+never sees a partial entry; deleting the directory (or :meth:`KernelCache.clear`) is always safe.
 """
 
 from __future__ import annotations
