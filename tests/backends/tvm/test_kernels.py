@@ -332,3 +332,43 @@ def test_kernels_take_unaligned_buffers_and_the_fallback_copies(
     out = np.zeros(40 * 5 + 1, np.float32)[1:].reshape(40, 5)
     kernel(x, y, out=[out])
     close(out, evaluate(prim, x.copy(), y.copy()))  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("text", [
+    "exp(add(%x, 1f))",
+    "nn.dense(%x, %w)",
+    "sum(%x, axis=[1])",
+    "nn.softmax(%x)",
+])
+def test_the_default_schedule_is_parallel_and_vectorized(text: str) -> None:
+    from tvm import te
+
+    from backends.tvm.kernels import _relax_alignment
+    from backends.tvm.schedules import default_schedule
+    from backends.tvm.te_build import build_te
+
+    (prim,) = fused_main(f"""
+def @main(%x: Tensor[(256, 512), float32], %w: Tensor[(128, 512), float32]) {{
+  {text}
+}}""")
+    lowered = build_te(prim, [p.type_annotation for p in prim.params])  # type: ignore[misc]
+    func, _ = _relax_alignment(te.create_prim_func([*lowered.inputs, *lowered.constants,
+                                                    *lowered.outputs]))
+    script = default_schedule(func).script()
+    assert "T.parallel(" in script and "T.vectorized(" in script, script
+
+
+def test_the_default_schedule_of_a_convolution_and_a_pool() -> None:
+    from tvm import te
+
+    from backends.tvm.kernels import _relax_alignment
+    from backends.tvm.schedules import default_schedule
+    from backends.tvm.te_build import build_te
+
+    for prim in fused_main(CONV_BLOCK.replace("(1, 3, 8, 8)", "(1, 3, 64, 64)")
+                           .replace("(1, 4, 4, 4)", "(1, 4, 32, 32)")):
+        lowered = build_te(prim, [p.type_annotation for p in prim.params])  # type: ignore
+        func, _ = _relax_alignment(te.create_prim_func([*lowered.inputs, *lowered.constants,
+                                                    *lowered.outputs]))
+        script = default_schedule(func).script()
+        assert "T.parallel(" in script and "T.vectorized(" in script, script
