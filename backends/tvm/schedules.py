@@ -12,11 +12,14 @@ through the ``schedule`` argument of the kernel compiler):
    cannot be inlined).  A fused elementwise chain thus becomes one loop nest.
 2. **Spatial blocks** (no reduction axis): all loops fused into one, split by the vector
    width ``v`` (the largest of 16, 8, 4, 2 that divides the extent, in elements of at most
-   64 bytes), the inner loop ``vectorize``\\ d, the outer one ``parallel``.
+   64 bytes), the inner loop ``vectorize``-d, the outer one ``parallel``.
 3. **Reduction blocks** (``sum``, ``dense``, ``conv2d``, pooling, ``softmax``'s parts): the
    innermost *spatial* loop is split by ``v`` and its inner part moved below the reduction
-   loops and vectorized (so a dense or convolution accumulates ``v`` outputs at once); the
-   outer spatial loops are fused and made ``parallel``.  A reduction to a scalar stays a
+   loops and vectorized (so a dense or convolution accumulates ``v`` outputs at once) —
+   unless some read's last index follows a reduction variable only (a sum over the last
+   axis), where the lanes would gather: then the innermost reduction loop is split by ``v``
+   and ``rfactor``-ed into ``v`` vectorized partial reductions.  The outer spatial loops are
+   fused and made ``parallel``.  A reduction to a scalar stays a
    serial loop (no ``rfactor`` yet).
 4. Work below :data:`PARALLEL_MIN` scalar operations (output elements times the reduction
    extent) is not parallelized: launching TVM's thread pool costs microseconds.
@@ -97,6 +100,54 @@ def _iter_kinds(sch: Any, block: Any) -> list[int]:
     return [int(iv.iter_type) for iv in sch.get(block).iter_vars]
 
 
+def _contiguous_in_last_spatial(sch: Any, block: Any, n_spatial: int) -> bool:
+    """Whether every buffer the block reads is indexed, in its last dim, by the innermost
+    spatial iteration variable or by none at all (then a vector loop over that variable
+    reads contiguous or broadcast elements).  A read whose last dim follows only reduction
+    variables (``sum`` over the last axis, ``softmax``) would turn each vector load into a
+    gather."""
+    from tvm.tirx.analysis import undefined_vars
+
+    stmt = sch.get(block)
+    ivs = [iv.var for iv in stmt.iter_vars]
+    inner = ivs[n_spatial - 1]
+    reduce_vars = ivs[n_spatial:]
+    for region in stmt.reads:
+        if not region.region:
+            continue
+        used = undefined_vars(region.region[-1].min)
+        uses_inner = any(u.same_as(inner) for u in used)
+        uses_reduce = any(u.same_as(r) for u in used for r in reduce_vars)
+        if uses_reduce and not uses_inner:
+            return False
+    return True
+
+
+def _schedule_rfactor(sch: Any, block: Any, spatial: list[Any], reduce: list[Any], work: int,
+                      bits: int) -> None:
+    """A reduction along the contiguous axis: ``rfactor`` the innermost reduction loop split
+    by the vector width, so ``v`` partial sums run in vector lanes (reading contiguously),
+    then a short reduction of the partials; the outer spatial loops are ``parallel``."""
+    name = sch.get(block).name_hint
+    last_extent = _extent(sch, reduce[-1]) or 1
+    v = _vector_width(last_extent, bits)
+    n_spatial = len(spatial)
+    if v > 1 and len(sch.get(block).writes) == 1:
+        _, lanes = sch.split(reduce[-1], [None, v])
+        rf = sch.rfactor(lanes, 0)
+        rf_loops = sch.get_loops(rf)
+        sch.vectorize(rf_loops[-1])
+        outer = sch.fuse(*rf_loops[:n_spatial]) if n_spatial > 1 else rf_loops[0]
+        if work >= PARALLEL_MIN and (_extent(sch, outer) or 1) >= 2:
+            sch.parallel(outer)
+        final = sch.get_loops(sch.get_sblock(name))[:n_spatial]
+    else:
+        final = spatial
+    fused = sch.fuse(*final) if len(final) > 1 else final[0]
+    if work >= PARALLEL_MIN and (_extent(sch, fused) or 1) >= 2:
+        sch.parallel(fused)
+
+
 def _schedule_block(sch: Any, block: Any) -> None:
     loops = list(sch.get_loops(block))
     if not loops:
@@ -136,6 +187,10 @@ def _schedule_block(sch: Any, block: Any) -> None:
         return
     last = spatial[-1]
     v = _vector_width(int(extents[n_spatial - 1] or 1), bits)
+    if not _contiguous_in_last_spatial(sch, block, n_spatial):
+        # e.g. a sum over the last axis: vector lanes over the outputs would gather.
+        _schedule_rfactor(sch, block, spatial, reduce, work, bits)
+        return
     inner = None
     if v > 1:
         lo, inner = sch.split(last, [None, v])
