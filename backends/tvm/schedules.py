@@ -19,8 +19,8 @@ through the ``schedule`` argument of the kernel compiler):
    unless some read's last index follows a reduction variable only (a sum over the last
    axis), where the lanes would gather: then the innermost reduction loop is split by ``v``
    and ``rfactor``-ed into ``v`` vectorized partial reductions.  The outer spatial loops are
-   fused and made ``parallel``.  A reduction to a scalar stays a
-   serial loop (no ``rfactor`` yet).
+   fused and made ``parallel``.  A reduction to a scalar gets the ``rfactor`` treatment
+   (vector lanes, one thread).
 4. Work below :data:`PARALLEL_MIN` scalar operations (output elements times the reduction
    extent) is not parallelized: launching TVM's thread pool costs microseconds.
 
@@ -137,12 +137,15 @@ def _schedule_rfactor(sch: Any, block: Any, spatial: list[Any], reduce: list[Any
         rf = sch.rfactor(lanes, 0)
         rf_loops = sch.get_loops(rf)
         sch.vectorize(rf_loops[-1])
-        outer = sch.fuse(*rf_loops[:n_spatial]) if n_spatial > 1 else rf_loops[0]
-        if work >= PARALLEL_MIN and (_extent(sch, outer) or 1) >= 2:
-            sch.parallel(outer)
+        if n_spatial:
+            outer = sch.fuse(*rf_loops[:n_spatial]) if n_spatial > 1 else rf_loops[0]
+            if work >= PARALLEL_MIN and (_extent(sch, outer) or 1) >= 2:
+                sch.parallel(outer)
         final = sch.get_loops(sch.get_sblock(name))[:n_spatial]
     else:
         final = spatial
+    if not final:
+        return
     fused = sch.fuse(*final) if len(final) > 1 else final[0]
     if work >= PARALLEL_MIN and (_extent(sch, fused) or 1) >= 2:
         sch.parallel(fused)
@@ -171,7 +174,8 @@ def _schedule_block(sch: Any, block: Any) -> None:
     if len(sch.get(block).writes) > 1:
         bits = 1024             # a tuple reduction (argmax): no vectorized loop
     spatial, reduce = loops[:n_spatial], loops[n_spatial:]
-    if not spatial:
+    if not spatial:             # a reduction to a scalar: vectorized partial reductions
+        _schedule_rfactor(sch, block, spatial, reduce, 0, bits)
         return
     if not reduce:
         fused = sch.fuse(*spatial) if len(spatial) > 1 else spatial[0]
