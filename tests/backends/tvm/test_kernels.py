@@ -40,7 +40,7 @@ from semantics.types import TensorType, TupleType, Type
 from semantics.visitor import post_order
 from typechecker import infer
 
-_SETTINGS = settings(max_examples=12, deadline=None,
+_SETTINGS = settings(max_examples=10, deadline=None,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                             HealthCheck.function_scoped_fixture])
 FLOAT = ProgramConfig(float_mode=True, dtypes=FLOAT_DTYPES, max_let_chain=5, min_op_bindings=3,

@@ -86,7 +86,7 @@ def check_call(name: str, arg_types: tuple, attrs: dict, values: tuple, cache: o
 
 
 @pytest.mark.parametrize("name", [op for op in OPS if LOWERINGS.has(op, TARGET)])
-@settings(max_examples=8, deadline=None,
+@settings(max_examples=6, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
 @given(data=st.data())
