@@ -1,0 +1,1 @@
+"""Backends: compiled executors for Relay programs (ARCHITECTURE.md §2)."""
