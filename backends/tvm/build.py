@@ -104,11 +104,13 @@ class KernelTable:
     Args:
         target: the TVM target (``"llvm"``: the host CPU with its features).
         cache: a ``backends.tvm.kernels.KernelCache`` (None: the compiler's default).
+        compile_kernels: False runs every group with the numpy fallback (tests, baselines).
     """
 
-    def __init__(self, target: Any = "llvm", cache: Any = None):
+    def __init__(self, target: Any = "llvm", cache: Any = None, compile_kernels: bool = True):
         self.target = target
         self.cache = cache
+        self.compile_kernels = compile_kernels
         self.compiled = 0
         self.fallbacks: list[tuple[str, str]] = []
         self._seen: dict[int, Any] = {}
@@ -133,6 +135,8 @@ class KernelTable:
         if not _tensor_result(func.ret_type if func.ret_type is not None
                               else getattr(func.body, "checked_type", None)):
             return self.fallback(func, "the group's result is not a tensor or a tuple of tensors")
+        if not self.compile_kernels:
+            return self.fallback(func, "kernel compilation is off (compile_kernels=False)")
         try:
             from backends.tvm import kernels
         except ImportError as exc:
@@ -185,7 +189,7 @@ class KernelSlot:
 
 def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm",
           opt_level: int = 3, executor: str = "vm", *, cache: Any = None,
-          max_depth: int = 100_000) -> Any:
+          max_depth: int = 100_000, compile_kernels: bool = True) -> Any:
     """Compile a Relay module for the CPU (ARCHITECTURE.md §8).
 
     Args:
@@ -198,6 +202,7 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
         cache: a ``backends.tvm.kernels.KernelCache`` for the kernels (default: the
             compiler's own memory + disk cache).
         max_depth: the bound on nested non-tail calls at run time ("stack exhausted").
+        compile_kernels: False runs every fused group with the numpy fallback (no TVM).
     Returns:
         An :class:`~backends.tvm.executable.Executable`.
     Raises:
@@ -211,4 +216,5 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
             f"unknown executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
     fused = prepare(mod, params, opt_level)
     return Executable.from_fused(fused, executor=executor, target=target, opt_level=opt_level,
-                                 cache=cache, max_depth=max_depth)
+                                 cache=cache, max_depth=max_depth,
+                                 compile_kernels=compile_kernels)

@@ -65,9 +65,10 @@ class Executable:
 
     @staticmethod
     def from_fused(fused: IRModule, *, executor: str, target: Any, opt_level: int,
-                   cache: Any = None, max_depth: int = 100_000) -> Executable:
+                   cache: Any = None, max_depth: int = 100_000,
+                   compile_kernels: bool = True) -> Executable:
         """The executable of an already fused and type-checked module (``build``, ``load``)."""
-        table = KernelTable(target, cache)
+        table = KernelTable(target, cache, compile_kernels)
         runner: Any
         if executor == "vm":
             from backends.tvm.vm import VM, Compiler

@@ -2,9 +2,10 @@
 
 What it runs: a global whose body, after fusion, is pure dataflow — ``let`` bindings,
 variables, constants, tuples, projections and calls of ``Primitive=1`` functions — over
-tensors (or tuples of tensors) of static shapes. Everything else (closures, calls of
-globals, ``if``, ``match``, ADTs, references, dynamic shapes) is rejected at build time
-with a ``RelayTypeError`` that says to build with ``executor="vm"``.
+tensors (or tuples of tensors). Everything else (closures, calls of globals, ``if``,
+``match``, ADTs, references) is rejected at build time with a ``RelayTypeError`` that
+says to build with ``executor="vm"``. Tensors whose shapes are only known at run time
+(``Any``, symbolic dimensions) are not planned: their kernel allocates them.
 
 Plan (once per global, at build time; TVM's graph executor + its storage planner):
 
@@ -35,7 +36,17 @@ import numpy as np
 from backends.tvm.build import KernelTable, is_static_tensor
 from backends.tvm.vm import is_primitive_function
 from semantics.errors import InternalError, RelayTypeError
-from semantics.expr import Call, Constant, Expr, Function, Let, Tuple, TupleGetItem, Var
+from semantics.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from semantics.module import IRModule
 from semantics.shapes import as_int
 from semantics.types import TensorType, TupleType, Type
@@ -62,7 +73,7 @@ class GraphPlan:
     n_inputs: int = 0
     consts: dict[int, np.ndarray] = field(default_factory=dict)
     steps: list[tuple[Any, Desc, list[int]]] = field(default_factory=list)
-    layouts: dict[int, tuple[np.dtype, tuple[int, ...]]] = field(default_factory=dict)
+    layouts: dict[int, Layout] = field(default_factory=dict)
     result: Desc = None
     storage: dict[int, int] = field(default_factory=dict)
     blocks: list[int] = field(default_factory=list)
@@ -79,18 +90,23 @@ def _reject(name: str, what: str, node: Any = None) -> RelayTypeError:
         "build with executor=\"vm\"", getattr(node, "span", None))
 
 
-def _leaves(t: Type | None, name: str, node: Any) -> list[tuple[np.dtype, tuple[int, ...]]]:
-    """The tensor layouts of a static tensor or (nested) tuple-of-tensors type, flattened."""
-    out: list[tuple[np.dtype, tuple[int, ...]]] = []
+Layout = tuple[np.dtype, tuple[int, ...]] | None
+
+
+def _leaves(t: Type | None, name: str, node: Any) -> list[Layout]:
+    """The tensor layouts of a tensor or (nested) tuple-of-tensors type, flattened (None for
+    a tensor whose shape is only known at run time)."""
+    out: list[Layout] = []
     stack: list[Any] = [t]
     while stack:
         x = stack.pop()
         if isinstance(x, TupleType):
             stack.extend(reversed(x.fields))
         elif isinstance(x, TensorType):
-            if not is_static_tensor(x):
-                raise _reject(name, "a tensor with a dynamic shape", node)
-            out.append((np.dtype(x.dtype), tuple(as_int(d) for d in x.shape)))
+            if is_static_tensor(x):
+                out.append((np.dtype(x.dtype), tuple(as_int(d) for d in x.shape)))
+            else:
+                out.append(None)
         else:
             raise _reject(name, f"a value of type {type(x).__name__} that is not a tensor",
                           node)
@@ -181,7 +197,11 @@ def plan_function(name: str, fn: Function, table: KernelTable) -> GraphPlan:
             desc, ids = fresh(node.checked_type, node)
             plan.steps.append((kernel, args, ids))
         elif t is Call:
-            raise _reject(name, "a call of something other than a fused kernel", node)
+            what = "a call of a global function" if type(node.op) is GlobalVar else \
+                "a call of something other than a fused kernel"  # type: ignore[attr-defined]
+            raise _reject(name, what, node)
+        elif t is GlobalVar:
+            raise _reject(name, "a global function used as a value", node)
         else:
             raise _reject(name, f"a {t.__name__} expression", node)
         values[id(node)] = desc
@@ -193,7 +213,9 @@ def plan_function(name: str, fn: Function, table: KernelTable) -> GraphPlan:
     return plan
 
 
-def _nbytes(layout: tuple[np.dtype, tuple[int, ...]]) -> int:
+def _nbytes(layout: Layout) -> int:
+    if layout is None:
+        raise InternalError("graph executor: planning storage for a dynamic shape")
     dtype, shape = layout
     return int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
 
@@ -208,9 +230,10 @@ def _plan_memory(plan: GraphPlan) -> None:
     free: list[int] = []          # block numbers
     blocks = plan.blocks
     for i, (_, args, ids) in enumerate(plan.steps):
+        dynamic = any(plan.layouts[tid] is None for tid in ids)
         for tid in ids:
-            if tid in keep:
-                continue
+            if tid in keep or dynamic:
+                continue  # results are allocated per run; dynamic shapes by the kernel
             need = _nbytes(plan.layouts[tid])
             plan.intermediate_bytes += need
             fits = [b for b in free if blocks[b] >= need]
@@ -245,8 +268,10 @@ class _Bound:
             buffers.append(raw[offset:offset + size])
         self.views: dict[int, np.ndarray] = {}
         for tid, b in plan.storage.items():
-            dtype, shape = plan.layouts[tid]
-            n = _nbytes(plan.layouts[tid])
+            layout = plan.layouts[tid]
+            assert layout is not None
+            dtype, shape = layout
+            n = _nbytes(layout)
             self.views[tid] = buffers[b][:n].view(dtype).reshape(shape)
 
     def run(self, args: list[Any]) -> Any:
@@ -261,11 +286,18 @@ class _Bound:
             for tid in ids:
                 v = views.get(tid)
                 if v is None:
-                    dtype, shape = layouts[tid]
-                    v = np.empty(shape, dtype)
+                    layout = layouts[tid]
+                    if layout is None:
+                        break  # a dynamic shape: the kernel allocates
+                    v = np.empty(layout[1], layout[0])
                 outs.append(v)
-            kernel(*[_value(d, env) for d in arg_desc], out=outs)
-            for tid, v in zip(ids, outs):
+            else:
+                kernel(*[_value(d, env) for d in arg_desc], out=outs)
+                for tid, v in zip(ids, outs):
+                    env[tid] = v
+                continue
+            result = kernel(*[_value(d, env) for d in arg_desc])
+            for tid, v in zip(ids, result if type(result) is tuple else (result,)):
                 env[tid] = v
         return _value(plan.result, env)
 
