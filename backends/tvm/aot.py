@@ -110,7 +110,11 @@ class Runtime:
     def __init__(self, mod: IRModule, max_depth: int):
         self.mod = mod
         self.max_depth = max_depth
+        self.depth = [0]     # nested non-tail calls of the running program
         self._ops: dict[str, OpKernel] = {}
+
+    def exhausted(self) -> Any:
+        raise RelayRuntimeError(f"stack exhausted: more than {self.max_depth} nested calls")
 
     def call(self, f: Any, args: tuple[Any, ...], node: Any) -> Any:
         """Apply a computed function value (Semantics-Call, -Call-Op, -ADT-Constructor)."""
@@ -260,6 +264,8 @@ def generate(mod: IRModule) -> str:
         "",
         "def build_program(K, C, CT, O, M, R, RefValue, CV, AotClosure):",
         "    N = M",
+        "    D = R.depth",
+        "    MAX_DEPTH = R.max_depth",
         "    G = {}",
     ]
     for name in sorted(mod.functions):
@@ -279,6 +285,9 @@ def _function(gen: _Gen, fn: Function, pyname: str, indent: int,
               self_callee: tuple[str, Any] | None) -> None:
     params = [gen.bind(p) for p in fn.params]
     gen.lines.append("    " * indent + f"def {pyname}({', '.join(params)}):")
+    gen.lines.append("    " * (indent + 1) + "D[0] += 1")
+    gen.lines.append("    " * (indent + 1) + "if D[0] > MAX_DEPTH:")
+    gen.lines.append("    " * (indent + 2) + "R.exhausted()")
     st = _Fn(gen, fn.body, indent + 1)
     makes_closures = any(type(n) is Function and not _is_primitive(n)
                          for n in post_order(fn.body, descend=lambda n: not _is_primitive(n)))
@@ -288,9 +297,10 @@ def _function(gen: _Gen, fn: Function, pyname: str, indent: int,
         st.line("while True:")
         st.indent += 1
     st.init_at = len(gen.lines)
+    init_indent = st.indent
     run_recursive(_tail(st, fn.body))
     if st.inits:
-        pad = "    " * (indent + 1)
+        pad = "    " * init_indent
         gen.lines[st.init_at:st.init_at] = [pad + f"{name} = None" for name in st.inits]
 
 
@@ -347,7 +357,17 @@ def _tail(st: _Fn, e: Expr) -> Generator[Any, Any, None]:
                 st.line(f"{', '.join(params)} = {', '.join(args)}{',' if len(args) == 1 else ''}")
             st.line("continue")
             return
-        r = yield _expr(st, e)
+        if t is Call and id(e) not in st.shared:
+            # A tail call: this activation ends first (tail calls do not count as depth).
+            text, calls_function = yield from _call(st, e)  # type: ignore[arg-type]
+            if calls_function:
+                st.line("D[0] -= 1")
+                st.line(f"return {text}")
+                return
+            r = _assign(st, text)
+        else:
+            r = yield _expr(st, e)
+        st.line("D[0] -= 1")
         st.line(f"return {r}")
         return
 
@@ -445,7 +465,8 @@ def _compute(st: _Fn, e: Expr) -> Generator[Any, Any, str]:
         _function(gen, e, pyname, st.indent, self_callee=None)  # type: ignore[arg-type]
         return _assign(st, f"AotClosure({pyname}, N[{_fn_index(gen, e)}], None)")  # type: ignore
     if t is Call:
-        return (yield from _call(st, e))  # type: ignore[arg-type]
+        text, _ = yield from _call(st, e)  # type: ignore[arg-type]
+        return _assign(st, text)
     if t is Tuple:
         fields = []
         for f in e.fields:  # type: ignore[attr-defined]
@@ -483,40 +504,41 @@ def _compute(st: _Fn, e: Expr) -> Generator[Any, Any, str]:
     raise InternalError(f"aot: cannot compile a {t.__name__}")
 
 
-def _call(st: _Fn, e: Call) -> Generator[Any, Any, str]:
+def _call(st: _Fn, e: Call) -> Generator[Any, Any, tuple[str, bool]]:
+    """The call as a Python expression, and whether it calls a Relay function."""
     gen = st.gen
     op = e.op
     args: list[str] = []
     if _is_primitive(op):
         for a in e.args:
             args.append((yield _expr(st, a)))
-        return _assign(st, f"K[{gen.prim[id(op)]}]({', '.join(args)})")
+        return f"K[{gen.prim[id(op)]}]({', '.join(args)})", False
     if type(op) is Op:
         for a in e.args:
             args.append((yield _expr(st, a)))
-        return _assign(st, f"O[{gen.node[id(e)]}]({', '.join(args)})")
+        return f"O[{gen.node[id(e)]}]({', '.join(args)})", False
     if type(op) is Constructor and len(e.args) == len(op.inputs):
         for a in e.args:
             args.append((yield _expr(st, a)))
         fields = "(" + "".join(a + ", " for a in args) + ")"
-        return _assign(st, f"CV({op.name!r}, {fields}, CT[{gen.ctor[op.name]}])")
+        return f"CV({op.name!r}, {fields}, CT[{gen.ctor[op.name]}])", False
     if type(op) is GlobalVar and op.name_hint in gen.mod.functions:
         for a in e.args:
             args.append((yield _expr(st, a)))
-        return _assign(st, f"{gen.globals[op.name_hint]}({', '.join(args)})")
+        return f"{gen.globals[op.name_hint]}({', '.join(args)})", True
     if type(op) is Var and op in gen.direct:
         pyname, fn = gen.direct[op]
         for a in e.args:
             args.append((yield _expr(st, a)))
         if len(args) == len(fn.params):
-            return _assign(st, f"{pyname}({', '.join(args)})")
+            return f"{pyname}({', '.join(args)})", True
         f = gen.var_names[op]
     else:
         f = yield _expr(st, op)
         for a in e.args:
             args.append((yield _expr(st, a)))
     tup = "(" + "".join(a + ", " for a in args) + ")"
-    return _assign(st, f"R.call({f}, {tup}, M[{gen.node[id(e)]}])")
+    return f"R.call({f}, {tup}, M[{gen.node[id(e)]}])", True
 
 
 def _match(st: _Fn, e: Match, result: str | None) -> Generator[Any, Any, None]:
@@ -636,10 +658,11 @@ class AotRunner:
         for i, n in enumerate(nodes):
             if type(n) is Call and type(n.op) is Op:
                 op_kernels[i] = OpKernel(n.op.name, n.attrs)
-        runtime = _RuntimeTables(mod, max_depth)
+        runtime = self.runtime = _RuntimeTables(mod, max_depth)
         self.closures = namespace["build_program"](
             kernels, consts, ctors, op_kernels, nodes, runtime, RefValue, ConstructorValue,
             AotClosure)
 
     def run(self, name: str, values: list[Any]) -> Any:
+        self.runtime.depth[0] = 0
         return self.closures[name].fn(*values)
