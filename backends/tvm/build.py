@@ -8,7 +8,8 @@ The pipeline (ARCHITECTURE.md §8):
 2. **Optimize** with ``passes.optimize(mod, opt_level)``: ``-O0`` runs nothing, ``-O1``
    Inline, DeadCodeElimination and FuseOps, ``-O2`` adds FoldConstant, ``-O3`` the DL
    passes (SimplifyInference, CanonicalizeOps, EliminateCommonSubexpr, FoldScaleAxis,
-   CombineParallelConv2D, AlterOpLayout).
+   CombineParallelConv2D, AlterOpLayout). Globals that dead-code elimination drops
+   (unreachable from ``main``) are put back unoptimized: ``exe.run`` runs any global.
 3. **Fuse**: ``passes.fuse_ops`` — at ``-O0`` with ``fuse_opt_level=0``, so every operator
    call still becomes its own ``Primitive=1`` function (a kernel); above, FuseOps has
    already run and running it again changes nothing (it is idempotent).
@@ -75,7 +76,12 @@ def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 
         assert isinstance(bound, IRModule)
         mod = bound
     typechecker.check(mod)
-    mod = passes.optimize(mod, opt_level)
+    optimized = passes.optimize(mod, opt_level)
+    # Dead-code elimination drops globals main does not reach; every global stays runnable
+    # (``exe.run(entry)``), so those come back as they were.
+    missing = {name: fn for name, fn in mod.functions.items()
+               if name not in optimized.functions}
+    mod = optimized.with_functions({**optimized.functions, **missing}) if missing else optimized
     mod = passes.fuse_ops(mod, fuse_opt_level=0 if opt_level == 0 else 2)
     inferred = typechecker.infer(mod)
     if not isinstance(inferred, IRModule):

@@ -66,8 +66,9 @@ class Executable:
     @staticmethod
     def from_fused(fused: IRModule, *, executor: str, target: Any, opt_level: int,
                    cache: Any = None, max_depth: int = 100_000,
-                   compile_kernels: bool = True) -> Executable:
-        """The executable of an already fused and type-checked module (``build``, ``load``)."""
+                   compile_kernels: bool = True, aot_source: str | None = None) -> Executable:
+        """The executable of an already fused and type-checked module (``build``, ``load``;
+        ``aot_source``: a saved ``aot.py`` to import instead of generating the code)."""
         table = KernelTable(target, cache, compile_kernels)
         runner: Any
         if executor == "vm":
@@ -82,7 +83,7 @@ class Executable:
         elif executor == "aot":
             from backends.tvm.aot import AotRunner
 
-            runner = AotRunner(fused, table, max_depth)
+            runner = AotRunner(fused, table, max_depth, source_path=aot_source)
         else:
             raise RelayTypeError(f"unknown executor {executor!r}")
         return Executable(fused, executor, target, opt_level, table, runner, max_depth)
@@ -233,10 +234,12 @@ def load(path: str | os.PathLike[str]) -> Executable:
     kernel_dir = os.path.join(path, "kernels")
     cache = _kernel_cache(kernel_dir) if os.path.isdir(kernel_dir) else None
     executor = str(meta.get("executor", "vm"))
-    exe = Executable.from_fused(fused, executor=executor, target=meta.get("target", "llvm"),
-                                opt_level=int(meta.get("opt_level", 3)), cache=cache,
-                                max_depth=int(meta.get("max_depth", 100_000)))
-    return exe
+    aot_path = os.path.join(path, "aot.py")
+    return Executable.from_fused(
+        fused, executor=executor, target=meta.get("target", "llvm"),
+        opt_level=int(meta.get("opt_level", 3)), cache=cache,
+        max_depth=int(meta.get("max_depth", 100_000)),
+        aot_source=aot_path if executor == "aot" and os.path.exists(aot_path) else None)
 
 
 class _VMRunner:

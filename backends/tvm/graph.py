@@ -201,7 +201,7 @@ def plan_function(name: str, fn: Function, table: KernelTable) -> GraphPlan:
                 "a call of something other than a fused kernel"  # type: ignore[attr-defined]
             raise _reject(name, what, node)
         elif t is GlobalVar:
-            raise _reject(name, "a global function used as a value", node)
+            raise _reject(name, f"a use of the global @{node.name_hint}", node)  # type: ignore
         else:
             raise _reject(name, f"a {t.__name__} expression", node)
         values[id(node)] = desc
