@@ -9,8 +9,8 @@ returns one Python function per global. In the generated code
 * a ``let`` is an assignment, a tuple a tuple, a projection an index;
 * ``if`` is a Python ``if``; ``match`` is an ``if``/``elif`` chain of type-and-tag tests
   (``type(v) is CV and v.name == "Cons"``) that bind the fields to locals directly
-  (nested patterns go through a small matcher), ending in the non-exhaustive-match
-  error;
+  (nested patterns test their access paths in one conjunction), ending in the
+  non-exhaustive-match error;
 * a function literal is a nested ``def`` wrapped as an :class:`AotClosure` (Python's
   closures capture the Relay variables: each is assigned exactly once); a ``let``-bound
   one that is called directly is called as the Python function;
@@ -48,7 +48,6 @@ from interpreter.values import (
     RefValue,
     value_str,
 )
-from semantics.analysis import free_vars
 from semantics.errors import (
     InternalError,
     RelayRuntimeError,
@@ -71,7 +70,6 @@ from semantics.expr import (
     PatternConstructor,
     PatternTuple,
     PatternVar,
-    PatternWildcard,
     RefCreate,
     RefRead,
     RefWrite,
@@ -150,17 +148,6 @@ class Runtime:
                 f, list(args), node)
         raise RelayRuntimeError(
             f"cannot call a value that is not a function: {value_str(f, limit=60)}", span)
-
-    @staticmethod
-    def match(plan: tuple[Any, ...], v: Any) -> list[Any] | None:
-        """The values a (nested) pattern binds, left to right, or None when it fails."""
-        from backends.tvm.vm import _match
-
-        regs: list[Any] = []
-        slots = [step for step in plan if step[0] == 1]
-        regs = [None] * len(slots)
-        numbered = tuple((1, slots.index(step)) if step[0] == 1 else step for step in plan)
-        return regs if _match(numbered, v, regs) else None
 
     @staticmethod
     def match_fail(v: Any, node: Any) -> Any:
@@ -565,49 +552,29 @@ def _match(st: _Fn, e: Match, result: str | None) -> Generator[Any, Any, None]:
 
 
 def _pattern_test(gen: _Gen, p: Pattern, v: str) -> tuple[str, list[str]]:
-    """A Python condition testing ``v`` against ``p`` and the assignments binding its vars."""
-    t = type(p)
-    if t is PatternWildcard:
-        return "True", []
-    if t is PatternVar:
-        return "True", [f"{gen.bind(p.var)} = {v}"]  # type: ignore[attr-defined]
-    kids = p.patterns  # type: ignore[attr-defined]
-    if all(type(q) in (PatternVar, PatternWildcard) for q in kids):
-        if t is PatternConstructor:
-            name = p.constructor.name  # type: ignore[attr-defined]
-            cond = f"type({v}) is CV and {v}.name == {name!r}"
-            source = f"{v}.fields"
-        else:
-            cond = f"type({v}) is tuple and len({v}) == {len(kids)}"
-            source = v
-        binds = [f"{gen.bind(q.var)} = {source}[{i}]"  # type: ignore[attr-defined]
-                 for i, q in enumerate(kids) if type(q) is PatternVar]
-        return cond, binds
-    plan, variables = _plan(p)
-    m = gen.fresh("m")
-    names = [gen.bind(x) for x in variables]
-    binds = [f"{', '.join(names)}{',' if len(names) == 1 else ''} = {m}"] if names else []
-    return f"({m} := R.match({plan!r}, {v})) is not None", binds
+    """A Python condition testing ``v`` against ``p`` and the assignments binding its vars.
 
-
-def _plan(p: Pattern) -> tuple[tuple[Any, ...], list[Var]]:
-    plan: list[Any] = []
-    variables: list[Var] = []
-    stack = [p]
-    while stack:
-        q = stack.pop()
-        if type(q) is PatternWildcard:
-            plan.append((0,))
-        elif type(q) is PatternVar:
-            plan.append((1, len(variables)))
-            variables.append(q.var)
-        elif type(q) is PatternConstructor:
-            plan.append((2, q.constructor.name, len(q.patterns)))
-            stack.extend(reversed(q.patterns))
-        elif type(q) is PatternTuple:
-            plan.append((3, len(q.patterns)))
-            stack.extend(reversed(q.patterns))
-    return tuple(plan), variables
+    Nested patterns become one conjunction over access paths (``v.fields[1].fields[0]``);
+    ``and`` evaluates left to right, so each path is read only after its parent's test.
+    """
+    tests: list[str] = []
+    binds: list[str] = []
+    work: list[tuple[Pattern, str]] = [(p, v)]
+    while work:
+        q, path = work.pop()
+        t = type(q)
+        if t is PatternVar:
+            binds.append(f"{gen.bind(q.var)} = {path}")  # type: ignore[attr-defined]
+        elif t is PatternConstructor:
+            tests.append(f"type({path}) is CV and {path}.name == "
+                         f"{q.constructor.name!r}")  # type: ignore[attr-defined]
+            kids = q.patterns  # type: ignore[attr-defined]
+            work.extend((kid, f"{path}.fields[{i}]") for i, kid in reversed(list(enumerate(kids))))
+        elif t is PatternTuple:
+            kids = q.patterns  # type: ignore[attr-defined]
+            tests.append(f"type({path}) is tuple and len({path}) == {len(kids)}")
+            work.extend((kid, f"{path}[{i}]") for i, kid in reversed(list(enumerate(kids))))
+    return (" and ".join(tests) or "True"), binds
 
 
 # --- running ----------------------------------------------------------------------------------

@@ -190,8 +190,6 @@ def _compile(func: Function, op_names: list[str]) -> tuple[list[Step], int, int]
         nslots += 1
         index[id(node)] = dst
         steps.append(_step(node, index, dst, op_names))
-    if type(func.body) is Var:
-        return steps, index[id(func.body)], nslots
     return steps, index[id(func.body)], nslots
 
 

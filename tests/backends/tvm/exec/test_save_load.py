@@ -13,7 +13,8 @@ PROGRAM = """
 def @sum_list(%l: List[float32]) -> float32 {
   match (%l) { Cons(%h, %t) => %h + @sum_list(%t), Nil => 0f }
 }
-def @main(%x: Tensor[(3, 4), float32], %w: Tensor[(5, 4), float32]) -> (Tensor[(3, 5), float32], float32) {
+def @main(%x: Tensor[(3, 4), float32], %w: Tensor[(5, 4), float32])
+    -> (Tensor[(3, 5), float32], float32) {
   let %y = nn.relu(nn.dense(%x, %w)) * 2f;
   (%y, @sum_list(Cons(sum(%y), Cons(1.5f, Nil))))
 }
