@@ -1,0 +1,356 @@
+"""Lowerings of the ``tensor`` family (elementwise and broadcast operators) for ``llvm``.
+
+Each rule builds one ``te.compute`` over the broadcast output shape
+(:func:`~backends.tvm.lower.base.broadcast_compute`) whose element expression follows the
+references of :mod:`semantics.ops.tensor` (§5):
+
+* ``+ - *`` and ``negative``/``abs`` on integers are TIR's integer operations, which LLVM
+  performs in two's complement (they wrap like the references);
+* float ``divide`` is IEEE, ``floor_divide`` is ``floor(a / b)``, ``floor_mod`` is
+  ``a - floor(a / b) * b``, ``mod`` is C ``fmod`` — each step in the dtype, as the references;
+* **integer** ``divide``/``mod``/``floor_divide``/``floor_mod`` and integer ``power`` are
+  *not compiled* (the rule raises :class:`Unsupported`): a zero divisor (or ``0 ** -n``)
+  must raise the oracle's ``RelayRuntimeError``, while a compiled integer division by zero
+  is undefined (x86 ``idiv`` kills the process with SIGFPE).  The executors run such
+  functions through the references;
+* float ``power`` and the transcendental functions of float16 are computed in float32 and
+  rounded once to float16; float32/float64 use the dtype's own libm calls (results within a
+  few ulps of the references, which evaluate in float64);
+* ``maximum``/``minimum``/``clip`` propagate NaN (explicit selects, not LLVM's ``maxnum``);
+  ``not_equal`` (and ``cast`` to bool, ``where``'s condition) is true for NaN operands, as
+  numpy (TVM would emit LLVM's ordered ``fcmp one``);
+* ``round`` rounds halves away from zero by ``trunc`` and the sign of the remainder (TIR's
+  ``round`` is not relied on); rounding functions are the identity on integers;
+* ``cast`` follows :func:`semantics.ops.reference.cast_array`: float to integer truncates,
+  reduces modulo ``2**bits`` in float64 (``fmod`` is exact) and goes through int64 — NaN and
+  ±inf give 0 — so no out-of-range ``fptosi`` (poison in LLVM) is ever executed; to ``bool``
+  is ``x != 0`` with NaN true.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backends.tvm.lower.base import (
+    OpCall,
+    Unsupported,
+    bits,
+    broadcast_compute,
+    const,
+    float_div,
+    fmod,
+    is_float,
+    is_int,
+    lowering,
+    map_compute,
+    nan_max,
+    nan_min,
+)
+
+
+def _tirx() -> Any:
+    from tvm import tirx
+
+    return tirx
+
+
+# --- binary arithmetic --------------------------------------------------------------------
+
+@lowering("add")
+def _add(call: OpCall) -> Any:
+    return broadcast_compute(call, lambda a, b: a + b)
+
+
+@lowering("subtract")
+def _subtract(call: OpCall) -> Any:
+    return broadcast_compute(call, lambda a, b: a - b)
+
+
+@lowering("multiply")
+def _multiply(call: OpCall) -> Any:
+    return broadcast_compute(call, lambda a, b: a * b)
+
+
+def _no_integer_division(call: OpCall) -> None:
+    if is_int(call.in_dtype(0)):
+        raise Unsupported(f"integer {call.op} is not compiled: a zero divisor must raise "
+                          "RelayRuntimeError, a compiled one is undefined behaviour")
+
+
+@lowering("divide")
+def _divide(call: OpCall) -> Any:
+    _no_integer_division(call)
+    return broadcast_compute(call, float_div)
+
+
+@lowering("floor_divide")
+def _floor_divide(call: OpCall) -> Any:
+    _no_integer_division(call)
+    return broadcast_compute(call, lambda a, b: _tirx().floor(float_div(a, b)))
+
+
+@lowering("mod")
+def _mod(call: OpCall) -> Any:
+    _no_integer_division(call)
+    dtype = call.in_dtype(0)
+    return broadcast_compute(call, lambda a, b: fmod(a, b, dtype))
+
+
+@lowering("floor_mod")
+def _floor_mod(call: OpCall) -> Any:
+    _no_integer_division(call)
+    tirx = _tirx()
+    return broadcast_compute(call, lambda a, b: a - tirx.floor(float_div(a, b)) * b)
+
+
+@lowering("power")
+def _power(call: OpCall) -> Any:
+    if is_int(call.in_dtype(0)):
+        raise Unsupported("integer power is not compiled: 0 raised to a negative power must "
+                          "raise RelayRuntimeError")
+    dtype = call.in_dtype(0)
+    return broadcast_compute(call, lambda a, b: _via_float32(dtype, _tirx().power, a, b))
+
+
+@lowering("maximum")
+def _maximum(call: OpCall) -> Any:
+    dtype = call.in_dtype(0)
+    return broadcast_compute(call, lambda a, b: nan_max(a, b, dtype))
+
+
+@lowering("minimum")
+def _minimum(call: OpCall) -> Any:
+    dtype = call.in_dtype(0)
+    return broadcast_compute(call, lambda a, b: nan_min(a, b, dtype))
+
+
+# --- comparisons and logic ----------------------------------------------------------------
+
+@lowering("equal")
+def _equal(call: OpCall) -> Any:
+    return broadcast_compute(call, lambda a, b: a == b)
+
+
+def float_ne(a: Any, b: Any) -> Any:
+    """``a != b`` true for NaN operands (TVM folds ``!(a == b)`` into LLVM's ordered
+    ``fcmp one``, which is false for NaN)."""
+    tirx = _tirx()
+    return tirx.Or(tirx.Or(tirx.isnan(a), tirx.isnan(b)), a != b)
+
+
+@lowering("not_equal")
+def _not_equal(call: OpCall) -> Any:
+    if is_float(call.in_dtype(0)):
+        return broadcast_compute(call, float_ne)
+    return broadcast_compute(call, lambda a, b: a != b)
+
+
+@lowering("less")
+def _less(call: OpCall) -> Any:
+    return broadcast_compute(call, lambda a, b: a < b)
+
+
+@lowering("less_equal")
+def _less_equal(call: OpCall) -> Any:
+    return broadcast_compute(call, lambda a, b: a <= b)
+
+
+@lowering("greater")
+def _greater(call: OpCall) -> Any:
+    return broadcast_compute(call, lambda a, b: a > b)
+
+
+@lowering("greater_equal")
+def _greater_equal(call: OpCall) -> Any:
+    return broadcast_compute(call, lambda a, b: a >= b)
+
+
+@lowering("logical_and")
+def _logical_and(call: OpCall) -> Any:
+    return broadcast_compute(call, lambda a, b: _tirx().And(a, b))
+
+
+@lowering("logical_or")
+def _logical_or(call: OpCall) -> Any:
+    return broadcast_compute(call, lambda a, b: _tirx().Or(a, b))
+
+
+@lowering("logical_not")
+def _logical_not(call: OpCall) -> Any:
+    return map_compute(call.inputs[0], lambda a: _tirx().Not(a), "logical_not")
+
+
+@lowering("where")
+def _where(call: OpCall) -> Any:
+    cond_dtype = call.in_dtype(0)
+
+    def select(c: Any, x: Any, y: Any) -> Any:
+        test = c if cond_dtype == "bool" else cast_expr(c, cond_dtype, "bool")
+        return _tirx().Select(test, x, y)
+
+    return broadcast_compute(call, select)
+
+
+# --- unary --------------------------------------------------------------------------------
+
+@lowering("negative")
+def _negative(call: OpCall) -> Any:
+    dtype = call.in_dtype(0)
+    tirx = _tirx()
+    if dtype.startswith("uint"):
+        # 0 - a in int64, truncated: TVM 0.27 folds a uint64 ``0 - a`` to 0.
+        return map_compute(call.inputs[0], lambda a: tirx.Cast(
+            dtype, const(0, "int64") - tirx.Cast("int64", a)), "negative")
+    return map_compute(call.inputs[0], lambda a: const(0, dtype) - a if is_int(dtype) else -a,
+                       "negative")
+
+
+@lowering("abs")
+def _abs(call: OpCall) -> Any:
+    dtype = call.in_dtype(0)
+    tirx = _tirx()
+    if dtype.startswith("uint"):
+        return map_compute(call.inputs[0], lambda a: tirx.Cast(dtype, a), "abs")
+    if is_int(dtype):
+        zero = const(0, dtype)
+        return map_compute(call.inputs[0], lambda a: tirx.Select(a < zero, zero - a, a), "abs")
+    return map_compute(call.inputs[0], lambda a: tirx.abs(a), "abs")
+
+
+@lowering("sign")
+def _sign(call: OpCall) -> Any:
+    dtype = call.in_dtype(0)
+    tirx = _tirx()
+    one, zero = const(1, dtype), const(0, dtype)
+    minus = const(-1, dtype) if not dtype.startswith("uint") else zero
+
+    def sign(a: Any) -> Any:
+        rest = a if is_float(dtype) else zero     # 0 stays 0, NaN stays NaN
+        return tirx.Select(a > zero, one, tirx.Select(a < zero, minus, rest))
+
+    return map_compute(call.inputs[0], sign, "sign")
+
+
+def _via_float32(dtype: str, fn: Any, *xs: Any) -> Any:
+    """``fn`` evaluated in float32 for float16 operands (rounded once back), else as is."""
+    tirx = _tirx()
+    if dtype == "float16":
+        return tirx.Cast("float16", fn(*[tirx.Cast("float32", x) for x in xs]))
+    return fn(*xs)
+
+
+def _transcendental(op: str, fn_of: Any) -> None:
+    """Register ``op`` as ``fn_of(compute_dtype)`` applied elementwise (float16 via float32)."""
+    @lowering(op)
+    def rule(call: OpCall) -> Any:
+        dtype = call.in_dtype(0)
+        fn = fn_of("float32" if dtype == "float16" else dtype)
+        return map_compute(call.inputs[0], lambda a: _via_float32(dtype, fn, a), op)
+
+
+def _rsqrt(dtype: str) -> Any:
+    tirx = _tirx()
+    return lambda x: tirx.Div(tirx.const(1.0, dtype), tirx.sqrt(x))
+
+
+def _sigmoid(dtype: str) -> Any:
+    tirx = _tirx()
+    one = tirx.const(1.0, dtype)
+    return lambda x: tirx.Div(one, one + tirx.exp(-x))
+
+
+_transcendental("exp", lambda d: _tirx().exp)
+_transcendental("log", lambda d: _tirx().log)
+_transcendental("tanh", lambda d: _tirx().tanh)
+_transcendental("erf", lambda d: _tirx().erf)
+_transcendental("sin", lambda d: _tirx().sin)
+_transcendental("cos", lambda d: _tirx().cos)
+_transcendental("rsqrt", _rsqrt)
+_transcendental("sigmoid", _sigmoid)
+
+
+@lowering("sqrt")
+def _sqrt(call: OpCall) -> Any:
+    dtype = call.in_dtype(0)
+    return map_compute(call.inputs[0], lambda a: _via_float32(dtype, _tirx().sqrt, a), "sqrt")
+
+
+def round_half_away(x: Any, dtype: str) -> Any:
+    """Round half away from zero with ``trunc`` (exact: ``x - trunc(x)`` is exact)."""
+    tirx = _tirx()
+    t = tirx.trunc(x)
+    frac = x - t
+    half = tirx.const(0.5, dtype)
+    one = tirx.const(1.0, dtype)
+    return tirx.Select(frac >= half, t + one, tirx.Select(frac <= -half, t - one, t))
+
+
+def _rounding(op: str, fn_of: Any) -> None:
+    @lowering(op)
+    def rule(call: OpCall) -> Any:
+        if is_int(call.in_dtype(0)):
+            return map_compute(call.inputs[0], lambda a: a, op)
+        dtype = call.in_dtype(0)
+        return map_compute(call.inputs[0], lambda a: fn_of()(a, dtype), op)
+
+
+_rounding("floor", lambda: lambda a, d: _tirx().floor(a))
+_rounding("ceil", lambda: lambda a, d: _tirx().ceil(a))
+_rounding("trunc", lambda: lambda a, d: _tirx().trunc(a))
+_rounding("round", lambda: round_half_away)
+
+
+# --- clip, cast, copy ---------------------------------------------------------------------
+
+@lowering("clip")
+def _clip(call: OpCall) -> Any:
+    import math
+
+    import numpy as np
+
+    dtype = call.in_dtype(0)
+    a_min, a_max = float(call.attrs["a_min"]), float(call.attrs["a_max"])
+    if is_int(dtype):
+        info = np.iinfo(dtype)
+
+        def bound(v: float) -> int:
+            return int(info.min) if v <= info.min else int(info.max) if v >= info.max \
+                else int(math.trunc(v))
+        lo, hi = const(bound(a_min), dtype), const(bound(a_max), dtype)
+    else:
+        lo, hi = const(a_min, dtype), const(a_max, dtype)
+    return map_compute(call.inputs[0],
+                       lambda x: nan_max(nan_min(x, hi, dtype), lo, dtype), "clip")
+
+
+def cast_expr(x: Any, src: str, dst: str) -> Any:
+    """The §5 cast of the element ``x`` from ``src`` to ``dst`` (see the module docstring)."""
+    tirx = _tirx()
+    if src == dst:
+        return x
+    if dst == "bool":
+        return float_ne(x, const(0, src)) if is_float(src) else x != const(0, src)
+    if is_int(dst) and is_float(src):
+        width = bits(dst)
+        t = tirx.trunc(tirx.Cast("float64", x))
+        t = tirx.Select(tirx.isfinite(t), t, tirx.const(0.0, "float64"))
+        modulus = tirx.const(float(2 ** width), "float64")
+        r = fmod(t, modulus, "float64")
+        if width == 64:
+            r = tirx.Select(r >= tirx.const(2.0 ** 63, "float64"), r - modulus, r)
+            r = tirx.Select(r < tirx.const(-(2.0 ** 63), "float64"), r + modulus, r)
+        return tirx.Cast(dst, tirx.Cast("int64", r))
+    if src == "bool":
+        return tirx.Select(x, const(1, dst), const(0, dst))
+    return tirx.Cast(dst, x)
+
+
+@lowering("cast")
+def _cast(call: OpCall) -> Any:
+    src, dst = call.in_dtype(0), call.out_dtype
+    return map_compute(call.inputs[0], lambda x: cast_expr(x, src, dst), "cast")
+
+
+@lowering("copy")
+def _copy(call: OpCall) -> Any:
+    return map_compute(call.inputs[0], lambda x: x, "copy")

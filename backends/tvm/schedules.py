@@ -1,0 +1,165 @@
+"""The default schedule of a kernel: inline, parallel outer loop, vectorized inner loop.
+
+apache-tvm 0.27 has no ``te.create_schedule`` and no ``topi.x86`` schedules: a TE
+computation becomes a TensorIR ``PrimFunc`` (``te.create_prim_func``) and is scheduled with
+``tvm.s_tir.Schedule``.  :func:`default_schedule` applies one generic recipe to every
+kernel, correctness first (speed is a later concern; schedules can be swapped per kernel
+through the ``schedule`` argument of the kernel compiler):
+
+1. **Inline** every block that is not an output into its consumers
+   (``compute_inline``; it fails — and the block stays — for reductions and blocks that
+   cannot be inlined).  A fused elementwise chain thus becomes one loop nest.
+2. **Spatial blocks** (no reduction axis): all loops fused into one, split by the vector
+   width ``v`` (the largest of 16, 8, 4, 2 that divides the extent, in elements of at most
+   64 bytes), the inner loop ``vectorize``\\ d, the outer one ``parallel``.
+3. **Reduction blocks** (``sum``, ``dense``, ``conv2d``, pooling, ``softmax``'s parts): the
+   innermost *spatial* loop is split by ``v`` and its inner part moved below the reduction
+   loops and vectorized (so a dense or convolution accumulates ``v`` outputs at once); the
+   outer spatial loops are fused and made ``parallel``.  A reduction to a scalar stays a
+   serial loop (no ``rfactor`` yet).
+4. Work below :data:`PARALLEL_MIN` scalar operations (output elements times the reduction
+   extent) is not parallelized: launching TVM's thread pool costs microseconds.
+
+A schedule step that TVM rejects for a particular block is skipped (the block keeps its
+loops), so the recipe never makes a kernel fail to compile; the result is always correct,
+only possibly slower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+PARALLEL_MIN = 16384
+VECTOR_BYTES = 64
+
+Schedule = Callable[[Any], Any]
+
+
+def _extent(sch: Any, loop: Any) -> int | None:
+    ext = sch.get(loop).extent
+    try:
+        return int(ext)
+    except (TypeError, ValueError):
+        return None
+
+
+def _vector_width(extent: int, dtype_bits: int) -> int:
+    limit = min(16, VECTOR_BYTES * 8 // max(dtype_bits, 8))
+    for v in (16, 8, 4, 2):  # limit < 2: no vectorization
+        if v <= limit and extent % v == 0 and extent >= v:
+            return v
+    return 1
+
+
+def _block_dtype_bits(sch: Any, block: Any) -> int:
+    stmt = sch.get(block)
+    try:
+        return max(int(w.buffer.dtype.bits) for w in stmt.writes)
+    except (AttributeError, ValueError, TypeError):
+        return 32
+
+
+def _inline_all(sch: Any) -> None:
+    """Inline every non-output block that can be (repeat until nothing changes)."""
+    from tvm.s_tir import ScheduleError
+
+    root = sch.get_sblock("root") if _has_root(sch) else None
+    changed = True
+    while changed:
+        changed = False
+        outputs = {sch.get(b).name_hint for b in sch.get_output_blocks(root)}
+        for block in sch.get_child_blocks(root):
+            if sch.get(block).name_hint in outputs:
+                continue
+            try:
+                sch.compute_inline(block)
+                changed = True
+            except (ScheduleError, Exception):  # noqa: BLE001 - TVM raises TVMError kinds
+                continue
+
+
+def _has_root(sch: Any) -> bool:
+    try:
+        sch.get_sblock("root")
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _iter_kinds(sch: Any, block: Any) -> list[int]:
+    """The iteration kinds of the block's iter vars (0 = spatial, 2 = reduction)."""
+    return [int(iv.iter_type) for iv in sch.get(block).iter_vars]
+
+
+def _schedule_block(sch: Any, block: Any) -> None:
+    loops = list(sch.get_loops(block))
+    if not loops:
+        return
+    extents = [_extent(sch, lp) for lp in loops]
+    if any(e is None or e == 0 for e in extents):
+        return
+    kinds = _iter_kinds(sch, block)
+    n_spatial = sum(1 for k in kinds if k == 0)
+    if len(kinds) != len(loops) or kinds != [0] * n_spatial + [2] * (len(kinds) - n_spatial):
+        n_spatial = 0           # unusual loop structure: leave the block serial
+        if len(kinds) == len(loops) and kinds and kinds[0] == 0:
+            n_spatial = 1
+            if int(extents[0] or 0) >= 2:
+                sch.parallel(loops[0])
+        return
+    work = 1
+    for e in extents:
+        work *= int(e or 1)
+    bits = _block_dtype_bits(sch, block)
+    if len(sch.get(block).writes) > 1:
+        bits = 1024             # a tuple reduction (argmax): no vectorized loop
+    spatial, reduce = loops[:n_spatial], loops[n_spatial:]
+    if not spatial:
+        return
+    if not reduce:
+        fused = sch.fuse(*spatial) if len(spatial) > 1 else spatial[0]
+        total = _extent(sch, fused) or 1
+        v = _vector_width(total, bits)
+        if v > 1:
+            outer, inner = sch.split(fused, [None, v])
+            sch.vectorize(inner)
+        else:
+            outer = fused
+        if work >= PARALLEL_MIN and total // v >= 2:
+            sch.parallel(outer)
+        return
+    last = spatial[-1]
+    v = _vector_width(int(extents[n_spatial - 1] or 1), bits)
+    inner = None
+    if v > 1:
+        lo, inner = sch.split(last, [None, v])
+        spatial = [*spatial[:-1], lo]
+        sch.reorder(*spatial, *reduce, inner)
+    fused = sch.fuse(*spatial) if len(spatial) > 1 else spatial[0]
+    if inner is not None:
+        try:
+            sch.vectorize(inner)
+        except Exception:  # noqa: BLE001 - keep the loop serial if TVM refuses
+            pass
+    if work >= PARALLEL_MIN and (_extent(sch, fused) or 1) >= 2:
+        sch.parallel(fused)
+
+
+def default_schedule(func: Any) -> Any:
+    """The scheduled ``IRModule`` of a TensorIR ``PrimFunc`` (see the module docstring)."""
+    import tvm
+    from tvm import s_tir
+
+    sch = s_tir.Schedule(tvm.IRModule({"main": func}))
+    if not _has_root(sch):
+        return sch.mod
+    _inline_all(sch)
+    names = [sch.get(b).name_hint for b in sch.get_child_blocks(sch.get_sblock("root"))]
+    for name in names:
+        snapshot = sch.copy()
+        try:
+            _schedule_block(sch, sch.get_sblock(name))
+        except Exception:  # noqa: BLE001 - a refused step: keep the block unscheduled
+            sch = snapshot
+    return sch.mod

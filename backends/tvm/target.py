@@ -1,0 +1,82 @@
+"""The compilation target of the TVM backend: LLVM for the host CPU, with its features.
+
+Facts measured with apache-tvm 0.27 (recorded here because they decide the defaults):
+
+* the target must be given in dict form with the CPU name, ``{"kind": "llvm", "mcpu":
+  <host cpu>}``.  A bare ``"llvm"`` target compiles for a generic x86-64 (no AVX, no FMA)
+  and the same kernels ran about 4.7x slower;
+* the host CPU name comes from LLVM itself (``tvm.target.codegen.llvm_get_system_cpu()``,
+  e.g. ``"rocketlake"``), so the kernels use every instruction set extension of the machine
+  that compiles them.  A kernel cached on disk is therefore keyed by the target (a cache
+  directory copied to another machine simply misses);
+* parallel loops run on TVM's own thread pool (one worker per core; ``TVM_NUM_THREADS``
+  overrides it).
+
+Targets are plain dicts here (JSON-serialisable, so they enter cache keys); :func:`as_target`
+turns one into a ``tvm.target.Target``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+TargetSpec = dict[str, Any] | str | None
+
+
+@functools.cache
+def host_cpu() -> str:
+    """The LLVM name of the host CPU (``"generic"`` when LLVM cannot tell)."""
+    import tvm
+
+    try:
+        name = str(tvm.target.codegen.llvm_get_system_cpu())
+    except (AttributeError, RuntimeError):  # pragma: no cover - TVM built without LLVM query
+        name = ""
+    return name or "generic"
+
+
+def host_target() -> dict[str, Any]:
+    """The default target: LLVM for the host CPU, ``{"kind": "llvm", "mcpu": host_cpu()}``."""
+    return {"kind": "llvm", "mcpu": host_cpu()}
+
+
+def normalize_target(target: TargetSpec) -> dict[str, Any]:
+    """A target spec as a dict: None and ``"llvm"`` mean :func:`host_target`.
+
+    A string other than ``"llvm"`` is read as TVM's target string and turned into its dict
+    (``tvm.target.Target(s).export()``); a dict is returned as a copy.
+
+    Raises:
+        ValueError: a target whose kind is not ``llvm`` (the only lowering target).
+    """
+    if target is None or target == "llvm":
+        spec = host_target()
+    elif isinstance(target, str):
+        import tvm
+
+        exported = dict(tvm.target.Target(target).export())
+        spec = {k: v for k, v in exported.items() if k in ("kind", "mcpu", "mattr", "mtriple")}
+    else:
+        spec = dict(target)
+    if spec.get("kind") != "llvm":
+        raise ValueError(f"the TVM backend compiles for llvm only, got target {spec!r}")
+    return spec
+
+
+def target_key(target: dict[str, Any]) -> str:
+    """A canonical string of a target dict (for cache keys)."""
+    return json.dumps(target, sort_keys=True, default=str)
+
+
+@functools.cache
+def _as_target(key: str) -> Any:
+    import tvm
+
+    return tvm.target.Target(json.loads(key))
+
+
+def as_target(target: dict[str, Any]) -> Any:
+    """The ``tvm.target.Target`` of a target dict (memoized)."""
+    return _as_target(target_key(target))
