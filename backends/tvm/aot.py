@@ -334,10 +334,10 @@ def _tail(st: _Fn, e: Expr) -> Generator[Any, Any, None]:
         if t is Match and id(e) not in st.shared:
             yield from _match(st, e, None)  # type: ignore[arg-type]
             return
-        if t is Call and st.loop is not None and _is_self(gen, e.op, st.loop[0]) \
-                and id(e) not in st.shared:  # type: ignore[attr-defined]
+        if isinstance(e, Call) and st.loop is not None and _is_self(gen, e.op, st.loop[0]) \
+                and id(e) not in st.shared:
             args = []
-            for a in e.args:  # type: ignore[attr-defined]
+            for a in e.args:
                 args.append((yield _expr(st, a)))
             params = st.loop[1]
             if params:
@@ -391,11 +391,10 @@ def _bind(st: _Fn, e: Let) -> Generator[Any, Any, None]:
 
 def _expr(st: _Fn, e: Expr) -> Generator[Any, Any, str]:
     gen = st.gen
-    t = type(e)
-    if t is Var:
-        name = gen.var_names.get(e)  # type: ignore[arg-type]
+    if isinstance(e, Var):
+        name = gen.var_names.get(e)
         if name is None:
-            raise InternalError(f"aot: unbound variable %{e.name_hint}")  # type: ignore
+            raise InternalError(f"aot: unbound variable %{e.name_hint}")
         return name
     if id(e) not in st.shared:
         return (yield _compute(st, e))
@@ -430,9 +429,9 @@ def _compute(st: _Fn, e: Expr) -> Generator[Any, Any, str]:
     gen = st.gen
     t = type(e)
     if t is Let:
-        while type(e) is Let:
-            yield from _bind(st, e)  # type: ignore[arg-type]
-            e = e.body  # type: ignore[attr-defined]
+        while isinstance(e, Let):
+            yield from _bind(st, e)
+            e = e.body
         return (yield _expr(st, e))
     if t is Constant:
         return f"C[{gen.const[id(e.data)]}]"  # type: ignore[attr-defined]

@@ -19,7 +19,8 @@ The pipeline (ARCHITECTURE.md §8):
    disk, so a model compiles once); one with ``Any`` or symbolic dimensions gets a
    :class:`KernelSlot` that compiles a kernel per actual argument signature at run time.
    When the kernel compiler declines (``NoLowering``: an operator without a lowering, a
-   tuple parameter, ...) or is not installed (no ``tvm``), the group runs as a
+   tuple parameter, ...), fails, or is not installed (no ``tvm``), and for zero-size
+   tensors (which TVM's calling convention rejects), the group runs as a
    :class:`~backends.tvm.fallback.FallbackKernel` over the numpy references; the table
    keeps the reasons (``exe.fallbacks``).
 5. **Compile the program** for the chosen executor: ``"vm"`` (:mod:`backends.tvm.vm`),
@@ -104,6 +105,18 @@ def _tensor_result(t: Any) -> bool:
     return isinstance(t, TupleType) and all(isinstance(f, TensorType) for f in t.fields)
 
 
+def _has_zero_dim(t: Any) -> bool:
+    """A tensor (or tuple of tensors) type with a dimension known to be 0."""
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, TupleType):
+            stack.extend(x.fields)
+        elif isinstance(x, TensorType) and any(type(d) is int and d == 0 for d in x.shape):
+            return True
+    return False
+
+
 class KernelTable:
     """The kernels of one build: one per primitive function (see the module docstring).
 
@@ -118,6 +131,7 @@ class KernelTable:
         self.cache = cache
         self.compile_kernels = compile_kernels
         self.compiled = 0
+        self.compiled_specs: list[tuple[Function, list[TensorType]]] = []
         self.fallbacks: list[tuple[str, str]] = []
         self._seen: dict[int, Any] = {}
 
@@ -138,8 +152,9 @@ class KernelTable:
 
     def resolve(self, func: Function, arg_types: Sequence[TensorType]) -> Any:
         """A kernel for ``func`` at ``arg_types``: compiled, or the numpy fallback."""
-        if not _tensor_result(func.ret_type if func.ret_type is not None
-                              else getattr(func.body, "checked_type", None)):
+        result = func.ret_type if func.ret_type is not None \
+            else getattr(func.body, "checked_type", None)
+        if not _tensor_result(result):
             return self.fallback(func, "the group's result is not a tensor or a tuple of tensors")
         if not self.compile_kernels:
             return self.fallback(func, "kernel compilation is off (compile_kernels=False)")
@@ -147,13 +162,19 @@ class KernelTable:
             from backends.tvm import kernels
         except ImportError as exc:
             return self.fallback(func, f"no kernel compiler: {exc}")
+        if any(_has_zero_dim(t) for t in (*arg_types, result)):
+            return self.fallback(func, "a zero-size tensor (TVM kernels reject empty arrays)")
         target = None if self.target in (None, "llvm") else self.target
         try:
             kernel = kernels.compile_function(func, list(arg_types), target=target,
                                               cache=self.cache)
         except kernels.NoLowering as exc:
             return self.fallback(func, f"{exc.op}: {exc.reason}")
+        except Exception as exc:  # noqa: BLE001 - a lowering bug must not stop the build
+            return self.fallback(func, f"the kernel compiler failed: {type(exc).__name__}: "
+                                       f"{exc}")
         self.compiled += 1
+        self.compiled_specs.append((func, list(arg_types)))
         return kernel
 
     def fallback(self, func: Function, reason: str) -> FallbackKernel:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from typing import Any
 
 import numpy as np
@@ -189,18 +190,37 @@ def _kernel_cache(directory: str) -> Any:
         from backends.tvm import kernels
     except ImportError:
         return None
+    return kernels.KernelCache(directory)
+
+
+def _export_kernels(table: KernelTable, directory: str) -> int:
+    """Copy the build's compiled kernels (library, metadata, constants) from the kernel
+    cache's directory into ``directory``; the number of kernels copied.
+
+    A kernel whose files are not in the cache directory (a cache that could not write
+    to disk) is skipped: loading the build compiles it again.
+    """
+    if not table.compiled_specs:
+        return 0
     try:
-        return kernels.KernelCache(directory)
-    except TypeError:
-        return None
-
-
-def _export_kernels(table: KernelTable, directory: str) -> None:
-    """Copy the build's compiled kernels into ``directory`` (a kernel cache directory)."""
-    cache = table.cache
-    export = getattr(cache, "export", None) if cache is not None else None
-    if export is not None:
-        export(directory)
+        from backends.tvm import kernels
+        from backends.tvm.target import normalize_target
+    except ImportError:
+        return 0
+    cache = table.cache if table.cache is not None else kernels.default_cache()
+    spec = normalize_target(None if table.target in (None, "llvm") else table.target)
+    os.makedirs(directory, exist_ok=True)
+    copied = 0
+    for func, types in table.compiled_specs:
+        key = kernels.kernel_key(func, types, spec)
+        found = False
+        for suffix in (".so", ".npz", ".json"):  # metadata last: it marks a complete entry
+            source = os.path.join(os.fspath(cache.directory), key + suffix)
+            if os.path.isfile(source):
+                shutil.copyfile(source, os.path.join(directory, key + suffix))
+                found = True
+        copied += found
+    return copied
 
 
 def load(path: str | os.PathLike[str]) -> Executable:

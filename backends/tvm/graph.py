@@ -157,16 +157,15 @@ def plan_function(name: str, fn: Function, table: KernelTable) -> GraphPlan:
 
     values: dict[int, Desc] = {}
     for p in fn.params:
-        t = p.type_annotation if p.type_annotation is not None else p.checked_type
-        desc, _ = fresh(t, p)
-        plan.params.append(desc)
-        values[id(p)] = desc
+        ptype = p.type_annotation if p.type_annotation is not None else p.checked_type
+        pdesc, _ = fresh(ptype, p)
+        plan.params.append(pdesc)
+        values[id(p)] = pdesc
     plan.n_inputs = next_id
     let_vars: dict[int, Var] = {}
     for node in post_order(fn.body, descend=lambda n: type(n) is not Function):
-        t = type(node)
-        if t is Let:
-            let_vars[id(node.value)] = node.var  # type: ignore[attr-defined]
+        if isinstance(node, Let):
+            let_vars[id(node.value)] = node.var
     for node in post_order(fn.body, descend=lambda n: type(n) is not Function):
         t = type(node)
         desc: Desc
@@ -191,14 +190,14 @@ def plan_function(name: str, fn: Function, table: KernelTable) -> GraphPlan:
             if not is_primitive_function(node):
                 raise _reject(name, "a closure", node)
             continue
-        elif t is Call and is_primitive_function(node.op):  # type: ignore[attr-defined]
-            args = tuple(values[id(a)] for a in node.args)  # type: ignore[attr-defined]
-            kernel = table.kernel_for(node.op)  # type: ignore[attr-defined]
+        elif isinstance(node, Call) and is_primitive_function(node.op):
+            args = tuple(values[id(a)] for a in node.args)
+            kernel = table.kernel_for(node.op)  # type: ignore[arg-type]
             desc, ids = fresh(node.checked_type, node)
             plan.steps.append((kernel, args, ids))
-        elif t is Call:
+        elif isinstance(node, Call):
             what = "a call of a global function" if type(node.op) is GlobalVar else \
-                "a call of something other than a fused kernel"  # type: ignore[attr-defined]
+                "a call of something other than a fused kernel"
             raise _reject(name, what, node)
         elif t is GlobalVar:
             raise _reject(name, f"a use of the global @{node.name_hint}", node)  # type: ignore
@@ -251,9 +250,9 @@ def _plan_memory(plan: GraphPlan) -> None:
         dead = {tid for tid in _flat(args) if last_use.get(tid) == i}
         dead.update(tid for tid in ids if tid not in last_use)
         for tid in dead:
-            b = plan.storage.get(tid)
-            if b is not None and b not in free:
-                free.append(b)
+            block = plan.storage.get(tid)
+            if block is not None and block not in free:
+                free.append(block)
 
 
 class _Bound:

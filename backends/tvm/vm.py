@@ -299,18 +299,18 @@ class Compiler:
                     st.leave()
                 st.code.instrs[table] = (MATCH, v, tuple(targets), e)
                 return
-            if t is Call and id(e) not in st.shared and not is_primitive_function(e.op) \
-                    and type(e.op) not in (Op, Constructor):  # type: ignore[attr-defined]
-                op = e.op  # type: ignore[attr-defined]
+            if isinstance(e, Call) and id(e) not in st.shared \
+                    and not is_primitive_function(e.op) and type(e.op) not in (Op, Constructor):
+                op = e.op
                 args = []
                 if type(op) is GlobalVar and op.name_hint in self.mod.functions:
-                    for a in e.args:  # type: ignore[attr-defined]
+                    for a in e.args:
                         args.append((yield self._expr(st, a)))
                     callee = self.global_closure(op.name_hint, self.mod.functions[op.name_hint])
                     st.emit((TAILG, callee.code, tuple(args)), e.span)
                     return
                 f = yield self._expr(st, op)
-                for a in e.args:  # type: ignore[attr-defined]
+                for a in e.args:
                     args.append((yield self._expr(st, a)))
                 st.emit((TAIL, f, tuple(args), e), e.span)
                 return
@@ -329,9 +329,8 @@ class Compiler:
 
     # -- expressions whose value goes to a register --------------------------------------
     def _expr(self, st: _FnState, e: Expr) -> Generator[Any, Any, int]:
-        t = type(e)
-        if t is Var:
-            r = st.vars.get(e)  # type: ignore[arg-type]
+        if isinstance(e, Var):
+            r = st.vars.get(e)
             if r is None:
                 raise InternalError(f"vm: unbound variable %{e.name_hint} in a checked program")
             return r
@@ -358,9 +357,9 @@ class Compiler:
     def _compute(self, st: _FnState, e: Expr) -> Generator[Any, Any, int]:
         t = type(e)
         if t is Let:
-            while type(e) is Let:
-                yield from self._bind(st, e)  # type: ignore[arg-type]
-                e = e.body  # type: ignore[attr-defined]
+            while isinstance(e, Let):
+                yield from self._bind(st, e)
+                e = e.body
             return (yield self._expr(st, e))
         if t is Constant:
             r = st.reg()

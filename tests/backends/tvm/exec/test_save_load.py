@@ -84,3 +84,19 @@ def test_loading_something_else_is_a_runtime_error(tmp_path):
     (tmp_path / "program.relay").write_text("def @main() { 1 }")
     with pytest.raises(RelayRuntimeError, match="unknown format"):
         load(tmp_path)
+
+
+def test_saved_kernels_load_from_the_build_directory(tmp_path):
+    pytest.importorskip("tvm", reason="compiled kernels need apache-tvm (extra `tvm`)")
+    from backends.tvm.kernels import KernelCache
+
+    exe = build(DATAFLOW, executor="graph", cache=KernelCache(tmp_path / "cache"))
+    assert exe.kernels.compiled >= 1
+    exe.save(tmp_path / "build")
+    assert list((tmp_path / "build" / "kernels").glob("*.so"))
+    again = load(tmp_path / "build")
+    assert again.kernels.compiled == exe.kernels.compiled
+    assert again.kernels.cache.hits_disk == exe.kernels.compiled
+    assert again.kernels.cache.misses == 0
+    x, w = _inputs()
+    assert _close(again(x, w), evaluate(DATAFLOW, x, w))
