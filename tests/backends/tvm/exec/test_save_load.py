@@ -97,6 +97,6 @@ def test_saved_kernels_load_from_the_build_directory(tmp_path):
     again = load(tmp_path / "build")
     assert again.kernels.compiled == exe.kernels.compiled
     assert again.kernels.cache.hits_disk == exe.kernels.compiled
-    assert again.kernels.cache.misses == 0
+    assert again.kernels.cache.misses <= len(exe.fallbacks)  # only groups that do not lower
     x, w = _inputs()
     assert _close(again(x, w), evaluate(DATAFLOW, x, w))
