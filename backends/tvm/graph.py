@@ -39,7 +39,6 @@ from semantics.errors import InternalError, RelayTypeError
 from semantics.expr import (
     Call,
     Constant,
-    Expr,
     Function,
     GlobalVar,
     Let,
@@ -350,9 +349,3 @@ class GraphRunner:
 
     def run(self, name: str, values: list[Any]) -> Any:
         return self._bound(name).run(values)
-
-
-def dataflow_only(e: Expr) -> bool:
-    """Whether ``e`` uses only the constructs the graph executor runs (before fusion)."""
-    return all(type(n) in (Var, Constant, Tuple, TupleGetItem, Let, Call, Function)
-               for n in post_order(e))
