@@ -14,6 +14,9 @@ tuples, projections, constants and (let-bound) intermediate values, as
   order, then the hidden constant tensors, then the outputs.
 * **Constants**: a 0-d constant is an immediate in the expression; any other constant is a
   hidden input of the kernel (its array kept by the kernel and passed on every call).
+* **Empty results**: a call all of whose result tensors have a zero dim is not lowered by
+  its rule (there is nothing to compute, and index arithmetic would divide by the zero
+  extents): it becomes an empty fill.
 * **Outputs**: the result tensors, flattened; an output that is not computed by the
   function itself (a parameter, a constant, or a tensor already listed) is copied by an
   identity ``te.compute`` so that every output buffer is written by the kernel.
@@ -228,12 +231,29 @@ def _call(node: Call, value_of: Any, result: TeFunction) -> tuple[Any, Type]:
     for t in flatten_types([out_type]):
         _shape(t)
     call = OpCall(name, tuple(v for v, _ in pairs), attrs, arg_types, out_type)
+    if _all_empty(out_type):
+        # No element to compute (and rules may divide by the zero extents): zero fills.
+        return _fill_empty(out_type), out_type
     try:
         value = rule(call)
     except Unsupported as err:
         raise LoweringFailed(name, err.reason) from None
     result.ops.append(name)
     return value, out_type
+
+
+def _all_empty(t: Type) -> bool:
+    return all(any(d == 0 for d in f.shape) for f in flatten_types([t]))
+
+
+def _fill_empty(t: Type) -> Any:
+    from tvm import te
+
+    if isinstance(t, TupleType):
+        return tuple(_fill_empty(f) for f in t.fields)
+    assert isinstance(t, TensorType)
+    zero = const(0, t.dtype)
+    return te.compute(_shape(t), lambda *i: zero, name="empty")
 
 
 def _outputs(value: Any, vtype: Type, result: TeFunction) -> Layout:

@@ -163,7 +163,7 @@ def float_div(a: Any, b: Any) -> Any:
 
     if isinstance(b, tirx.FloatImm) and float(b.value) == 0.0:
         inf = math.copysign(math.inf, float(b.value))
-        return a * tirx.const(inf, b.dtype)
+        return a * tirx.const(inf, str(b.ty.dtype))
     return tirx.Div(a, b)
 
 

@@ -126,9 +126,23 @@ def _minimum(call: OpCall) -> Any:
 
 # --- comparisons and logic ----------------------------------------------------------------
 
-@lowering("equal")
-def _equal(call: OpCall) -> Any:
-    return broadcast_compute(call, lambda a, b: a == b)
+def _compare(op: str, fn: Any) -> None:
+    """Register a comparison; bool operands are compared as int8 (TVM 0.27 would emit a
+    float comparison of ``i1`` values, which LLVM rejects)."""
+    @lowering(op)
+    def rule(call: OpCall) -> Any:
+        if call.in_dtype(0) == "bool":
+            tirx = _tirx()
+            return broadcast_compute(call, lambda a, b: fn(tirx.Cast("int8", a),
+                                                           tirx.Cast("int8", b)))
+        return broadcast_compute(call, fn)
+
+
+_compare("equal", lambda a, b: a == b)
+_compare("less", lambda a, b: a < b)
+_compare("less_equal", lambda a, b: a <= b)
+_compare("greater", lambda a, b: a > b)
+_compare("greater_equal", lambda a, b: a >= b)
 
 
 def float_ne(a: Any, b: Any) -> Any:
@@ -142,27 +156,11 @@ def float_ne(a: Any, b: Any) -> Any:
 def _not_equal(call: OpCall) -> Any:
     if is_float(call.in_dtype(0)):
         return broadcast_compute(call, float_ne)
+    if call.in_dtype(0) == "bool":
+        tirx = _tirx()
+        return broadcast_compute(call, lambda a, b: tirx.Cast("int8", a) != tirx.Cast("int8",
+                                                                                      b))
     return broadcast_compute(call, lambda a, b: a != b)
-
-
-@lowering("less")
-def _less(call: OpCall) -> Any:
-    return broadcast_compute(call, lambda a, b: a < b)
-
-
-@lowering("less_equal")
-def _less_equal(call: OpCall) -> Any:
-    return broadcast_compute(call, lambda a, b: a <= b)
-
-
-@lowering("greater")
-def _greater(call: OpCall) -> Any:
-    return broadcast_compute(call, lambda a, b: a > b)
-
-
-@lowering("greater_equal")
-def _greater_equal(call: OpCall) -> Any:
-    return broadcast_compute(call, lambda a, b: a >= b)
 
 
 @lowering("logical_and")

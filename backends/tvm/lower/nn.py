@@ -1,0 +1,522 @@
+"""Lowerings of the ``nn`` family for ``llvm`` (semantics: :mod:`semantics.ops.nn`).
+
+Convolution, dense and batch_matmul are plain TE reductions (``te.sum``) over the inputs cast
+to the result dtype: integers then wrap in ``out_dtype`` — the same numbers the reference
+gets by accumulating exactly in int64 and wrapping once (casts and ring arithmetic commute
+modulo ``2**bits``); floats accumulate in ``out_dtype`` (another order than BLAS: compare
+with a tolerance).
+
+Layouts are index maps: every tensor is read through its layout's *primal* coordinates
+(``N C H W`` / ``O I H W``; a blocked axis ``C`` with block ``c`` of factor ``f`` is read at
+``C = x // f, c = x % f``), so ``nn.conv2d`` handles every layout the relation accepts —
+permutations and TVM's blocked ``NCHW{c}c``/``OIHW{i}i{o}o`` — with one compute.  Padding is
+a lazy ``if_then_else`` around the load (zero for convolution, the dtype's lowest finite value
+for max pooling, as the reference).
+
+* ``avg_pool2d`` divides the window sum (floats: accumulated in float32 for float16, rounded
+  to the dtype; integers: summed in int64, wrapped to the dtype, then divided truncating) by
+  the number of taps inside the data (or the explicitly padded data with
+  ``count_include_pad``), never less than 1 — the count is a static expression of the
+  output position;
+* ``softmax``/``log_softmax`` subtract the (NaN-propagating) maximum, exponentiate in the
+  dtype (float16 via float32) and sum in float32 for float16;
+* ``batch_norm`` computes ``(x - mean) / sqrt(var + eps) * gamma + beta`` in the dtype and
+  returns copies of the statistics; ``dropout`` is ``(copy, ones)``;
+* ``nn.pad`` modes ``constant`` (the fill value cast to the dtype), ``edge`` (clamped index)
+  and ``reflect`` (mirrored index).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from backends.tvm.lower.base import (
+    OpCall,
+    Unsupported,
+    bits,
+    const,
+    is_float,
+    lowering,
+    map_compute,
+    nan_max,
+)
+from backends.tvm.lower.tensor import cast_expr
+from backends.tvm.lower.transform import reshape_to
+from semantics.ops import nn_relations as N
+from semantics.ops import transform_relations as R
+
+
+def _te() -> Any:
+    from tvm import te
+
+    return te
+
+
+def _tirx() -> Any:
+    from tvm import tirx
+
+    return tirx
+
+
+def _at(x: Any, index: Sequence[Any]) -> Any:
+    return x[tuple(index)] if len(index) else x[()]
+
+
+class LayoutMap:
+    """Reads a tensor of ``layout`` at primal coordinates (see the module docstring)."""
+
+    def __init__(self, layout: str) -> None:
+        self.axes = R.parse_layout("layout", layout)
+        self.factor = {a.upper(): f for a, f in self.axes if a.islower()}
+
+    def index(self, coords: dict[str, Any]) -> list[Any]:
+        tirx = _tirx()
+        out = []
+        for a, f in self.axes:
+            if a.isupper():
+                c = coords[a]
+                out.append(tirx.floordiv(c, self.factor[a]) if a in self.factor else c)
+            else:
+                out.append(tirx.floormod(coords[a.upper()], f))
+        return out
+
+    def coords(self, idx: Sequence[Any]) -> dict[str, Any]:
+        """The primal coordinates of an index in this layout."""
+        pos = {a: k for k, (a, _) in enumerate(self.axes)}
+        out = {}
+        for a, _ in self.axes:
+            if a.isupper():
+                c = idx[pos[a]]
+                if a in self.factor:
+                    c = c * self.factor[a] + idx[pos[a.lower()]]
+                out[a] = c
+        return out
+
+    def extent(self, shape: Sequence[int], axis: str) -> int:
+        """The primal extent of ``axis`` for a tensor of ``shape`` in this layout."""
+        pos = {a: k for k, (a, _) in enumerate(self.axes)}
+        n = shape[pos[axis]]
+        return n * self.factor[axis] if axis in self.factor else n
+
+
+# --- activations --------------------------------------------------------------------------
+
+@lowering("nn.relu")
+def _relu(call: OpCall) -> Any:
+    dtype = call.in_dtype(0)
+    return map_compute(call.inputs[0], lambda x: nan_max(x, const(0, dtype), dtype), "relu")
+
+
+@lowering("nn.leaky_relu")
+def _leaky_relu(call: OpCall) -> Any:
+    tirx = _tirx()
+    dtype = call.in_dtype(0)
+    alpha = call.attrs["alpha"]
+    if is_float(dtype):
+        slope = const(alpha, dtype)
+    else:
+        slope = const(int(np.asarray(int(alpha)).astype(dtype)), dtype)
+    zero = const(0, dtype)
+    return map_compute(call.inputs[0], lambda x: tirx.Select(x > zero, x, x * slope),
+                       "leaky_relu")
+
+
+def _softmax_parts(call: OpCall) -> tuple[Any, Any, Any, Callable[..., list[Any]], str]:
+    """(max, exp(x - max), sum of it, index-with-axis helper, dtype) along the axis."""
+    te, tirx = _te(), _tirx()
+    x = call.inputs[0]
+    dtype = call.in_dtype(0)
+    acc = "float32" if dtype == "float16" else dtype
+    shape = call.in_shape(0)
+    axis = call.attrs["axis"]
+    axis = axis + len(shape) if axis < 0 else axis
+    red_shape = tuple(d for k, d in enumerate(shape) if k != axis)
+
+    def with_axis(idx: Sequence[Any], r: Any) -> list[Any]:
+        index = list(idx)
+        index.insert(axis, r)
+        return index
+
+    mx_reducer = te.comm_reducer(lambda a, b: nan_max(a, b, dtype),
+                                 lambda t: const(-np.inf, dtype), name="softmax_max")
+    rk = te.reduce_axis((0, shape[axis]), name="rk")
+    mx = te.compute(red_shape, lambda *i: mx_reducer(_at(x, with_axis(i, rk)), axis=rk),
+                    name="softmax_max")
+
+    def expo(*i: Any) -> Any:
+        shifted = x[i] - _at(mx, [v for k, v in enumerate(i) if k != axis])
+        if dtype == "float16":
+            return tirx.Cast(dtype, tirx.exp(tirx.Cast("float32", shifted)))
+        return tirx.exp(shifted)
+
+    e = te.compute(shape, expo, name="softmax_exp")
+    rs = te.reduce_axis((0, shape[axis]), name="rs")
+    total = te.compute(red_shape, lambda *i: te.sum(tirx.Cast(acc, _at(e, with_axis(i, rs))),
+                                                    axis=rs), name="softmax_sum")
+    return mx, e, total, with_axis, dtype
+
+
+def _drop(idx: Sequence[Any], axis: int) -> list[Any]:
+    return [v for k, v in enumerate(idx) if k != axis]
+
+
+@lowering("nn.softmax")
+def _softmax(call: OpCall) -> Any:
+    tirx = _tirx()
+    if any(d == 0 for d in call.in_shape(0)):
+        return map_compute(call.inputs[0], lambda x: x, "softmax")
+    _, e, total, _, dtype = _softmax_parts(call)
+    axis = call.attrs["axis"] % len(call.in_shape(0))
+    return _te().compute(call.out_shape, lambda *i: tirx.Div(
+        e[i], tirx.Cast(dtype, _at(total, _drop(i, axis)))), name="softmax")
+
+
+@lowering("nn.log_softmax")
+def _log_softmax(call: OpCall) -> Any:
+    tirx = _tirx()
+    x = call.inputs[0]
+    if any(d == 0 for d in call.in_shape(0)):
+        return map_compute(x, lambda v: v, "log_softmax")
+    mx, _, total, _, dtype = _softmax_parts(call)
+    axis = call.attrs["axis"] % len(call.in_shape(0))
+
+    def body(*i: Any) -> Any:
+        shifted = x[i] - _at(mx, _drop(i, axis))
+        s = _at(total, _drop(i, axis))
+        return shifted - tirx.Cast(dtype, tirx.log(s))
+
+    return _te().compute(call.out_shape, body, name="log_softmax")
+
+
+# --- dense, batch_matmul, bias_add ------------------------------------------------------
+
+@lowering("nn.dense")
+def _dense(call: OpCall) -> Any:
+    te, tirx = _te(), _tirx()
+    data, weight = call.inputs
+    odt = call.out_dtype
+    k = call.in_shape(0)[-1]
+    if k == 0:
+        return te.compute(call.out_shape, lambda *i: const(0, odt), name="dense")
+    rk = te.reduce_axis((0, k), name="k")
+
+    def body(*i: Any) -> Any:
+        return te.sum(tirx.Cast(odt, _at(data, [*i[:-1], rk])) *
+                      tirx.Cast(odt, weight[i[-1], rk]), axis=rk)
+
+    return te.compute(call.out_shape, body, name="dense")
+
+
+@lowering("nn.batch_matmul")
+def _batch_matmul(call: OpCall) -> Any:
+    te, tirx = _te(), _tirx()
+    x, y = call.inputs
+    xs, ys = call.in_shape(0), call.in_shape(1)
+    odt = call.out_dtype
+    ta, tb = bool(call.attrs["transpose_a"]), bool(call.attrs["transpose_b"])
+    k = xs[1] if ta else xs[2]
+    if k == 0:
+        return te.compute(call.out_shape, lambda *i: const(0, odt), name="batch_matmul")
+    rk = te.reduce_axis((0, k), name="k")
+
+    def body(b: Any, m: Any, n: Any) -> Any:
+        bx = 0 if xs[0] == 1 else b
+        by = 0 if ys[0] == 1 else b
+        a = x[bx, rk, m] if ta else x[bx, m, rk]
+        w = y[by, n, rk] if tb else y[by, rk, n]
+        return te.sum(tirx.Cast(odt, a) * tirx.Cast(odt, w), axis=rk)
+
+    return te.compute(call.out_shape, body, name="batch_matmul")
+
+
+@lowering("nn.bias_add")
+def _bias_add(call: OpCall) -> Any:
+    data, bias = call.inputs
+    shape = call.in_shape(0)
+    axis = call.attrs["axis"]
+    axis = axis + len(shape) if axis < 0 else axis
+    return _te().compute(call.out_shape, lambda *i: data[i] + bias[i[axis]], name="bias_add")
+
+
+# --- normalization, dropout, flatten ----------------------------------------------------
+
+@lowering("nn.batch_norm")
+def _batch_norm(call: OpCall) -> Any:
+    te, tirx = _te(), _tirx()
+    data, gamma, beta, mean, var = call.inputs
+    dtype = call.in_dtype(0)
+    shape = call.in_shape(0)
+    axis = call.attrs["axis"]
+    axis = axis + len(shape) if axis < 0 else axis
+    eps = const(call.attrs["epsilon"], dtype)
+    center, scale = bool(call.attrs["center"]), bool(call.attrs["scale"])
+
+    def body(*i: Any) -> Any:
+        c = i[axis]
+        res = tirx.Div(data[i] - mean[c], _sqrt(var[c] + eps, dtype))
+        if scale:
+            res = res * gamma[c]
+        if center:
+            res = res + beta[c]
+        return res
+
+    out = te.compute(shape, body, name="batch_norm")
+    return (out, map_compute(mean, lambda v: v, "bn_mean"), map_compute(var, lambda v: v,
+                                                                          "bn_var"))
+
+
+def _sqrt(x: Any, dtype: str) -> Any:
+    tirx = _tirx()
+    if dtype == "float16":
+        return tirx.Cast("float16", tirx.sqrt(tirx.Cast("float32", x)))
+    return tirx.sqrt(x)
+
+
+@lowering("nn.dropout")
+def _dropout(call: OpCall) -> Any:
+    x = call.inputs[0]
+    dtype = call.in_dtype(0)
+    return (map_compute(x, lambda v: v, "dropout"),
+            map_compute(x, lambda v: const(1, dtype), "dropout_mask"))
+
+
+@lowering("nn.batch_flatten")
+def _batch_flatten(call: OpCall) -> Any:
+    return reshape_to(call.inputs[0], call.in_shape(0), call.out_shape, "batch_flatten")
+
+
+# --- convolution --------------------------------------------------------------------------
+
+@lowering("nn.conv2d")
+def _conv2d(call: OpCall) -> Any:
+    te, tirx = _te(), _tirx()
+    data, weight = call.inputs
+    attrs = call.attrs
+    odt = call.out_dtype
+    dmap, kmap = LayoutMap(attrs["data_layout"]), LayoutMap(attrs["kernel_layout"])
+    omap = LayoutMap(attrs["out_layout"] or attrs["data_layout"])
+    dshape, kshape = call.in_shape(0), call.in_shape(1)
+    height, width = dmap.extent(dshape, "H"), dmap.extent(dshape, "W")
+    in_c = dmap.extent(dshape, "C")
+    out_c = kmap.extent(kshape, "O")
+    cg = kmap.extent(kshape, "I")
+    kh, kw = kmap.extent(kshape, "H"), kmap.extent(kshape, "W")
+    groups = attrs["groups"]
+    og = out_c // groups
+    sh, sw = N.pair(attrs["strides"])
+    dh, dw = N.pair(attrs["dilation"])
+    pt, pl, _, _ = N.pad4(attrs["padding"])
+    if cg == 0 or kh == 0 or kw == 0 or in_c == 0:
+        return te.compute(call.out_shape, lambda *i: const(0, odt), name="conv2d")
+    rc = te.reduce_axis((0, cg), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+
+    def body(*idx: Any) -> Any:
+        o = omap.coords(idx)
+        oc = o["C"]
+        g = tirx.floordiv(oc, og) if groups > 1 else 0
+        h = o["H"] * sh - pt + ry * dh
+        w = o["W"] * sw - pl + rx * dw
+        inside = tirx.all(h >= 0, h < height, w >= 0, w < width)
+        c = g * cg + rc if groups > 1 else rc
+        x = _at(data, dmap.index({"N": o["N"], "C": c, "H": h, "W": w}))
+        x = tirx.if_then_else(inside, tirx.Cast(odt, x), const(0, odt))
+        k = _at(weight, kmap.index({"O": oc, "I": rc, "H": ry, "W": rx}))
+        return te.sum(x * tirx.Cast(odt, k), axis=[rc, ry, rx])
+
+    return te.compute(call.out_shape, body, name="conv2d")
+
+
+# --- pooling ------------------------------------------------------------------------------
+
+def _pool_setup(call: OpCall) -> dict[str, Any]:
+    attrs = call.attrs
+    layout = attrs["layout"]
+    kh, kw = N.pair(attrs["pool_size"])
+    sh, sw = N.pair(attrs["strides"])
+    dh, dw = N.pair(attrs["dilation"])
+    pt, pl, pb, pr = N.pad4(attrs["padding"])
+    shape = call.in_shape(0)
+    return dict(imap=LayoutMap(layout), omap=LayoutMap(attrs["out_layout"] or layout),
+                kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, pt=pt, pl=pl, pb=pb, pr=pr,
+                height=shape[layout.index("H")], width=shape[layout.index("W")])
+
+
+def _lowest_finite(dtype: str) -> Any:
+    if is_float(dtype):
+        return const(float(np.finfo(dtype).min), dtype)
+    return const(int(np.iinfo(dtype).min), dtype)
+
+
+@lowering("nn.max_pool2d")
+def _max_pool2d(call: OpCall) -> Any:
+    te, tirx = _te(), _tirx()
+    x = call.inputs[0]
+    dtype = call.in_dtype(0)
+    p = _pool_setup(call)
+    ry = te.reduce_axis((0, p["kh"]), name="ry")
+    rx = te.reduce_axis((0, p["kw"]), name="rx")
+    low = _lowest_finite(dtype)
+    reducer = te.comm_reducer(lambda a, b: nan_max(a, b, dtype),
+                              lambda t: const(-np.inf, dtype) if is_float(dtype) else low,
+                              name="pool_max")
+
+    def body(*idx: Any) -> Any:
+        o = p["omap"].coords(idx)
+        h = o["H"] * p["sh"] - p["pt"] + ry * p["dh"]
+        w = o["W"] * p["sw"] - p["pl"] + rx * p["dw"]
+        inside = tirx.all(h >= 0, h < p["height"], w >= 0, w < p["width"])
+        v = tirx.if_then_else(inside, _at(x, p["imap"].index(
+            {"N": o["N"], "C": o["C"], "H": h, "W": w})), low)
+        return reducer(v, axis=[ry, rx])
+
+    return te.compute(call.out_shape, body, name="max_pool2d")
+
+
+def _tap_count(o: Any, stride: int, pad: int, kernel: int, dil: int, lo: int, hi: int) -> Any:
+    """How many of the ``kernel`` taps of output position ``o`` fall in ``[lo, hi)``."""
+    tirx = _tirx()
+    count: Any = const(0, "int64")
+    for i in range(kernel):
+        t = tirx.Cast("int64", o) * stride - pad + i * dil
+        count = count + tirx.Select(tirx.all(t >= lo, t < hi), const(1, "int64"),
+                                    const(0, "int64"))
+    return count
+
+
+def _divide_sum(total: Any, count: Any, dtype: str) -> Any:
+    """Window sum (int64 for integers, the accumulator for floats) / count, as the reference."""
+    tirx = _tirx()
+    if is_float(dtype):
+        return tirx.Div(tirx.Cast(dtype, total), tirx.Cast(dtype, count))
+    wrapped = tirx.Cast(dtype, total)
+    if dtype.startswith("uint"):
+        return tirx.truncdiv(wrapped, tirx.Cast(dtype, count))
+    return tirx.Cast(dtype, tirx.truncdiv(tirx.Cast("int64", wrapped), count))
+
+
+@lowering("nn.avg_pool2d")
+def _avg_pool2d(call: OpCall) -> Any:
+    te, tirx = _te(), _tirx()
+    x = call.inputs[0]
+    dtype = call.in_dtype(0)
+    p = _pool_setup(call)
+    if dtype.startswith("uint") and p["kh"] * p["kw"] >= 2 ** bits(dtype):
+        raise Unsupported(f"{dtype} average pooling over {p['kh'] * p['kw']} taps: the count "
+                          "wraps in the dtype")
+    acc = "int64" if not is_float(dtype) else ("float32" if dtype == "float16" else dtype)
+    ry = te.reduce_axis((0, p["kh"]), name="ry")
+    rx = te.reduce_axis((0, p["kw"]), name="rx")
+    include = bool(call.attrs["count_include_pad"])
+    h_lo, h_hi = (-p["pt"], p["height"] + p["pb"]) if include else (0, p["height"])
+    w_lo, w_hi = (-p["pl"], p["width"] + p["pr"]) if include else (0, p["width"])
+
+    def window_sum(*idx: Any) -> Any:
+        o = p["omap"].coords(idx)
+        h = o["H"] * p["sh"] - p["pt"] + ry * p["dh"]
+        w = o["W"] * p["sw"] - p["pl"] + rx * p["dw"]
+        inside = tirx.all(h >= 0, h < p["height"], w >= 0, w < p["width"])
+        v = _at(x, p["imap"].index({"N": o["N"], "C": o["C"], "H": h, "W": w}))
+        return te.sum(tirx.if_then_else(inside, tirx.Cast(acc, v), const(0, acc)),
+                      axis=[ry, rx])
+
+    sums = te.compute(call.out_shape, window_sum, name="avg_pool_sum")
+
+    def body(*idx: Any) -> Any:
+        o = p["omap"].coords(idx)
+        ch = _tap_count(o["H"], p["sh"], p["pt"], p["kh"], p["dh"], h_lo, h_hi)
+        cw = _tap_count(o["W"], p["sw"], p["pl"], p["kw"], p["dw"], w_lo, w_hi)
+        count = tirx.max(ch * cw, const(1, "int64"))
+        return _divide_sum(sums[idx], count, dtype)
+
+    return te.compute(call.out_shape, body, name="avg_pool2d")
+
+
+def _global_pool(call: OpCall, avg: bool) -> Any:
+    te, tirx = _te(), _tirx()
+    x = call.inputs[0]
+    dtype = call.in_dtype(0)
+    imap = LayoutMap(call.attrs["layout"])
+    omap = LayoutMap(call.attrs["out_layout"] or call.attrs["layout"])
+    shape = call.in_shape(0)
+    height, width = imap.extent(shape, "H"), imap.extent(shape, "W")
+    count = height * width
+    if count == 0:
+        if not avg:
+            raise Unsupported("global max pooling over an empty window must raise "
+                              "RelayRuntimeError")
+        fill = const(np.nan, dtype) if is_float(dtype) else const(0, dtype)
+        return te.compute(call.out_shape, lambda *i: fill, name="global_pool")
+    ry = te.reduce_axis((0, height), name="ry")
+    rx = te.reduce_axis((0, width), name="rx")
+
+    def at(idx: Sequence[Any]) -> Any:
+        o = omap.coords(idx)
+        return _at(x, imap.index({"N": o["N"], "C": o["C"], "H": ry, "W": rx}))
+
+    if not avg:
+        reducer = te.comm_reducer(lambda a, b: nan_max(a, b, dtype),
+                                  lambda t: _lowest_finite(dtype) if not is_float(dtype)
+                                  else const(-np.inf, dtype), name="global_max")
+        return te.compute(call.out_shape, lambda *i: reducer(at(i), axis=[ry, rx]),
+                          name="global_max_pool2d")
+    acc = "int64" if not is_float(dtype) else dtype
+    sums = te.compute(call.out_shape, lambda *i: te.sum(tirx.Cast(acc, at(i)), axis=[ry, rx]),
+                      name="global_avg_sum")
+    if dtype.startswith("uint") and count % (2 ** bits(dtype)) == 0:
+        return te.compute(call.out_shape, lambda *i: const(0, dtype), name="global_avg_pool2d")
+    return te.compute(call.out_shape,
+                      lambda *i: _divide_sum(sums[i], const(count, "int64"), dtype),
+                      name="global_avg_pool2d")
+
+
+@lowering("nn.global_avg_pool2d")
+def _global_avg_pool2d(call: OpCall) -> Any:
+    return _global_pool(call, avg=True)
+
+
+@lowering("nn.global_max_pool2d")
+def _global_max_pool2d(call: OpCall) -> Any:
+    return _global_pool(call, avg=False)
+
+
+# --- padding ------------------------------------------------------------------------------
+
+@lowering("nn.pad")
+def _pad(call: OpCall) -> Any:
+    te, tirx = _te(), _tirx()
+    data, fill = call.inputs
+    dtype = call.in_dtype(0)
+    shape = call.in_shape(0)
+    widths = [tuple(w) for w in call.attrs["pad_width"]]
+    mode = call.attrs["pad_mode"]
+    if not widths or not any(b or a for b, a in widths):
+        return map_compute(data, lambda v: v, "pad")
+    if mode != "constant" and any(n == 0 for n in shape):
+        raise Unsupported(f"{mode} padding of an empty axis")
+    value = cast_expr(fill[()], call.in_dtype(1), dtype)
+
+    def body(*idx: Any) -> Any:
+        index = []
+        conds = []
+        for i, (before, _), n in zip(idx, widths, shape):
+            j = i - before
+            if mode == "constant":
+                conds.append(tirx.all(j >= 0, j < n))
+                index.append(j)
+            elif mode == "edge":
+                index.append(tirx.max(tirx.min(j, n - 1), 0))
+            else:
+                j = tirx.Select(j < 0, 0 - j, j)
+                index.append(tirx.Select(j >= n, 2 * (n - 1) - j, j))
+        v = _at(data, index)
+        if conds:
+            return tirx.if_then_else(tirx.all(*conds), v, value)
+        return v
+
+    return te.compute(call.out_shape, body, name="pad")
+

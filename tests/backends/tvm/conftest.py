@@ -1,0 +1,79 @@
+"""Shared fixtures of the TVM backend tests (skipped, with the reason, without apache-tvm).
+
+Compiled kernels are cached on disk across test sessions, in ``$RELAY_TVM_CACHE`` when set,
+else in a directory beside pytest's per-session temporary directories (pytest keeps their
+parent, ``/tmp/pytest-of-<user>``): a rerun compiles only what changed.  Cache keys include
+:data:`backends.tvm.kernels.CACHE_VERSION` and the target, so a stale entry is never used.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tvm", reason="apache-tvm is not installed (extra 'tvm')")
+
+from backends.tvm.kernels import KernelCache  # noqa: E402
+from semantics.types import TensorType, TupleType, Type  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def kernel_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory of the session's kernel cache (persistent across sessions)."""
+    env = os.environ.get("RELAY_TVM_CACHE")
+    if env:
+        return Path(env)
+    path = tmp_path_factory.getbasetemp().parent / "relay-tvm-kernels"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def kernel_cache(kernel_cache_dir: Path) -> KernelCache:
+    """One kernel cache for the whole session (memory + the persistent directory)."""
+    return KernelCache(kernel_cache_dir)
+
+
+def assert_close(got: object, want: object, dtype_tolerance: dict[str, float] | None = None
+                 ) -> None:
+    """``got`` equals ``want`` exactly for integers and bools, within a tolerance by dtype for
+    floats (NaN where NaN, the same infinities); tuples field by field."""
+    tol = {"float16": 1e-2, "float32": 1e-4, "float64": 1e-9, **(dtype_tolerance or {})}
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want), (got, want)
+        for g, w in zip(got, want):
+            assert_close(g, w, dtype_tolerance)
+        return
+    assert isinstance(got, np.ndarray) and isinstance(want, np.ndarray), (type(got), type(want))
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if want.dtype.kind != "f":
+        assert np.array_equal(got, want), f"\ngot  {got!r}\nwant {want!r}"
+        return
+    t = tol[want.dtype.name]
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    assert np.array_equal(np.isnan(g), np.isnan(w)), f"NaN mismatch\ngot  {got!r}\nwant {want!r}"
+    inf = np.isinf(w)
+    assert np.array_equal(g[inf], w[inf]), f"inf mismatch\ngot  {got!r}\nwant {want!r}"
+    fin = np.isfinite(w)
+    # Relative to the magnitude of the result (an element of a sum may cancel to near 0).
+    scale = max(1.0, float(np.max(np.abs(w[fin]), initial=0.0)))
+    err = np.abs(g[fin] - w[fin])
+    assert np.all(err <= t * np.maximum(np.abs(w[fin]), scale)), \
+        f"max error {err.max(initial=0)} (tol {t})\ngot  {got!r}\nwant {want!r}"
+
+
+@pytest.fixture(scope="session")
+def close() -> object:
+    """:func:`assert_close` as a fixture (test modules do not import conftest)."""
+    return assert_close
+
+
+def concrete(t: Type) -> bool:
+    """Whether every dim of a tensor (or tuple-of-tensors) type is an int."""
+    if isinstance(t, TupleType):
+        return all(concrete(f) for f in t.fields)
+    return isinstance(t, TensorType) and all(type(d) is int for d in t.shape)
