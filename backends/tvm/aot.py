@@ -409,11 +409,10 @@ def _expr(st: _Fn, e: Expr) -> Generator[Any, Any, str]:
         st.line(f"{target} = {r}")
         st.indent -= 1
     else:
-        target = yield _compute(st, e)
-        if not target.isidentifier() or target in st.inits:
-            name = gen.fresh()
-            st.line(f"{name} = {target}")
-            target = name
+        value = yield _compute(st, e)
+        # A register of its own (the value may be a parameter's or a binding's name).
+        target = gen.fresh()
+        st.line(f"{target} = {value}")
         st.inits.append(target)
     st.blocks[-1][id(e)] = target
     return target

@@ -343,10 +343,13 @@ class Compiler:
             target = st.maybe.get(id(e))
             if target is not None:
                 guard = st.emit((ISSET, target, -1), e.span)
+            first = st.code.nregs
             r = yield self._compute(st, e)
             if target is None:
-                target = r
-            elif r != target:
+                # A register of its own: the value may sit in a parameter's or a binding's
+                # register, which ISSET cannot tell from "already evaluated".
+                target = r if r >= first else st.reg()
+            if r != target:
                 st.emit((MOVE, target, r), e.span)
             if guard >= 0:
                 st.patch(guard, st.here())

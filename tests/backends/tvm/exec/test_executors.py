@@ -187,3 +187,21 @@ def test_bad_options_are_type_errors():
         build("def @main() { 1 }", executor="jit")
     with pytest.raises(RelayTypeError, match="opt_level"):
         build("def @main() { 1 }", opt_level=5)
+
+
+@pytest.mark.parametrize("executor", ALL)
+def test_a_shared_node_whose_value_is_a_parameter_still_runs_its_effects(executor):
+    # %0's value is the parameter %p, but evaluating it writes the reference: the
+    # "already evaluated?" test must not mistake the parameter's register for %0's.
+    text = """
+    def @main(%c: bool, %p: int32) {
+      let %r = ref(0);
+      %0 = (let %u = (%r := !%r + 1); %p);
+      %1 = if (%c) { %0 } else { 5 };
+      (%1, %0, !%r)
+    }
+    """
+    exe = build(text, executor=executor, opt_level=0)
+    for c in (True, False):
+        got, want = exe(c, 3), evaluate(text, c, 3)
+        assert [int(x) for x in got] == [int(x) for x in want]
