@@ -37,10 +37,11 @@ import numpy as np
 
 from backends.tvm.fallback import FallbackKernel
 from semantics.errors import InternalError, RelayTypeError
-from semantics.expr import Function
+from semantics.expr import Constant, Function
 from semantics.module import IRModule
 from semantics.shapes import is_concrete
 from semantics.types import TensorType, TupleType, Type
+from semantics.visitor import post_order
 
 __all__ = ["EXECUTORS", "KernelSlot", "KernelTable", "build", "prepare"]
 
@@ -162,7 +163,8 @@ class KernelTable:
             from backends.tvm import kernels
         except ImportError as exc:
             return self.fallback(func, f"no kernel compiler: {exc}")
-        if any(_has_zero_dim(t) for t in (*arg_types, result)):
+        if any(_has_zero_dim(t) for t in (*arg_types, result)) or any(
+                type(n) is Constant and n.data.size == 0 for n in post_order(func.body)):
             return self.fallback(func, "a zero-size tensor (TVM kernels reject empty arrays)")
         target = None if self.target in (None, "llvm") else self.target
         try:

@@ -22,26 +22,26 @@ GRAPH_SUBSET = ProgramConfig().with_features("let", "tuple", "op", "sharing")
 @pytest.mark.parametrize("opt_level", [0, 3])
 def test_vm_agrees_with_the_oracle(opt_level):
     assert_equivalent(lambda mod: build(mod, opt_level=opt_level, executor="vm"),
-                      max_examples=40, name=f"tvm-vm-O{opt_level}")
+                      max_examples=25, name=f"tvm-vm-O{opt_level}")
 
 
 @pytest.mark.parametrize("opt_level", [0, 3])
 def test_aot_agrees_with_the_oracle(opt_level):
     assert_equivalent(lambda mod: build(mod, opt_level=opt_level, executor="aot"),
-                      max_examples=30, name=f"tvm-aot-O{opt_level}")
+                      max_examples=20, name=f"tvm-aot-O{opt_level}")
 
 
 @pytest.mark.parametrize("opt_level", [0, 3])
 def test_graph_executor_agrees_with_the_oracle_on_dataflow_programs(opt_level):
     assert_equivalent(lambda mod: build(mod, opt_level=opt_level, executor="graph"),
-                      config=GRAPH_SUBSET, max_examples=30, name=f"tvm-graph-O{opt_level}")
+                      config=GRAPH_SUBSET, max_examples=20, name=f"tvm-graph-O{opt_level}")
 
 
 def test_vm_agrees_on_programs_rich_in_closures_adts_and_references():
     config = ProgramConfig(max_depth=3, effects=2).with_features(
         "let", "if", "tuple", "closure", "higher_order", "global", "adt", "match", "ref", "op",
         "recursion", "let_rec", "sharing")
-    assert_equivalent(lambda mod: build(mod, executor="vm"), config=config, max_examples=30,
+    assert_equivalent(lambda mod: build(mod, executor="vm"), config=config, max_examples=20,
                       name="tvm-vm-rich")
     assert_equivalent(lambda mod: build(mod, executor="aot"), config=config, max_examples=20,
                       name="tvm-aot-rich")
@@ -49,5 +49,5 @@ def test_vm_agrees_on_programs_rich_in_closures_adts_and_references():
 
 def test_vm_agrees_in_float_mode():
     assert_equivalent(lambda mod: build(mod, executor="vm"),
-                      config=ProgramConfig(float_mode=True), max_examples=25,
+                      config=ProgramConfig(float_mode=True), max_examples=15,
                       name="tvm-vm-float")
