@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import strategies as st
-
 from conformance import values_of
 from conformance.strategies.opcalls import draw_valid_call
 from semantics.expr import Attrs, Call, Function, Op, Var
@@ -37,5 +35,3 @@ def module(call: Any) -> IRModule:
     params = tuple(Var(f"p{i}", t) for i, t in enumerate(call.arg_types))
     return IRModule({"main": Function(params, Call(Op(call.op), params, call.attrs))})
 
-
-ops_with_calls = st.sampled_from
