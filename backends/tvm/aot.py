@@ -613,7 +613,14 @@ class AotRunner:
         else:
             self.source = generate(mod)
             namespace = {"__name__": "relay_aot_program"}
-            exec(compile(self.source, "<relay-aot>", "exec"), namespace)
+            try:
+                code = compile(self.source, "<relay-aot>", "exec")
+            except (SyntaxError, RecursionError, MemoryError) as exc:
+                raise RelayTypeError(
+                    f"aot: the generated Python module does not compile ({type(exc).__name__}: "
+                    f"{exc}); the program is nested too deeply for Python's parser: build with "
+                    "executor=\"vm\"") from None
+            exec(code, namespace)
         prims, consts, ctors, nodes = tables(mod)
         gen_counts = (len(prims), len(consts), len(ctors), len(nodes))
         if namespace.get("COUNTS") != gen_counts:

@@ -205,3 +205,13 @@ def test_a_shared_node_whose_value_is_a_parameter_still_runs_its_effects(executo
     for c in (True, False):
         got, want = exe(c, 3), evaluate(text, c, 3)
         assert [int(x) for x in got] == [int(x) for x in want]
+
+
+def test_aot_refuses_programs_nested_beyond_pythons_parser():
+    body = "0"
+    for i in range(150):
+        body = f"if (%x > {i}) {{ {i} }} else {{ {body} }}"
+    text = "def @main(%x: int32) -> int32 { " + body + " }"
+    assert build(text, executor="vm")(3) == 2
+    with pytest.raises(RelayTypeError, match="nested too deeply"):
+        build(text, executor="aot")
