@@ -215,3 +215,11 @@ def test_aot_refuses_programs_nested_beyond_pythons_parser():
     assert build(text, executor="vm")(3) == 2
     with pytest.raises(RelayTypeError, match="nested too deeply"):
         build(text, executor="aot")
+
+
+def test_a_20000_deep_let_chain_compiles_and_runs():
+    n = 20_000
+    lets = "".join(f"let %x{i + 1} = %x{i} + 1; " for i in range(n))
+    text = "def @main(%x0: int32) -> int32 { " + lets + f"%x{n} }}"
+    # Kernels are not the point here (20,000 of them): the numpy fallback runs the groups.
+    assert build(text, executor="vm", opt_level=0, compile_kernels=False)(1) == n + 1
