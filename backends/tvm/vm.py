@@ -601,7 +601,6 @@ class VM:
         self.mod = mod
         self.max_depth = max_depth
         self._ops: dict[str, OpKernel] = {}
-        self.instructions = 0
 
     def call(self, f: Any, args: Sequence[Any]) -> Any:
         """Apply a function value to argument values; the result value.
