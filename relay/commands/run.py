@@ -38,6 +38,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="print the derivation (rule names, sub-expressions, values)")
     p.add_argument("--no-check", action="store_true",
                    help="do not type-check before running")
+    p.add_argument("--backend", choices=("interpreter", "tvm"), default="interpreter",
+                   help="interpreter (default) or tvm (compiled kernels, the VM executor)")
+    p.add_argument("--params", metavar="P.npz", default=None,
+                   help="with --backend tvm: main's weights by parameter name")
     p.set_defaults(func=run)
 
 
@@ -64,6 +68,15 @@ def run(args: argparse.Namespace) -> int:
     mod = parse(text, source_name=args.file)
     values = [_argument(i, a) for i, a in enumerate(args.args, start=1)]
     check = not args.no_check
+    if args.backend == "tvm" or args.params is not None:
+        from relay.commands.build import run_tvm
+
+        if args.backend != "tvm" or args.trace or args.fuel is not None or args.no_check:
+            print("relay run: error: --params needs --backend tvm, which takes no --trace, "
+                  "--fuel or --no-check", file=sys.stderr)
+            return 2
+        print(value_str(run_tvm(mod, values, args.entry, args.params)))
+        return 0
     if not args.trace:
         result = evaluate(mod, *values, entry=args.entry, check=check, fuel=args.fuel)
         print(value_str(result))

@@ -1,0 +1,249 @@
+"""``build``: from a Relay module to an :class:`~backends.tvm.executable.Executable` (issue 14 §2).
+
+The pipeline (ARCHITECTURE.md §8):
+
+1. **Link and bind.** Module text is parsed; prelude definitions the program uses are
+   linked in (as ``evaluate`` does); ``params`` are bound as constants
+   (``passes.bind_params``: ``main``'s weights disappear from its signature).
+2. **Optimize** with ``passes.optimize(mod, opt_level)``: ``-O0`` runs nothing, ``-O1``
+   Inline, DeadCodeElimination and FuseOps, ``-O2`` adds FoldConstant, ``-O3`` the DL
+   passes (SimplifyInference, CanonicalizeOps, EliminateCommonSubexpr, FoldScaleAxis,
+   CombineParallelConv2D, AlterOpLayout). Globals that dead-code elimination drops
+   (unreachable from ``main``) are put back unoptimized: ``exe.run`` runs any global.
+3. **Fuse**: ``passes.fuse_ops`` — at ``-O0`` with ``fuse_opt_level=0``, so every operator
+   call still becomes its own ``Primitive=1`` function (a kernel); above, FuseOps has
+   already run and running it again changes nothing (it is idempotent).
+4. **Resolve a kernel per primitive function** (:class:`KernelTable`): a function whose
+   parameters are tensors of concrete shapes is compiled now by
+   ``backends.tvm.kernels.compile_function`` (through its :class:`KernelCache`: memory and
+   disk, so a model compiles once); one with ``Any`` or symbolic dimensions gets a
+   :class:`KernelSlot` that compiles a kernel per actual argument signature at run time.
+   When the kernel compiler declines (``NoLowering``: an operator without a lowering, a
+   tuple parameter, ...), fails, or is not installed (no ``tvm``), and for zero-size
+   tensors (which TVM's calling convention rejects), the group runs as a
+   :class:`~backends.tvm.fallback.FallbackKernel` over the numpy references; the table
+   keeps the reasons (``exe.fallbacks``).
+5. **Compile the program** for the chosen executor: ``"vm"`` (:mod:`backends.tvm.vm`),
+   ``"graph"`` (:mod:`backends.tvm.graph`, first-order dataflow only) or ``"aot"``
+   (:mod:`backends.tvm.aot`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from backends.tvm.fallback import FallbackKernel
+from semantics.errors import InternalError, RelayTypeError
+from semantics.expr import Constant, Function
+from semantics.module import IRModule
+from semantics.shapes import is_concrete
+from semantics.types import TensorType, TupleType, Type
+from semantics.visitor import post_order
+
+__all__ = ["EXECUTORS", "KernelSlot", "KernelTable", "build", "prepare"]
+
+EXECUTORS = ("vm", "graph", "aot")
+
+
+def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 3) -> IRModule:
+    """Steps 1–3 of the pipeline: the fused, type-annotated module.
+
+    Args:
+        mod: an ``IRModule`` or module text.
+        params: weights of ``main`` by parameter name (bound as constants).
+        opt_level: 0–3.
+    Returns:
+        The module after optimization and fusion, with ``checked_type`` on every node.
+    Raises:
+        ParseError: malformed text. RelayTypeError: an ill-typed program, a bad
+        ``opt_level``, or ``params`` that do not fit ``main``.
+    """
+    import passes
+    import typechecker
+    from interpreter.linking import with_prelude
+    from semantics.parser import parse
+
+    if isinstance(mod, str):
+        mod = parse(mod)
+    if not isinstance(mod, IRModule):
+        raise RelayTypeError(f"build expects an IRModule or module text, got {type(mod).__name__}")
+    if isinstance(opt_level, bool) or not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
+        raise RelayTypeError(f"bad opt_level {opt_level!r}: expected 0, 1, 2 or 3")
+    mod = with_prelude(mod)
+    if params:
+        bound = passes.bind_params(mod, params)
+        assert isinstance(bound, IRModule)
+        mod = bound
+    typechecker.check(mod)
+    optimized = passes.optimize(mod, opt_level)
+    # Dead-code elimination drops globals main does not reach; every global stays runnable
+    # (``exe.run(entry)``), so those come back as they were.
+    missing = {name: fn for name, fn in mod.functions.items()
+               if name not in optimized.functions}
+    mod = optimized.with_functions({**optimized.functions, **missing}) if missing else optimized
+    mod = passes.fuse_ops(mod, fuse_opt_level=0 if opt_level == 0 else 2)
+    inferred = typechecker.infer(mod)
+    if not isinstance(inferred, IRModule):
+        raise InternalError("typechecker.infer of a module returned no module")
+    return inferred
+
+
+def _param_type(p: Any) -> Type | None:
+    return p.type_annotation if p.type_annotation is not None else p.checked_type
+
+
+def is_static_tensor(t: Any) -> bool:
+    """A tensor type whose every dimension is a known integer."""
+    return isinstance(t, TensorType) and all(is_concrete(d) for d in t.shape)
+
+
+def _tensor_result(t: Any) -> bool:
+    if isinstance(t, TensorType):
+        return True
+    return isinstance(t, TupleType) and all(isinstance(f, TensorType) for f in t.fields)
+
+
+def _has_zero_dim(t: Any) -> bool:
+    """A tensor (or tuple of tensors) type with a dimension known to be 0."""
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, TupleType):
+            stack.extend(x.fields)
+        elif isinstance(x, TensorType) and any(type(d) is int and d == 0 for d in x.shape):
+            return True
+    return False
+
+
+class KernelTable:
+    """The kernels of one build: one per primitive function (see the module docstring).
+
+    Args:
+        target: the TVM target (``"llvm"``: the host CPU with its features).
+        cache: a ``backends.tvm.kernels.KernelCache`` (None: the compiler's default).
+        compile_kernels: False runs every group with the numpy fallback (tests, baselines).
+    """
+
+    def __init__(self, target: Any = "llvm", cache: Any = None, compile_kernels: bool = True):
+        self.target = target
+        self.cache = cache
+        self.compile_kernels = compile_kernels
+        self.compiled = 0
+        self.compiled_specs: list[tuple[Function, list[TensorType]]] = []
+        self.fallbacks: list[tuple[str, str]] = []
+        self._seen: dict[int, Any] = {}
+
+    def kernel_for(self, func: Function) -> Any:
+        """The callable running ``func`` (a compiled kernel, a fallback or a slot)."""
+        k = self._seen.get(id(func))
+        if k is not None:
+            return k[1]
+        types = [_param_type(p) for p in func.params]
+        if all(is_static_tensor(t) for t in types):
+            kernel = self.resolve(func, types)  # type: ignore[arg-type]
+        elif all(isinstance(t, TensorType) for t in types):
+            kernel = KernelSlot(func, self)
+        else:
+            kernel = self.fallback(func, "a parameter of the group is not a tensor")
+        self._seen[id(func)] = (func, kernel)
+        return kernel
+
+    def resolve(self, func: Function, arg_types: Sequence[TensorType]) -> Any:
+        """A kernel for ``func`` at ``arg_types``: compiled, or the numpy fallback."""
+        result = func.ret_type if func.ret_type is not None \
+            else getattr(func.body, "checked_type", None)
+        if not _tensor_result(result):
+            return self.fallback(func, "the group's result is not a tensor or a tuple of tensors")
+        if not self.compile_kernels:
+            return self.fallback(func, "kernel compilation is off (compile_kernels=False)")
+        try:
+            from backends.tvm import kernels
+        except ImportError as exc:
+            return self.fallback(func, f"no kernel compiler: {exc}")
+        if any(_has_zero_dim(t) for t in (*arg_types, result)) or any(
+                type(n) is Constant and n.data.size == 0 for n in post_order(func.body)):
+            return self.fallback(func, "a zero-size tensor (TVM kernels reject empty arrays)")
+        target = None if self.target in (None, "llvm") else self.target
+        try:
+            kernel = kernels.compile_function(func, list(arg_types), target=target,
+                                              cache=self.cache)
+        except kernels.NoLowering as exc:
+            return self.fallback(func, f"{exc.op}: {exc.reason}")
+        except Exception as exc:  # noqa: BLE001 - a lowering bug must not stop the build
+            return self.fallback(func, f"the kernel compiler failed: {type(exc).__name__}: "
+                                       f"{exc}")
+        self.compiled += 1
+        self.compiled_specs.append((func, list(arg_types)))
+        return kernel
+
+    def fallback(self, func: Function, reason: str) -> FallbackKernel:
+        k = FallbackKernel(func, reason=reason)
+        self.fallbacks.append((k.name, reason))
+        return k
+
+
+class KernelSlot:
+    """A primitive function with ``Any``/symbolic dimensions: a kernel per argument signature.
+
+    Called like a kernel; the first call with a new (dtypes, shapes) signature compiles
+    (or falls back) for exactly those tensor types.
+    """
+
+    __slots__ = ("func", "table", "by_signature", "name")
+
+    def __init__(self, func: Function, table: KernelTable):
+        self.func = func
+        self.table = table
+        self.by_signature: dict[tuple[Any, ...], Any] = {}
+        self.name = "dynamic_kernel"
+
+    def __call__(self, *args: Any, out: list[np.ndarray] | None = None) -> Any:
+        try:
+            sig = tuple((a.dtype, a.shape) for a in args)
+        except AttributeError:
+            sig = ()
+        k = self.by_signature.get(sig) if sig else None
+        if k is None:
+            if not sig:
+                k = self.table.fallback(self.func, "a parameter of the group is not a tensor")
+            else:
+                types = [TensorType(tuple(int(d) for d in a.shape), a.dtype.name) for a in args]
+                k = self.table.resolve(self.func, types)
+                self.by_signature[sig] = k
+        return k(*args, out=out) if out is not None else k(*args)
+
+
+def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm",
+          opt_level: int = 3, executor: str = "vm", *, cache: Any = None,
+          max_depth: int = 100_000, compile_kernels: bool = True) -> Any:
+    """Compile a Relay module for the CPU (ARCHITECTURE.md §8).
+
+    Args:
+        mod: an ``IRModule`` or module text.
+        params: ``main``'s weights by parameter name (bound as constants).
+        target: the TVM target; ``"llvm"`` means the host CPU with its features.
+        opt_level: 0–3 (the ``passes.optimize`` levels; fusion always happens).
+        executor: ``"vm"`` (the whole language), ``"graph"`` (first-order dataflow, with
+            memory planning) or ``"aot"`` (a generated Python module).
+        cache: a ``backends.tvm.kernels.KernelCache`` for the kernels (default: the
+            compiler's own memory + disk cache).
+        max_depth: the bound on nested non-tail calls at run time ("stack exhausted").
+        compile_kernels: False runs every fused group with the numpy fallback (no TVM).
+    Returns:
+        An :class:`~backends.tvm.executable.Executable`.
+    Raises:
+        ParseError, RelayTypeError: a malformed or ill-typed program, bad options, or a
+            program the graph executor cannot run (it says to use ``executor="vm"``).
+    """
+    from backends.tvm.executable import Executable
+
+    if executor not in EXECUTORS:
+        raise RelayTypeError(
+            f"unknown executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
+    fused = prepare(mod, params, opt_level)
+    return Executable.from_fused(fused, executor=executor, target=target, opt_level=opt_level,
+                                 cache=cache, max_depth=max_depth,
+                                 compile_kernels=compile_kernels)

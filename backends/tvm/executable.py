@@ -1,0 +1,273 @@
+"""``Executable``: a built program, its executor, and saving/loading builds (ARCHITECTURE.md §8).
+
+An :class:`Executable` runs ``main`` with ``exe(*inputs)`` and any global with
+``exe.run(entry, *args)``. Arguments and results convert exactly as
+``interpreter.evaluate``'s (:mod:`interpreter.convert`): numpy arrays of the declared
+dtype and shape, Python scalars converted to the parameter's dtype, tuples,
+``ConstructorValue`` s resolved by name, ``RefValue`` cells; a wrong number of
+arguments is a ``RelayRuntimeError`` with the oracle's message; results are ndarrays,
+tuples, ``ConstructorValue`` s, ``RefValue`` s and closures (opaque ``Closure`` s).
+
+``exe.save(path)`` writes a directory:
+
+* ``program.relay`` — the optimized, fused program as Relay text (constants in the
+  metadata section);
+* ``build.json`` — the executor, target and opt level;
+* ``aot.py`` — for ``executor="aot"``, the generated Python module;
+* ``kernels/`` — the compiled kernels' libraries (the kernel cache's disk directory, when
+  the TVM kernel compiler is installed).
+
+``backends.tvm.load(path)`` re-reads the program (no optimization runs again) and
+resolves the kernels through the saved cache directory, so nothing recompiles.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import Any
+
+import numpy as np
+
+from backends.tvm.build import KernelTable
+from interpreter.convert import convert_arguments
+from interpreter.export import export_value
+from semantics.errors import InternalError, RelayError, RelayRuntimeError, RelayTypeError
+from semantics.module import IRModule
+
+__all__ = ["Executable", "load", "FORMAT_VERSION"]
+
+FORMAT_VERSION = 1
+
+
+class Executable:
+    """A built program (see the module docstring). Build with ``backends.tvm.build``.
+
+    Attributes:
+        module: the optimized, fused program it runs.
+        executor: ``"vm"``, ``"graph"`` or ``"aot"``.
+        kernels: the :class:`~backends.tvm.build.KernelTable` (``.compiled`` kernels,
+            ``.fallbacks`` with reasons).
+        peak_memory: graph executor only — bytes of planned intermediate storage.
+        intermediate_bytes: graph executor only — the sum of all intermediate sizes.
+    """
+
+    def __init__(self, module: IRModule, executor: str, target: Any, opt_level: int,
+                 kernels: KernelTable, runner: Any, max_depth: int):
+        self.module = module
+        self.executor = executor
+        self.target = target
+        self.opt_level = opt_level
+        self.kernels = kernels
+        self.max_depth = max_depth
+        self._runner = runner
+        self._param_types: dict[str, list[Any]] = {}
+
+    @staticmethod
+    def from_fused(fused: IRModule, *, executor: str, target: Any, opt_level: int,
+                   cache: Any = None, max_depth: int = 100_000,
+                   compile_kernels: bool = True, aot_source: str | None = None) -> Executable:
+        """The executable of an already fused and type-checked module (``build``, ``load``;
+        ``aot_source``: a saved ``aot.py`` to import instead of generating the code)."""
+        table = KernelTable(target, cache, compile_kernels)
+        runner: Any
+        if executor == "vm":
+            from backends.tvm.vm import VM, Compiler
+
+            closures = Compiler(fused, table.kernel_for).compile_all()
+            runner = _VMRunner(VM(fused, max_depth), closures)
+        elif executor == "graph":
+            from backends.tvm.graph import GraphRunner
+
+            runner = GraphRunner(fused, table)
+        elif executor == "aot":
+            from backends.tvm.aot import AotRunner
+
+            runner = AotRunner(fused, table, max_depth, source_path=aot_source)
+        else:
+            raise RelayTypeError(f"unknown executor {executor!r}")
+        return Executable(fused, executor, target, opt_level, table, runner, max_depth)
+
+    # -- running ---------------------------------------------------------------------------
+    def __call__(self, *inputs: Any) -> Any:
+        """Run ``main`` on ``inputs`` (see :meth:`run`)."""
+        return self.run("main", *inputs)
+
+    def run(self, entry: str, *args: Any) -> Any:
+        """Run the global ``entry`` on ``args``; the result as ``evaluate`` returns it.
+
+        Raises:
+            RelayRuntimeError: no such global, wrong arguments, or the program fails
+                (non-exhaustive match, division by zero, stack exhausted, ...).
+        """
+        if not isinstance(entry, str):
+            raise RelayRuntimeError(f"entry must be a global's name, got {entry!r}")
+        name = entry.lstrip("@")
+        fn = self.module.functions.get(name)
+        if fn is None:
+            raise RelayRuntimeError(f"the module has no global @{name}")
+        where = "@" + name
+        if len(args) != len(fn.params):
+            raise RelayRuntimeError(
+                f"wrong number of arguments: {where} expects {len(fn.params)}, got {len(args)}",
+                fn.span)
+        types = self._param_types.get(name)
+        if types is None:
+            types = self._param_types[name] = [
+                p.type_annotation if p.type_annotation is not None else p.checked_type
+                for p in fn.params]
+        values = convert_arguments(fn.params, args, self.module, where, types)
+        try:
+            with np.errstate(all="ignore"):
+                result = self._runner.run(name, values)
+        except (RelayError, InternalError):
+            raise
+        except RecursionError as exc:
+            raise RelayRuntimeError(
+                f"stack exhausted: the {self.executor} executor ran out of Python stack "
+                f"({exc}); use executor=\"vm\" for deep recursion") from None
+        except Exception as exc:
+            raise InternalError(
+                f"the {self.executor} executor failed: {type(exc).__name__}: {exc}") from exc
+        return export_value(result)
+
+    @property
+    def fallbacks(self) -> list[tuple[str, str]]:
+        """The primitive functions run by the numpy fallback, with the reason."""
+        return list(self.kernels.fallbacks)
+
+    @property
+    def peak_memory(self) -> int:
+        """Graph executor: bytes of intermediate storage after memory planning."""
+        return int(getattr(self._runner, "peak_memory", 0))
+
+    @property
+    def intermediate_bytes(self) -> int:
+        """Graph executor: the sum of the sizes of all intermediate tensors."""
+        return int(getattr(self._runner, "intermediate_bytes", 0))
+
+    @property
+    def source(self) -> str | None:
+        """AoT: the generated Python module's source."""
+        return getattr(self._runner, "source", None)
+
+    # -- saving ----------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the build to the directory ``path`` (created if needed; see the module doc).
+
+        Raises:
+            RelayRuntimeError: the directory cannot be written.
+        """
+        from semantics.printer import pretty
+
+        path = os.fspath(path)
+        try:
+            os.makedirs(path, exist_ok=True)
+            with open(os.path.join(path, "program.relay"), "w", encoding="utf-8") as f:
+                f.write(pretty(self.module))
+            meta = {"format": FORMAT_VERSION, "executor": self.executor,
+                    "target": self.target, "opt_level": self.opt_level,
+                    "max_depth": self.max_depth}
+            with open(os.path.join(path, "build.json"), "w", encoding="utf-8") as f:
+                json.dump(meta, f, indent=2, default=str)
+            source = self.source
+            if source is not None:
+                with open(os.path.join(path, "aot.py"), "w", encoding="utf-8") as f:
+                    f.write(source)
+            _export_kernels(self.kernels, os.path.join(path, "kernels"))
+        except OSError as exc:
+            raise RelayRuntimeError(f"cannot save the build to {path}: {exc}") from None
+
+    def __repr__(self) -> str:
+        return (f"<Executable {self.executor} -O{self.opt_level}: {self.kernels.compiled} "
+                f"compiled kernels, {len(self.kernels.fallbacks)} fallbacks>")
+
+
+def _kernel_cache(directory: str) -> Any:
+    """A kernel cache on ``directory``, or None without the TVM kernel compiler."""
+    try:
+        from backends.tvm import kernels
+    except ImportError:
+        return None
+    return kernels.KernelCache(directory)
+
+
+def _export_kernels(table: KernelTable, directory: str) -> int:
+    """Copy the build's compiled kernels (library, metadata, constants) from the kernel
+    cache's directory into ``directory``; the number of kernels copied.
+
+    A kernel whose files are not in the cache directory (a cache that could not write
+    to disk) is skipped: loading the build compiles it again.
+    """
+    if not table.compiled_specs:
+        return 0
+    try:
+        from backends.tvm import kernels
+        from backends.tvm.target import normalize_target
+    except ImportError:
+        return 0
+    cache = table.cache if table.cache is not None else kernels.default_cache()
+    spec = normalize_target(None if table.target in (None, "llvm") else table.target)
+    os.makedirs(directory, exist_ok=True)
+    copied = 0
+    for func, types in table.compiled_specs:
+        key = kernels.kernel_key(func, types, spec)
+        found = False
+        for suffix in (".so", ".npz", ".json"):  # metadata last: it marks a complete entry
+            source = os.path.join(os.fspath(cache.directory), key + suffix)
+            if os.path.isfile(source):
+                shutil.copyfile(source, os.path.join(directory, key + suffix))
+                found = True
+        copied += found
+    return copied
+
+
+def load(path: str | os.PathLike[str]) -> Executable:
+    """Load a build saved by :meth:`Executable.save`.
+
+    Raises:
+        RelayRuntimeError: the directory is not a saved build (missing or unreadable
+            files, an unknown format version).
+        ParseError, RelayTypeError: the saved program does not parse or type-check.
+    """
+    from semantics.parser import parse
+
+    path = os.fspath(path)
+    try:
+        with open(os.path.join(path, "build.json"), encoding="utf-8") as f:
+            meta = json.load(f)
+        with open(os.path.join(path, "program.relay"), encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, ValueError) as exc:
+        raise RelayRuntimeError(f"not a saved build: {path}: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT_VERSION:
+        raise RelayRuntimeError(
+            f"not a saved build: {path}: unknown format {meta.get('format')!r}"
+            if isinstance(meta, dict) else f"not a saved build: {path}")
+    import typechecker
+
+    mod = parse(text, source_name=os.path.join(path, "program.relay"))
+    fused = typechecker.infer(mod)
+    if not isinstance(fused, IRModule):
+        raise InternalError("typechecker.infer of a module returned no module")
+    kernel_dir = os.path.join(path, "kernels")
+    cache = _kernel_cache(kernel_dir) if os.path.isdir(kernel_dir) else None
+    executor = str(meta.get("executor", "vm"))
+    aot_path = os.path.join(path, "aot.py")
+    return Executable.from_fused(
+        fused, executor=executor, target=meta.get("target", "llvm"),
+        opt_level=int(meta.get("opt_level", 3)), cache=cache,
+        max_depth=int(meta.get("max_depth", 100_000)),
+        aot_source=aot_path if executor == "aot" and os.path.exists(aot_path) else None)
+
+
+class _VMRunner:
+    """The VM executor behind an :class:`Executable`."""
+
+    def __init__(self, vm: Any, closures: dict[str, Any]):
+        self.vm = vm
+        self.closures = closures
+
+    def run(self, name: str, values: list[Any]) -> Any:
+        return self.vm.call(self.closures[name], values)

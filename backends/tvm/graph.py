@@ -1,0 +1,351 @@
+"""The graph executor: first-order dataflow programs with memory planning (issue 14 §2a).
+
+What it runs: a global whose body, after fusion, is pure dataflow — ``let`` bindings,
+variables, constants, tuples, projections and calls of ``Primitive=1`` functions — over
+tensors (or tuples of tensors). Everything else (closures, calls of globals, ``if``,
+``match``, ADTs, references) is rejected at build time with a ``RelayTypeError`` that
+says to build with ``executor="vm"``. Tensors whose shapes are only known at run time
+(``Any``, symbolic dimensions) are not planned: their kernel allocates them.
+
+Plan (once per global, at build time; TVM's graph executor + its storage planner):
+
+1. **Linearize.** The body's DAG in evaluation order (children left to right before
+   the parent) becomes a list of kernel steps. Every value is described by a nested
+   tuple of *tensor ids*: a tuple or a projection costs nothing, it only rearranges ids.
+2. **Liveness.** A tensor dies after the last step that reads it; the tensors of the
+   result live to the end (they are returned, so they are allocated afresh per run).
+3. **Storage.** Walking the steps, each output tensor takes a storage block from the
+   free list — the smallest free block large enough, else the largest free block grown
+   to fit, else a new block — *before* the step's dead inputs return their blocks (so
+   no kernel writes over an input it is still reading). ``peak_memory`` is the total of
+   the blocks; ``intermediate_bytes`` the sum of all intermediate tensors' sizes, the
+   memory a naive executor would allocate.
+
+Running: the blocks are allocated once per executable (64-byte aligned) and every
+intermediate tensor is a view into its block; each kernel is called with ``out=`` its
+output views. (An executable therefore runs one call at a time.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from backends.tvm.build import KernelTable, is_static_tensor
+from backends.tvm.vm import is_primitive_function
+from semantics.errors import InternalError, RelayTypeError
+from semantics.expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from semantics.module import IRModule
+from semantics.shapes import as_int
+from semantics.types import TensorType, TupleType, Type
+from semantics.visitor import post_order
+
+__all__ = ["GraphPlan", "GraphRunner", "plan_function"]
+
+_ALIGN = 64
+
+# A value: a tensor id (int) or a tuple of values.
+Desc = Any
+
+
+@dataclass
+class GraphPlan:
+    """The linearized, memory-planned body of one global.
+
+    Invariants: tensor ids ``0..n_inputs-1`` are the flattened parameters; ``consts``
+    maps ids to constant arrays; each step writes fresh ids; ``storage[tid]`` is the
+    block of a planned intermediate (absent for results, inputs and constants).
+    """
+
+    params: list[Desc] = field(default_factory=list)
+    n_inputs: int = 0
+    consts: dict[int, np.ndarray] = field(default_factory=dict)
+    steps: list[tuple[Any, Desc, list[int]]] = field(default_factory=list)
+    layouts: dict[int, Layout] = field(default_factory=dict)
+    result: Desc = None
+    storage: dict[int, int] = field(default_factory=dict)
+    blocks: list[int] = field(default_factory=list)
+    intermediate_bytes: int = 0
+
+    @property
+    def peak_memory(self) -> int:
+        return sum(self.blocks)
+
+
+def _reject(name: str, what: str, node: Any = None) -> RelayTypeError:
+    return RelayTypeError(
+        f"graph executor: @{name} is not a first-order dataflow function ({what}); "
+        "build with executor=\"vm\"", getattr(node, "span", None))
+
+
+Layout = tuple[np.dtype, tuple[int, ...]] | None
+
+
+def _leaves(t: Type | None, name: str, node: Any) -> list[Layout]:
+    """The tensor layouts of a tensor or (nested) tuple-of-tensors type, flattened (None for
+    a tensor whose shape is only known at run time)."""
+    out: list[Layout] = []
+    stack: list[Any] = [t]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, TupleType):
+            stack.extend(reversed(x.fields))
+        elif isinstance(x, TensorType):
+            if is_static_tensor(x):
+                out.append((np.dtype(x.dtype), tuple(as_int(d) for d in x.shape)))
+            else:
+                out.append(None)
+        else:
+            raise _reject(name, f"a value of type {type(x).__name__} that is not a tensor",
+                          node)
+    return out
+
+
+def _shape_like(t: Type | None, ids: list[int]) -> Desc:
+    """The description of a value of type ``t`` whose leaves are ``ids`` (in order)."""
+    it = iter(ids)
+
+    def build(x: Any) -> Desc:
+        # Types of values are shallow (no user-controlled depth worth a stack here).
+        if isinstance(x, TupleType):
+            return tuple(build(f) for f in x.fields)
+        return next(it)
+    return build(t)
+
+
+def _flat(desc: Desc) -> list[int]:
+    out: list[int] = []
+    stack = [desc]
+    while stack:
+        d = stack.pop()
+        if type(d) is tuple:
+            stack.extend(reversed(d))
+        else:
+            out.append(d)
+    return out
+
+
+def plan_function(name: str, fn: Function, table: KernelTable) -> GraphPlan:
+    """Linearize and memory-plan ``fn`` (see the module docstring).
+
+    Raises:
+        RelayTypeError: ``fn`` is not a first-order dataflow function over static tensors.
+    """
+    plan = GraphPlan()
+    next_id = 0
+
+    def fresh(t: Type | None, node: Any) -> tuple[Desc, list[int]]:
+        nonlocal next_id
+        layouts = _leaves(t, name, node)
+        ids = list(range(next_id, next_id + len(layouts)))
+        next_id += len(layouts)
+        for i, lay in zip(ids, layouts):
+            plan.layouts[i] = lay
+        return _shape_like(t, ids), ids
+
+    values: dict[int, Desc] = {}
+    for p in fn.params:
+        ptype = p.type_annotation if p.type_annotation is not None else p.checked_type
+        pdesc, _ = fresh(ptype, p)
+        plan.params.append(pdesc)
+        values[id(p)] = pdesc
+    plan.n_inputs = next_id
+    let_vars: dict[int, Var] = {}
+    for node in post_order(fn.body, descend=lambda n: type(n) is not Function):
+        if isinstance(node, Let):
+            let_vars[id(node.value)] = node.var
+    for node in post_order(fn.body, descend=lambda n: type(n) is not Function):
+        t = type(node)
+        desc: Desc
+        if t is Var:
+            if id(node) not in values:
+                raise InternalError(f"graph executor: %{node.name_hint} unbound")  # type: ignore
+            desc = values[id(node)]
+        elif t is Constant:
+            desc, ids = fresh(node.checked_type or TensorType(node.data.shape, node.dtype),  # type: ignore
+                              node)
+            plan.consts[ids[0]] = node.data  # type: ignore[attr-defined]
+        elif t is Tuple:
+            desc = tuple(values[id(f)] for f in node.fields)  # type: ignore[attr-defined]
+        elif t is TupleGetItem:
+            src = values[id(node.tuple_value)]  # type: ignore[attr-defined]
+            if type(src) is not tuple:
+                raise _reject(name, "a projection of a value that is not a tuple", node)
+            desc = src[node.index]  # type: ignore[attr-defined]
+        elif t is Let:
+            desc = values[id(node.body)]  # type: ignore[attr-defined]
+        elif t is Function:
+            if not is_primitive_function(node):
+                raise _reject(name, "a closure", node)
+            continue
+        elif isinstance(node, Call) and is_primitive_function(node.op):
+            args = tuple(values[id(a)] for a in node.args)
+            kernel = table.kernel_for(node.op)  # type: ignore[arg-type]
+            desc, ids = fresh(node.checked_type, node)
+            plan.steps.append((kernel, args, ids))
+        elif isinstance(node, Call):
+            what = "a call of a global function" if type(node.op) is GlobalVar else \
+                "a call of something other than a fused kernel"
+            raise _reject(name, what, node)
+        elif t is GlobalVar:
+            raise _reject(name, f"a use of the global @{node.name_hint}", node)  # type: ignore
+        else:
+            raise _reject(name, f"a {t.__name__} expression", node)
+        values[id(node)] = desc
+        var = let_vars.get(id(node))
+        if var is not None:
+            values[id(var)] = desc
+    plan.result = values[id(fn.body)]
+    _plan_memory(plan)
+    return plan
+
+
+def _nbytes(layout: Layout) -> int:
+    if layout is None:
+        raise InternalError("graph executor: planning storage for a dynamic shape")
+    dtype, shape = layout
+    return int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+
+
+def _plan_memory(plan: GraphPlan) -> None:
+    """Liveness and storage blocks (see the module docstring)."""
+    keep = set(_flat(plan.result))
+    last_use: dict[int, int] = {}
+    for i, (_, args, _ids) in enumerate(plan.steps):
+        for tid in _flat(args):
+            last_use[tid] = i
+    free: list[int] = []          # block numbers
+    blocks = plan.blocks
+    for i, (_, args, ids) in enumerate(plan.steps):
+        dynamic = any(plan.layouts[tid] is None for tid in ids)
+        for tid in ids:
+            if tid in keep or dynamic:
+                continue  # results are allocated per run; dynamic shapes by the kernel
+            need = _nbytes(plan.layouts[tid])
+            plan.intermediate_bytes += need
+            fits = [b for b in free if blocks[b] >= need]
+            if fits:
+                b = min(fits, key=lambda k: blocks[k])
+                free.remove(b)
+            elif free:
+                b = max(free, key=lambda k: blocks[k])
+                free.remove(b)
+                blocks[b] = need
+            else:
+                b = len(blocks)
+                blocks.append(need)
+            plan.storage[tid] = b
+        dead = {tid for tid in _flat(args) if last_use.get(tid) == i}
+        dead.update(tid for tid in ids if tid not in last_use)
+        for tid in dead:
+            block = plan.storage.get(tid)
+            if block is not None and block not in free:
+                free.append(block)
+
+
+class _Bound:
+    """A plan with its storage allocated: the views each step writes into."""
+
+    def __init__(self, plan: GraphPlan):
+        self.plan = plan
+        buffers = []
+        for size in plan.blocks:
+            raw = np.empty(size + _ALIGN, dtype=np.uint8)
+            offset = (-raw.ctypes.data) % _ALIGN
+            buffers.append(raw[offset:offset + size])
+        self.views: dict[int, np.ndarray] = {}
+        for tid, b in plan.storage.items():
+            layout = plan.layouts[tid]
+            assert layout is not None
+            dtype, shape = layout
+            n = _nbytes(layout)
+            self.views[tid] = buffers[b][:n].view(dtype).reshape(shape)
+
+    def run(self, args: list[Any]) -> Any:
+        plan = self.plan
+        env: dict[int, Any] = dict(plan.consts)
+        for desc, value in zip(plan.params, args):
+            _bind(desc, value, env)
+        views = self.views
+        layouts = plan.layouts
+        for kernel, arg_desc, ids in plan.steps:
+            outs = []
+            for tid in ids:
+                v = views.get(tid)
+                if v is None:
+                    layout = layouts[tid]
+                    if layout is None:
+                        break  # a dynamic shape: the kernel allocates
+                    v = np.empty(layout[1], layout[0])
+                outs.append(v)
+            else:
+                kernel(*[_value(d, env) for d in arg_desc], out=outs)
+                for tid, v in zip(ids, outs):
+                    env[tid] = v
+                continue
+            result = kernel(*[_value(d, env) for d in arg_desc])
+            for tid, v in zip(ids, result if type(result) is tuple else (result,)):
+                env[tid] = v
+        return _value(plan.result, env)
+
+
+def _bind(desc: Desc, value: Any, env: dict[int, Any]) -> None:
+    stack = [(desc, value)]
+    while stack:
+        d, v = stack.pop()
+        if type(d) is tuple:
+            stack.extend(zip(d, v))
+        else:
+            env[d] = v
+
+
+def _value(desc: Desc, env: dict[int, Any]) -> Any:
+    if type(desc) is not tuple:
+        return env[desc]
+    return tuple(_value(d, env) for d in desc)
+
+
+class GraphRunner:
+    """The graph executor behind an :class:`~backends.tvm.executable.Executable`.
+
+    ``main`` is planned at construction (a program the graph executor cannot run is
+    rejected then); other globals when first run.
+    """
+
+    def __init__(self, mod: IRModule, table: KernelTable):
+        self.mod = mod
+        self.table = table
+        self.plans: dict[str, _Bound] = {}
+        if "main" in mod.functions:
+            self._bound("main")
+
+    def _bound(self, name: str) -> _Bound:
+        b = self.plans.get(name)
+        if b is None:
+            b = self.plans[name] = _Bound(plan_function(name, self.mod.functions[name],
+                                                        self.table))
+        return b
+
+    @property
+    def peak_memory(self) -> int:
+        b = self.plans.get("main")
+        return b.plan.peak_memory if b is not None else 0
+
+    @property
+    def intermediate_bytes(self) -> int:
+        b = self.plans.get("main")
+        return b.plan.intermediate_bytes if b is not None else 0
+
+    def run(self, name: str, values: list[Any]) -> Any:
+        return self._bound(name).run(values)

@@ -1,0 +1,781 @@
+"""The VM executor: the whole language compiled once to register bytecode (issue 14 §2b).
+
+What it runs: every Relay program — closures (first-class, recursive through ``let``),
+globals and mutual recursion, ``if``, ``match`` over ADTs and tuples, references, and
+calls of compiled kernels for the ``Primitive=1`` functions that ``passes.fuse_ops``
+made. Its meaning is the big-step semantics of RULES.md (the oracle,
+``interpreter.evaluate``); the differential tests hold it to that.
+
+Compilation (:class:`Compiler`): each function body (a global or a function literal)
+becomes one :class:`Code` — a list of instructions over a register file, one register
+per parameter, captured variable, let binding and intermediate value. Instructions are
+tuples whose first field is an opcode; the opcodes are the rule cases of the
+semantics, specialized where the compiler knows more:
+
+* ``KERNEL dst k args`` — a call of a primitive function (Semantics-Call of a fused
+  group), ``k`` its compiled kernel (or numpy fallback); ``CALLG``/``TAILG`` — a call of a
+  known global (no dispatch on the callee); ``CALL``/``TAIL`` — a call of a computed
+  value (closure, operator, constructor);
+* ``CLOSURE dst code captures`` (Semantics-Closure / -Let-Rec: the captured registers are
+  copied into the closure, its self variable is bound to the closure at each call);
+* ``IFNOT cond target`` / ``JUMP`` (Semantics-If-True/-False), ``MATCH v clauses``
+  (Semantics-ADT-Match: clauses tried in order, the pattern's variables written to their
+  registers; Semantics-Match-Fail raises), ``CTOR``, ``TUPLE``, ``PROJ``, ``REFNEW``,
+  ``REFREAD``, ``REFWRITE``, ``CONST``, ``MOVE``, ``RET``;
+* ``ISSET r target`` — graph sharing (Semantics-Shared): a node reachable along several
+  edges is evaluated once per activation. The compiler reuses the node's register where
+  its first evaluation dominates the use (same block or an enclosing one); after leaving
+  the branch that evaluated it, a later use is guarded by ``ISSET`` (registers start
+  unset in each activation), so the node is evaluated at most once per activation and
+  exactly where the oracle evaluates it.
+
+Compiling walks the program with generator premises driven by
+:func:`semantics.visitor.run_recursive` (a 20,000-deep let chain compiles), once per
+build; running never walks the tree.
+
+The machine (:class:`VM`) keeps an explicit frame stack: a non-tail call of a closure
+pushes the caller's (code, registers, pc, destination) and continues in the callee; a
+call in tail position replaces the current frame, so a tail-recursive loop runs in
+constant space; deep non-tail recursion uses memory, not Python's stack, and beyond
+``max_depth`` nested calls is a ``RelayRuntimeError`` "stack exhausted" (the oracle's
+message). Runtime errors carry the span of the instruction's node.
+
+Not here: argument and result conversion (:mod:`backends.tvm.executable`), kernels
+(:mod:`backends.tvm.build`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from typing import Any
+
+import numpy as np
+
+from backends.tvm.fallback import OpKernel
+from interpreter.values import (
+    Closure,
+    ConstructorFunction,
+    ConstructorValue,
+    OpValue,
+    RefValue,
+    value_str,
+)
+from semantics.analysis import free_vars
+from semantics.errors import (
+    InternalError,
+    RelayError,
+    RelayRuntimeError,
+    non_exhaustive_match,
+    undefined_global,
+)
+from semantics.expr import (
+    Call,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    Grad,
+    If,
+    Let,
+    Match,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from semantics.module import IRModule
+from semantics.span import Span
+from semantics.visitor import run_recursive, shared
+
+__all__ = ["VM", "Code", "Compiler", "VMClosure", "is_primitive_function", "OPCODE_NAMES"]
+
+# --- opcodes ----------------------------------------------------------------------------------
+(KERNEL1, KERNEL2, KERNEL, MOVE, CONST, IFNOT, JUMP, RET, CALLG, TAILG, CALL, TAIL,
+ TUPLE, PROJ, CLOSURE, CTOR, MATCH, REFNEW, REFREAD, REFWRITE, ISSET, RAISE) = range(22)
+OPCODE_NAMES = ("KERNEL1", "KERNEL2", "KERNEL", "MOVE", "CONST", "IFNOT", "JUMP", "RET",
+                "CALLG", "TAILG", "CALL", "TAIL", "TUPLE", "PROJ", "CLOSURE", "CTOR", "MATCH",
+                "REFNEW", "REFREAD", "REFWRITE", "ISSET", "RAISE")
+
+Instr = tuple[Any, ...]
+KernelFor = Callable[[Function], Callable[..., Any]]
+
+
+def is_primitive_function(e: Any) -> bool:
+    """Whether ``e`` is a function literal marked ``Primitive=1`` (a fused group)."""
+    if type(e) is not Function or not e.attrs:
+        return False
+    return e.attrs.get("Primitive") in (1, True, "1")
+
+
+class Code:
+    """One compiled function body.
+
+    Invariants: registers ``0..nparams-1`` hold the arguments, the next ``len(free)``
+    the captured values (in ``free`` order), ``self_reg`` (or -1) the closure itself;
+    ``spans[i]`` is the span of the node instruction ``i`` came from.
+    """
+
+    __slots__ = ("name", "function", "instrs", "spans", "nregs", "nparams", "free",
+                 "self_reg")
+
+    def __init__(self, name: str, function: Function):
+        self.name = name
+        self.function = function
+        self.instrs: list[Instr] = []
+        self.spans: list[Span | None] = []
+        self.nregs = 0
+        self.nparams = len(function.params)
+        self.free: tuple[Var, ...] = ()
+        self.self_reg = -1
+
+    def __repr__(self) -> str:
+        return f"<Code {self.name}: {len(self.instrs)} instructions, {self.nregs} registers>"
+
+    def listing(self) -> str:
+        """The instructions, one per line (for debugging and docs)."""
+        lines = []
+        for i, ins in enumerate(self.instrs):
+            fields = [OPCODE_NAMES[ins[0]], *(_show(x) for x in ins[1:])]
+            lines.append(f"{i:4d}  " + " ".join(fields))
+        return "\n".join(lines)
+
+
+def _show(x: Any) -> str:
+    if isinstance(x, Code):
+        return x.name
+    if isinstance(x, np.ndarray):
+        return f"<{x.dtype}{list(x.shape)}>"
+    if isinstance(x, (int, tuple, str)):
+        return str(x)
+    return getattr(x, "name", type(x).__name__)
+
+
+class VMClosure(Closure):
+    """A closure of the VM: compiled code plus the captured register values.
+
+    A :class:`~interpreter.values.Closure` (so results compare as the oracle's closures
+    do: opaque), whose ``function`` is the source function literal and ``env`` is None.
+    """
+
+    __slots__ = ("code", "captured")
+
+    def __init__(self, code: Code, captured: tuple[Any, ...], name: str | None = None):
+        super().__init__(code.function, None, None, name)  # type: ignore[arg-type]
+        self.code = code
+        self.captured = captured
+
+
+# --- the compiler -----------------------------------------------------------------------------
+
+class _FnState:
+    """Per-function compile state: registers, variables, the sharing memo."""
+
+    def __init__(self, code: Code, body: Expr):
+        self.code = code
+        self.vars: dict[Var, int] = {}
+        self.shared = {id(n) for n in shared(body, descend=lambda n: type(n) is not Function)
+                       if not isinstance(n, (Var, GlobalVar, Op, Constructor, Constant))}
+        self.blocks: list[dict[int, int]] = [{}]
+        self.maybe: dict[int, int] = {}
+
+    def reg(self) -> int:
+        r = self.code.nregs
+        self.code.nregs += 1
+        return r
+
+    def emit(self, ins: Instr, span: Span | None) -> int:
+        self.code.instrs.append(ins)
+        self.code.spans.append(span)
+        return len(self.code.instrs) - 1
+
+    def patch(self, at: int, target: int) -> None:
+        ins = self.code.instrs[at]
+        self.code.instrs[at] = (*ins[:-1], target)
+
+    def here(self) -> int:
+        return len(self.code.instrs)
+
+    def enter(self) -> None:
+        self.blocks.append({})
+
+    def leave(self) -> None:
+        self.maybe.update(self.blocks.pop())
+
+    def known(self, node: Expr) -> int | None:
+        key = id(node)
+        for block in reversed(self.blocks):
+            r = block.get(key)
+            if r is not None:
+                return r
+        return None
+
+
+class Compiler:
+    """Compiles a module's functions to :class:`Code` (see the module docstring).
+
+    Args:
+        mod: the program, fused and type-checked (globals and ADTs).
+        kernel_for: the kernel of a ``Primitive=1`` function (called once per group).
+    """
+
+    def __init__(self, mod: IRModule, kernel_for: KernelFor):
+        self.mod = mod
+        self.kernel_for = kernel_for
+        self.globals: dict[str, VMClosure] = {}
+        self._pending: list[tuple[Code, Function, _FnState]] = []
+        self._ops: dict[tuple[str, Any], OpKernel] = {}
+        self._nullary: dict[str, ConstructorValue] = {}
+
+    def compile_all(self) -> dict[str, VMClosure]:
+        """Every global as a closure over compiled code (bodies compiled here)."""
+        for name, fn in self.mod.functions.items():
+            self.global_closure(name, fn)
+        self._drain()
+        return self.globals
+
+    def global_closure(self, name: str, fn: Function) -> VMClosure:
+        c = self.globals.get(name)
+        if c is None:
+            code = Code("@" + name, fn)
+            c = self.globals[name] = VMClosure(code, (), "@" + name)
+            self._schedule(code, fn, ())
+        return c
+
+    def _schedule(self, code: Code, fn: Function, free: Sequence[Var],
+                  self_var: Var | None = None) -> None:
+        st = _FnState(code, fn.body)
+        for p in fn.params:
+            st.vars[p] = st.reg()
+        code.free = tuple(free)
+        for v in free:
+            st.vars[v] = st.reg()
+        if self_var is not None:
+            code.self_reg = st.reg()
+            st.vars[self_var] = code.self_reg
+        self._pending.append((code, fn, st))
+
+    def _drain(self) -> None:
+        while self._pending:
+            code, fn, st = self._pending.pop()
+            run_recursive(self._tail(st, fn.body))
+
+    # -- expressions in tail position: the value is returned -----------------------------
+    def _tail(self, st: _FnState, e: Expr) -> Generator[Any, Any, None]:
+        while True:
+            t = type(e)
+            if t is Let:
+                yield from self._bind(st, e)  # type: ignore[arg-type]
+                e = e.body  # type: ignore[attr-defined]
+                continue
+            if t is If and id(e) not in st.shared:
+                c = yield self._expr(st, e.cond)  # type: ignore[attr-defined]
+                jump = st.emit((IFNOT, c, -1), e.span)
+                st.enter()
+                yield self._tail(st, e.true_branch)  # type: ignore[attr-defined]
+                st.leave()
+                st.patch(jump, st.here())
+                st.enter()
+                yield self._tail(st, e.false_branch)  # type: ignore[attr-defined]
+                st.leave()
+                return
+            if t is Match and id(e) not in st.shared:
+                v = yield self._expr(st, e.data)  # type: ignore[attr-defined]
+                table = st.emit((MATCH, v, (), e), e.span)
+                targets = []
+                for clause in e.clauses:  # type: ignore[attr-defined]
+                    st.enter()
+                    plan = self._pattern(st, clause.lhs)
+                    targets.append((plan, st.here()))
+                    yield self._tail(st, clause.rhs)
+                    st.leave()
+                st.code.instrs[table] = (MATCH, v, tuple(targets), e)
+                return
+            if isinstance(e, Call) and id(e) not in st.shared \
+                    and not is_primitive_function(e.op) and type(e.op) not in (Op, Constructor):
+                op = e.op
+                args = []
+                if type(op) is GlobalVar and op.name_hint in self.mod.functions:
+                    for a in e.args:
+                        args.append((yield self._expr(st, a)))
+                    callee = self.global_closure(op.name_hint, self.mod.functions[op.name_hint])
+                    st.emit((TAILG, callee.code, tuple(args)), e.span)
+                    return
+                f = yield self._expr(st, op)
+                for a in e.args:
+                    args.append((yield self._expr(st, a)))
+                st.emit((TAIL, f, tuple(args), e), e.span)
+                return
+            r = yield self._expr(st, e)
+            st.emit((RET, r), e.span)
+            return
+
+    def _bind(self, st: _FnState, e: Let) -> Generator[Any, Any, None]:
+        """``let var = value`` (Semantics-Let; Semantics-Let-Rec for a function value)."""
+        if type(e.value) is Function and not is_primitive_function(e.value):
+            r = st.reg()
+            st.vars[e.var] = r
+            self._closure(st, e.value, r, self_var=e.var)
+            return
+        st.vars[e.var] = yield self._expr(st, e.value)
+
+    # -- expressions whose value goes to a register --------------------------------------
+    def _expr(self, st: _FnState, e: Expr) -> Generator[Any, Any, int]:
+        if isinstance(e, Var):
+            r = st.vars.get(e)
+            if r is None:
+                raise InternalError(f"vm: unbound variable %{e.name_hint} in a checked program")
+            return r
+        memo = id(e) in st.shared
+        if memo:
+            known = st.known(e)
+            if known is not None:
+                return known
+            guard = -1
+            target = st.maybe.get(id(e))
+            if target is not None:
+                guard = st.emit((ISSET, target, -1), e.span)
+            first = st.code.nregs
+            r = yield self._compute(st, e)
+            if target is None:
+                # A register of its own: the value may sit in a parameter's or a binding's
+                # register, which ISSET cannot tell from "already evaluated".
+                target = r if r >= first else st.reg()
+            if r != target:
+                st.emit((MOVE, target, r), e.span)
+            if guard >= 0:
+                st.patch(guard, st.here())
+            st.blocks[-1][id(e)] = target
+            return target
+        return (yield self._compute(st, e))
+
+    def _compute(self, st: _FnState, e: Expr) -> Generator[Any, Any, int]:
+        t = type(e)
+        if t is Let:
+            while isinstance(e, Let):
+                yield from self._bind(st, e)
+                e = e.body
+            return (yield self._expr(st, e))
+        if t is Constant:
+            r = st.reg()
+            st.emit((CONST, r, e.data), e.span)  # type: ignore[attr-defined]
+            return r
+        if t is GlobalVar:
+            fn = self.mod.functions.get(e.name_hint)  # type: ignore[attr-defined]
+            r = st.reg()
+            if fn is None:
+                st.emit((RAISE, undefined_global("@" + e.name_hint)), e.span)  # type: ignore
+            else:
+                st.emit((CONST, r, self.global_closure(e.name_hint, fn)), e.span)  # type: ignore
+            return r
+        if t is Op:
+            r = st.reg()
+            st.emit((CONST, r, OpValue(e.name, self._op(e.name, None).opdef)), e.span)  # type: ignore
+            return r
+        if t is Constructor:
+            r = st.reg()
+            st.emit((CONST, r, self._constructor_value(e)), e.span)  # type: ignore[arg-type]
+            return r
+        if t is Function:
+            r = st.reg()
+            self._closure(st, e, r)  # type: ignore[arg-type]
+            return r
+        if t is Call:
+            return (yield from self._call(st, e))  # type: ignore[arg-type]
+        if t is Tuple:
+            fields = []
+            for f in e.fields:  # type: ignore[attr-defined]
+                fields.append((yield self._expr(st, f)))
+            r = st.reg()
+            st.emit((TUPLE, r, tuple(fields)), e.span)
+            return r
+        if t is TupleGetItem:
+            src = yield self._expr(st, e.tuple_value)  # type: ignore[attr-defined]
+            r = st.reg()
+            st.emit((PROJ, r, src, e.index), e.span)  # type: ignore[attr-defined]
+            return r
+        if t is If:
+            c = yield self._expr(st, e.cond)  # type: ignore[attr-defined]
+            r = st.reg()
+            jump = st.emit((IFNOT, c, -1), e.span)
+            st.enter()
+            a = yield self._expr(st, e.true_branch)  # type: ignore[attr-defined]
+            st.emit((MOVE, r, a), e.span)
+            st.leave()
+            done = st.emit((JUMP, -1), e.span)
+            st.patch(jump, st.here())
+            st.enter()
+            b = yield self._expr(st, e.false_branch)  # type: ignore[attr-defined]
+            st.emit((MOVE, r, b), e.span)
+            st.leave()
+            st.patch(done, st.here())
+            return r
+        if t is Match:
+            v = yield self._expr(st, e.data)  # type: ignore[attr-defined]
+            r = st.reg()
+            table = st.emit((MATCH, v, (), e), e.span)
+            targets = []
+            exits = []
+            for clause in e.clauses:  # type: ignore[attr-defined]
+                st.enter()
+                plan = self._pattern(st, clause.lhs)
+                targets.append((plan, st.here()))
+                x = yield self._expr(st, clause.rhs)
+                st.emit((MOVE, r, x), e.span)
+                exits.append(st.emit((JUMP, -1), e.span))
+                st.leave()
+            st.code.instrs[table] = (MATCH, v, tuple(targets), e)
+            for j in exits:
+                st.patch(j, st.here())
+            return r
+        if t is RefCreate:
+            v = yield self._expr(st, e.value)  # type: ignore[attr-defined]
+            r = st.reg()
+            st.emit((REFNEW, r, v), e.span)
+            return r
+        if t is RefRead:
+            v = yield self._expr(st, e.ref)  # type: ignore[attr-defined]
+            r = st.reg()
+            st.emit((REFREAD, r, v), e.span)
+            return r
+        if t is RefWrite:
+            ref = yield self._expr(st, e.ref)  # type: ignore[attr-defined]
+            v = yield self._expr(st, e.value)  # type: ignore[attr-defined]
+            r = st.reg()
+            st.emit((REFWRITE, r, ref, v), e.span)
+            return r
+        if t is Grad:
+            expansion = self._expand_grad(e)  # type: ignore[arg-type]
+            if expansion is None:
+                r = st.reg()
+                st.emit((RAISE, "grad(...) needs an automatic-differentiation expander "
+                         "(the `ad` package)"), e.span)
+                return r
+            return (yield self._expr(st, expansion))
+        raise InternalError(f"vm: cannot compile a {t.__name__}")
+
+    def _call(self, st: _FnState, e: Call) -> Generator[Any, Any, int]:
+        op = e.op
+        args: list[int] = []
+        if is_primitive_function(op):
+            for a in e.args:
+                args.append((yield self._expr(st, a)))
+            k = self.kernel_for(op)  # type: ignore[arg-type]
+            return self._emit_kernel(st, k, args, e)
+        if type(op) is Op:
+            for a in e.args:
+                args.append((yield self._expr(st, a)))
+            return self._emit_kernel(st, self._op(op.name, e.attrs), args, e)
+        if type(op) is Constructor and len(e.args) == len(op.inputs):
+            for a in e.args:
+                args.append((yield self._expr(st, a)))
+            r = st.reg()
+            if not op.inputs:
+                st.emit((CONST, r, self._constructor_value(op)), e.span)
+            else:
+                st.emit((CTOR, r, op.name, op, tuple(args)), e.span)
+            return r
+        if type(op) is GlobalVar and op.name_hint in self.mod.functions:
+            for a in e.args:
+                args.append((yield self._expr(st, a)))
+            callee = self.global_closure(op.name_hint, self.mod.functions[op.name_hint])
+            r = st.reg()
+            st.emit((CALLG, r, callee.code, tuple(args)), e.span)
+            return r
+        f = yield self._expr(st, op)
+        for a in e.args:
+            args.append((yield self._expr(st, a)))
+        r = st.reg()
+        st.emit((CALL, r, f, tuple(args), e), e.span)
+        return r
+
+    def _emit_kernel(self, st: _FnState, k: Callable[..., Any], args: list[int],
+                     e: Call) -> int:
+        r = st.reg()
+        if len(args) == 1:
+            st.emit((KERNEL1, r, k, args[0]), e.span)
+        elif len(args) == 2:
+            st.emit((KERNEL2, r, k, args[0], args[1]), e.span)
+        else:
+            st.emit((KERNEL, r, k, tuple(args)), e.span)
+        return r
+
+    def _closure(self, st: _FnState, fn: Function, dst: int,
+                 self_var: Var | None = None) -> None:
+        free = [v for v in free_vars(fn) if v is not self_var]
+        code = Code(self_var.name_hint if self_var is not None else "fn", fn)
+        captures = []
+        for v in free:
+            r = st.vars.get(v)
+            if r is None:
+                raise InternalError(f"vm: unbound variable %{v.name_hint} in a checked program")
+            captures.append(r)
+        self._schedule(code, fn, free, self_var)
+        name = "%" + self_var.name_hint if self_var is not None else None
+        st.emit((CLOSURE, dst, code, tuple(captures), name), fn.span)
+
+    def _pattern(self, st: _FnState, p: Pattern) -> tuple[Any, ...]:
+        """A pattern as a flat plan for :func:`_match` (variables get registers)."""
+        plan: list[Any] = []
+        stack: list[Pattern] = [p]
+        while stack:
+            q = stack.pop()
+            if type(q) is PatternWildcard:
+                plan.append((0,))
+            elif type(q) is PatternVar:
+                r = st.reg()
+                st.vars[q.var] = r
+                plan.append((1, r))
+            elif type(q) is PatternConstructor:
+                plan.append((2, q.constructor.name, len(q.patterns)))
+                stack.extend(reversed(q.patterns))
+            elif type(q) is PatternTuple:
+                plan.append((3, len(q.patterns)))
+                stack.extend(reversed(q.patterns))
+            else:
+                raise InternalError(f"vm: unknown pattern {type(q).__name__}")
+        return tuple(plan)
+
+    def _op(self, name: str, attrs: Any) -> OpKernel:
+        key = (name, attrs)
+        k = self._ops.get(key)
+        if k is None:
+            k = self._ops[key] = OpKernel(name, attrs)
+        return k
+
+    def _constructor_value(self, c: Constructor) -> Any:
+        if c.inputs:
+            return ConstructorFunction(c)
+        v = self._nullary.get(c.name)
+        if v is None:
+            v = self._nullary[c.name] = ConstructorValue(c.name, (), c)
+        return v
+
+    def _expand_grad(self, e: Grad) -> Expr | None:
+        from interpreter.eval import _GRAD_EXPANDER
+
+        if not _GRAD_EXPANDER:
+            return None
+        return _GRAD_EXPANDER[0](e, self.mod)
+
+
+def _match(plan: tuple[Any, ...], v: Any, regs: list[Any]) -> bool:
+    """Semantics-Pattern-*: does ``v`` match ``plan``? Binds the variables' registers."""
+    values = [v]
+    for step in plan:
+        w = values.pop()
+        kind = step[0]
+        if kind == 1:
+            regs[step[1]] = w
+        elif kind == 2:
+            if type(w) is not ConstructorValue or w.name != step[1] or len(w.fields) != step[2]:
+                return False
+            values.extend(reversed(w.fields))
+        elif kind == 3:
+            if type(w) is not tuple or len(w) != step[1]:
+                return False
+            values.extend(reversed(w))
+    return True
+
+
+# --- the machine ------------------------------------------------------------------------------
+
+class VM:
+    """Runs compiled code (see the module docstring).
+
+    Args:
+        mod: the program the code was compiled from (for calls of closures made by the
+            oracle that reach the VM as arguments).
+        max_depth: the bound on nested non-tail calls.
+    """
+
+    def __init__(self, mod: IRModule, max_depth: int = 100_000):
+        self.mod = mod
+        self.max_depth = max_depth
+        self._ops: dict[str, OpKernel] = {}
+
+    def call(self, f: Any, args: Sequence[Any]) -> Any:
+        """Apply a function value to argument values; the result value.
+
+        Raises:
+            RelayRuntimeError: as the oracle would (wrong arity, non-exhaustive match,
+                operator failures, stack exhausted, ...).
+        """
+        if type(f) is not VMClosure:
+            return self._call_value(f, list(args), None)
+        return self._run(f, list(args))
+
+    def _enter(self, c: VMClosure, args: Sequence[Any], span: Span | None) -> list[Any]:
+        code = c.code
+        if len(args) != code.nparams:
+            raise RelayRuntimeError(
+                f"wrong number of arguments: {c.name or 'the function'} expects "
+                f"{code.nparams}, got {len(args)}", span)
+        regs: list[Any] = [None] * code.nregs
+        regs[:code.nparams] = args
+        if c.captured:
+            regs[code.nparams:code.nparams + len(c.captured)] = c.captured
+        if code.self_reg >= 0:
+            regs[code.self_reg] = c
+        return regs
+
+    def _call_value(self, f: Any, args: list[Any], node: Any) -> Any:
+        """A call of a value that is not a VM closure (Semantics-Call-Op, -ADT-Constructor)."""
+        span = getattr(node, "span", None)
+        t = type(f)
+        if t is OpValue:
+            k = self._ops.get(f.name)
+            if k is None:
+                k = self._ops[f.name] = OpKernel(f.name)
+            try:
+                return k(*args)
+            except RelayError as err:
+                raise err.with_span(span) from None
+        if t is ConstructorFunction or t is ConstructorValue:
+            ctor = f.constructor
+            if ctor is None or (t is ConstructorValue and (f.fields or ctor.inputs)):
+                raise RelayRuntimeError(
+                    f"cannot call a value that is not a function: {value_str(f, limit=60)}",
+                    span)
+            if len(args) != len(ctor.inputs):
+                raise RelayRuntimeError(
+                    f"wrong number of arguments: constructor {ctor.name} expects "
+                    f"{len(ctor.inputs)}, got {len(args)}", span)
+            return ConstructorValue(ctor.name, tuple(args), ctor)
+        if isinstance(f, Closure) and t is not VMClosure:
+            # A closure made by the oracle (an argument from Python): the oracle applies it.
+            from interpreter.eval import Interpreter
+            from interpreter.linking import with_prelude
+
+            return Interpreter(with_prelude(self.mod), max_depth=self.max_depth).apply(
+                f, args, node)
+        if t is VMClosure:
+            return self._run(f, args)
+        raise RelayRuntimeError(
+            f"cannot call a value that is not a function: {value_str(f, limit=60)}", span)
+
+    def _run(self, entry: VMClosure, args: list[Any]) -> Any:
+        code = entry.code
+        regs = self._enter(entry, args, None)
+        instrs = code.instrs
+        frames: list[tuple[Code, list[Any], int, int]] = []
+        max_depth = self.max_depth
+        if max_depth < 1:
+            raise RelayRuntimeError(f"stack exhausted: more than {max_depth} nested calls")
+        pc = 0
+        ins: Instr = ()
+        try:
+            while True:
+                ins = instrs[pc]
+                op = ins[0]
+                pc += 1
+                if op == KERNEL2:
+                    regs[ins[1]] = ins[2](regs[ins[3]], regs[ins[4]])
+                elif op == KERNEL1:
+                    regs[ins[1]] = ins[2](regs[ins[3]])
+                elif op == IFNOT:
+                    if not regs[ins[1]]:
+                        pc = ins[2]
+                elif op == TAILG:
+                    code = ins[1]
+                    new = [None] * code.nregs
+                    new[:code.nparams] = [regs[a] for a in ins[2]]
+                    regs = new
+                    instrs = code.instrs
+                    pc = 0
+                elif op == RET:
+                    v = regs[ins[1]]
+                    if not frames:
+                        return v
+                    code, regs, pc, dst = frames.pop()
+                    instrs = code.instrs
+                    regs[dst] = v
+                elif op == CALLG:
+                    if len(frames) >= max_depth - 1:
+                        raise RelayRuntimeError(
+                            f"stack exhausted: more than {max_depth} nested calls")
+                    frames.append((code, regs, pc, ins[1]))
+                    code = ins[2]
+                    new = [None] * code.nregs
+                    new[:code.nparams] = [regs[a] for a in ins[3]]
+                    regs = new
+                    instrs = code.instrs
+                    pc = 0
+                elif op == MOVE:
+                    regs[ins[1]] = regs[ins[2]]
+                elif op == CONST:
+                    regs[ins[1]] = ins[2]
+                elif op == JUMP:
+                    pc = ins[1]
+                elif op == KERNEL:
+                    regs[ins[1]] = ins[2](*[regs[a] for a in ins[3]])
+                elif op == TUPLE:
+                    regs[ins[1]] = tuple([regs[a] for a in ins[2]])
+                elif op == PROJ:
+                    regs[ins[1]] = regs[ins[2]][ins[3]]
+                elif op == MATCH:
+                    v = regs[ins[1]]
+                    for plan, target in ins[2]:
+                        if _match(plan, v, regs):
+                            pc = target
+                            break
+                    else:
+                        raise RelayRuntimeError(non_exhaustive_match(value_str(v, limit=80)))
+                elif op == CTOR:
+                    regs[ins[1]] = ConstructorValue(ins[2], tuple([regs[a] for a in ins[4]]),
+                                                    ins[3])
+                elif op == CLOSURE:
+                    regs[ins[1]] = VMClosure(ins[2], tuple([regs[a] for a in ins[3]]), ins[4])
+                elif op == CALL or op == TAIL:
+                    tail = op == TAIL
+                    f = regs[ins[2 - tail]]
+                    call_args = [regs[a] for a in ins[3 - tail]]
+                    if type(f) is VMClosure:
+                        if not tail:
+                            if len(frames) >= max_depth - 1:
+                                raise RelayRuntimeError(
+                                    f"stack exhausted: more than {max_depth} nested calls")
+                        span = ins[4 - tail].span
+                        new = self._enter(f, call_args, span)
+                        if not tail:
+                            frames.append((code, regs, pc, ins[1]))
+                        code = f.code
+                        regs = new
+                        instrs = code.instrs
+                        pc = 0
+                        continue
+                    v = self._call_value(f, call_args, ins[4 - tail])
+                    if not tail:
+                        regs[ins[1]] = v
+                        continue
+                    if not frames:
+                        return v
+                    code, regs, pc, dst = frames.pop()
+                    instrs = code.instrs
+                    regs[dst] = v
+                elif op == ISSET:
+                    if regs[ins[1]] is not None:
+                        pc = ins[2]
+                elif op == REFNEW:
+                    regs[ins[1]] = RefValue(regs[ins[2]])
+                elif op == REFREAD:
+                    regs[ins[1]] = regs[ins[2]].value
+                elif op == REFWRITE:
+                    regs[ins[2]].value = regs[ins[3]]
+                    regs[ins[1]] = ()
+                elif op == RAISE:
+                    raise RelayRuntimeError(ins[1])
+                else:
+                    raise InternalError(f"vm: bad opcode {op}")
+        except RelayError as err:
+            if err.span is None and 0 < pc <= len(code.spans):
+                err.with_span(code.spans[pc - 1])
+            raise

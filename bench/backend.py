@@ -1,0 +1,233 @@
+"""Benchmark of the TVM backend's build and executors (issue 14 "What must be shown").
+
+Usage::
+
+    python bench/backend.py [--iterations N] [--quick]
+
+Prints three tables:
+
+1. **Compile time** of a model, cold (an empty kernel cache directory: every kernel is
+   compiled by TVM) and warm (a new cache object on the same directory: every kernel
+   is loaded from disk; and the same cache object again: memory hits). The model is
+   ``models.get("resnet18")`` when a ``models`` package exists, else a ResNet-style
+   block written here (conv/bias/relu twice, a residual add, pooling, a dense head).
+2. **Graph executor memory**: the planned intermediate storage (``exe.peak_memory``)
+   against the sum of all intermediate tensors (``exe.intermediate_bytes``).
+3. **VM overhead per instruction** on a scalar loop of ``N`` iterations (default
+   100,000): instructions executed (counted), total time per instruction with compiled
+   kernels and with the numpy fallback, and the VM's own share — total time minus the
+   time measured inside the kernels, per instruction. Target: ≤ 5 µs.
+
+Timings are wall clock on a shared machine; compare rows of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from typing import Any
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import numpy as np  # noqa: E402
+
+RESNET_BLOCK = """
+def @main(%data: Tensor[(1, 16, 32, 32), float32],
+          %w1: Tensor[(16, 16, 3, 3), float32], %b1: Tensor[(16), float32],
+          %w2: Tensor[(16, 16, 3, 3), float32], %b2: Tensor[(16), float32],
+          %w3: Tensor[(32, 16, 3, 3), float32], %b3: Tensor[(32), float32],
+          %fc: Tensor[(10, 32), float32], %fcb: Tensor[(10), float32]) -> Tensor[(1, 10), float32] {
+  let %c1 = nn.relu(nn.bias_add(nn.conv2d(%data, %w1, padding=[1, 1]), %b1));
+  let %c2 = nn.bias_add(nn.conv2d(%c1, %w2, padding=[1, 1]), %b2);
+  let %r = nn.relu(%c2 + %data);
+  let %c3 = nn.relu(nn.bias_add(nn.conv2d(%r, %w3, strides=[2, 2], padding=[1, 1]), %b3));
+  let %p = nn.max_pool2d(%c3, pool_size=[2, 2], strides=[2, 2]);
+  let %g = nn.batch_flatten(nn.global_avg_pool2d(%p));
+  nn.softmax(nn.bias_add(nn.dense(%g, %fc), %fcb))
+}
+"""
+
+LOOP = """
+def @loop(%i: int32, %acc: int32) -> int32 {
+  if (%i == 0) { %acc } else { @loop(%i - 1, %acc + %i) }
+}
+def @main(%n: int32) -> int32 { @loop(%n, 0) }
+"""
+
+
+def model() -> tuple[Any, dict[str, np.ndarray], list[np.ndarray], str]:
+    """The benchmark model: ``(module, params, inputs, name)``."""
+    try:
+        import models  # type: ignore[import-not-found]
+
+        mod, params = models.get("resnet18")
+        main = mod["main"]
+        data = main.params[0].type_annotation
+        shape = tuple(int(d) for d in data.shape)
+        return mod, params, [np.random.default_rng(0).standard_normal(shape).astype(
+            data.dtype)], "resnet18"
+    except ImportError:
+        from semantics import parse
+
+        mod = parse(RESNET_BLOCK)
+        rng = np.random.default_rng(0)
+        params = {p.name_hint: (rng.standard_normal(tuple(int(d) for d in
+                                                          p.type_annotation.shape)) * 0.1
+                                ).astype("float32")
+                  for p in mod["main"].params[1:]}
+        data = rng.standard_normal((1, 16, 32, 32)).astype("float32")
+        return mod, params, [data], "resnet-block (inline)"
+
+
+def compile_times(mod: Any, params: dict[str, np.ndarray], inputs: list[np.ndarray]
+                  ) -> list[tuple[str, float, str]]:
+    from backends.tvm import build
+    from backends.tvm.kernels import KernelCache
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        cold_cache = KernelCache(tmp)
+        t = time.perf_counter()
+        exe = build(mod, params=params, executor="graph", cache=cold_cache)
+        rows.append(("cold (empty cache)", time.perf_counter() - t,
+                     f"{exe.kernels.compiled} kernels compiled, {len(exe.fallbacks)} fallbacks"))
+        warm_cache = KernelCache(tmp)
+        t = time.perf_counter()
+        exe = build(mod, params=params, executor="graph", cache=warm_cache)
+        rows.append(("warm (disk hits)", time.perf_counter() - t,
+                     f"{warm_cache.hits_disk} disk hits, {warm_cache.misses} misses"))
+        t = time.perf_counter()
+        exe = build(mod, params=params, executor="graph", cache=warm_cache)
+        rows.append(("warm (memory hits)", time.perf_counter() - t,
+                     f"{warm_cache.hits_memory} memory hits"))
+        from backends.tvm.build import prepare
+
+        t = time.perf_counter()
+        prepare(mod, params, 3)
+        rows.append(("  of which: passes", time.perf_counter() - t,
+                     "bind_params + optimize -O3 + fuse + infer (no kernels)"))
+        t = time.perf_counter()
+        exe(*inputs)
+        rows.append(("one inference (graph)", time.perf_counter() - t, ""))
+    return rows
+
+
+def memory(mod: Any, params: dict[str, np.ndarray]) -> list[tuple[str, int, int]]:
+    from backends.tvm import build
+
+    rows = []
+    for level in (0, 3):
+        exe = build(mod, params=params, executor="graph", opt_level=level,
+                    compile_kernels=False)
+        rows.append((f"-O{level}", exe.peak_memory, exe.intermediate_bytes))
+    return rows
+
+
+class _CountingList(list[Any]):
+    """An instruction list that counts the instructions fetched (the counting run only)."""
+
+    fetched = 0
+
+    def __getitem__(self, i: Any) -> Any:
+        _CountingList.fetched += 1
+        return super().__getitem__(i)
+
+
+def _codes(exe: Any) -> list[Any]:
+    from backends.tvm.vm import Code
+
+    seen: dict[int, Any] = {}
+    work = [c.code for c in exe._runner.closures.values()]
+    while work:
+        code = work.pop()
+        if id(code) in seen:
+            continue
+        seen[id(code)] = code
+        for ins in code.instrs:
+            work.extend(x for x in ins if isinstance(x, Code))
+    return list(seen.values())
+
+
+def _kernels_of(code: Any) -> list[tuple[int, int]]:
+    from backends.tvm.vm import KERNEL, KERNEL1, KERNEL2
+
+    return [(i, 2) for i, ins in enumerate(code.instrs) if ins[0] in (KERNEL, KERNEL1, KERNEL2)]
+
+
+def vm_overhead(n: int) -> list[tuple[str, int, float, float, float]]:
+    from backends.tvm import build
+
+    rows: list[tuple[str, int, float, float, float]] = []
+    for label, compiled in (("compiled kernels", True), ("numpy fallback", False)):
+        exe = build(LOOP, executor="vm", compile_kernels=compiled)
+        exe(10)  # warm up (kernel slots, verdicts)
+        codes = _codes(exe)
+        # 1. instructions executed
+        saved = [c.instrs for c in codes]
+        for c in codes:
+            c.instrs = _CountingList(c.instrs)
+        _CountingList.fetched = 0
+        exe(n)
+        count = _CountingList.fetched
+        for c, instrs in zip(codes, saved):
+            c.instrs = instrs
+        # 2. total time
+        t = time.perf_counter()
+        exe(n)
+        total = time.perf_counter() - t
+        # 3. time inside the kernels (a separate run with timing wrappers)
+        inside = [0.0]
+
+        def timed(k: Any, inside: list[float] = inside) -> Any:
+            clock = time.perf_counter
+
+            def run(*args: Any) -> Any:
+                t0 = clock()
+                r = k(*args)
+                inside[0] += clock() - t0
+                return r
+            return run
+
+        for c in codes:
+            for i, _ in _kernels_of(c):
+                ins = c.instrs[i]
+                c.instrs[i] = (ins[0], ins[1], timed(ins[2]), *ins[3:])
+        exe(n)
+        for c, instrs in zip(codes, saved):
+            c.instrs = instrs
+        us = 1e6 / count
+        rows.append((label, count, total * us, inside[0] * us, max(total - inside[0], 0) * us))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=100_000)
+    parser.add_argument("--quick", action="store_true", help="10,000 loop iterations")
+    args = parser.parse_args()
+    n = 10_000 if args.quick else args.iterations
+    mod, params, inputs, name = model()
+
+    print(f"== compile time: {name} (graph executor, -O3) ==")
+    print(f"{'build':<24}{'seconds':>10}  notes")
+    for label, seconds, note in compile_times(mod, params, inputs):
+        print(f"{label:<24}{seconds:>10.3f}  {note}")
+
+    print(f"\n== graph executor memory: {name} ==")
+    print(f"{'level':<8}{'peak (planned) bytes':>22}{'sum of intermediates':>22}{'ratio':>8}")
+    for label, peak, size in memory(mod, params):
+        ratio = peak / size if size else 0.0
+        print(f"{label:<8}{peak:>22,}{size:>22,}{ratio:>8.2f}")
+
+    print(f"\n== VM overhead: scalar loop of {n:,} iterations ==")
+    print(f"{'kernels':<18}{'instructions':>14}{'µs/instr total':>16}{'µs in kernels':>15}"
+          f"{'µs VM overhead':>16}")
+    for label, count, total, inside, overhead in vm_overhead(n):
+        print(f"{label:<18}{count:>14,}{total:>16.3f}{inside:>15.3f}{overhead:>16.3f}")
+
+
+if __name__ == "__main__":
+    main()
