@@ -150,7 +150,11 @@ def prove_valid(claim: z3.BoolRef, timeout_ms: int = 20000,
 def model_text(m: z3.ModelRef) -> str:
     """A model as ``name = value`` pairs, sorted by name."""
     pairs = sorted((d.name(), m[d]) for d in m.decls() if d.arity() == 0)
-    return ", ".join(f"{n} = {_value_text(v)}" for n, v in pairs)
+    text = ", ".join(f"{n} = {_value_text(v)}" for n, v in pairs)
+    funs = sorted((d.name(), m[d]) for d in m.decls() if d.arity() > 0)
+    if funs:
+        text += "; " + "; ".join(f"{n} = {v}" for n, v in funs)
+    return text
 
 
 def _value_text(v: z3.ExprRef) -> str:
