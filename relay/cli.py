@@ -25,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-COMMANDS = ("run", "check", "fmt", "opt", "grad", "pe", "ops", "conformance")
+COMMANDS = ("run", "check", "fmt", "opt", "grad", "pe", "ops", "conformance", "prove")
 
 
 class StreamError(Exception):
