@@ -83,7 +83,8 @@ def _load() -> None:
 
 
 def select(only: str | None) -> list[ObligationDef]:
-    """The obligations named ``only`` or in the class/prefix ``only`` (all when None).
+    """The obligation named ``only``, else those under the class ``only.``, else those whose
+    name starts with ``only`` (all when None).
 
     Raises:
         KeyError: nothing matches ``only``.
@@ -91,8 +92,11 @@ def select(only: str | None) -> list[ObligationDef]:
     defs = registered()
     if only is None:
         return list(defs.values())
-    picked = [d for n, d in defs.items()
-              if n == only or n.startswith(only + ".") or n.startswith(only)]
+    if only in defs:                       # an exact name is that one obligation
+        return [defs[only]]
+    picked = [d for n, d in defs.items() if n.startswith(only + ".")]
+    if not picked:                         # else a plain prefix ("relation.Conv")
+        picked = [d for n, d in defs.items() if n.startswith(only)]
     if not picked:
         raise KeyError(f"no obligation named {only!r} (try a class: relation, rewrite, "
                        f"soundness)")
