@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import z3
 
@@ -163,9 +164,10 @@ def model_text(m: z3.ModelRef) -> str:
 
 def _value_text(v: z3.ExprRef) -> str:
     if z3.is_rational_value(v):
-        r = v  # type: ignore[assignment]
-        num, den = r.numerator_as_long(), r.denominator_as_long()  # type: ignore[attr-defined]
+        r: Any = v
+        num, den = r.numerator_as_long(), r.denominator_as_long()
         return str(num) if den == 1 else f"{num}/{den}"
     if z3.is_algebraic_value(v):
-        return v.as_decimal(6)  # type: ignore[attr-defined]
+        a: Any = v
+        return str(a.as_decimal(6))
     return str(v)

@@ -18,9 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from proofs.core import obligation
-from proofs.relcheck import (AND, ANY, IF, OR, PROD, Config, RelationCase, Shapes,
-                             check_case)
+from proofs.core import Verdict, obligation
+from proofs.relcheck import AND, ANY, IF, OR, PROD, Config, RelationCase, Shapes, check_case
 
 # --- specification helpers (Python ints or Z3 terms alike) -----------------------------------
 
@@ -330,9 +329,13 @@ def s_strided_slice(s: Shapes, at: dict[str, Any]) -> tuple[Any, Shapes]:
         e = tvm_clamp(at["end"][k] if k < len(at["end"]) else (big if st > 0 else 0), n, st)
         ok.append(b <= e if st > 0 else e <= b)
         length = e - b if st > 0 else b - e
-        x[a] = (lambda o, length=length, st=abs(st): AND(o * st >= length,
-                                                          (o - 1) * st < length, o >= 0))
+        x[a] = _count_of(length, abs(st))
     return AND(*ok), [x]
+
+
+def _count_of(length: Any, step: int) -> Callable[[Any], Any]:
+    """The predicate "o is the number of indices 0, step, 2*step, ... below length"."""
+    return lambda o: AND(o * step >= length, (o - 1) * step < length, o >= 0)
 
 
 def s_tile(s: Shapes, at: dict[str, Any]) -> tuple[Any, Shapes]:
@@ -370,14 +373,14 @@ def s_layout_transform(s: Shapes, at: dict[str, Any]) -> tuple[Any, Shapes]:
     parsed = _layout(src)
     if len(parsed) != len(x):
         return False, [[]]
-    for (name, block), d in zip(parsed, x, strict=True):
+    for (_name, block), d in zip(parsed, x, strict=True):
         if block:
             ok.append(d == block)
     for (name, block), d in zip(parsed, x, strict=True):
         if not block:
             inner = [b for n2, b in parsed if n2 == name.lower() and b]
             logical[name] = d * (inner[0] if inner else 1)
-    out = []
+    out: list[Any] = []
     for name, block in _layout(dst):
         if block:
             ok.append(logical[name.upper()] % block == 0)
@@ -740,12 +743,16 @@ COVERED: frozenset[str] = frozenset(c.relation for c in CASES)
 BY_NAME: dict[str, RelationCase] = {c.relation: c for c in CASES}
 
 
+def _checker(case: RelationCase) -> Callable[[], Verdict]:
+    return lambda: check_case(case)
+
+
 def _register() -> None:
     for case in CASES:
         obligation(f"relation.{case.relation}",
                    f"relation {case.relation} (operator {case.op}) is sound and complete for "
                    f"the operator's definition" + (f" [{case.note}]" if case.note else ""),
-                   lambda case=case: check_case(case))
+                   _checker(case))
 
 
 _register()

@@ -15,14 +15,14 @@ differential tests, not here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import z3
 
 from proofs.core import Verdict, obligation, prove_valid
 
 R = z3.RealSort()
-I = z3.IntSort()
+Z = z3.IntSort()
 
 # the fixed reduction extents of the convolutions below (input channels per group, kernel)
 CI, KH, KW = 2, 2, 2
@@ -33,7 +33,7 @@ def relu(v: z3.ArithRef) -> z3.ArithRef:
 
 
 def tensor(name: str, rank: int) -> z3.FuncDeclRef:
-    return z3.Function(name, *([I] * rank), R)
+    return z3.Function(name, *([Z] * rank), R)
 
 
 def ints(names: str) -> list[z3.ArithRef]:
@@ -41,12 +41,12 @@ def ints(names: str) -> list[z3.ArithRef]:
 
 
 def conv_at(x: Callable[..., z3.ArithRef], w: Callable[..., z3.ArithRef],
-            n: z3.ArithRef, o: z3.ArithRef, h: z3.ArithRef, wd: z3.ArithRef,
-            sh: z3.ArithRef, sw: z3.ArithRef, dh: z3.ArithRef, dw: z3.ArithRef,
-            ph: z3.ArithRef, pw: z3.ArithRef, og: z3.ArithRef | None = None) -> z3.ArithRef:
+            idx: Sequence[z3.ArithRef], og: z3.ArithRef | None = None) -> z3.ArithRef:
     """Output ``[n, o, h, w]`` of a grouped NCHW/OIHW convolution (definition):
     ``sum_{i, kh, kw} x[n, g(o)*CI + i, h*sh + kh*dh - ph, w*sw + kw*dw - pw] * W[o, i, kh, kw]``
-    with ``g(o) = o / og`` (``og`` output channels per group; None: one group)."""
+    with ``g(o) = o / og`` (``og`` output channels per group; None: one group); ``idx`` is
+    ``(n, o, h, w, sh, sw, dh, dw, ph, pw)``."""
+    n, o, h, wd, sh, sw, dh, dw, ph, pw = idx
     base = (o / og) * CI if og is not None else z3.IntVal(0)
     terms = [x(n, base + i, h * sh + kh * dh - ph, wd * sw + kw * dw - pw) * w(o, i, kh, kw)
              for i in range(CI) for kh in range(KH) for kw in range(KW)]
@@ -68,8 +68,8 @@ def fold_backward_conv() -> Verdict:
     og = z3.Int("og")
     o = idx[1]
     scaled = lambda oo, i, a, b: w(oo, i, a, b) * v(oo)   # noqa: E731
-    lhs = conv_at(x, w, *idx, og=og) * v(o)
-    rhs = conv_at(x, scaled, *idx, og=og)
+    lhs = conv_at(x, w, idx, og=og) * v(o)
+    rhs = conv_at(x, scaled, idx, og=og)
     return prove_valid(z3.Implies(z3.And(side, og >= 1), lhs == rhs))
 
 
@@ -106,8 +106,8 @@ def fold_forward_conv(wrong: bool = False) -> Verdict:
     def ws(oo: z3.ArithRef, i: z3.ArithRef, a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
         chan = i if wrong else (oo / og) * CI + i     # wrong: ignores the group offset
         return w(oo, i, a, b) * v(chan)
-    lhs = conv_at(xs, w, *idx, og=og)
-    rhs = conv_at(x, ws, *idx, og=og)
+    lhs = conv_at(xs, w, idx, og=og)
+    rhs = conv_at(x, ws, idx, og=og)
     return prove_valid(z3.Implies(z3.And(side, og >= 1, o >= 0), lhs == rhs))
 
 
@@ -119,8 +119,8 @@ def fold_forward_relu_conv() -> Verdict:
     xs = lambda n, ch, a, b: relu(x(n, ch, a, b) * v(ch))   # noqa: E731
     xr = lambda n, ch, a, b: relu(x(n, ch, a, b))   # noqa: E731
     ws = lambda oo, i, a, b: w(oo, i, a, b) * v(i)   # noqa: E731
-    lhs = conv_at(xs, w, *idx)
-    rhs = conv_at(xr, ws, *idx)
+    lhs = conv_at(xs, w, idx)
+    rhs = conv_at(xr, ws, idx)
     return prove_valid(z3.Implies(z3.And(side, positive), lhs == rhs))
 
 
@@ -194,13 +194,13 @@ def combine_split(wrong: bool = False) -> Verdict:
     claims = []
     n, _, h, wd, *rest = idx
     for k, size in enumerate((o1, o2, o3)):
-        combined = conv_at(x, wc, n, offs[k] + j, h, wd, *rest)
-        branch = conv_at(x, ws[k], n, j, h, wd, *rest)
+        combined = conv_at(x, wc, [n, offs[k] + j, h, wd, *rest])
+        branch = conv_at(x, ws[k], [n, j, h, wd, *rest])
         claims.append(z3.Implies(z3.And(j >= 0, j < size), combined == branch))
     return prove_valid(z3.Implies(z3.And(side, o1 >= 1, o2 >= 1, o3 >= 1), z3.And(*claims)))
 
 
-# --- AlterOpLayout: layout transforms are index bijections -------------------------------------------
+# --- AlterOpLayout: layout transforms are index bijections ---------------------------------
 
 def blocked_bijection(block: int, wrong: bool = False) -> Verdict:
     """NCHW <-> NCHW{b}c: ``(n, c, h, w) -> (n, c / b, h, w, c % b)`` and back by

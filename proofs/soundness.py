@@ -29,7 +29,7 @@ from proofs.core import PROVED, REFUTED, UNKNOWN, Verdict, obligation
 BOUNDED_PROGRAMS = 60
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _core(broken: str = "") -> tuple[z3.DatatypeSortRef, z3.DatatypeSortRef,
                                      dict[str, z3.FuncDeclRef]]:
     """The core fragment: terms, types, ``typeof``, ``is_value``, ``step`` (built once).
@@ -175,6 +175,7 @@ def bounded_check(count: int = BOUNDED_PROGRAMS) -> Verdict:
     from conformance.strategies.programs import Program, well_typed_modules
     from interpreter import evaluate
     from semantics.errors import RelayRuntimeError
+    from semantics.module import IRModule
     from semantics.types import FuncType
     from typechecker import infer
 
@@ -185,6 +186,7 @@ def bounded_check(count: int = BOUNDED_PROGRAMS) -> Verdict:
     @given(well_typed_modules())
     def prop(program: Program) -> None:
         typed = infer(program.module)
+        assert isinstance(typed, IRModule)
         ret = typed["main"].checked_type
         assert isinstance(ret, FuncType)
         try:

@@ -37,7 +37,7 @@ KNOWN_RELATIONS = frozenset({
 NAMES = sorted(registered())
 
 
-# --- every obligation is proved -----------------------------------------------------------------
+# --- every obligation is proved ---
 
 @pytest.mark.parametrize("name", NAMES)
 def test_obligation_is_proved(name):
@@ -66,7 +66,7 @@ def test_every_class_is_present_and_run_selects_by_prefix():
         proofs.run(only="no.such.obligation")
 
 
-# --- deliberately wrong relations are refuted ----------------------------------------------------
+# --- deliberately wrong relations are refuted ---
 
 def _variant(name: str, fn) -> Relation:
     return Relation(name, fn)
@@ -130,7 +130,7 @@ def test_wrong_split_relation_not_checking_divisibility_is_refuted():
     assert v.status == REFUTED and "not defined" in v.counterexample
 
 
-# --- deliberately wrong rewrites are refuted -------------------------------------------------------
+# --- deliberately wrong rewrites are refuted ---
 
 @pytest.mark.parametrize("wrong, expect", [
     (lambda: rewrites.fold_through_relu(wrong=True), "s = -"),
@@ -155,7 +155,7 @@ def test_relu_counterexample_is_a_real_counterexample():
     assert max(y, 0) * s != max(y * s, 0)
 
 
-# --- deliberately wrong typing rule is refuted -----------------------------------------------------
+# --- deliberately wrong typing rule is refuted ---
 
 def test_type_if_without_equal_branches_breaks_preservation():
     v = soundness._induction("preservation", broken="If")
@@ -164,7 +164,7 @@ def test_type_if_without_equal_branches_breaks_preservation():
     assert soundness._induction("progress").status == PROVED
 
 
-# --- the SymPy -> Z3 translation --------------------------------------------------------------------
+# --- the SymPy -> Z3 translation ---
 
 @settings(max_examples=200)
 @given(st.integers(0, 40), st.integers(0, 40), st.integers(1, 6), st.integers(-5, 5))
@@ -184,7 +184,7 @@ def test_translation_agrees_with_sympy(a, b, k, c):
         assert model.eval(term, model_completion=True).as_long() == int(want), e
 
 
-# --- relation obligations over drawn attribute configurations ---------------------------------------
+# --- relation obligations over drawn attribute configurations ---
 
 @settings(max_examples=25, deadline=None)
 @given(st.tuples(st.integers(1, 3), st.integers(1, 3)), st.tuples(st.integers(1, 3),
@@ -215,7 +215,7 @@ def test_a_case_can_be_added_in_a_few_lines():
     assert check_case(case).status == PROVED
 
 
-# --- relay prove ------------------------------------------------------------------------------------
+# --- relay prove ---
 
 def test_relay_prove_prints_each_obligation(capsys):
     assert main(["prove", "--only", "rewrite.fold_scale_axis"]) == 0
