@@ -26,7 +26,7 @@ import z3
 
 from proofs.core import PROVED, REFUTED, UNKNOWN, Verdict, obligation
 
-BOUNDED_PROGRAMS = 60
+BOUNDED_PROGRAMS = 150
 
 
 @functools.cache

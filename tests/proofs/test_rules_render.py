@@ -43,3 +43,12 @@ def test_render_writes_png_and_pdf(tmp_path):
         head = f.read_bytes()[:8]
         assert head.startswith(b"\x89PNG") or head.startswith(b"%PDF")
         assert f.stat().st_size > 2000
+
+
+def test_citation_cff_has_the_required_fields():
+    text = (ROOT / "CITATION.cff").read_text(encoding="utf-8")
+    top = {line.split(":", 1)[0] for line in text.splitlines()
+           if line and not line.startswith((" ", "#", "-"))}
+    assert {"cff-version", "message", "title", "authors", "type", "license",
+            "preferred-citation"} <= top
+    assert "Relay: A High-Level IR for Deep Learning" in text
