@@ -128,7 +128,7 @@ def run(only: str | None = None) -> list[Obligation]:
     return [discharge(d) for d in select(only)]
 
 
-def prove_valid(claim: z3.BoolRef, timeout_ms: int = 20000,
+def prove_valid(claim: z3.BoolRef, timeout_ms: int = 60000,
                 describe: Callable[[z3.ModelRef], str] | None = None,
                 method: str = "z3") -> Verdict:
     """Prove ``claim`` valid: ``unsat`` of its negation is ``proved``, a model ``refuted``.
@@ -147,6 +147,14 @@ def prove_valid(claim: z3.BoolRef, timeout_ms: int = 20000,
         return Verdict(PROVED, method=method)
     if r == z3.sat:
         m = s.model()
+        small = [z3.And(c() >= -8, c() <= 8) for c in m.decls()
+                 if c.arity() == 0 and c.range() == z3.IntSort()]
+        if small:                          # prefer a counterexample with small numbers
+            s.push()
+            s.add(*small)
+            if s.check() == z3.sat:
+                m = s.model()
+            s.pop()
         text = describe(m) if describe else model_text(m)
         return Verdict(REFUTED, text, method)
     return Verdict(UNKNOWN, "", method, f"solver: {s.reason_unknown()}")

@@ -112,16 +112,20 @@ def fold_forward_conv(wrong: bool = False) -> Verdict:
 
 
 def fold_forward_relu_conv() -> Verdict:
-    """``conv(relu(x * v[c]), W) == conv(relu(x), W * S)`` when every ``v[c] > 0``."""
-    x, w, v = tensor("x", 4), tensor("W", 4), tensor("v", 1)
+    """``conv(relu(x * v[c]), W) == conv(relu(x), W * S)`` when every ``v[c] > 0``.
+
+    Proved in two steps: the lemma ``relu(y * s) == relu(y) * s`` for ``s > 0`` (all reals),
+    then the convolution identity with ``relu(x)`` as an arbitrary tensor ``r`` and
+    ``relu(x * v[c])`` rewritten by the lemma to ``r * v[c]`` (polynomial, no case split).
+    """
+    lemma = fold_through_relu()
+    if lemma.status != "proved":
+        return lemma
+    r, w, v = tensor("r", 4), tensor("W", 4), tensor("v", 1)
     idx, side = conv_indices()
-    positive = z3.And(*[v(z3.IntVal(i)) > 0 for i in range(CI)])   # the channels read
-    xs = lambda n, ch, a, b: relu(x(n, ch, a, b) * v(ch))   # noqa: E731
-    xr = lambda n, ch, a, b: relu(x(n, ch, a, b))   # noqa: E731
+    rs = lambda n, ch, a, b: r(n, ch, a, b) * v(ch)   # noqa: E731  relu(x v) by the lemma
     ws = lambda oo, i, a, b: w(oo, i, a, b) * v(i)   # noqa: E731
-    lhs = conv_at(xs, w, idx)
-    rhs = conv_at(xr, ws, idx)
-    return prove_valid(z3.Implies(z3.And(side, positive), lhs == rhs))
+    return prove_valid(z3.Implies(side, conv_at(rs, w, idx) == conv_at(r, ws, idx)))
 
 
 def fold_forward_dense() -> Verdict:
@@ -191,13 +195,24 @@ def combine_split(wrong: bool = False) -> Verdict:
     def wc(o: z3.ArithRef, i: z3.ArithRef, a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
         return z3.If(o < o1, ws[0](o, i, a, b),
                      z3.If(o < o1 + o2, ws[1](o - o1, i, a, b), ws[2](o - o1 - o2, i, a, b)))
-    claims = []
     n, _, h, wd, *rest = idx
+    sizes = z3.And(side, o1 >= 1, o2 >= 1, o3 >= 1)
+    reads = [(i, kh, kw) for i in range(CI) for kh in range(KH) for kw in range(KW)]
     for k, size in enumerate((o1, o2, o3)):
+        in_piece = z3.And(sizes, j >= 0, j < size)
+        # step 1: filter off_k + j of the concatenation is filter j of branch k
+        same = [wc(offs[k] + j, z3.IntVal(i), z3.IntVal(a), z3.IntVal(b)) ==
+                ws[k](j, z3.IntVal(i), z3.IntVal(a), z3.IntVal(b)) for i, a, b in reads]
+        v = prove_valid(z3.Implies(in_piece, z3.And(*same)))
+        if v.status != "proved":
+            return Verdict(v.status, f"branch {k}: {v.counterexample}", v.method, v.detail)
+        # step 2: output channel o of a convolution reads only filter o
         combined = conv_at(x, wc, [n, offs[k] + j, h, wd, *rest])
         branch = conv_at(x, ws[k], [n, j, h, wd, *rest])
-        claims.append(z3.Implies(z3.And(j >= 0, j < size), combined == branch))
-    return prove_valid(z3.Implies(z3.And(side, o1 >= 1, o2 >= 1, o3 >= 1), z3.And(*claims)))
+        v = prove_valid(z3.Implies(z3.And(in_piece, *same), combined == branch))
+        if v.status != "proved":
+            return Verdict(v.status, f"branch {k}: {v.counterexample}", v.method, v.detail)
+    return Verdict("proved")
 
 
 # --- AlterOpLayout: layout transforms are index bijections ---------------------------------
