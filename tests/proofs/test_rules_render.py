@@ -6,6 +6,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 from semantics.rules import Rule
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +37,7 @@ def test_every_rule_of_rules_md_is_parsed_with_its_conclusion():
 
 
 def test_render_writes_png_and_pdf(tmp_path):
+    pytest.importorskip("matplotlib")      # the `docs`/`bench` extra
     render = _render_module()
     sections = render.parse_rules((ROOT / "semantics/RULES.md").read_text(encoding="utf-8"))
     files = render.render(sections[:2], tmp_path)
