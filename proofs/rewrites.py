@@ -318,6 +318,26 @@ REWRITES: dict[str, tuple[str, Callable[[], Verdict]]] = {
 }
 
 
+#: The pass rule (as named in the pass module's docstring) each obligation is about.
+PASS_RULES: dict[str, str] = {
+    "fold_scale_axis.backward_conv2d": "Fold-Backward",
+    "fold_scale_axis.backward_dense": "Fold-Backward",
+    "fold_scale_axis.backward_bias": "Fold-Backward",
+    "fold_scale_axis.relu_positive": "Fold-Backward",
+    "fold_scale_axis.forward_conv2d": "Fold-Forward",
+    "fold_scale_axis.forward_relu_conv2d": "Fold-Forward",
+    "fold_scale_axis.forward_dense": "Fold-Forward",
+    "canonicalize_ops.bias_add": "Canon-BiasAdd",
+    "simplify_inference.batch_norm": "Simp-BatchNorm",
+    "combine_parallel_conv2d.split": "Combine-Conv2D",
+    "alter_op_layout.nchw_blocked": "Alter-Conv2D",
+    "alter_op_layout.kernel_blocked": "Alter-Conv2D",
+    "alter_op_layout.nhwc": "Alter-Conv2D",
+    "fold_constant.if": "Fold-If",
+    "fold_constant.project": "Fold-Project",
+}
+
+
 def _all(verdicts: object) -> Verdict:
     last = None
     for v in verdicts:  # type: ignore[attr-defined]

@@ -174,6 +174,7 @@ def bounded_check(count: int = BOUNDED_PROGRAMS) -> Verdict:
     from conformance.harness import DOCUMENTED_TRAPS, ORACLE_FUEL, value_has_type
     from conformance.strategies.programs import Program, well_typed_modules
     from interpreter import evaluate
+    from semantics import pretty
     from semantics.errors import RelayRuntimeError
     from semantics.module import IRModule
     from semantics.types import FuncType
@@ -193,12 +194,12 @@ def bounded_check(count: int = BOUNDED_PROGRAMS) -> Verdict:
             value = evaluate(program.module, *program.inputs, fuel=ORACLE_FUEL)
         except RelayRuntimeError as err:
             if not err.message.startswith(DOCUMENTED_TRAPS):
-                failures.append(f"progress: {err.message}\n{program.module}")
+                failures.append(f"progress: {err.message}\n{pretty(program.module)}")
                 raise AssertionError(err.message) from None
             return
         if not value_has_type(value, ret.ret_type, program.module):
             failures.append(f"preservation: value {value!r} does not have type "
-                            f"{ret.ret_type}\n{program.module}")
+                            f"{pretty(ret.ret_type)}\n{pretty(program.module)}")
             raise AssertionError("preservation")
 
     try:

@@ -148,6 +148,15 @@ def test_wrong_rewrite_is_refuted_with_a_counterexample(wrong, expect):
     assert expect in v.counterexample, v.counterexample
 
 
+def test_every_rewrite_obligation_names_a_rule_of_its_pass():
+    import importlib
+
+    assert set(rewrites.PASS_RULES) == set(rewrites.REWRITES)
+    for name, rule in rewrites.PASS_RULES.items():
+        module = importlib.import_module("passes." + name.split(".")[0])
+        assert rule in (module.__doc__ or ""), (name, rule)
+
+
 def test_relu_counterexample_is_a_real_counterexample():
     v = rewrites.fold_through_relu(wrong=True)
     values = dict(part.split(" = ") for part in v.counterexample.split(", "))
@@ -162,6 +171,16 @@ def test_type_if_without_equal_branches_breaks_preservation():
     assert v.status == REFUTED
     assert v.counterexample.startswith("preservation fails for If(...)")
     assert soundness._induction("progress").status == PROVED
+
+
+def test_bounded_soundness_check_reports_the_failing_program(monkeypatch):
+    import conformance.harness as harness
+
+    monkeypatch.setattr(harness, "value_has_type", lambda value, ty, module=None: False)
+    v = soundness.bounded_check(count=3)
+    assert v.status == REFUTED
+    assert v.counterexample.startswith("preservation: value ")
+    assert "def @main" in v.counterexample
 
 
 # --- the SymPy -> Z3 translation ---
@@ -208,6 +227,20 @@ def test_strided_slice_relation_is_sound_for_drawn_bounds(begin, end, stride):
                                                 "strides": (stride,)}, (1,)),))
     v = check_case(case)
     assert v.status == PROVED, v.counterexample
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.tuples(st.integers(1, 3), st.integers(1, 3)),
+       st.lists(st.integers(0, 2), min_size=4, max_size=4),
+       st.tuples(st.integers(1, 3), st.integers(1, 3)))
+def test_conv2d_relation_is_sound_for_drawn_attributes(strides, padding, dilation):
+    attrs = {"strides": strides, "padding": tuple(padding), "dilation": dilation}
+    case = dataclasses.replace(relations.BY_NAME["Conv2D"],
+                               configs=(Config(attrs, (4, 4), ties=((0, 1, 1, 1),)),),
+                               max_instances=40)
+    v = check_case(case)
+    assert v.status == PROVED, v.counterexample
+    assert v.method.startswith("z3 1/1")
 
 
 def test_a_case_can_be_added_in_a_few_lines():
