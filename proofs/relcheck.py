@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -78,7 +78,6 @@ class RelationCase:
     ref_inputs: Callable[[list[tuple[int, ...]], tuple[str, ...]], list[Any]] | None = None
     ref_when: Callable[[list[list[int]], dict[str, Any]], bool] | None = None
     note: str = ""
-    dims_from: tuple[int, ...] = field(default=(0, 1, 2, 3, 4))
 
 
 def AND(*xs: Any) -> Any:
