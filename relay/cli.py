@@ -25,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-COMMANDS = ("run", "check", "fmt", "opt", "grad", "pe", "ops", "conformance", "build")
+COMMANDS = ("run", "check", "fmt", "opt", "grad", "pe", "ops", "build", "conformance", "prove")
 
 
 class StreamError(Exception):

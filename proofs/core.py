@@ -1,0 +1,181 @@
+"""Obligations, their registry and the runner behind ``proofs.run`` and ``relay prove``.
+
+An :class:`ObligationDef` is a named claim plus a ``check`` callable that discharges it and
+returns a :class:`Verdict`. Three verdicts exist:
+
+* ``proved`` — Z3 found the negation unsatisfiable (or, for a *bounded* obligation, every
+  instance of the stated finite domain was checked; ``method`` says which);
+* ``refuted`` — a counterexample was found; it is rendered as readable text;
+* ``unknown`` — the solver gave up (or the check itself could not be carried out).
+
+Obligation classes register themselves from :mod:`proofs.relations`, :mod:`proofs.rewrites`
+and :mod:`proofs.soundness` with :func:`obligation`. :func:`run` evaluates them (optionally
+only those whose name equals or starts with ``only``) and returns :class:`Obligation` records.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import z3
+
+PROVED = "proved"
+REFUTED = "refuted"
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of one check: status, counterexample text (refuted only), method used."""
+
+    status: str
+    counterexample: str = ""
+    method: str = "z3"
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Obligation:
+    """One discharged obligation as ``proofs.run`` reports it (ARCHITECTURE.md §8)."""
+
+    name: str
+    status: str
+    counterexample: str
+    method: str = "z3"
+    seconds: float = 0.0
+    statement: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ObligationDef:
+    """A registered obligation: ``name`` (``class.subject``), its statement, its check."""
+
+    name: str
+    statement: str
+    check: Callable[[], Verdict]
+
+
+_REGISTRY: dict[str, ObligationDef] = {}
+
+
+def obligation(name: str, statement: str, check: Callable[[], Verdict]) -> None:
+    """Register an obligation.
+
+    Raises:
+        ValueError: the name is already registered.
+    """
+    if name in _REGISTRY:
+        raise ValueError(f"obligation {name} registered twice")
+    _REGISTRY[name] = ObligationDef(name, statement, check)
+
+
+def registered() -> dict[str, ObligationDef]:
+    """All registered obligations by name (loads the obligation modules first)."""
+    _load()
+    return dict(_REGISTRY)
+
+
+def _load() -> None:
+    from proofs import relations, rewrites, soundness  # noqa: F401  (they register)
+
+
+def select(only: str | None) -> list[ObligationDef]:
+    """The obligation named ``only``, else those under the class ``only.``, else those whose
+    name starts with ``only`` (all when None).
+
+    Raises:
+        KeyError: nothing matches ``only``.
+    """
+    defs = registered()
+    if only is None:
+        return list(defs.values())
+    if only in defs:                       # an exact name is that one obligation
+        return [defs[only]]
+    picked = [d for n, d in defs.items() if n.startswith(only + ".")]
+    if not picked:                         # else a plain prefix ("relation.Conv")
+        picked = [d for n, d in defs.items() if n.startswith(only)]
+    if not picked:
+        raise KeyError(f"no obligation named {only!r} (try a class: relation, rewrite, "
+                       f"soundness)")
+    return picked
+
+
+def discharge(d: ObligationDef) -> Obligation:
+    """Run one obligation's check, timing it; an exception in the check is ``unknown``."""
+    start = time.perf_counter()
+    try:
+        v = d.check()
+    except Exception as exc:   # a broken check must surface as "not proved", not crash
+        v = Verdict(UNKNOWN, "", "error", f"check raised {type(exc).__name__}: {exc}")
+    return Obligation(d.name, v.status, v.counterexample, v.method,
+                      time.perf_counter() - start, d.statement, v.detail)
+
+
+def run(only: str | None = None) -> list[Obligation]:
+    """Discharge every registered obligation (or those selected by ``only``).
+
+    Args:
+        only: an obligation name, or a prefix such as ``relation`` or ``rewrite.fold_scale``.
+    Returns:
+        One :class:`Obligation` per selected obligation, in registration order.
+    Raises:
+        KeyError: ``only`` matches nothing.
+    """
+    return [discharge(d) for d in select(only)]
+
+
+def prove_valid(claim: z3.BoolRef, timeout_ms: int = 60000,
+                describe: Callable[[z3.ModelRef], str] | None = None,
+                method: str = "z3") -> Verdict:
+    """Prove ``claim`` valid: ``unsat`` of its negation is ``proved``, a model ``refuted``.
+
+    Args:
+        claim: a closed-over-free-constants formula (free constants are universally read).
+        describe: renders a model as the counterexample (default: the model's assignments).
+    Returns:
+        The verdict.
+    """
+    s = z3.Solver()
+    s.set("timeout", timeout_ms)
+    s.add(z3.Not(claim))
+    r = s.check()
+    if r == z3.unsat:
+        return Verdict(PROVED, method=method)
+    if r == z3.sat:
+        m = s.model()
+        small = [z3.And(c() >= -8, c() <= 8) for c in m.decls()
+                 if c.arity() == 0 and c.range() == z3.IntSort()]
+        if small:                          # prefer a counterexample with small numbers
+            s.push()
+            s.add(*small)
+            if s.check() == z3.sat:
+                m = s.model()
+            s.pop()
+        text = describe(m) if describe else model_text(m)
+        return Verdict(REFUTED, text, method)
+    return Verdict(UNKNOWN, "", method, f"solver: {s.reason_unknown()}")
+
+
+def model_text(m: z3.ModelRef) -> str:
+    """A model as ``name = value`` pairs, sorted by name."""
+    pairs = sorted((d.name(), m[d]) for d in m.decls() if d.arity() == 0)
+    text = ", ".join(f"{n} = {_value_text(v)}" for n, v in pairs)
+    funs = sorted((d.name(), m[d]) for d in m.decls() if d.arity() > 0)
+    if funs:
+        text += "; " + "; ".join(f"{n} = {v}" for n, v in funs)
+    return text
+
+
+def _value_text(v: z3.ExprRef) -> str:
+    if z3.is_rational_value(v):
+        r: Any = v
+        num, den = r.numerator_as_long(), r.denominator_as_long()
+        return str(num) if den == 1 else f"{num}/{den}"
+    if z3.is_algebraic_value(v):
+        a: Any = v
+        return str(a.as_decimal(6))
+    return str(v)

@@ -1,0 +1,351 @@
+"""Rewrite validity: every algebraic rewrite a pass performs, as an equation Z3 proves.
+
+Tensors are uninterpreted functions from integer indices to reals (``x(n, c, h, w)``), so
+each equation is proved for *all* tensor values and all (symbolic) indices, strides,
+paddings, dilations and channel counts; only the reduction extents of convolutions (input
+channels per group and kernel height/width) are fixed small numbers, because a sum of
+symbolic length is not first-order. Each obligation states its side conditions; the ones
+whose side condition matters come with a deliberately wrong variant (without it) that the
+tests show refuted.
+
+What is proved is the *equation the pass documents* (its module docstring names the rule);
+that the pass's code builds exactly that expression is checked by the passes' own
+differential tests, not here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import z3
+
+from proofs.core import Verdict, obligation, prove_valid
+
+R = z3.RealSort()
+Z = z3.IntSort()
+
+# the fixed reduction extents of the convolutions below (input channels per group, kernel)
+CI, KH, KW = 2, 2, 2
+
+
+def relu(v: z3.ArithRef) -> z3.ArithRef:
+    return z3.If(v > 0, v, z3.RealVal(0))
+
+
+def tensor(name: str, rank: int) -> z3.FuncDeclRef:
+    return z3.Function(name, *([Z] * rank), R)
+
+
+def ints(names: str) -> list[z3.ArithRef]:
+    return list(z3.Ints(names))
+
+
+def conv_at(x: Callable[..., z3.ArithRef], w: Callable[..., z3.ArithRef],
+            idx: Sequence[z3.ArithRef], og: z3.ArithRef | None = None) -> z3.ArithRef:
+    """Output ``[n, o, h, w]`` of a grouped NCHW/OIHW convolution (definition):
+    ``sum_{i, kh, kw} x[n, g(o)*CI + i, h*sh + kh*dh - ph, w*sw + kw*dw - pw] * W[o, i, kh, kw]``
+    with ``g(o) = o / og`` (``og`` output channels per group; None: one group); ``idx`` is
+    ``(n, o, h, w, sh, sw, dh, dw, ph, pw)``."""
+    n, o, h, wd, sh, sw, dh, dw, ph, pw = idx
+    base = (o / og) * CI if og is not None else z3.IntVal(0)
+    terms = [x(n, base + i, h * sh + kh * dh - ph, wd * sw + kw * dw - pw) * w(o, i, kh, kw)
+             for i in range(CI) for kh in range(KH) for kw in range(KW)]
+    return z3.Sum(terms)
+
+
+def conv_indices() -> tuple[list[z3.ArithRef], z3.BoolRef]:
+    n, o, h, wd, sh, sw, dh, dw, ph, pw = ints("n o h w sh sw dh dw ph pw")
+    side = z3.And(sh >= 1, sw >= 1, dh >= 1, dw >= 1, ph >= 0, pw >= 0, n >= 0, o >= 0)
+    return [n, o, h, wd, sh, sw, dh, dw, ph, pw], side
+
+
+# --- FoldScaleAxis ----------------------------------------------------------------------------
+
+def fold_backward_conv() -> Verdict:
+    """``conv(x, W)[.., o, ..] * v[o] == conv(x, W * v[o])[.., o, ..]`` (any groups)."""
+    x, w, v = tensor("x", 4), tensor("W", 4), tensor("v", 1)
+    idx, side = conv_indices()
+    og = z3.Int("og")
+    o = idx[1]
+    scaled = lambda oo, i, a, b: w(oo, i, a, b) * v(oo)   # noqa: E731
+    lhs = conv_at(x, w, idx, og=og) * v(o)
+    rhs = conv_at(x, scaled, idx, og=og)
+    return prove_valid(z3.Implies(z3.And(side, og >= 1), lhs == rhs))
+
+
+def fold_backward_dense() -> Verdict:
+    x, w, v = tensor("x", 2), tensor("W", 2), tensor("v", 1)
+    m, u = ints("m u")
+    lhs = z3.Sum([x(m, k) * w(u, k) for k in range(3)]) * v(u)
+    rhs = z3.Sum([x(m, k) * (w(u, k) * v(u)) for k in range(3)])
+    return prove_valid(lhs == rhs)
+
+
+def fold_backward_bias(wrong: bool = False) -> Verdict:
+    """``(E + b) * s == E * s + b * s`` and ``(E - b) * s == E * s - b * s``."""
+    e, b, s = z3.Reals("E b s")
+    rhs_add = e * s + (b if wrong else b * s)
+    return prove_valid(z3.And((e + b) * s == rhs_add, (e - b) * s == e * s - b * s))
+
+
+def fold_through_relu(wrong: bool = False) -> Verdict:
+    """``relu(y) * s == relu(y * s)`` under the side condition ``s > 0`` (per channel)."""
+    y, s = z3.Reals("y s")
+    claim = relu(y) * s == relu(y * s)
+    return prove_valid(claim if wrong else z3.Implies(s > 0, claim))
+
+
+def fold_forward_conv(wrong: bool = False) -> Verdict:
+    """``conv(x * v[c], W) == conv(x, W * S)`` with ``S[o, i] = v[g(o) * CI + i]`` (grouped)."""
+    x, w, v = tensor("x", 4), tensor("W", 4), tensor("v", 1)
+    idx, side = conv_indices()
+    og = z3.Int("og")
+    o = idx[1]
+    xs = lambda n, c, a, b: x(n, c, a, b) * v(c)   # noqa: E731
+
+    def ws(oo: z3.ArithRef, i: z3.ArithRef, a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
+        chan = i if wrong else (oo / og) * CI + i     # wrong: ignores the group offset
+        return w(oo, i, a, b) * v(chan)
+    lhs = conv_at(xs, w, idx, og=og)
+    rhs = conv_at(x, ws, idx, og=og)
+    return prove_valid(z3.Implies(z3.And(side, og >= 1, o >= 0), lhs == rhs))
+
+
+def fold_forward_relu_conv() -> Verdict:
+    """``conv(relu(x * v[c]), W) == conv(relu(x), W * S)`` when every ``v[c] > 0``.
+
+    Proved in two steps: the lemma ``relu(y * s) == relu(y) * s`` for ``s > 0`` (all reals),
+    then the convolution identity with ``relu(x)`` as an arbitrary tensor ``r`` and
+    ``relu(x * v[c])`` rewritten by the lemma to ``r * v[c]`` (polynomial, no case split).
+    """
+    lemma = fold_through_relu()
+    if lemma.status != "proved":
+        return lemma
+    r, w, v = tensor("r", 4), tensor("W", 4), tensor("v", 1)
+    idx, side = conv_indices()
+    rs = lambda n, ch, a, b: r(n, ch, a, b) * v(ch)   # noqa: E731  relu(x v) by the lemma
+    ws = lambda oo, i, a, b: w(oo, i, a, b) * v(i)   # noqa: E731
+    return prove_valid(z3.Implies(side, conv_at(rs, w, idx) == conv_at(r, ws, idx)))
+
+
+def fold_forward_dense() -> Verdict:
+    x, w, v = tensor("x", 2), tensor("W", 2), tensor("v", 1)
+    m, u = ints("m u")
+    lhs = z3.Sum([(x(m, k) * v(k)) * w(u, k) for k in range(3)])
+    rhs = z3.Sum([x(m, k) * (w(u, k) * v(k)) for k in range(3)])
+    return prove_valid(lhs == rhs)
+
+
+# --- CanonicalizeOps ----------------------------------------------------------------------------
+
+def canon_bias_add(wrong: bool = False) -> Verdict:
+    """``bias_add(d, b, axis=a) == add(d, expand_dims(b, axis=1, num_newaxis=r-a-1))`` for every
+    rank r <= 5 and axis a < r: broadcasting reads the expanded bias at the index of axis a."""
+    d, b = tensor("d", 5), tensor("b", 1)
+    for r in range(1, 6):
+        idx = ints(" ".join(f"i{j}" for j in range(r)))
+        full = idx + [z3.IntVal(0)] * (5 - r)
+        for a in range(r):
+            k = r - a - 1 + (1 if wrong else 0)
+            erank = k + 1                          # expanded bias: (C, 1, ..., 1)
+            where = f"rank {r}, axis {a}, num_newaxis {k}: "
+            if erank > r:
+                return Verdict("refuted", where + f"the expanded bias has rank {erank} > {r}: "
+                                                  "add would enlarge the data", "z3")
+            lead = r - erank                       # right-aligned broadcasting
+            v = prove_valid(d(*full) + b(idx[a]) == d(*full) + b(idx[lead]))
+            if v.status != "proved":
+                return Verdict(v.status, where + v.counterexample, v.method, v.detail)
+    return Verdict("proved")
+
+
+# --- SimplifyInference --------------------------------------------------------------------------
+
+def simplify_batch_norm(wrong: bool = False) -> Verdict:
+    """``(x - mean) / std * gamma + beta == x * S + T`` with ``std = sqrt(var + eps)``,
+    ``S = gamma / std``, ``T = -mean * S + beta`` (also without center / scale); side
+    condition ``var + eps > 0``."""
+    x, mean, var, eps, gamma, beta, std = z3.Reals("x mean var eps gamma beta std")
+    side = z3.And(var + eps > 0, std > 0, std * std == var + eps)
+    claims = []
+    for center in (True, False):
+        for scale in (True, False):
+            g = gamma if scale else z3.RealVal(1)
+            bt = beta if center else z3.RealVal(0)
+            s_ = g / std
+            t_ = (mean if wrong else -mean) * s_ + bt
+            claims.append((x - mean) / std * g + bt == x * s_ + t_)
+    return prove_valid(z3.Implies(side, z3.And(*claims)))
+
+
+# --- CombineParallelConv2d ------------------------------------------------------------------------
+
+def combine_split(wrong: bool = False) -> Verdict:
+    """Branch i of ``split(conv(x, concatenate(W1, W2, W3, axis=O)), [O1, O1+O2], axis=C)`` is
+    ``conv(x, Wi)``: channel ``j < Oi`` of piece i is channel ``off_i + j`` of the combined
+    output, which reads only filter ``off_i + j`` of the concatenation, i.e. ``Wi[j]``."""
+    x = tensor("x", 4)
+    ws = [tensor(f"W{k}", 4) for k in range(3)]
+    o1, o2, o3, j = ints("O1 O2 O3 j")
+    idx, side = conv_indices()
+    offs = [z3.IntVal(0), o1, o1 + o2]
+    if wrong:
+        offs = [z3.IntVal(0), o1, o2]
+
+    def wc(o: z3.ArithRef, i: z3.ArithRef, a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
+        return z3.If(o < o1, ws[0](o, i, a, b),
+                     z3.If(o < o1 + o2, ws[1](o - o1, i, a, b), ws[2](o - o1 - o2, i, a, b)))
+    n, _, h, wd, *rest = idx
+    sizes = z3.And(side, o1 >= 1, o2 >= 1, o3 >= 1)
+    reads = [(i, kh, kw) for i in range(CI) for kh in range(KH) for kw in range(KW)]
+    for k, size in enumerate((o1, o2, o3)):
+        in_piece = z3.And(sizes, j >= 0, j < size)
+        # step 1: filter off_k + j of the concatenation is filter j of branch k
+        same = [wc(offs[k] + j, z3.IntVal(i), z3.IntVal(a), z3.IntVal(b)) ==
+                ws[k](j, z3.IntVal(i), z3.IntVal(a), z3.IntVal(b)) for i, a, b in reads]
+        v = prove_valid(z3.Implies(in_piece, z3.And(*same)))
+        if v.status != "proved":
+            return Verdict(v.status, f"branch {k}: {v.counterexample}", v.method, v.detail)
+        # step 2: output channel o of a convolution reads only filter o
+        combined = conv_at(x, wc, [n, offs[k] + j, h, wd, *rest])
+        branch = conv_at(x, ws[k], [n, j, h, wd, *rest])
+        v = prove_valid(z3.Implies(z3.And(in_piece, *same), combined == branch))
+        if v.status != "proved":
+            return Verdict(v.status, f"branch {k}: {v.counterexample}", v.method, v.detail)
+    return Verdict("proved")
+
+
+# --- AlterOpLayout: layout transforms are index bijections ---------------------------------
+
+def blocked_bijection(block: int, wrong: bool = False) -> Verdict:
+    """NCHW <-> NCHW{b}c: ``(n, c, h, w) -> (n, c / b, h, w, c % b)`` and back by
+    ``(n, C, h, w, c0) -> (n, C * b + c0, h, w)``; on ``0 <= c < C_total`` (``b | C_total``)
+    and ``0 <= C < C_total / b, 0 <= c0 < b`` the two are inverse and in range."""
+    c, big, c0, total = ints("c C c0 Ctotal")
+    b = z3.IntVal(block)
+    fwd = (c / b, c % b)
+    back = big * b + c0 if not wrong else big * b + c0 + 1
+    dom = z3.And(total >= 0, total % b == 0)
+    roundtrip1 = z3.Implies(z3.And(dom, c >= 0, c < total),
+                            z3.And(fwd[0] * b + fwd[1] == c, fwd[0] >= 0, fwd[0] < total / b,
+                                   fwd[1] >= 0, fwd[1] < b))
+    roundtrip2 = z3.Implies(z3.And(dom, big >= 0, big < total / b, c0 >= 0, c0 < b),
+                            z3.And(back / b == big, back % b == c0, back >= 0, back < total))
+    return prove_valid(z3.And(roundtrip1, roundtrip2))
+
+
+def kernel_blocked_bijection(block: int) -> Verdict:
+    """OIHW <-> OIHW{b}i{b}o: ``(o, i) -> (o / b, i / b, i % b, o % b)`` is inverted by
+    ``(O, I, i0, o0) -> (O * b + o0, I * b + i0)`` on channel counts the block divides."""
+    o, i, big_o, big_i, i0, o0, to, ti = ints("o i O I i0 o0 To Ti")
+    b = z3.IntVal(block)
+    dom = z3.And(to >= 0, ti >= 0, to % b == 0, ti % b == 0)
+    fwd = z3.Implies(z3.And(dom, o >= 0, o < to, i >= 0, i < ti),
+                     z3.And((o / b) * b + o % b == o, (i / b) * b + i % b == i,
+                            o / b < to / b, i / b < ti / b))
+    back = z3.Implies(z3.And(dom, big_o >= 0, big_o < to / b, big_i >= 0, big_i < ti / b,
+                             i0 >= 0, i0 < b, o0 >= 0, o0 < b),
+                      z3.And((big_o * b + o0) / b == big_o, (big_o * b + o0) % b == o0,
+                             (big_i * b + i0) / b == big_i, (big_i * b + i0) % b == i0,
+                             big_o * b + o0 < to, big_i * b + i0 < ti))
+    return prove_valid(z3.And(fwd, back))
+
+
+def permutation_bijection() -> Verdict:
+    """NCHW <-> NHWC (and OIHW <-> HWIO): the axis permutation and its inverse compose to the
+    identity on indices, and a transform followed by its inverse reads every element back."""
+    x = tensor("x", 4)
+    n, c, h, w = ints("n c h w")
+    to_nhwc = lambda a, b_, cc, d: x(a, d, b_, cc)        # noqa: E731  y[n,h,w,c] = x[n,c,h,w]
+    back = lambda a, b_, cc, d: to_nhwc(a, cc, d, b_)     # noqa: E731  z[n,c,h,w] = y[n,h,w,c]
+    return prove_valid(back(n, c, h, w) == x(n, c, h, w))
+
+
+# --- FoldConstant's structural rules --------------------------------------------------------------
+
+def fold_if(wrong: bool = False) -> Verdict:
+    """Fold-If: ``if (c) {a} else {b}`` with a constant ``c`` is the chosen branch."""
+    c = z3.Bool("c")
+    a, b = z3.Reals("a b")
+    chosen = z3.If(c, b, a) if wrong else z3.If(c, a, b)
+    return prove_valid(z3.If(c, a, b) == chosen)
+
+
+def fold_project() -> Verdict:
+    """Fold-Project: ``(e0, ..., en).i == ei`` (tuples as a Z3 datatype, n = 3)."""
+    tup = z3.Datatype("Tup3")
+    tup.declare("mk", ("f0", R), ("f1", R), ("f2", R))
+    T = tup.create()
+    es = z3.Reals("e0 e1 e2")
+    t = T.mk(*es)
+    return prove_valid(z3.And(T.f0(t) == es[0], T.f1(t) == es[1], T.f2(t) == es[2]))
+
+
+REWRITES: dict[str, tuple[str, Callable[[], Verdict]]] = {
+    "fold_scale_axis.backward_conv2d": ("Fold-Backward: conv2d(x, W) * v[o] == conv2d(x, W*v[o])"
+                                        " (any groups, strides, padding, dilation)",
+                                        fold_backward_conv),
+    "fold_scale_axis.backward_dense": ("Fold-Backward: dense(x, W) * v == dense(x, W * v[u])",
+                                       fold_backward_dense),
+    "fold_scale_axis.backward_bias": ("Fold-Backward through a bias: (E + b) s == E s + b s",
+                                      fold_backward_bias),
+    "fold_scale_axis.relu_positive": ("Fold through relu: relu(y) s == relu(y s) if s > 0",
+                                      fold_through_relu),
+    "fold_scale_axis.forward_conv2d": ("Fold-Forward: conv2d(x * v[c], W) == conv2d(x, W * S), "
+                                       "S[o, i] = v[g(o) I + i]", fold_forward_conv),
+    "fold_scale_axis.forward_relu_conv2d": ("Fold-Forward under relu with v > 0",
+                                            fold_forward_relu_conv),
+    "fold_scale_axis.forward_dense": ("Fold-Forward: dense(x * v, W) == dense(x, W * v[k])",
+                                      fold_forward_dense),
+    "canonicalize_ops.bias_add": ("Canon-BiasAdd: bias_add(d, b, a) == d + expand_dims(b, 1, "
+                                  "r - a - 1) for ranks <= 5", canon_bias_add),
+    "simplify_inference.batch_norm": ("Simp-BatchNorm: (x - mean)/std * gamma + beta == "
+                                      "x S + T (with/without center, scale); var + eps > 0",
+                                      simplify_batch_norm),
+    "combine_parallel_conv2d.split": ("Combine-Conv2D: split of the conv with concatenated "
+                                      "filters gives each branch's conv", combine_split),
+    "alter_op_layout.nchw_blocked": ("layout_transform NCHW <-> NCHW{b}c is an index "
+                                     "bijection (b = 4, 8, 16)",
+                                     lambda: _all(blocked_bijection(b) for b in (4, 8, 16))),
+    "alter_op_layout.kernel_blocked": ("layout_transform OIHW <-> OIHW{b}i{b}o is an index "
+                                       "bijection (b = 4, 8, 16)",
+                                       lambda: _all(kernel_blocked_bijection(b)
+                                                    for b in (4, 8, 16))),
+    "alter_op_layout.nhwc": ("layout_transform NCHW -> NHWC -> NCHW is the identity",
+                             permutation_bijection),
+    "fold_constant.if": ("Fold-If: a constant condition selects its branch", fold_if),
+    "fold_constant.project": ("Fold-Project: (e0, ..., en).i == ei", fold_project),
+}
+
+
+#: The pass rule (as named in the pass module's docstring) each obligation is about.
+PASS_RULES: dict[str, str] = {
+    "fold_scale_axis.backward_conv2d": "Fold-Backward",
+    "fold_scale_axis.backward_dense": "Fold-Backward",
+    "fold_scale_axis.backward_bias": "Fold-Backward",
+    "fold_scale_axis.relu_positive": "Fold-Backward",
+    "fold_scale_axis.forward_conv2d": "Fold-Forward",
+    "fold_scale_axis.forward_relu_conv2d": "Fold-Forward",
+    "fold_scale_axis.forward_dense": "Fold-Forward",
+    "canonicalize_ops.bias_add": "Canon-BiasAdd",
+    "simplify_inference.batch_norm": "Simp-BatchNorm",
+    "combine_parallel_conv2d.split": "Combine-Conv2D",
+    "alter_op_layout.nchw_blocked": "Alter-Conv2D",
+    "alter_op_layout.kernel_blocked": "Alter-Conv2D",
+    "alter_op_layout.nhwc": "Alter-Conv2D",
+    "fold_constant.if": "Fold-If",
+    "fold_constant.project": "Fold-Project",
+}
+
+
+def _all(verdicts: object) -> Verdict:
+    last = None
+    for v in verdicts:  # type: ignore[attr-defined]
+        if v.status != "proved":
+            return v
+        last = v
+    return last if last is not None else Verdict("unknown", "", "z3", "no cases")
+
+
+for _name, (_stmt, _check) in REWRITES.items():
+    obligation(f"rewrite.{_name}", _stmt, _check)
