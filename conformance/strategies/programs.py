@@ -171,7 +171,8 @@ def well_typed_modules(config: ProgramConfig | None = None, **overrides: Any
         # or, every second one, narrow (small values and halves, so that operands share
         # elements and sit between integers; one element in eight an edge case).
         alternates = tuple(draw_inputs(arg_types, 8, narrow=True) if i % 2 else
-                           draw_inputs(arg_types, 3) for i in range(cfg.alternates))
+                           draw_inputs(arg_types, 3 if i == 0 else 2)
+                           for i in range(cfg.alternates))
         return Program(mod, inputs, alternates)
 
     # Drawn inside a one-element unique list: Hypothesis's generation phase follows each

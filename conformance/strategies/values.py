@@ -24,13 +24,16 @@ lengths).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import cast
 
 import numpy as np
 import sympy
 from hypothesis import strategies as st
 
+from conformance.strategies.typeutil import float_width
 from semantics.dtypes import is_bool, is_int, to_numpy
+from semantics.expr import Constructor
 from semantics.shapes import ANY
 from semantics.types import (
     GlobalTypeVar,
@@ -109,8 +112,8 @@ def scalars(dtype: str, *, exact: bool = False, bound: int = 8, fractional: bool
             lambda v: np.array(v / 8.0, dtype=np_dtype))
     if exact:
         return st.integers(-bound, bound).map(lambda v: np.array(v, dtype=np_dtype))
-    width = np_dtype.itemsize * 8
-    floats = st.one_of(st.floats(width=width), st.sampled_from(special_floats()))
+    floats = st.one_of(st.floats(width=float_width(np_dtype)),
+                       st.sampled_from(special_floats()))
     return floats.map(lambda v: np.array(v, dtype=np_dtype))
 
 
@@ -232,8 +235,8 @@ def values_of(draw: st.DrawFn, ty: Type, module: object = None, *, exact: bool =
 def _adt_table(module: object) -> dict[str, TypeData]:
     if module is None:
         return {}
-    types = getattr(module, "types", module)
-    return dict(types)  # type: ignore[arg-type]
+    types = cast("Mapping[str, TypeData]", getattr(module, "types", module))
+    return dict(types)
 
 
 def _build(draw: st.DrawFn, ty: Type, subst: dict[int, Type], types: dict[str, TypeData],
@@ -282,8 +285,8 @@ def _build(draw: st.DrawFn, ty: Type, subst: dict[int, Type], types: dict[str, T
     raise ValueError(f"values_of: no first-order value of type {type(ty).__name__}")
 
 
-def _recursive_count(ctor: object, adt: str) -> int:
-    return sum(1 for t in ctor.inputs if _mentions((t,), adt))  # type: ignore[attr-defined]
+def _recursive_count(ctor: Constructor, adt: str) -> int:
+    return sum(1 for t in ctor.inputs if _mentions((t,), adt))
 
 
 def _mentions(tys: Sequence[Type], adt: str) -> bool:

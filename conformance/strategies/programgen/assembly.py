@@ -90,10 +90,11 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
             ret = self.rand_type(root, 1)
             extra = [self.rand_type(root, 1) for _ in range(self.draw(_ints(0, 1)))]
             n = self.var(TensorType((), "int32"), prefix="n")
-            params = [(n, TensorType((), "int32"))] + [(self.var(t), t) for t in extra]
-            body = self.counter_body(GlobalVar(name), n, params, ret, root, d)
-            fn = Function(tuple(v for v, _ in params), body, ret)
-            self.s.globals.append(_GlobalInfo(name, (), tuple(t for _, t in params), ret))
+            typed: list[tuple[Var, Type]] = [(n, TensorType((), "int32"))]
+            typed += [(self.var(t), t) for t in extra]
+            body = self.counter_body(GlobalVar(name), n, typed, ret, root, d)
+            fn = Function(tuple(v for v, _ in typed), body, ret)
+            self.s.globals.append(_GlobalInfo(name, (), tuple(t for _, t in typed), ret))
             return name, fn
         arg_types = tuple(self.rand_type(root, 1)
                           for _ in range(self.draw(_ints(0, self.cfg.max_params))))
@@ -125,6 +126,7 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
                 0, self.cfg.extra_op_bindings if self.cfg.min_op_bindings else 0))
             steps += [("op", None)] * n_ops
             steps += [("flow", None)] * self.draw(_ints(0, self.cfg.max_flow))
+            steps += [("probe", None)] * self.draw(_ints(0, self.cfg.max_probes))
         steps += [("global", g) for g in self.s.globals]
         steps += [("any", None)] * self.draw(_ints(0, self.cfg.max_let_chain))
         if self.cfg.effects and "ref" in self.f:
@@ -141,6 +143,12 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
                 if flow is None:
                     continue
                 value, vt = flow
+                var = self.var(vt)
+            elif step == "probe":
+                probe = self.probe_call(ctx, d - 1)
+                if probe is None:
+                    continue
+                value, vt = probe
                 var = self.var(vt)
             elif step == "global":
                 value, vt = self._poly_call(arg, ctx, d - 1)
