@@ -155,23 +155,26 @@ def well_typed_modules(config: ProgramConfig | None = None, **overrides: Any
         functions["main"] = main
         mod = IRModule(functions, {td.header.name: td for td in gen.s.adts})
 
-        def draw_inputs(types: tuple[Type, ...], edge_odds: int, narrow: bool = False
-                        ) -> tuple[Any, ...]:
+        def draw_inputs(types: tuple[Type, ...], edge_odds: int, narrow: bool = False,
+                        ieee: bool = False) -> tuple[Any, ...]:
             bindings: dict[str, int] = {}
             return tuple(draw(values_of(t, mod, exact=True, fractional=cfg.float_mode,
                                         bound=cfg.value_bound, max_size=cfg.max_dim,
                                         adt_depth=cfg.adt_depth, bindings=bindings,
                                         special=cfg.special_values, edge_odds=edge_odds,
-                                        narrow=narrow))
+                                        narrow=narrow, ieee=ieee))
                          for t in types)
 
         n_own = len(arg_types) - len(lifted)
         inputs = draw_inputs(arg_types[:n_own], EDGE_ODDS) + tuple(lifted)
-        # The alternates are edge-heavy (one element in three: NaN, ±inf, -0.0, extremes)
-        # or, every second one, narrow (small values and halves, so that operands share
-        # elements and sit between integers; one element in eight an edge case).
+        # The alternates are, in turn: edge-heavy (one element in three an edge case: NaN,
+        # ±inf, -0.0, subnormals, extremes); narrow (small values and halves, so that
+        # operands share elements and sit between integers; one element in eight an edge
+        # case); IEEE-heavy (half of the float elements NaN, ±inf or -0.0, where the
+        # algebra of real numbers fails); then again.
         alternates = tuple(draw_inputs(arg_types, 8, narrow=True) if i % 2 else
-                           draw_inputs(arg_types, 3 if i == 0 else 2)
+                           draw_inputs(arg_types, 3) if i % 4 == 0 else
+                           draw_inputs(arg_types, 2, ieee=True)
                            for i in range(cfg.alternates))
         return Program(mod, inputs, alternates)
 

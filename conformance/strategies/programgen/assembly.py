@@ -35,6 +35,7 @@ from semantics.expr import (
     Let,
     RefCreate,
     RefRead,
+    RefWrite,
     Tuple,
     Var,
 )
@@ -162,6 +163,15 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
             else:
                 var, value, vt = self.binding(ctx, d - 1, None)
             bindings.append((var, value))
+            if isinstance(value, RefWrite) and isinstance(value.ref, Var) and self.coin(2):
+                # The written reference read back at once: a write dropped, or moved past
+                # the next binding, changes what this read observes.
+                rt = next((t for v, t in ctx.vars if v is value.ref), None)
+                if isinstance(rt, RefType):
+                    seen = self.var(rt.value)
+                    bindings.append((seen, RefRead(value.ref)))
+                    ctx = ctx.child([(seen, rt.value)])
+                    observed.append(seen)
             if var.name_hint == "_":
                 continue
             ctx = ctx.child([(var, vt)])

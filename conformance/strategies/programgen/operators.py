@@ -39,6 +39,18 @@ def _empty(t: Type) -> bool:
     return False
 
 
+def _has_float(types: tuple[Type, ...]) -> bool:
+    """A float tensor among ``types`` (tuples opened)."""
+    stack = list(types)
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TensorType) and is_float(t.dtype):
+            return True
+        if isinstance(t, TupleType):
+            stack.extend(t.fields)
+    return False
+
+
 class _OpGen(_GenBase):
     """Operator calls: elementwise producers and registered valid calls."""
 
@@ -96,13 +108,20 @@ class _OpGen(_GenBase):
         return self.gen(t, ctx, d)
 
     def valid_call(self, op: str) -> opcalls.OpCall | None:
-        """A valid call of ``op``; calls on zero-size tensors (whose results hide most
-        mistakes) are redrawn once."""
+        """A valid call of ``op`` (at most three draws): a call on zero-size tensors (whose
+        results hide most mistakes) is redrawn, and so, half of the time, is a first call
+        without a float argument (the families draw dtypes uniformly, most of them integer
+        ones, while the special-value mistakes live in floats)."""
         call = None
-        for _ in range(2):
+        for attempt in range(3):
             call = opcalls.draw_valid_call(self.draw, op, self.cfg.dtypes, self.cfg.max_rank,
                                            self.cfg.max_dim)
-            if call is None or not any(_empty(t) for t in call.arg_types):
+            if call is None:
+                return None
+            empty = any(_empty(t) for t in call.arg_types)
+            if attempt == 0 and not empty and not _has_float(call.arg_types) and self.coin(2):
+                continue
+            if not empty:
                 return call
         return call
 
@@ -164,7 +183,7 @@ class _OpGen(_GenBase):
         Returns:
             ``(call, result type)``, or None when no operator fits.
         """
-        form = self.pick(("self", "unit", "chain", "broadcast"))
+        form = self.pick(("self", "unit", "chain", "broadcast", "self", "unit"))
         tensors = [(v, t) for v, t in ctx.vars if isinstance(t, TensorType) and
                    all(isinstance(x, int) for x in t.shape)][::-1]
         if form == "broadcast":
@@ -229,15 +248,16 @@ class _OpGen(_GenBase):
         constant of large magnitude (a rounding and overflow probe)."""
         names = [c.op for c in arith]
         if self.coin(2) and "add" in names and "subtract" in names:
-            op1 = self.pick(("add", "subtract"))
-            op2 = "subtract" if op1 == "add" else "add"
-            a = self._large_constant(t) if self.coin(2) else self._chain_operand(x, t, ctx)
-            b = a
-        else:
-            op1, op2 = self.pick(names), self.pick(names)
-            a, b = self._chain_operand(x, t, ctx), self._chain_operand(x, t, ctx)
-        inner: Expr = Call(Op(op1), (a, x) if self.coin(3) else (x, a))
-        return Call(Op(op2), (inner, b) if not self.coin(4) else (b, inner))
+            c = self._chain_operand(x, t, ctx) if self.coin(3) else self._large_constant(t)
+            if self.coin(2):        # (x + c) - c, (c + x) - c
+                inner: Expr = Call(Op("add"), (c, x) if self.coin(2) else (x, c))
+                return Call(Op("subtract"), (inner, c))
+            inner = Call(Op("subtract"), (x, c))        # (x - c) + c, c + (x - c)
+            return Call(Op("add"), (c, inner) if self.coin(2) else (inner, c))
+        op1, op2 = self.pick(names), self.pick(names)
+        a, b = self._chain_operand(x, t, ctx), self._chain_operand(x, t, ctx)
+        inner = Call(Op(op1), (a, x) if self.coin(3) else (x, a))
+        return Call(Op(op2), (b, inner) if self.coin(4) else (inner, b))
 
     def _chain_operand(self, x: Expr, t: TensorType, ctx: _Ctx) -> Expr:
         """A chain's other operand: ``%x`` itself, a recent variable of its type, a large
