@@ -42,11 +42,15 @@ calls mostly get a nonzero constant divisor (a trap would hide the rest of the r
 Observability: ``main`` returns every first-order value it binds along with its
 result; *flow* steps apply elementwise operators to the tensors ``main`` bound
 before (so values flow from operator to operator and ``op(%x, %x)`` appears);
-operator arguments are often plain variables or constants; some constants of
-``main`` are lifted to parameters (``lift_constants``), and each program carries
-``alternates`` further input tuples (``Program.alternates``: edge-heavy ones and, every
-second one, narrow ones — small values and halves, so operands tie and go negative) that
-the harness checks too — running a program is far cheaper than generating it.
+*edge probes* (``max_probes``, ``_OpGen.probe_call``) put those tensors where rewriting
+passes make their special-value mistakes (``op(%x, %x)``, ``op(%x, 0)``, ``(x + c) - c``
+with ``c`` near the dtype's limits, a square tensor with a lower-rank one); a write of
+``main`` is often read back at once; operator arguments are often plain variables or
+constants; some constants of ``main`` are lifted to parameters (``lift_constants``), and
+each program carries ``alternates`` further input tuples (``Program.alternates``: in turn
+edge-heavy, narrow — small values and halves, so operands tie and go negative — and
+IEEE-heavy — half of the float elements NaN, ±inf or -0.0) that the harness checks too —
+running a program is far cheaper than generating it.
 
 Variety: each program may favour one dtype and one or two operators (swarm testing:
 ``_GenBase.swarm``), float dtypes are drawn half of the time, and every example is a

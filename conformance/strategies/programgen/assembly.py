@@ -3,8 +3,9 @@
 ``global_function`` draws a plain, polymorphic, structurally recursive or counter-loop
 global (a global calls only globals defined before it); ``main`` takes first-order
 parameters, binds operator calls, *flow* steps (elementwise calls over the tensors it
-bound before: values flow from one operator into the next, and ``op(%x, %x)`` appears)
-and global calls, returns every first-order binding with its result (so each is
+bound before: values flow from one operator into the next, and ``op(%x, %x)`` appears),
+edge probes (``_OpGen.probe_call``) and global calls, reads a reference back right after
+some of its writes, returns every first-order binding with its result (so each is
 observable), and ends by reading every reference it bound.
 """
 
