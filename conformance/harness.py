@@ -263,7 +263,7 @@ def check_program(transform: Callable[[IRModule], Any], module: IRModule,
             they do, both outcomes).
         TransformDeclined: ``allow_errors`` and the transform raised a RelayError.
     """
-    label = name or getattr(transform, "__name__", repr(transform))
+    label = name or str(getattr(transform, "__name__", repr(transform)))
     if oracle is None:
         oracle = run_oracle(module, inputs)
     if oracle.error == "RelayTypeError" or oracle.error == "ParseError":
@@ -311,10 +311,11 @@ def _compare_run(label: str, transformed: Any, module: IRModule, inputs: Sequenc
 
 def _run_transformed(transformed: Any, module: IRModule, inputs: Sequence[Any],
                      check_types: bool, fuel: int = 10 * ORACLE_FUEL) -> Outcome:
-    from semantics.expr import Expr
+    from semantics.expr import Expr, Function
 
     if isinstance(transformed, Expr):
-        transformed = module.with_function("main", transformed) if _is_function(transformed) \
+        transformed = module.with_function("main", transformed) \
+            if isinstance(transformed, Function) \
             else IRModule.from_expr(transformed, module.functions, module.types)
     if isinstance(transformed, IRModule):
         try:
@@ -332,12 +333,6 @@ def _run_transformed(transformed: Any, module: IRModule, inputs: Sequence[Any],
     return Outcome(error="BadTransform",
                    message=f"the transform returned {type(transformed).__name__}, "
                            "expected an IRModule or a callable")
-
-
-def _is_function(e: Any) -> bool:
-    from semantics.expr import Function
-
-    return isinstance(e, Function)
 
 
 def _crash(err: BaseException) -> Outcome:
@@ -416,12 +411,16 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
     Note:
         Do not call this from inside a Hypothesis ``@given`` test (Hypothesis does not nest).
     """
-    opts = dict(name=name, exact_floats=exact_floats, allow_errors=allow_errors,
-                check_types=check_types)
+    def check(module: IRModule, inputs: Sequence[Any],
+              alternates: Sequence[Sequence[Any]] = ()) -> None:
+        check_program(transform, module, inputs, name=name, exact_floats=exact_floats,
+                      allow_errors=allow_errors, check_types=check_types,
+                      alternates=alternates)
+
     if programs is not None:
         for module, inputs in _normalize_programs(programs):
             try:
-                check_program(transform, module, inputs, **opts)  # type: ignore[arg-type]
+                check(module, inputs)
             except TransformDeclined:
                 continue
         return
@@ -432,7 +431,7 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
     from conformance.strategies.programs import well_typed_modules
 
     strat = strategy if strategy is not None else well_typed_modules(config)
-    base = settings.default
+    base = settings.default or settings()
     conf = settings(base, max_examples=max_examples or base.max_examples, deadline=None,
                     database=None, report_multiple_bugs=False, print_blob=False,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -441,8 +440,7 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
 
     def conformance_property(program: Any) -> None:
         try:
-            check_program(transform, program[0], program[1],  # type: ignore[arg-type]
-                          alternates=getattr(program, "alternates", ()), **opts)
+            check(program[0], program[1], getattr(program, "alternates", ()))
         except TransformDeclined:
             reject()
 

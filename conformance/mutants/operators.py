@@ -163,7 +163,7 @@ def _take_off_by_one(mod: IRModule) -> IRModule:
     def rewrite(new: Expr, old: Expr) -> Expr | None:
         if not is_op(old, "take"):
             return None
-        assert isinstance(new, Call)
+        assert isinstance(new, Call) and isinstance(old, Call)
         it = tensor_type(old.args[1])
         if it is None:
             return None

@@ -12,12 +12,13 @@ needed (the sample's average) plus the oracle and mutant runs on them.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from conformance.harness import Outcome, check_program, run_oracle
 from conformance.mutants.core import Mutant
+from semantics.module import IRModule
 
 __all__ = ["Kill", "Sample", "sample_programs", "hunt", "mutation_score", "MUTANT_FUEL"]
 
@@ -100,7 +101,7 @@ def hunt(mutant: Mutant, sample: Sample, *, limit: int | None = None) -> Kill:
             continue
         applied += 1
         try:
-            check_program(lambda _m, out=out: out, p.module, p.inputs, name=mutant.name,
+            check_program(_constant(out), p.module, p.inputs, name=mutant.name,
                           oracle=sample.oracles[i], alternates=getattr(p, "alternates", ()),
                           alternate_oracles=sample.alternate_oracles[i], fuel=MUTANT_FUEL)
         except AssertionError as err:
@@ -109,6 +110,15 @@ def hunt(mutant: Mutant, sample: Sample, *, limit: int | None = None) -> Kill:
                         str(err).split("\n", 1)[0], applied)
         spent += time.perf_counter() - start
     return Kill(mutant.name, mutant.category, False, None, spent, "", applied)
+
+
+def _constant(out: IRModule) -> Callable[[IRModule], IRModule]:
+    """A transform that returns ``out`` (the mutated module, computed once)."""
+
+    def transform(_mod: IRModule) -> IRModule:
+        return out
+
+    return transform
 
 
 def mutation_score(mutants: Sequence[Mutant], sample: Sample, *, limit: int | None = None

@@ -10,6 +10,8 @@ integer arithmetic and casts, and an off-by-one folded integer constant.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from conformance.mutants.core import Mutant, call_op, is_op, rewrite_sites, scalar_like, tensor_type
@@ -29,7 +31,7 @@ def _same(a: Expr, b: Expr) -> bool:
     return a is b or (isinstance(a, Var) and a is b)
 
 
-def _self_op(name: str, make: str) -> object:
+def _self_op(name: str, make: str) -> Callable[[IRModule], IRModule]:
     def rewrite(new: Expr, old: Expr) -> Expr | None:
         if not is_op(old, name):
             return None

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from conformance.strategies.typeutil import type_key
 from semantics.expr import Attrs
 from semantics.types import TensorType, Type
@@ -229,3 +231,43 @@ def draw_valid_call(draw: Any, name: str, dtypes: Sequence[str], max_rank: int =
     if not sigs:
         return None
     return draw(st.sampled_from(sigs))
+
+
+# --- elementwise binary calls over given operand types ------------------------------------------
+
+_BINARY_CACHE: dict[tuple[tuple[str, ...], str, str], list[OpCall]] = {}
+
+# Trap-prone operators a probe may still call: integer divisions get a nonzero constant
+# divisor most of the time (see ``programgen.operators``); the others are left out.
+_PROBE_TRAPS_OK = ("divide", "floor_divide", "mod", "floor_mod", "power")
+
+
+def binary_calls(a: TensorType, b: TensorType, ops: Sequence[str]) -> list[OpCall]:
+    """Elementwise calls ``op(a, b)`` of the two-input operators among ``ops``.
+
+    An operator qualifies when it needs no attribute, its relation accepts ``(a, b)`` and
+    returns a tensor of their broadcast shape (of any dtype: comparisons give ``bool``),
+    and it cannot trap at run time — apart from the divisions (callers give them a
+    nonzero divisor) and ``power``. Cached per operator set and operand types.
+    """
+    key = (tuple(ops), type_key(a), type_key(b))
+    hit = _BINARY_CACHE.get(key)
+    if hit is not None:
+        return hit
+    from semantics.ops import get
+
+    out: list[OpCall] = []
+    try:
+        want = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))  # type: ignore[arg-type]
+    except ValueError:
+        want = None
+    if want is not None:
+        for name in ops:
+            if get(name).num_inputs != 2 or not _no_required_attrs(name) or \
+                    (not safe_to_share(name) and name not in _PROBE_TRAPS_OK):
+                continue
+            res = _relation_result(name, (a, b))
+            if isinstance(res, TensorType) and tuple(res.shape) == want:
+                out.append(OpCall(name, (a, b), Attrs({}), res))
+    _BINARY_CACHE[key] = out
+    return out

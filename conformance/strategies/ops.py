@@ -62,6 +62,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from conformance.strategies.typeutil import float_width, int_shape
 from semantics.dtypes import FLOAT_DTYPES, INT_DTYPES, SCALAR_DTYPES, UINT_DTYPES
 from semantics.types import TensorType, TupleType, Type
 
@@ -270,7 +271,7 @@ def element_values(dtype: str, exact: bool = False, bound: int = 8) -> SearchStr
     if exact:
         return st.integers(-bound, bound).map(float)
     specials = st.sampled_from((0.0, -0.0, 1.0, -1.0, math.inf, -math.inf, math.nan))
-    return st.one_of(st.floats(width=np_dtype.itemsize * 8), specials)
+    return st.one_of(st.floats(width=float_width(np_dtype)), specials)
 
 
 def fast_arrays(dtype: str, shape: Sequence[int], *, exact: bool = False, bound: int = 8,
@@ -469,7 +470,7 @@ def _division_inputs(draw: st.DrawFn, arg_types: ArgTypes, attrs: dict[str, Any]
 
 def concrete_shape(t: TensorType) -> list[int]:
     """The concrete shape of a generated tensor type (a list of ints)."""
-    return [int(d) for d in t.shape]
+    return list(int_shape(t))
 
 
 @register_inputs("power")
@@ -513,7 +514,8 @@ def _where_bad(draw: st.DrawFn) -> CallArgs:
         d = draw(dtype_from(ALL_DTYPES))
         order = draw(st.permutations([_tensor(a, "bool"), _tensor(b, d), _tensor(b, d)]))
         if order[1].dtype != order[2].dtype:      # keep x/y dtypes equal: a shape failure
-            order = [order[0], _tensor(order[1].shape, d), _tensor(order[2].shape, d)]
+            order = [order[0], _tensor(concrete_shape(order[1]), d),
+                     _tensor(concrete_shape(order[2]), d)]
         return tuple(order), {}
     s = draw(small_shapes())
     return (_tensor(s, "bool"), _tensor(s, "float32")), {}
@@ -743,7 +745,7 @@ def _variance_call(draw: st.DrawFn) -> CallArgs:
     (x,), attrs = draw(reduce_calls(FLOAT_FIRST, min_rank=1,
                                     extra={"unbiased": st.booleans()}))
     assert isinstance(x, TensorType)
-    mean_shape = tuple(d if draw(st.booleans()) else 1 for d in x.shape)
+    mean_shape = tuple(d if draw(st.booleans()) else 1 for d in concrete_shape(x))
     return (x, _tensor(mean_shape, x.dtype)), attrs
 
 

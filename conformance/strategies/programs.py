@@ -42,11 +42,15 @@ calls mostly get a nonzero constant divisor (a trap would hide the rest of the r
 Observability: ``main`` returns every first-order value it binds along with its
 result; *flow* steps apply elementwise operators to the tensors ``main`` bound
 before (so values flow from operator to operator and ``op(%x, %x)`` appears);
-operator arguments are often plain variables or constants; some constants of
-``main`` are lifted to parameters (``lift_constants``), and each program carries
-``alternates`` further input tuples (``Program.alternates``: edge-heavy ones and, every
-second one, narrow ones — small values and halves, so operands tie and go negative) that
-the harness checks too — running a program is far cheaper than generating it.
+*edge probes* (``max_probes``, ``_OpGen.probe_call``) put those tensors where rewriting
+passes make their special-value mistakes (``op(%x, %x)``, ``op(%x, 0)``, ``(x + c) - c``
+with ``c`` near the dtype's limits, a square tensor with a lower-rank one); a write of
+``main`` is often read back at once; operator arguments are often plain variables or
+constants; some constants of ``main`` are lifted to parameters (``lift_constants``), and
+each program carries ``alternates`` further input tuples (``Program.alternates``: in turn
+edge-heavy, narrow — small values and halves, so operands tie and go negative — and
+IEEE-heavy — half of the float elements NaN, ±inf or -0.0) that the harness checks too —
+running a program is far cheaper than generating it.
 
 Variety: each program may favour one dtype and one or two operators (swarm testing:
 ``_GenBase.swarm``), float dtypes are drawn half of the time, and every example is a
@@ -155,23 +159,27 @@ def well_typed_modules(config: ProgramConfig | None = None, **overrides: Any
         functions["main"] = main
         mod = IRModule(functions, {td.header.name: td for td in gen.s.adts})
 
-        def draw_inputs(types: tuple[Type, ...], edge_odds: int, narrow: bool = False
-                        ) -> tuple[Any, ...]:
+        def draw_inputs(types: tuple[Type, ...], edge_odds: int, narrow: bool = False,
+                        ieee: bool = False) -> tuple[Any, ...]:
             bindings: dict[str, int] = {}
             return tuple(draw(values_of(t, mod, exact=True, fractional=cfg.float_mode,
                                         bound=cfg.value_bound, max_size=cfg.max_dim,
                                         adt_depth=cfg.adt_depth, bindings=bindings,
                                         special=cfg.special_values, edge_odds=edge_odds,
-                                        narrow=narrow))
+                                        narrow=narrow, ieee=ieee))
                          for t in types)
 
         n_own = len(arg_types) - len(lifted)
         inputs = draw_inputs(arg_types[:n_own], EDGE_ODDS) + tuple(lifted)
-        # The alternates are edge-heavy (one element in three: NaN, ±inf, -0.0, extremes)
-        # or, every second one, narrow (small values and halves, so that operands share
-        # elements and sit between integers; one element in eight an edge case).
+        # The alternates are, in turn: edge-heavy (one element in three an edge case: NaN,
+        # ±inf, -0.0, subnormals, extremes); narrow (small values and halves, so that
+        # operands share elements and sit between integers; one element in eight an edge
+        # case); IEEE-heavy (half of the float elements NaN, ±inf or -0.0, where the
+        # algebra of real numbers fails); then again.
         alternates = tuple(draw_inputs(arg_types, 8, narrow=True) if i % 2 else
-                           draw_inputs(arg_types, 3) for i in range(cfg.alternates))
+                           draw_inputs(arg_types, 3) if i % 4 == 0 else
+                           draw_inputs(arg_types, 2, ieee=True)
+                           for i in range(cfg.alternates))
         return Program(mod, inputs, alternates)
 
     # Drawn inside a one-element unique list: Hypothesis's generation phase follows each

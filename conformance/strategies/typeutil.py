@@ -14,6 +14,10 @@ functions recurse on types; they never recurse on expressions.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
+
+import numpy as np
+import sympy
 
 from semantics.types import (
     FuncType,
@@ -79,23 +83,23 @@ def match_type(pattern: Type, target: Type, params: set[int], out: dict[int, Typ
             out[id(pattern)] = target
             return True
         return type_key(bound) == type_key(target)
+    if isinstance(pattern, TupleType) and isinstance(target, TupleType):
+        return len(pattern.fields) == len(target.fields) and all(
+            match_type(p, q, params, out)
+            for p, q in zip(pattern.fields, target.fields, strict=True))
+    if isinstance(pattern, FuncType) and isinstance(target, FuncType):
+        return len(pattern.arg_types) == len(target.arg_types) and all(
+            match_type(p, q, params, out)
+            for p, q in zip(pattern.arg_types, target.arg_types, strict=True)) and \
+            match_type(pattern.ret_type, target.ret_type, params, out)
+    if isinstance(pattern, RefType) and isinstance(target, RefType):
+        return match_type(pattern.value, target.value, params, out)
+    if isinstance(pattern, TypeCall) and isinstance(target, TypeCall):
+        return pattern.func.name == target.func.name and len(pattern.args) == len(
+            target.args) and all(match_type(p, q, params, out)
+                                 for p, q in zip(pattern.args, target.args, strict=True))
     if type(pattern) is not type(target):
         return False
-    if isinstance(pattern, TupleType):
-        return len(pattern.fields) == len(target.fields) and all(  # type: ignore[attr-defined]
-            match_type(p, q, params, out)
-            for p, q in zip(pattern.fields, target.fields, strict=True))  # type: ignore[attr-defined]
-    if isinstance(pattern, FuncType):
-        return len(pattern.arg_types) == len(target.arg_types) and all(  # type: ignore[attr-defined]
-            match_type(p, q, params, out)
-            for p, q in zip(pattern.arg_types, target.arg_types, strict=False)) and \
-            match_type(pattern.ret_type, target.ret_type, params, out)  # type: ignore[attr-defined]
-    if isinstance(pattern, RefType):
-        return match_type(pattern.value, target.value, params, out)  # type: ignore[attr-defined]
-    if isinstance(pattern, TypeCall):
-        return pattern.func.name == target.func.name and len(pattern.args) == len(  # type: ignore[attr-defined]
-            target.args) and all(match_type(p, q, params, out)  # type: ignore[attr-defined]
-                                 for p, q in zip(pattern.args, target.args, strict=False))  # type: ignore[attr-defined]
     return type_key(pattern) == type_key(target)
 
 
@@ -156,3 +160,26 @@ def adt_args(t: Type) -> tuple[str, tuple[Type, ...]] | None:
     if isinstance(t, GlobalTypeVar):
         return t.name, ()
     return None
+
+
+def int_shape(t: TensorType) -> tuple[int, ...]:
+    """The dims of a tensor type whose shape is concrete (every generated type's is).
+
+    Raises:
+        ValueError: a dim is ``?`` or symbolic.
+    """
+    dims: list[int] = []
+    for d in t.shape:
+        if isinstance(d, int):
+            dims.append(d)
+        elif isinstance(d, sympy.Integer):
+            dims.append(int(d))
+        else:
+            raise ValueError(f"not a concrete shape: {type_key(t)}")
+    return tuple(dims)
+
+
+def float_width(dtype: np.dtype) -> Literal[16, 32, 64]:
+    """The bit width of a float dtype, as Hypothesis's ``floats(width=...)`` wants it."""
+    size = dtype.itemsize
+    return 16 if size == 2 else 32 if size == 4 else 64

@@ -24,13 +24,16 @@ lengths).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import cast
 
 import numpy as np
 import sympy
 from hypothesis import strategies as st
 
+from conformance.strategies.typeutil import float_width
 from semantics.dtypes import is_bool, is_int, to_numpy
+from semantics.expr import Constructor
 from semantics.shapes import ANY
 from semantics.types import (
     GlobalTypeVar,
@@ -109,8 +112,8 @@ def scalars(dtype: str, *, exact: bool = False, bound: int = 8, fractional: bool
             lambda v: np.array(v / 8.0, dtype=np_dtype))
     if exact:
         return st.integers(-bound, bound).map(lambda v: np.array(v, dtype=np_dtype))
-    width = np_dtype.itemsize * 8
-    floats = st.one_of(st.floats(width=width), st.sampled_from(special_floats()))
+    floats = st.one_of(st.floats(width=float_width(np_dtype)),
+                       st.sampled_from(special_floats()))
     return floats.map(lambda v: np.array(v, dtype=np_dtype))
 
 
@@ -143,13 +146,19 @@ _SEED = st.integers(0, 2**32 - 1)
 NARROW = 3
 _MODE = st.integers(0, 7)
 
+# The IEEE special values, on which algebraic identities of real numbers fail (``x - x``,
+# ``x * 0``, ``x == x``, ``min`` as a select): the edge cases of an ``ieee`` input.
+IEEE_SPECIALS = (float("nan"), float("inf"), float("-inf"), -0.0)
+
 
 def _seeded_array(draw: st.DrawFn, dtype: str, shape: tuple[int, ...], count: int, bound: int,
-                  fractional: bool, edge_odds: int, halves: bool = False) -> np.ndarray:
+                  fractional: bool, edge_odds: int, halves: bool = False,
+                  ieee: bool = False) -> np.ndarray:
     """A special-valued array built from one drawn seed (fast: no draw per element).
 
     Mode 0 (what shrinking reaches) is all zeros; otherwise elements follow the
-    distribution of :func:`scalars` with ``special=True``."""
+    distribution of :func:`scalars` with ``special=True`` (with ``ieee``, a float dtype's
+    edge cases are only :data:`IEEE_SPECIALS`)."""
     np_dtype = to_numpy(dtype)
     if draw(_MODE) == 0:
         return np.zeros(shape, dtype=np_dtype)
@@ -168,7 +177,7 @@ def _seeded_array(draw: st.DrawFn, dtype: str, shape: tuple[int, ...], count: in
         ints = rng.integers(-bound, bound + 1, size=count).astype(np.float64)
         quarters = rng.integers(-4 * bound, 4 * bound + 1, size=count) / 4.0
         plain = np.where(rng.integers(0, 2, size=count) == 1, quarters, ints)
-    edges = edge_values(dtype)
+    edges = IEEE_SPECIALS if ieee and not is_int(dtype) else edge_values(dtype)
     pick = rng.integers(0, len(edges), size=count)
     edge = rng.integers(0, edge_odds, size=count) == edge_odds - 1
     values = [edges[pick[i]] if edge[i] else plain[i] for i in range(count)]
@@ -205,7 +214,8 @@ def concrete_dim(d: object, bindings: dict[str, int], draw: st.DrawFn, max_size:
 def values_of(draw: st.DrawFn, ty: Type, module: object = None, *, exact: bool = True,
               fractional: bool = False, bound: int = 8, max_size: int = 3, adt_depth: int = 3,
               bindings: dict[str, int] | None = None, special: bool = False,
-              edge_odds: int = EDGE_ODDS, narrow: bool = False) -> object:
+              edge_odds: int = EDGE_ODDS, narrow: bool = False, ieee: bool = False
+              ) -> object:
     """A runtime value of type ``ty`` (first-order types only).
 
     Args:
@@ -216,6 +226,8 @@ def values_of(draw: st.DrawFn, ty: Type, module: object = None, *, exact: bool =
         special: with ``exact``, mix in the dtype's edge cases (see :func:`scalars`), one
             element in ``edge_odds``.
         narrow: with ``special``, ordinary elements from a narrow range (:data:`NARROW`).
+        ieee: with ``special``, the edge cases of float dtypes are NaN, ±inf and -0.0 only
+            (:data:`IEEE_SPECIALS`).
         adt_depth: how many nested recursive constructors an ADT value may have.
         bindings: shape-variable values to respect and extend.
     Raises:
@@ -225,19 +237,20 @@ def values_of(draw: st.DrawFn, ty: Type, module: object = None, *, exact: bool =
 
     env = bindings if bindings is not None else {}
     types = _adt_table(module)
-    opts = (exact, bound, fractional, special, edge_odds, narrow)
+    opts = (exact, bound, fractional, special, edge_odds, narrow, ieee)
     return _build(draw, ty, {}, types, env, opts, max_size, adt_depth, ConstructorValue)
 
 
 def _adt_table(module: object) -> dict[str, TypeData]:
     if module is None:
         return {}
-    types = getattr(module, "types", module)
-    return dict(types)  # type: ignore[arg-type]
+    types = cast("Mapping[str, TypeData]", getattr(module, "types", module))
+    return dict(types)
 
 
 def _build(draw: st.DrawFn, ty: Type, subst: dict[int, Type], types: dict[str, TypeData],
-           env: dict[str, int], opts: tuple[bool, int, bool, bool, int, bool], max_size: int,
+           env: dict[str, int], opts: tuple[bool, int, bool, bool, int, bool, bool],
+           max_size: int,
            depth: int,
            ctor_value: type) -> object:
     # Types are shallow (bounded by the generator), so bounded recursion on them is fine;
@@ -249,13 +262,13 @@ def _build(draw: st.DrawFn, ty: Type, subst: dict[int, Type], types: dict[str, T
                       ctor_value)
     if isinstance(ty, TensorType):
         shape = [concrete_dim(d, env, draw, max_size) for d in ty.shape]
-        exact, bound, fractional, special, edge_odds, narrow = opts
+        exact, bound, fractional, special, edge_odds, narrow, ieee = opts
         if exact and special:
             # Directly (no per-tensor composite strategy to build and validate).
             count = int(np.prod(shape)) if shape else 1
             return _seeded_array(draw, ty.dtype, tuple(shape), count,
                                  NARROW if narrow else bound, fractional or narrow,
-                                 edge_odds, halves=narrow)
+                                 edge_odds, halves=narrow, ieee=ieee)
         return draw(arrays(ty.dtype, shape, exact=exact, bound=bound, fractional=fractional,
                            special=special, edge_odds=edge_odds, narrow=narrow))
     if isinstance(ty, TupleType):
@@ -282,8 +295,8 @@ def _build(draw: st.DrawFn, ty: Type, subst: dict[int, Type], types: dict[str, T
     raise ValueError(f"values_of: no first-order value of type {type(ty).__name__}")
 
 
-def _recursive_count(ctor: object, adt: str) -> int:
-    return sum(1 for t in ctor.inputs if _mentions((t,), adt))  # type: ignore[attr-defined]
+def _recursive_count(ctor: Constructor, adt: str) -> int:
+    return sum(1 for t in ctor.inputs if _mentions((t,), adt))
 
 
 def _mentions(tys: Sequence[Type], adt: str) -> bool:

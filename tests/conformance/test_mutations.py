@@ -134,11 +134,12 @@ def test_mutant_is_caught_with_a_relay_counterexample(label: str, mutant, config
 ALL_MUTANTS = all_mutants()
 SCORE_EXAMPLES = 100
 SCORE_SEED = 1
-# Measured: 42 of 56 caught within 100 programs of seed 1 (51 of 56 within 300 programs of seed
-# 0, bench/kit_power.py; 26 and 34 before issue 19 §2's generator changes: every example a
-# novel program, swarm emphasis, narrow alternate inputs); the bar leaves room for changes
-# of the operator registry.
-SCORE_BAR = 38
+# Measured: 51 of 56 caught within 100 programs of seed 1 (42 before the edge probes, the
+# IEEE-heavy alternate inputs and the other generator changes of the kit-power work; 26 and 34
+# before issue 19 §2's first generator changes). At 300 programs, bench/kit_power.py catches
+# 55 of 56 on each of seeds 0-4. The bar leaves room for changes of the operator registry (a
+# new operator shifts every later draw of the fixed-seed sample).
+SCORE_BAR = 48
 
 
 def test_at_least_forty_mutants_in_every_family() -> None:

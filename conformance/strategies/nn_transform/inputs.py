@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from conformance.strategies import ops as O
 from conformance.strategies.nn_transform.common import SearchStrategy
+from conformance.strategies.typeutil import int_shape
 from semantics.types import TensorType, TupleType, Type
 
 # --- inputs ----------------------------------------------------------------------------------
@@ -56,7 +57,7 @@ def value_for(t: Type, exact: bool) -> SearchStrategy:
     if isinstance(t, TupleType):
         return st.tuples(*(value_for(f, exact) for f in t.fields))
     assert isinstance(t, TensorType)
-    return fast_array(t.dtype, [int(d) for d in t.shape], exact)
+    return fast_array(t.dtype, int_shape(t), exact)
 
 
 @st.composite
@@ -74,8 +75,8 @@ def take_inputs(draw: st.DrawFn, arg_types: tuple[Type, ...], attrs: dict[str, A
     data_t, idx_t = arg_types
     assert isinstance(data_t, TensorType) and isinstance(idx_t, TensorType)
     norm = ops.get("take").normalize_attrs(attrs)
-    data = draw(fast_array(data_t.dtype, data_t.shape, exact))
-    shape = [int(d) for d in idx_t.shape]
+    data = draw(fast_array(data_t.dtype, int_shape(data_t), exact))
+    shape = int_shape(idx_t)
     n = data.size if norm["axis"] is None else data.shape[norm["axis"]]
     rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
     size = int(np.prod(shape)) if shape else 1

@@ -38,7 +38,7 @@ def _padding(draw: st.DrawFn) -> tuple[list[int], tuple[int, int, int, int]]:
     form = draw(st.sampled_from((1, 2, 4)))
     vals = [draw(st.integers(0, 2)) for _ in range(form)]
     if form == 1:
-        return vals, (vals[0],) * 4  # type: ignore[return-value]
+        return vals, (vals[0],) * 4
     if form == 2:
         return vals, (vals[0], vals[1], vals[0], vals[1])
     return vals, (vals[0], vals[1], vals[2], vals[3])

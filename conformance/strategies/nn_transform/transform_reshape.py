@@ -160,8 +160,14 @@ def _reshape_like_invalid() -> SearchStrategy:
 @st.composite
 def transpose_call(draw: st.DrawFn) -> CallArgs:
     s = draw(shapes())
+    if len(s) > 1 and draw(st.booleans()):
+        # Square half of the time: a wrong permutation then still type-checks, and only
+        # the values tell it apart.
+        s = (s[0],) * len(s)
     x = T(s, draw(dtypes(ALL)))
-    if draw(st.booleans()):
+    if draw(st.integers(0, 3)) == 0:
+        # The default (all axes reversed) a quarter of the time: the elementwise producers
+        # of the generator already call transpose without attributes.
         return (x,), ({"axes": None} if draw(st.booleans()) else {})
     perm = draw(st.permutations(list(range(len(s)))))
     return (x,), {"axes": [a - len(s) if draw(st.booleans()) else a for a in perm]}

@@ -88,11 +88,13 @@ def strided_slice_call(draw: st.DrawFn) -> CallArgs:
             strides.append(1)
             continue
         stride = draw(st.sampled_from((1, 1, 2, 3, -1, -2)))
-        b, e = draw(st.integers(-dim - 2, dim + 2)), draw(st.integers(-dim - 2, dim + 2))
-        cb, ce = canonicalize_index(b, dim, stride), canonicalize_index(e, dim, stride)
+        bi, ei = draw(st.integers(-dim - 2, dim + 2)), draw(st.integers(-dim - 2, dim + 2))
+        cb, ce = canonicalize_index(bi, dim, stride), canonicalize_index(ei, dim, stride)
         if (stride > 0 and cb > ce) or (stride < 0 and ce > cb):
-            b, e = e, b
+            bi, ei = ei, bi
             cb, ce = ce, cb
+        b: int | None = bi
+        e: int | None = ei
         if draw(st.integers(0, 4)) == 0:
             b = None
         if draw(st.integers(0, 4)) == 0 and (stride > 0 or cb >= 0):

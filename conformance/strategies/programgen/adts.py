@@ -127,7 +127,7 @@ class _AdtGen(_GenBase):
                 bound.extend(b)
                 refutable = refutable or r
             inner_rec = rec
-            if shrinking:
+            if shrinking and rec is not None:
                 smaller = tuple(v for v, bt in bound if type_key(bt) == rec.adt_key)
                 inner_rec = replace(rec, smaller=rec.smaller + smaller)
             body_ctx = ctx.child(bound, rec=inner_rec)
@@ -184,6 +184,7 @@ class _AdtGen(_GenBase):
         n_ctors = self.draw(_ints(1, 3))
         ctors = []
         field_ctx = _Ctx(tvars=tvars)
+        fields: list[Type]
         for tag in range(n_ctors):
             arity = self.draw(_ints(0 if tag == 0 else 1, 2))
             fields = []

@@ -3,8 +3,9 @@
 ``global_function`` draws a plain, polymorphic, structurally recursive or counter-loop
 global (a global calls only globals defined before it); ``main`` takes first-order
 parameters, binds operator calls, *flow* steps (elementwise calls over the tensors it
-bound before: values flow from one operator into the next, and ``op(%x, %x)`` appears)
-and global calls, returns every first-order binding with its result (so each is
+bound before: values flow from one operator into the next, and ``op(%x, %x)`` appears),
+edge probes (``_OpGen.probe_call``) and global calls, reads a reference back right after
+some of its writes, returns every first-order binding with its result (so each is
 observable), and ends by reading every reference it bound.
 """
 
@@ -35,6 +36,7 @@ from semantics.expr import (
     Let,
     RefCreate,
     RefRead,
+    RefWrite,
     Tuple,
     Var,
 )
@@ -90,10 +92,11 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
             ret = self.rand_type(root, 1)
             extra = [self.rand_type(root, 1) for _ in range(self.draw(_ints(0, 1)))]
             n = self.var(TensorType((), "int32"), prefix="n")
-            params = [(n, TensorType((), "int32"))] + [(self.var(t), t) for t in extra]
-            body = self.counter_body(GlobalVar(name), n, params, ret, root, d)
-            fn = Function(tuple(v for v, _ in params), body, ret)
-            self.s.globals.append(_GlobalInfo(name, (), tuple(t for _, t in params), ret))
+            typed: list[tuple[Var, Type]] = [(n, TensorType((), "int32"))]
+            typed += [(self.var(t), t) for t in extra]
+            body = self.counter_body(GlobalVar(name), n, typed, ret, root, d)
+            fn = Function(tuple(v for v, _ in typed), body, ret)
+            self.s.globals.append(_GlobalInfo(name, (), tuple(t for _, t in typed), ret))
             return name, fn
         arg_types = tuple(self.rand_type(root, 1)
                           for _ in range(self.draw(_ints(0, self.cfg.max_params))))
@@ -125,6 +128,7 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
                 0, self.cfg.extra_op_bindings if self.cfg.min_op_bindings else 0))
             steps += [("op", None)] * n_ops
             steps += [("flow", None)] * self.draw(_ints(0, self.cfg.max_flow))
+            steps += [("probe", None)] * self.draw(_ints(0, self.cfg.max_probes))
         steps += [("global", g) for g in self.s.globals]
         steps += [("any", None)] * self.draw(_ints(0, self.cfg.max_let_chain))
         if self.cfg.effects and "ref" in self.f:
@@ -142,6 +146,12 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
                     continue
                 value, vt = flow
                 var = self.var(vt)
+            elif step == "probe":
+                probe = self.probe_call(ctx, d - 1)
+                if probe is None:
+                    continue
+                value, vt = probe
+                var = self.var(vt)
             elif step == "global":
                 value, vt = self._poly_call(arg, ctx, d - 1)
                 var = self.var(vt, prefix="o")
@@ -154,6 +164,15 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
             else:
                 var, value, vt = self.binding(ctx, d - 1, None)
             bindings.append((var, value))
+            if isinstance(value, RefWrite) and isinstance(value.ref, Var) and self.coin(2):
+                # The written reference read back at once: a write dropped, or moved past
+                # the next binding, changes what this read observes.
+                rt = next((t for v, t in ctx.vars if v is value.ref), None)
+                if isinstance(rt, RefType):
+                    seen = self.var(rt.value)
+                    bindings.append((seen, RefRead(value.ref)))
+                    ctx = ctx.child([(seen, rt.value)])
+                    observed.append(seen)
             if var.name_hint == "_":
                 continue
             ctx = ctx.child([(var, vt)])

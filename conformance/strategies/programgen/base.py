@@ -11,7 +11,7 @@ subclass of this base; they call each other through ``self`` and ``gen`` dispatc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
 
@@ -24,6 +24,7 @@ from conformance.strategies.programgen.scope import (
     _index,
     _ints,
     _is_pure,
+    _RecPermit,
     _State,
 )
 from conformance.strategies.typeutil import adt_instance, has_type_var, is_first_order, type_key
@@ -59,6 +60,19 @@ class _GenBase:
         if self.ops and self.coin(2):
             self.focus_ops = tuple(self.pick(self.ops)
                                    for _ in range(self.draw(_ints(1, 2))))
+
+    if TYPE_CHECKING:
+        # The mixins call each other through ``self``; for the type checker, these are the
+        # signatures of those cross-mixin methods (each defined in the mixin named).
+        def gen(self, t: Type, ctx: _Ctx, depth: int) -> Expr: ...              # exprs
+        def literal(self, t: Type, ctx: _Ctx, depth: int) -> Expr: ...          # exprs
+        def construct(self, t: Type, ctx: _Ctx, depth: int) -> Expr: ...        # adts
+        def random_op_call(self, ctx: _Ctx, d: int, name: str | None = None    # operators
+                           ) -> tuple[Expr, Type] | None: ...
+        def _gen_ref_write(self, t: Type, ctx: _Ctx, d: int) -> Expr: ...       # effects
+        def _rec_ready(self, rec: _RecPermit) -> bool: ...                       # recursion
+        def counter_loop(self, ctx: _Ctx, d: int, target: Type | None          # recursion
+                         ) -> tuple[Var, Expr, Type]: ...
 
     # --- names and small helpers -----------------------------------------------------------
     def fresh(self, t: Type | None, prefix: str | None = None) -> str:

@@ -13,12 +13,21 @@ from hypothesis import strategies as st
 
 from conformance.strategies import opcalls
 from conformance.strategies.programgen.base import _GenBase
-from conformance.strategies.programgen.scope import _Ctx, _is_pure
-from conformance.strategies.typeutil import type_key
+from conformance.strategies.programgen.scope import _Ctx, _ints, _is_pure
+from conformance.strategies.typeutil import int_shape, type_key
+from semantics.dtypes import is_float
 from semantics.expr import Call, Constant, Expr, Op, Tuple
 from semantics.types import TensorType, TupleType, Type, TypeVar
 
 _DIVISIONS = ("divide", "floor_divide", "mod", "floor_mod")
+_ARITH = ("add", "subtract", "multiply")
+# The operators of the classic algebraic rewrites each probe form exercises (``x - x → 0``,
+# ``x == x → True``, ``min(x, x) → x``; ``x * 0 → 0``, ``x + 0 → x``, ``x / 1 → x``, ...).
+_CLASSIC = {
+    "self": ("subtract", "divide", "equal", "not_equal", "less_equal", "greater", "minimum",
+             "maximum", "floor_mod"),
+    "unit": ("multiply", "add", "subtract", "divide", "minimum", "maximum", "power"),
+}
 
 
 def _empty(t: Type) -> bool:
@@ -27,6 +36,18 @@ def _empty(t: Type) -> bool:
         return any(d == 0 for d in t.shape if isinstance(d, int))
     if isinstance(t, TupleType):
         return any(_empty(f) for f in t.fields)
+    return False
+
+
+def _has_float(types: tuple[Type, ...]) -> bool:
+    """A float tensor among ``types`` (tuples opened)."""
+    stack = list(types)
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TensorType) and is_float(t.dtype):
+            return True
+        if isinstance(t, TupleType):
+            stack.extend(t.fields)
     return False
 
 
@@ -87,13 +108,20 @@ class _OpGen(_GenBase):
         return self.gen(t, ctx, d)
 
     def valid_call(self, op: str) -> opcalls.OpCall | None:
-        """A valid call of ``op``; calls on zero-size tensors (whose results hide most
-        mistakes) are redrawn once."""
+        """A valid call of ``op`` (at most three draws): a call on zero-size tensors (whose
+        results hide most mistakes) is redrawn, and so, half of the time, is a first call
+        without a float argument (the families draw dtypes uniformly, most of them integer
+        ones, while the special-value mistakes live in floats)."""
         call = None
-        for _ in range(2):
+        for attempt in range(3):
             call = opcalls.draw_valid_call(self.draw, op, self.cfg.dtypes, self.cfg.max_rank,
                                            self.cfg.max_dim)
-            if call is None or not any(_empty(t) for t in call.arg_types):
+            if call is None:
+                return None
+            empty = any(_empty(t) for t in call.arg_types)
+            if attempt == 0 and not empty and not _has_float(call.arg_types) and self.coin(2):
+                continue
+            if not empty:
                 return call
         return call
 
@@ -135,6 +163,134 @@ class _OpGen(_GenBase):
         return Call(Op(call.op), self._safe_divisor(call.op, tuple(args), call.arg_types),
                     call.attrs), t
 
+    # --- edge probes ----------------------------------------------------------------------------
+    def probe_call(self, ctx: _Ctx, d: int) -> tuple[Expr, Type] | None:
+        """An *edge probe*: a binary call that puts an earlier tensor of ``main`` in the
+        positions where rewriting passes make their classic special-value mistakes.
+
+        Forms (one drawn): ``op(%x, %x)`` (``x - x``, ``x / x``, ``x == x``, ``min(x, x)``);
+        ``op(%x, c)`` or ``op(c, %x)`` with ``c`` a constant filled with a unit or
+        absorbing element (0, 1, -1, -0.0: ``x * 0``, ``x + 0``, ``min(x, 0)``); a chain
+        ``op2(op1(%x, a), b)`` of ``add``/``subtract``/``multiply``, often one that undoes
+        itself (``(x + c) - c``) with ``c`` near the dtype's range or precision limit, where
+        rounding after every step differs from rounding once and intermediate results
+        overflow; and a broadcast ``op(%x, %r)`` of a square ``%x`` with a lower-rank
+        ``%r``, which tells a trailing-dimension alignment from a leading one. ``%x`` is
+        preferably a recent float tensor, whose NaN, ±inf and -0.0 elements (from the
+        inputs) reach the probe. The constants are pinned (never lifted to parameters):
+        a rewrite that keys on a constant sees one.
+
+        Returns:
+            ``(call, result type)``, or None when no operator fits.
+        """
+        form = self.pick(("self", "unit", "chain", "broadcast", "self", "unit"))
+        tensors = [(v, t) for v, t in ctx.vars if isinstance(t, TensorType) and
+                   all(isinstance(x, int) for x in t.shape)][::-1]
+        if form == "broadcast":
+            tensors = [(v, t) for v, t in tensors if len(t.shape) == 2 and
+                       t.shape[0] == t.shape[1] and int_shape(t)[0] >= 2]
+        floats = [(v, t) for v, t in tensors if is_float(t.dtype)]
+        x: Expr
+        if floats and not self.coin(4):
+            x, t = self.pick(floats[:4])
+        elif tensors and not self.coin(3):
+            x, t = self.pick(tensors[:4])
+        else:
+            t = self.tensor_type()
+            if form == "broadcast":
+                k = self.draw(_ints(2, max(2, self.cfg.max_dim)))
+                t = TensorType((k, k), t.dtype)
+            x = self.literal(t, ctx, 0)
+        assert isinstance(t, TensorType)
+        if form == "broadcast":
+            low = TensorType(t.shape[1:], t.dtype)
+            recent = ctx.by_key.get(type_key(low), [])[::-1][:3]
+            r = self.pick(recent) if recent and self.coin(2) else self.literal(low, ctx, 0)
+            a_t, b_t, a, b = (t, low, x, r) if self.coin(2) else (low, t, r, x)
+            calls = opcalls.binary_calls(a_t, b_t, self.ops)
+            if not calls:
+                return None
+            call = self.pick_call(calls)
+            return self._probe_node(call, (a, b)), call.result
+        calls = opcalls.binary_calls(t, t, self.ops)
+        if not calls:
+            return None
+        if form == "chain":
+            arith = [c for c in calls if c.op in _ARITH]
+            if arith:
+                return self._chain(arith, x, t, ctx), t
+            form = "unit"
+        # Half of the time an operator of the form's classic rewrite rules.
+        classic = [c for c in calls if c.op in _CLASSIC[form]]
+        call = self.pick(classic) if classic and self.coin(2) else self.pick_call(calls)
+        if form == "self":
+            return self._probe_node(call, (x, x)), call.result
+        c = self._unit_constant(t)
+        args = (x, c) if self.coin(2) else (c, x)
+        return self._probe_node(call, args), call.result
+
+    def _probe_node(self, call: opcalls.OpCall, args: tuple[Expr, ...]) -> Expr:
+        return Call(Op(call.op), self._safe_divisor(call.op, args, call.arg_types), call.attrs)
+
+    def _unit_constant(self, t: TensorType) -> Constant:
+        """A pinned constant of type ``t`` filled with a unit or absorbing element."""
+        dt = np.dtype(t.dtype)
+        units: tuple[float | int | bool, ...] = (
+            (False, True) if dt.kind == "b" else (0, 1, -1, -0.0) if dt.kind == "f"
+            else (0, 1, -1) if dt.kind == "i" else (0, 1))
+        c = Constant(np.full(int_shape(t), self.pick(units), dtype=dt))
+        self.s.pin(c)
+        return c
+
+    def _chain(self, arith: list[opcalls.OpCall], x: Expr, t: TensorType, ctx: _Ctx) -> Expr:
+        """``op2(op1(%x, a), b)``: one time in two an operation undone by its inverse with
+        the same operand (``(x + c) - c``, ``(x - c) + c``), the operand then often a
+        constant of large magnitude (a rounding and overflow probe)."""
+        names = [c.op for c in arith]
+        if self.coin(2) and "add" in names and "subtract" in names:
+            c = self._chain_operand(x, t, ctx) if self.coin(3) else self._large_constant(t)
+            if self.coin(2):        # (x + c) - c, (c + x) - c
+                inner: Expr = Call(Op("add"), (c, x) if self.coin(2) else (x, c))
+                return Call(Op("subtract"), (inner, c))
+            inner = Call(Op("subtract"), (x, c))        # (x - c) + c, c + (x - c)
+            return Call(Op("add"), (c, inner) if self.coin(2) else (inner, c))
+        op1, op2 = self.pick(names), self.pick(names)
+        a, b = self._chain_operand(x, t, ctx), self._chain_operand(x, t, ctx)
+        inner = Call(Op(op1), (a, x) if self.coin(3) else (x, a))
+        return Call(Op(op2), (b, inner) if self.coin(4) else (inner, b))
+
+    def _chain_operand(self, x: Expr, t: TensorType, ctx: _Ctx) -> Expr:
+        """A chain's other operand: ``%x`` itself, a recent variable of its type, a large
+        constant or a literal."""
+        choice = self.draw(_ints(0, 3))
+        if choice == 0:
+            return x
+        recent = ctx.by_key.get(type_key(t), [])[::-1][:3]
+        if choice == 1 and recent:
+            return self.pick(recent)
+        if choice == 2:
+            return self._large_constant(t)
+        return self.literal(t, ctx, 0)
+
+    def _large_constant(self, t: TensorType) -> Constant:
+        """A pinned constant of type ``t`` whose elements sit near the dtype's limits: for a
+        float dtype ``±2**(p+1)`` (where the gap between neighbouring values grows to 2),
+        ``±0.75 * max`` and ``max``; for an integer dtype its extremes."""
+        dt = np.dtype(t.dtype)
+        if dt.kind == "f":
+            fi = np.finfo(dt)
+            first = float(2 ** (fi.nmant + 1))
+            options: tuple[float | int, ...] = (first, -first, 0.75 * float(fi.max),
+                                                -0.75 * float(fi.max), float(fi.max))
+        elif dt.kind in "iu":
+            info = np.iinfo(dt)
+            options = (int(info.max), int(info.min), int(info.max) // 2 + 1)
+        else:
+            options = (True,)
+        c = Constant(np.full(int_shape(t), self.pick(options), dtype=dt))
+        self.s.pin(c)
+        return c
+
     def pick_call(self, calls: list[opcalls.OpCall]) -> opcalls.OpCall:
         """One of ``calls``: half of the time one of the program's focus operators."""
         if self.focus_ops:
@@ -152,10 +308,11 @@ class _OpGen(_GenBase):
         if op not in _DIVISIONS or not isinstance(t, TensorType) or len(args) != 2 or \
                 np.dtype(t.dtype).kind not in "iu" or self.coin(4):
             return args
-        n = int(np.prod(t.shape)) if t.shape else 1
+        shape = int_shape(t)
+        n = int(np.prod(shape)) if shape else 1
         lo = 1 if np.dtype(t.dtype).kind == "u" else -self.cfg.value_bound
         vals = self.draw(st.lists(st.integers(lo, self.cfg.value_bound).filter(bool),
                                   min_size=n, max_size=n))
-        divisor = Constant(np.array(vals, dtype=np.int64).astype(t.dtype).reshape(t.shape))
+        divisor = Constant(np.array(vals, dtype=np.int64).astype(t.dtype).reshape(shape))
         self.s.pin(divisor)
         return (args[0], divisor)

@@ -30,6 +30,7 @@ class _RecGen(_GenBase):
         args: list[Expr] = []
         for i, at in enumerate(rec.arg_types):
             if i == 0 and rec.kind == "counter":
+                assert rec.counter is not None
                 one = Constant(np.array(1, np.int32))
                 self.s.pin(one)
                 args.append(Call(Op("subtract"), (rec.counter, one)))

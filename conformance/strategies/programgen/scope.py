@@ -63,7 +63,7 @@ class _Ctx:
         return _Ctx(self, new, **kw)
 
     def shareable(self, key: str) -> list[Expr]:
-        out = []
+        out: list[Expr] = []
         c: _Ctx | None = self
         while c is not None:
             out.extend(n for n, k in c.pool if k == key)

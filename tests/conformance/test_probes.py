@@ -1,0 +1,152 @@
+"""The generator's edge probes, IEEE-heavy alternate inputs and read-backs of main's writes.
+
+These are what let generated programs catch the special-value slips of the mutation
+benchmark (``x * 0 → 0``, ``x == x → True``, float16 arithmetic fused in float32, a
+broadcast aligned from the left, a reordered write): each test checks that the construct
+is generated (in a sample of programs) and has the shape the slip needs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+
+from conformance.mutants.power import sample_programs
+from conformance.strategies import opcalls
+from conformance.strategies.programs import Program, ProgramConfig, well_typed_modules
+from conformance.strategies.values import IEEE_SPECIALS
+from semantics import pretty
+from semantics.expr import Call, Constant, Let, Op, RefRead, RefWrite, Var
+from semantics.module import IRModule
+from semantics.types import TensorType
+from typechecker import infer
+
+
+def _main_lets(program: Program) -> list[Let]:
+    """The let spine of ``main`` (its top-level bindings, in order)."""
+    out = []
+    e = program.module["main"].body
+    while isinstance(e, Let):
+        out.append(e)
+        e = e.body
+    return out
+
+
+def _probe_kinds(program: Program) -> set[str]:
+    """Which probe forms the bindings of ``main`` show."""
+    kinds: set[str] = set()
+    mod = infer(program.module)
+    assert isinstance(mod, IRModule)
+    for let in _main_lets(Program(mod, program.inputs)):
+        v = let.value
+        if not (isinstance(v, Call) and isinstance(v.op, Op) and len(v.args) == 2):
+            continue
+        a, b = v.args
+        if a is b and isinstance(a, Var):
+            kinds.add("self")
+        for c, other in ((a, b), (b, a)):
+            if isinstance(c, Constant) and c.data.size and isinstance(other, Var) and \
+                    len(np.unique(c.data.astype(np.float64))) == 1 and \
+                    float(c.data.flat[0]) in (0.0, 1.0, -1.0):
+                kinds.add("unit")
+        if v.op.name in ("add", "subtract") and any(
+                isinstance(x, Call) and isinstance(x.op, Op) and
+                x.op.name in ("add", "subtract") for x in v.args):
+            inner = next(x for x in v.args if isinstance(x, Call))
+            assert isinstance(inner.op, Op)
+            if inner.op.name != v.op.name and any(x is y for x in inner.args for y in v.args):
+                kinds.add("undo chain")
+            ta = a.checked_type
+            if isinstance(ta, TensorType) and ta.dtype == "float16":
+                kinds.add("float16 chain")
+        ta, tb = a.checked_type, b.checked_type
+        if isinstance(ta, TensorType) and isinstance(tb, TensorType) and \
+                {len(ta.shape), len(tb.shape)} == {1, 2}:
+            big = ta if len(ta.shape) == 2 else tb
+            if big.shape[0] == big.shape[1]:
+                kinds.add("square broadcast")
+    return kinds
+
+
+def test_every_probe_form_is_generated() -> None:
+    seen: set[str] = set()
+
+    @settings(max_examples=80, database=None)
+    @given(well_typed_modules(ProgramConfig(dtypes=("float16", "float32", "int32", "bool"),
+                                            max_adts=0, max_globals=0)))
+    def collect(program: Program) -> None:
+        seen.update(_probe_kinds(program))
+
+    collect()
+    assert seen >= {"self", "unit", "undo chain", "float16 chain", "square broadcast"}, seen
+
+
+def test_ieee_alternate_holds_only_ordinary_values_and_ieee_specials() -> None:
+    """The third alternate's float elements are small integers, quarters, NaN, ±inf or -0.0
+    (no subnormals or range extremes), and NaN turns up."""
+    nans = 0
+
+    @settings(max_examples=40, database=None)
+    @given(well_typed_modules(ProgramConfig(dtypes=("float32", "int32", "bool"),
+                                            max_adts=0)))
+    def check(program: Program) -> None:
+        nonlocal nans
+        assert len(program.alternates) == 3
+        stack: list[object] = list(program.alternates[2])
+        while stack:
+            v = stack.pop()
+            if isinstance(v, tuple):
+                stack.extend(v)
+                continue
+            if not isinstance(v, np.ndarray) or v.dtype.kind != "f":
+                continue
+            for x in v.astype(np.float64).ravel():
+                if math.isnan(x):
+                    nans += 1
+                    continue
+                assert math.isinf(x) or (abs(x) <= 8 and (4 * x).is_integer()), x
+
+    check()
+    assert nans > 0
+    assert any(math.isnan(s) for s in IEEE_SPECIALS)
+
+
+def test_main_reads_back_what_it_writes() -> None:
+    """Some writes of ``main`` are followed at once by a read of the same reference."""
+    found = 0
+
+    @settings(max_examples=40, database=None)
+    @given(well_typed_modules(ProgramConfig(effects=2, max_adts=0, max_globals=0)))
+    def collect(program: Program) -> None:
+        nonlocal found
+        lets = _main_lets(program)
+        for first, second in zip(lets, lets[1:], strict=False):
+            if isinstance(first.value, RefWrite) and isinstance(second.value, RefRead) and \
+                    second.value.ref is first.value.ref:
+                found += 1
+
+    collect()
+    assert found > 0
+
+
+def test_binary_calls_are_elementwise_over_the_broadcast_shape() -> None:
+    square, row = TensorType((3, 3), "float16"), TensorType((3,), "float16")
+    calls = opcalls.binary_calls(square, row, opcalls.registry_ops())
+    names = {c.op for c in calls}
+    assert {"add", "subtract", "multiply", "minimum", "equal"} <= names
+    assert "collapse_sum_like" not in names          # not the broadcast shape
+    assert all(isinstance(c.result, TensorType) and tuple(c.result.shape) == (3, 3)
+               for c in calls)
+    assert opcalls.binary_calls(square, TensorType((2,), "float16"), ["add"]) == []
+
+
+def test_the_benchmark_sample_is_reproducible() -> None:
+    """A fixed seed gives the same programs and inputs (the mutation-score test relies on it)."""
+    first, second = sample_programs(4, seed=1), sample_programs(4, seed=1)
+    assert [pretty(p.module) for p in first.programs] == \
+        [pretty(p.module) for p in second.programs]
+    for p, q in zip(first.programs, second.programs, strict=True):
+        for x, y in zip(p.inputs, q.inputs, strict=True):
+            assert repr(x) == repr(y)
