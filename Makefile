@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_BASE := $(VENV)/.installed-base
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test test-deep bench lint clean paper
+.PHONY: demo test test-deep bench lint clean paper rules prove
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -37,6 +37,15 @@ $(STAMP_BENCH): $(BIN)/python pyproject.toml
 # The paper's figures (Markdown tables + PNG plots) in paper/; see REPRODUCING.md.
 paper: $(STAMP_BENCH)
 	$(BIN)/python bench/paper.py --out paper
+
+# semantics/RULES.md typeset as inference rules (PNG per section + PDF) in docs/rules/out/.
+rules: $(STAMP_BASE)
+	$(BIN)/pip install --quiet 'matplotlib>=3.8'
+	$(BIN)/python docs/rules/render.py --out docs/rules/out
+
+# Every proof obligation (relations, rewrites, soundness) with its verdict.
+prove: $(STAMP_BASE)
+	$(BIN)/python -m relay prove
 
 bench: $(STAMP_BASE)
 	$(BIN)/python bench/parse.py

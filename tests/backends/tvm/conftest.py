@@ -26,7 +26,12 @@ def kernel_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = os.environ.get("RELAY_TVM_CACHE")
     if env:
         return Path(env)
-    path = tmp_path_factory.getbasetemp().parent / "relay-tvm-kernels"
+    # Under pytest-xdist a worker's basetemp is <session>/popen-gwN: go up to pytest-of-<user>,
+    # which outlives sessions, so every worker and every later session share one cache.
+    base = tmp_path_factory.getbasetemp()
+    root = next((p for p in (base, *base.parents) if p.name.startswith("pytest-of-")),
+                base.parent)
+    path = root / "relay-tvm-kernels"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
