@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-FAMILIES = ("tensor", "creation", "reduce", "nn", "transform")
+FAMILIES = ("tensor", "creation", "reduce", "nn", "transform", "extra")
 
 for _name in FAMILIES:
     importlib.import_module(f"semantics.ops.{_name}")
