@@ -22,6 +22,9 @@ from semantics.expr import Call, Constant, Expr, Op, Tuple, TupleGetItem
 from semantics.shapes import is_concrete
 from semantics.types import TensorType, TupleType, Type
 
+RELAY_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "float16", "float32", "float64")
+
 #: Constants up to this many elements are folded through operators at import time.
 FOLD_LIMIT = 1 << 16
 
@@ -49,7 +52,7 @@ class Value:
     def expr(self) -> Expr:
         if self.expr_ is None:
             assert self.const is not None
-            self.expr_ = Constant(np.ascontiguousarray(self.const))
+            self.expr_ = Constant(np.array(self.const, order="C"))
         return self.expr_
 
     @property
@@ -81,6 +84,8 @@ class Value:
 def const(array: Any, dtype: str | None = None) -> Value:
     """A known value (a Relay ``Constant`` when used as data)."""
     arr = np.asarray(array, dtype=dtype)
+    if arr.dtype.name not in RELAY_DTYPES:
+        raise Unsupported(f"unsupported element type {arr.dtype.name}")
     if arr.dtype == np.float64 and dtype is None and not isinstance(array, np.ndarray):
         arr = arr.astype(np.float32)
     return Value(TensorType(tuple(int(d) for d in arr.shape), arr.dtype.name), None, arr)

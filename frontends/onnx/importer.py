@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from frontends.onnx.builder import ImporterError, Unsupported, Value, const
+from frontends.onnx.builder import RELAY_DTYPES, ImporterError, Unsupported, Value, const
 from semantics.expr import Function, Tuple, Var
 from semantics.module import IRModule
 from semantics.shapes import shape_var
@@ -61,8 +61,7 @@ def onnx_dtype(elem_type: int) -> str:
     except Exception:  # noqa: BLE001 - onnx raises KeyError/ValueError variously
         raise Unsupported(f"unsupported element type {elem_type}") from None
     name = np.dtype(np_dtype).name
-    if name not in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                    "uint64", "float16", "float32", "float64"):
+    if name not in RELAY_DTYPES:
         raise Unsupported(f"unsupported element type {name}")
     return name
 
@@ -213,7 +212,10 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
         if vi.name in inits:
             continue
         if vi.name in const_inputs:
-            ctx.env[vi.name] = const(np.asarray(const_inputs[vi.name]))
+            try:
+                ctx.env[vi.name] = const(np.asarray(const_inputs[vi.name]))
+            except Unsupported as err:
+                raise ImporterError(f"cannot import: input {vi.name!r}: {err}") from None
             continue
         try:
             ty = _value_type(vi)
@@ -224,7 +226,10 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
         ctx.env[vi.name] = Value(ty, var)
     weight_vars: dict[str, Var] = {}
     for name, arr in inits.items():
-        if freeze_params or arr.dtype.name not in _RELAY_DTYPES:
+        if arr.dtype.name not in _RELAY_DTYPES:
+            raise ImporterError(f"cannot import: initializer {name!r}: unsupported element type "
+                                f"{arr.dtype.name}")
+        if freeze_params:
             ctx.env[name] = const(arr)
             continue
         var = Var(_ident(name), TensorType(tuple(int(d) for d in arr.shape), arr.dtype.name))
@@ -259,8 +264,7 @@ def _uses_sequences(graph: Any) -> bool:
     return False
 
 
-_RELAY_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                 "uint64", "float16", "float32", "float64")
+_RELAY_DTYPES = RELAY_DTYPES
 
 
 class _ParamValue(Value):

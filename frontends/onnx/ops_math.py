@@ -13,7 +13,6 @@ _UNARY = {
     "Abs": "abs", "Neg": "negative", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
     "Floor": "floor", "Ceil": "ceil", "Sign": "sign", "Sin": "sin", "Cos": "cos",
     "Tanh": "tanh", "Sigmoid": "sigmoid", "Erf": "erf", "Relu": "nn.relu", "Not": "logical_not",
-    "Round": "round",
 }
 _BINARY = {
     "Add": "add", "Sub": "subtract", "Mul": "multiply", "Pow": "power",
@@ -60,6 +59,18 @@ def _div(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]
 def _mod(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
     a, b = _req(ins, 0), _req(ins, 1)
     return [call("mod" if attrs.get("fmod", 0) else "floor_mod", [a, b])]
+
+
+@converter("Round")
+def _round(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    """ONNX rounds half to even: ``r = floor(x + 0.5)``, minus one where ``x`` is exactly
+    halfway and ``r`` is odd."""
+    x = _req(ins, 0)
+    r = call("floor", [call("add", [x, scalar(0.5, x)])])
+    half = call("equal", [call("subtract", [r, x]), scalar(0.5, x)])
+    odd = call("equal", [call("floor_mod", [r, scalar(2, x)]), scalar(1, x)])
+    fix = call("logical_and", [half, odd])
+    return [call("where", [fix, call("subtract", [r, scalar(1, x)]), r])]
 
 
 @converter("Identity")
@@ -217,6 +228,11 @@ def _reduce(ctx: Context, node: Any, ins: list[Value | None],
     if axes is None and attrs.get("noop_with_empty_axes", 0):
         return [x]
     op = node.op_type
+    if x.dtype == "bool" and op in ("ReduceMax", "ReduceMin"):
+        if any(d == 0 for d in x.shape):
+            raise Unsupported("reduction of an empty tensor")
+        name = "any" if op == "ReduceMax" else "all"
+        return [call(name, [x], axis=tuple(axes) if axes else None, keepdims=keep)]
     if op in ("ReduceMax", "ReduceMin") and x.ndim > 0 and any(
             d == 0 for d in x.shape):
         raise Unsupported("reduction of an empty tensor")

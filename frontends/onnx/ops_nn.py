@@ -43,12 +43,42 @@ def _pads(node: Any, attrs: dict[str, Any], x: Value, kernel: list[int], strides
 
 def _spatial2d(x: Value, what: str) -> None:
     if x.ndim != 4:
-        raise Unsupported(f"only 2-D (NCHW) {what} is supported, got rank {x.ndim}")
+        raise Unsupported(f"only 1-D and 2-D (NCW, NCHW) {what} is supported, got rank {x.ndim}")
+
+
+def _as_2d(attrs: dict[str, Any]) -> dict[str, Any]:
+    """1-D convolution/pooling attributes as 2-D ones over a height-1 image."""
+    out = dict(attrs)
+    for key in ("kernel_shape", "strides", "dilations"):
+        if key in out:
+            out[key] = [1] + [int(v) for v in out[key]]
+    if "pads" in out:
+        b, e = [int(v) for v in out["pads"]]
+        out["pads"] = [0, b, 0, e]
+    return out
+
+
+def _onnx_pool_extent(size: int, k: int, s: int, d: int, pb: int, pe: int, ceil: bool) -> int:
+    """ONNX's pooled extent (with ceil_mode, a last window starting in the end padding is
+    dropped)."""
+    eff = (k - 1) * d + 1
+    num = size + pb + pe - eff
+    if not ceil:
+        return num // s + 1
+    out = -(-num // s) + 1
+    if (out - 1) * s >= size + pb:
+        out -= 1
+    return out
 
 
 @converter("Conv", attrs=_CONV_ATTRS)
 def _conv(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
     x, w = _req(ins, 0), _req(ins, 1)
+    if x.ndim == 3 and w.ndim == 3:
+        x2 = call("expand_dims", [x], axis=2)
+        w2 = call("expand_dims", [w], axis=2)
+        (y,) = _conv(ctx, node, [x2, w2] + list(ins[2:]), _as_2d(attrs))
+        return [call("squeeze", [y], axis=(2,))]
     _spatial2d(x, "convolution")
     wshape = w.static_shape()
     kernel = [int(k) for k in attrs.get("kernel_shape", wshape[2:])]
@@ -68,9 +98,12 @@ def _conv(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any
                   "storage_order", "count_include_pad"))
 def _pool(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
     x = _req(ins, 0)
-    _spatial2d(x, "pooling")
     if len(node.output) > 1 and node.output[1]:
         raise Unsupported("the Indices output of MaxPool is not supported")
+    if x.ndim == 3:
+        (y,) = _pool(ctx, node, [call("expand_dims", [x], axis=2)], _as_2d(attrs))
+        return [call("squeeze", [y], axis=(2,))]
+    _spatial2d(x, "pooling")
     kernel = [int(k) for k in attrs["kernel_shape"]]
     strides = [int(s) for s in attrs.get("strides", [1, 1])]
     dil = [int(d) for d in attrs.get("dilations", [1, 1])]
@@ -79,13 +112,23 @@ def _pool(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any
     common = dict(pool_size=tuple(kernel), strides=tuple(strides), dilation=tuple(dil),
                   padding=tuple(pads), ceil_mode=ceil)
     if node.op_type == "MaxPool":
-        return [call("nn.max_pool2d", [x], **common)]
-    auto = attrs.get("auto_pad", b"NOTSET")
-    auto = auto.decode() if isinstance(auto, bytes) else str(auto)
-    include = bool(attrs.get("count_include_pad", 0))
-    if auto.startswith("SAME"):
-        include = False
-    return [call("nn.avg_pool2d", [x], count_include_pad=include, **common)]
+        y = call("nn.max_pool2d", [x], **common)
+    else:
+        auto = attrs.get("auto_pad", b"NOTSET")
+        auto = auto.decode() if isinstance(auto, bytes) else str(auto)
+        include = bool(attrs.get("count_include_pad", 0))
+        if auto.startswith("SAME"):
+            include = False
+        y = call("nn.avg_pool2d", [x], count_include_pad=include, **common)
+    if ceil:
+        hw = x.static_shape()[2:]
+        want = tuple(_onnx_pool_extent(hw[i], kernel[i], strides[i], dil[i], pads[i], pads[i + 2],
+                                       True) for i in range(2))
+        have = y.static_shape()
+        if have[2:] != want:
+            y = call("strided_slice", [y], begin=(0, 0, 0, 0), end=have[:2] + want,
+                     strides=(1, 1, 1, 1))
+    return [y]
 
 
 @converter("GlobalAveragePool", "GlobalMaxPool")
