@@ -185,7 +185,14 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
     """
     import onnx
 
-    from frontends.onnx import control, ops_math, ops_nn, ops_rnn, ops_tensor  # noqa: F401
+    from frontends.onnx import (  # noqa: F401 - the families register their converters
+        control,
+        ops_extra,
+        ops_math,
+        ops_nn,
+        ops_rnn,
+        ops_tensor,
+    )
 
     if isinstance(model_or_path, (str, os.PathLike)):
         model = onnx.load(os.fspath(model_or_path))
