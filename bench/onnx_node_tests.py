@@ -28,8 +28,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write-list", action="store_true")
     ap.add_argument("--only", default="", help="run only cases whose name contains this")
+    ap.add_argument("--light", action="store_true",
+                    help="also run the light real models (onnx/backend/test/data/light) and "
+                         "time the import of a ResNet-50 with real initializers")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
+    if args.light:
+        light()
     from frontends.onnx.node_tests import collect, run_case
 
     start = time.perf_counter()
@@ -64,6 +69,53 @@ def main() -> int:
         LIST.write_text("".join(f"{o.name}\n" for o in sorted(passed, key=lambda o: o.name)))
         print(f"\nwrote {len(passed)} names to {LIST}")
     return 0
+
+
+def resnet50_with_initializers() -> object:
+    """light_resnet50 with its ``ConstantOfShape`` weights turned into real (random)
+    initializers: a ResNet-50-sized ONNX model as exporters write them."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    from frontends.onnx.light_models import load
+
+    model, _, _ = load("resnet50")
+    g = model.graph
+    shapes = {i.name: numpy_helper.to_array(i) for i in g.initializer}
+    rng = np.random.default_rng(0)
+    nodes, inits = [], []
+    for n in g.node:
+        if n.op_type == "ConstantOfShape":
+            shape = tuple(int(d) for d in shapes[n.input[0]])
+            inits.append(numpy_helper.from_array(
+                (rng.standard_normal(shape) * 0.01).astype(np.float32), n.output[0]))
+        else:
+            nodes.append(n)
+    made = {n.output[0] for n in g.node if n.op_type == "ConstantOfShape"}
+    data = [vi for vi in g.input if vi.name not in shapes and vi.name not in made]
+    graph = helper.make_graph(nodes, "resnet50", data, list(g.output), inits)
+    return helper.make_model(graph, opset_imports=list(model.opset_import))
+
+
+def light() -> None:
+    from frontends.onnx import from_onnx
+    from frontends.onnx.light_models import NAMES, run
+
+    m = resnet50_with_initializers()
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        mod, params = from_onnx(m)
+        times.append(time.perf_counter() - t0)
+    print(f"ResNet-50 (real initializers, {len(m.graph.node)} nodes, {len(params)} params): "
+          f"import {min(times):.2f} s (best of 3; runs {', '.join(f'{t:.2f}' for t in times)})")
+    for name in NAMES:
+        try:
+            r = run(name)
+            print(f"light {name}: ok  import {r['import_s']:.2f} s  check {r['check_s']:.2f} s  "
+                  f"oracle {r['eval_s']:.1f} s  max |err| {r['max_abs_err']:.2g}")
+        except Exception as err:  # noqa: BLE001 - report and go on
+            print(f"light {name}: FAILED {type(err).__name__}: {str(err)[:300]}")
 
 
 if __name__ == "__main__":

@@ -150,7 +150,7 @@ def _import_command(args: argparse.Namespace) -> int:
     with open(out, "w", encoding="utf-8") as f:
         f.write(pretty(mod))
         f.write("\n")
-    np.savez(npz, **params)
+    np.savez(npz, **params)  # type: ignore[arg-type]  # numpy's stub types **kwds badly
     print(f"wrote {out} ({len(mod['main'].params) - len(params)} input(s)) and {npz} "
           f"({len(params)} parameter(s))")
     return 0

@@ -22,7 +22,7 @@ from frontends.onnx.builder import Unsupported, Value, call, const, project, sta
 from frontends.onnx.importer import Context, converter
 from frontends.onnx.ops_math import _req
 from semantics.expr import Call, Function, GlobalVar, If, Let, Tuple, Var
-from semantics.types import FuncType, TensorType, TupleType, TypeCall, scalar_type
+from semantics.types import FuncType, TupleType, TypeCall, scalar_type
 
 
 def _scalar_cond(v: Value) -> Value:

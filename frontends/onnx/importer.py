@@ -151,13 +151,19 @@ def _check_supported(graph: Any, problems: list[str]) -> None:
 def _convert_nodes(ctx: Context, nodes: Any) -> None:
     for i, node in enumerate(nodes):
         entry = CONVERTERS[node.op_type]
-        ins: list[Value | None] = [ctx.lookup(n) if n else None for n in node.input]
         try:
+            ins: list[Value | None] = [ctx.lookup(n) if n else None for n in node.input]
             outs = entry.fn(ctx, node, ins, _attrs(node))
         except Unsupported as err:
             raise ImporterError(
                 f"cannot import: {node.op_type} node {node.name or i!r} "
                 f"(outputs {list(node.output)}): {err}") from None
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as err:
+            # A node missing a required attribute or input, or with values of the wrong
+            # kind: the model is malformed.
+            raise ImporterError(
+                f"cannot import: malformed {node.op_type} node {node.name or i!r} "
+                f"(outputs {list(node.output)}): {type(err).__name__}: {err}") from None
         for name, v in zip(node.output, outs):
             if name:
                 ctx.env[name] = v
@@ -194,17 +200,23 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
         ops_tensor,
     )
 
-    if isinstance(model_or_path, (str, os.PathLike)):
-        model = onnx.load(os.fspath(model_or_path))
-    elif isinstance(model_or_path, bytes):
-        model = onnx.load_from_string(model_or_path)
-    else:
-        model = model_or_path
+    try:
+        if isinstance(model_or_path, (str, os.PathLike)):
+            model = onnx.load(os.fspath(model_or_path))
+        elif isinstance(model_or_path, bytes):
+            model = onnx.load_from_string(model_or_path)
+        else:
+            model = model_or_path
+        graph = model.graph
+    except OSError:
+        raise
+    except Exception as err:  # noqa: BLE001 - protobuf raises its own DecodeError
+        raise ImporterError(f"cannot import: not an ONNX model ({type(err).__name__}: {err})") \
+            from None
     opset = 1
     for imp in model.opset_import:
         if imp.domain in ("", "ai.onnx"):
             opset = imp.version
-    graph = model.graph
     problems: list[str] = []
     _check_supported(graph, problems)
     if problems:

@@ -77,7 +77,8 @@ def _conv(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any
     if x.ndim == 3 and w.ndim == 3:
         x2 = call("expand_dims", [x], axis=2)
         w2 = call("expand_dims", [w], axis=2)
-        (y,) = _conv(ctx, node, [x2, w2] + list(ins[2:]), _as_2d(attrs))
+        args: list[Value | None] = [x2, w2, *ins[2:]]
+        (y,) = _conv(ctx, node, args, _as_2d(attrs))
         return [call("squeeze", [y], axis=(2,))]
     _spatial2d(x, "convolution")
     wshape = w.static_shape()
@@ -109,8 +110,8 @@ def _pool(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any
     dil = [int(d) for d in attrs.get("dilations", [1, 1])]
     ceil = bool(attrs.get("ceil_mode", 0))
     pads = _pads(node, attrs, x, kernel, strides, dil, ceil)
-    common = dict(pool_size=tuple(kernel), strides=tuple(strides), dilation=tuple(dil),
-                  padding=tuple(pads), ceil_mode=ceil)
+    common: dict[str, Any] = dict(pool_size=tuple(kernel), strides=tuple(strides),
+                                  dilation=tuple(dil), padding=tuple(pads), ceil_mode=ceil)
     if node.op_type == "MaxPool":
         y = call("nn.max_pool2d", [x], **common)
     else:

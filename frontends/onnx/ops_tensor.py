@@ -229,7 +229,8 @@ def _range(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, An
     start = static(ins[0], "the Range start")
     limit = static(ins[1], "the Range limit")
     delta = static(ins[2], "the Range delta")
-    return [const(np.arange(start, limit, delta, dtype=np.asarray(start).dtype))]
+    dtype = np.asarray(start).dtype
+    return [const(np.arange(start.item(), limit.item(), delta.item()).astype(dtype))]
 
 
 @converter("Pad", attrs=("mode", "pads", "value"))

@@ -12,7 +12,7 @@ Operators missing from the table are reported together in one ``ImporterError``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -36,9 +36,12 @@ AtenFn = Callable[..., "Value | list[Value]"]
 ATEN: dict[str, AtenFn] = {}
 
 
-def aten(*names: str) -> Callable[[AtenFn], AtenFn]:
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def aten(*names: str) -> Callable[[_F], _F]:
     """Register a converter for the ATen overloads ``names`` (e.g. ``"aten.relu.default"``)."""
-    def deco(fn: AtenFn) -> AtenFn:
+    def deco(fn: _F) -> _F:
         for n in names:
             ATEN[n] = fn
         return fn
@@ -82,7 +85,8 @@ def _pair(v: Any) -> tuple[int, int]:
 
 _UNARY = {"aten.relu.default": "nn.relu", "aten.sigmoid.default": "sigmoid",
           "aten.tanh.default": "tanh", "aten.exp.default": "exp", "aten.log.default": "log",
-          "aten.sqrt.default": "sqrt", "aten.rsqrt.default": "rsqrt", "aten.neg.default": "negative",
+          "aten.sqrt.default": "sqrt", "aten.rsqrt.default": "rsqrt",
+          "aten.neg.default": "negative",
           "aten.abs.default": "abs", "aten.erf.default": "erf", "aten.sin.default": "sin",
           "aten.cos.default": "cos", "aten.floor.default": "floor", "aten.ceil.default": "ceil"}
 for _n, _r in _UNARY.items():
@@ -442,6 +446,10 @@ def from_exported_program(ep: Any, *, decompose: bool = True
                 env[node.name] = _convert(node, env)
             except Unsupported as err:
                 raise ImporterError(f"cannot import: node {node.name} ({node.target}): {err}") \
+                    from None
+            except (KeyError, IndexError, ValueError, TypeError) as err:
+                raise ImporterError(f"cannot import: node {node.name} ({node.target}): "
+                                    f"unexpected arguments ({type(err).__name__}: {err})") \
                     from None
         elif node.op == "output":
             outs = node.args[0]
