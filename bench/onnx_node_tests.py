@@ -83,7 +83,9 @@ def resnet50_with_initializers() -> object:
     g = model.graph
     shapes = {i.name: numpy_helper.to_array(i) for i in g.initializer}
     rng = np.random.default_rng(0)
-    nodes, inits = [], []
+    shape_inputs = {n.input[0] for n in g.node if n.op_type == "ConstantOfShape"}
+    nodes = []
+    inits = [i for i in g.initializer if i.name not in shape_inputs]
     for n in g.node:
         if n.op_type == "ConstantOfShape":
             shape = tuple(int(d) for d in shapes[n.input[0]])
@@ -92,7 +94,9 @@ def resnet50_with_initializers() -> object:
         else:
             nodes.append(n)
     made = {n.output[0] for n in g.node if n.op_type == "ConstantOfShape"}
-    data = [vi for vi in g.input if vi.name not in shapes and vi.name not in made]
+    kept = {i.name for i in inits}
+    data = [vi for vi in g.input if vi.name not in shapes and vi.name not in made
+            and vi.name not in kept]
     graph = helper.make_graph(nodes, "resnet50", data, list(g.output), inits)
     return helper.make_model(graph, opset_imports=list(model.opset_import))
 
