@@ -103,7 +103,7 @@ def resnet50_with_initializers() -> object:
 
 def light() -> None:
     from frontends.onnx import from_onnx
-    from frontends.onnx.light_models import NAMES, run
+    from frontends.onnx.light_models import NAMES, run, run_randomized
 
     m = resnet50_with_initializers()
     times = []
@@ -120,6 +120,13 @@ def light() -> None:
                   f"oracle {r['eval_s']:.1f} s  max |err| {r['max_abs_err']:.2g}")
         except Exception as err:  # noqa: BLE001 - report and go on
             print(f"light {name}: FAILED {type(err).__name__}: {str(err)[:300]}")
+        try:
+            r = run_randomized(name)
+            print(f"light {name} (random weights) vs onnxruntime: ok  max |err| "
+                  f"{r['max_abs_err']:.2g}  output spread {r['output_spread']:.3g}")
+        except Exception as err:  # noqa: BLE001 - report and go on
+            print(f"light {name} (random weights): FAILED {type(err).__name__}: "
+                  f"{str(err)[:300]}")
 
 
 if __name__ == "__main__":
