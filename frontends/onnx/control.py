@@ -8,8 +8,11 @@ tail-recursive function (the paper's Fig. 2 conversion), sequences → the prelu
     };
     %loop(0i64, cond, v...)
 
-Scan outputs of ``Loop`` and the ``Scan`` operator would need a list → tensor stacking
-operator the registry lacks; they are reported as unsupported.
+Scan outputs of ``Loop`` are supported when the number of iterations is static (a constant
+trip count and a condition that stays true): each is an accumulator of shape
+``(trips, *elem)`` carried through the recursion, row ``i`` written at iteration ``i``. With a
+data-dependent iteration count their shape is dynamic; they, and the ``Scan`` operator, are
+reported as unsupported.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from frontends.onnx.builder import Unsupported, Value, call, const, project, sta
 from frontends.onnx.importer import Context, converter
 from frontends.onnx.ops_math import _req
 from semantics.expr import Call, Function, GlobalVar, If, Let, Tuple, Var
-from semantics.types import FuncType, TupleType, TypeCall, scalar_type
+from semantics.types import FuncType, TensorType, TupleType, TypeCall, scalar_type
 
 
 def _scalar_cond(v: Value) -> Value:
@@ -65,8 +68,6 @@ def _loop(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any
         raise Unsupported("missing loop-carried input")
     vs: list[Value] = [v for v in carried if v is not None]
     n_scan = len(body.output) - 1 - len(vs)
-    if n_scan:
-        raise Unsupported(f"Loop scan outputs ({n_scan}) are not supported")
     i64 = scalar_type("int64")
     boolean = scalar_type("bool")
     i_var = Var("i", i64)
@@ -75,27 +76,73 @@ def _loop(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any
     i_val, c_val = Value(i64, i_var), Value(boolean, c_var)
     v_vals = [Value(v.type, var) for v, var in zip(vs, v_vars)]
     outs = ctx.convert_graph(body, [i_val, c_val] + v_vals)
-    ret = TupleType(tuple(v.type for v in vs))
-    loop_var = Var("loop", FuncType((i64, boolean) + tuple(v.type for v in vs), ret))
+    m = ins[0]
+    trips = _static_trip_count(m, ins[1], outs[0], c_var) if n_scan else None
+    if n_scan and trips is None:
+        raise Unsupported("Loop scan outputs need a static trip count and a loop condition "
+                          "that stays true (the number of iterations fixes their shape)")
+    # Scan outputs: an accumulator of shape (trips, *elem) per output, row i written at
+    # iteration i.
+    scans = outs[1 + len(vs):]
+    acc_vars = [Var(f"scan{k}", _scan_type(trips or 0, s)) for k, s in enumerate(scans)]
+    acc_vals = [Value(var.type_annotation, var) for var in acc_vars]  # type: ignore[arg-type]
+    state_types = tuple(v.type for v in vs) + tuple(a.type for a in acc_vals)
+    ret = TupleType(state_types)
+    loop_var = Var("loop", FuncType((i64, boolean) + state_types, ret))
     next_i = call("add", [i_val, const(np.int64(1))])
     next_c = _scalar_cond(outs[0])
     for k, (new, old) in enumerate(zip(outs[1:], vs)):
         if str(new.type) != str(old.type):
             raise Unsupported(f"loop-carried value {k} changes type: {old.type} -> {new.type}")
-    recur = Call(loop_var, (next_i.expr, next_c.expr) + tuple(o.expr for o in outs[1:]))
-    done = Tuple(tuple(var for var in v_vars))
-    m = ins[0]
+    next_accs = [_write_row(acc, elem, i_val, trips or 0) for acc, elem in zip(acc_vals, scans)]
+    recur = Call(loop_var, (next_i.expr, next_c.expr)
+                 + tuple(o.expr for o in outs[1:1 + len(vs)])
+                 + tuple(a.expr for a in next_accs))
+    done = Tuple(tuple(v_vars) + tuple(acc_vars))
     guard: Value | None = c_val if ins[1] is not None else None
     if m is not None:
         below = call("less", [i_val, call("reshape", [m], newshape=())])
         guard = below if guard is None else call("logical_and", [guard, below])
     if guard is None:
         raise Unsupported("a Loop without trip count and condition never ends")
-    fn = Function(tuple([i_var, c_var] + v_vars), If(guard.expr, recur, done), ret)
+    fn = Function(tuple([i_var, c_var] + v_vars + acc_vars), If(guard.expr, recur, done), ret)
     c0 = _scalar_cond(ins[1]) if ins[1] is not None else const(np.bool_(True))
-    start = Call(loop_var, (const(np.int64(0)).expr, c0.expr) + tuple(v.expr for v in vs))
+    acc0 = [const(np.zeros(_static_dims(a.type), a.dtype)) for a in acc_vals]
+    start = Call(loop_var, (const(np.int64(0)).expr, c0.expr) + tuple(v.expr for v in vs)
+                 + tuple(a.expr for a in acc0))
     result = Value(ret, Let(loop_var, fn, start))
-    return [project(result, k) for k in range(len(vs))]
+    return [project(result, k) for k in range(len(state_types))]
+
+
+def _static_trip_count(m: Value | None, cond: Value | None, cond_out: Value,
+                       c_var: Var) -> int | None:
+    """The number of iterations when it is known at import time: a constant trip count, an
+    initial condition that is absent or constant true, and a body condition that is the
+    incoming condition passed through (or constant true)."""
+    if m is None or m.const is None:
+        return None
+    if cond is not None and (cond.const is None or not bool(np.asarray(cond.const).all())):
+        return None
+    passthrough = cond_out.expr_ is c_var or (
+        cond_out.const is not None and bool(np.asarray(cond_out.const).all()))
+    if not passthrough:
+        return None
+    return max(int(np.asarray(m.const).reshape(-1)[0]), 0)
+
+
+def _static_dims(t: Any) -> tuple[int, ...]:
+    return tuple(int(d) for d in t.shape)
+
+
+def _scan_type(trips: int, elem: Value) -> TensorType:
+    return TensorType((trips,) + tuple(elem.static_shape()), elem.dtype)
+
+
+def _write_row(acc: Value, elem: Value, i: Value, trips: int) -> Value:
+    """``acc`` with row ``i`` replaced by ``elem``."""
+    rows = const(np.arange(trips, dtype=np.int64).reshape((trips,) + (1,) * elem.ndim))
+    mask = call("equal", [rows, i])
+    return call("where", [mask, call("expand_dims", [elem], axis=0), acc])
 
 
 # --- sequences as List ---------------------------------------------------------------------

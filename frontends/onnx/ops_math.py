@@ -228,14 +228,11 @@ def _reduce(ctx: Context, node: Any, ins: list[Value | None],
     if axes is None and attrs.get("noop_with_empty_axes", 0):
         return [x]
     op = node.op_type
+    if op in ("ReduceMax", "ReduceMin") and any(d == 0 for d in x.shape):
+        return [_empty_extreme(x, axes, keep, op == "ReduceMax")]
     if x.dtype == "bool" and op in ("ReduceMax", "ReduceMin"):
-        if any(d == 0 for d in x.shape):
-            raise Unsupported("reduction of an empty tensor")
         name = "any" if op == "ReduceMax" else "all"
         return [call(name, [x], axis=tuple(axes) if axes else None, keepdims=keep)]
-    if op in ("ReduceMax", "ReduceMin") and x.ndim > 0 and any(
-            d == 0 for d in x.shape):
-        raise Unsupported("reduction of an empty tensor")
     if op == "ReduceL1":
         x = call("abs", [x])
     elif op in ("ReduceL2", "ReduceSumSquare"):
@@ -258,6 +255,25 @@ def _arg(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]
              keepdims=bool(attrs.get("keepdims", 1)),
              select_last_index=bool(attrs.get("select_last_index", 0)))
     return [call("cast", [y], dtype="int64")]
+
+
+def _empty_extreme(x: Value, axes: list[int] | None, keep: bool, is_max: bool) -> Value:
+    """ONNX's max/min over an empty set: the identity of the reduction (-inf / +inf, or the
+    dtype's extreme), with the reduced shape."""
+    shape = x.static_shape()
+    red = set(range(x.ndim)) if axes is None else {a % x.ndim for a in axes}
+    if not any(shape[a] == 0 for a in red):
+        raise Unsupported("reduction of an empty tensor")
+    out = tuple(1 if i in red else d for i, d in enumerate(shape) if keep or i not in red)
+    dt = np.dtype(x.dtype)
+    if dt == np.bool_:
+        fill: Any = not is_max
+    elif dt.kind == "f":
+        fill = -np.inf if is_max else np.inf
+    else:
+        info = np.iinfo(dt)
+        fill = info.min if is_max else info.max
+    return const(np.full(out, fill, dtype=dt))
 
 
 def _req(ins: list[Value | None], i: int) -> Value:

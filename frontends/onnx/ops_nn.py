@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from frontends.onnx.builder import Unsupported, Value, call, project
+from frontends.onnx.builder import Unsupported, Value, call, const, project
 from frontends.onnx.importer import Context, converter
 from frontends.onnx.ops_math import _req, scalar
 
@@ -235,7 +235,7 @@ def _softmax(ctx: Context, node: Any, ins: list[Value | None],
              attrs: dict[str, Any]) -> list[Value]:
     x = _req(ins, 0)
     if node.op_type == "Hardmax":
-        raise Unsupported("Hardmax is not supported")
+        return [_hardmax(ctx, x, attrs)]
     name = "nn.softmax" if node.op_type == "Softmax" else "nn.log_softmax"
     if ctx.opset >= 13:
         return [call(name, [x], axis=int(attrs.get("axis", -1)))]
@@ -282,3 +282,25 @@ def _flatten(ctx: Context, node: Any, ins: list[Value | None],
     lead = int(np.prod(shape[:axis])) if axis else 1
     return [call("reshape", [x], newshape=(lead, int(np.prod(shape[axis:]))))]
 
+
+
+def _hardmax(ctx: Context, x: Value, attrs: dict[str, Any]) -> Value:
+    """1 at the first maximum along ``axis`` (opset 13; before: of the 2-D coercion)."""
+    if ctx.opset < 13:
+        axis = int(attrs.get("axis", 1)) % max(x.ndim, 1)
+        shape = x.static_shape()
+        flat = call("reshape", [x], newshape=(-1, int(np.prod(shape[axis:]))))
+        return call("reshape", [_hardmax_last(flat)], newshape=shape)
+    axis = int(attrs.get("axis", -1)) % x.ndim
+    perm = [i for i in range(x.ndim) if i != axis] + [axis]
+    moved = call("transpose", [x], axes=tuple(perm))
+    back = tuple(int(i) for i in np.argsort(perm))
+    return call("transpose", [_hardmax_last(moved)], axes=back)
+
+
+def _hardmax_last(x: Value) -> Value:
+    n = x.static_shape()[-1]
+    idx = call("argmax", [x], axis=(x.ndim - 1,), keepdims=True)
+    hot = call("equal", [call("cast", [idx], dtype="int64"),
+                         const(np.arange(n, dtype=np.int64))])
+    return call("cast", [hot], dtype=x.dtype)

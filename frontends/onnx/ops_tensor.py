@@ -181,6 +181,17 @@ def _split(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, An
         total = int(x.static_shape()[axis])
         chunk = -(-total // n)
         sizes = [min(chunk, total - i * chunk) for i in range(n)]
+    if any(s <= 0 for s in sizes) or len(sizes) == 1:
+        # Zero-sized parts (which ``split`` rejects): one slice per part.
+        shape = x.static_shape()
+        parts, start = [], 0
+        for size in sizes:
+            begin, end = [0] * x.ndim, list(shape)
+            begin[axis], end[axis] = start, start + size
+            parts.append(call("strided_slice", [x], begin=tuple(begin), end=tuple(end),
+                              strides=(1,) * x.ndim))
+            start += size
+        return parts
     idx = list(np.cumsum(sizes)[:-1])
     t = call("split", [x], indices_or_sections=tuple(int(i) for i in idx), axis=axis)
     return [project(t, i) for i in range(len(sizes))]
