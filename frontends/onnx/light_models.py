@@ -118,7 +118,7 @@ def run_randomized(name: str, seed: int = 0) -> dict[str, Any]:
     Raises:
         AssertionError: the outputs differ.
     """
-    import onnxruntime as ort
+    import onnxruntime as ort  # type: ignore[import-untyped]
 
     from frontends.onnx import from_onnx
     from interpreter import evaluate
