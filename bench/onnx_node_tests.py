@@ -113,6 +113,20 @@ def light() -> None:
         times.append(time.perf_counter() - t0)
     print(f"ResNet-50 (real initializers, {len(m.graph.node)} nodes, {len(params)} params): "
           f"import {min(times):.2f} s (best of 3; runs {', '.join(f'{t:.2f}' for t in times)})")
+    import tempfile
+
+    import onnx
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/resnet50.onnx"
+        onnx.save(m, path)
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            from_onnx(path)
+            times.append(time.perf_counter() - t0)
+    print(f"ResNet-50 from its .onnx file (load + import): {min(times):.2f} s (best of 3; runs "
+          f"{', '.join(f'{t:.2f}' for t in times)})")
     for name in NAMES:
         try:
             r = run(name)
