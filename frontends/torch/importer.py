@@ -431,10 +431,10 @@ def from_exported_program(ep: Any, *, decompose: bool = True
             raise ImporterError(f"cannot import: input {node.name} is not a tensor")
         dims: list[Any] = []
         for d in meta.shape:
-            try:
-                dims.append(int(d))
-            except (TypeError, ValueError):
+            if isinstance(d, torch.SymInt):
                 dims.append(shape_var(_ident(str(d))))
+            else:
+                dims.append(int(d))
         ty = TensorType(tuple(dims), _dtype(meta.dtype))
         var = Var(_ident(node.name), ty)
         data_vars.append(var)
@@ -470,9 +470,12 @@ def _getitem() -> Any:
 
 
 def _convert(node: Any, env: dict[str, Any]) -> Any:
+    import torch
     import torch.fx
 
     def arg(a: Any) -> Any:
+        if isinstance(a, torch.SymInt):
+            raise Unsupported(f"the symbolic size {a} is used as a static attribute")
         if isinstance(a, torch.fx.Node):
             v = env[a.name]
             if isinstance(v, _Unavailable):

@@ -72,3 +72,25 @@ def test_unsupported_aten_operators_are_all_named():
     with pytest.raises(ImporterError) as info:
         from_exported_program(ep)
     assert "cumsum" in info.value.message and "i0" in info.value.message
+
+
+def test_a_dynamic_batch_dimension_becomes_a_shape_variable():
+    from typechecker import type_of
+
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(),
+                                 torch.nn.Linear(3, 2)).eval()
+    batch = torch.export.Dim("batch", min=2)
+    ep = torch.export.export(module, (torch.randn(5, 4),), dynamic_shapes=({0: batch},))
+    mod, params = from_exported_program(ep)
+    (dim, four) = mod["main"].params[0].type_annotation.shape
+    assert four == 4 and not isinstance(dim, int)
+    assert tuple(type_of(mod["main"]).ret_type.shape) == (dim, 2)
+    # Parameters named after their qualified names ("0.weight"; a leading digit gets "p_").
+    assert list(params) == ["p_0_weight", "p_0_bias", "p_2_weight", "p_2_bias"]
+    for n in (2, 7):
+        x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+        with torch.no_grad():
+            want = module(torch.from_numpy(x)).numpy()
+        np.testing.assert_allclose(evaluate(mod, x, *params.values()), want, rtol=1e-5,
+                                   atol=1e-6)
