@@ -158,7 +158,8 @@ def _convert_nodes(ctx: Context, nodes: Any) -> None:
             raise ImporterError(
                 f"cannot import: {node.op_type} node {node.name or i!r} "
                 f"(outputs {list(node.output)}): {err}") from None
-        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as err:
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError,
+                ArithmeticError) as err:
             # A node missing a required attribute or input, or with values of the wrong
             # kind: the model is malformed.
             raise ImporterError(
