@@ -26,7 +26,7 @@ from frontends.onnx.builder import RELAY_DTYPES, ImporterError, Unsupported, Val
 from semantics.expr import Function, Tuple, Var
 from semantics.module import IRModule
 from semantics.shapes import shape_var
-from semantics.types import TensorType, TupleType, Type
+from semantics.types import TensorType, Type
 
 Converter = Callable[["Context", Any, list[Value | None], dict[str, Any]], list[Value]]
 
@@ -300,7 +300,3 @@ class _ParamValue(Value):
         self.materialized = True
         return self.var
 
-
-def tuple_type(values: list[Value]) -> TupleType:
-    """The tuple type of ``values``' types."""
-    return TupleType(tuple(v.type for v in values))

@@ -29,7 +29,7 @@ from frontends.onnx.ops_nn import matmul
 from semantics.expr import Function, Tuple, Var
 from semantics.module import IRModule
 from semantics.shapes import shape_var
-from semantics.types import TensorType, TupleType
+from semantics.types import TensorType
 
 Arg = Any
 AtenFn = Callable[..., "Value | list[Value]"]
@@ -493,7 +493,3 @@ def _convert(node: Any, env: dict[str, Any]) -> Any:
               if k not in ("layout", "device", "pin_memory", "memory_format")}
     return ATEN[str(node.target)](*args, **kwargs)
 
-
-def tuple_type(values: list[Value]) -> TupleType:
-    """The tuple type of ``values``' types."""
-    return TupleType(tuple(v.type for v in values))
