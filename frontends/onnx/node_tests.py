@@ -56,6 +56,25 @@ def _compare(got: Any, want: np.ndarray) -> str | None:
     return None
 
 
+def _compare_value(got: Any, want: Any) -> str | None:
+    """Compare a result with an expected tensor or sequence (a Relay ``List``)."""
+    if isinstance(want, list):
+        items = []
+        while getattr(got, "name", None) == "Cons":
+            items.append(got.fields[0])
+            got = got.fields[1]
+        if getattr(got, "name", None) != "Nil":
+            return f"expected a sequence, got {type(got).__name__}"
+        if len(items) != len(want):
+            return f"sequence of {len(items)} != expected {len(want)}"
+        for g, w in zip(items, want):
+            why = _compare(g, np.asarray(w))
+            if why:
+                return why
+        return None
+    return _compare(got, np.asarray(want))
+
+
 def _array(v: Any) -> Any:
     """A case's input/output as numpy (cases hold some as ``TensorProto``)."""
     from onnx import TensorProto, numpy_helper
@@ -111,7 +130,7 @@ def run_case(case: Any) -> Outcome:
             result = evaluate(mod, *args)
             results = list(result) if len(expected) > 1 else [result]
             for got, want in zip(results, expected):
-                why = _compare(got, np.asarray(want))
+                why = _compare_value(got, want)
                 if why:
                     out.status, out.reason = "mismatch", why
                     return out
