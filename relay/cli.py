@@ -107,7 +107,89 @@ def build_parser() -> argparse.ArgumentParser:
         if importlib.util.find_spec(module_name) is None:
             continue
         importlib.import_module(module_name).register(sub)
+    _register_import(sub)
+    _add_params_to_run(sub)
     return parser
+
+
+# --- `relay import` and `relay run --params` (the model importers) -----------------------------
+
+def _register_import(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("import", help="import an ONNX model as Relay text + .npz parameters")
+    p.add_argument("model", help="an .onnx file")
+    p.add_argument("-o", "--output", default=None, metavar="OUT.relay",
+                   help="the Relay text to write (default: the model's name with .relay); "
+                        "the parameters go to the same name with .npz")
+    p.add_argument("--freeze-params", action="store_true",
+                   help="embed the weights as constants instead of parameters")
+    p.set_defaults(func=_import_command)
+
+
+def _import_command(args: argparse.Namespace) -> int:
+    """``relay import MODEL.onnx [-o OUT.relay]``: writes OUT.relay and OUT.npz."""
+    import numpy as np
+
+    from frontends.onnx import from_onnx
+    from semantics import pretty
+    from semantics.errors import RelayError
+
+    try:
+        import onnx  # noqa: F401 - the importer needs it
+    except ImportError:
+        raise RelayError("relay import needs the onnx package (pip install onnx)") from None
+    with open(args.model, "rb") as f:
+        data = f.read()
+    try:
+        mod, params = from_onnx(data, freeze_params=args.freeze_params)
+    except RelayError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a malformed file is a user error
+        raise RelayError(f"cannot read {args.model}: {type(exc).__name__}: {exc}") from None
+    out = args.output or os.path.splitext(args.model)[0] + ".relay"
+    npz = os.path.splitext(out)[0] + ".npz"
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(pretty(mod))
+        f.write("\n")
+    np.savez(npz, **params)  # type: ignore[arg-type]  # numpy's stub types **kwds badly
+    print(f"wrote {out} ({len(mod['main'].params) - len(params)} input(s)) and {npz} "
+          f"({len(params)} parameter(s))")
+    return 0
+
+
+def _add_params_to_run(sub: argparse._SubParsersAction) -> None:
+    """``relay run FILE [ARG ...] --params P.npz``: the arrays of P.npz, in their saved order,
+    follow the ARGs (the importers' ``@main`` takes the data inputs, then the weights)."""
+    run = sub.choices.get("run")
+    if run is None:
+        return
+    run.add_argument("--params", default=None, metavar="P.npz",
+                     help="an .npz of parameters appended after the ARGs (as `relay import` "
+                          "writes them)")
+    inner = run.get_default("func")
+
+    def with_params(args: argparse.Namespace) -> int:
+        if args.params is None:
+            return inner(args)
+        import tempfile
+
+        import numpy as np
+
+        from semantics.errors import RelayRuntimeError
+
+        try:
+            archive = np.load(args.params, allow_pickle=False)
+        except (ValueError, OSError) as exc:
+            raise RelayRuntimeError(f"--params: cannot read {args.params}: {exc}") from None
+        with tempfile.TemporaryDirectory(prefix="relay-params-") as tmp:
+            paths = []
+            for i, name in enumerate(archive.files):
+                path = os.path.join(tmp, f"{i:05d}_{name}.npy")
+                np.save(path, archive[name])
+                paths.append(path)
+            args.args = list(args.args) + paths
+            return inner(args)
+
+    run.set_defaults(func=with_params)
 
 
 def read_source(path: str) -> str:

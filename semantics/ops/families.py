@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-FAMILIES = ("tensor", "creation", "reduce", "nn", "transform", "grad_ops")
+FAMILIES = ("tensor", "creation", "reduce", "nn", "transform", "grad_ops", "extra")
 
 for _name in FAMILIES:
     importlib.import_module(f"semantics.ops.{_name}")

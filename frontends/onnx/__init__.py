@@ -1,0 +1,20 @@
+"""ONNX importer: ``from_onnx(model_or_path) -> (IRModule, params)`` (see ``importer``).
+
+Importing the package registers every converter family (``CONVERTERS``); ``onnx`` itself is
+imported only when a model is converted.
+"""
+
+from __future__ import annotations
+
+from frontends.onnx import (  # noqa: F401 - the families register their converters
+    control,
+    ops_extra,
+    ops_math,
+    ops_nn,
+    ops_rnn,
+    ops_tensor,
+)
+from frontends.onnx.builder import ImporterError
+from frontends.onnx.importer import CONVERTERS, from_onnx
+
+__all__ = ["CONVERTERS", "ImporterError", "from_onnx"]

@@ -1,0 +1,149 @@
+"""A typed expression builder for the importers: every emitted call carries its Relay type.
+
+A :class:`Value` is a Relay expression together with its type (computed by the operator's
+registered type relation as the call is built, so shapes — static or symbolic — are known to
+the converters without running the type checker) and, when the value is known at import
+time, its numpy value. Calls whose arguments are all known are folded with the operator's
+numpy reference (the oracle's own implementation), which is how ONNX shape arithmetic
+(``Shape`` → ``Gather`` → ``Concat`` → ``Reshape``) becomes static attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from semantics import ops
+from semantics.errors import RelayError
+from semantics.expr import Call, Constant, Expr, Op, Tuple, TupleGetItem
+from semantics.shapes import is_concrete
+from semantics.types import TensorType, TupleType, Type
+
+RELAY_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "float16", "float32", "float64")
+
+#: Constants up to this many elements are folded through operators at import time.
+FOLD_LIMIT = 1 << 16
+
+
+class ImporterError(RelayError):
+    """A model that cannot be imported: unsupported operators, attributes or dynamic values."""
+
+
+class Unsupported(Exception):
+    """Raised by a converter for one node; the importer collects these into one error."""
+
+
+@dataclass(eq=False)
+class Value:
+    """An imported value: its expression (None until materialized for constants), type and,
+    when known at import time, its numpy value."""
+
+    type: Type
+    expr_: Expr | None = None
+    const: np.ndarray | None = None
+    #: An initializer: its value is readable statically but is not folded into constants.
+    param: bool = False
+
+    @property
+    def expr(self) -> Expr:
+        if self.expr_ is None:
+            assert self.const is not None
+            self.expr_ = Constant(np.array(self.const, order="C"))
+        return self.expr_
+
+    @property
+    def tensor(self) -> TensorType:
+        if not isinstance(self.type, TensorType):
+            raise Unsupported(f"expected a tensor, got a value of type {self.type}")
+        return self.type
+
+    @property
+    def shape(self) -> tuple[Any, ...]:
+        return tuple(self.tensor.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.tensor.shape)
+
+    @property
+    def dtype(self) -> str:
+        return self.tensor.dtype
+
+    def static_shape(self) -> tuple[int, ...]:
+        """The shape as ints; ``Unsupported`` when a dim is symbolic or unknown."""
+        shape = self.shape
+        if not all(is_concrete(d) for d in shape):
+            raise Unsupported(f"needs a static shape, got {shape}")
+        return tuple(int(d) for d in shape)
+
+
+def const(array: Any, dtype: str | None = None) -> Value:
+    """A known value (a Relay ``Constant`` when used as data)."""
+    arr = np.asarray(array, dtype=dtype)
+    if arr.dtype.name not in RELAY_DTYPES:
+        raise Unsupported(f"unsupported element type {arr.dtype.name}")
+    if arr.dtype == np.float64 and dtype is None and not isinstance(array, np.ndarray):
+        arr = arr.astype(np.float32)
+    return Value(TensorType(tuple(int(d) for d in arr.shape), arr.dtype.name), None, arr)
+
+
+def call(name: str, args: Sequence[Value], fold: bool = True, **attrs: Any) -> Value:
+    """``name(args..., attrs)`` with its type from the operator's relation (folded if known)."""
+    opdef = ops.get(name)
+    norm = opdef.normalize_attrs({k: v for k, v in attrs.items() if v is not None})
+    arg_types = tuple(a.type for a in args)
+    try:
+        out = opdef.relation(arg_types, norm)
+    except RelayError as err:
+        raise Unsupported(f"{name}: {err.message}") from None
+    if out is None:
+        raise Unsupported(f"{name}: the argument types {arg_types} are not resolved")
+    if fold and args and all(_foldable(a) for a in args):
+        result = opdef.impl(*[a.const for a in args], **dict(norm))
+        if isinstance(result, np.ndarray) or np.isscalar(result):
+            return Value(out, None, np.asarray(result, dtype=getattr(out, "dtype", None)))
+    return Value(out, Call(Op(name), tuple(a.expr for a in args), norm))
+
+
+def call_tuple(name: str, fields: Sequence[Value], **attrs: Any) -> Value:
+    """``name((fields...), attrs)`` for operators taking one tuple argument (concatenate)."""
+    opdef = ops.get(name)
+    norm = opdef.normalize_attrs({k: v for k, v in attrs.items() if v is not None})
+    tt = TupleType(tuple(f.type for f in fields))
+    try:
+        out = opdef.relation((tt,), norm)
+    except RelayError as err:
+        raise Unsupported(f"{name}: {err.message}") from None
+    if out is None:
+        raise Unsupported(f"{name}: the argument types are not resolved")
+    if all(_foldable(f) for f in fields):
+        result = opdef.impl(tuple(f.const for f in fields), **dict(norm))
+        return Value(out, None, np.asarray(result, dtype=getattr(out, "dtype", None)))
+    return Value(out, Call(Op(name), (Tuple(tuple(f.expr for f in fields)),), norm))
+
+
+def project(v: Value, i: int) -> Value:
+    """Field ``i`` of a tuple value (``v.i``)."""
+    if not isinstance(v.type, TupleType):
+        raise Unsupported(f"expected a tuple, got {v.type}")
+    return Value(v.type.fields[i], TupleGetItem(v.expr, i))
+
+
+def _foldable(v: Value) -> bool:
+    return v.const is not None and not v.param and v.const.size <= FOLD_LIMIT
+
+
+def static(v: Value | None, what: str) -> np.ndarray:
+    """The import-time value of ``v``; ``Unsupported`` when it is only known at run time."""
+    if v is None or v.const is None:
+        raise Unsupported(f"{what} must be known at import time (an initializer or constant)")
+    return v.const
+
+
+def static_ints(v: Value | None, what: str) -> list[int]:
+    """The import-time value of ``v`` as a flat list of ints."""
+    return [int(x) for x in np.asarray(static(v, what)).reshape(-1)]

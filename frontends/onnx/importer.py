@@ -1,0 +1,302 @@
+"""ONNX → Relay: ``from_onnx(model_or_path) -> (IRModule, params)``.
+
+The graph is walked in its (topological) node order. Each ONNX value name maps to a
+:class:`~frontends.onnx.builder.Value`; converters (one module per operator family, registered
+in :data:`CONVERTERS`) turn a node into Relay calls whose types come from the registry's
+relations. Graph inputs that are not initializers become the first parameters of ``@main``
+(symbolic dims become shape variables named after their ``dim_param``); initializers used as
+data become the following parameters, returned in ``params`` under their graph names;
+initializers and ``Constant`` outputs read as static values (shapes, axes, pads) are used at
+import time only.
+
+Before converting, every node (subgraphs included) is checked against the converter table:
+unknown operators and unknown attributes are reported together in one :class:`ImporterError`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from frontends.onnx.builder import RELAY_DTYPES, ImporterError, Unsupported, Value, const
+from semantics.expr import Function, Tuple, Var
+from semantics.module import IRModule
+from semantics.shapes import shape_var
+from semantics.types import TensorType, Type
+
+Converter = Callable[["Context", Any, list[Value | None], dict[str, Any]], list[Value]]
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    """A converter and the attribute names it understands."""
+
+    fn: Converter
+    attrs: frozenset[str]
+    since: int = 1
+
+
+#: op_type → entry; filled by the family modules (``ops_math``, ``ops_nn``, ...).
+CONVERTERS: dict[str, OpEntry] = {}
+
+
+def converter(*op_types: str, attrs: tuple[str, ...] = ()) -> Callable[[Converter], Converter]:
+    """Register ``fn`` as the converter of ``op_types``, accepting the attributes ``attrs``."""
+    def deco(fn: Converter) -> Converter:
+        for t in op_types:
+            CONVERTERS[t] = OpEntry(fn, frozenset(attrs))
+        return fn
+    return deco
+
+
+def onnx_dtype(elem_type: int) -> str:
+    """The Relay dtype of an ONNX tensor element type."""
+    from onnx import helper
+    try:
+        np_dtype = helper.tensor_dtype_to_np_dtype(elem_type)
+    except Exception:  # noqa: BLE001 - onnx raises KeyError/ValueError variously
+        raise Unsupported(f"unsupported element type {elem_type}") from None
+    name = np.dtype(np_dtype).name
+    if name not in RELAY_DTYPES:
+        raise Unsupported(f"unsupported element type {name}")
+    return name
+
+
+def _value_type(vi: Any) -> Type:
+    """The Relay type of an ONNX ValueInfo (tensor types only)."""
+    t = vi.type
+    if t.WhichOneof("value") != "tensor_type":
+        raise Unsupported(f"input {vi.name!r}: only tensor inputs are supported")
+    tt = t.tensor_type
+    dims: list[Any] = []
+    for i, d in enumerate(tt.shape.dim):
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        else:
+            label = d.dim_param or f"{_ident(vi.name)}_d{i}"
+            dims.append(shape_var(_ident(label)))
+    return TensorType(tuple(dims), onnx_dtype(tt.elem_type))
+
+
+def _ident(name: str) -> str:
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return out if out and not out[0].isdigit() else "v_" + out
+
+
+@dataclass
+class Context:
+    """Conversion state of one (sub)graph: value names in scope and the opset."""
+
+    opset: int
+    env: dict[str, Value] = field(default_factory=dict)
+    parent: Context | None = None
+    initializers: dict[str, np.ndarray] = field(default_factory=dict)
+    used_params: dict[str, Var] = field(default_factory=dict)
+
+    def lookup(self, name: str) -> Value:
+        ctx: Context | None = self
+        while ctx is not None:
+            if name in ctx.env:
+                return ctx.env[name]
+            ctx = ctx.parent
+        raise Unsupported(f"value {name!r} is not defined")
+
+    def root(self) -> Context:
+        ctx = self
+        while ctx.parent is not None:
+            ctx = ctx.parent
+        return ctx
+
+    def convert_graph(self, graph: Any, inputs: list[Value]) -> list[Value]:
+        """Convert a subgraph (``If`` branches, ``Loop`` bodies) whose formal inputs are bound
+        to ``inputs``; returns its outputs."""
+        sub = Context(self.opset, parent=self)
+        for vi, v in zip(graph.input, inputs):
+            sub.env[vi.name] = v
+        for init in graph.initializer:
+            from onnx import numpy_helper
+            sub.env[init.name] = const(numpy_helper.to_array(init))
+        _convert_nodes(sub, graph.node)
+        return [sub.lookup(o.name) for o in graph.output]
+
+
+def _attrs(node: Any) -> dict[str, Any]:
+    from onnx import helper
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _check_supported(graph: Any, problems: list[str]) -> None:
+    """Collect every unknown operator or attribute in ``graph`` and its subgraphs."""
+    for i, node in enumerate(graph.node):
+        label = f"{node.op_type} node {node.name or i!r} (outputs {list(node.output)})"
+        if node.domain not in ("", "ai.onnx"):
+            problems.append(f"{label}: operator domain {node.domain!r} is not supported")
+            continue
+        entry = CONVERTERS.get(node.op_type)
+        if entry is None:
+            problems.append(f"{label}: operator {node.op_type} is not supported")
+            continue
+        extra = sorted(a.name for a in node.attribute if a.name not in entry.attrs)
+        if extra:
+            problems.append(f"{label}: attribute(s) {', '.join(extra)} not supported")
+        for a in node.attribute:
+            if a.g is not None and a.HasField("g"):
+                _check_supported(a.g, problems)
+
+
+def _convert_nodes(ctx: Context, nodes: Any) -> None:
+    for i, node in enumerate(nodes):
+        entry = CONVERTERS[node.op_type]
+        try:
+            ins: list[Value | None] = [ctx.lookup(n) if n else None for n in node.input]
+            outs = entry.fn(ctx, node, ins, _attrs(node))
+        except Unsupported as err:
+            raise ImporterError(
+                f"cannot import: {node.op_type} node {node.name or i!r} "
+                f"(outputs {list(node.output)}): {err}") from None
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError,
+                ArithmeticError) as err:
+            # A node missing a required attribute or input, or with values of the wrong
+            # kind: the model is malformed.
+            raise ImporterError(
+                f"cannot import: malformed {node.op_type} node {node.name or i!r} "
+                f"(outputs {list(node.output)}): {type(err).__name__}: {err}") from None
+        for name, v in zip(node.output, outs):
+            if name:
+                ctx.env[name] = v
+
+
+def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | None = None,
+              freeze_params: bool = False) -> tuple[IRModule, dict[str, np.ndarray]]:
+    """Import an ONNX model.
+
+    Args:
+        model_or_path: an ``onnx.ModelProto``, a path to a ``.onnx`` file or its bytes.
+        const_inputs: graph inputs to treat as known constants (their values), e.g. the
+            ``shape`` input of a ``Reshape`` that Relay needs statically.
+        freeze_params: embed initializers as constants instead of parameters.
+
+    Returns:
+        ``(mod, params)``: ``mod["main"]`` takes the data inputs (graph inputs that are not
+        initializers, in graph order) then the weights named in ``params`` (initializers used
+        as data, named as in the graph). One graph output is returned as is; several as a
+        tuple.
+
+    Raises:
+        ImporterError: (a ``RelayError``) naming every unsupported node or attribute, or the
+            first node whose conversion fails (e.g. a value Relay needs statically is dynamic).
+    """
+    import onnx
+
+    from frontends.onnx import (  # noqa: F401 - the families register their converters
+        control,
+        ops_extra,
+        ops_math,
+        ops_nn,
+        ops_rnn,
+        ops_tensor,
+    )
+
+    try:
+        if isinstance(model_or_path, (str, os.PathLike)):
+            model = onnx.load(os.fspath(model_or_path))
+        elif isinstance(model_or_path, bytes):
+            model = onnx.load_from_string(model_or_path)
+        else:
+            model = model_or_path
+        graph = model.graph
+    except OSError:
+        raise
+    except Exception as err:  # noqa: BLE001 - protobuf raises its own DecodeError
+        raise ImporterError(f"cannot import: not an ONNX model ({type(err).__name__}: {err})") \
+            from None
+    opset = 1
+    for imp in model.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            opset = imp.version
+    problems: list[str] = []
+    _check_supported(graph, problems)
+    if problems:
+        raise ImporterError(f"cannot import: {len(problems)} unsupported node(s):\n  "
+                            + "\n  ".join(problems))
+    from onnx import numpy_helper
+    inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    const_inputs = dict(const_inputs or {})
+    ctx = Context(opset)
+    data_vars: list[Var] = []
+    for vi in graph.input:
+        if vi.name in inits:
+            continue
+        if vi.name in const_inputs:
+            try:
+                ctx.env[vi.name] = const(np.asarray(const_inputs[vi.name]))
+            except Unsupported as err:
+                raise ImporterError(f"cannot import: input {vi.name!r}: {err}") from None
+            continue
+        try:
+            ty = _value_type(vi)
+        except Unsupported as err:
+            raise ImporterError(f"cannot import: {err}") from None
+        var = Var(_ident(vi.name), ty)
+        data_vars.append(var)
+        ctx.env[vi.name] = Value(ty, var)
+    weight_vars: dict[str, Var] = {}
+    for name, arr in inits.items():
+        if arr.dtype.name not in _RELAY_DTYPES:
+            raise ImporterError(f"cannot import: initializer {name!r}: unsupported element type "
+                                f"{arr.dtype.name}")
+        if freeze_params:
+            ctx.env[name] = const(arr)
+            continue
+        var = Var(_ident(name), TensorType(tuple(int(d) for d in arr.shape), arr.dtype.name))
+        weight_vars[name] = var
+        ctx.env[name] = _ParamValue(var.type_annotation, var, arr)  # type: ignore[arg-type]
+    _convert_nodes(ctx, graph.node)
+    try:
+        outs = [ctx.lookup(o.name) for o in graph.output]
+    except Unsupported as err:
+        raise ImporterError(f"cannot import: {err}") from None
+    body = outs[0].expr if len(outs) == 1 else Tuple(tuple(o.expr for o in outs))
+    used = [n for n, v in weight_vars.items() if ctx.env[n].materialized]  # type: ignore[attr-defined]
+    params = {_ident(n): inits[n] for n in used}
+    main = Function(tuple(data_vars) + tuple(weight_vars[n] for n in used), body)
+    functions: dict[str, Function] = {}
+    types: dict[str, Any] = {}
+    if _uses_sequences(graph):
+        from semantics.prelude import needed_definitions
+        functions, types = needed_definitions(
+            {"nth": None, "length": None, "concat": None}, {"List": None})
+    functions["main"] = main
+    return IRModule(functions, types), params
+
+
+def _uses_sequences(graph: Any) -> bool:
+    for node in graph.node:
+        if node.op_type.startswith("Sequence"):
+            return True
+        for a in node.attribute:
+            if a.HasField("g") and _uses_sequences(a.g):
+                return True
+    return False
+
+
+_RELAY_DTYPES = RELAY_DTYPES
+
+
+class _ParamValue(Value):
+    """An initializer: known at import time, a parameter of ``@main`` once used as data."""
+
+    def __init__(self, ty: Type, var: Var, arr: np.ndarray):
+        super().__init__(ty, None, arr, True)
+        self.var = var
+        self.materialized = False
+
+    @property
+    def expr(self) -> Any:
+        self.materialized = True
+        return self.var
+

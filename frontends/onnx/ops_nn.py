@@ -1,0 +1,306 @@
+"""ONNX neural-network operators (convolution, pooling, normalization, dense, softmax, LRN)
+→ Relay calls. Two-dimensional (NCHW) convolution and pooling only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from frontends.onnx.builder import Unsupported, Value, call, const, project
+from frontends.onnx.importer import Context, converter
+from frontends.onnx.ops_math import _req, scalar
+
+_CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+
+
+def _pads(node: Any, attrs: dict[str, Any], x: Value, kernel: list[int], strides: list[int],
+          dilations: list[int], ceil_mode: bool = False) -> list[int]:
+    """ONNX ``pads``/``auto_pad`` → TVM's (top, left, bottom, right)."""
+    auto = attrs.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else str(auto)
+    if auto in ("NOTSET", ""):
+        pads = [int(p) for p in attrs.get("pads", [0] * 4)]
+        return pads
+    if auto == "VALID":
+        return [0, 0, 0, 0]
+    if auto not in ("SAME_UPPER", "SAME_LOWER"):
+        raise Unsupported(f"auto_pad={auto}")
+    hw = x.static_shape()[2:]
+    begin, end = [], []
+    for size, k, s, d in zip(hw, kernel, strides, dilations):
+        out = -(-size // s)
+        total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+        small, big = total // 2, total - total // 2
+        if auto == "SAME_UPPER":
+            begin.append(small)
+            end.append(big)
+        else:
+            begin.append(big)
+            end.append(small)
+    return begin + end
+
+
+def _spatial2d(x: Value, what: str) -> None:
+    if x.ndim != 4:
+        raise Unsupported(f"only 1-D and 2-D (NCW, NCHW) {what} is supported, got rank {x.ndim}")
+
+
+def _as_2d(attrs: dict[str, Any]) -> dict[str, Any]:
+    """1-D convolution/pooling attributes as 2-D ones over a height-1 image."""
+    out = dict(attrs)
+    for key in ("kernel_shape", "strides", "dilations"):
+        if key in out:
+            out[key] = [1] + [int(v) for v in out[key]]
+    if "pads" in out:
+        b, e = [int(v) for v in out["pads"]]
+        out["pads"] = [0, b, 0, e]
+    return out
+
+
+def _onnx_pool_extent(size: int, k: int, s: int, d: int, pb: int, pe: int, ceil: bool) -> int:
+    """ONNX's pooled extent (with ceil_mode, a last window starting in the end padding is
+    dropped)."""
+    eff = (k - 1) * d + 1
+    num = size + pb + pe - eff
+    if not ceil:
+        return num // s + 1
+    out = -(-num // s) + 1
+    if (out - 1) * s >= size + pb:
+        out -= 1
+    return out
+
+
+@converter("Conv", attrs=_CONV_ATTRS)
+def _conv(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    x, w = _req(ins, 0), _req(ins, 1)
+    if x.ndim == 3 and w.ndim == 3:
+        x2 = call("expand_dims", [x], axis=2)
+        w2 = call("expand_dims", [w], axis=2)
+        args: list[Value | None] = [x2, w2, *ins[2:]]
+        (y,) = _conv(ctx, node, args, _as_2d(attrs))
+        return [call("squeeze", [y], axis=(2,))]
+    _spatial2d(x, "convolution")
+    wshape = w.static_shape()
+    kernel = [int(k) for k in attrs.get("kernel_shape", wshape[2:])]
+    strides = [int(s) for s in attrs.get("strides", [1, 1])]
+    dil = [int(d) for d in attrs.get("dilations", [1, 1])]
+    pads = _pads(node, attrs, x, kernel, strides, dil)
+    y = call("nn.conv2d", [x, w], strides=tuple(strides), padding=tuple(pads),
+             dilation=tuple(dil), groups=int(attrs.get("group", 1)), channels=wshape[0],
+             kernel_size=tuple(kernel))
+    if len(ins) > 2 and ins[2] is not None:
+        y = call("nn.bias_add", [y, ins[2]], axis=1)
+    return [y]
+
+
+@converter("MaxPool", "AveragePool",
+           attrs=("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides",
+                  "storage_order", "count_include_pad"))
+def _pool(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    x = _req(ins, 0)
+    if len(node.output) > 1 and node.output[1]:
+        raise Unsupported("the Indices output of MaxPool is not supported")
+    if x.ndim == 3:
+        (y,) = _pool(ctx, node, [call("expand_dims", [x], axis=2)], _as_2d(attrs))
+        return [call("squeeze", [y], axis=(2,))]
+    _spatial2d(x, "pooling")
+    kernel = [int(k) for k in attrs["kernel_shape"]]
+    strides = [int(s) for s in attrs.get("strides", [1, 1])]
+    dil = [int(d) for d in attrs.get("dilations", [1, 1])]
+    ceil = bool(attrs.get("ceil_mode", 0))
+    pads = _pads(node, attrs, x, kernel, strides, dil, ceil)
+    common: dict[str, Any] = dict(pool_size=tuple(kernel), strides=tuple(strides),
+                                  dilation=tuple(dil), padding=tuple(pads), ceil_mode=ceil)
+    if node.op_type == "MaxPool":
+        y = call("nn.max_pool2d", [x], **common)
+    else:
+        auto = attrs.get("auto_pad", b"NOTSET")
+        auto = auto.decode() if isinstance(auto, bytes) else str(auto)
+        include = bool(attrs.get("count_include_pad", 0))
+        if auto.startswith("SAME"):
+            include = False
+        y = call("nn.avg_pool2d", [x], count_include_pad=include, **common)
+    if ceil:
+        hw = x.static_shape()[2:]
+        want = tuple(_onnx_pool_extent(hw[i], kernel[i], strides[i], dil[i], pads[i], pads[i + 2],
+                                       True) for i in range(2))
+        have = y.static_shape()
+        if have[2:] != want:
+            y = call("strided_slice", [y], begin=(0, 0, 0, 0), end=have[:2] + want,
+                     strides=(1, 1, 1, 1))
+    return [y]
+
+
+@converter("GlobalAveragePool", "GlobalMaxPool")
+def _global_pool(ctx: Context, node: Any, ins: list[Value | None],
+                 attrs: dict[str, Any]) -> list[Value]:
+    x = _req(ins, 0)
+    if x.ndim == 4:
+        name = "nn.global_avg_pool2d" if node.op_type == "GlobalAveragePool" else \
+            "nn.global_max_pool2d"
+        return [call(name, [x])]
+    axes = tuple(range(2, x.ndim))
+    name = "mean" if node.op_type == "GlobalAveragePool" else "max"
+    return [call(name, [x], axis=axes, keepdims=True)]
+
+
+@converter("BatchNormalization", attrs=("epsilon", "momentum", "spatial", "training_mode"))
+def _batch_norm(ctx: Context, node: Any, ins: list[Value | None],
+                attrs: dict[str, Any]) -> list[Value]:
+    if attrs.get("training_mode", 0) or len([o for o in node.output if o]) > 1:
+        raise Unsupported("training-mode batch normalization is not supported")
+    x = _req(ins, 0)
+    t = call("nn.batch_norm", [x, _req(ins, 1), _req(ins, 2), _req(ins, 3), _req(ins, 4)],
+             axis=1, epsilon=float(attrs.get("epsilon", 1e-5)))
+    return [project(t, 0)]
+
+
+@converter("InstanceNormalization", attrs=("epsilon",))
+def _instance_norm(ctx: Context, node: Any, ins: list[Value | None],
+                   attrs: dict[str, Any]) -> list[Value]:
+    x, gamma, beta = _req(ins, 0), _req(ins, 1), _req(ins, 2)
+    axes = tuple(range(2, x.ndim))
+    mean = call("mean", [x], axis=axes, keepdims=True)
+    var = call("variance", [x, mean], axis=axes, keepdims=True)
+    eps = scalar(float(attrs.get("epsilon", 1e-5)), x)
+    norm = call("divide", [call("subtract", [x, mean]), call("sqrt", [call("add", [var, eps])])])
+    extra = (1,) * (x.ndim - 2)
+    g = call("reshape", [gamma], newshape=(-1,) + extra)
+    b = call("reshape", [beta], newshape=(-1,) + extra)
+    return [call("add", [call("multiply", [norm, g]), b])]
+
+
+@converter("Gemm", attrs=("alpha", "beta", "transA", "transB"))
+def _gemm(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    a, b = _req(ins, 0), _req(ins, 1)
+    if attrs.get("transA", 0):
+        a = call("transpose", [a], axes=(1, 0))
+    if not attrs.get("transB", 0):
+        b = call("transpose", [b], axes=(1, 0))
+    alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
+    y = call("nn.dense", [a, b])
+    if alpha != 1.0:
+        y = call("multiply", [y, scalar(alpha, y)])
+    if len(ins) > 2 and ins[2] is not None and beta != 0.0:
+        c = ins[2]
+        if beta != 1.0:
+            c = call("multiply", [c, scalar(beta, c)])
+        y = call("add", [y, c])
+    return [y]
+
+
+def matmul(a: Value, b: Value) -> Value:
+    """numpy ``matmul`` semantics over Relay's ``nn.dense`` / ``nn.batch_matmul``."""
+    squeeze_a = squeeze_b = False
+    if a.ndim == 1:
+        a = call("expand_dims", [a], axis=0)
+        squeeze_a = True
+    if b.ndim == 1:
+        b = call("expand_dims", [b], axis=1)
+        squeeze_b = True
+    if a.ndim == 2 and b.ndim == 2:
+        y = call("nn.dense", [a, call("transpose", [b], axes=(1, 0))])
+    elif b.ndim == 2:
+        # (..., m, k) x (k, n): fold the batch dims into the rows.
+        ash = a.shape
+        a2 = call("reshape", [a], newshape=(-1, ash[-1]))
+        y2 = call("nn.dense", [a2, call("transpose", [b], axes=(1, 0))])
+        y = call("reshape", [y2], newshape=tuple(ash[:-1]) + (b.shape[-1],))
+    else:
+        ash, bsh = a.static_shape(), b.static_shape()
+        batch = tuple(np.broadcast_shapes(ash[:-2], bsh[:-2]))
+        a = call("broadcast_to", [a], shape=batch + ash[-2:])
+        b = call("broadcast_to", [b], shape=batch + bsh[-2:])
+        n = int(np.prod(batch)) if batch else 1
+        a3 = call("reshape", [a], newshape=(n,) + ash[-2:])
+        b3 = call("reshape", [b], newshape=(n,) + bsh[-2:])
+        y3 = call("nn.batch_matmul", [a3, b3], transpose_b=False)
+        y = call("reshape", [y3], newshape=batch + (ash[-2], bsh[-1]))
+    if squeeze_a:
+        y = call("squeeze", [y], axis=(y.ndim - 2,))
+    if squeeze_b:
+        y = call("squeeze", [y], axis=(y.ndim - 1,))
+    return y
+
+
+@converter("MatMul")
+def _matmul(ctx: Context, node: Any, ins: list[Value | None],
+            attrs: dict[str, Any]) -> list[Value]:
+    return [matmul(_req(ins, 0), _req(ins, 1))]
+
+
+@converter("Softmax", "LogSoftmax", "Hardmax", attrs=("axis",))
+def _softmax(ctx: Context, node: Any, ins: list[Value | None],
+             attrs: dict[str, Any]) -> list[Value]:
+    x = _req(ins, 0)
+    if node.op_type == "Hardmax":
+        return [_hardmax(ctx, x, attrs)]
+    name = "nn.softmax" if node.op_type == "Softmax" else "nn.log_softmax"
+    if ctx.opset >= 13:
+        return [call(name, [x], axis=int(attrs.get("axis", -1)))]
+    # Before opset 13: the input is coerced to 2-D at ``axis`` (default 1).
+    axis = int(attrs.get("axis", 1)) % max(x.ndim, 1)
+    if axis == x.ndim - 1:
+        return [call(name, [x], axis=-1)]
+    shape = x.shape
+    flat = call("reshape", [x], newshape=(-1, int(np.prod(x.static_shape()[axis:]))))
+    return [call("reshape", [call(name, [flat], axis=-1)], newshape=tuple(shape))]
+
+
+@converter("Dropout", attrs=("ratio", "seed"))
+def _dropout(ctx: Context, node: Any, ins: list[Value | None],
+             attrs: dict[str, Any]) -> list[Value]:
+    if len(ins) > 2 and ins[2] is not None:
+        train = ins[2].const
+        if train is None or bool(train):
+            raise Unsupported("training-mode Dropout is not supported")
+    x = _req(ins, 0)
+    outs = [x]
+    if len(node.output) > 1 and node.output[1]:
+        outs.append(call("ones_like", [call("cast", [x], dtype="bool")]))
+    return outs
+
+
+@converter("LRN", attrs=("alpha", "beta", "bias", "size"))
+def _lrn(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    x = _req(ins, 0)
+    size = int(attrs["size"])
+    alpha, beta = float(attrs.get("alpha", 1e-4)), float(attrs.get("beta", 0.75))
+    bias = float(attrs.get("bias", 1.0))
+    return [call("nn.lrn", [x], size=size, axis=1, alpha=alpha, beta=beta, bias=bias)]
+
+
+@converter("Flatten", attrs=("axis",))
+def _flatten(ctx: Context, node: Any, ins: list[Value | None],
+             attrs: dict[str, Any]) -> list[Value]:
+    x = _req(ins, 0)
+    axis = int(attrs.get("axis", 1))
+    if axis < 0:
+        axis += x.ndim
+    shape = x.static_shape()
+    lead = int(np.prod(shape[:axis])) if axis else 1
+    return [call("reshape", [x], newshape=(lead, int(np.prod(shape[axis:]))))]
+
+
+
+def _hardmax(ctx: Context, x: Value, attrs: dict[str, Any]) -> Value:
+    """1 at the first maximum along ``axis`` (opset 13; before: of the 2-D coercion)."""
+    if ctx.opset < 13:
+        axis = int(attrs.get("axis", 1)) % max(x.ndim, 1)
+        shape = x.static_shape()
+        flat = call("reshape", [x], newshape=(-1, int(np.prod(shape[axis:]))))
+        return call("reshape", [_hardmax_last(flat)], newshape=shape)
+    axis = int(attrs.get("axis", -1)) % x.ndim
+    perm = [i for i in range(x.ndim) if i != axis] + [axis]
+    moved = call("transpose", [x], axes=tuple(perm))
+    back = tuple(int(i) for i in np.argsort(perm))
+    return call("transpose", [_hardmax_last(moved)], axes=back)
+
+
+def _hardmax_last(x: Value) -> Value:
+    n = x.static_shape()[-1]
+    idx = call("argmax", [x], axis=(x.ndim - 1,), keepdims=True)
+    hot = call("equal", [call("cast", [idx], dtype="int64"),
+                         const(np.arange(n, dtype=np.int64))])
+    return call("cast", [hot], dtype=x.dtype)

@@ -1,0 +1,273 @@
+"""ONNX shape and data-movement operators (reshape, transpose, concat, slice, gather, ...) →
+Relay calls. Shapes, axes, starts and pads must be known at import time (Relay's operators
+take them as attributes); ``Shape`` of a statically shaped tensor is such a known value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from frontends.onnx.builder import (
+    Unsupported,
+    Value,
+    call,
+    call_tuple,
+    const,
+    project,
+    static,
+    static_ints,
+)
+from frontends.onnx.importer import Context, converter
+from frontends.onnx.ops_math import _req, scalar
+from semantics.shapes import is_concrete
+
+
+@converter("Constant", attrs=("value", "value_float", "value_floats", "value_int",
+                              "value_ints", "sparse_value", "value_string", "value_strings"))
+def _constant(ctx: Context, node: Any, ins: list[Value | None],
+              attrs: dict[str, Any]) -> list[Value]:
+    from onnx import numpy_helper
+    if "value" in attrs:
+        return [const(numpy_helper.to_array(node.attribute[0].t))]
+    if "value_float" in attrs:
+        return [const(np.float32(attrs["value_float"]))]
+    if "value_floats" in attrs:
+        return [const(np.asarray(attrs["value_floats"], dtype=np.float32))]
+    if "value_int" in attrs:
+        return [const(np.int64(attrs["value_int"]))]
+    if "value_ints" in attrs:
+        return [const(np.asarray(attrs["value_ints"], dtype=np.int64))]
+    raise Unsupported("string and sparse constants are not supported")
+
+
+@converter("Shape", attrs=("start", "end"))
+def _shape(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    x = _req(ins, 0)
+    shape = x.shape
+    r = len(shape)
+    start, end = int(attrs.get("start", 0)), int(attrs.get("end", r))
+    start = min(max(start + r if start < 0 else start, 0), r)
+    end = min(max(end + r if end < 0 else end, 0), r)
+    dims = shape[start:end]
+    if all(is_concrete(d) for d in dims):
+        return [const(np.asarray([int(d) for d in dims], dtype=np.int64))]
+    full = call("shape_of", [x], dtype="int64")
+    if (start, end) != (0, r):
+        full = call("strided_slice", [full], begin=(start,), end=(end,), strides=(1,))
+    return [full]
+
+
+@converter("Size")
+def _size(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    return [const(np.int64(int(np.prod(_req(ins, 0).static_shape()))))]
+
+
+@converter("Reshape", attrs=("allowzero",))
+def _reshape(ctx: Context, node: Any, ins: list[Value | None],
+             attrs: dict[str, Any]) -> list[Value]:
+    x = _req(ins, 0)
+    if ctx.opset < 5:
+        shape = [int(s) for s in attrs["shape"]]
+    else:
+        shape = static_ints(ins[1] if len(ins) > 1 else None, "the Reshape shape")
+    allowzero = bool(attrs.get("allowzero", 0))
+    if not allowzero:
+        shape = [int(x.shape[i]) if s == 0 else s for i, s in enumerate(shape)]
+    return [call("reshape", [x], newshape=tuple(shape), allowzero=allowzero)]
+
+
+@converter("Transpose", attrs=("perm",))
+def _transpose(ctx: Context, node: Any, ins: list[Value | None],
+               attrs: dict[str, Any]) -> list[Value]:
+    x = _req(ins, 0)
+    perm = tuple(int(p) for p in attrs.get("perm", range(x.ndim - 1, -1, -1)))
+    return [call("transpose", [x], axes=perm)]
+
+
+@converter("Concat", attrs=("axis",))
+def _concat(ctx: Context, node: Any, ins: list[Value | None],
+            attrs: dict[str, Any]) -> list[Value]:
+    vals = [v for v in ins if v is not None]
+    return [call_tuple("concatenate", vals, axis=int(attrs["axis"]))]
+
+
+def _axes(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any],
+          since: int) -> list[int] | None:
+    if ctx.opset < since:
+        return [int(a) for a in attrs["axes"]] if "axes" in attrs else None
+    if len(ins) > 1 and ins[1] is not None:
+        return static_ints(ins[1], f"the {node.op_type} axes")
+    return None
+
+
+@converter("Squeeze", attrs=("axes",))
+def _squeeze(ctx: Context, node: Any, ins: list[Value | None],
+             attrs: dict[str, Any]) -> list[Value]:
+    x = _req(ins, 0)
+    axes = _axes(ctx, node, ins, attrs, 13)
+    if axes is None:
+        axes = [i for i, d in enumerate(x.shape) if d == 1]
+    return [call("squeeze", [x], axis=tuple(a % x.ndim for a in axes))]
+
+
+@converter("Unsqueeze", attrs=("axes",))
+def _unsqueeze(ctx: Context, node: Any, ins: list[Value | None],
+               attrs: dict[str, Any]) -> list[Value]:
+    x = _req(ins, 0)
+    axes = _axes(ctx, node, ins, attrs, 13)
+    if axes is None:
+        raise Unsupported("Unsqueeze needs axes")
+    rank = x.ndim + len(axes)
+    for a in sorted(a % rank for a in axes):
+        x = call("expand_dims", [x], axis=a)
+    return [x]
+
+
+@converter("Slice", attrs=("starts", "ends", "axes"))
+def _slice(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    x = _req(ins, 0)
+    if ctx.opset < 10:
+        starts, ends = list(attrs["starts"]), list(attrs["ends"])
+        axes = list(attrs.get("axes", range(len(starts))))
+        steps = [1] * len(starts)
+    else:
+        starts = static_ints(ins[1], "the Slice starts")
+        ends = static_ints(ins[2], "the Slice ends")
+        axes = static_ints(ins[3], "the Slice axes") if len(ins) > 3 and ins[3] is not None \
+            else list(range(len(starts)))
+        steps = static_ints(ins[4], "the Slice steps") if len(ins) > 4 and ins[4] is not None \
+            else [1] * len(starts)
+    shape = x.static_shape()
+    begin, end, stride = [0] * x.ndim, list(shape), [1] * x.ndim
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        a %= x.ndim
+        n = shape[a]
+        s = int(s)
+        e = int(e)
+        if st > 0:
+            s = min(max(s + n if s < 0 else s, 0), n)
+            e = min(max(e + n if e < 0 else e, 0), n)
+            if e < s:
+                e = s
+        else:
+            s = min(max(s + n if s < 0 else s, -1), n - 1)
+            e = min(max(e + n if e < 0 else e, -1), n - 1)
+        begin[a], end[a], stride[a] = s, e, int(st)
+    if any(st < 0 for st in stride):
+        # Negative steps: express each reversed axis as reverse + positive slice.
+        for a in range(x.ndim):
+            if stride[a] < 0:
+                n = shape[a]
+                x = call("reverse", [x], axis=a)
+                s, e = begin[a], end[a]
+                begin[a], end[a], stride[a] = n - 1 - s, n - 1 - e, -stride[a]
+                if end[a] < begin[a]:
+                    end[a] = begin[a]
+    return [call("strided_slice", [x], begin=tuple(begin), end=tuple(end),
+                 strides=tuple(stride))]
+
+
+@converter("Split", attrs=("axis", "split", "num_outputs"))
+def _split(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    x = _req(ins, 0)
+    axis = int(attrs.get("axis", 0)) % x.ndim
+    if "split" in attrs:
+        sizes = [int(s) for s in attrs["split"]]
+    elif len(ins) > 1 and ins[1] is not None:
+        sizes = static_ints(ins[1], "the Split sizes")
+    else:
+        n = len(node.output)
+        total = int(x.static_shape()[axis])
+        chunk = -(-total // n)
+        sizes = [min(chunk, total - i * chunk) for i in range(n)]
+    if any(s <= 0 for s in sizes) or len(sizes) == 1:
+        # Zero-sized parts (which ``split`` rejects): one slice per part.
+        shape = x.static_shape()
+        parts, start = [], 0
+        for size in sizes:
+            begin, end = [0] * x.ndim, list(shape)
+            begin[axis], end[axis] = start, start + size
+            parts.append(call("strided_slice", [x], begin=tuple(begin), end=tuple(end),
+                              strides=(1,) * x.ndim))
+            start += size
+        return parts
+    idx = list(np.cumsum(sizes)[:-1])
+    t = call("split", [x], indices_or_sections=tuple(int(i) for i in idx), axis=axis)
+    return [project(t, i) for i in range(len(sizes))]
+
+
+@converter("Gather", attrs=("axis",))
+def _gather(ctx: Context, node: Any, ins: list[Value | None],
+            attrs: dict[str, Any]) -> list[Value]:
+    x, idx = _req(ins, 0), _req(ins, 1)
+    axis = int(attrs.get("axis", 0)) % x.ndim
+    n = x.shape[axis]
+    if idx.const is not None and is_concrete(n):
+        idx = const(np.where(idx.const < 0, idx.const + int(n), idx.const).astype(np.int64))
+    elif is_concrete(n):
+        neg = call("less", [idx, scalar(0, idx)])
+        idx = call("where", [neg, call("add", [idx, scalar(int(n), idx)]), idx])
+    return [call("take", [x, idx], axis=axis, mode="clip")]
+
+
+@converter("Expand")
+def _expand(ctx: Context, node: Any, ins: list[Value | None],
+            attrs: dict[str, Any]) -> list[Value]:
+    x = _req(ins, 0)
+    shape = static_ints(ins[1], "the Expand shape")
+    out = tuple(int(d) for d in np.broadcast_shapes(x.static_shape(), tuple(shape)))
+    return [call("broadcast_to", [x], shape=out)]
+
+
+@converter("Tile")
+def _tile(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    return [call("tile", [_req(ins, 0)], reps=tuple(static_ints(ins[1], "the Tile repeats")))]
+
+
+@converter("ConstantOfShape", attrs=("value",))
+def _constant_of_shape(ctx: Context, node: Any, ins: list[Value | None],
+                       attrs: dict[str, Any]) -> list[Value]:
+    from onnx import numpy_helper
+    shape = static_ints(ins[0], "the ConstantOfShape shape")
+    value = numpy_helper.to_array(node.attribute[0].t).reshape(-1) if attrs else \
+        np.zeros(1, np.float32)
+    return [const(np.full(shape, value[0], dtype=value.dtype))]
+
+
+@converter("Range")
+def _range(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    start = static(ins[0], "the Range start")
+    limit = static(ins[1], "the Range limit")
+    delta = static(ins[2], "the Range delta")
+    dtype = np.asarray(start).dtype
+    return [const(np.arange(start.item(), limit.item(), delta.item()).astype(dtype))]
+
+
+@converter("Pad", attrs=("mode", "pads", "value"))
+def _pad(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    x = _req(ins, 0)
+    mode = attrs.get("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    if ctx.opset < 11:
+        pads = [int(p) for p in attrs["pads"]]
+        value = scalar(float(attrs.get("value", 0.0)), x)
+    else:
+        pads = static_ints(ins[1], "the Pad pads")
+        value = ins[2] if len(ins) > 2 and ins[2] is not None else scalar(0, x)
+        if value.ndim:
+            value = call("reshape", [value], newshape=())
+    r = x.ndim
+    if len(ins) > 3 and ins[3] is not None:
+        axes = [a % r for a in static_ints(ins[3], "the Pad axes")]
+        full = [0] * (2 * r)
+        for i, a in enumerate(axes):
+            full[a], full[a + r] = pads[i], pads[i + len(axes)]
+        pads = full
+    if mode == "wrap":
+        raise Unsupported("Pad mode 'wrap' is not supported")
+    width = tuple((pads[i], pads[i + r]) for i in range(r))
+    if any(p < 0 for p in pads):
+        raise Unsupported("negative pads are not supported")
+    return [call("nn.pad", [x, value], pad_width=width, pad_mode=mode)]
+
