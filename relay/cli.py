@@ -108,11 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         importlib.import_module(module_name).register(sub)
     _register_import(sub)
-    _add_params_to_run(sub)
     return parser
 
 
-# --- `relay import` and `relay run --params` (the model importers) -----------------------------
+# --- `relay import` (the ONNX importer) ------------------------------------------------
 
 def _register_import(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("import", help="import an ONNX model as Relay text + .npz parameters")
@@ -154,42 +153,6 @@ def _import_command(args: argparse.Namespace) -> int:
     print(f"wrote {out} ({len(mod['main'].params) - len(params)} input(s)) and {npz} "
           f"({len(params)} parameter(s))")
     return 0
-
-
-def _add_params_to_run(sub: argparse._SubParsersAction) -> None:
-    """``relay run FILE [ARG ...] --params P.npz``: the arrays of P.npz, in their saved order,
-    follow the ARGs (the importers' ``@main`` takes the data inputs, then the weights)."""
-    run = sub.choices.get("run")
-    if run is None:
-        return
-    run.add_argument("--params", default=None, metavar="P.npz",
-                     help="an .npz of parameters appended after the ARGs (as `relay import` "
-                          "writes them)")
-    inner = run.get_default("func")
-
-    def with_params(args: argparse.Namespace) -> int:
-        if args.params is None:
-            return inner(args)
-        import tempfile
-
-        import numpy as np
-
-        from semantics.errors import RelayRuntimeError
-
-        try:
-            archive = np.load(args.params, allow_pickle=False)
-        except (ValueError, OSError) as exc:
-            raise RelayRuntimeError(f"--params: cannot read {args.params}: {exc}") from None
-        with tempfile.TemporaryDirectory(prefix="relay-params-") as tmp:
-            paths = []
-            for i, name in enumerate(archive.files):
-                path = os.path.join(tmp, f"{i:05d}_{name}.npy")
-                np.save(path, archive[name])
-                paths.append(path)
-            args.args = list(args.args) + paths
-            return inner(args)
-
-    run.set_defaults(func=with_params)
 
 
 def read_source(path: str) -> str:

@@ -41,7 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", choices=("interpreter", "tvm"), default="interpreter",
                    help="interpreter (default) or tvm (compiled kernels, the VM executor)")
     p.add_argument("--params", metavar="P.npz", default=None,
-                   help="with --backend tvm: main's weights by parameter name")
+                   help="main's weights by parameter name (as `relay import` writes them); "
+                        "the ARGs are main's remaining (data) inputs")
     p.set_defaults(func=run)
 
 
@@ -68,15 +69,24 @@ def run(args: argparse.Namespace) -> int:
     mod = parse(text, source_name=args.file)
     values = [_argument(i, a) for i, a in enumerate(args.args, start=1)]
     check = not args.no_check
-    if args.backend == "tvm" or args.params is not None:
+    if args.params is not None and args.entry.lstrip("@") != "main":
+        print("relay run: error: --params binds main's parameters; it cannot be used with "
+              "--entry", file=sys.stderr)
+        return 2
+    if args.backend == "tvm":
         from relay.commands.build import run_tvm
 
-        if args.backend != "tvm" or args.trace or args.fuel is not None or args.no_check:
-            print("relay run: error: --params needs --backend tvm, which takes no --trace, "
-                  "--fuel or --no-check", file=sys.stderr)
+        if args.trace or args.fuel is not None or args.no_check:
+            print("relay run: error: --backend tvm takes no --trace, --fuel or --no-check",
+                  file=sys.stderr)
             return 2
         print(value_str(run_tvm(mod, values, args.entry, args.params)))
         return 0
+    if args.params is not None:
+        from passes import bind_params
+        from relay.commands.build import load_params
+
+        mod = bind_params(mod, load_params(args.params) or {})
     if not args.trace:
         result = evaluate(mod, *values, entry=args.entry, check=check, fuel=args.fuel)
         print(value_str(result))

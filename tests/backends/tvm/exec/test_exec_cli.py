@@ -66,10 +66,17 @@ def test_run_tvm_with_params(dense, capsys):
     assert out == "array([[0., 3., 6., 9.], [0., 0., 0., 0.]], dtype=float32)\n"
 
 
-def test_params_without_tvm_backend_is_a_usage_error(dense, capsys):
+def test_params_on_the_interpreter_bind_main_by_name(dense, capsys):
     path, params = dense
-    code, _, err = relay(capsys, "run", path, "[[1, 0, 0], [0, 0, -1]]", "--params", params)
-    assert code == 2 and "--backend tvm" in err
+    code, out, err = relay(capsys, "run", path, "[[1, 0, 0], [0, 0, -1]]", "--params", params)
+    assert (code, err) == (0, "")
+    assert out == "array([[0., 3., 6., 9.], [0., 0., 0., 0.]], dtype=float32)\n"
+
+
+def test_params_with_another_entry_is_a_usage_error(dense, capsys):
+    path, params = dense
+    code, _, err = relay(capsys, "run", path, "[[1, 0, 0]]", "--params", params, "--entry", "f")
+    assert code == 2 and "--params binds main" in err
 
 
 @pytest.mark.parametrize("executor", ["vm", "graph", "aot"])
