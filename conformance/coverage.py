@@ -13,8 +13,9 @@ Two phases, reported separately:
    (``ProgramConfig(focus_op=...)``). This shows that the generator *can*
    reach every operator, without making every random program huge.
 
-``Semantics-Grad`` is excluded (``grad`` needs the AD package of a later
-issue) and reported as such.
+``Semantics-Grad`` is excluded and reported as such: the general generator does
+not emit ``grad`` nodes (they need differentiable programs); the AD tests cover
+the rule with ``conformance.strategies.differentiable`` and example programs.
 
 Per operator, the report also says *how* it was exercised (the ``OpProfile``
 table): which **argument kinds** appeared in each argument position (the
@@ -48,7 +49,8 @@ from semantics.rules import EVALUATION_RULES
 __all__ = ["CoverageReport", "OpProfile", "coverage", "value_classes", "classes_for_dtype",
            "EXCLUDED_RULES"]
 
-EXCLUDED_RULES = {"Semantics-Grad": "needs the AD package (grad expansion), a later issue"}
+EXCLUDED_RULES = {"Semantics-Grad": "not emitted by the general generator: grad needs "
+                                    "differentiable programs (covered by tests/ad)"}
 
 
 # --- value classes and argument kinds ----------------------------------------------------------
