@@ -139,10 +139,18 @@ def prove_valid(claim: z3.BoolRef, timeout_ms: int = 60000,
     Returns:
         The verdict.
     """
-    s = z3.Solver()
-    s.set("timeout", timeout_ms)
-    s.add(z3.Not(claim))
-    r = s.check()
+    # Z3's search depends on its internal state (terms other queries of the process created),
+    # so a query that is instant in one process can stall in another: on ``unknown`` try again
+    # with other random seeds, each attempt with a share of the time budget.
+    attempts = 3
+    for seed in range(attempts):
+        s = z3.Solver()
+        s.set("timeout", max(1, timeout_ms // attempts))
+        s.set("random_seed", seed)
+        s.add(z3.Not(claim))
+        r = s.check()
+        if r != z3.unknown:
+            break
     if r == z3.unsat:
         return Verdict(PROVED, method=method)
     if r == z3.sat:

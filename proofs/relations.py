@@ -721,6 +721,9 @@ CASES: tuple[RelationCase, ...] = (
                  note="reference not run: its result pairs the output with a mask"),
     RelationCase("Softmax", "nn.softmax", s_softmax,
                  (C({}, 2), C({"axis": 0}, 3), C({"axis": 2}, 2))),
+    # LRN's shape law is softmax's: the identity, with ``axis`` inside the rank.
+    RelationCase("LRN", "nn.lrn", s_softmax,
+                 (C({"axis": 1}, 4), C({"axis": -1}, 2), C({"axis": 0}, 1))),
     RelationCase("BatchFlatten", "nn.batch_flatten", s_batch_flatten, (C({}, 3), C({}, 1))),
     RelationCase("Pool2D", "nn.max_pool2d", s_pool2d,
                  (C({"pool_size": (2, 2)}, 4),

@@ -70,7 +70,12 @@ from semantics import ops
 from semantics.errors import RelayTypeError
 from semantics.expr import Attrs, Call, Expr, Op
 from semantics.ops.nn_relations import is_blocked, pad4, pair
-from semantics.ops.tables import register_gradient, register_tangent
+from semantics.ops.tables import (
+    declare_no_gradient,
+    declare_no_tangent,
+    register_gradient,
+    register_tangent,
+)
 from semantics.shapes import Dim
 
 Grads = list[Expr | None]
@@ -639,3 +644,11 @@ def _pad_tangent(c: Call, out: Expr, tangents: Tangents) -> Expr | None:
         return None
     fill = scalar(0, dtype_of(x)) if dvalue is None else dvalue
     return call("nn.pad", zeros_like(x) if dx is None else dx, fill, **a)
+
+
+# nn.lrn (the ONNX importer's local response normalization) is differentiable, but its rules
+# need a transposed channel-window sum that no registered operator expresses yet.
+declare_no_gradient("nn.lrn", "rule not yet written: it needs the adjoint of LRN's channel-window "
+                              "sum, which no registered operator expresses (an importer addition "
+                              "for inference models)")
+declare_no_tangent("nn.lrn", "rule not yet written (see its gradient)")

@@ -29,7 +29,8 @@ KNOWN_RELATIONS = frozenset({
     "BroadcastCompare", "BroadcastTo", "BroadcastToLike", "Cast", "Clip", "CollapseSumLike",
     "Concatenate", "Conv2D", "Conv2DBackwardWeight", "Conv2DTranspose", "Dense", "Dropout",
     "ExpandDims", "Full", "FullLike", "GlobalPool2D", "Identity", "InitOp", "LayoutTransform",
-    "Pad", "Pool2D", "Pool2DGrad", "Pool2DPick", "Reduce", "Repeat", "Reshape", "ReshapeLike",
+    "LRN", "Pad", "Pool2D", "Pool2DGrad", "Pool2DPick", "Reduce", "Repeat", "Reshape",
+    "ReshapeLike",
     "Reverse", "ShapeOf", "Softmax", "Split", "Squeeze", "Stack", "StridedSlice", "Take",
     "Tile", "Transpose", "Variance", "Where",
 })
