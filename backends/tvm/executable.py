@@ -208,6 +208,7 @@ def _export_kernels(table: KernelTable, directory: str) -> int:
     except ImportError:
         return 0
     cache = table.cache if table.cache is not None else kernels.default_cache()
+    cache.flush()   # the cache writes libraries in the background: wait for them
     spec = normalize_target(None if table.target in (None, "llvm") else table.target)
     os.makedirs(directory, exist_ok=True)
     copied = 0
