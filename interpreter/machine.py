@@ -39,8 +39,8 @@ from semantics.ops.reference import restore_numpy, silence_numpy
 from semantics.rules import Rule as _RuleEnum
 from semantics.visitor import shared
 
-__all__ = ["MISSING", "CallbackError", "Eval", "Machine", "NodeCache", "Recorder", "Rule", "Tail",
-           "shared_nodes"]
+__all__ = ["MISSING", "PENDING", "CallbackError", "Eval", "Machine", "NodeCache", "Recorder",
+           "Rule", "Tail", "shared_nodes"]
 
 
 class _FastRules:
@@ -151,6 +151,9 @@ _GENERATOR = types.GeneratorType
 MISSING = object()
 """The answer of a lookup that found nothing (values may be None)."""
 
+PENDING = object()
+"""What an in-place evaluator returns when the premise needs the driver (nothing fired)."""
+
 
 _unobserved: Callable[[Any, Any], Any] = operator.is_
 """``fired`` when no fuel, trace or recorder observes the rule applications (a no-op)."""
@@ -188,6 +191,9 @@ class Machine:
     cases: dict[type, Callable[[Any, Any, Env], Any]]
     appliers: dict[type, Callable[[Any, Any, list[Any], Any], Any]]
     fired: Callable[[Any, Any], None]
+    # The steps (node → its case specialized for it), and how a missing one is made.
+    step_cache: dict[Expr, Callable[[Any, Any, Env], Any]]
+    step_for: Callable[[Expr], Callable[[Any, Any, Env], Any]]
     # Semantics-Shared: the value of a shared node found in the memo (the subclass's case).
     eval_shared: Callable[[Expr, Any], Any]
 
@@ -249,9 +255,86 @@ class Machine:
         """
         token = silence_numpy()
         try:
+            if self.recorder is None:
+                return self._drive_steps(expr, env, depth)
             return self._drive(expr, env, depth)
         finally:
             restore_numpy(token)
+
+    def _drive_steps(self, expr: Expr, env: Env, depth: int) -> Any:
+        """The loop of :meth:`run` when no derivation is recorded: each node's *step* (its
+        case, specialized per node: see :mod:`interpreter.compiled`) in place of the
+        tables, otherwise the loop of :meth:`_drive` (without the recorder's reports)."""
+        steps = self.step_cache
+        step_for = self.step_for
+        max_depth = self.max_depth
+        gens: list[Any] = []
+        depths: list[int] = []
+        e = expr
+        while True:
+            # -- establish Γ ⊢ e ⇓ ? : a value now, or a suspended case pushed --------------
+            shared = env.shared
+            pending = True
+            if shared and e in shared:
+                memo = env.memo
+                assert memo is not None  # Env: a memo exactly when some node is shared
+                hit = memo.get(e, MISSING)
+                if hit is not MISSING:
+                    result = self.eval_shared(e, hit)
+                    pending = False
+                else:
+                    frame = _remember(memo, e)
+                    next(frame)
+                    gens.append(frame)
+                    depths.append(depth)
+            if pending:
+                step = steps.get(e)
+                if step is None:
+                    step = step_for(e)
+                result = step(self, e, env)
+                tr = type(result)
+                if tr is _GENERATOR:
+                    gens.append(result)
+                    depths.append(depth)
+                    result = None
+                elif tr is Tail:
+                    # The tail premise (the rule's other premises are established).
+                    if result.call is not None:
+                        # A new activation, one deeper than the one awaiting its value.
+                        depth = (depths[-1] if depths else 0) + 1
+                        if depth > max_depth:
+                            raise RelayRuntimeError(
+                                f"stack exhausted: more than {max_depth} nested calls",
+                                result.call.span)
+                    e = result.expr
+                    env = result.env
+                    continue
+            # -- deliver `result` to the innermost suspended case ----------------------------
+            while gens:
+                try:
+                    request = gens[-1].send(result)
+                except StopIteration as stop:
+                    gens.pop()
+                    d = depths.pop()
+                    outcome = stop.value
+                    if type(outcome) is Tail:
+                        if outcome.call is not None:
+                            d = (depths[-1] if depths else 0) + 1
+                            if d > max_depth:
+                                raise RelayRuntimeError(
+                                    f"stack exhausted: more than {max_depth} nested calls",
+                                    outcome.call.span) from None
+                        e = outcome.expr
+                        env = outcome.env
+                        depth = d
+                        break
+                    result = outcome
+                    continue
+                e, env = request
+                depth = depths[-1]
+                break
+            else:
+                return result
 
     def _drive(self, expr: Expr, env: Env, depth: int) -> Any:
         """The loop of :meth:`run`."""
