@@ -75,7 +75,8 @@ from semantics.expr import (
     Var,
 )
 
-__all__ = ["INLINE_HEIGHT", "Code", "Step", "inline_plan", "step_of", "value_code"]
+__all__ = ["INLINE_HEIGHT", "OP_FAILURES", "Cases", "Code", "Step", "inline_plan", "lookup_parent",
+           "op_failed", "step_of", "value_code"]
 
 Code = Callable[[Any, Env], Any]
 """A value code: ``code(interp, env)`` is the value of its node, or PENDING."""
@@ -88,8 +89,29 @@ INLINE_HEIGHT = 6
 
 _LEAF_NODES = (Var, GlobalVar, Constant, Op, Constructor)
 _CALLEES = (Op, Constructor)
-# What Semantics-Call-Op reports as "operator ... failed" (as ``Interpreter._call_op`` does).
-_OP_FAILURES = (ArithmeticError, ValueError, TypeError, IndexError, MemoryError)
+OP_FAILURES = (ArithmeticError, ValueError, TypeError, IndexError, MemoryError)
+"""What Semantics-Call-Op reports as "operator ... failed" (as ``Interpreter._call_op`` does)."""
+
+
+def op_failed(f: OpValue, exc: BaseException, span: Any) -> RelayRuntimeError:
+    """The error of an operator whose computation raised ``exc`` (``Interpreter._call_op``'s)."""
+    return RelayRuntimeError(f"operator {f.name} failed: {exc}", span)
+
+
+def lookup_parent(env: Env, x: Var) -> Any:
+    """Γ(x) found in the frames enclosing ``env``'s own (Semantics-Id's premise, the rest of
+    the walk ``Interpreter._eval_var`` makes).
+
+    Raises:
+        RelayRuntimeError: ``x`` is unbound.
+    """
+    frame = env.parent
+    while frame is not None:
+        v = frame.vars.get(x, MISSING)
+        if v is not MISSING:
+            return v
+        frame = frame.parent
+    raise RelayRuntimeError(unbound_variable("%" + x.name_hint), x.span)
 
 # node -> value code; node -> step (the caches shared by all evaluations: nodes are immutable).
 _CODES = NodeCache(1 << 16)
@@ -300,9 +322,8 @@ def _op_call(e: Call, callee: Code, arg_codes: list[Code]) -> Code:
                     except RelayError as err:
                         err.with_span(span)
                         raise
-                    except _OP_FAILURES as exc:
-                        raise RelayRuntimeError(f"operator {f.name} failed: {exc}",
-                                                span) from exc
+                    except OP_FAILURES as exc:
+                        raise op_failed(f, exc, span) from exc
                     interp.fired(Rule.SEMANTICS_CALL_OP, e)
                     return result
         return interp.call_value(f, args, e)

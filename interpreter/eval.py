@@ -109,10 +109,12 @@ from typing import Any
 import numpy as np
 
 from interpreter.env import Env
-from interpreter.compiled import _CODES, _STEPS, Code, value_code, step_of
+from interpreter.codegen import hot_step, step_cache
+from interpreter.compiled import _CODES, Code, value_code
 from interpreter.machine import (
     MISSING,
     PENDING,
+    UNOBSERVED,
     Eval,
     Machine,
     NodeCache,
@@ -295,7 +297,8 @@ class Interpreter(Machine):
         self._nullary: dict[Constructor, ConstructorValue] = {}
         self._grads: dict[Grad, Expr] = {}
         if recorder is None:
-            self.step_cache = _STEPS
+            self._observed = self.fired is not UNOBSERVED
+            self.step_cache = step_cache(self._observed)
             self.code_of = _code_of
         else:
             # Premises are established in place, except while recording a derivation,
@@ -304,8 +307,8 @@ class Interpreter(Machine):
             self.code_of = _never_in_place
 
     def step_for(self, e: Expr) -> Any:
-        """The step of ``e``: its case specialized for it (:func:`interpreter.compiled.step_of`)."""
-        return step_of(e, self.CASES_BY_TYPE)
+        """The step of ``e``: its case specialized for it (:func:`interpreter.codegen.hot_step`)."""
+        return hot_step(e, self.CASES_BY_TYPE, self._observed)
 
     def global_closure(self, gv: GlobalVar) -> Closure:
         """The closure of a global function (one per global per interpreter)."""

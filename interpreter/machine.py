@@ -39,7 +39,7 @@ from semantics.ops.reference import restore_numpy, silence_numpy
 from semantics.rules import Rule as _RuleEnum
 from semantics.visitor import shared
 
-__all__ = ["MISSING", "PENDING", "CallbackError", "Eval", "Machine", "NodeCache", "Recorder",
+__all__ = ["MISSING", "PENDING", "UNOBSERVED", "CallbackError", "Eval", "Machine", "NodeCache", "Recorder",
            "Rule", "Tail", "shared_nodes"]
 
 
@@ -155,7 +155,7 @@ PENDING = object()
 """What an in-place evaluator returns when the premise needs the driver (nothing fired)."""
 
 
-_unobserved: Callable[[Any, Any], Any] = operator.is_
+UNOBSERVED: Callable[[Any, Any], Any] = operator.is_
 """``fired`` when no fuel, trace or recorder observes the rule applications (a no-op)."""
 
 
@@ -211,7 +211,7 @@ class Machine:
             # Nobody observes the rule applications: no bookkeeping at all (the count is
             # only needed for fuel). A builtin taking (rule, node) without effects is the
             # cheapest call there is.
-            self.fired = _unobserved
+            self.fired = UNOBSERVED
         else:
             self.fired = self._fired_observed
 
