@@ -1,37 +1,58 @@
-"""Generated blocks: the hot steps of :mod:`interpreter.compiled`, as straight-line Python.
+"""Generated blocks: hot paths of the evaluator as straight-line Python, one function per node.
 
-A *block* is what the driver runs from one node when the activation has no graph-shared
-node (``env.shared`` is empty, as in every program written with ``let`` s): the ``let`` s of
-a chain whose values are established in place (at most ``BLOCK_LETS`` of them), then one
-*terminal* — the value of an in-place tree, a call of a closure whose callee and
-arguments are in place, an ``if`` or a ``match`` whose condition / scrutinee is in place,
-the case of a ``let`` whose value needs the driver, or the hand-over (``Tail``) of any
-other node to the driver. :func:`block` writes the Python source of one function doing
-exactly what the compiled steps do along that path and compiles it once (the step of a
-node is promoted to its block after ``HOT`` runs, see :func:`interpreter.compiled.step_of`).
-What changes is only the bookkeeping:
+The driver (:meth:`Machine.run <interpreter.machine.Machine.run>`) runs the case of each node
+it meets (:class:`interpreter.eval.Interpreter`: one case per rule, dispatched on the node's
+type, establishing premises in place where it can). AST nodes are immutable, so all that
+dispatch decides about a node can be decided once: after the driver has run a node's case
+``HOT`` times, :func:`hot_step` writes the node's **block** — a Python function doing what
+the cases do from that node, for that node only — and the driver runs the block instead.
 
-* every node's facts are constants of the function (the node itself, its rule, its
-  attributes' site), and every intermediate value is a local variable instead of an
-  argument passed between closures;
+What a block does (when the activation has no graph-shared node, ``env.shared`` empty, as
+in every program written with ``let`` s; otherwise it runs the node's case, which consults
+the memo of Semantics-Shared where needed):
+
+* the ``let`` s of a chain (along the bodies, at most ``BLOCK_LETS``) whose value a block
+  evaluates in place (:func:`block_plan`): for each, the value, then Semantics-Let and
+  Γ[x ↦ v] — or Semantics-Let-Rec and Γ[x ↦ ⟨fn, Γ, x⟩] for a function literal. That is
+  what the driver does when the case of one ``let`` returns ``Tail(body, Γ[x ↦ v])`` and
+  the body is the next ``let``;
+* then one *terminal*: the value of an in-place expression; the application of a callee
+  whose callee and arguments are in place (Semantics-Call returns the body's ``Tail``);
+  an ``if`` or a ``match`` whose condition / scrutinee is in place (the rule's case); the
+  case of a ``let`` whose value needs the driver (it awaits the value); or ``Tail(node)``,
+  handing any other node to the driver.
+
+An expression evaluated in place is a leaf (variable, constant, global, operator,
+constructor) or a tree, at most ``BLOCK_HEIGHT`` deep, of operator and constructor calls,
+projections, tuples and function literals; its rules fire in the order of the cases —
+callee, arguments left to right, then Semantics-Call-Op / -ADT-Constructor; the tuple,
+then Semantics-Projection; the fields, then Semantics-Product; Semantics-Closure for a
+literal. Only the bookkeeping differs from the cases:
+
+* every node's facts are constants of the function (the node, its rule, its span), and
+  every intermediate value is a local variable;
 * a variable bound by a ``let`` of the block, or already read in it, is read from the
-  local holding its value (the environment the block extends would answer the same: a
-  block contains no effect and no call of a closure, and a later binding of the same
-  variable in the block updates the local), still firing Semantics-Id;
-* an operator value is looked up once per block (the interpreter's ``OpValue`` for a name
-  never changes during an evaluation), each use firing Semantics-Op.
+  local holding its value: the environment the block extends answers the same (nothing in
+  a block rebinds a variable but its ``let`` s, which update the local; a block contains
+  no effect and calls no closure), still firing Semantics-Id at each use;
+* an operator's value is looked up once per block (the interpreter's ``OpValue`` for a name
+  is made once per evaluation), each use firing Semantics-Op;
+* Semantics-Call-Op calls the reference's checked compute directly when the arguments have
+  the signature whose verdict the call site keeps (as ``Interpreter._call_op`` does, see
+  ``interpreter.eval._OpSite``); any other case — a new signature, a failed projection, a
+  constructor applied, an unknown operator — is the interpreter's own case at that node,
+  which fires the rule or raises the error with the node's span.
 
-Two variants exist per block: *observed* ones call ``interp.fired(rule, node)`` at each
-rule application, in the order of the rules (fuel, ``trace``); *unobserved* ones — for an
-evaluation nobody observes, where ``fired`` is a no-op — leave the calls out. Every path
-that can fail or needs anything unusual (a relation to decide, a projection out of range, a
-constructor applied, an unknown operator) calls the interpreter's own case there, which
-fires the rule or raises the error with the node's span. A block that finds a graph-shared
-node in its activation runs the compiled step it replaces (``slow``) instead: it never
-has to consult the memo.
+A block is written in two variants: *observed* (``fuel``, ``trace``: it calls
+``interp.fired(rule, node)`` at every rule application, in order) and *unobserved* (no
+calls: ``fired`` is a no-op then). While a derivation is recorded, no block runs (the
+driver then runs the cases only). ``tests/interpreter/test_interpreter_inplace.py`` checks
+that the rule sequence of an evaluation equals the recorded derivation's, on programs run
+often enough for their blocks to be made.
 
-Recursion: writing a tree's source recurses at most ``INLINE_HEIGHT`` levels; the
-generated code calls no other block.
+Recursion: writing a tree's source recurses at most ``BLOCK_HEIGHT`` levels; a block calls
+no other block, and a chain longer than ``BLOCK_LETS`` continues in the next block (through
+the driver).
 """
 
 from __future__ import annotations
@@ -41,18 +62,10 @@ from typing import Any
 
 import numpy as np
 
-from interpreter.compiled import (
-    OP_FAILURES,
-    Cases,
-    Step,
-    inline_plan,
-    lookup_parent,
-    op_failed,
-    step_of,
-)
+from interpreter.env import Env
 from interpreter.machine import MISSING, NodeCache, Rule, Tail
-from interpreter.values import Closure
-from semantics.errors import RelayError
+from interpreter.values import Closure, OpValue
+from semantics.errors import InternalError, RelayError, RelayRuntimeError, unbound_variable
 from semantics.expr import (
     Call,
     Constant,
@@ -69,15 +82,77 @@ from semantics.expr import (
     Var,
 )
 
-__all__ = ["BLOCK_LETS", "HOT", "block", "hot_step"]
+__all__ = ["BLOCK_HEIGHT", "BLOCK_LETS", "HOT", "OP_FAILURES", "Step", "block", "block_plan",
+           "hot_step", "lookup_parent", "op_failed", "step_cache"]
+
+Step = Callable[[Any, Any, Env], Any]
+"""What the driver runs for a node: ``step(interp, node, env)`` answers what a case answers
+(a value, a ``Tail``, or a generator awaiting premises through the driver)."""
+
+HOT = 4
+"""How many runs of a node's case by the driver make it worth writing the node's block."""
 
 BLOCK_LETS = 48
 """The most ``let`` s one block runs (a longer chain continues in the next block)."""
 
-HOT = 4
-"""How many runs of a compiled step make it worth generating its block."""
+BLOCK_HEIGHT = 6
+"""How deep an expression a block evaluates in place may be (it bounds the recursion)."""
 
-_RULE_NAMES = {
+OP_FAILURES = (ArithmeticError, ValueError, TypeError, IndexError, MemoryError)
+"""What Semantics-Call-Op reports as "operator ... failed" (as ``Interpreter._call_op`` does)."""
+
+_LEAVES = (Var, Constant, Op, GlobalVar, Constructor)
+_CALLEES = (Op, Constructor)
+
+
+def op_failed(f: OpValue, exc: BaseException, span: Any) -> RelayRuntimeError:
+    """The error of an operator whose computation raised ``exc`` (``Interpreter._call_op``'s)."""
+    return RelayRuntimeError(f"operator {f.name} failed: {exc}", span)
+
+
+def lookup_parent(env: Env, x: Var) -> Any:
+    """Γ(x) found in the frames enclosing ``env``'s own (the rest of the walk of
+    ``Interpreter._eval_var``, Semantics-Id's premise).
+
+    Raises:
+        RelayRuntimeError: ``x`` is unbound.
+    """
+    frame = env.parent
+    while frame is not None:
+        v = frame.vars.get(x, MISSING)
+        if v is not MISSING:
+            return v
+        frame = frame.parent
+    raise RelayRuntimeError(unbound_variable("%" + x.name_hint), x.span)
+
+
+def block_plan(e: Expr) -> bool:
+    """True when a block evaluates ``e`` in place: a leaf, or a tree of operator and
+    constructor calls, projections, tuples and function literals (their bodies are not
+    evaluated) over leaves, at most ``BLOCK_HEIGHT`` levels deep, in which no node occurs
+    twice (explicit stack)."""
+    seen: set[int] = set()
+    work: list[tuple[Expr, int]] = [(e, 0)]
+    while work:
+        node, depth = work.pop()
+        t = type(node)
+        if t in _LEAVES:
+            continue
+        if depth >= BLOCK_HEIGHT or id(node) in seen:
+            return False
+        seen.add(id(node))
+        if t is Call and type(node.op) in _CALLEES:  # type: ignore[attr-defined]
+            work.extend((a, depth + 1) for a in node.args)  # type: ignore[attr-defined]
+        elif t is TupleGetItem:
+            work.append((node.tuple_value, depth + 1))  # type: ignore[attr-defined]
+        elif t is Tuple:
+            work.extend((f, depth + 1) for f in node.fields)  # type: ignore[attr-defined]
+        elif t is not Function:
+            return False
+    return True
+
+
+_RULES = {
     "ID": Rule.SEMANTICS_ID, "CONST": Rule.SEMANTICS_CONST, "OP": Rule.SEMANTICS_OP,
     "CALL_OP": Rule.SEMANTICS_CALL_OP, "PROJECTION": Rule.SEMANTICS_PROJECTION,
     "PRODUCT": Rule.SEMANTICS_PRODUCT, "CLOSURE": Rule.SEMANTICS_CLOSURE,
@@ -96,7 +171,7 @@ class _Writer:
             "RelayError": RelayError, "OP_FAILURES": OP_FAILURES, "op_failed": op_failed,
             "lookup_parent": lookup_parent,
         }
-        for short, rule in _RULE_NAMES.items():
+        for short, rule in _RULES.items():
             self.names["R_" + short] = rule
         self.ids: dict[int, str] = {}
         self.count = 0
@@ -106,6 +181,7 @@ class _Writer:
         self.opvals: dict[str, str] = {}
 
     def const(self, obj: Any) -> str:
+        """The name of a constant of the block (``obj`` is kept alive by the namespace)."""
         name = self.ids.get(id(obj))
         if name is None:
             name = self.ids[id(obj)] = f"k{len(self.ids)}"
@@ -119,18 +195,21 @@ class _Writer:
     def line(self, text: str, indent: int = 1) -> None:
         self.lines.append("    " * indent + text)
 
-    def fire(self, rule: str, node: Expr, indent: int = 1) -> None:
+    def fire(self, rule: str, node: Any, indent: int = 1) -> None:
         if self.observed:
             self.line(f"fired(R_{rule}, {self.const(node)})", indent)
 
-    # --- trees (recursion bounded by INLINE_HEIGHT) ---------------------------------------
+    def source(self) -> str:
+        return "def block(interp, e, env):\n" + "\n".join(self.lines) + "\n"
+
+    # --- expressions evaluated in place (recursion bounded by BLOCK_HEIGHT) ----------------
     def value(self, e: Expr) -> str:
-        """Write the evaluation of ``e`` (accepted by inline_plan, or a leaf); its local."""
+        """Write the evaluation of ``e`` (accepted by :func:`block_plan`); return its local."""
         t = type(e)
         if t is Var:
             return self.var(e)  # type: ignore[arg-type]
         if t is Constant:
-            self.fire("CONST", e)
+            self.fire("CONST", e)  # [Semantics-Const]
             return self.const(e.data)  # type: ignore[attr-defined]
         if t is Op:
             return self.op(e)  # type: ignore[arg-type]
@@ -141,7 +220,7 @@ class _Writer:
             return v
         if t is Function:
             v = self.tmp()
-            self.fire("CLOSURE", e)
+            self.fire("CLOSURE", e)  # [Semantics-Closure]
             self.line(f"{v} = Closure({self.const(e)}, env)")
             return v
         if t is TupleGetItem:
@@ -150,12 +229,13 @@ class _Writer:
             fields = [self.value(f) for f in e.fields]  # type: ignore[attr-defined]
             v = self.tmp()
             self.line(f"{v} = ({''.join(f + ', ' for f in fields)})")
-            self.fire("PRODUCT", e)
+            self.fire("PRODUCT", e)  # [Semantics-Product]
             return v
-        assert t is Call
+        assert t is Call, t  # block_plan accepts nothing else
         return self.call(e)  # type: ignore[arg-type]
 
     def var(self, x: Var) -> str:
+        # [Semantics-Id]
         known = self.vars.get(x)
         if known is not None:
             self.fire("ID", x)
@@ -170,6 +250,7 @@ class _Writer:
         return v
 
     def op(self, o: Op) -> str:
+        # [Semantics-Op]
         known = self.opvals.get(o.name)
         if known is not None:
             self.fire("OP", o)
@@ -185,6 +266,7 @@ class _Writer:
         return v
 
     def projection(self, e: TupleGetItem) -> str:
+        # [Semantics-Projection] (the case raises the errors)
         t = self.value(e.tuple_value)
         v = self.tmp()
         k = self.const(e)
@@ -205,14 +287,15 @@ class _Writer:
         v = self.tmp()
         k = self.const(e)
         if type(e.op) is not Op:
+            # [Semantics-ADT-Constructor] (and its errors): the case
             self.line(f"{v} = interp.call_value({f}, {arg_list}, {k})")
             return v
-        # [Semantics-Call-Op]: the case's fast path (the verdict kept at the site for the
-        # last argument signature), else the case itself.
+        # [Semantics-Call-Op]: the reference's checked compute when the arguments have the
+        # signature whose verdict the site keeps (what the case does), else the case.
         self.line(f"{v} = MISSING")
         self.line(f"site = interp._sites.get({k})")
         self.line(f"if site is not None and site.last is not None and site.opdef is {f}.opdef "
-                  f"and site.impl is site.opdef.impl:")
+                  "and site.impl is site.opdef.impl:")
         self.line("dt, sh, verdict = site.last", 2)
         checks = " and ".join(
             f"type({a}) is ndarray and {a}.dtype is dt[{i}] and {a}.shape == sh[{i}]"
@@ -230,28 +313,59 @@ class _Writer:
         self.line(f"{v} = interp._call_op({f}, {arg_list}, {k})", 2)
         return v
 
+    # --- after the lets -------------------------------------------------------------------
+    def terminal(self, node: Expr) -> bool:
+        """Write what the block does after its lets (see the module docstring); False when
+        that is only handing ``node`` to the driver."""
+        k = self.const(node)
+        t = type(node)
+        if t is Let:
+            value = node.value  # type: ignore[attr-defined]
+            if type(value) is not Function and not block_plan(value):
+                self.line(f"return let_case(interp, {k}, env)")  # the let awaits its value
+                return True
+            self.line(f"return Tail({k}, env)")  # the chain goes on in the next block
+            return False
+        if block_plan(node):
+            self.line(f"return {self.value(node)}")
+            return True
+        if t is Call and all(block_plan(x) for x in (node.op, *node.args)):  # type: ignore
+            # [Semantics-Call] (or the rule the callee's value selects)
+            f = self.value(node.op)  # type: ignore[attr-defined]
+            args = "[" + ", ".join([self.value(a) for a in node.args]) + "]"  # type: ignore
+            self.line(f"if type({f}) is Closure:")
+            self.line(f"return interp._call_closure({f}, {args}, {k})", 2)
+            self.line(f"return interp.call_value({f}, {args}, {k})")
+            return True
+        if t is If and block_plan(node.cond):  # type: ignore[attr-defined]
+            c = self.value(node.cond)  # type: ignore[attr-defined]
+            self.line(f"return interp._if({k}, env, [{c}])")
+            return True
+        if t is Match and block_plan(node.data):  # type: ignore[attr-defined]
+            d = self.value(node.data)  # type: ignore[attr-defined]
+            self.line(f"return interp._match({k}, env, [{d}])")
+            return True
+        self.line(f"return Tail({k}, env)")
+        return False
 
-def _in_place(e: Expr) -> bool:
-    return type(e) in (Var, Constant, Op, GlobalVar, Constructor) or inline_plan(e) is not None
 
-
-def block(e: Expr, observed: bool, slow: Callable[[Any, Any, Any], Any],
-          generic_let: Callable[[Any, Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
+def block(e: Expr, observed: bool, case: Step, let_case: Step) -> Step:
     """The block of ``e`` (see the module docstring) as a step ``(interp, e, env)``.
 
     Args:
         e: the node the driver runs the block for.
-        observed: whether to fire the rules (fuel, trace) or not (nobody observes them).
-        slow: the compiled step of ``e``, run when the activation has graph-shared nodes.
-        generic_let: the case of a ``let`` (for a ``let`` whose value needs the driver).
+        observed: whether the block fires the rules (fuel, trace) or not.
+        case: ``e``'s case: what the block runs when the activation has graph-shared nodes,
+            and what is returned instead of a block that would do nothing more.
+        let_case: the case of a ``let`` (for a ``let`` whose value needs the driver).
     Returns:
         The step.
     """
     w = _Writer(observed)
-    w.names["slow"] = slow
-    w.names["generic_let"] = generic_let
+    w.names["case"] = case
+    w.names["let_case"] = let_case
     w.line("if env.shared:")
-    w.line("return slow(interp, e, env)", 2)
+    w.line("return case(interp, e, env)", 2)
     if observed:
         w.line("fired = interp.fired")
     node = e
@@ -260,95 +374,58 @@ def block(e: Expr, observed: bool, slow: Callable[[Any, Any, Any], Any],
         let: Let = node  # type: ignore[assignment]
         value = let.value
         if type(value) is Function:
-            # [Semantics-Let-Rec]
+            # [Semantics-Let-Rec]   c = ⟨fn, Γ, x⟩    Γ[x ↦ c] ⊢ e2 ⇓ v
             v = w.tmp()
             w.line(f"{v} = Closure({w.const(value)}, env, {w.const(let.var)}, "
                    f"{'%' + let.var.name_hint!r})")
             w.fire("LET_REC", let)
-        elif _in_place(value):
+        elif block_plan(value):
+            # [Semantics-Let]   Γ ⊢ e1 ⇓ v1    Γ[x ↦ v1] ⊢ e2 ⇓ v
             v = w.value(value)
-            w.fire("LET", let)  # [Semantics-Let]
+            w.fire("LET", let)
         else:
             break
         w.line(f"env = env.extend({w.const(let.var)}, {v})")
         w.vars[let.var] = v
         lets += 1
         node = let.body
-    if not _terminal(w, node) and lets == 0:
-        return slow  # nothing to gain: the block would hand its own node back
-    source = "def block(interp, e, env):\n" + "\n".join(w.lines) + "\n"
+    if not w.terminal(node) and lets == 0:
+        return case  # nothing to gain: the block would hand its own node back
     namespace = dict(w.names)
-    exec(compile(source, f"<block {type(e).__name__}>", "exec"), namespace)  # noqa: S102
-    step: Callable[[Any, Any, Any], Any] = namespace["block"]
-    step.source = source  # type: ignore[attr-defined]
+    exec(compile(w.source(), f"<block of {type(e).__name__}>", "exec"), namespace)  # noqa: S102
+    step: Step = namespace["block"]
     return step
 
 
-def _terminal(w: _Writer, node: Expr) -> bool:
-    """Write what the block does after its lets (see the module docstring); False when that
-    is only handing ``node`` to the driver."""
-    k = w.const(node)
-    t = type(node)
-    if t is Let:
-        if type(node.value) is not Function and not _in_place(node.value):  # type: ignore
-            w.line(f"return generic_let(interp, {k}, env)")  # the let awaits its value
-            return True
-        w.line(f"return Tail({k}, env)")  # the chain goes on in the next block
-        return False
-    if _in_place(node):
-        w.line(f"return {w.value(node)}")
-        return True
-    if t is Call and all(_in_place(x) for x in (node.op, *node.args)):  # type: ignore
-        f = w.value(node.op)  # type: ignore[attr-defined]
-        args = "[" + ", ".join([w.value(a) for a in node.args]) + "]"  # type: ignore
-        w.line(f"if type({f}) is Closure:")
-        w.line(f"return interp._call_closure({f}, {args}, {k})", 2)
-        w.line(f"return interp.call_value({f}, {args}, {k})")
-        return True
-    if t is If and _in_place(node.cond):  # type: ignore[attr-defined]
-        w.line(f"return interp._if({k}, env, [{w.value(node.cond)}])")  # type: ignore
-        return True
-    if t is Match and _in_place(node.data):  # type: ignore[attr-defined]
-        w.line(f"return interp._match({k}, env, [{w.value(node.data)}])")  # type: ignore
-        return True
-    w.line(f"return Tail({k}, env)")
-    return False
-
-# node -> its step in each mode: the compiled step counting its runs, then the block.
-_UNOBSERVED_STEPS = NodeCache(1 << 16)
-_OBSERVED_STEPS = NodeCache(1 << 16)
+# node -> its block in each mode (the driver looks there first).
+_UNOBSERVED_STEPS = NodeCache(1 << 15)
+_OBSERVED_STEPS = NodeCache(1 << 15)
+# node -> how many times the driver ran its case, before its block was made.
+_RUNS = NodeCache(1 << 16)
 
 
 def step_cache(observed: bool) -> NodeCache:
-    """The steps of one mode (what the driver looks up first), filled by :func:`hot_step`."""
+    """The blocks of one mode, filled by :func:`hot_step`."""
     return _OBSERVED_STEPS if observed else _UNOBSERVED_STEPS
 
 
-def hot_step(e: Expr, cases: Cases, observed: bool) -> Step:
-    """The step of ``e`` in one mode (cached): leaves' cases as they are; for other nodes
-    the compiled step (:func:`interpreter.compiled.step_of`), replaced by the node's block
-    once it has run ``HOT`` times."""
-    cache = step_cache(observed)
-    step = cache.get(e)
-    if step is not None:
-        return step
-    base = step_of(e, cases)
-    if type(e) in _LEAVES:
-        return cache.put(e, base)
-    return cache.put(e, _counting(e, base, cases, observed, cache))
+def hot_step(e: Expr, cases: dict[type, Step], observed: bool) -> Step:
+    """What the driver runs for ``e`` when :func:`step_cache` has nothing for it: its case
+    from ``cases`` (by node type) the first ``HOT - 1`` times, then its block (:func:`block`,
+    kept in :func:`step_cache`).
 
-
-_LEAVES = (Var, Constant, Op, GlobalVar, Constructor)
-
-
-def _counting(e: Expr, base: Step, cases: Cases, observed: bool, cache: NodeCache) -> Step:
-    runs = 0
-
-    def counting(interp: Any, node: Any, env: Any) -> Any:
-        nonlocal runs
-        runs += 1
-        if runs < HOT:
-            return base(interp, node, env)
-        promoted = cache.put(e, block(e, observed, base, cases[Let]))
-        return promoted(interp, node, env)
-    return counting
+    Raises:
+        InternalError: no case evaluates nodes of ``e``'s type.
+    """
+    t = type(e)
+    case = cases.get(t)
+    if case is None:
+        raise InternalError(f"no evaluation rule for {t.__name__}")
+    if t in _LEAVES:
+        return step_cache(observed).put(e, case)
+    runs = _RUNS.get(e, 0) + 1
+    if runs < HOT:
+        _RUNS.put(e, runs)
+        return case
+    _RUNS.pop(e, None)
+    return step_cache(observed).put(e, block(e, observed, case, cases[Let]))

@@ -110,10 +110,8 @@ import numpy as np
 
 from interpreter.env import Env
 from interpreter.codegen import hot_step, step_cache
-from interpreter.compiled import _CODES, Code, value_code
 from interpreter.machine import (
     MISSING,
-    PENDING,
     UNOBSERVED,
     Eval,
     Machine,
@@ -166,7 +164,8 @@ from semantics.expr import (
 from semantics.module import IRModule
 from semantics.ops.reference import RELAY_DTYPE_OF
 
-__all__ = ["GradExpander", "Interpreter", "check_op_result", "register_grad_expander"]
+__all__ = ["INLINE_HEIGHT", "PENDING", "GradExpander", "Interpreter", "check_op_result",
+           "inline_plan", "register_grad_expander"]
 
 
 # --- the grad hook ----------------------------------------------------------------------------
@@ -231,6 +230,44 @@ class _OpSite:
 _SITES = NodeCache(16384)
 _BOOL = np.dtype(bool)
 
+INLINE_HEIGHT = 6
+"""How deep an expression established in place may be (it bounds the recursion)."""
+
+_LEAF_NODES = (Var, GlobalVar, Constant, Op, Constructor)
+_CALLEES = (Op, Constructor)
+# Per node: the internal nodes of an expression established in place, or None.
+_PLANS = NodeCache(16384)
+
+
+def inline_plan(e: Expr) -> frozenset[Expr] | None:
+    """The internal nodes of ``e`` when it can be established in place, else None.
+
+    That is when ``e`` is a tree of operator or constructor calls and projections whose
+    leaves are variables, constants, globals, operators or constructors, at most
+    ``INLINE_HEIGHT`` levels deep (explicit stack). A node met twice is graph-shared, so
+    the caller sends the expression to the driver anyway.
+    """
+    internal: set[Expr] = set()
+    work: list[tuple[Expr, int]] = [(e, 0)]
+    while work:
+        node, depth = work.pop()
+        t = type(node)
+        if t in _LEAF_NODES:
+            continue
+        if depth >= INLINE_HEIGHT:
+            return None
+        if isinstance(node, Call) and type(node.op) in _CALLEES:
+            kids: tuple[Expr, ...] = node.args
+        elif isinstance(node, TupleGetItem):
+            kids = (node.tuple_value,)
+        else:
+            return None
+        if node not in internal:
+            internal.add(node)
+            work.extend((kid, depth + 1) for kid in kids)
+    return frozenset(internal)
+
+
 _FLAT_KIDS = (PatternVar, PatternWildcard)
 # Per constructor pattern: its sub-patterns when all are variables or wildcards, else None.
 _FLAT = NodeCache(4096)
@@ -242,19 +279,8 @@ def _flat_pattern(p: PatternConstructor) -> tuple[Pattern, ...] | None:
     return kids if all(type(q) in _FLAT_KIDS for q in kids) else None
 
 
-def _code_of(x: Expr) -> Code:
-    """The value code of ``x`` (:func:`interpreter.compiled.value_code`, cached per node)."""
-    return _CODES.get(x) or value_code(x)
-
-
-def _not_in_place(interp: Any, env: Env) -> Any:
-    return PENDING
-
-
-def _never_in_place(x: Expr) -> Code:
-    """The code of every premise while a derivation is recorded: "through the driver"."""
-    return _not_in_place
-
+PENDING = object()
+"""What an in-place evaluator returns when the premise needs the driver (nothing fired)."""
 
 # A rule case receiving the values of its premises: case(interp, node, env, values).
 Conclusion = Callable[[Any, Any, Env, list[Any]], Any]
@@ -283,9 +309,14 @@ class Interpreter(Machine):
     CASES: dict[type, Callable[[Any, Any, Env], Any]]
     # How a callee value is applied (Semantics-Call, -Call-Op, -ADT-Constructor).
     APPLIERS: dict[type, Callable[[Any, Any, list[Any], Any], Any]]
-    # Rules and fronts by node type (AXIOMS and CASES): the generic step of each node.
-    CASES_BY_TYPE: dict[type, Callable[[Any, Any, Env], Any]]
+    # Premises established in place: node -> value, or PENDING.
+    INLINE: dict[type, Callable[[Any, Any, Env], Any]]
+    LEAVES: dict[type, Callable[[Any, Any, Env], Any]]
     PATTERNS: dict[type, Callable[..., bool]]
+    # AXIOMS and CASES together: the case the driver runs for a node, by the node's type.
+    CASES_BY_TYPE: dict[type, Callable[[Any, Any, Env], Any]]
+    _direct: dict[type, Callable[[Any, Any, Env], Any]]  # leaves established in place
+    _inline: dict[type, Callable[[Any, Any, Env], Any]]  # premises established in place
     _sites = _SITES
 
     def __init__(self, mod: IRModule, *, fuel: int | None = None,
@@ -296,18 +327,19 @@ class Interpreter(Machine):
         self._ops: dict[str, OpValue] = {}
         self._nullary: dict[Constructor, ConstructorValue] = {}
         self._grads: dict[Grad, Expr] = {}
-        if recorder is None:
-            self._observed = self.fired is not UNOBSERVED
-            self.step_cache = step_cache(self._observed)
-            self.code_of = _code_of
-        else:
+        # The blocks the driver runs for hot nodes (interpreter.codegen), in the variant
+        # for this evaluation: observed (fuel, trace) or not.
+        self._observed = self.fired is not UNOBSERVED
+        self.step_cache = step_cache(self._observed)
+        if recorder is not None:
             # Premises are established in place, except while recording a derivation,
-            # where every judgment is reported (and the driver uses the generic cases).
-            self.step_cache = {}
-            self.code_of = _never_in_place
+            # where every judgment is reported.
+            self._direct = {}
+            self._inline = {}
 
     def step_for(self, e: Expr) -> Any:
-        """The step of ``e``: its case specialized for it (:func:`interpreter.codegen.hot_step`)."""
+        """What the driver runs for ``e``: its case, or its block once it is hot
+        (:func:`interpreter.codegen.hot_step`)."""
         return hot_step(e, self.CASES_BY_TYPE, self._observed)
 
     def global_closure(self, gv: GlobalVar) -> Closure:
@@ -324,22 +356,24 @@ class Interpreter(Machine):
 
     def premise(self, e: Any, env: Env, x: Expr, case: Conclusion) -> Any:
         """``case(e, env, [v])`` where Γ ⊢ x ⇓ v (:meth:`premises` for one premise)."""
-        v = self.code_of(x)(self, env)
-        if v is not PENDING:
-            return case(self, e, env, [v])
+        now = self._inline.get(type(x))
+        if now is not None:
+            v = now(self, x, env)
+            if v is not PENDING:
+                return case(self, e, env, [v])
         return self.await_premises(e, env, (x,), [], case)
 
     def premises(self, e: Any, env: Env, exprs: Sequence[Expr], case: Conclusion) -> Any:
         """``case(e, env, [v1, ..., vn])`` where Γ ⊢ exprs[i] ⇓ vi, left to right.
 
-        The premises are established in place while they can be (their value codes, see
-        :mod:`interpreter.compiled`); at the first that cannot, the rest is handed to
-        :meth:`await_premises` (a generator for the driver).
+        The premises are established in place while they can be; at the first that
+        cannot, the rest is handed to :meth:`await_premises` (a generator for the driver).
         """
         values: list[Any] = []
-        code_of = self.code_of
+        inline = self._inline
         for x in exprs:
-            v = code_of(x)(self, env)
+            now = inline.get(type(x))
+            v = now(self, x, env) if now is not None else PENDING
             if v is PENDING:
                 return self.await_premises(e, env, exprs, values, case)
             values.append(v)
@@ -348,18 +382,61 @@ class Interpreter(Machine):
     def await_premises(self, e: Any, env: Env, exprs: Sequence[Expr], values: list[Any],
                        case: Conclusion) -> Generator[tuple[Expr, Env], Any, Any]:
         """The premises ``exprs[len(values):]`` (through the driver when needed), then ``case``."""
-        code_of = self.code_of
+        inline = self._inline
         for x in exprs[len(values):]:
-            v = code_of(x)(self, env)
+            now = inline.get(type(x))
+            v = now(self, x, env) if now is not None else PENDING
             if v is PENDING:
                 v = yield Eval(x, env)
             values.append(v)
         return case(self, e, env, values)
 
-    def resume_call(self, e: Call, env: Env, values: list[Any]) -> Any:
-        """The premises of a call after the first ``len(values)`` (callee, then arguments),
-        through the driver, then the rule (what :meth:`_eval_call` does from there)."""
-        return self.await_premises(e, env, (e.op, *e.args), values, Interpreter._call)
+    def _inline_function(self, e: Function, env: Env) -> Any:
+        """Γ ⊢ fn ... in place (Semantics-Closure) unless the literal is graph-shared."""
+        shared = env.shared
+        if shared and e in shared:
+            return PENDING  # Semantics-Shared: through the driver's memo
+        return self._eval_function(e, env)
+
+    def _inline_tree(self, e: Call | TupleGetItem, env: Env) -> Any:
+        """An operator/constructor call or a projection over leaves, in place; else PENDING.
+
+        In place when the whole expression is a tree of operator and constructor calls
+        and projections over leaves, at most ``INLINE_HEIGHT`` deep (see
+        :func:`inline_plan`), none of whose nodes is graph-shared in this activation.
+        (A closure call is never in place: its body is a tail premise for the driver.)
+        """
+        plan = _PLANS.get(e, MISSING)
+        if plan is MISSING:
+            plan = _PLANS.put(e, inline_plan(e))
+        if plan is None:
+            return PENDING
+        shared = env.shared
+        if shared and not shared.isdisjoint(plan):
+            return PENDING  # Semantics-Shared: through the driver's memo
+        return self._in_place(e, env)
+
+    def _in_place(self, e: Any, env: Env) -> Any:
+        """Γ ⊢ e ⇓ v for an expression :func:`inline_plan` accepted: the rules the driver
+        would fire, in its order (callee, arguments left to right, then the call's rule;
+        the tuple, then the projection). Recursion bounded by ``INLINE_HEIGHT``."""
+        t = type(e)
+        if t is Call:
+            op = e.op
+            direct = self._direct
+            f = direct[type(op)](self, op, env)
+            args = []
+            for arg in e.args:
+                ta = type(arg)
+                # A leaf argument: its axiom directly (what the recursive call would do).
+                args.append(direct[ta](self, arg, env) if ta in direct
+                            else self._in_place(arg, env))
+            if type(f) is OpValue:
+                return self._call_op(f, args, e)
+            return self.call_value(f, args, e)
+        if t is TupleGetItem:
+            return self._projection(e, env, [self._in_place(e.tuple_value, env)])
+        return self._direct[t](self, e, env)
 
     # === rules without premises ==========================================================
 
@@ -492,14 +569,16 @@ class Interpreter(Machine):
         (:meth:`premises` written out for the commonest node: no tuple of premises is
         built unless one of them needs the driver.)
         """
-        code_of = self.code_of
+        inline = self._inline
         op = e.op
-        f = code_of(op)(self, env)
+        now = inline.get(type(op))
+        f = now(self, op, env) if now is not None else PENDING
         if f is PENDING:
             return self.await_premises(e, env, (op, *e.args), [], Interpreter._call)
         args: list[Any] = []
         for arg in e.args:
-            v = code_of(arg)(self, env)
+            now = inline.get(type(arg))
+            v = now(self, arg, env) if now is not None else PENDING
             if v is PENDING:
                 return self.await_premises(e, env, (op, *e.args), [f, *args], Interpreter._call)
             args.append(v)
@@ -788,10 +867,18 @@ Interpreter.APPLIERS = {
     ConstructorFunction: Interpreter._call_constructor,
     ConstructorValue: Interpreter._call_constructor,
 }
+# The leaves: never graph-shared (see shared_nodes), so always established in place.
+Interpreter.LEAVES = {t: f for t, f in Interpreter.AXIOMS.items() if t is not Function}
+Interpreter.INLINE = {
+    **Interpreter.LEAVES, Function: Interpreter._inline_function,
+    Call: Interpreter._inline_tree, TupleGetItem: Interpreter._inline_tree,
+}
 Interpreter.CASES_BY_TYPE = {**Interpreter.AXIOMS, **Interpreter.CASES}
 Interpreter.axioms = Interpreter.AXIOMS
 Interpreter.cases = Interpreter.CASES
 Interpreter.appliers = Interpreter.APPLIERS
+Interpreter._direct = Interpreter.LEAVES
+Interpreter._inline = Interpreter.INLINE
 Interpreter.PATTERNS = {
     PatternWildcard: Interpreter._match_wildcard, PatternVar: Interpreter._match_var,
     PatternConstructor: Interpreter._match_constructor, PatternTuple: Interpreter._match_tuple,

@@ -39,7 +39,7 @@ from semantics.ops.reference import restore_numpy, silence_numpy
 from semantics.rules import Rule as _RuleEnum
 from semantics.visitor import shared
 
-__all__ = ["MISSING", "PENDING", "UNOBSERVED", "CallbackError", "Eval", "Machine", "NodeCache", "Recorder",
+__all__ = ["MISSING", "UNOBSERVED", "CallbackError", "Eval", "Machine", "NodeCache", "Recorder",
            "Rule", "Tail", "shared_nodes"]
 
 
@@ -150,9 +150,6 @@ _REMEMBER_CODE = _remember.__code__
 _GENERATOR = types.GeneratorType
 MISSING = object()
 """The answer of a lookup that found nothing (values may be None)."""
-
-PENDING = object()
-"""What an in-place evaluator returns when the premise needs the driver (nothing fired)."""
 
 
 UNOBSERVED: Callable[[Any, Any], Any] = operator.is_
