@@ -179,6 +179,8 @@ class _Writer:
         self.vars: dict[Var, str] = {}
         # Per operator name: the local holding the interpreter's OpValue.
         self.opvals: dict[str, str] = {}
+        # Whether the block awaits a premise through the driver (it is then a generator).
+        self.awaits = False
 
     def const(self, obj: Any) -> str:
         """The name of a constant of the block (``obj`` is kept alive by the namespace)."""
@@ -200,7 +202,26 @@ class _Writer:
             self.line(f"fired(R_{rule}, {self.const(node)})", indent)
 
     def source(self) -> str:
-        return "def block(interp, e, env):\n" + "\n".join(self.lines) + "\n"
+        head = ["def block(interp, e, env):", "    if env.shared:",
+                "        return case(interp, e, env)"]
+        if self.awaits:
+            head += ["    return run(interp, env)", "def run(interp, env):"]
+        if self.observed:
+            head.append("    fired = interp.fired")
+        return "\n".join(head + self.lines) + "\n"
+
+    def premise(self, e: Expr, height: int = 0) -> str:
+        """Write Γ ⊢ e ⇓ v: in place when it can be, else awaited through the driver (an
+        operator or constructor call evaluates its callee and arguments this way, the
+        needed ones awaited, at most ``BLOCK_HEIGHT`` levels deep); return its local."""
+        if block_plan(e):
+            return self.value(e)
+        if type(e) is Call and type(e.op) in _CALLEES and height < BLOCK_HEIGHT:
+            return self.call(e, height)  # type: ignore[arg-type]
+        v = self.tmp()
+        self.line(f"{v} = yield ({self.const(e)}, env)")
+        self.awaits = True
+        return v
 
     # --- expressions evaluated in place (recursion bounded by BLOCK_HEIGHT) ----------------
     def value(self, e: Expr) -> str:
@@ -280,9 +301,14 @@ class _Writer:
         self.line(f"{v} = interp._projection({k}, env, [{t}])", 2)
         return v
 
-    def call(self, e: Call) -> str:
+    def call(self, e: Call, height: int = -1) -> str:
+        """An operator or constructor call; its arguments in place (``height`` < 0) or
+        :meth:`premise` s at ``height + 1``."""
         f = self.value(e.op)
-        args = [self.value(a) for a in e.args]
+        if height < 0:
+            args = [self.value(a) for a in e.args]
+        else:
+            args = [self.premise(a, height + 1) for a in e.args]
         arg_list = "[" + ", ".join(args) + "]"
         v = self.tmp()
         k = self.const(e)
@@ -320,36 +346,32 @@ class _Writer:
         k = self.const(node)
         t = type(node)
         if t is Let:
-            value = node.value  # type: ignore[attr-defined]
-            if type(value) is not Function and not block_plan(value):
-                self.line(f"return let_case(interp, {k}, env)")  # the let awaits its value
-                return True
             self.line(f"return Tail({k}, env)")  # the chain goes on in the next block
             return False
-        if block_plan(node):
-            self.line(f"return {self.value(node)}")
+        if block_plan(node) or (t is Call and type(node.op) in _CALLEES):  # type: ignore
+            self.line(f"return {self.premise(node)}")
             return True
-        if t is Call and all(block_plan(x) for x in (node.op, *node.args)):  # type: ignore
+        if t is Call:
             # [Semantics-Call] (or the rule the callee's value selects)
-            f = self.value(node.op)  # type: ignore[attr-defined]
-            args = "[" + ", ".join([self.value(a) for a in node.args]) + "]"  # type: ignore
+            f = self.premise(node.op)  # type: ignore[attr-defined]
+            args = "[" + ", ".join([self.premise(a) for a in node.args]) + "]"  # type: ignore
             self.line(f"if type({f}) is Closure:")
             self.line(f"return interp._call_closure({f}, {args}, {k})", 2)
             self.line(f"return interp.call_value({f}, {args}, {k})")
             return True
-        if t is If and block_plan(node.cond):  # type: ignore[attr-defined]
-            c = self.value(node.cond)  # type: ignore[attr-defined]
+        if t is If:
+            c = self.premise(node.cond)  # type: ignore[attr-defined]
             self.line(f"return interp._if({k}, env, [{c}])")
             return True
-        if t is Match and block_plan(node.data):  # type: ignore[attr-defined]
-            d = self.value(node.data)  # type: ignore[attr-defined]
+        if t is Match:
+            d = self.premise(node.data)  # type: ignore[attr-defined]
             self.line(f"return interp._match({k}, env, [{d}])")
             return True
         self.line(f"return Tail({k}, env)")
         return False
 
 
-def block(e: Expr, observed: bool, case: Step, let_case: Step) -> Step:
+def block(e: Expr, observed: bool, case: Step) -> Step:
     """The block of ``e`` (see the module docstring) as a step ``(interp, e, env)``.
 
     Args:
@@ -357,17 +379,11 @@ def block(e: Expr, observed: bool, case: Step, let_case: Step) -> Step:
         observed: whether the block fires the rules (fuel, trace) or not.
         case: ``e``'s case: what the block runs when the activation has graph-shared nodes,
             and what is returned instead of a block that would do nothing more.
-        let_case: the case of a ``let`` (for a ``let`` whose value needs the driver).
     Returns:
         The step.
     """
     w = _Writer(observed)
     w.names["case"] = case
-    w.names["let_case"] = let_case
-    w.line("if env.shared:")
-    w.line("return case(interp, e, env)", 2)
-    if observed:
-        w.line("fired = interp.fired")
     node = e
     lets = 0
     while type(node) is Let and lets < BLOCK_LETS:
@@ -379,12 +395,10 @@ def block(e: Expr, observed: bool, case: Step, let_case: Step) -> Step:
             w.line(f"{v} = Closure({w.const(value)}, env, {w.const(let.var)}, "
                    f"{'%' + let.var.name_hint!r})")
             w.fire("LET_REC", let)
-        elif block_plan(value):
-            # [Semantics-Let]   Γ ⊢ e1 ⇓ v1    Γ[x ↦ v1] ⊢ e2 ⇓ v
-            v = w.value(value)
-            w.fire("LET", let)
         else:
-            break
+            # [Semantics-Let]   Γ ⊢ e1 ⇓ v1    Γ[x ↦ v1] ⊢ e2 ⇓ v
+            v = w.premise(value)
+            w.fire("LET", let)
         w.line(f"env = env.extend({w.const(let.var)}, {v})")
         w.vars[let.var] = v
         lets += 1
@@ -428,4 +442,4 @@ def hot_step(e: Expr, cases: dict[type, Step], observed: bool) -> Step:
         _RUNS.put(e, runs)
         return case
     _RUNS.pop(e, None)
-    return step_cache(observed).put(e, block(e, observed, case, cases[Let]))
+    return step_cache(observed).put(e, block(e, observed, case))
