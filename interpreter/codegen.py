@@ -95,6 +95,9 @@ HOT = 4
 BLOCK_LETS = 48
 """The most ``let`` s one block runs (a longer chain continues in the next block)."""
 
+BLOCK_LINES = 1500
+"""A chain stops after the ``let`` that makes its block longer than this (lines of source)."""
+
 BLOCK_HEIGHT = 6
 """How deep an expression a block evaluates in place may be (it bounds the recursion)."""
 
@@ -160,6 +163,11 @@ _RULES = {
 }
 
 
+class _GraphShared(Exception):
+    """A node occurs twice in what a block would evaluate: it is graph-shared, so the block
+    would never run its fast path (the activation has shared nodes); none is written."""
+
+
 class _Writer:
     """The source of one block, and the constants it refers to."""
 
@@ -181,6 +189,14 @@ class _Writer:
         self.opvals: dict[str, str] = {}
         # Whether the block awaits a premise through the driver (it is then a generator).
         self.awaits = False
+        # The non-leaf nodes written so far (a node met twice is graph-shared).
+        self.written: set[int] = set()
+
+    def visit(self, e: Expr) -> None:
+        """Note that ``e`` (not a leaf) is written; raise :class:`_GraphShared` the second time."""
+        if id(e) in self.written:
+            raise _GraphShared
+        self.written.add(id(e))
 
     def const(self, obj: Any) -> str:
         """The name of a constant of the block (``obj`` is kept alive by the namespace)."""
@@ -216,6 +232,7 @@ class _Writer:
         needed ones awaited, at most ``BLOCK_HEIGHT`` levels deep); return its local."""
         if block_plan(e):
             return self.value(e)
+        self.visit(e)
         if type(e) is Call and type(e.op) in _CALLEES and height < BLOCK_HEIGHT:
             return self.call(e, height)  # type: ignore[arg-type]
         v = self.tmp()
@@ -239,6 +256,7 @@ class _Writer:
             method = "_eval_global_var" if t is GlobalVar else "_eval_constructor"
             self.line(f"{v} = interp.{method}({self.const(e)}, env)")
             return v
+        self.visit(e)
         if t is Function:
             v = self.tmp()
             self.fire("CLOSURE", e)  # [Semantics-Closure]
@@ -384,9 +402,17 @@ def block(e: Expr, observed: bool, case: Step) -> Step:
     """
     w = _Writer(observed)
     w.names["case"] = case
+    try:
+        return _write(w, e, case)
+    except _GraphShared:
+        return case
+
+
+def _write(w: _Writer, e: Expr, case: Step) -> Step:
+    """:func:`block`'s work (raises :class:`_GraphShared`)."""
     node = e
     lets = 0
-    while type(node) is Let and lets < BLOCK_LETS:
+    while type(node) is Let and lets < BLOCK_LETS and len(w.lines) < BLOCK_LINES:
         let: Let = node  # type: ignore[assignment]
         value = let.value
         if type(value) is Function:
