@@ -64,7 +64,7 @@ import numpy as np
 
 from interpreter.env import Env
 from interpreter.machine import MISSING, NodeCache, Rule, Tail
-from interpreter.values import Closure, OpValue
+from interpreter.values import Closure, ConstructorValue, OpValue
 from semantics.errors import InternalError, RelayError, RelayRuntimeError, unbound_variable
 from semantics.expr import (
     Call,
@@ -77,6 +77,9 @@ from semantics.expr import (
     Let,
     Match,
     Op,
+    PatternConstructor,
+    PatternVar,
+    PatternWildcard,
     Tuple,
     TupleGetItem,
     Var,
@@ -159,7 +162,10 @@ _RULES = {
     "ID": Rule.SEMANTICS_ID, "CONST": Rule.SEMANTICS_CONST, "OP": Rule.SEMANTICS_OP,
     "CALL_OP": Rule.SEMANTICS_CALL_OP, "PROJECTION": Rule.SEMANTICS_PROJECTION,
     "PRODUCT": Rule.SEMANTICS_PRODUCT, "CLOSURE": Rule.SEMANTICS_CLOSURE,
-    "LET": Rule.SEMANTICS_LET, "LET_REC": Rule.SEMANTICS_LET_REC,
+    "LET": Rule.SEMANTICS_LET, "LET_REC": Rule.SEMANTICS_LET_REC, "CALL": Rule.SEMANTICS_CALL,
+    "ADT_MATCH": Rule.SEMANTICS_ADT_MATCH, "PATTERN_VAR": Rule.SEMANTICS_PATTERN_VAR,
+    "PATTERN_WILDCARD": Rule.SEMANTICS_PATTERN_WILDCARD,
+    "PATTERN_CONSTRUCTOR": Rule.SEMANTICS_PATTERN_CONSTRUCTOR,
 }
 
 
@@ -176,6 +182,7 @@ class _Writer:
         self.lines: list[str] = []
         self.names: dict[str, Any] = {
             "MISSING": MISSING, "Tail": Tail, "Closure": Closure, "ndarray": np.ndarray,
+            "Env": Env, "ConstructorValue": ConstructorValue,
             "RelayError": RelayError, "OP_FAILURES": OP_FAILURES, "op_failed": op_failed,
             "lookup_parent": lookup_parent,
         }
@@ -370,12 +377,9 @@ class _Writer:
             self.line(f"return {self.premise(node)}")
             return True
         if t is Call:
-            # [Semantics-Call] (or the rule the callee's value selects)
             f = self.premise(node.op)  # type: ignore[attr-defined]
-            args = "[" + ", ".join([self.premise(a) for a in node.args]) + "]"  # type: ignore
-            self.line(f"if type({f}) is Closure:")
-            self.line(f"return interp._call_closure({f}, {args}, {k})", 2)
-            self.line(f"return interp.call_value({f}, {args}, {k})")
+            values = [self.premise(a) for a in node.args]  # type: ignore[attr-defined]
+            self.closure_call(node, f, values)  # type: ignore[arg-type]
             return True
         if t is If:
             c = self.premise(node.cond)  # type: ignore[attr-defined]
@@ -383,10 +387,77 @@ class _Writer:
             return True
         if t is Match:
             d = self.premise(node.data)  # type: ignore[attr-defined]
-            self.line(f"return interp._match({k}, env, [{d}])")
+            self.match(node, d)  # type: ignore[arg-type]
             return True
         self.line(f"return Tail({k}, env)")
         return False
+
+
+    def closure_call(self, e: Call, f: str, values: list[str]) -> None:
+        """Apply the callee's value ``f``: Semantics-Call written out for a closure of the
+        right arity (``Interpreter._call_closure``), else the interpreter's own rule."""
+        k = self.const(e)
+        args = "[" + ", ".join(values) + "]"
+        n = len(values)
+        # [Semantics-Call]   ... Γc[f ↦ c][x1 ↦ v1, ..., xn ↦ vn]; ∅ ⊢ body ⇓ v
+        self.line(f"if type({f}) is Closure and len({f}.function.params) == {n}:")
+        self.line(f"fn = {f}.function", 2)
+        self.line("params = fn.params", 2)
+        frame = "{" + ", ".join(f"params[{i}]: {v}" for i, v in enumerate(values)) + "}"
+        self.line(f"frame = {frame}", 2)
+        self.line(f"if {f}.self_var is not None and {f}.self_var not in frame:", 2)
+        self.line(f"frame[{f}.self_var] = {f}", 3)
+        self.line("body = fn.body", 2)
+        self.line("shared = interp._shared.get(body)", 2)
+        self.line("if shared is None:", 2)
+        self.line("shared = interp.shared_of(body)", 3)
+        self.fire("CALL", e, 2)
+        self.line(f"return Tail(body, Env(frame, {f}.env, {{}} if shared else None, shared), "
+                  f"{k})", 2)
+        self.line(f"return interp.call_value({f}, {args}, {k})")
+
+    def match(self, e: Match, d: str) -> None:
+        """Semantics-ADT-Match on the scrutinee's value ``d``: the leading clauses whose
+        pattern is a variable, a wildcard or a constructor of variables and wildcards are
+        tried here (what ``Interpreter._matches`` does for them: a clause that does not
+        match fires nothing), the first other clause — or an unexpected arity — hands the
+        value to the interpreter's case, which tries every clause again."""
+        k = self.const(e)
+        self.line(f"if type({d}) is ConstructorValue:")
+        for clause in e.clauses:
+            p = clause.lhs
+            rhs = self.const(clause.rhs)
+            tp = type(p)
+            if tp is PatternWildcard or tp is PatternVar:
+                # [Semantics-Pattern-Wildcard] / [Semantics-Pattern-Var]
+                if tp is PatternVar:
+                    self.fire("PATTERN_VAR", p, 2)
+                    target = f"env.extend({self.const(p.var)}, {d})"  # type: ignore
+                else:
+                    self.fire("PATTERN_WILDCARD", p, 2)
+                    target = "env"
+                self.fire("ADT_MATCH", e, 2)
+                self.line(f"return Tail({rhs}, {target})", 2)
+                break
+            if tp is not PatternConstructor or not all(
+                    type(q) in (PatternVar, PatternWildcard) for q in p.patterns):  # type: ignore
+                break
+            # [Semantics-Pattern-Constructor] with variables and wildcards
+            name = p.constructor.name  # type: ignore[attr-defined]
+            self.line(f"if {d}.name == {name!r}:", 2)
+            self.line(f"if len({d}.fields) != {len(p.patterns)}:", 3)  # type: ignore
+            self.line(f"return interp._match({k}, env, [{d}])", 4)
+            self.fire("PATTERN_CONSTRUCTOR", p, 3)
+            target = "env"
+            for i, q in enumerate(p.patterns):  # type: ignore[attr-defined]
+                if type(q) is PatternVar:
+                    self.fire("PATTERN_VAR", q, 3)
+                    target = f"{target}.extend({self.const(q.var)}, {d}.fields[{i}])"
+                else:
+                    self.fire("PATTERN_WILDCARD", q, 3)
+            self.fire("ADT_MATCH", e, 3)
+            self.line(f"return Tail({rhs}, {target})", 3)
+        self.line(f"return interp._match({k}, env, [{d}])")
 
 
 def block(e: Expr, observed: bool, case: Step) -> Step:
