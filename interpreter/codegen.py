@@ -424,6 +424,7 @@ class _Writer:
         value to the interpreter's case, which tries every clause again."""
         k = self.const(e)
         self.line(f"if type({d}) is ConstructorValue:")
+        start = len(self.lines)
         for clause in e.clauses:
             p = clause.lhs
             rhs = self.const(clause.rhs)
@@ -457,6 +458,8 @@ class _Writer:
                     self.fire("PATTERN_WILDCARD", q, 3)
             self.fire("ADT_MATCH", e, 3)
             self.line(f"return Tail({rhs}, {target})", 3)
+        if len(self.lines) == start:
+            self.lines.pop()  # no clause is tried here
         self.line(f"return interp._match({k}, env, [{d}])")
 
 

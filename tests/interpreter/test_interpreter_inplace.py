@@ -208,6 +208,12 @@ BLOCK_SNIPPETS = [
     "(%g(2), %g(3))",
     "let %x = 1; let %y = (fn (%z: int32) { add(%z, %x) })(2); let %x2 = add(%x, %y); "
     "divide(%x2, subtract(%y, 3))",
+    # matches tried in the block (flat patterns), then by the case (the first other clause)
+    "let %l = Cons(1, Cons(2, Nil)); match (%l) { Cons(_, Nil) => 1, Cons(%h, %t) => "
+    "match (%t) { Nil => %h, Cons(%k, _) => add(%h, %k) }, Nil => 0 }",
+    "match (Some((1, 2))) { Some((%a, _)) => %a, _ => 0 }",
+    "let %v = Some(3); match (%v) { None => 0, %w => match (%w) { Some(%q) => %q, _ => 1 } }",
+    "match ((1, 2)) { %p => %p.1 }",
 ]
 
 
