@@ -101,6 +101,10 @@ BLOCK_LETS = 48
 BLOCK_LINES = 1500
 """A chain stops after the ``let`` that makes its block longer than this (lines of source)."""
 
+BRANCH_NESTING = 2
+"""How many levels of ``match`` clauses and ``if`` branches a block writes out (deeper ones are
+handed to the driver)."""
+
 BLOCK_HEIGHT = 6
 """How deep an expression a block evaluates in place may be (it bounds the recursion)."""
 
@@ -165,7 +169,8 @@ _RULES = {
     "LET": Rule.SEMANTICS_LET, "LET_REC": Rule.SEMANTICS_LET_REC, "CALL": Rule.SEMANTICS_CALL,
     "ADT_MATCH": Rule.SEMANTICS_ADT_MATCH, "PATTERN_VAR": Rule.SEMANTICS_PATTERN_VAR,
     "PATTERN_WILDCARD": Rule.SEMANTICS_PATTERN_WILDCARD,
-    "PATTERN_CONSTRUCTOR": Rule.SEMANTICS_PATTERN_CONSTRUCTOR,
+    "PATTERN_CONSTRUCTOR": Rule.SEMANTICS_PATTERN_CONSTRUCTOR, "IF_TRUE": Rule.SEMANTICS_IF_TRUE,
+    "IF_FALSE": Rule.SEMANTICS_IF_FALSE,
 }
 
 
@@ -182,7 +187,7 @@ class _Writer:
         self.lines: list[str] = []
         self.names: dict[str, Any] = {
             "MISSING": MISSING, "Tail": Tail, "Closure": Closure, "ndarray": np.ndarray,
-            "Env": Env, "ConstructorValue": ConstructorValue,
+            "Env": Env, "ConstructorValue": ConstructorValue, "BOOL": np.dtype(bool),
             "RelayError": RelayError, "OP_FAILURES": OP_FAILURES, "op_failed": op_failed,
             "lookup_parent": lookup_parent,
         }
@@ -198,6 +203,10 @@ class _Writer:
         self.awaits = False
         # The non-leaf nodes written so far (a node met twice is graph-shared).
         self.written: set[int] = set()
+        # The indentation of the code being written, and how many branches (of a match or
+        # an if) it is nested in.
+        self.base = 0
+        self.nested = 0
 
     def visit(self, e: Expr) -> None:
         """Note that ``e`` (not a leaf) is written; raise :class:`_GraphShared` the second time."""
@@ -218,7 +227,7 @@ class _Writer:
         return f"v{self.count}"
 
     def line(self, text: str, indent: int = 1) -> None:
-        self.lines.append("    " * indent + text)
+        self.lines.append("    " * (indent + self.base) + text)
 
     def fire(self, rule: str, node: Any, indent: int = 1) -> None:
         if self.observed:
@@ -241,7 +250,7 @@ class _Writer:
             return self.value(e)
         self.visit(e)
         if type(e) is Call and type(e.op) in _CALLEES and height < BLOCK_HEIGHT:
-            return self.call(e, height)  # type: ignore[arg-type]
+            return self.call(e, height)
         v = self.tmp()
         self.line(f"{v} = yield ({self.const(e)}, env)")
         self.awaits = True
@@ -365,6 +374,48 @@ class _Writer:
         return v
 
     # --- after the lets -------------------------------------------------------------------
+    def chain(self, node: Expr) -> tuple[int, bool]:
+        """Write the lets of the chain beginning at ``node`` and its terminal; return (the
+        number of lets written, whether the terminal does more than hand its node back)."""
+        lets = 0
+        while type(node) is Let and lets < BLOCK_LETS and len(self.lines) < BLOCK_LINES:
+            let: Let = node
+            value = let.value
+            if type(value) is Function:
+                # [Semantics-Let-Rec]   c = ⟨fn, Γ, x⟩    Γ[x ↦ c] ⊢ e2 ⇓ v
+                v = self.tmp()
+                self.line(f"{v} = Closure({self.const(value)}, env, {self.const(let.var)}, "
+                          f"{'%' + let.var.name_hint!r})")
+                self.fire("LET_REC", let)
+            else:
+                # [Semantics-Let]   Γ ⊢ e1 ⇓ v1    Γ[x ↦ v1] ⊢ e2 ⇓ v
+                v = self.premise(value)
+                self.fire("LET", let)
+            self.line(f"env = env.extend({self.const(let.var)}, {v})")
+            self.vars[let.var] = v
+            lets += 1
+            node = let.body
+        return lets, self.terminal(node)
+
+    def branch(self, node: Expr, target: str, indent: int) -> None:
+        """Continue with ``node`` (a clause's or branch's expression, the rule's tail premise)
+        in the environment ``target``: written here, nested at ``indent``, while the block is
+        small; else ``Tail`` to the driver."""
+        k = self.const(node)
+        if self.nested >= BRANCH_NESTING or len(self.lines) >= BLOCK_LINES:
+            self.line(f"return Tail({k}, {target})", indent)
+            return
+        if target != "env":
+            self.line(f"env = {target}", indent)
+        saved = (dict(self.vars), dict(self.opvals), self.base)
+        self.base += indent - 1
+        self.nested += 1
+        try:
+            self.chain(node)
+        finally:
+            self.vars, self.opvals, self.base = saved
+            self.nested -= 1
+
     def terminal(self, node: Expr) -> bool:
         """Write what the block does after its lets (see the module docstring); False when
         that is only handing ``node`` to the driver."""
@@ -382,7 +433,14 @@ class _Writer:
             self.closure_call(node, f, values)  # type: ignore[arg-type]
             return True
         if t is If:
+            # [Semantics-If-True] / [Semantics-If-False] (the case raises the error)
             c = self.premise(node.cond)  # type: ignore[attr-defined]
+            self.line(f"if type({c}) is ndarray and {c}.dtype is BOOL and {c}.ndim == 0:")
+            self.line(f"if {c}:", 2)
+            self.fire("IF_TRUE", node, 3)
+            self.branch(node.true_branch, "env", 3)  # type: ignore[attr-defined]
+            self.fire("IF_FALSE", node, 2)
+            self.branch(node.false_branch, "env", 2)  # type: ignore[attr-defined]
             self.line(f"return interp._if({k}, env, [{c}])")
             return True
         if t is Match:
@@ -427,7 +485,6 @@ class _Writer:
         start = len(self.lines)
         for clause in e.clauses:
             p = clause.lhs
-            rhs = self.const(clause.rhs)
             tp = type(p)
             if tp is PatternWildcard or tp is PatternVar:
                 # [Semantics-Pattern-Wildcard] / [Semantics-Pattern-Var]
@@ -438,7 +495,7 @@ class _Writer:
                     self.fire("PATTERN_WILDCARD", p, 2)
                     target = "env"
                 self.fire("ADT_MATCH", e, 2)
-                self.line(f"return Tail({rhs}, {target})", 2)
+                self.branch(clause.rhs, target, 2)
                 break
             if tp is not PatternConstructor or not all(
                     type(q) in (PatternVar, PatternWildcard) for q in p.patterns):  # type: ignore
@@ -457,7 +514,7 @@ class _Writer:
                 else:
                     self.fire("PATTERN_WILDCARD", q, 3)
             self.fire("ADT_MATCH", e, 3)
-            self.line(f"return Tail({rhs}, {target})", 3)
+            self.branch(clause.rhs, target, 3)
         if len(self.lines) == start:
             self.lines.pop()  # no clause is tried here
         self.line(f"return interp._match({k}, env, [{d}])")
@@ -484,26 +541,8 @@ def block(e: Expr, observed: bool, case: Step) -> Step:
 
 def _write(w: _Writer, e: Expr, case: Step) -> Step:
     """:func:`block`'s work (raises :class:`_GraphShared`)."""
-    node = e
-    lets = 0
-    while type(node) is Let and lets < BLOCK_LETS and len(w.lines) < BLOCK_LINES:
-        let: Let = node  # type: ignore[assignment]
-        value = let.value
-        if type(value) is Function:
-            # [Semantics-Let-Rec]   c = ⟨fn, Γ, x⟩    Γ[x ↦ c] ⊢ e2 ⇓ v
-            v = w.tmp()
-            w.line(f"{v} = Closure({w.const(value)}, env, {w.const(let.var)}, "
-                   f"{'%' + let.var.name_hint!r})")
-            w.fire("LET_REC", let)
-        else:
-            # [Semantics-Let]   Γ ⊢ e1 ⇓ v1    Γ[x ↦ v1] ⊢ e2 ⇓ v
-            v = w.premise(value)
-            w.fire("LET", let)
-        w.line(f"env = env.extend({w.const(let.var)}, {v})")
-        w.vars[let.var] = v
-        lets += 1
-        node = let.body
-    if not w.terminal(node) and lets == 0:
+    lets, handled = w.chain(e)
+    if not handled and lets == 0:
         return case  # nothing to gain: the block would hand its own node back
     namespace = dict(w.names)
     exec(compile(w.source(), f"<block of {type(e).__name__}>", "exec"), namespace)  # noqa: S102

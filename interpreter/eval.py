@@ -108,8 +108,8 @@ from typing import Any
 
 import numpy as np
 
-from interpreter.env import Env
 from interpreter.codegen import hot_step, step_cache
+from interpreter.env import Env
 from interpreter.machine import (
     MISSING,
     UNOBSERVED,
