@@ -238,6 +238,7 @@ class _Writer:
                 "        return case(interp, e, env)"]
         if self.awaits:
             head += ["    return run(interp, env)", "def run(interp, env):"]
+        head.append("    sites_get = interp._sites.get")
         if self.observed:
             head.append("    fired = interp.fired")
         return "\n".join(head + self.lines) + "\n"
@@ -353,10 +354,13 @@ class _Writer:
         # [Semantics-Call-Op]: the reference's checked compute when the arguments have the
         # signature whose verdict the site keeps (what the case does), else the case.
         self.line(f"{v} = MISSING")
-        self.line(f"site = interp._sites.get({k})")
-        self.line(f"if site is not None and site.last is not None and site.opdef is {f}.opdef "
-                  "and site.impl is site.opdef.impl:")
-        self.line("dt, sh, verdict = site.last", 2)
+        self.line(f"site = sites_get({k})")
+        self.line("if site is not None:")
+        self.line("last = site.last", 2)
+        self.line(f"if last is not None and site.opdef is {f}.opdef "
+                  "and site.impl is site.opdef.impl:", 2)
+        self.base += 1
+        self.line("dt, sh, verdict = last", 2)
         checks = " and ".join(
             f"type({a}) is ndarray and {a}.dtype is dt[{i}] and {a}.shape == sh[{i}]"
             for i, a in enumerate(args)) or "True"
@@ -369,6 +373,7 @@ class _Writer:
         self.line("except OP_FAILURES as exc:", 3)
         self.line(f"raise op_failed({f}, exc, {k}.span) from exc", 4)
         self.fire("CALL_OP", e, 3)
+        self.base -= 1
         self.line(f"if {v} is MISSING:")
         self.line(f"{v} = interp._call_op({f}, {arg_list}, {k})", 2)
         return v

@@ -396,7 +396,11 @@ class _Converter:
                 if i == spine:
                     converted.append(None)
                 elif type(item) is np.ndarray and type(field_ty) is TensorType:
-                    converted.append(self._tensor(item, field_ty, _Path(path, name, i)))
+                    exact = _EXACT.get(field_ty) or _exact_layout(field_ty)
+                    if exact and item.dtype is exact[0] and item.shape == exact[1]:
+                        converted.append(item)  # (what _tensor's first test accepts)
+                    else:
+                        converted.append(self._tensor(item, field_ty, _Path(path, name, i)))
                 else:
                     converted.append(
                         (yield self._convert(item, field_ty, _Path(path, name, i))))
