@@ -71,6 +71,16 @@ variant the requested features allow (a builtin no-op when nothing observes the 
 numpy's error state is installed once per evaluation (:meth:`Machine.run
 <interpreter.machine.Machine.run>`), not per operator call.
 
+**Blocks.** The cases above are what the driver runs for a node the first few times
+it meets it. Once a node is hot (``interpreter.codegen.HOT`` runs), the driver runs the
+node's *block* instead: Python source written for that node alone by
+:mod:`interpreter.codegen` — the composition of these same cases along the node's
+``let`` chain, its in-place premises and its terminal (a call, an ``if``, a ``match``, a
+value), with every dispatch decided once and every intermediate value a local — which
+fires the same rules on the same nodes in the same order and raises the same errors
+(it calls the case itself on every unusual path). Blocks run only in activations without
+graph-shared nodes, and never while a derivation is recorded.
+
 **Errors.** Every failure a program can provoke is a ``RelayRuntimeError``
 carrying the span of the node at fault: unbound variable, undefined global,
 calling a non-function, wrong arity, projection of a non-tuple, a condition
@@ -93,6 +103,7 @@ side with RULES.md. The rest of the evaluator is next to it:
   :class:`Tail` requests, :class:`~interpreter.machine.Machine` with the explicit
   stack, the sharing memo frames, depth accounting and the ``fired`` bookkeeping of
   fuel, ``trace`` and the :class:`Recorder`; :func:`shared_nodes`);
+* :mod:`interpreter.codegen`: the blocks of hot nodes (see "Blocks" above);
 * :mod:`interpreter.entry`: the public entry point (:func:`evaluate`,
   :func:`evaluate_recorded` for ``relay run --trace``), which runs an
   :class:`Interpreter`;

@@ -8,7 +8,9 @@ that runs them (the design is described at the top of :mod:`interpreter.eval`):
   activation);
 * :class:`Machine`, which :class:`interpreter.eval.Interpreter` extends with the
   rule cases: :meth:`Machine.run` keeps the suspended cases on an explicit list
-  (never Python recursion), continues tail premises in place, accounts the
+  (never Python recursion), runs each node's case — or its generated block once the node
+  is hot (:mod:`interpreter.codegen`; never while a derivation is recorded) —,
+  continues tail premises in place, accounts the
   activation depth against ``max_depth`` ("stack exhausted") and
   :meth:`Machine.apply` applies a function value from Python; the rule-application
   bookkeeping ``fired`` (a no-op when nothing observes it) counts steps, enforces
@@ -174,7 +176,10 @@ class Machine:
     (rules with premises: node type → a generator for the driver, a :class:`Tail`, or the
     value when every premise was established in place) and ``appliers`` (callee value
     type → application), all holding functions called with the machine as first
-    argument, and ``eval_shared`` (Semantics-Shared, a memo hit).
+    argument, and ``eval_shared`` (Semantics-Shared, a memo hit); and, for evaluations
+    that record no derivation, ``step_cache`` (node → what to run for it, its block once
+    hot) with ``step_for(node)`` for the nodes not in it (which answers what the case of
+    the node answers).
 
     Args:
         mod: the program (globals and ADTs).
