@@ -300,7 +300,12 @@ class _Writer:
         k = self.const(x)
         self.line(f"{v} = env.vars.get({k}, MISSING)")
         self.line(f"if {v} is MISSING:")
-        self.line(f"{v} = lookup_parent(env, {k})", 2)
+        # the enclosing frame (a closure's), then the rest of the walk
+        self.line("up = env.parent", 2)
+        self.line("if up is not None:", 2)
+        self.line(f"{v} = up.vars.get({k}, MISSING)", 3)
+        self.line(f"if {v} is MISSING:", 2)
+        self.line(f"{v} = lookup_parent(env if up is None else up, {k})", 3)
         self.fire("ID", x)
         self.vars[x] = v
         return v
@@ -396,11 +401,19 @@ class _Writer:
                 # [Semantics-Let]   Γ ⊢ e1 ⇓ v1    Γ[x ↦ v1] ⊢ e2 ⇓ v
                 v = self.premise(value)
                 self.fire("LET", let)
-            self.line(f"env = env.extend({self.const(let.var)}, {v})")
+            self.bind(let.var, v)
             self.vars[let.var] = v
             lets += 1
             node = let.body
         return lets, self.terminal(node)
+
+    def bind(self, x: Var, v: str) -> None:
+        """Γ[x ↦ v]: ``Env.extend`` written out (in place unless ``x`` is already visible)."""
+        k = self.const(x)
+        self.line(f"if {k} in env.vars or (env.parent is not None and env.parent.binds({k})):")
+        self.line(f"env = Env({{{k}: {v}}}, env, env.memo, env.shared)", 2)
+        self.line("else:")
+        self.line(f"env.vars[{k}] = {v}", 2)
 
     def branch(self, node: Expr, target: str, indent: int) -> None:
         """Continue with ``node`` (a clause's or branch's expression, the rule's tail premise)
