@@ -92,7 +92,7 @@ Step = Callable[[Any, Any, Env], Any]
 """What the driver runs for a node: ``step(interp, node, env)`` answers what a case answers
 (a value, a ``Tail``, or a generator awaiting premises through the driver)."""
 
-HOT = 4
+HOT = 32
 """How many runs of a node's case by the driver make it worth writing the node's block."""
 
 BLOCK_LETS = 48

@@ -18,6 +18,7 @@ these applications.)
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ from interp_util import GOLDEN_FILES, directives, golden_call
 from conformance.harness import ORACLE_FUEL
 from conformance.strategies.programs import Program, well_typed_modules
 from interpreter import evaluate, evaluate_recorded
-from interpreter.codegen import HOT
+from interpreter import codegen
 from interpreter.values import show_value
 from semantics import RelayError, parse, parse_expr
 
@@ -77,6 +78,15 @@ def both_ways(program: Any, args: list[Any], **kwargs: Any) -> tuple[list[Any], 
     return [first, *traced], [second, *log.rules]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _blocks_soon() -> Iterator[None]:
+    """Blocks made after a few runs (not the default's many), so that the tests below make
+    them without running each program dozens of times."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(codegen, "HOT", 3)
+        yield
+
+
 def outcome_of(run: Any) -> str:
     """The value (shown exactly) or the error message of ``run()``."""
     try:
@@ -102,7 +112,7 @@ def hot_both_ways(program: Any, args: list[Any], **kwargs: Any
     ends = "out of fuel" not in outcome_of(lambda: evaluate(program, *fresh(), **kwargs))
     warm = {**kwargs, "check": False}      # (checked above; the warm-up only makes blocks)
     warm_plain = {**plain, "check": False}
-    for _ in range(HOT):
+    for _ in range(codegen.HOT):
         outcome_of(lambda: evaluate(program, *fresh(), trace=lambda rule, node: None, **warm))
         if ends:
             outcome_of(lambda: evaluate(program, *fresh(), **warm_plain))
@@ -214,6 +224,10 @@ BLOCK_SNIPPETS = [
     "match (Some((1, 2))) { Some((%a, _)) => %a, _ => 0 }",
     "let %v = Some(3); match (%v) { None => 0, %w => match (%w) { Some(%q) => %q, _ => 1 } }",
     "match ((1, 2)) { %p => %p.1 }",
+    # branches nested deeper than a block writes out
+    "let %v = Some(Some(Some(1))); match (%v) { Some(%a) => match (%a) { Some(%b) => "
+    "match (%b) { Some(%c) => if (less(%c, 2)) { if (less(%c, 0)) { 0 } else { %c } } "
+    "else { 3 }, None => 4 }, None => 5 }, None => 6 }",
 ]
 
 
@@ -239,6 +253,15 @@ def test_snippets_fire_the_same_rules_in_blocks(text):
     assert traced == recorded
     assert unobserved == recorded_plain
     assert len(traced) > 2
+
+
+def test_a_long_chain_continues_in_the_next_block() -> None:
+    lets = " ".join(f"let %x{i} = add(%x{i - 1}, {i});" for i in range(1, 120))
+    text = f"let %f = fn (%x0: int32) {{ {lets} %x119 }}; (%f(1), %f(2))"
+    traced, recorded, unobserved, recorded_plain = hot_both_ways(parse_expr(text), [],
+                                                                 check=False)
+    assert traced == recorded
+    assert unobserved == recorded_plain
 
 
 @pytest.mark.parametrize("fuel", range(0, 40, 3))
