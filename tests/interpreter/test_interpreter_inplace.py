@@ -27,8 +27,7 @@ from interp_util import GOLDEN_FILES, directives, golden_call
 
 from conformance.harness import ORACLE_FUEL
 from conformance.strategies.programs import Program, well_typed_modules
-from interpreter import evaluate, evaluate_recorded
-from interpreter import codegen
+from interpreter import codegen, evaluate, evaluate_recorded
 from interpreter.values import show_value
 from semantics import RelayError, parse, parse_expr
 
