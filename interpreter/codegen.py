@@ -11,37 +11,41 @@ What a block does (when the activation has no graph-shared node, ``env.shared`` 
 in every program written with ``let`` s; otherwise it runs the node's case, which consults
 the memo of Semantics-Shared where needed):
 
-* the ``let`` s of a chain (along the bodies, at most ``BLOCK_LETS``) whose value a block
-  evaluates in place (:func:`block_plan`): for each, the value, then Semantics-Let and
-  Γ[x ↦ v] — or Semantics-Let-Rec and Γ[x ↦ ⟨fn, Γ, x⟩] for a function literal. That is
-  what the driver does when the case of one ``let`` returns ``Tail(body, Γ[x ↦ v])`` and
-  the body is the next ``let``;
-* then one *terminal*: the value of an in-place expression; the application of a callee
-  whose callee and arguments are in place (Semantics-Call returns the body's ``Tail``);
-  an ``if`` or a ``match`` whose condition / scrutinee is in place (the rule's case); the
-  case of a ``let`` whose value needs the driver (it awaits the value); or ``Tail(node)``,
-  handing any other node to the driver.
+* the ``let`` s of a chain (along the bodies, at most ``BLOCK_LETS``): for each, the value,
+  then Semantics-Let and Γ[x ↦ v] — or Semantics-Let-Rec and Γ[x ↦ ⟨fn, Γ, x⟩] for a
+  function literal. That is what the driver does when the case of one ``let`` returns
+  ``Tail(body, Γ[x ↦ v])`` and the body is the next ``let``;
+* then one *terminal*: a value; the application of a callee (Semantics-Call written out
+  for a closure of the right arity: the body's ``Tail``, a new activation); an ``if``
+  (Semantics-If-True / -False) or a ``match`` (Semantics-ADT-Match, the leading clauses
+  whose pattern is a variable, a wildcard or a constructor of variables and wildcards tried
+  in the block) whose chosen branch is written out in turn, at most ``BRANCH_NESTING``
+  levels; or ``Tail(node)``, handing any other node to the driver.
 
-An expression evaluated in place is a leaf (variable, constant, global, operator,
-constructor) or a tree, at most ``BLOCK_HEIGHT`` deep, of operator and constructor calls,
-projections, tuples and function literals; its rules fire in the order of the cases —
-callee, arguments left to right, then Semantics-Call-Op / -ADT-Constructor; the tuple,
-then Semantics-Projection; the fields, then Semantics-Product; Semantics-Closure for a
-literal. Only the bookkeeping differs from the cases:
+A premise (a ``let``'s value, an argument, a condition, ...) is established in place when it
+is a leaf (variable, constant, global, operator, constructor) or a tree, at most
+``BLOCK_HEIGHT`` deep, of operator and constructor calls, projections, tuples and function
+literals (:func:`block_plan`); else it is *awaited*: the block is then a generator and
+``yield`` s ``(expr, env)`` to the driver exactly where the case's ``await_premises`` would.
+The rules fire in the order of the cases — callee, arguments left to right, then
+Semantics-Call-Op / -ADT-Constructor; the tuple, then Semantics-Projection; the fields,
+then Semantics-Product; Semantics-Closure for a literal. Only the bookkeeping differs:
 
 * every node's facts are constants of the function (the node, its rule, its span), and
   every intermediate value is a local variable;
 * a variable bound by a ``let`` of the block, or already read in it, is read from the
-  local holding its value: the environment the block extends answers the same (nothing in
-  a block rebinds a variable but its ``let`` s, which update the local; a block contains
-  no effect and calls no closure), still firing Semantics-Id at each use;
+  local holding its value, still firing Semantics-Id at each use. The environment answers
+  the same: a later ``let`` of the block binding the same variable updates the local, and
+  evaluating an awaited premise in the block's environment can only add bindings of
+  variables not visible there (``Env.extend``), never change a visible one;
 * an operator's value is looked up once per block (the interpreter's ``OpValue`` for a name
   is made once per evaluation), each use firing Semantics-Op;
 * Semantics-Call-Op calls the reference's checked compute directly when the arguments have
   the signature whose verdict the call site keeps (as ``Interpreter._call_op`` does, see
   ``interpreter.eval._OpSite``); any other case — a new signature, a failed projection, a
-  constructor applied, an unknown operator — is the interpreter's own case at that node,
-  which fires the rule or raises the error with the node's span.
+  constructor applied, an unknown operator, a condition that is not a scalar bool, a
+  pattern of another kind — is the interpreter's own case at that node, which fires the
+  rules or raises the error with the node's span.
 
 A block is written in two variants: *observed* (``fuel``, ``trace``: it calls
 ``interp.fired(rule, node)`` at every rule application, in order) and *unobserved* (no
@@ -50,9 +54,10 @@ driver then runs the cases only). ``tests/interpreter/test_interpreter_inplace.p
 that the rule sequence of an evaluation equals the recorded derivation's, on programs run
 often enough for their blocks to be made.
 
-Recursion: writing a tree's source recurses at most ``BLOCK_HEIGHT`` levels; a block calls
-no other block, and a chain longer than ``BLOCK_LETS`` continues in the next block (through
-the driver).
+Recursion: writing a block's source recurses at most ``BLOCK_HEIGHT`` levels per premise and
+``BRANCH_NESTING`` levels of branches; a block calls no other block (awaited premises and
+tail calls go through the driver), a chain longer than ``BLOCK_LETS`` continues in the next
+block, and an expression in which a node occurs twice gets no block (it is graph-shared).
 """
 
 from __future__ import annotations
