@@ -116,20 +116,39 @@ def convert_value(x: Any, ty: Type | None, mod: IRModule, name: str = "value") -
     return value
 
 
+# TensorType -> (numpy dtype, shape) when its dtype is a Relay scalar dtype and every
+# dimension is a constant, else () (identity-keyed; types are immutable).
+_EXACT: dict[TensorType, tuple[Any, ...]] = {}
+
+
+def _exact_layout(ty: TensorType) -> tuple[Any, ...]:
+    dtype = _NUMPY_DTYPES.get(ty.dtype)
+    shape = tuple(ty.shape)
+    exact: tuple[Any, ...] = ()
+    if dtype is not None and all(type(d) is int for d in shape):
+        exact = (dtype, shape)
+    if len(_EXACT) >= 4096:
+        _EXACT.clear()
+    _EXACT[ty] = exact
+    return exact
+
+
 class _Path:
     """Where in an argument a conversion is (rendered only for messages)."""
 
-    __slots__ = ("parent", "step")
+    __slots__ = ("parent", "step", "index")
 
-    def __init__(self, parent: _Path | str, step: str):
+    def __init__(self, parent: _Path | str, step: str, index: int | None = None):
+        # ``step``, or ``step.index`` when an index is given (formatted only for messages).
         self.parent = parent
         self.step = step
+        self.index = index
 
     def render(self) -> str:
         steps: list[str] = []
         node: _Path | str = self
         while isinstance(node, _Path):
-            steps.append(node.step)
+            steps.append(node.step if node.index is None else f"{node.step}.{node.index}")
             node = node.parent
         steps.reverse()
         if len(steps) > 4:
@@ -232,6 +251,13 @@ class _Converter:
 
     # -- tensors ---------------------------------------------------------------------------
     def _tensor(self, x: Any, ty: TensorType, path: _Path | str) -> np.ndarray:
+        if type(x) is np.ndarray:
+            # The common case: an array of exactly the declared dtype and concrete shape.
+            exact = _EXACT.get(ty)
+            if exact is None:
+                exact = _exact_layout(ty)
+            if exact and x.dtype is exact[0] and x.shape == exact[1]:
+                return x
         dtype = ty.dtype
         base, lanes = split_lanes(dtype)
         if lanes != 1 or dtype not in _RELAY_DTYPES:
@@ -339,7 +365,6 @@ class _Converter:
         td = self.mod.types.get(head.name)
         if td is None:
             raise RelayRuntimeError(f"{_render(path)}: the program does not define ADT {head.name}")
-        subst = {tv: a for tv, a in zip(td.type_vars, args)}
         # A list is a chain of constructor values: walk the spine iteratively (fields that are
         # themselves of this ADT are continued in the loop, not by a nested generator).
         value = x
@@ -361,9 +386,7 @@ class _Converter:
                 if ctor.belong_to.name != head.name:
                     raise self.fail(path, ty, value,
                                     f"{name} builds a {ctor.belong_to.name}, not a {head.name}")
-                field_types = [_substitute(fty, subst) for fty in ctor.inputs]
-                spine = next((i for i, f in enumerate(field_types) if _same_adt(f, ty)), -1)
-                layout = layouts[name] = (ctor, field_types, spine)
+                layout = layouts[name] = _layout(td, ctor, ty, args)
             ctor, field_types, spine = layout
             if len(fields) != len(field_types):
                 raise self.fail(path, ty, value,
@@ -372,14 +395,20 @@ class _Converter:
             for i, (item, field_ty) in enumerate(zip(fields, field_types)):
                 if i == spine:
                     converted.append(None)
+                elif type(item) is np.ndarray and type(field_ty) is TensorType:
+                    exact = _EXACT.get(field_ty) or _exact_layout(field_ty)
+                    if exact and item.dtype is exact[0] and item.shape == exact[1]:
+                        converted.append(item)  # (what _tensor's first test accepts)
+                    else:
+                        converted.append(self._tensor(item, field_ty, _Path(path, name, i)))
                 else:
                     converted.append(
-                        (yield self._convert(item, field_ty, _Path(path, f"{name}.{i}"))))
+                        (yield self._convert(item, field_ty, _Path(path, name, i))))
             built.append((ctor, converted, spine))
             if spine < 0:
                 break
             value = fields[spine]
-            path = _Path(path, f"{name}.{spine}")
+            path = _Path(path, name, spine)
         self.active.difference_update(spine_ids)
         result: Any = None
         for ctor, converted, spine in reversed(built):
@@ -435,6 +464,29 @@ class _Converter:
         if isinstance(x, _FUNCTION_VALUES):
             return x
         raise RelayRuntimeError(f"{_render(path)}: {_describe(x)} is not a Relay value")
+
+
+# (ADT definition, constructor, the ADT type) -> the constructor's layout at that type; the
+# keys are held (identity-hashed), so an entry is never confused with a later object.
+_LAYOUTS: dict[tuple[Any, Constructor, Type], tuple[Constructor, list[Type], int]] = {}
+_LAYOUTS_LIMIT = 4096
+
+
+def _layout(td: Any, ctor: Constructor, ty: TypeCall | GlobalTypeVar, args: Sequence[Type]
+            ) -> tuple[Constructor, list[Type], int]:
+    """``(ctor, field types at ty, the index of the field of type ty or -1)``, cached per
+    (definition, constructor, type): the field types are then the same objects every time, so
+    nested values of the same type find their layouts cached too."""
+    key = (td, ctor, ty)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        subst = {tv: a for tv, a in zip(td.type_vars, args)}
+        field_types = [_substitute(fty, subst) for fty in ctor.inputs]
+        spine = next((i for i, f in enumerate(field_types) if _same_adt(f, ty)), -1)
+        if len(_LAYOUTS) >= _LAYOUTS_LIMIT:
+            _LAYOUTS.clear()
+        layout = _LAYOUTS[key] = (ctor, field_types, spine)
+    return layout
 
 
 def _integer(x: Any) -> int | None:

@@ -71,6 +71,16 @@ variant the requested features allow (a builtin no-op when nothing observes the 
 numpy's error state is installed once per evaluation (:meth:`Machine.run
 <interpreter.machine.Machine.run>`), not per operator call.
 
+**Blocks.** The cases above are what the driver runs for a node the first few times
+it meets it. Once a node is hot (``interpreter.codegen.HOT`` runs), the driver runs the
+node's *block* instead: Python source written for that node alone by
+:mod:`interpreter.codegen` — the composition of these same cases along the node's
+``let`` chain, its in-place premises and its terminal (a call, an ``if``, a ``match``, a
+value), with every dispatch decided once and every intermediate value a local — which
+fires the same rules on the same nodes in the same order and raises the same errors
+(it calls the case itself on every unusual path). Blocks run only in activations without
+graph-shared nodes, and never while a derivation is recorded.
+
 **Errors.** Every failure a program can provoke is a ``RelayRuntimeError``
 carrying the span of the node at fault: unbound variable, undefined global,
 calling a non-function, wrong arity, projection of a non-tuple, a condition
@@ -95,6 +105,7 @@ side with RULES.md. The rest of the evaluator is next to it:
   :class:`Tail` requests, :class:`~interpreter.machine.Machine` with the explicit
   stack, the sharing memo frames, depth accounting and the ``fired`` bookkeeping of
   fuel, ``trace`` and the :class:`Recorder`; :func:`shared_nodes`);
+* :mod:`interpreter.codegen`: the blocks of hot nodes (see "Blocks" above);
 * :mod:`interpreter.entry`: the public entry point (:func:`evaluate`,
   :func:`evaluate_recorded` for ``relay run --trace``), which runs an
   :class:`Interpreter`;
@@ -112,9 +123,11 @@ from typing import Any
 
 import numpy as np
 
+from interpreter.codegen import hot_step, step_cache
 from interpreter.env import Env
 from interpreter.machine import (
     MISSING,
+    UNOBSERVED,
     Eval,
     Machine,
     NodeCache,
@@ -315,6 +328,8 @@ class Interpreter(Machine):
     INLINE: dict[type, Callable[[Any, Any, Env], Any]]
     LEAVES: dict[type, Callable[[Any, Any, Env], Any]]
     PATTERNS: dict[type, Callable[..., bool]]
+    # AXIOMS and CASES together: the case the driver runs for a node, by the node's type.
+    CASES_BY_TYPE: dict[type, Callable[[Any, Any, Env], Any]]
     _direct: dict[type, Callable[[Any, Any, Env], Any]]  # leaves established in place
     _inline: dict[type, Callable[[Any, Any, Env], Any]]  # premises established in place
     _sites = _SITES
@@ -327,11 +342,20 @@ class Interpreter(Machine):
         self._ops: dict[str, OpValue] = {}
         self._nullary: dict[Constructor, ConstructorValue] = {}
         self._grads: dict[Grad, Expr] = {}
+        # The blocks the driver runs for hot nodes (interpreter.codegen), in the variant
+        # for this evaluation: observed (fuel, trace) or not.
+        self._observed = self.fired is not UNOBSERVED
+        self.step_cache = step_cache(self._observed)
         if recorder is not None:
             # Premises are established in place, except while recording a derivation,
             # where every judgment is reported.
             self._direct = {}
             self._inline = {}
+
+    def step_for(self, e: Expr) -> Any:
+        """What the driver runs for ``e``: its case, or its block once it is hot
+        (:func:`interpreter.codegen.hot_step`)."""
+        return hot_step(e, self.CASES_BY_TYPE, self._observed)
 
     def global_closure(self, gv: GlobalVar) -> Closure:
         """The closure of a global function (one per global per interpreter)."""
@@ -867,6 +891,7 @@ Interpreter.INLINE = {
     **Interpreter.LEAVES, Function: Interpreter._inline_function,
     Call: Interpreter._inline_tree, TupleGetItem: Interpreter._inline_tree,
 }
+Interpreter.CASES_BY_TYPE = {**Interpreter.AXIOMS, **Interpreter.CASES}
 Interpreter.axioms = Interpreter.AXIOMS
 Interpreter.cases = Interpreter.CASES
 Interpreter.appliers = Interpreter.APPLIERS

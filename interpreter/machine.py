@@ -8,7 +8,9 @@ that runs them (the design is described at the top of :mod:`interpreter.eval`):
   activation);
 * :class:`Machine`, which :class:`interpreter.eval.Interpreter` extends with the
   rule cases: :meth:`Machine.run` keeps the suspended cases on an explicit list
-  (never Python recursion), continues tail premises in place, accounts the
+  (never Python recursion), runs each node's case — or its generated block once the node
+  is hot (:mod:`interpreter.codegen`; never while a derivation is recorded) —,
+  continues tail premises in place, accounts the
   activation depth against ``max_depth`` ("stack exhausted") and
   :meth:`Machine.apply` applies a function value from Python; the rule-application
   bookkeeping ``fired`` (a no-op when nothing observes it) counts steps, enforces
@@ -39,8 +41,8 @@ from semantics.ops.reference import restore_numpy, silence_numpy
 from semantics.rules import Rule as _RuleEnum
 from semantics.visitor import shared
 
-__all__ = ["MISSING", "CallbackError", "Eval", "Machine", "NodeCache", "Recorder", "Rule", "Tail",
-           "shared_nodes"]
+__all__ = ["MISSING", "UNOBSERVED", "CallbackError", "Eval", "Machine", "NodeCache", "Recorder",
+           "Rule", "Tail", "shared_nodes"]
 
 
 class _FastRules:
@@ -152,7 +154,7 @@ MISSING = object()
 """The answer of a lookup that found nothing (values may be None)."""
 
 
-_unobserved: Callable[[Any, Any], Any] = operator.is_
+UNOBSERVED: Callable[[Any, Any], Any] = operator.is_
 """``fired`` when no fuel, trace or recorder observes the rule applications (a no-op)."""
 
 
@@ -174,7 +176,10 @@ class Machine:
     (rules with premises: node type → a generator for the driver, a :class:`Tail`, or the
     value when every premise was established in place) and ``appliers`` (callee value
     type → application), all holding functions called with the machine as first
-    argument, and ``eval_shared`` (Semantics-Shared, a memo hit).
+    argument, and ``eval_shared`` (Semantics-Shared, a memo hit); and, for evaluations
+    that record no derivation, ``step_cache`` (node → what to run for it, its block once
+    hot) with ``step_for(node)`` for the nodes not in it (which answers what the case of
+    the node answers).
 
     Args:
         mod: the program (globals and ADTs).
@@ -188,6 +193,9 @@ class Machine:
     cases: dict[type, Callable[[Any, Any, Env], Any]]
     appliers: dict[type, Callable[[Any, Any, list[Any], Any], Any]]
     fired: Callable[[Any, Any], None]
+    # The steps (node → its case specialized for it), and how a missing one is made.
+    step_cache: dict[Expr, Callable[[Any, Any, Env], Any]]
+    step_for: Callable[[Expr], Callable[[Any, Any, Env], Any]]
     # Semantics-Shared: the value of a shared node found in the memo (the subclass's case).
     eval_shared: Callable[[Expr, Any], Any]
 
@@ -205,7 +213,7 @@ class Machine:
             # Nobody observes the rule applications: no bookkeeping at all (the count is
             # only needed for fuel). A builtin taking (rule, node) without effects is the
             # cheapest call there is.
-            self.fired = _unobserved
+            self.fired = UNOBSERVED
         else:
             self.fired = self._fired_observed
 
@@ -249,9 +257,86 @@ class Machine:
         """
         token = silence_numpy()
         try:
+            if self.recorder is None:
+                return self._drive_steps(expr, env, depth)
             return self._drive(expr, env, depth)
         finally:
             restore_numpy(token)
+
+    def _drive_steps(self, expr: Expr, env: Env, depth: int) -> Any:
+        """The loop of :meth:`run` when no derivation is recorded: each node's *step* (its
+        case, specialized per node: see :mod:`interpreter.compiled`) in place of the
+        tables, otherwise the loop of :meth:`_drive` (without the recorder's reports)."""
+        steps = self.step_cache
+        step_for = self.step_for
+        max_depth = self.max_depth
+        gens: list[Any] = []
+        depths: list[int] = []
+        e = expr
+        while True:
+            # -- establish Γ ⊢ e ⇓ ? : a value now, or a suspended case pushed --------------
+            shared = env.shared
+            pending = True
+            if shared and e in shared:
+                memo = env.memo
+                assert memo is not None  # Env: a memo exactly when some node is shared
+                hit = memo.get(e, MISSING)
+                if hit is not MISSING:
+                    result = self.eval_shared(e, hit)
+                    pending = False
+                else:
+                    frame = _remember(memo, e)
+                    next(frame)
+                    gens.append(frame)
+                    depths.append(depth)
+            if pending:
+                step = steps.get(e)
+                if step is None:
+                    step = step_for(e)
+                result = step(self, e, env)
+                tr = type(result)
+                if tr is _GENERATOR:
+                    gens.append(result)
+                    depths.append(depth)
+                    result = None
+                elif tr is Tail:
+                    # The tail premise (the rule's other premises are established).
+                    if result.call is not None:
+                        # A new activation, one deeper than the one awaiting its value.
+                        depth = (depths[-1] if depths else 0) + 1
+                        if depth > max_depth:
+                            raise RelayRuntimeError(
+                                f"stack exhausted: more than {max_depth} nested calls",
+                                result.call.span)
+                    e = result.expr
+                    env = result.env
+                    continue
+            # -- deliver `result` to the innermost suspended case ----------------------------
+            while gens:
+                try:
+                    request = gens[-1].send(result)
+                except StopIteration as stop:
+                    gens.pop()
+                    d = depths.pop()
+                    outcome = stop.value
+                    if type(outcome) is Tail:
+                        if outcome.call is not None:
+                            d = (depths[-1] if depths else 0) + 1
+                            if d > max_depth:
+                                raise RelayRuntimeError(
+                                    f"stack exhausted: more than {max_depth} nested calls",
+                                    outcome.call.span) from None
+                        e = outcome.expr
+                        env = outcome.env
+                        depth = d
+                        break
+                    result = outcome
+                    continue
+                e, env = request
+                depth = depths[-1]
+                break
+            else:
+                return result
 
     def _drive(self, expr: Expr, env: Env, depth: int) -> Any:
         """The loop of :meth:`run`."""

@@ -8,7 +8,9 @@
 * a flat constructor pattern (variables and wildcards) is matched by an unrolled loop that
   fires the same rules on the same nodes, in the same order, as the general matcher;
 * equal-section ``split`` slices directly: the same views as ``np.split``;
-* a tuple-typed result is checked against the relation by the wrapper's fast check too.
+* a tuple-typed result is checked against the relation by the wrapper's fast check too;
+* a node the driver meets often gets its generated block (interpreter.codegen), which the
+  driver then runs: the same value, the same errors with the same spans.
 """
 
 from __future__ import annotations
@@ -205,3 +207,34 @@ def test_a_right_tuple_result_passes_both_checks() -> None:
         a, b = impl(x)
         assert a is x and np.array_equal(b, x + 1)
     assert isinstance(_pair_relation((TensorType((2, 2), "float32"),), None), TupleType)
+
+
+COUNT = """
+def @count(%i: int32, %n: int32) -> int32 {
+  if (%i < %n) { @count(%i + 1, %n) } else { %i }
+}
+"""
+
+
+def test_a_hot_node_gets_its_block_and_the_driver_runs_it() -> None:
+    from interpreter import codegen
+    from interpreter.eval import Interpreter
+    from semantics.expr import If
+
+    mod = parse(COUNT)
+    body = mod["count"].body
+    assert isinstance(body, If)
+    assert evaluate(mod, 0, 3 * codegen.HOT, entry="count") == 3 * codegen.HOT
+    block = codegen.step_cache(False).get(body)
+    assert block is not None and block is not Interpreter.CASES_BY_TYPE[If]
+    assert evaluate(mod, 0, 200, entry="count") == 200
+    # a failure inside a block (at the last iteration: the block exists by then): the
+    # case's error, with the node's span
+    bad = parse(COUNT.replace("%i + 1", "%i + 1 + 0 * (1 / (%n - %i - 1))"))
+    spans = set()
+    for _ in range(2):
+        with pytest.raises(RelayRuntimeError, match="division by zero") as info:
+            evaluate(bad, 0, 50, entry="count", check=False)
+        spans.add(str(info.value.span))
+    assert codegen.step_cache(False).get(bad["count"].body) is not None
+    assert len(spans) == 1 and None not in spans
