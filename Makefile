@@ -16,7 +16,7 @@ $(STAMP_BASE): $(BIN)/python pyproject.toml
 	touch $@
 
 $(STAMP_TEST): $(BIN)/python pyproject.toml
-	$(BIN)/pip install --quiet -e '.[test,tvm,torch,onnx]'
+	$(BIN)/pip install --quiet -e '.[test,tvm,torch,onnx,docs]'
 	touch $@
 
 demo: $(STAMP_BASE)
@@ -53,7 +53,7 @@ bench: $(STAMP_BASE)
 STAMP_DEV := $(VENV)/.installed-dev
 
 $(STAMP_DEV): $(BIN)/python pyproject.toml
-	$(BIN)/pip install --quiet -e '.[test,dev,tvm,torch,onnx]'
+	$(BIN)/pip install --quiet -e '.[test,dev,tvm,torch,onnx,docs]'
 	touch $@
 
 lint: $(STAMP_DEV)
