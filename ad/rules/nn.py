@@ -70,12 +70,7 @@ from semantics import ops
 from semantics.errors import RelayTypeError
 from semantics.expr import Attrs, Call, Expr, Op
 from semantics.ops.nn_relations import is_blocked, pad4, pair
-from semantics.ops.tables import (
-    declare_no_gradient,
-    declare_no_tangent,
-    register_gradient,
-    register_tangent,
-)
+from semantics.ops.tables import register_gradient, register_tangent
 from semantics.shapes import Dim
 
 Grads = list[Expr | None]
@@ -646,9 +641,68 @@ def _pad_tangent(c: Call, out: Expr, tangents: Tangents) -> Expr | None:
     return call("nn.pad", zeros_like(x) if dx is None else dx, fill, **a)
 
 
-# nn.lrn (the ONNX importer's local response normalization) is differentiable, but its rules
-# need a transposed channel-window sum that no registered operator expresses yet.
-declare_no_gradient("nn.lrn", "rule not yet written: it needs the adjoint of LRN's channel-window "
-                              "sum, which no registered operator expresses (an importer addition "
-                              "for inference models)")
-declare_no_tangent("nn.lrn", "rule not yet written (see its gradient)")
+
+# --- nn.lrn (the ONNX importer's local response normalization) ---------------------------------
+#   y = x * s^-beta,   s = bias + alpha/size * W(x^2)
+# where W sums a window of ``size`` neighbours along ``axis`` (offsets -lo..+hi). W is written as
+# an average pool (times ``size``) over a 4-D view that puts ``axis`` in the pooled "H"
+# position; its adjoint is the window with mirrored offsets (-hi..+lo). Both are registered,
+# differentiable operators, so the rule can be differentiated again.
+
+def _lrn_window(c: Call, z: Expr, lo: int, hi: int) -> Expr:
+    a = attrs_of(c)
+    t = tensor_type(c.args[0])          # rank >= 1: the relation checks the axis
+    shape = [concrete(c, d, "LRN's input shape") for d in t.shape]
+    axis = a["axis"] % t.ndim
+    before = 1
+    for d in shape[:axis]:
+        before *= d
+    after = 1
+    for d in shape[axis + 1:]:
+        after *= d
+    size = a["size"]
+    view = call("reshape", z, newshape=(before, 1, shape[axis], after))
+    pooled = call("nn.avg_pool2d", view, pool_size=(size, 1), strides=(1, 1),
+                  padding=(lo, 0, hi, 0), count_include_pad=True)
+    summed = call("multiply", pooled, scalar(size, t.dtype))
+    return call("reshape", summed, newshape=tuple(shape))
+
+
+def _lrn_parts(c: Call) -> tuple[Expr, Expr, float, float, int, int, str]:
+    """(s, alpha/size as a constant, beta, alpha/size, lo, hi, dtype) of an LRN call."""
+    a = attrs_of(c)
+    x = c.args[0]
+    dt = dtype_of(x)
+    size = a["size"]
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    k = a["alpha"] / size
+    window = _lrn_window(c, call("multiply", x, x), lo, hi)
+    s = call("add", scalar(a["bias"], dt), call("multiply", scalar(k, dt), window))
+    return s, scalar(k, dt), a["beta"], k, lo, hi, dt
+
+
+@register_gradient("nn.lrn")
+def _lrn_grad(c: Call, out: Expr, grad: Expr) -> Grads:
+    x = c.args[0]
+    s, k, beta, _, lo, hi, dt = _lrn_parts(c)
+    direct = call("multiply", grad, call("power", s, scalar(-beta, dt)))
+    inner = call("multiply", call("multiply", grad, x),
+                 call("multiply", scalar(-beta, dt), call("power", s, scalar(-beta - 1, dt))))
+    through_s = call("multiply", call("multiply", scalar(2, dt), x),
+                     call("multiply", k, _lrn_window(c, inner, hi, lo)))
+    return [call("add", direct, through_s)]
+
+
+@register_tangent("nn.lrn")
+def _lrn_tangent(c: Call, out: Expr, tangents: Tangents) -> Expr | None:
+    dx = tangents[0]
+    if dx is None:
+        return None
+    x = c.args[0]
+    s, k, beta, _, lo, hi, dt = _lrn_parts(c)
+    ds = call("multiply", k, _lrn_window(c, call("multiply", call("multiply", scalar(2, dt), x),
+                                                 dx), lo, hi))
+    direct = call("multiply", dx, call("power", s, scalar(-beta, dt)))
+    via = call("multiply", call("multiply", x, scalar(-beta, dt)),
+               call("multiply", call("power", s, scalar(-beta - 1, dt)), ds))
+    return call("add", direct, via)

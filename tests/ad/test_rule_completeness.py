@@ -19,9 +19,8 @@ def test_the_operators_without_rules_are_the_non_differentiable_ones() -> None:
     without = sorted(op for op in list_ops() if not GRADIENTS.has(op))
     for op in without:
         assert GRADIENTS.reason(op), op
-    # Each has a boolean, integer or index result: nothing a derivative could flow through —
-    # except nn.lrn, whose rule is not written yet (its declared reason says so).
-    assert set(without) - {"nn.lrn"} <= {"equal", "not_equal", "less", "less_equal", "greater",
+    # Each has a boolean, integer or index result: nothing a derivative could flow through.
+    assert set(without) <= {"equal", "not_equal", "less", "less_equal", "greater",
                             "greater_equal", "logical_and", "logical_or", "logical_not", "all",
                             "any", "argmax", "argmin", "shape_of"}
 
