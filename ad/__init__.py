@@ -116,17 +116,19 @@ def grad_module(mod: IRModule, entry: str = "main", mode: str = "reverse") -> IR
     return reverse_grad(target, mod, closed=False).module(mod)
 
 
-def _expand_grad_node(node: Grad, mod: IRModule) -> Expr:
-    """The interpreter's expander of ``grad(e)`` (Semantics-Grad): reverse mode."""
-    defs = _DEFS_CACHE.get(id(mod))
-    if defs is None or defs[0] is not mod:
-        defs = (mod, let_bound_functions(list(mod.functions.values())))
+def _expand_grad_node(node: Grad, mod: IRModule, roots: tuple[Expr, ...] = ()) -> Expr:
+    """The interpreter's expander of ``grad(e)`` (Semantics-Grad): reverse mode. ``roots``:
+    code evaluated outside ``mod``'s globals, searched for let-bound functions too."""
+    key = (id(mod), tuple(id(r) for r in roots))
+    defs = _DEFS_CACHE.get(key)
+    if defs is None or defs[0] is not mod or any(a is not b for a, b in zip(defs[1], roots)):
+        defs = (mod, roots, let_bound_functions(list(mod.functions.values()) + list(roots)))
         _DEFS_CACHE.clear()
-        _DEFS_CACHE[id(mod)] = defs
-    return reverse_grad(node.func, mod, defs=defs[1]).function
+        _DEFS_CACHE[key] = defs
+    return reverse_grad(node.func, mod, defs=defs[2]).function
 
 
-_DEFS_CACHE: dict[int, tuple[IRModule, Any]] = {}
+_DEFS_CACHE: dict[tuple[int, tuple[int, ...]], tuple[IRModule, tuple[Expr, ...], Any]] = {}
 
 
 def _register() -> None:

@@ -142,6 +142,7 @@ def _evaluate(p: Any, args: tuple[Any, ...], entry: str, check: bool, fuel: int 
             param_types = _type_check(wrapped, wrapped["main"], "main")
         interp = Interpreter(mod, fuel=fuel, trace=trace, max_depth=max_depth,
                              recorder=recorder)
+        interp.roots = (p,)
         value = interp.run(p, interp.root_env(p), 0)
         if args:
             if type(value) is Closure:

@@ -185,7 +185,7 @@ __all__ = ["INLINE_HEIGHT", "PENDING", "GradExpander", "Interpreter", "check_op_
 
 # --- the grad hook ----------------------------------------------------------------------------
 
-GradExpander = Callable[[Grad, IRModule], Expr]
+GradExpander = Callable[[Grad, IRModule, tuple[Expr, ...]], Expr]
 _GRAD_EXPANDER: list[GradExpander] = []
 
 
@@ -193,8 +193,10 @@ def register_grad_expander(fn: GradExpander | None) -> None:
     """Install the expansion of the ``grad(e)`` macro (Semantics-Grad).
 
     Args:
-        fn: called as ``fn(grad_node, module)``; returns the expression that
-            ``grad_node`` stands for (evaluated in ``grad_node``'s environment).
+        fn: called as ``fn(grad_node, module, roots)``; returns the expression that
+            ``grad_node`` stands for (evaluated in ``grad_node``'s environment). ``roots``
+            are the program's code outside the module's globals (the expression passed to
+            ``evaluate``), where a ``let``-bound function that ``grad`` names may be defined.
             The ``ad`` package registers its reverse-mode expander on import.
             ``None`` removes the current expander.
     """
@@ -342,6 +344,9 @@ class Interpreter(Machine):
         self._ops: dict[str, OpValue] = {}
         self._nullary: dict[Constructor, ConstructorValue] = {}
         self._grads: dict[Grad, Expr] = {}
+        # Code being evaluated outside the module's globals (an expression given to
+        # `evaluate`): the grad expander looks there for let-bound functions too.
+        self.roots: tuple[Expr, ...] = ()
         # The blocks the driver runs for hot nodes (interpreter.codegen), in the variant
         # for this evaluation: observed (fuel, trace) or not.
         self._observed = self.fired is not UNOBSERVED
@@ -784,7 +789,7 @@ class Interpreter(Machine):
                 "grad(...) needs an automatic-differentiation expander (the `ad` package)",
                 e.span)
         try:
-            expansion = _GRAD_EXPANDER[0](e, self.mod)
+            expansion = _GRAD_EXPANDER[0](e, self.mod, self.roots)
         except RelayError as err:
             err.with_span(e.span)
             raise

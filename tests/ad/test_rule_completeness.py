@@ -32,3 +32,18 @@ def test_grad_through_argmax_names_operator_and_span(mode: str) -> None:
         ad.grad(f, mode=mode)
     assert "argmax" in str(info.value)
     assert info.value.span is not None and info.value.span.line == 2
+
+
+def test_grad_of_a_let_bound_function_in_an_evaluated_expression() -> None:
+    """Semantics-Grad in an expression given straight to `evaluate` (not a module): the expander
+    finds the let-bound function in the expression itself."""
+    import numpy as np
+
+    from interpreter import evaluate
+
+    e = parse_expr("fn (%x: float32) {\n"
+                   "  let %f = fn (%y: float32) { %y * %y * %y };\n"
+                   "  grad(%f)(%x)\n"
+                   "}")
+    value, (dx,) = evaluate(e, np.float32(2))
+    assert (float(value), float(dx)) == (8.0, 12.0)
