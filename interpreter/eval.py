@@ -189,7 +189,7 @@ GradExpander = Callable[[Grad, IRModule, tuple[Expr, ...]], Expr]
 _GRAD_EXPANDER: list[GradExpander] = []
 
 
-def register_grad_expander(fn: GradExpander | None) -> None:
+def register_grad_expander(fn: GradExpander | None) -> GradExpander | None:
     """Install the expansion of the ``grad(e)`` macro (Semantics-Grad).
 
     Args:
@@ -199,10 +199,15 @@ def register_grad_expander(fn: GradExpander | None) -> None:
             ``evaluate``), where a ``let``-bound function that ``grad`` names may be defined.
             The ``ad`` package registers its reverse-mode expander on import.
             ``None`` removes the current expander.
+    Returns:
+        The expander this one replaces (None if there was none), so a caller that installs
+        one temporarily can put the previous one back.
     """
+    previous = _GRAD_EXPANDER[0] if _GRAD_EXPANDER else None
     _GRAD_EXPANDER.clear()
     if fn is not None:
         _GRAD_EXPANDER.append(fn)
+    return previous
 
 
 
