@@ -74,13 +74,18 @@ CACHE_VERSION = "2"
 ``backends/tvm`` that change what a kernel computes, e.g. in TVM's handling)."""
 
 
+_KERNEL_SOURCES = ("kernels", "te_build", "schedules", "target")
+
+
 @functools.cache
 def code_digest() -> str:
-    """A digest of the backend's own sources (lowering rules, TE builder, schedules, this
-    module): editing any of them invalidates every cached kernel automatically."""
+    """A digest of the sources that decide what a kernel is (lowering rules, TE builder,
+    schedules, target, this module): editing any of them invalidates every cached kernel
+    automatically. The executors' modules are not part of it."""
     root = Path(__file__).parent
     h = hashlib.sha256()
-    for path in sorted([*root.glob("*.py"), *(root / "lower").glob("*.py")]):
+    own = [root / f"{name}.py" for name in _KERNEL_SOURCES]
+    for path in sorted([*own, *(root / "lower").glob("*.py")]):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]

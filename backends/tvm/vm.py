@@ -564,7 +564,7 @@ class Compiler:
 
         if not _GRAD_EXPANDER:
             return None
-        return _GRAD_EXPANDER[0](e, self.mod)
+        return _GRAD_EXPANDER[0](e, self.mod, ())
 
 
 def _match(plan: tuple[Any, ...], v: Any, regs: list[Any]) -> bool:
