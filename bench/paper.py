@@ -139,9 +139,8 @@ def bar_plot(path: Path, title: str, groups: list[str], series: dict[str, list[f
 
 def fig5(report: Report, args: argparse.Namespace) -> None:
     try:
-        from pe import partial_evaluate
-
         from ad import grad
+        from pe import partial_evaluate
     except ImportError as e:
         raise Missing(f"needs reverse-mode AD and the partial evaluator ({e})") from e
     from semantics import alpha_equal, parse_expr
