@@ -64,21 +64,17 @@ def _add(call: OpCall) -> Any:
 @lowering("subtract")
 def _subtract(call: OpCall) -> Any:
     # TVM's simplifier rewrites ``x - x`` to 0 for every dtype, which is wrong in IEEE
-    # arithmetic (NaN and ±inf give NaN). When both operands are the same element, write the
+    # arithmetic (NaN and ±inf give NaN). When both operands are the same tensor, write the
     # IEEE result out: +0 where x is finite, NaN elsewhere. (Operands that only become equal
     # after inlining fused producers are not caught here: see docs/tvm.md.)
-    import tvm
-
-    tirx = _tirx()
-
-    def sub(a: Any, b: Any) -> Any:
-        dtype = str(a.dtype)
-        if is_float(dtype) and tvm.ir.structural_equal(a, b):
-            return tirx.Select(tirx.isfinite(a), tirx.const(0.0, dtype),
-                               tirx.const(float("nan"), dtype))
-        return a - b
-
-    return broadcast_compute(call, sub)
+    x, y = call.inputs
+    dtype = call.in_dtype(0)
+    if is_float(dtype) and x.same_as(y) and call.in_shape(0) == call.in_shape(1):
+        tirx = _tirx()
+        return map_compute(x, lambda v: tirx.Select(tirx.isfinite(v), tirx.const(0.0, dtype),
+                                                     tirx.const(float("nan"), dtype)),
+                           "subtract")
+    return broadcast_compute(call, lambda a, b: a - b)
 
 
 @lowering("multiply")
