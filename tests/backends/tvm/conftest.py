@@ -27,11 +27,13 @@ def kernel_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if env:
         return Path(env)
     # Under pytest-xdist a worker's basetemp is <session>/popen-gwN: go up to pytest-of-<user>,
-    # which outlives sessions, so every worker and every later session share one cache.
+    # which outlives sessions, so later sessions reuse the kernels. One directory per xdist
+    # worker: two processes never write the same entry at once.
     base = tmp_path_factory.getbasetemp()
     root = next((p for p in (base, *base.parents) if p.name.startswith("pytest-of-")),
                 base.parent)
-    path = root / "relay-tvm-kernels"
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    path = root / f"relay-tvm-kernels-{worker}"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
