@@ -27,6 +27,7 @@ stay as they are).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator
 from typing import Any, NamedTuple
 
@@ -426,7 +427,7 @@ def reachable_globals(mod: IRModule, root: Expr) -> list[str]:
 
 # --- the term lifting -------------------------------------------------------------------------
 
-class Lifter:
+class Lifter(ABC):
     """The structural part of ``ADTerm`` over A-normal form; a mode subclasses it.
 
     A lifted program binds every original variable to a lifted atom (``env``, by variable
@@ -478,11 +479,13 @@ class Lifter:
         """The mode's context inside a function whose extra parameters are ``params``."""
         return outer
 
+    @abstractmethod
     def lift_constant(self, c: Constant, ll: LetList) -> Expr:
-        raise NotImplementedError
+        """The lifted form of a literal (reverse: ``(c, ref(zeros_like(c)))``)."""
 
+    @abstractmethod
     def op_call(self, e: Call, ll: LetList, ctx: Any) -> Expr:
-        raise NotImplementedError
+        """The lifted form of a primitive call, applying the mode's rule table."""
 
     # --- helpers ------------------------------------------------------------------------------
     def lift_type(self, t: Type | None) -> Type | None:
