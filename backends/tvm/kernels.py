@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from backends.tvm.schedules import default_schedule
+from backends.tvm.sched import KernelInfo, pick_schedule
 from backends.tvm.target import TargetSpec, as_target, host_target, normalize_target, target_key
 from backends.tvm.te_build import Layout, LoweringFailed, build_te, param_types
 from semantics.expr import Constant, Function
@@ -85,7 +85,7 @@ def code_digest() -> str:
     root = Path(__file__).parent
     h = hashlib.sha256()
     own = [root / f"{name}.py" for name in _KERNEL_SOURCES]
-    for path in sorted([*own, *(root / "lower").glob("*.py")]):
+    for path in sorted([*own, *(root / "lower").glob("*.py"), *(root / "sched").glob("*.py")]):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -287,7 +287,8 @@ def compile_function(func: Function, arg_types: Sequence[Type], *, target: Targe
         target: a target dict, ``"llvm"`` or None (both: :func:`host_target`).
         cache: the kernel cache (None: :func:`default_cache`).
         schedule: the scheduling function ``PrimFunc -> IRModule`` (default
-            :func:`backends.tvm.schedules.default_schedule`); kernels built with a custom
+            :func:`backends.tvm.sched.pick_schedule`: the kernel's anchor operator's registered
+            recipe, else the default one); kernels built with a custom
             schedule are not cached.
     Returns:
         The compiled :class:`Kernel`.
@@ -311,7 +312,7 @@ def compile_function(func: Function, arg_types: Sequence[Type], *, target: Targe
         if kernel is not None:
             fast.remember(kernel)
             return kernel
-    kernel, lib, meta = _compile(func, arg_types, spec, key, schedule or default_schedule)
+    kernel, lib, meta = _compile(func, arg_types, spec, key, schedule)
     if fast is not None:
         store.put(key, kernel, lib, meta)
         fast.remember(kernel)
@@ -319,7 +320,7 @@ def compile_function(func: Function, arg_types: Sequence[Type], *, target: Targe
 
 
 def _compile(func: Function, arg_types: Sequence[Type], spec: dict[str, Any], key: str,
-             schedule: Callable[[Any], Any]) -> tuple[Kernel, Any, dict[str, Any]]:
+             schedule: Callable[[Any], Any] | None) -> tuple[Kernel, Any, dict[str, Any]]:
     import tvm
     from tvm import te
 
@@ -327,6 +328,8 @@ def _compile(func: Function, arg_types: Sequence[Type], spec: dict[str, Any], ke
         lowered = build_te(func, arg_types)
     except LoweringFailed as err:
         raise NoLowering(err.op, err.reason) from None
+    if schedule is None:
+        schedule = pick_schedule(KernelInfo(tuple(lowered.ops), func, tuple(arg_types), spec))
     name = f"relay_kernel_{key[:16]}"
     try:
         prim = te.create_prim_func([*lowered.inputs, *lowered.constants, *lowered.outputs])
