@@ -1,55 +1,16 @@
-"""Gradient and tangent rules of the ``creation`` family against finite differences."""
+"""Worked examples of the ``creation`` family's gradient and tangent rules (the properties over
+every operator of the family are in ``test_rules_families.py``)."""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from rulecheck import (
-    check_gradient,
-    check_rule_types,
-    check_tangent,
-    float64_cases,
     run_gradient,
 )
 
 import ad.rules  # noqa: F401  (registers the rules)
-from conformance.strategies.ops import op_call_args
-from semantics.ops import get, list_ops
-from semantics.ops.tables import GRADIENTS, TANGENTS, missing
+from semantics.ops import get
 from semantics.types import TensorType
-
-FAMILY = [n for n in list_ops() if get(n).family == "creation"]
-
-
-def test_family_complete() -> None:
-    assert missing(GRADIENTS, among=FAMILY) == []
-    assert missing(TANGENTS, among=FAMILY) == []
-
-
-@pytest.mark.parametrize("name", FAMILY)
-@settings(max_examples=25)
-@given(data=st.data())
-def test_gradient_matches_finite_differences(name: str, data: st.DataObject) -> None:
-    types, attrs, args, seed = data.draw(float64_cases(name))
-    check_gradient(name, types, attrs, args, seed)
-
-
-@pytest.mark.parametrize("name", FAMILY)
-@settings(max_examples=25)
-@given(data=st.data())
-def test_tangent_matches_finite_differences(name: str, data: st.DataObject) -> None:
-    types, attrs, args, seed = data.draw(float64_cases(name))
-    check_tangent(name, types, attrs, args, seed)
-
-
-@pytest.mark.parametrize("name", FAMILY)
-@settings(max_examples=15)
-@given(data=st.data())
-def test_rules_typed_for_every_dtype(name: str, data: st.DataObject) -> None:
-    types, attrs = data.draw(op_call_args(name))
-    check_rule_types(name, types, attrs)
 
 
 def test_full_fill_value_gets_the_sum() -> None:

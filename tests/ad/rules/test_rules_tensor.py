@@ -1,18 +1,12 @@
-"""Gradient and tangent rules of the ``tensor`` family against finite differences."""
+"""Worked examples of the ``tensor`` family's gradient and tangent rules (the properties over
+every operator of the family are in ``test_rules_families.py``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
-import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from rulecheck import (
-    check_gradient,
-    check_rule_types,
-    check_tangent,
-    float64_cases,
     gradient_exprs,
     prepare,
     rule_var,
@@ -20,55 +14,7 @@ from rulecheck import (
 )
 
 import ad.rules  # noqa: F401  (registers the rules)
-from conformance.strategies.ops import op_call_args
-from semantics.errors import RelayTypeError
-from semantics.ops import get, list_ops
-from semantics.ops.tables import GRADIENTS, TANGENTS, missing
 from semantics.types import TensorType
-
-FAMILY = [n for n in list_ops() if get(n).family == "tensor"]
-BOOLEAN = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-           "logical_and", "logical_or", "logical_not"]
-DIFFERENTIABLE = [n for n in FAMILY if n not in BOOLEAN]
-
-
-def test_family_complete() -> None:
-    assert missing(GRADIENTS, among=FAMILY) == []
-    assert missing(TANGENTS, among=FAMILY) == []
-
-
-@pytest.mark.parametrize("name", BOOLEAN)
-def test_boolean_results_declared(name: str) -> None:
-    assert "boolean" in (GRADIENTS.reason(name) or "")
-    assert "boolean" in (TANGENTS.reason(name) or "")
-    with pytest.raises(RelayTypeError, match=f"no gradient rule for operator {name}"):
-        GRADIENTS.lookup(name)
-
-
-@pytest.mark.parametrize("name", DIFFERENTIABLE)
-@settings(max_examples=25)
-@given(data=st.data())
-def test_gradient_matches_finite_differences(name: str, data: st.DataObject) -> None:
-    types, attrs, args, seed = data.draw(float64_cases(name))
-    check_gradient(name, types, attrs, args, seed)
-
-
-@pytest.mark.parametrize("name", DIFFERENTIABLE)
-@settings(max_examples=25)
-@given(data=st.data())
-def test_tangent_matches_finite_differences(name: str, data: st.DataObject) -> None:
-    types, attrs, args, seed = data.draw(float64_cases(name))
-    check_tangent(name, types, attrs, args, seed)
-
-
-@pytest.mark.parametrize("name", DIFFERENTIABLE)
-@settings(max_examples=10)
-@given(data=st.data())
-def test_rules_typed_for_every_dtype(name: str, data: st.DataObject) -> None:
-    """Any dtype (integers get no gradient, float16/32 keep their dtype)."""
-    types, attrs = data.draw(op_call_args(name))
-    check_rule_types(name, types, attrs)
-
 
 # --- examples --------------------------------------------------------------------------------
 
