@@ -80,7 +80,12 @@ def registered() -> dict[str, ObligationDef]:
 
 
 def _load() -> None:
-    from proofs import relations, rewrites, soundness  # noqa: F401  (they register)
+    from proofs import (  # noqa: F401  (they register)
+        relations,
+        rewrites,
+        soundness,
+        soundness_binders,
+    )
 
 
 def select(only: str | None) -> list[ObligationDef]:
