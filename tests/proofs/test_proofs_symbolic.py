@@ -214,3 +214,29 @@ def test_symbolic_block_layout_transform_with_an_offset_is_refuted():
 def test_reduction_rewrites_are_proved_by_induction_over_the_extent(name):
     (ob,) = proofs.run(only=f"rewrite.{name}")
     assert ob.status == PROVED and ob.method == "z3-induction"
+
+
+# --- type soundness with binders: deliberately wrong rules are refuted ---
+
+def test_match_without_equal_clause_types_breaks_preservation():
+    from proofs import soundness_binders as SB
+
+    v = SB.preservation(broken="match")
+    assert v.status == REFUTED
+    assert v.counterexample.startswith("preservation fails for Match(...) with Match_0 = In")
+
+
+def test_substitution_that_forgets_to_shift_is_refuted_at_a_variable():
+    from proofs import soundness_binders as SB
+
+    v = SB.substitution(broken="subst")
+    assert v.status == REFUTED
+    assert v.counterexample.startswith("substitution fails for Var(...) with Var_0 = ")
+
+
+def test_binder_soundness_obligations_are_registered_and_proved():
+    picked = proofs.run(only="soundness.binders")
+    assert {o.name.split(".")[-1] for o in picked} == {
+        "lookup_append", "lookup_remove", "weakening", "substitution", "progress",
+        "preservation"}
+    assert all(o.status == PROVED and o.method == "z3-induction" for o in picked)
