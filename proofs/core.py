@@ -175,9 +175,11 @@ def prove_valid(claim: z3.BoolRef, timeout_ms: int = 60000,
 
 def model_text(m: z3.ModelRef) -> str:
     """A model as ``name = value`` pairs, sorted by name."""
-    pairs = sorted((d.name(), m[d]) for d in m.decls() if d.arity() == 0)
+    # sort by name only: two declarations may share a name (e.g. Z3's own ``div0`` for
+    # different sorts), and their interpretations do not compare
+    pairs = sorted(((d.name(), m[d]) for d in m.decls() if d.arity() == 0), key=lambda p: p[0])
     text = ", ".join(f"{n} = {_value_text(v)}" for n, v in pairs)
-    funs = sorted((d.name(), m[d]) for d in m.decls() if d.arity() > 0)
+    funs = sorted(((d.name(), m[d]) for d in m.decls() if d.arity() > 0), key=lambda p: p[0])
     if funs:
         text += "; " + "; ".join(f"{n} = {v}" for n, v in funs)
     return text
