@@ -15,8 +15,8 @@ a deliberately wrong variant (without it) that the tests show refuted.
 
 What is proved is the *equation the pass documents* (its module docstring names the rule);
 that the pass's code builds exactly that expression is checked by the passes' own
-differential tests, not here. Fixed structure that remains: CanonicalizeOps' ``bias_add``
-is proved for each rank 1..5 (rank is the structure of the index tuple, not an extent);
+differential tests, not here. CanonicalizeOps' ``bias_add`` is proved for every rank (the
+index tuple is a Z3 array of symbolic length). Fixed structure that remains:
 CombineParallelConv2d for three parallel branches (each of symbolic size).
 """
 
@@ -205,24 +205,25 @@ def fold_forward_dense() -> Verdict:
 # --- CanonicalizeOps ----------------------------------------------------------------------------
 
 def canon_bias_add(wrong: bool = False) -> Verdict:
-    """``bias_add(d, b, axis=a) == add(d, expand_dims(b, axis=1, num_newaxis=r-a-1))`` for every
-    rank r <= 5 and axis a < r: broadcasting reads the expanded bias at the index of axis a."""
-    d, b = tensor("d", 5), tensor("b", 1)
-    for r in range(1, 6):
-        idx = ints(" ".join(f"i{j}" for j in range(r)))
-        full = idx + [z3.IntVal(0)] * (5 - r)
-        for a in range(r):
-            k = r - a - 1 + (1 if wrong else 0)
-            erank = k + 1                          # expanded bias: (C, 1, ..., 1)
-            where = f"rank {r}, axis {a}, num_newaxis {k}: "
-            if erank > r:
-                return Verdict("refuted", where + f"the expanded bias has rank {erank} > {r}: "
-                                                  "add would enlarge the data", "z3")
-            lead = r - erank                       # right-aligned broadcasting
-            v = prove_valid(d(*full) + b(idx[a]) == d(*full) + b(idx[lead]))
-            if v.status != "proved":
-                return Verdict(v.status, where + v.counterexample, v.method, v.detail)
-    return Verdict("proved")
+    """``bias_add(d, b, axis=a) == add(d, expand_dims(b, axis=1, num_newaxis=r-a-1))`` for
+    **every rank** ``r >= 1`` and axis ``0 <= a < r`` (the index tuple is a Z3 array of
+    symbolic length ``r``, the data's shape another): the expanded bias ``(C, 1, ..., 1)``
+    has rank ``e = num_newaxis + 1 <= r``; right-aligned broadcasting puts its first axis on
+    data axis ``r - e``, whose extent must be ``C``, and reads it at ``idx[r - e]`` (at 0
+    when ``C == 1``), the trailing size-1 axes at 0; bias_add reads ``b[idx[a]]``."""
+    r, a, c = z3.Ints("r a C")
+    idx = z3.Array("idx", Z, Z)
+    shape = z3.Array("shape", Z, Z)
+    d = z3.Function("d", z3.ArraySort(Z, Z), R)
+    b = tensor("b", 1)
+    k = r - a - 1 + (1 if wrong else 0)           # num_newaxis
+    e = k + 1                                      # rank of the expanded bias
+    lead = r - e                                   # data axis of its first axis
+    side = z3.And(r >= 1, a >= 0, a < r, c >= 0, shape[a] == c, idx[a] >= 0, idx[a] < c)
+    read = z3.If(c == 1, z3.IntVal(0), idx[lead])
+    claim = z3.And(k >= 0, e <= r, shape[lead] == c,
+                   d(idx) + b(idx[a]) == d(idx) + b(read))
+    return prove_valid(z3.Implies(side, claim))
 
 
 # --- SimplifyInference --------------------------------------------------------------------------
@@ -381,7 +382,8 @@ REWRITES: dict[str, tuple[str, Callable[[], Verdict]]] = {
     "fold_scale_axis.forward_dense": ("Fold-Forward: dense(x * v, W) == dense(x, W * v[k])",
                                       fold_forward_dense),
     "canonicalize_ops.bias_add": ("Canon-BiasAdd: bias_add(d, b, a) == d + expand_dims(b, 1, "
-                                  "r - a - 1) for ranks <= 5", canon_bias_add),
+                                  "r - a - 1) for every rank r and axis a < r",
+                                  canon_bias_add),
     "simplify_inference.batch_norm": ("Simp-BatchNorm: (x - mean)/std * gamma + beta == "
                                       "x S + T (with/without center, scale); var + eps > 0",
                                       simplify_batch_norm),
