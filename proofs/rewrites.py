@@ -16,8 +16,8 @@ a deliberately wrong variant (without it) that the tests show refuted.
 What is proved is the *equation the pass documents* (its module docstring names the rule);
 that the pass's code builds exactly that expression is checked by the passes' own
 differential tests, not here. CanonicalizeOps' ``bias_add`` is proved for every rank (the
-index tuple is a Z3 array of symbolic length). Fixed structure that remains:
-CombineParallelConv2d for three parallel branches (each of symbolic size).
+index tuple is a Z3 array of symbolic length), CombineParallelConv2d for any number of
+branches.
 """
 
 from __future__ import annotations
@@ -248,43 +248,79 @@ def simplify_batch_norm(wrong: bool = False) -> Verdict:
 # --- CombineParallelConv2d ------------------------------------------------------------------------
 
 def combine_split(wrong: bool = False) -> Verdict:
-    """Branch i of ``split(conv(x, concatenate(W1, W2, W3, axis=O)), [O1, O1+O2], axis=C)`` is
-    ``conv(x, Wi)``: channel ``j < Oi`` of piece i is channel ``off_i + j`` of the combined
-    output, which reads only filter ``off_i + j`` of the concatenation, i.e. ``Wi[j]``
-    (symbolic branch sizes and reduction extents; three branches)."""
+    """Piece m of ``split(conv(x, concatenate(W_0, ..., W_{N-1}, axis=O)), axis=C)`` at the
+    offsets ``off(m) = O_0 + ... + O_{m-1}`` is ``conv(x, W_m)`` — for **any number N of
+    branches** of any sizes ``O_m >= 1`` and any reduction extents.
+
+    The concatenation is its definition: filter ``o`` of it is filter ``o - off(br(o))`` of
+    branch ``br(o)``, the branch whose range ``[off(br(o)), off(br(o) + 1))`` contains ``o``.
+    Proved in four steps, each by Z3: (1) the offsets grow by at least one per branch
+    (``off(p) + d <= off(p + d)``, induction on d); (2) channel ``off(m) + j`` (``j < O_m``)
+    lies in branch m's range and no other (by (1)); (3) so filter ``off(m) + j`` of the
+    concatenation is filter j of branch m; (4) the two convolutions are sums of the same
+    summands (:func:`sum_identity`). ``wrong``: offsets that forget the earlier branches
+    (``off(m + 1) = O_m``)."""
     x = tensor("x", 4)
-    ws = [tensor(f"W{k}", 4) for k in range(3)]
-    o1, o2, o3, j = ints("O1 O2 O3 j")
+    wb = z3.Function("Wb", Z, Z, Z, Z, Z, R)         # Wb(m, o, i, a, b): filter o of branch m
+    size = z3.Function("O", Z, Z)
+    off = z3.Function("off", Z, Z)
+    br = z3.Function("br", Z, Z)
+    nb = z3.Int("N")
+
+    def off_next(m: z3.ArithRef) -> z3.BoolRef:     # the recursion defining the offsets
+        return off(m + 1) == (size(m) if wrong else off(m) + size(m))
+
+    def sizes_ok(m: z3.ArithRef) -> z3.BoolRef:
+        return z3.Implies(z3.And(m >= 0, m < nb), size(m) >= 1)
+
+    # (1) off(p) + d <= off(p + d) for 0 <= p, 0 <= d, p + d <= N: induction on d
+    p, d = z3.Ints("p d")
+
+    def grows(pp: z3.ArithRef, dd: z3.ArithRef) -> z3.BoolRef:
+        return z3.Implies(z3.And(pp >= 0, dd >= 0, pp + dd <= nb), off(pp) + dd <= off(pp + dd))
+    step1 = z3.And(grows(p, z3.IntVal(0)),
+                   z3.Implies(z3.And(grows(p, d), off_next(p + d), sizes_ok(p + d), d >= 0),
+                              grows(p, d + 1)))
+    v = prove_valid(step1, method="z3-induction")
+    if v.status != PROVED:
+        return Verdict(v.status, "offsets: " + v.counterexample, v.method, v.detail)
+
+    # (2) br(off(m) + j) == m for 0 <= m < N, 0 <= j < O_m
+    m, j = z3.Ints("m j")
+    o = off(m) + j
+    bo = br(o)
+    in_range = z3.And(m >= 0, m < nb, j >= 0, j < size(m), off(0) == 0)
+    br_def = z3.Implies(z3.And(o >= 0, o < off(nb)),
+                        z3.And(bo >= 0, bo < nb, off(bo) <= o, o < off(bo + 1)))
+    facts = [br_def, off_next(m), off_next(bo), sizes_ok(m), sizes_ok(bo),
+             grows(m + 1, nb - m - 1), grows(z3.IntVal(0), m),
+             grows(bo + 1, m - bo - 1), grows(m + 1, bo - m - 1)]
+    v = prove_valid(z3.Implies(z3.And(in_range, *facts), bo == m))
+    if v.status != PROVED:
+        return Verdict(v.status, "branch of a channel: " + v.counterexample, v.method, v.detail)
+
+    # (3) filter off(m) + j of the concatenation is filter j of branch m
+    def wc(oo: z3.ArithRef, i: z3.ArithRef, a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
+        return wb(br(oo), oo - off(br(oo)), i, a, b)
     i, a, b = ints("i a b")
+    v = prove_valid(z3.Implies(z3.And(in_range, bo == m),
+                               wc(o, i, a, b) == wb(m, j, i, a, b)))
+    if v.status != PROVED:
+        return Verdict(v.status, "filter: " + v.counterexample, v.method, v.detail)
+
+    # (4) the convolutions: output channel off(m) + j of the combined conv, channel j of m's
     idx, side = conv_indices()
-    offs = [z3.IntVal(0), o1, o1 + o2]
-    if wrong:
-        offs = [z3.IntVal(0), o1, o2]
-
-    def wc(o: z3.ArithRef, i: z3.ArithRef, a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
-        return z3.If(o < o1, ws[0](o, i, a, b),
-                     z3.If(o < o1 + o2, ws[1](o - o1, i, a, b), ws[2](o - o1 - o2, i, a, b)))
     n, _, h, wd, *rest = idx
-    sizes = z3.And(side, o1 >= 1, o2 >= 1, o3 >= 1)
-    for k, size in enumerate((o1, o2, o3)):
-        in_piece = z3.And(sizes, j >= 0, j < size)
-        # step 1: filter off_k + j of the concatenation is filter j of branch k (all i, a, b)
-        v = prove_valid(z3.Implies(in_piece, wc(offs[k] + j, i, a, b) == ws[k](j, i, a, b)))
-        if v.status != "proved":
-            return Verdict(v.status, f"branch {k}: {v.counterexample}", v.method, v.detail)
-        # step 2: output channel off_k + j of the combined convolution is the sum of the same
-        # summands as channel j of branch k (an instance of step 1 at each reduction point)
 
-        def same(kk: z3.ArithRef, k: int = k, in_piece: z3.BoolRef = in_piece) -> z3.BoolRef:
-            p = (DEC_I(kk), DEC_A(kk), DEC_B(kk))
-            return z3.And(in_piece, in_domain(kk, z3.Int("CI")),
-                          wc(offs[k] + j, *p) == ws[k](j, *p))
-        v = sum_identity(conv_term(x, wc, [n, offs[k] + j, h, wd, *rest]),
-                         conv_term(x, ws[k], [n, j, h, wd, *rest]), hyps=same,
-                         where=f"branch {k}")
-        if v.status != "proved":
-            return v
-    return Verdict("proved", method="z3-induction")
+    def branch(oo: z3.ArithRef, i: z3.ArithRef, a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
+        return wb(m, oo, i, a, b)
+
+    def same(kk: z3.ArithRef) -> z3.BoolRef:
+        pt = (DEC_I(kk), DEC_A(kk), DEC_B(kk))
+        return z3.And(side, in_range, in_domain(kk, z3.Int("CI")), wc(o, *pt) == branch(j, *pt))
+    return sum_identity(conv_term(x, wc, [n, o, h, wd, *rest]),
+                        conv_term(x, branch, [n, j, h, wd, *rest]), hyps=same,
+                        where="convolution")
 
 
 # --- AlterOpLayout: layout transforms are index bijections ---------------------------------
@@ -388,7 +424,8 @@ REWRITES: dict[str, tuple[str, Callable[[], Verdict]]] = {
                                       "x S + T (with/without center, scale); var + eps > 0",
                                       simplify_batch_norm),
     "combine_parallel_conv2d.split": ("Combine-Conv2D: split of the conv with concatenated "
-                                      "filters gives each branch's conv", combine_split),
+                                      "filters gives each branch's conv (any number of "
+                                      "branches)", combine_split),
     "alter_op_layout.nchw_blocked": ("layout_transform NCHW <-> NCHW{b}c is an index "
                                      "bijection (any block b >= 1)", blocked_bijection),
     "alter_op_layout.kernel_blocked": ("layout_transform OIHW <-> OIHW{b}i{b}o is an index "
