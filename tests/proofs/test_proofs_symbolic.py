@@ -240,3 +240,11 @@ def test_binder_soundness_obligations_are_registered_and_proved():
         "lookup_append", "lookup_remove", "weakening", "substitution", "progress",
         "preservation"}
     assert all(o.status == PROVED and o.method == "z3-induction" for o in picked)
+
+
+def test_fix_without_the_body_type_premise_breaks_preservation():
+    from proofs import soundness_binders as SB
+
+    v = SB.preservation(broken="fix")
+    assert v.status == REFUTED
+    assert v.counterexample.startswith("preservation fails for Fix(...) with Fix_0 = ")
