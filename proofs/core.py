@@ -179,10 +179,15 @@ def model_text(m: z3.ModelRef) -> str:
     # different sorts), and their interpretations do not compare
     pairs = sorted(((d.name(), m[d]) for d in m.decls() if d.arity() == 0), key=lambda p: p[0])
     text = ", ".join(f"{n} = {_value_text(v)}" for n, v in pairs)
-    funs = sorted(((d.name(), m[d]) for d in m.decls() if d.arity() > 0), key=lambda p: p[0])
+    funs = sorted(((d.name(), m[d]) for d in m.decls()
+                   if d.arity() > 0 and d.name() not in _SOLVER_INTERNAL), key=lambda p: p[0])
     if funs:
         text += "; " + "; ".join(f"{n} = {v}" for n, v in funs)
     return text
+
+
+# Z3's own interpretations of division by zero: not part of a counterexample
+_SOLVER_INTERNAL = frozenset({"/0", "div0", "mod0", "rem0", "idiv0"})
 
 
 def _value_text(v: z3.ExprRef) -> str:
