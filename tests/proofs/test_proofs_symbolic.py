@@ -248,3 +248,60 @@ def test_fix_without_the_body_type_premise_breaks_preservation():
     v = SB.preservation(broken="fix")
     assert v.status == REFUTED
     assert v.counterexample.startswith("preservation fails for Fix(...) with Fix_0 = ")
+
+
+# --- the symbolic path equals the concrete path (drawn attributes, wider than the grid) ---
+
+def _substituted(run, values):
+    """The symbolic run's acceptance and result at concrete values of its variables."""
+    import sympy
+
+    subs = {shape_var(k): v for k, v in values.items()}
+
+    def num(d):
+        return int(sympy.sympify(d).subs(subs)) if not isinstance(d, int) else d
+    accepted = all(num(a) == num(b) for a, b in run.required)
+    return accepted, [tuple(num(d) for d in s) for s in run.result]
+
+
+_POOL_RUNS: dict = {}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4), st.integers(1, 4),
+       st.integers(1, 3), st.integers(1, 3), st.lists(st.integers(0, 3), min_size=4,
+                                                         max_size=4),
+       st.integers(0, 12), st.integers(0, 12), st.booleans(), st.integers(-1, 1))
+def test_pool2d_grad_symbolic_path_is_the_concrete_path(kh, kw, sh, sw, dh, dw, pads, h, w,
+                                                        ceil, nudge):
+    rel = ops.get("nn.max_pool2d_grad").relation
+    names = {"kh": kh, "kw": kw, "sh": sh, "sw": sw, "dh": dh, "dw": dw, "pt": pads[0],
+             "pl": pads[1], "pb": pads[2], "pr": pads[3], "d0": 1, "d1": 2, "d2": h, "d3": w}
+    attrs = dict(ops.get("nn.max_pool2d_grad").normalize_attrs(
+        {"pool_size": (kh, kw), "strides": (sh, sw), "dilation": (dh, dw), "padding": pads,
+         "ceil_mode": ceil}))
+    sym_attrs = dict(attrs, pool_size=(shape_var("kh"), shape_var("kw")),
+                     strides=(shape_var("sh"), shape_var("sw")),
+                     dilation=(shape_var("dh"), shape_var("dw")),
+                     padding=tuple(shape_var(p) for p in ("pt", "pl", "pb", "pr")))
+    data = [shape_var(f"d{i}") for i in range(4)]
+    # the grad shape: pool2d's answer (from the concrete Pool2D relation), nudged
+    fits = all(ext + lo + hi - (d * (k - 1) + 1) >= 0 for ext, k, d, lo, hi in
+               ((h, kh, dh, pads[0], pads[2]), (w, kw, dw, pads[1], pads[3])))
+    pooled = ops.get("nn.max_pool2d").relation(
+        (TensorType((1, 2, h, w), "float32"),), Attrs(dict(
+            ops.get("nn.max_pool2d").normalize_attrs({
+                "pool_size": (kh, kw), "strides": (sh, sw), "dilation": (dh, dw),
+                "padding": pads, "ceil_mode": ceil})))) if fits else None
+    gh, gw = (pooled.shape[2], pooled.shape[3]) if pooled is not None else (1, 1)
+    grad = [1, 2, max(0, gh + nudge), gw]
+    names.update({f"g{i}": g for i, g in enumerate(grad)})
+    if ceil not in _POOL_RUNS:                    # the symbolic run depends on ceil_mode only
+        _POOL_RUNS[ceil] = RS.run_symbolic(rel, [[shape_var(f"g{i}") for i in range(4)], data],
+                                           sym_attrs)
+    accepted, result = _substituted(_POOL_RUNS[ceil], names)
+    accepted = accepted and fits                  # the guard the symbolic path cannot take
+    concrete = RS._concrete_result(rel, [grad, [1, 2, h, w]], attrs)
+    assert (concrete is not None) == accepted
+    if accepted:
+        assert concrete == result
