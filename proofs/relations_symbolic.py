@@ -247,8 +247,10 @@ def broadcast_to_symbolic(rel: Relation | None = None, max_rank: int = 3) -> Ver
 # --- Squeeze: with axes, code run symbolically; without, modelled from the code ---------------
 
 def squeeze_axes_symbolic(rel: Relation | None = None, max_rank: int = 4) -> Verdict:
-    """Every set of axes (positive and negative spellings, and an out-of-range axis) of ranks
-    1..max_rank: the relation accepts iff the squeezed dims are 1, and removes them."""
+    """Every set of axes (positive and negative spellings, one axis repeated in the other
+    spelling, and an out-of-range axis) of ranks 1..max_rank: the relation accepts iff the
+    squeezed dims are 1, and removes them (a repeated axis counts once — NumPy would reject
+    it; the relation and the reference accept it)."""
     rel = rel or get_op("squeeze").relation
 
     def cases() -> Any:
@@ -258,6 +260,7 @@ def squeeze_axes_symbolic(rel: Relation | None = None, max_rank: int = 4) -> Ver
                 for chosen in itertools.combinations(range(r), k):
                     axis_sets.append(chosen)
                     axis_sets.append(tuple(a - r for a in chosen))
+                    axis_sets.append((*chosen, chosen[0] - r))     # a repeated axis
             for axes in axis_sets:
                 env = Env()
                 dims = [env.var(f"d{i}") for i in range(r)]
