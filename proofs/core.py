@@ -80,7 +80,12 @@ def registered() -> dict[str, ObligationDef]:
 
 
 def _load() -> None:
-    from proofs import relations, rewrites, soundness  # noqa: F401  (they register)
+    from proofs import (  # noqa: F401  (they register)
+        relations,
+        rewrites,
+        soundness,
+        soundness_binders,
+    )
 
 
 def select(only: str | None) -> list[ObligationDef]:
@@ -170,12 +175,19 @@ def prove_valid(claim: z3.BoolRef, timeout_ms: int = 60000,
 
 def model_text(m: z3.ModelRef) -> str:
     """A model as ``name = value`` pairs, sorted by name."""
-    pairs = sorted((d.name(), m[d]) for d in m.decls() if d.arity() == 0)
+    # sort by name only: two declarations may share a name (e.g. Z3's own ``div0`` for
+    # different sorts), and their interpretations do not compare
+    pairs = sorted(((d.name(), m[d]) for d in m.decls() if d.arity() == 0), key=lambda p: p[0])
     text = ", ".join(f"{n} = {_value_text(v)}" for n, v in pairs)
-    funs = sorted((d.name(), m[d]) for d in m.decls() if d.arity() > 0)
+    funs = sorted(((d.name(), m[d]) for d in m.decls()
+                   if d.arity() > 0 and d.name() not in _SOLVER_INTERNAL), key=lambda p: p[0])
     if funs:
         text += "; " + "; ".join(f"{n} = {v}" for n, v in funs)
     return text
+
+
+# Z3's own interpretations of division by zero: not part of a counterexample
+_SOLVER_INTERNAL = frozenset({"/0", "div0", "mod0", "rem0", "idiv0"})
 
 
 def _value_text(v: z3.ExprRef) -> str:

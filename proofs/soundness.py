@@ -8,8 +8,9 @@ Z3 datatypes: terms, types (with an error type), ``typeof`` (the typing rules) a
 Progress (a well-typed non-value steps) and preservation (a step keeps the type) are proved
 by structural induction: for each term constructor, Z3 proves the claim for
 ``C(t1, ..., tn)`` from the induction hypotheses on ``t1 .. tn`` — one Z3 query per
-constructor, so the proof covers terms of every size. Binders (``fn``, ``let``), ADTs,
-references and shapes are *not* in this fragment: substitution is not first-order.
+constructor, so the proof covers terms of every size. Binders (``fn``, ``let``) and an ADT
+with ``match`` are proved in :mod:`proofs.soundness_binders`; references and shapes are in
+neither fragment.
 
 ``soundness.bounded.progress_preservation`` — **checked** (a bounded model check, not a
 proof): the conformance kit's well-typed program generator draws programs (derandomized,
