@@ -498,6 +498,12 @@ def latency(report: Report, args: argparse.Namespace, names: list[str], title: s
             except Missing as e:
                 report.lack(f"{title}: {label} on {name}", str(e))
                 peers.append(None)
+            except AssertionError as e:
+                worst = [ln.strip() for ln in str(e).splitlines() if "Max absolute" in ln]
+                report.lack(f"{title}: {label} on {name}",
+                            f"its output differs from ours beyond rtol=1e-3 "
+                            f"({worst[0] if worst else 'see the log'}); not timed")
+                peers.append(None)
             except Exception as e:
                 report.lack(f"{title}: {label} on {name}",
                             f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}")
