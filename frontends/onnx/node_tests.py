@@ -137,7 +137,7 @@ def run_case(case: Any) -> Outcome:
     except ImporterError as err:
         unsupported = any(k in err.message for k in (
             "unsupported node", "unsupported element type", "unsupported input kind",
-            "only tensor inputs"))
+            "only tensor inputs", "not reproducible"))
         out.status = "unsupported" if unsupported else "import"
         out.reason = err.message.splitlines()[-1].strip()[:300]
     except RelayTypeError as err:

@@ -58,7 +58,27 @@ def _div(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]
 @converter("Mod", attrs=("fmod",))
 def _mod(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
     a, b = _req(ins, 0), _req(ins, 1)
-    return [call("mod" if attrs.get("fmod", 0) else "floor_mod", [a, b])]
+    if attrs.get("fmod", 0):
+        return [call("mod", [a, b])]
+    if not a.dtype.startswith("float"):
+        return [call("floor_mod", [a, b])]
+    return [_float_floor_mod(a, b)]
+
+
+def _float_floor_mod(a: Value, b: Value) -> Value:
+    """numpy's (Python's) float ``a % b``, which the ONNX reference uses for ``fmod=0``:
+    ``r = fmod(a, b)`` (exact), plus ``b`` when ``r`` is nonzero with the other sign than
+    ``b``; a zero remainder takes ``b``'s sign. Unlike ``a - floor(a / b) * b`` (Relay's
+    ``floor_mod``) this is exact, and ``±x % ±inf`` is ``x`` or ``±inf``, not NaN."""
+    r = call("mod", [a, b])
+    zero = scalar(0.0, r)
+    r_neg = call("less", [r, zero])
+    b_neg = call("less", [b, zero])
+    adjust = call("logical_and", [call("not_equal", [r, zero]),
+                                  call("not_equal", [r_neg, b_neg])])
+    r = call("where", [adjust, call("add", [r, b]), r])
+    signed_zero = call("where", [b_neg, scalar(-0.0, r), zero])
+    return call("where", [call("equal", [r, zero]), signed_zero, r])
 
 
 @converter("Round")

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from frontends.onnx.builder import Unsupported, Value, call, const, project
+from frontends.onnx.builder import Unsupported, Value, call, call_tuple, const, project
 from frontends.onnx.importer import Context, converter
 from frontends.onnx.ops_math import _req, scalar
 
@@ -19,11 +19,11 @@ def _pads(node: Any, attrs: dict[str, Any], x: Value, kernel: list[int], strides
     """ONNX ``pads``/``auto_pad`` → TVM's (top, left, bottom, right)."""
     auto = attrs.get("auto_pad", b"NOTSET")
     auto = auto.decode() if isinstance(auto, bytes) else str(auto)
+    nsp = len(kernel)
     if auto in ("NOTSET", ""):
-        pads = [int(p) for p in attrs.get("pads", [0] * 4)]
-        return pads
+        return [int(p) for p in attrs.get("pads", [0] * (2 * nsp))]
     if auto == "VALID":
-        return [0, 0, 0, 0]
+        return [0] * (2 * nsp)
     if auto not in ("SAME_UPPER", "SAME_LOWER"):
         raise Unsupported(f"auto_pad={auto}")
     hw = x.static_shape()[2:]
@@ -99,17 +99,23 @@ def _conv(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any
                   "storage_order", "count_include_pad"))
 def _pool(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
     x = _req(ins, 0)
-    if len(node.output) > 1 and node.output[1]:
-        raise Unsupported("the Indices output of MaxPool is not supported")
+    with_indices = len(node.output) > 1 and bool(node.output[1])
+    if with_indices and x.ndim != 4:
+        raise Unsupported("the Indices output of MaxPool is supported for 2-D pooling only")
     if x.ndim == 3:
         (y,) = _pool(ctx, node, [call("expand_dims", [x], axis=2)], _as_2d(attrs))
         return [call("squeeze", [y], axis=(2,))]
+    if x.ndim == 5:
+        return [_pool3d(ctx, node, x, attrs)]
     _spatial2d(x, "pooling")
     kernel = [int(k) for k in attrs["kernel_shape"]]
     strides = [int(s) for s in attrs.get("strides", [1, 1])]
     dil = [int(d) for d in attrs.get("dilations", [1, 1])]
     ceil = bool(attrs.get("ceil_mode", 0))
     pads = _pads(node, attrs, x, kernel, strides, dil, ceil)
+    if with_indices:
+        return _max_pool_with_indices(x, kernel, strides, dil, pads, ceil,
+                                      int(attrs.get("storage_order", 0)))
     common: dict[str, Any] = dict(pool_size=tuple(kernel), strides=tuple(strides),
                                   dilation=tuple(dil), padding=tuple(pads), ceil_mode=ceil)
     if node.op_type == "MaxPool":
@@ -132,6 +138,84 @@ def _pool(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any
     return [y]
 
 
+def _pool3d(ctx: Context, node: Any, x: Value, attrs: dict[str, Any]) -> Value:
+    """3-D (NCDHW) max or average pooling as two 2-D poolings: over (H, W) with the depth
+    folded into the channels, then over D with a ``(kd, 1)`` window.
+
+    Exact for max pooling (a box window is the product of its per-axis windows, and max
+    is associative). For averages, the taps counted in a window (inside the data, or the
+    padded data with ``count_include_pad``) are the product of the per-axis counts, so
+    dividing by the (H, W) count and then by the D count is the same mean (rounded twice).
+    """
+    n, c, d, h, w = x.static_shape()
+    kernel = [int(k) for k in attrs["kernel_shape"]]
+    strides = [int(s) for s in attrs.get("strides", [1, 1, 1])]
+    dil = [int(v) for v in attrs.get("dilations", [1, 1, 1])]
+    pads = _pads(node, attrs, x, kernel, strides, dil)
+    auto = attrs.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else str(auto)
+    include = int(attrs.get("count_include_pad", 0)) and not auto.startswith("SAME")
+    ceil = int(attrs.get("ceil_mode", 0))
+
+    def stage(v: Value, k: list[int], s: list[int], dl: list[int], p: list[int]) -> Value:
+        sub = {"kernel_shape": k, "strides": s, "dilations": dl, "pads": p,
+               "ceil_mode": ceil, "count_include_pad": int(include)}
+        (y,) = _pool(ctx, node, [v], sub)
+        return y
+
+    hw_in = call("reshape", [x], newshape=(n, c * d, h, w))
+    hw_out = stage(hw_in, kernel[1:], strides[1:], dil[1:],
+                   [pads[1], pads[2], pads[4], pads[5]])
+    _, _, oh, ow = hw_out.static_shape()
+    d_in = call("reshape", [hw_out], newshape=(n, c, d, oh * ow))
+    d_out = stage(d_in, [kernel[0], 1], [strides[0], 1], [dil[0], 1], [pads[0], 0, pads[3], 0])
+    od = d_out.static_shape()[2]
+    return call("reshape", [d_out], newshape=(n, c, od, oh, ow))
+
+
+def _max_pool_with_indices(x: Value, kernel: list[int], strides: list[int], dil: list[int],
+                           pads: list[int], ceil: bool, storage_order: int) -> list[Value]:
+    """2-D max pooling with ONNX's ``Indices`` output, from the window taps.
+
+    Each of the ``kh * kw`` taps is a strided slice of the input padded with ``-inf`` (so a
+    padding tap never wins); the taps are stacked, the maximum and its ``argmax`` (the first
+    tap in row-major window order on ties, as the ONNX reference) are taken along the
+    stack, and the tap number becomes the flat input index ``((n * C + c) * H + h) * W + w``
+    (``... + w * H + h`` with ``storage_order=1``) through a static table.
+    """
+    n, c, h, w = x.static_shape()
+    kh, kw = kernel
+    oh = _onnx_pool_extent(h, kh, strides[0], dil[0], pads[0], pads[2], ceil)
+    ow = _onnx_pool_extent(w, kw, strides[1], dil[1], pads[1], pads[3], ceil)
+    # Pad the end enough for the last window (ceil mode may reach past the given padding).
+    end_h = max(pads[2], (oh - 1) * strides[0] + (kh - 1) * dil[0] + 1 - h - pads[0])
+    end_w = max(pads[3], (ow - 1) * strides[1] + (kw - 1) * dil[1] + 1 - w - pads[1])
+    if not x.dtype.startswith("float"):
+        raise Unsupported("MaxPool with Indices is supported for float tensors only")
+    xp = call("nn.pad", [x, scalar(-np.inf, x)],
+              pad_width=((0, 0), (0, 0), (pads[0], end_h), (pads[1], end_w)))
+    taps, table = [], []
+    hs = np.arange(oh)[:, None] * strides[0] - pads[0]
+    ws = np.arange(ow)[None, :] * strides[1] - pads[1]
+    for i in range(kh):
+        for j in range(kw):
+            b_h, b_w = i * dil[0], j * dil[1]
+            taps.append(call("strided_slice", [xp], begin=(0, 0, b_h, b_w),
+                             end=(n, c, b_h + (oh - 1) * strides[0] + 1,
+                                  b_w + (ow - 1) * strides[1] + 1),
+                             strides=(1, 1, strides[0], strides[1])))
+            hh, ww = hs + b_h, ws + b_w
+            table.append(hh * w + ww if storage_order == 0 else hh + ww * h)
+    stacked = call_tuple("stack", taps, axis=0)
+    values = call("max", [stacked], axis=(0,))
+    tap = call("cast", [call("argmax", [stacked], axis=(0,))], dtype="int64")
+    grid = (np.arange(oh)[:, None] * ow + np.arange(ow)[None, :]).astype(np.int64)
+    flat = call("add", [call("multiply", [tap, const(np.int64(oh * ow))]), const(grid)])
+    within = call("take", [const(np.stack(table).astype(np.int64).reshape(-1)), flat], axis=0)
+    base = (np.arange(n * c, dtype=np.int64) * (h * w)).reshape(n, c, 1, 1)
+    return [values, call("add", [within, const(base)])]
+
+
 @converter("GlobalAveragePool", "GlobalMaxPool")
 def _global_pool(ctx: Context, node: Any, ins: list[Value | None],
                  attrs: dict[str, Any]) -> list[Value]:
@@ -148,12 +232,34 @@ def _global_pool(ctx: Context, node: Any, ins: list[Value | None],
 @converter("BatchNormalization", attrs=("epsilon", "momentum", "spatial", "training_mode"))
 def _batch_norm(ctx: Context, node: Any, ins: list[Value | None],
                 attrs: dict[str, Any]) -> list[Value]:
-    if attrs.get("training_mode", 0) or len([o for o in node.output if o]) > 1:
-        raise Unsupported("training-mode batch normalization is not supported")
     x = _req(ins, 0)
+    eps = float(attrs.get("epsilon", 1e-5))
+    if attrs.get("training_mode", 0) or len([o for o in node.output if o]) > 1:
+        return _batch_norm_training(ctx, x, ins, eps, float(attrs.get("momentum", 0.9)))
     t = call("nn.batch_norm", [x, _req(ins, 1), _req(ins, 2), _req(ins, 3), _req(ins, 4)],
-             axis=1, epsilon=float(attrs.get("epsilon", 1e-5)))
+             axis=1, epsilon=eps)
     return [project(t, 0)]
+
+
+def _batch_norm_training(ctx: Context, x: Value, ins: list[Value | None], eps: float,
+                         momentum: float) -> list[Value]:
+    """Training-mode ``BatchNormalization`` (opset 14+): normalize with the batch statistics
+    (mean and population variance over every axis but 1) and return the updated running
+    statistics ``running * momentum + batch * (1 - momentum)``."""
+    if ctx.opset < 14:
+        raise Unsupported("training-mode BatchNormalization before opset 14 (saved statistics "
+                          "outputs) is not supported")
+    axes = tuple(i for i in range(x.ndim) if i != 1)
+    mean = call("mean", [x], axis=axes)
+    var = call("variance", [x, call("mean", [x], axis=axes, keepdims=True)], axis=axes)
+    t = call("nn.batch_norm", [x, _req(ins, 1), _req(ins, 2), mean, var], axis=1, epsilon=eps)
+    m = scalar(momentum, x)
+    rest = scalar(1.0 - momentum, x)
+
+    def running(old: Value, batch: Value) -> Value:
+        return call("add", [call("multiply", [old, m]), call("multiply", [batch, rest])])
+
+    return [project(t, 0), running(_req(ins, 3), mean), running(_req(ins, 4), var)]
 
 
 @converter("InstanceNormalization", attrs=("epsilon",))
@@ -251,10 +357,20 @@ def _softmax(ctx: Context, node: Any, ins: list[Value | None],
 @converter("Dropout", attrs=("ratio", "seed"))
 def _dropout(ctx: Context, node: Any, ins: list[Value | None],
              attrs: dict[str, Any]) -> list[Value]:
+    """Inference-mode Dropout is the identity (mask all true). In training mode it is the
+    identity too when the ratio is 0; with a ratio above 0 it draws random numbers, and a
+    model's expected output then depends on the exporter's random generator."""
     if len(ins) > 2 and ins[2] is not None:
         train = ins[2].const
-        if train is None or bool(train):
-            raise Unsupported("training-mode Dropout is not supported")
+        if train is None:
+            raise Unsupported("Dropout with a run-time training_mode input is not supported")
+        if bool(train):
+            ratio = ins[1].const if len(ins) > 1 and ins[1] is not None else np.asarray(0.5)
+            if ratio is None:
+                raise Unsupported("training-mode Dropout with a run-time ratio is not supported")
+            if float(ratio) != 0.0:
+                raise Unsupported("training-mode Dropout with a ratio above 0 is random: its "
+                                  "result depends on the random generator (not reproducible)")
     x = _req(ins, 0)
     outs = [x]
     if len(node.output) > 1 and node.output[1]:

@@ -244,6 +244,22 @@ def _range(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, An
     return [const(np.arange(start.item(), limit.item(), delta.item()).astype(dtype))]
 
 
+def _wrap_pad(x: Value, pads: list[int]) -> Value:
+    """Pad mode ``wrap`` (numpy's): each padded axis gathers the input at the indices
+    ``-before .. size + after - 1`` taken modulo the size (negative pads crop)."""
+    r = x.ndim
+    shape = x.static_shape()
+    for axis in range(r):
+        before, after = pads[axis], pads[axis + r]
+        if before == 0 and after == 0:
+            continue
+        if shape[axis] == 0:
+            raise Unsupported("Pad mode 'wrap' of an empty axis")
+        idx = np.arange(-before, shape[axis] + after, dtype=np.int64) % shape[axis]
+        x = call("take", [x, const(idx)], axis=axis, mode="clip")
+    return x
+
+
 @converter("Pad", attrs=("mode", "pads", "value"))
 def _pad(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
     x = _req(ins, 0)
@@ -265,7 +281,7 @@ def _pad(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]
             full[a], full[a + r] = pads[i], pads[i + len(axes)]
         pads = full
     if mode == "wrap":
-        raise Unsupported("Pad mode 'wrap' is not supported")
+        return [_wrap_pad(x, pads)]
     width = tuple((pads[i], pads[i + r]) for i in range(r))
     if any(p < 0 for p in pads):
         raise Unsupported("negative pads are not supported")
