@@ -88,10 +88,22 @@ def _conv(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any
     pads = _pads(node, attrs, x, kernel, strides, dil)
     y = call("nn.conv2d", [x, w], strides=tuple(strides), padding=tuple(pads),
              dilation=tuple(dil), groups=int(attrs.get("group", 1)), channels=wshape[0],
-             kernel_size=tuple(kernel))
+             kernel_size=tuple(kernel), out_dtype=_acc_dtype(x))
+    y = _from_acc(y, x)
     if len(ins) > 2 and ins[2] is not None:
         y = call("nn.bias_add", [y, ins[2]], axis=1)
     return [y]
+
+
+def _acc_dtype(x: Value) -> str | None:
+    """The accumulation dtype of a float16 convolution or product: float32, as the ONNX
+    reference (numpy) and onnxruntime accumulate; ``None`` (the operand dtype) otherwise."""
+    return "float32" if x.dtype == "float16" else None
+
+
+def _from_acc(y: Value, x: Value) -> Value:
+    """``y`` (accumulated per :func:`_acc_dtype`) rounded back to ``x``'s dtype."""
+    return call("cast", [y], dtype=x.dtype) if y.dtype != x.dtype else y
 
 
 @converter("MaxPool", "AveragePool",
@@ -285,7 +297,7 @@ def _gemm(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any
     if not attrs.get("transB", 0):
         b = call("transpose", [b], axes=(1, 0))
     alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
-    y = call("nn.dense", [a, b])
+    y = _from_acc(call("nn.dense", [a, b], out_dtype=_acc_dtype(a)), a)
     if alpha != 1.0:
         y = call("multiply", [y, scalar(alpha, y)])
     if len(ins) > 2 and ins[2] is not None and beta != 0.0:
@@ -305,13 +317,16 @@ def matmul(a: Value, b: Value) -> Value:
     if b.ndim == 1:
         b = call("expand_dims", [b], axis=1)
         squeeze_b = True
+    acc = _acc_dtype(a)
     if a.ndim == 2 and b.ndim == 2:
-        y = call("nn.dense", [a, call("transpose", [b], axes=(1, 0))])
+        y = _from_acc(call("nn.dense", [a, call("transpose", [b], axes=(1, 0))], out_dtype=acc),
+                      a)
     elif b.ndim == 2:
         # (..., m, k) x (k, n): fold the batch dims into the rows.
         ash = a.shape
         a2 = call("reshape", [a], newshape=(-1, ash[-1]))
-        y2 = call("nn.dense", [a2, call("transpose", [b], axes=(1, 0))])
+        y2 = _from_acc(call("nn.dense", [a2, call("transpose", [b], axes=(1, 0))],
+                            out_dtype=acc), a)
         y = call("reshape", [y2], newshape=tuple(ash[:-1]) + (b.shape[-1],))
     else:
         ash, bsh = a.static_shape(), b.static_shape()
@@ -321,7 +336,7 @@ def matmul(a: Value, b: Value) -> Value:
         n = int(np.prod(batch)) if batch else 1
         a3 = call("reshape", [a], newshape=(n,) + ash[-2:])
         b3 = call("reshape", [b], newshape=(n,) + bsh[-2:])
-        y3 = call("nn.batch_matmul", [a3, b3], transpose_b=False)
+        y3 = _from_acc(call("nn.batch_matmul", [a3, b3], transpose_b=False, out_dtype=acc), a)
         y = call("reshape", [y3], newshape=batch + (ash[-2], bsh[-1]))
     if squeeze_a:
         y = call("squeeze", [y], axis=(y.ndim - 2,))
