@@ -4,9 +4,10 @@
 reference interpreter on each of its data sets and compares with the expected outputs as the
 ONNX backend test runner does (``onnx.backend.test.runner``): same shape and dtype, floats
 within the case's own ``rtol``/``atol`` (the runner's defaults are ``1e-3``/``1e-7``;
-``|got - want| <= atol + rtol * |want|``, NaN equal to NaN), exact for integers and booleans. Inputs that Relay needs at
-import time (a ``Reshape`` shape, ``Slice`` starts...) are given to the importer as
-``const_inputs`` on a second attempt — the outcome records it (``frozen``).
+``|got - want| <= atol + rtol * |want|``, NaN equal to NaN), exact for integers and booleans.
+Inputs that Relay needs at import time (a ``Reshape`` shape, ``Slice`` starts...) are given
+to the importer as ``const_inputs`` on a second attempt — the outcome records it
+(``frozen``).
 """
 
 from __future__ import annotations

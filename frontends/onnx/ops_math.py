@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from frontends.onnx.builder import Unsupported, Value, call, const, static_ints
+from frontends.onnx.builder import Unsupported, Value, call, const, keep_offset, static_ints
 from frontends.onnx.importer import Context, converter, onnx_dtype
 
 _UNARY = {
@@ -41,7 +41,14 @@ def _binary(ctx: Context, node: Any, ins: list[Value | None],
     a, b = _req(ins, 0), _req(ins, 1)
     if node.op_type == "Pow" and a.dtype != b.dtype:
         b = call("cast", [b], dtype=a.dtype)
-    return [call(_BINARY[node.op_type], [a, b])]
+    y = call(_BINARY[node.op_type], [a, b])
+    if node.op_type in ("Add", "Sub") and y.const is None:
+        # A run-time counter plus or minus a constant: remember the offset (dynamic Slice).
+        if b.const is not None and b.const.size == 1 and a.const is None:
+            keep_offset(y, a, int(b.const.reshape(-1)[0]) * (1 if node.op_type == "Add" else -1))
+        elif a.const is not None and a.const.size == 1 and node.op_type == "Add":
+            keep_offset(y, b, int(a.const.reshape(-1)[0]))
+    return [y]
 
 
 @converter("Div")

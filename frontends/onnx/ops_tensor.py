@@ -11,9 +11,11 @@ import numpy as np
 from frontends.onnx.builder import (
     Unsupported,
     Value,
+    affine,
     call,
     call_tuple,
     const,
+    keep_offset,
     project,
     static,
     static_ints,
@@ -119,9 +121,10 @@ def _unsqueeze(ctx: Context, node: Any, ins: list[Value | None],
     if axes is None:
         raise Unsupported("Unsqueeze needs axes")
     rank = x.ndim + len(axes)
+    source = x
     for a in sorted(a % rank for a in axes):
         x = call("expand_dims", [x], axis=a)
-    return [x]
+    return [keep_offset(x, source)]
 
 
 @converter("Slice", attrs=("starts", "ends", "axes"))
@@ -131,6 +134,8 @@ def _slice(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, An
         starts, ends = list(attrs["starts"]), list(attrs["ends"])
         axes = list(attrs.get("axes", range(len(starts))))
         steps = [1] * len(starts)
+    elif ins[1] is not None and ins[1].const is None:
+        return [_dynamic_slice(x, ins)]
     else:
         starts = static_ints(ins[1], "the Slice starts")
         ends = static_ints(ins[2], "the Slice ends")
@@ -166,6 +171,34 @@ def _slice(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, An
                     end[a] = begin[a]
     return [call("strided_slice", [x], begin=tuple(begin), end=tuple(end),
                  strides=tuple(stride))]
+
+
+def _dynamic_slice(x: Value, ins: list[Value | None]) -> Value:
+    """``Slice`` with run-time bounds along one axis whose length is static because the end
+    is the start plus a constant (``x[i : i + 1]`` with a loop counter ``i``): a ``take`` of
+    ``start + arange(length)`` in mode ``fast``.
+
+    Exact where the window lies inside the axis (``0 <= start``, ``start + length <= n``);
+    elsewhere ONNX clamps to a shorter (or wrapped) result whose shape Relay cannot type
+    statically, and the ``take`` raises a run-time error instead.
+    """
+    starts, ends = _req(ins, 1), _req(ins, 2)
+    axes = static_ints(ins[3], "the Slice axes") if len(ins) > 3 and ins[3] is not None else [0]
+    steps = static_ints(ins[4], "the Slice steps") if len(ins) > 4 and ins[4] is not None \
+        else [1]
+    base_s, k_s = affine(starts)
+    base_e, k_e = affine(ends)
+    if len(axes) != 1 or steps != [1] or base_s is not base_e or starts.static_shape() != (1,):
+        raise Unsupported("the Slice starts must be known at import time (an initializer or "
+                          "constant), or one run-time start with the end a constant past it")
+    axis = axes[0] % x.ndim
+    n = x.static_shape()[axis]
+    length = k_e - k_s
+    if not 0 <= length <= n:
+        raise Unsupported(f"a run-time Slice of length {length} along an axis of {n}")
+    start = call("cast", [call("reshape", [starts], newshape=())], dtype="int64")
+    idx = call("add", [start, const(np.arange(length, dtype=np.int64))])
+    return call("take", [x, idx], axis=axis, mode="fast")
 
 
 @converter("Split", attrs=("axis", "split", "num_outputs"))
