@@ -1,0 +1,287 @@
+"""The ONNX node semantics the importer expresses in existing Relay operators, checked by
+Hypothesis against the ONNX package's reference implementation (``onnx.reference``) on
+random shapes and attributes: 3-D pooling as two 2-D poolings, MaxPool's ``Indices`` output,
+``Mod`` with ``fmod=0`` on floats (numpy's ``%``, special values included), ``Pad`` mode
+``wrap``, training-mode ``BatchNormalization``, recurrent layers with ``layout=1`` and LSTM
+peepholes, float16 products accumulated in float32, and a ``Slice`` by a loop counter inside
+a ``Loop`` (a run-time start with a static length; out of range is a run-time error). Where
+the reference is wrong (MaxPool indices on its stride-1 path, a Loop without a condition
+input) onnxruntime is the oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+onnx = pytest.importorskip("onnx", reason="onnx is not installed (extra `onnx`)")
+
+ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+from frontends.onnx import ImporterError, from_onnx  # noqa: E402
+from interpreter import evaluate  # noqa: E402
+from semantics.errors import RelayRuntimeError  # noqa: E402
+from semantics.expr import Call  # noqa: E402
+from semantics.visitor import post_order  # noqa: E402
+from typechecker import check  # noqa: E402
+
+F, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def both(m, feeds):
+    """(Relay oracle results, ONNX reference results) as lists of arrays."""
+    mod, params = from_onnx(m)
+    check(mod)
+    got = evaluate(mod, *feeds.values(), *params.values())
+    got = [np.asarray(g) for g in got] if isinstance(got, tuple) else [np.asarray(got)]
+    want = ReferenceEvaluator(m).run(None, feeds)
+    return got, [np.asarray(w) for w in want]
+
+
+def rand(rng, shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+# --- pooling ------------------------------------------------------------------------------
+
+@st.composite
+def pool3d_cases(draw):
+    kind = draw(st.sampled_from(["MaxPool", "AveragePool"]))
+    kernel = [draw(st.integers(1, 3)) for _ in range(3)]
+    strides = [draw(st.integers(1, 2)) for _ in range(3)]
+    dil = [draw(st.integers(1, 2)) for _ in range(3)]
+    pads = [draw(st.integers(0, k - 1)) for k in kernel] * 2
+    pads[3:] = [draw(st.integers(0, k - 1)) for k in kernel]
+    ceil = draw(st.integers(0, 1))
+    spatial = [draw(st.integers((k - 1) * d + 1, (k - 1) * d + 4))
+               for k, d in zip(kernel, dil)]
+    attrs = dict(kernel_shape=kernel, strides=strides, pads=pads, ceil_mode=ceil)
+    if kind == "AveragePool":
+        attrs["count_include_pad"] = draw(st.integers(0, 1))
+        if draw(st.booleans()):
+            dil = [1, 1, 1]
+    attrs["dilations"] = dil
+    return kind, [draw(st.integers(1, 2)), draw(st.integers(1, 2))] + spatial, attrs, \
+        draw(st.integers(0, 2 ** 16))
+
+
+@given(pool3d_cases())
+@settings(max_examples=40, deadline=None)
+def test_3d_pooling_matches_the_onnx_reference(case):
+    kind, shape, attrs, seed = case
+    m = model([helper.make_node(kind, ["x"], ["y"], **attrs)], [vi("x", F, shape)],
+              [vi("y", F, None)], opset=19)
+    x = rand(np.random.default_rng(seed), shape)
+    try:
+        want = ReferenceEvaluator(m).run(None, {"x": x})
+    except Exception:   # noqa: BLE001 - an attribute combination the reference rejects
+        assume(False)
+    got, _ = both(m, {"x": x})
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+
+
+@given(kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+       strides=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+       pad=st.integers(0, 1), storage_order=st.integers(0, 1), ties=st.booleans(),
+       hw=st.tuples(st.integers(3, 6), st.integers(3, 6)), seed=st.integers(0, 2 ** 16))
+@settings(max_examples=40, deadline=None)
+def test_max_pool_indices_match_the_onnx_reference(kernel, strides, pad, storage_order, ties,
+                                                   hw, seed):
+    assume(pad < min(kernel))
+    shape = [2, 3, *hw]
+    rng = np.random.default_rng(seed)
+    # With ties the first maximum in window order wins, as in the reference's loop.
+    x = (rng.integers(0, 3, shape) if ties else rng.standard_normal(shape)).astype(np.float32)
+    m = model([helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=list(kernel),
+                                strides=list(strides), pads=[pad] * 4,
+                                storage_order=storage_order)],
+              [vi("x", F, shape)], [vi("y", F, None), vi("i", TensorProto.INT64, None)])
+    got, want = both(m, {"x": x})
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1].dtype == np.int64
+    # The spec: indices into the whole flattened input, in [0, N*C*H*W). onnxruntime does
+    # so; the reference does too except on its stride-1 path (plane-relative indices there).
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(got[1], sess.run(None, {"x": x})[1])
+    if strides != (1, 1):
+        np.testing.assert_array_equal(got[1], want[1])
+
+
+# --- element-wise and padding ------------------------------------------------------------
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.5, -3.0, np.inf, -np.inf, np.nan, 7.0, 1e-3]
+
+
+@given(a=st.lists(st.sampled_from(SPECIAL) | st.floats(-50, 50, width=32), min_size=1,
+                  max_size=12),
+       b=st.lists(st.sampled_from(SPECIAL) | st.floats(-50, 50, width=32), min_size=1,
+                  max_size=12),
+       dtype=st.sampled_from([np.float16, np.float32, np.float64]))
+@settings(max_examples=60, deadline=None)
+def test_float_mod_fmod_0_is_numpys_remainder_with_its_signs(a, b, dtype):
+    n = min(len(a), len(b))
+    x, y = np.asarray(a[:n], dtype), np.asarray(b[:n], dtype)
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    m = model([helper.make_node("Mod", ["x", "y"], ["z"], fmod=0)],
+              [vi("x", elem, [n]), vi("y", elem, [n])], [vi("z", elem, [n])])
+    mod, _ = from_onnx(m)
+    got = np.asarray(evaluate(mod, x, y))
+    with np.errstate(all="ignore"):
+        want = np.mod(x, y)
+    np.testing.assert_array_equal(got, want)                    # NaNs in the same places
+    np.testing.assert_array_equal(np.signbit(got[~np.isnan(want)]),
+                                  np.signbit(want[~np.isnan(want)]))
+
+
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3), data=st.data())
+@settings(max_examples=40, deadline=None)
+def test_wrap_padding_matches_numpy_and_the_reference(shape, data):
+    r = len(shape)
+    pads = [data.draw(st.integers(0, 6)) for _ in range(2 * r)]
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    m = model([helper.make_node("Pad", ["x", "pads"], ["y"], mode="wrap")],
+              [vi("x", F, shape)], [vi("y", F, None)],
+              [numpy_helper.from_array(np.asarray(pads, np.int64), "pads")], opset=19)
+    got, want = both(m, {"x": x})
+    np.testing.assert_array_equal(got[0], np.pad(x, list(zip(pads[:r], pads[r:])), "wrap"))
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+# --- normalization and recurrent layers --------------------------------------------------
+
+@given(shape=st.lists(st.integers(1, 4), min_size=2, max_size=4),
+       momentum=st.floats(0.0, 1.0), eps=st.sampled_from([1e-5, 1e-2]),
+       seed=st.integers(0, 2 ** 16))
+@settings(max_examples=30, deadline=None)
+def test_training_batch_norm_returns_the_running_statistics(shape, momentum, eps, seed):
+    rng = np.random.default_rng(seed)
+    c = shape[1]
+    feeds = {"x": rand(rng, shape), "s": rand(rng, [c]), "b": rand(rng, [c]),
+             "mean": rand(rng, [c]), "var": np.abs(rand(rng, [c]))}
+    m = model([helper.make_node("BatchNormalization", ["x", "s", "b", "mean", "var"],
+                                ["y", "rm", "rv"], training_mode=1, momentum=momentum,
+                                epsilon=eps)],
+              [vi(k, F, list(v.shape)) for k, v in feeds.items()],
+              [vi("y", F, None), vi("rm", F, None), vi("rv", F, None)], opset=15)
+    got, want = both(m, feeds)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+@given(kind=st.sampled_from(["RNN", "GRU", "LSTM"]),
+       direction=st.sampled_from(["forward", "reverse", "bidirectional"]),
+       layout=st.integers(0, 1), peepholes=st.booleans(), seq=st.integers(1, 3),
+       batch=st.integers(1, 2), seed=st.integers(0, 2 ** 16))
+@settings(max_examples=30, deadline=None)
+def test_recurrent_layouts_and_peepholes_match_the_reference(kind, direction, layout, peepholes,
+                                                             seq, batch, seed):
+    rng = np.random.default_rng(seed)
+    hidden, size = 3, 2
+    dirs = 2 if direction == "bidirectional" else 1
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
+    xs = [batch, seq, size] if layout else [seq, batch, size]
+    hs = [batch, dirs, hidden] if layout else [dirs, batch, hidden]
+    feeds = {"X": rand(rng, xs), "W": rand(rng, [dirs, gates * hidden, size]),
+             "R": rand(rng, [dirs, gates * hidden, hidden]),
+             "B": rand(rng, [dirs, 2 * gates * hidden]), "h0": rand(rng, hs)}
+    names = ["X", "W", "R", "B", "", "h0"]
+    outs = ["Y", "Y_h"]
+    if kind == "LSTM":
+        feeds["c0"] = rand(rng, hs)
+        names.append("c0")
+        outs.append("Y_c")
+        if peepholes:
+            feeds["P"] = rand(rng, [dirs, 3 * hidden])
+            names.append("P")
+    m = model([helper.make_node(kind, names, outs, hidden_size=hidden, direction=direction,
+                                layout=layout)],
+              [vi(k, F, list(v.shape)) for k, v in feeds.items()],
+              [vi(o, F, None) for o in outs], opset=14)
+    got, want = both(m, feeds)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_float16_convolution_accumulates_in_float32():
+    rng = np.random.default_rng(0)
+    x = rng.random((1, 8, 6, 6)).astype(np.float16)
+    w = rng.random((4, 8, 3, 3)).astype(np.float16)
+    m = model([helper.make_node("Conv", ["x", "w"], ["y"])],
+              [vi("x", F16, list(x.shape)), vi("w", F16, list(w.shape))], [vi("y", F16, None)])
+    mod, _ = from_onnx(m)
+    convs = [n for n in post_order(mod["main"].body) if isinstance(n, Call)
+             and getattr(n.op, "name", "") == "nn.conv2d"]
+    assert [c.attrs["out_dtype"] for c in convs] == ["float32"]
+    got = np.asarray(evaluate(mod, x, w))
+    assert got.dtype == np.float16
+    exact = ReferenceEvaluator(model([helper.make_node("Conv", ["x", "w"], ["y"])],
+                                     [vi("x", F, list(x.shape)), vi("w", F, list(w.shape))],
+                                     [vi("y", F, None)])).run(
+        None, {"x": x.astype(np.float32), "w": w.astype(np.float32)})[0]
+    # One rounding of the float32 sum: within half a float16 ulp of it.
+    np.testing.assert_allclose(got.astype(np.float32), exact, rtol=2 ** -11)
+
+
+# --- Slice by a loop counter ---------------------------------------------------------------
+
+def counter_slice_loop(table: np.ndarray, width: int) -> object:
+    """``for i in range(n): y += sum(table[i : i + width])`` as an ONNX Loop."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Constant", [], ["table"], value=numpy_helper.from_array(table)),
+         helper.make_node("Constant", [], ["w"],
+                          value=numpy_helper.from_array(np.int64(width))),
+         helper.make_node("Add", ["i", "w"], ["end"]),
+         helper.make_node("Unsqueeze", ["i", "zero"], ["start1"]),
+         helper.make_node("Unsqueeze", ["end", "zero"], ["end1"]),
+         helper.make_node("Slice", ["table", "start1", "end1"], ["part"]),
+         helper.make_node("ReduceSum", ["part"], ["s"], keepdims=0),
+         helper.make_node("Add", ["y_in", "s"], ["y_out"])],
+        "body",
+        [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []),
+         vi("y_in", F, [])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("y_out", F, [])],
+        [numpy_helper.from_array(np.asarray([0], np.int64), "zero")])
+    return model([helper.make_node("Loop", ["n", "", "y0"], ["y"], body=body)],
+                 [vi("n", TensorProto.INT64, []), vi("y0", F, [])], [vi("y", F, [])])
+
+
+@given(size=st.integers(1, 8), width=st.integers(0, 3), n=st.integers(0, 8),
+       seed=st.integers(0, 2 ** 16))
+@settings(max_examples=30, deadline=None)
+def test_slice_by_a_loop_counter_is_exact_in_range_and_traps_outside(size, width, n, seed):
+    table = np.random.default_rng(seed).standard_normal(size).astype(np.float32)
+    m = counter_slice_loop(table, width)
+    if width > size:      # never in range: refused at import time
+        with pytest.raises(ImporterError, match="run-time Slice of length"):
+            from_onnx(m)
+        return
+    mod, _ = from_onnx(m)
+    check(mod)
+    feeds = {"n": np.asarray(n, np.int64), "y0": np.asarray(0.5, np.float32)}
+    if width == 0 or n == 0 or n - 1 + width <= size:
+        got = evaluate(mod, *feeds.values())
+        # onnxruntime here: the reference evaluator runs no iteration when the Loop's
+        # condition input is omitted.
+        sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        want = sess.run(None, feeds)[0]
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+    else:
+        # ONNX would clamp to a shorter slice, whose shape Relay cannot type statically.
+        with pytest.raises(RelayRuntimeError, match="take"):
+            evaluate(mod, *feeds.values())
