@@ -154,7 +154,7 @@ def keep_offset(result: Value, source: Value, delta: int = 0) -> Value:
 def _one_int(v: Value) -> bool:
     t = v.type
     return (isinstance(t, TensorType) and t.dtype.startswith(("int", "uint"))
-            and all(is_concrete(d) and int(d) == 1 for d in t.shape))
+            and all(is_concrete(d) and d == 1 for d in t.shape))
 
 
 def _foldable(v: Value) -> bool:

@@ -1,5 +1,13 @@
 """ONNX neural-network operators (convolution, pooling, normalization, dense, softmax, LRN)
-→ Relay calls. Two-dimensional (NCHW) convolution and pooling only."""
+→ Relay calls.
+
+Convolution is 1-D or 2-D (NCW via a height-1 NCHW image, NCHW); pooling is 1-, 2- or 3-D
+(NCDHW as two 2-D poolings), MaxPool's ``Indices`` output 2-D only. Float16 convolutions and
+products accumulate in float32 (``out_dtype``) and round once, as the ONNX reference and
+onnxruntime do. Training-mode ``BatchNormalization`` uses the batch statistics and returns
+the updated running ones; training-mode ``Dropout`` is supported with ratio 0 only (above 0
+it is random).
+"""
 
 from __future__ import annotations
 
