@@ -56,7 +56,9 @@ class Value:
     def expr(self) -> Expr:
         if self.expr_ is None:
             assert self.const is not None
-            self.expr_ = Constant(np.array(self.const, order="C"))
+            # Constant copies (C order for a C-contiguous source); np.ascontiguousarray
+            # would turn a 0-d array into a 1-d one.
+            self.expr_ = Constant(np.require(self.const, requirements="C"))
         return self.expr_
 
     @property

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from frontends.onnx.builder import (
+    FOLD_LIMIT,
     Unsupported,
     Value,
     affine,
@@ -265,6 +266,11 @@ def _constant_of_shape(ctx: Context, node: Any, ins: list[Value | None],
     shape = static_ints(ins[0], "the ConstantOfShape shape")
     value = numpy_helper.to_array(node.attribute[0].t).reshape(-1) if attrs else \
         np.zeros(1, np.float32)
+    if int(np.prod(shape)) > FOLD_LIMIT:
+        # A large fill (weights of models exported with constant fills, as the light
+        # models): a ``full`` call, O(1) in the program, not a materialized constant.
+        return [call("full", [const(value[0])], fold=False, shape=tuple(shape),
+                     dtype=value.dtype.name)]
     return [const(np.full(shape, value[0], dtype=value.dtype))]
 
 
