@@ -236,6 +236,41 @@ def _max_pool_with_indices(x: Value, kernel: list[int], strides: list[int], dil:
     return [values, call("add", [within, const(base)])]
 
 
+class _AsAveragePool:
+    """A stand-in node for :func:`_pool`: ``LpPool``'s window sums are average pools."""
+
+    op_type = "AveragePool"
+
+    def __init__(self, node: Any) -> None:
+        self.output = list(node.output)[:1]
+
+
+@converter("LpPool", attrs=("auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads",
+                            "strides"))
+def _lp_pool(ctx: Context, node: Any, ins: list[Value | None],
+             attrs: dict[str, Any]) -> list[Value]:
+    """``(sum of |x|**p over the window) ** (1 / p)``, padding adding zeros: the window sum
+    is an average pool counting the padding, times the window's tap count (every window
+    lies inside the padded input when ``ceil_mode`` is 0). 1-, 2- and 3-D."""
+    x = _req(ins, 0)
+    if attrs.get("ceil_mode", 0):
+        raise Unsupported("LpPool with ceil_mode=1 is not supported")
+    kernel = [int(k) for k in attrs["kernel_shape"]]
+    nsp = len(kernel)
+    if x.ndim != nsp + 2 or nsp not in (1, 2, 3):
+        raise Unsupported(f"LpPool of rank {x.ndim} with a {nsp}-D window")
+    strides = [int(s) for s in attrs.get("strides", [1] * nsp)]
+    dil = [int(d) for d in attrs.get("dilations", [1] * nsp)]
+    pads = _pads(node, attrs, x, kernel, strides, dil)
+    p = float(attrs.get("p", 2))
+    powered = call("power", [call("abs", [x]), scalar(p, x)])
+    sub = {"kernel_shape": kernel, "strides": strides, "dilations": dil, "pads": pads,
+           "count_include_pad": 1}
+    (avg,) = _pool(ctx, _AsAveragePool(node), [powered], sub)
+    total = call("multiply", [avg, scalar(float(np.prod(kernel)), x)])
+    return [call("power", [total, scalar(1.0 / p, x)])]
+
+
 @converter("GlobalAveragePool", "GlobalMaxPool")
 def _global_pool(ctx: Context, node: Any, ins: list[Value | None],
                  attrs: dict[str, Any]) -> list[Value]:
