@@ -4,7 +4,9 @@ random shapes and attributes: 3-D pooling as two 2-D poolings, MaxPool's ``Indic
 ``Mod`` with ``fmod=0`` on floats (numpy's ``%``, special values included), ``Pad`` mode
 ``wrap``, training-mode ``BatchNormalization``, recurrent layers with ``layout=1`` and LSTM
 peepholes, float16 products accumulated in float32, and a ``Slice`` by a loop counter inside
-a ``Loop`` (a run-time start with a static length; out of range is a run-time error). Where
+a ``Loop`` (a run-time start with a static length; out of range is a run-time error); and
+the operators built from existing ones (``LpPool``, ``RMSNormalization``,
+``GroupNormalization``, ``Swish``, ``CenterCropPad``, ``SpaceToDepth`` modes). Where
 the reference is wrong (MaxPool indices on its stride-1 path, a Loop without a condition
 input) onnxruntime is the oracle."""
 
@@ -285,3 +287,102 @@ def test_slice_by_a_loop_counter_is_exact_in_range_and_traps_outside(size, width
         # ONNX would clamp to a shorter slice, whose shape Relay cannot type statically.
         with pytest.raises(RelayRuntimeError, match="take"):
             evaluate(mod, *feeds.values())
+
+
+# --- operators expressed in existing ones: LpPool, RMS/group normalization, Swish, crops ----
+
+@given(rank=st.integers(1, 3), p=st.integers(1, 4), data=st.data())
+@settings(max_examples=30, deadline=None)
+def test_lp_pool_matches_the_onnx_reference(rank, p, data):
+    kernel = [data.draw(st.integers(1, 3)) for _ in range(rank)]
+    strides = [data.draw(st.integers(1, 2)) for _ in range(rank)]
+    pads = [data.draw(st.integers(0, k - 1)) for k in kernel * 2]
+    spatial = [data.draw(st.integers(k, k + 3)) for k in kernel]
+    shape = [data.draw(st.integers(1, 2)), data.draw(st.integers(1, 3))] + spatial
+    attrs = dict(kernel_shape=kernel, strides=strides, p=p)
+    if data.draw(st.booleans()):
+        attrs["pads"] = pads
+    else:
+        attrs["auto_pad"] = data.draw(st.sampled_from(["VALID", "SAME_UPPER", "SAME_LOWER"]))
+    m = model([helper.make_node("LpPool", ["x"], ["y"], **attrs)], [vi("x", F, shape)],
+              [vi("y", F, None)], opset=22)
+    x = rand(np.random.default_rng(data.draw(st.integers(0, 2 ** 16))), shape)
+    got, want = both(m, {"x": x})
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
+
+
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=4), data=st.data())
+@settings(max_examples=30, deadline=None)
+def test_rms_normalization_matches_the_onnx_reference(shape, data):
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 16)))
+    x = rand(rng, shape)
+    w = rand(rng, shape[axis % len(shape):])
+    m = model([helper.make_node("RMSNormalization", ["x", "w"], ["y"], axis=axis,
+                                epsilon=data.draw(st.sampled_from([1e-5, 0.1])))],
+              [vi("x", F, shape), vi("w", F, list(w.shape))], [vi("y", F, None)], opset=23)
+    got, want = both(m, {"x": x, "w": w})
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
+
+
+@given(groups=st.integers(1, 3), per=st.integers(1, 2),
+       spatial=st.lists(st.integers(1, 3), max_size=2), seed=st.integers(0, 2 ** 16))
+@settings(max_examples=20, deadline=None)
+def test_group_normalization_normalizes_each_group(groups, per, spatial, seed):
+    rng = np.random.default_rng(seed)
+    c = groups * per
+    shape = [2, c] + spatial
+    x, scale, bias = rand(rng, shape), rand(rng, [c]), rand(rng, [c])
+    m = model([helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"],
+                                num_groups=groups, epsilon=1e-5)],
+              [vi("x", F, shape), vi("s", F, [c]), vi("b", F, [c])], [vi("y", F, None)],
+              opset=21)
+    mod, _ = from_onnx(m)
+    got = np.asarray(evaluate(mod, x, scale, bias))
+    g = x.astype(np.float64).reshape(2, groups, -1)
+    norm = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5))
+    extra = (1,) * len(spatial)
+    want = norm.reshape(shape) * scale.reshape((c,) + extra) + bias.reshape((c,) + extra)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=3), data=st.data())
+@settings(max_examples=30, deadline=None)
+def test_center_crop_pad_matches_the_onnx_reference(shape, data):
+    axes = sorted(data.draw(st.sets(st.integers(0, len(shape) - 1), min_size=1)))
+    sizes = [data.draw(st.integers(1, 7)) for _ in axes]
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) + 1
+    m = model([helper.make_node("CenterCropPad", ["x", "shape"], ["y"], axes=axes)],
+              [vi("x", F, shape)], [vi("y", F, None)],
+              [numpy_helper.from_array(np.asarray(sizes, np.int64), "shape")], opset=18)
+    got, want = both(m, {"x": x})
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_space_to_depth_modes_invert_depth_to_space(mode):
+    x = np.arange(2 * 3 * 4 * 6, dtype=np.float32).reshape(2, 3, 4, 6)
+    m = model([helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2, mode=mode),
+               helper.make_node("DepthToSpace", ["y"], ["z"], blocksize=2, mode=mode)],
+              [vi("x", F, [2, 3, 4, 6])], [vi("y", F, None), vi("z", F, None)], opset=28)
+    mod, _ = from_onnx(m)
+    y, z = evaluate(mod, x)
+    np.testing.assert_array_equal(np.asarray(z), x)
+    want = ReferenceEvaluator(model([helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2,
+                                                      mode=mode)],
+                                    [vi("x", F, [2, 3, 4, 6])], [vi("y", F, None)],
+                                    opset=28)).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(np.asarray(y), want)
+
+
+@given(alpha=st.floats(-2, 2, width=32),
+       x=st.lists(st.floats(-20, 20, width=32), min_size=1, max_size=8))
+@settings(max_examples=30, deadline=None)
+def test_swish_is_x_times_sigmoid_alpha_x(alpha, x):
+    arr = np.asarray(x, np.float32)
+    m = model([helper.make_node("Swish", ["x"], ["y"], alpha=alpha)], [vi("x", F, [len(x)])],
+              [vi("y", F, None)], opset=24)
+    mod, _ = from_onnx(m)
+    a = np.float64(np.float32(alpha))
+    want = arr / (1 + np.exp(-a * arr.astype(np.float64)))
+    np.testing.assert_allclose(np.asarray(evaluate(mod, arr)), want, rtol=1e-5, atol=1e-6)
