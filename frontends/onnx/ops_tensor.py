@@ -215,8 +215,9 @@ def _split(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, An
         total = int(x.static_shape()[axis])
         chunk = -(-total // n)
         sizes = [min(chunk, total - i * chunk) for i in range(n)]
-    if any(s <= 0 for s in sizes) or len(sizes) == 1:
-        # Zero-sized parts (which ``split`` rejects): one slice per part.
+    if any(s <= 0 for s in sizes) or len(sizes) == 1 or x.const is not None:
+        # Zero-sized parts (which ``split`` rejects), or a known value (shape arithmetic:
+        # the slices fold at import time): one slice per part.
         shape = x.static_shape()
         parts, start = [], 0
         for size in sizes:

@@ -1,0 +1,116 @@
+"""ONNX element gathers and the losses built on them → Relay: ``GatherElements``,
+``NegativeLogLikelihoodLoss``, ``SoftmaxCrossEntropyLoss``.
+
+``GatherElements`` is a ``take`` from the flattened data at static row-major offsets plus
+the run-time index times the axis stride. The index is first checked through
+``take(arange(n), index, mode="fast")`` (negative indices wrapped once, as ONNX allows):
+an index out of range is a run-time error, as the ONNX spec says, never a read of another
+row. The losses follow the spec: ignored targets contribute nothing and weigh 0, and
+``mean`` divides by the sum of the weights of the targets not ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from frontends.onnx.builder import Unsupported, Value, call, const
+from frontends.onnx.importer import Context, converter
+from frontends.onnx.ops_math import _req, scalar
+
+
+def _checked_index(idx: Value, n: int) -> Value:
+    """``idx`` as int64 in ``[0, n)`` (negatives + n); out of range: a run-time error."""
+    i = call("cast", [idx], dtype="int64")
+    i = call("where", [call("less", [i, const(np.int64(0))]),
+                       call("add", [i, const(np.int64(n))]), i])
+    return call("take", [const(np.arange(n, dtype=np.int64)), i], axis=0, mode="fast")
+
+
+def gather_elements(data: Value, indices: Value, axis: int) -> Value:
+    """``out[p] = data[p with p[axis] = indices[p]]`` (``indices`` of ``data``'s rank)."""
+    shape = data.static_shape()
+    ishape = indices.static_shape()
+    if len(shape) != len(ishape):
+        raise Unsupported(f"GatherElements indices of rank {len(ishape)} for data of rank "
+                          f"{len(shape)}")
+    axis %= len(shape)
+    if any(i > d for k, (i, d) in enumerate(zip(ishape, shape)) if k != axis):
+        raise Unsupported(f"GatherElements indices {ishape} larger than data {shape}")
+    strides = [int(np.prod(shape[k + 1:])) for k in range(len(shape))]
+    offset = np.zeros(ishape, np.int64)
+    for k in range(len(shape)):
+        if k != axis:
+            grid = np.arange(ishape[k], dtype=np.int64) * strides[k]
+            offset = offset + grid.reshape([-1 if j == k else 1 for j in range(len(shape))])
+    idx = _checked_index(indices, shape[axis])
+    flat = call("add", [call("multiply", [idx, const(np.int64(strides[axis]))]), const(offset)])
+    return call("take", [call("reshape", [data], newshape=(-1,)), flat], axis=0, mode="fast")
+
+
+@converter("GatherElements", attrs=("axis",))
+def _gather_elements(ctx: Context, node: Any, ins: list[Value | None],
+                     attrs: dict[str, Any]) -> list[Value]:
+    return [gather_elements(_req(ins, 0), _req(ins, 1), int(attrs.get("axis", 0)))]
+
+
+def _reduction(attrs: dict[str, Any]) -> str:
+    r = attrs.get("reduction", b"mean")
+    r = r.decode() if isinstance(r, bytes) else str(r)
+    if r not in ("none", "sum", "mean"):
+        raise Unsupported(f"reduction {r!r}")
+    return r
+
+
+def nll_loss(x: Value, target: Value, weight: Value | None, reduction: str,
+             ignore_index: int | None) -> Value:
+    """The negative log-likelihood loss of log-probabilities ``x`` (N, C, d...) at the
+    class indices ``target`` (N, d...), per the ONNX spec."""
+    if x.ndim < 2 or target.ndim != x.ndim - 1:
+        raise Unsupported(f"NegativeLogLikelihoodLoss of input rank {x.ndim} and target "
+                          f"rank {target.ndim}")
+    c = x.static_shape()[1]
+    t = call("cast", [target], dtype="int64")
+    keep = None
+    if ignore_index is not None:
+        keep = call("not_equal", [t, const(np.int64(ignore_index))])
+        t = call("where", [keep, t, const(np.int64(0))])
+    picked = call("squeeze", [gather_elements(x, call("expand_dims", [t], axis=1), 1)],
+                  axis=(1,))
+    if weight is not None:
+        w = call("take", [weight, _checked_index(t, c)], axis=0, mode="fast")
+    else:
+        _checked_index(t, c)   # the index check alone folds away; gather_elements checks
+        w = call("ones_like", [picked])
+    if keep is not None:
+        w = call("where", [keep, w, scalar(0, w)])
+    loss = call("negative", [call("multiply", [picked, w])])
+    if reduction == "none":
+        return loss
+    total = call("sum", [loss], axis=None)
+    if reduction == "sum":
+        return total
+    return call("divide", [total, call("sum", [w], axis=None)])
+
+
+def _ignore_index(attrs: dict[str, Any]) -> int | None:
+    return int(attrs["ignore_index"]) if "ignore_index" in attrs else None
+
+
+@converter("NegativeLogLikelihoodLoss", attrs=("ignore_index", "reduction"))
+def _nll(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    weight = ins[2] if len(ins) > 2 else None
+    return [nll_loss(_req(ins, 0), _req(ins, 1), weight, _reduction(attrs),
+                     _ignore_index(attrs))]
+
+
+@converter("SoftmaxCrossEntropyLoss", attrs=("ignore_index", "reduction"))
+def _sce(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    """``NegativeLogLikelihoodLoss(log_softmax(scores, axis=1), labels, weights)``; the
+    optional second output is the log-probabilities."""
+    scores = _req(ins, 0)
+    log_prob = call("nn.log_softmax", [scores], axis=1)
+    weight = ins[2] if len(ins) > 2 else None
+    loss = nll_loss(log_prob, _req(ins, 1), weight, _reduction(attrs), _ignore_index(attrs))
+    return [loss, log_prob]
