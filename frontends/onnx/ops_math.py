@@ -309,3 +309,32 @@ def _req(ins: list[Value | None], i: int) -> Value:
     v = ins[i]
     assert v is not None
     return v
+
+
+@converter("BitShift", attrs=("direction",))
+def _bit_shift(ctx: Context, node: Any, ins: list[Value | None],
+               attrs: dict[str, Any]) -> list[Value]:
+    """Integer shifts as arithmetic: ``LEFT`` is ``x * 2**s`` wrapped to the width (the
+    same bits as a shift, signed or not), ``RIGHT`` is ``floor(x / 2**s)`` (the arithmetic
+    shift of signed values). A shift outside ``[0, width)`` gives 0 (``RIGHT`` of a negative
+    signed value: -1), as the ONNX reference defines it; so does a signed ``RIGHT`` by
+    ``width - 1``, whose ``2**s`` the dtype cannot hold."""
+    a, b = _req(ins, 0), _req(ins, 1)
+    direction = attrs.get("direction", b"")
+    direction = direction.decode() if isinstance(direction, bytes) else str(direction)
+    if direction not in ("LEFT", "RIGHT") or not a.dtype.startswith(("int", "uint")):
+        raise Unsupported(f"BitShift direction {direction!r} on {a.dtype}")
+    if b.dtype != a.dtype:
+        b = call("cast", [b], dtype=a.dtype)
+    bits = int(a.dtype.lstrip("uint"))
+    signed = a.dtype.startswith("int")
+    limit = bits - 1 if signed and direction == "RIGHT" else bits
+    ok = call("logical_and", [call("greater_equal", [b, scalar(0, b)]),
+                              call("less", [b, scalar(limit, b)])])
+    power = call("power", [scalar(2, a), call("where", [ok, b, scalar(0, b)])])
+    if direction == "LEFT":
+        return [call("where", [ok, call("multiply", [a, power]), scalar(0, a)])]
+    shifted = call("floor_divide", [a, power])
+    fill = call("where", [call("less", [a, scalar(0, a)]), scalar(-1, a), scalar(0, a)]) \
+        if signed else scalar(0, a)
+    return [call("where", [ok, shifted, fill])]

@@ -459,3 +459,23 @@ def test_unweighted_mean_loss_divides_by_the_targets_not_ignored():
               opset=13)
     mod, _ = from_onnx(m)
     np.testing.assert_allclose(np.asarray(evaluate(mod, x, t)), np.log(3), rtol=1e-6)
+
+
+@given(dtype=st.sampled_from(["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                              "uint64"]),
+       direction=st.sampled_from(["LEFT", "RIGHT"]), n=st.integers(1, 12),
+       seed=st.integers(0, 2 ** 16))
+@settings(max_examples=40, deadline=None)
+def test_bit_shift_matches_the_onnx_reference(dtype, direction, n, seed):
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    bits = info.bits
+    lo = -3 if info.min < 0 else 0
+    s = rng.integers(lo, bits + 3, n).astype(dtype)
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    m = model([helper.make_node("BitShift", ["x", "s"], ["y"], direction=direction)],
+              [vi("x", elem, [n]), vi("s", elem, [n])], [vi("y", elem, None)])
+    got, want = both(m, {"x": x, "s": s})
+    assert got[0].dtype == want[0].dtype
+    np.testing.assert_array_equal(got[0], want[0])
