@@ -1,5 +1,6 @@
-"""ONNX element gathers and the losses built on them → Relay: ``GatherElements``,
-``NegativeLogLikelihoodLoss``, ``SoftmaxCrossEntropyLoss``.
+"""ONNX element gathers, the losses built on them, and scans → Relay: ``GatherElements``,
+``NegativeLogLikelihoodLoss``, ``SoftmaxCrossEntropyLoss``, ``ReverseSequence``,
+``CumSum``/``CumProd``.
 
 ``GatherElements`` is a ``take`` from the flattened data at static row-major offsets plus
 the run-time index times the axis stride. The index is first checked through
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from frontends.onnx.builder import Unsupported, Value, call, const
+from frontends.onnx.builder import Unsupported, Value, call, call_tuple, const, static_ints
 from frontends.onnx.importer import Context, converter
 from frontends.onnx.ops_math import _req, scalar
 
@@ -114,3 +115,70 @@ def _sce(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]
     weight = ins[2] if len(ins) > 2 else None
     loss = nll_loss(log_prob, _req(ins, 1), weight, _reduction(attrs), _ignore_index(attrs))
     return [loss, log_prob]
+
+
+def _scan_along(x: Value, axis: int, op: str, identity: float, exclusive: bool,
+                reverse: bool) -> Value:
+    """Inclusive (or exclusive) prefix ``op`` along ``axis``: ``log2(n)`` steps of ``x op
+    (x shifted by k)`` (Hillis–Steele), the shift filled with ``op``'s identity. Integers
+    are exact (wrapping arithmetic is associative); floats are the same sums and products
+    in another order (rounding may differ in the last bits)."""
+    shape = x.static_shape()
+    n = shape[axis]
+
+    def shifted(v: Value, k: int) -> Value:
+        fill_shape = list(shape)
+        fill_shape[axis] = min(k, n)
+        fill = const(np.full(fill_shape, identity, dtype=x.dtype))
+        if k >= n:
+            return fill
+        end = list(shape)
+        end[axis] = n - k
+        head = call("strided_slice", [v], begin=(0,) * len(shape), end=tuple(end),
+                    strides=(1,) * len(shape))
+        return call_tuple("concatenate", [fill, head], axis=axis)
+
+    if reverse:
+        x = call("reverse", [x], axis=axis)
+    if exclusive and n:
+        x = shifted(x, 1)
+    k = 1
+    while k < n:
+        x = call(op, [x, shifted(x, k)])
+        k *= 2
+    if reverse:
+        x = call("reverse", [x], axis=axis)
+    return x
+
+
+@converter("CumSum", "CumProd", attrs=("exclusive", "reverse"))
+def _cumulative(ctx: Context, node: Any, ins: list[Value | None],
+                attrs: dict[str, Any]) -> list[Value]:
+    x = _req(ins, 0)
+    if x.ndim == 0:
+        raise Unsupported(f"{node.op_type} of a scalar")
+    axis = static_ints(ins[1], f"the {node.op_type} axis")[0] % x.ndim
+    op, identity = ("add", 0) if node.op_type == "CumSum" else ("multiply", 1)
+    return [_scan_along(x, axis, op, identity, bool(attrs.get("exclusive", 0)),
+                        bool(attrs.get("reverse", 0)))]
+
+
+@converter("ReverseSequence", attrs=("batch_axis", "time_axis"))
+def _reverse_sequence(ctx: Context, node: Any, ins: list[Value | None],
+                      attrs: dict[str, Any]) -> list[Value]:
+    """Each batch entry's first ``sequence_lens[b]`` time steps reversed, the rest kept: a
+    gather along the time axis by a static index table (the lengths must be static)."""
+    x = _req(ins, 0)
+    lens = static_ints(ins[1], "the ReverseSequence sequence_lens")
+    shape = x.static_shape()
+    b_axis, t_axis = int(attrs.get("batch_axis", 1)), int(attrs.get("time_axis", 0))
+    steps = shape[t_axis]
+    if len(lens) != shape[b_axis] or any(not 0 <= n <= steps for n in lens):
+        raise Unsupported(f"sequence_lens {lens} for batch {shape[b_axis]} and {steps} steps")
+    table = np.empty((steps, len(lens)), np.int64)
+    for b, n in enumerate(lens):
+        table[:, b] = np.concatenate([np.arange(n - 1, -1, -1), np.arange(n, steps)])
+    order = [t_axis, b_axis] + [k for k in range(x.ndim) if k not in (t_axis, b_axis)]
+    view = table.reshape(table.shape + (1,) * (x.ndim - 2))
+    idx = np.broadcast_to(np.transpose(view, np.argsort(order)), shape)
+    return [gather_elements(x, const(np.ascontiguousarray(idx)), t_axis)]

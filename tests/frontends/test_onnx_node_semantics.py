@@ -7,7 +7,8 @@ peepholes, float16 products accumulated in float32, and a ``Slice`` by a loop co
 a ``Loop`` (a run-time start with a static length; out of range is a run-time error); and
 the operators built from existing ones (``LpPool``, ``RMSNormalization``,
 ``GroupNormalization``, ``Swish``, ``CenterCropPad``, ``SpaceToDepth`` modes,
-``GatherElements`` and the NLL / softmax cross-entropy losses). Where
+``GatherElements`` and the NLL / softmax cross-entropy losses, ``BitShift``,
+``CumSum``/``CumProd``, ``ReverseSequence``). Where
 the reference is wrong (MaxPool indices on its stride-1 path, a Loop without a condition
 input) onnxruntime is the oracle."""
 
@@ -478,4 +479,42 @@ def test_bit_shift_matches_the_onnx_reference(dtype, direction, n, seed):
               [vi("x", elem, [n]), vi("s", elem, [n])], [vi("y", elem, None)])
     got, want = both(m, {"x": x, "s": s})
     assert got[0].dtype == want[0].dtype
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+@given(kind=st.sampled_from(["CumSum", "CumProd"]), dtype=st.sampled_from(["int32", "float64"]),
+       shape=st.lists(st.integers(1, 9), min_size=1, max_size=3), exclusive=st.integers(0, 1),
+       reverse=st.integers(0, 1), data=st.data())
+@settings(max_examples=40, deadline=None)
+def test_cumulative_sum_and_product_match_the_reference(kind, dtype, shape, exclusive, reverse,
+                                                        data):
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 16)))
+    x = (rng.integers(-50, 50, shape) if dtype == "int32" else
+         rng.uniform(-2, 2, shape)).astype(dtype)
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    m = model([helper.make_node(kind, ["x", "axis"], ["y"], exclusive=exclusive,
+                                reverse=reverse)],
+              [vi("x", elem, shape)], [vi("y", elem, None)],
+              [numpy_helper.from_array(np.asarray(axis, np.int64), "axis")], opset=26)
+    got, want = both(m, {"x": x})
+    if dtype == "int32":                     # wrapping arithmetic: exact in any order
+        np.testing.assert_array_equal(got[0], want[0])
+    else:
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12)
+
+
+@given(batch=st.integers(1, 4), steps=st.integers(1, 5), time_first=st.booleans(),
+       data=st.data())
+@settings(max_examples=30, deadline=None)
+def test_reverse_sequence_matches_the_reference(batch, steps, time_first, data):
+    lens = [data.draw(st.integers(1, steps)) for _ in range(batch)]
+    shape = [steps, batch, 2] if time_first else [batch, steps, 2]
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    m = model([helper.make_node("ReverseSequence", ["x", "lens"], ["y"],
+                                batch_axis=1 if time_first else 0,
+                                time_axis=0 if time_first else 1)],
+              [vi("x", F, shape)], [vi("y", F, None)],
+              [numpy_helper.from_array(np.asarray(lens, np.int64), "lens")])
+    got, want = both(m, {"x": x})
     np.testing.assert_array_equal(got[0], want[0])
