@@ -1,6 +1,6 @@
 """ONNX element gathers, the losses built on them, and scans → Relay: ``GatherElements``,
 ``NegativeLogLikelihoodLoss``, ``SoftmaxCrossEntropyLoss``, ``ReverseSequence``,
-``CumSum``/``CumProd``.
+``CumSum``/``CumProd``, ``Compress``.
 
 ``GatherElements`` is a ``take`` from the flattened data at static row-major offsets plus
 the run-time index times the axis stride. The index is first checked through
@@ -182,3 +182,25 @@ def _reverse_sequence(ctx: Context, node: Any, ins: list[Value | None],
     view = table.reshape(table.shape + (1,) * (x.ndim - 2))
     idx = np.broadcast_to(np.transpose(view, np.argsort(order)), shape)
     return [gather_elements(x, const(np.ascontiguousarray(idx)), t_axis)]
+
+
+@converter("Compress", attrs=("axis",))
+def _compress(ctx: Context, node: Any, ins: list[Value | None],
+              attrs: dict[str, Any]) -> list[Value]:
+    """The slices along ``axis`` (of the flattened input without one) where the condition
+    holds: a ``take`` at the condition's true positions, which must be static (the result's
+    length depends on them)."""
+    x = _req(ins, 0)
+    cond = ins[1].const if len(ins) > 1 and ins[1] is not None else None
+    if cond is None:
+        raise Unsupported("the Compress condition must be known at import time (the result's "
+                          "shape depends on it)")
+    keep = np.flatnonzero(np.asarray(cond).reshape(-1).astype(bool)).astype(np.int64)
+    if "axis" not in attrs:
+        x = call("reshape", [x], newshape=(-1,))
+        axis = 0
+    else:
+        axis = int(attrs["axis"]) % x.ndim
+    if np.asarray(cond).size > x.static_shape()[axis]:
+        raise Unsupported("a Compress condition longer than the axis")
+    return [call("take", [x, const(keep)], axis=axis, mode="fast")]

@@ -8,7 +8,7 @@ a ``Loop`` (a run-time start with a static length; out of range is a run-time er
 the operators built from existing ones (``LpPool``, ``RMSNormalization``,
 ``GroupNormalization``, ``Swish``, ``CenterCropPad``, ``SpaceToDepth`` modes,
 ``GatherElements`` and the NLL / softmax cross-entropy losses, ``BitShift``,
-``CumSum``/``CumProd``, ``ReverseSequence``). Where
+``CumSum``/``CumProd``, ``ReverseSequence``, ``Compress``). Where
 the reference is wrong (MaxPool indices on its stride-1 path, a Loop without a condition
 input) onnxruntime is the oracle."""
 
@@ -518,3 +518,19 @@ def test_reverse_sequence_matches_the_reference(batch, steps, time_first, data):
               [numpy_helper.from_array(np.asarray(lens, np.int64), "lens")])
     got, want = both(m, {"x": x})
     np.testing.assert_array_equal(got[0], want[0])
+
+
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3), axis=st.none() | st.integers(
+    -3, 2), data=st.data())
+@settings(max_examples=30, deadline=None)
+def test_compress_by_a_static_condition_matches_numpy(shape, axis, data):
+    assume(axis is None or -len(shape) <= axis < len(shape))
+    size = int(np.prod(shape)) if axis is None else shape[axis]
+    cond = np.asarray(data.draw(st.lists(st.booleans(), min_size=1, max_size=size)))
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    attrs = {} if axis is None else {"axis": axis}
+    m = model([helper.make_node("Compress", ["x", "c"], ["y"], **attrs)], [vi("x", F, shape)],
+              [vi("y", F, None)], [numpy_helper.from_array(cond, "c")])
+    mod, params = from_onnx(m)
+    got = np.asarray(evaluate(mod, x, *params.values()))
+    np.testing.assert_array_equal(got, np.compress(cond, x, axis=axis))
