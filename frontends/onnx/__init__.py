@@ -9,6 +9,7 @@ from __future__ import annotations
 from frontends.onnx import (  # noqa: F401 - the families register their converters
     control,
     ops_extra,
+    ops_gather,
     ops_math,
     ops_nn,
     ops_rnn,
