@@ -12,6 +12,7 @@ from frontends.onnx import (  # noqa: F401 - the families register their convert
     ops_gather,
     ops_math,
     ops_nn,
+    ops_pool,
     ops_rnn,
     ops_tensor,
 )

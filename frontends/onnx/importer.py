@@ -198,6 +198,7 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
         ops_gather,
         ops_math,
         ops_nn,
+        ops_pool,
         ops_rnn,
         ops_tensor,
     )
