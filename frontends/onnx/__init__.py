@@ -9,8 +9,10 @@ from __future__ import annotations
 from frontends.onnx import (  # noqa: F401 - the families register their converters
     control,
     ops_extra,
+    ops_gather,
     ops_math,
     ops_nn,
+    ops_pool,
     ops_rnn,
     ops_tensor,
 )

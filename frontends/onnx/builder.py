@@ -47,12 +47,18 @@ class Value:
     const: np.ndarray | None = None
     #: An initializer: its value is readable statically but is not folded into constants.
     param: bool = False
+    #: For a run-time integer value of one element: ``(base, k)`` when it is known to equal
+    #: ``base + k`` (e.g. a loop counter plus one), so that a ``Slice`` from ``base + i`` to
+    #: ``base + j`` has the static length ``j - i``.
+    offset_of: tuple[Value, int] | None = None
 
     @property
     def expr(self) -> Expr:
         if self.expr_ is None:
             assert self.const is not None
-            self.expr_ = Constant(np.array(self.const, order="C"))
+            # Constant copies (C order for a C-contiguous source); np.ascontiguousarray
+            # would turn a 0-d array into a 1-d one.
+            self.expr_ = Constant(np.require(self.const, requirements="C"))
         return self.expr_
 
     @property
@@ -131,6 +137,26 @@ def project(v: Value, i: int) -> Value:
     if not isinstance(v.type, TupleType):
         raise Unsupported(f"expected a tuple, got {v.type}")
     return Value(v.type.fields[i], TupleGetItem(v.expr, i))
+
+
+def affine(v: Value) -> tuple[Value, int]:
+    """``(base, k)`` with ``v == base + k`` (``(v, 0)`` when nothing more is known)."""
+    return v.offset_of if v.offset_of is not None else (v, 0)
+
+
+def keep_offset(result: Value, source: Value, delta: int = 0) -> Value:
+    """Record on ``result`` (a reshaping of ``source``, plus ``delta``) that it equals
+    ``base + k + delta`` when ``source`` is a run-time one-element integer ``base + k``."""
+    if source.const is None and result.const is None and _one_int(source) and _one_int(result):
+        base, k = affine(source)
+        result.offset_of = (base, k + delta)
+    return result
+
+
+def _one_int(v: Value) -> bool:
+    t = v.type
+    return (isinstance(t, TensorType) and t.dtype.startswith(("int", "uint"))
+            and all(is_concrete(d) and d == 1 for d in t.shape))
 
 
 def _foldable(v: Value) -> bool:

@@ -49,10 +49,13 @@ def _unpack(v: Value, n: int) -> list[Value]:
 @converter("If", attrs=("then_branch", "else_branch"))
 def _if(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
     cond = _scalar_cond(_req(ins, 0))
+    if cond.const is not None:
+        # Known at import time: only the branch taken is converted (the other may not even
+        # type-check for these inputs, e.g. a 3-D branch of a 2-D model).
+        return ctx.convert_graph(attrs["then_branch" if bool(cond.const) else "else_branch"],
+                                 [])
     then_outs = ctx.convert_graph(attrs["then_branch"], [])
     else_outs = ctx.convert_graph(attrs["else_branch"], [])
-    if cond.const is not None:
-        return then_outs if bool(cond.const) else else_outs
     t, e = _pack(then_outs), _pack(else_outs)
     if str(t.type) != str(e.type):
         raise Unsupported(f"If branches have different types: {t.type} and {e.type}")

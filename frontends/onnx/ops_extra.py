@@ -1,7 +1,8 @@
 """ONNX operators expressed through several registry operators: hyperbolic functions,
 ``Gelu``/``Celu``/``Mish``/``Shrink``, ``IsNaN``/``IsInf``, ``LayerNormalization``,
 ``LpNormalization``, ``MeanVarianceNormalization``, ``DepthToSpace``/``SpaceToDepth``,
-``Trilu``, ``EyeLike``, ``OneHot``."""
+``Trilu``, ``EyeLike``, ``OneHot``, ``RMSNormalization``, ``GroupNormalization``, ``Swish``,
+``CenterCropPad``."""
 
 from __future__ import annotations
 
@@ -174,14 +175,20 @@ def _depth_to_space(ctx: Context, node: Any, ins: list[Value | None],
     return [call("reshape", [t], newshape=(n, c // (b * b), h * b, w * b))]
 
 
-@converter("SpaceToDepth", attrs=("blocksize",))
+@converter("SpaceToDepth", attrs=("blocksize", "mode"))
 def _space_to_depth(ctx: Context, node: Any, ins: list[Value | None],
                     attrs: dict[str, Any]) -> list[Value]:
+    """DepthToSpace's inverse; ``mode`` (opset 28) ``DCR`` (the default: block offsets
+    outermost in the channels) or ``CRD`` (channels outermost)."""
     x = _req(ins, 0)
     b = int(attrs["blocksize"])
+    mode = attrs.get("mode", b"DCR")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    if mode not in ("DCR", "CRD"):
+        raise Unsupported(f"SpaceToDepth mode {mode!r}")
     n, c, h, w = x.static_shape()
     t = call("reshape", [x], newshape=(n, c, h // b, b, w // b, b))
-    t = call("transpose", [t], axes=(0, 3, 5, 1, 2, 4))
+    t = call("transpose", [t], axes=(0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4))
     return [call("reshape", [t], newshape=(n, c * b * b, h // b, w // b))]
 
 
@@ -228,3 +235,90 @@ def _one_hot(ctx: Context, node: Any, ins: list[Value | None],
 
 def _fail(what: str) -> Any:
     raise Unsupported(f"{what} must be known at import time")
+
+
+def _stash(x: Value, stash_type: int) -> Value:
+    """``x`` in the statistics' precision: ``stash_type=1`` is float32 (float16 inputs are
+    widened; float32/float64 stay)."""
+    if stash_type != 1:
+        raise Unsupported(f"stash_type={stash_type} is not supported (only 1, float32)")
+    return call("cast", [x], dtype="float32") if x.dtype == "float16" else x
+
+
+@converter("RMSNormalization", attrs=("axis", "epsilon", "stash_type"))
+def _rms_norm(ctx: Context, node: Any, ins: list[Value | None],
+              attrs: dict[str, Any]) -> list[Value]:
+    """``x / sqrt(mean(x**2 over axes axis..) + epsilon) * scale`` (opset 23)."""
+    x, scale = _req(ins, 0), _req(ins, 1)
+    axis = int(attrs.get("axis", -1)) % x.ndim
+    xs = _stash(x, int(attrs.get("stash_type", 1)))
+    ms = call("mean", [call("multiply", [xs, xs])], axis=tuple(range(axis, x.ndim)),
+              keepdims=True)
+    inv = call("divide", [scalar(1.0, xs), call("sqrt", [call("add", [
+        ms, scalar(float(attrs.get("epsilon", 1e-5)), xs)])])])
+    y = call("multiply", [xs, inv])
+    if y.dtype != x.dtype:
+        y = call("cast", [y], dtype=x.dtype)
+    return [call("multiply", [y, scale])]
+
+
+@converter("GroupNormalization", attrs=("epsilon", "num_groups", "stash_type"))
+def _group_norm(ctx: Context, node: Any, ins: list[Value | None],
+                attrs: dict[str, Any]) -> list[Value]:
+    """Opset 21: the channels in ``num_groups`` groups, each normalized over its channels
+    and the spatial dims (population variance), then per-channel ``scale`` and ``bias``."""
+    if ctx.opset < 21:
+        raise Unsupported("GroupNormalization before opset 21 (per-group scale) is not "
+                          "supported")
+    x, scale, bias = _req(ins, 0), _req(ins, 1), _req(ins, 2)
+    shape = x.static_shape()
+    g = int(attrs["num_groups"])
+    n, c = shape[0], shape[1]
+    if g <= 0 or c % g:
+        raise Unsupported(f"{c} channels do not split into {g} groups")
+    xs = _stash(x, int(attrs.get("stash_type", 1)))
+    grouped = call("reshape", [xs], newshape=(n, g, -1))
+    y = _normalize(grouped, (2,), float(attrs.get("epsilon", 1e-5)))
+    y = call("reshape", [y], newshape=shape)
+    if y.dtype != x.dtype:
+        y = call("cast", [y], dtype=x.dtype)
+    extra = (1,) * (len(shape) - 2)
+    y = call("multiply", [y, call("reshape", [scale], newshape=(c,) + extra)])
+    return [call("add", [y, call("reshape", [bias], newshape=(c,) + extra)])]
+
+
+@converter("Swish", attrs=("alpha",))
+def _swish(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    """``x * sigmoid(alpha * x)`` (opset 24)."""
+    x = _req(ins, 0)
+    ax = call("multiply", [x, scalar(float(attrs.get("alpha", 1.0)), x)])
+    return [call("multiply", [x, call("sigmoid", [ax])])]
+
+
+@converter("CenterCropPad", attrs=("axes",))
+def _center_crop_pad(ctx: Context, node: Any, ins: list[Value | None],
+                     attrs: dict[str, Any]) -> list[Value]:
+    """Each listed axis cropped (from ``(dim - size) // 2``) or zero-padded (``(size - dim)
+    // 2`` before, the rest after) to the static target size, centred."""
+    x = _req(ins, 0)
+    sizes = static_ints(ins[1], "the CenterCropPad shape")
+    shape = x.static_shape()
+    axes = [int(a) % x.ndim for a in attrs.get("axes", range(x.ndim))]
+    if len(axes) != len(sizes):
+        raise Unsupported(f"{len(sizes)} target sizes for {len(axes)} axes")
+    begin, end = [0] * x.ndim, list(shape)
+    widths = [(0, 0)] * x.ndim
+    for a, size in zip(axes, sizes):
+        dim = shape[a]
+        if size < dim:
+            begin[a] = (dim - size) // 2
+            end[a] = begin[a] + size
+        elif size > dim:
+            before = (size - dim) // 2
+            widths[a] = (before, size - dim - before)
+    if tuple(begin) != (0,) * x.ndim or tuple(end) != shape:
+        x = call("strided_slice", [x], begin=tuple(begin), end=tuple(end),
+                 strides=(1,) * x.ndim)
+    if any(w != (0, 0) for w in widths):
+        x = call("nn.pad", [x, scalar(0, x)], pad_width=tuple(widths))
+    return [x]

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from frontends.onnx.builder import Unsupported, Value, call, const, static_ints
+from frontends.onnx.builder import Unsupported, Value, call, const, keep_offset, static_ints
 from frontends.onnx.importer import Context, converter, onnx_dtype
 
 _UNARY = {
@@ -41,7 +41,14 @@ def _binary(ctx: Context, node: Any, ins: list[Value | None],
     a, b = _req(ins, 0), _req(ins, 1)
     if node.op_type == "Pow" and a.dtype != b.dtype:
         b = call("cast", [b], dtype=a.dtype)
-    return [call(_BINARY[node.op_type], [a, b])]
+    y = call(_BINARY[node.op_type], [a, b])
+    if node.op_type in ("Add", "Sub") and y.const is None:
+        # A run-time counter plus or minus a constant: remember the offset (dynamic Slice).
+        if b.const is not None and b.const.size == 1 and a.const is None:
+            keep_offset(y, a, int(b.const.reshape(-1)[0]) * (1 if node.op_type == "Add" else -1))
+        elif a.const is not None and a.const.size == 1 and node.op_type == "Add":
+            keep_offset(y, b, int(a.const.reshape(-1)[0]))
+    return [y]
 
 
 @converter("Div")
@@ -58,7 +65,27 @@ def _div(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]
 @converter("Mod", attrs=("fmod",))
 def _mod(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
     a, b = _req(ins, 0), _req(ins, 1)
-    return [call("mod" if attrs.get("fmod", 0) else "floor_mod", [a, b])]
+    if attrs.get("fmod", 0):
+        return [call("mod", [a, b])]
+    if not a.dtype.startswith("float"):
+        return [call("floor_mod", [a, b])]
+    return [_float_floor_mod(a, b)]
+
+
+def _float_floor_mod(a: Value, b: Value) -> Value:
+    """numpy's (Python's) float ``a % b``, which the ONNX reference uses for ``fmod=0``:
+    ``r = fmod(a, b)`` (exact), plus ``b`` when ``r`` is nonzero with the other sign than
+    ``b``; a zero remainder takes ``b``'s sign. Unlike ``a - floor(a / b) * b`` (Relay's
+    ``floor_mod``) this is exact, and ``±x % ±inf`` is ``x`` or ``±inf``, not NaN."""
+    r = call("mod", [a, b])
+    zero = scalar(0.0, r)
+    r_neg = call("less", [r, zero])
+    b_neg = call("less", [b, zero])
+    adjust = call("logical_and", [call("not_equal", [r, zero]),
+                                  call("not_equal", [r_neg, b_neg])])
+    r = call("where", [adjust, call("add", [r, b]), r])
+    signed_zero = call("where", [b_neg, scalar(-0.0, r), zero])
+    return call("where", [call("equal", [r, zero]), signed_zero, r])
 
 
 @converter("Round")
@@ -282,3 +309,32 @@ def _req(ins: list[Value | None], i: int) -> Value:
     v = ins[i]
     assert v is not None
     return v
+
+
+@converter("BitShift", attrs=("direction",))
+def _bit_shift(ctx: Context, node: Any, ins: list[Value | None],
+               attrs: dict[str, Any]) -> list[Value]:
+    """Integer shifts as arithmetic: ``LEFT`` is ``x * 2**s`` wrapped to the width (the
+    same bits as a shift, signed or not), ``RIGHT`` is ``floor(x / 2**s)`` (the arithmetic
+    shift of signed values). A shift outside ``[0, width)`` gives 0 (``RIGHT`` of a negative
+    signed value: -1), as the ONNX reference defines it; so does a signed ``RIGHT`` by
+    ``width - 1``, whose ``2**s`` the dtype cannot hold."""
+    a, b = _req(ins, 0), _req(ins, 1)
+    direction = attrs.get("direction", b"")
+    direction = direction.decode() if isinstance(direction, bytes) else str(direction)
+    if direction not in ("LEFT", "RIGHT") or not a.dtype.startswith(("int", "uint")):
+        raise Unsupported(f"BitShift direction {direction!r} on {a.dtype}")
+    if b.dtype != a.dtype:
+        b = call("cast", [b], dtype=a.dtype)
+    bits = int(a.dtype.lstrip("uint"))
+    signed = a.dtype.startswith("int")
+    limit = bits - 1 if signed and direction == "RIGHT" else bits
+    ok = call("logical_and", [call("greater_equal", [b, scalar(0, b)]),
+                              call("less", [b, scalar(limit, b)])])
+    power = call("power", [scalar(2, a), call("where", [ok, b, scalar(0, b)])])
+    if direction == "LEFT":
+        return [call("where", [ok, call("multiply", [a, power]), scalar(0, a)])]
+    shifted = call("floor_divide", [a, power])
+    fill = call("where", [call("less", [a, scalar(0, a)]), scalar(-1, a), scalar(0, a)]) \
+        if signed else scalar(0, a)
+    return [call("where", [ok, shifted, fill])]

@@ -1,5 +1,13 @@
-"""ONNX neural-network operators (convolution, pooling, normalization, dense, softmax, LRN)
-→ Relay calls. Two-dimensional (NCHW) convolution and pooling only."""
+"""ONNX neural-network operators (convolution, normalization, dense, softmax, dropout, LRN)
+→ Relay calls; pooling is in :mod:`frontends.onnx.ops_pool`, which shares the padding helpers
+here.
+
+Convolution is 1-D or 2-D (NCW via a height-1 NCHW image, NCHW). Float16 convolutions and
+products accumulate in float32 (``out_dtype``) and round once, as the ONNX reference and
+onnxruntime do. Training-mode ``BatchNormalization`` uses the batch statistics and returns
+the updated running ones; training-mode ``Dropout`` is supported with ratio 0 only (above 0
+it is random).
+"""
 
 from __future__ import annotations
 
@@ -19,11 +27,11 @@ def _pads(node: Any, attrs: dict[str, Any], x: Value, kernel: list[int], strides
     """ONNX ``pads``/``auto_pad`` → TVM's (top, left, bottom, right)."""
     auto = attrs.get("auto_pad", b"NOTSET")
     auto = auto.decode() if isinstance(auto, bytes) else str(auto)
+    nsp = len(kernel)
     if auto in ("NOTSET", ""):
-        pads = [int(p) for p in attrs.get("pads", [0] * 4)]
-        return pads
+        return [int(p) for p in attrs.get("pads", [0] * (2 * nsp))]
     if auto == "VALID":
-        return [0, 0, 0, 0]
+        return [0] * (2 * nsp)
     if auto not in ("SAME_UPPER", "SAME_LOWER"):
         raise Unsupported(f"auto_pad={auto}")
     hw = x.static_shape()[2:]
@@ -58,19 +66,6 @@ def _as_2d(attrs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _onnx_pool_extent(size: int, k: int, s: int, d: int, pb: int, pe: int, ceil: bool) -> int:
-    """ONNX's pooled extent (with ceil_mode, a last window starting in the end padding is
-    dropped)."""
-    eff = (k - 1) * d + 1
-    num = size + pb + pe - eff
-    if not ceil:
-        return num // s + 1
-    out = -(-num // s) + 1
-    if (out - 1) * s >= size + pb:
-        out -= 1
-    return out
-
-
 @converter("Conv", attrs=_CONV_ATTRS)
 def _conv(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
     x, w = _req(ins, 0), _req(ins, 1)
@@ -88,72 +83,55 @@ def _conv(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any
     pads = _pads(node, attrs, x, kernel, strides, dil)
     y = call("nn.conv2d", [x, w], strides=tuple(strides), padding=tuple(pads),
              dilation=tuple(dil), groups=int(attrs.get("group", 1)), channels=wshape[0],
-             kernel_size=tuple(kernel))
+             kernel_size=tuple(kernel), out_dtype=_acc_dtype(x))
+    y = _from_acc(y, x)
     if len(ins) > 2 and ins[2] is not None:
         y = call("nn.bias_add", [y, ins[2]], axis=1)
     return [y]
 
 
-@converter("MaxPool", "AveragePool",
-           attrs=("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides",
-                  "storage_order", "count_include_pad"))
-def _pool(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
-    x = _req(ins, 0)
-    if len(node.output) > 1 and node.output[1]:
-        raise Unsupported("the Indices output of MaxPool is not supported")
-    if x.ndim == 3:
-        (y,) = _pool(ctx, node, [call("expand_dims", [x], axis=2)], _as_2d(attrs))
-        return [call("squeeze", [y], axis=(2,))]
-    _spatial2d(x, "pooling")
-    kernel = [int(k) for k in attrs["kernel_shape"]]
-    strides = [int(s) for s in attrs.get("strides", [1, 1])]
-    dil = [int(d) for d in attrs.get("dilations", [1, 1])]
-    ceil = bool(attrs.get("ceil_mode", 0))
-    pads = _pads(node, attrs, x, kernel, strides, dil, ceil)
-    common: dict[str, Any] = dict(pool_size=tuple(kernel), strides=tuple(strides),
-                                  dilation=tuple(dil), padding=tuple(pads), ceil_mode=ceil)
-    if node.op_type == "MaxPool":
-        y = call("nn.max_pool2d", [x], **common)
-    else:
-        auto = attrs.get("auto_pad", b"NOTSET")
-        auto = auto.decode() if isinstance(auto, bytes) else str(auto)
-        include = bool(attrs.get("count_include_pad", 0))
-        if auto.startswith("SAME"):
-            include = False
-        y = call("nn.avg_pool2d", [x], count_include_pad=include, **common)
-    if ceil:
-        hw = x.static_shape()[2:]
-        want = tuple(_onnx_pool_extent(hw[i], kernel[i], strides[i], dil[i], pads[i], pads[i + 2],
-                                       True) for i in range(2))
-        have = y.static_shape()
-        if have[2:] != want:
-            y = call("strided_slice", [y], begin=(0, 0, 0, 0), end=have[:2] + want,
-                     strides=(1, 1, 1, 1))
-    return [y]
+def _acc_dtype(x: Value) -> str | None:
+    """The accumulation dtype of a float16 convolution or product: float32, as the ONNX
+    reference (numpy) and onnxruntime accumulate; ``None`` (the operand dtype) otherwise."""
+    return "float32" if x.dtype == "float16" else None
 
 
-@converter("GlobalAveragePool", "GlobalMaxPool")
-def _global_pool(ctx: Context, node: Any, ins: list[Value | None],
-                 attrs: dict[str, Any]) -> list[Value]:
-    x = _req(ins, 0)
-    if x.ndim == 4:
-        name = "nn.global_avg_pool2d" if node.op_type == "GlobalAveragePool" else \
-            "nn.global_max_pool2d"
-        return [call(name, [x])]
-    axes = tuple(range(2, x.ndim))
-    name = "mean" if node.op_type == "GlobalAveragePool" else "max"
-    return [call(name, [x], axis=axes, keepdims=True)]
+def _from_acc(y: Value, x: Value) -> Value:
+    """``y`` (accumulated per :func:`_acc_dtype`) rounded back to ``x``'s dtype."""
+    return call("cast", [y], dtype=x.dtype) if y.dtype != x.dtype else y
 
 
 @converter("BatchNormalization", attrs=("epsilon", "momentum", "spatial", "training_mode"))
 def _batch_norm(ctx: Context, node: Any, ins: list[Value | None],
                 attrs: dict[str, Any]) -> list[Value]:
-    if attrs.get("training_mode", 0) or len([o for o in node.output if o]) > 1:
-        raise Unsupported("training-mode batch normalization is not supported")
     x = _req(ins, 0)
+    eps = float(attrs.get("epsilon", 1e-5))
+    if attrs.get("training_mode", 0) or len([o for o in node.output if o]) > 1:
+        return _batch_norm_training(ctx, x, ins, eps, float(attrs.get("momentum", 0.9)))
     t = call("nn.batch_norm", [x, _req(ins, 1), _req(ins, 2), _req(ins, 3), _req(ins, 4)],
-             axis=1, epsilon=float(attrs.get("epsilon", 1e-5)))
+             axis=1, epsilon=eps)
     return [project(t, 0)]
+
+
+def _batch_norm_training(ctx: Context, x: Value, ins: list[Value | None], eps: float,
+                         momentum: float) -> list[Value]:
+    """Training-mode ``BatchNormalization`` (opset 14+): normalize with the batch statistics
+    (mean and population variance over every axis but 1) and return the updated running
+    statistics ``running * momentum + batch * (1 - momentum)``."""
+    if ctx.opset < 14:
+        raise Unsupported("training-mode BatchNormalization before opset 14 (saved statistics "
+                          "outputs) is not supported")
+    axes = tuple(i for i in range(x.ndim) if i != 1)
+    mean = call("mean", [x], axis=axes)
+    var = call("variance", [x, call("mean", [x], axis=axes, keepdims=True)], axis=axes)
+    t = call("nn.batch_norm", [x, _req(ins, 1), _req(ins, 2), mean, var], axis=1, epsilon=eps)
+    m = scalar(momentum, x)
+    rest = scalar(1.0 - momentum, x)
+
+    def running(old: Value, batch: Value) -> Value:
+        return call("add", [call("multiply", [old, m]), call("multiply", [batch, rest])])
+
+    return [project(t, 0), running(_req(ins, 3), mean), running(_req(ins, 4), var)]
 
 
 @converter("InstanceNormalization", attrs=("epsilon",))
@@ -179,7 +157,7 @@ def _gemm(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any
     if not attrs.get("transB", 0):
         b = call("transpose", [b], axes=(1, 0))
     alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
-    y = call("nn.dense", [a, b])
+    y = _from_acc(call("nn.dense", [a, b], out_dtype=_acc_dtype(a)), a)
     if alpha != 1.0:
         y = call("multiply", [y, scalar(alpha, y)])
     if len(ins) > 2 and ins[2] is not None and beta != 0.0:
@@ -199,13 +177,16 @@ def matmul(a: Value, b: Value) -> Value:
     if b.ndim == 1:
         b = call("expand_dims", [b], axis=1)
         squeeze_b = True
+    acc = _acc_dtype(a)
     if a.ndim == 2 and b.ndim == 2:
-        y = call("nn.dense", [a, call("transpose", [b], axes=(1, 0))])
+        y = _from_acc(call("nn.dense", [a, call("transpose", [b], axes=(1, 0))], out_dtype=acc),
+                      a)
     elif b.ndim == 2:
         # (..., m, k) x (k, n): fold the batch dims into the rows.
         ash = a.shape
         a2 = call("reshape", [a], newshape=(-1, ash[-1]))
-        y2 = call("nn.dense", [a2, call("transpose", [b], axes=(1, 0))])
+        y2 = _from_acc(call("nn.dense", [a2, call("transpose", [b], axes=(1, 0))],
+                            out_dtype=acc), a)
         y = call("reshape", [y2], newshape=tuple(ash[:-1]) + (b.shape[-1],))
     else:
         ash, bsh = a.static_shape(), b.static_shape()
@@ -215,7 +196,7 @@ def matmul(a: Value, b: Value) -> Value:
         n = int(np.prod(batch)) if batch else 1
         a3 = call("reshape", [a], newshape=(n,) + ash[-2:])
         b3 = call("reshape", [b], newshape=(n,) + bsh[-2:])
-        y3 = call("nn.batch_matmul", [a3, b3], transpose_b=False)
+        y3 = _from_acc(call("nn.batch_matmul", [a3, b3], transpose_b=False, out_dtype=acc), a)
         y = call("reshape", [y3], newshape=batch + (ash[-2], bsh[-1]))
     if squeeze_a:
         y = call("squeeze", [y], axis=(y.ndim - 2,))
@@ -251,10 +232,20 @@ def _softmax(ctx: Context, node: Any, ins: list[Value | None],
 @converter("Dropout", attrs=("ratio", "seed"))
 def _dropout(ctx: Context, node: Any, ins: list[Value | None],
              attrs: dict[str, Any]) -> list[Value]:
+    """Inference-mode Dropout is the identity (mask all true). In training mode it is the
+    identity too when the ratio is 0; with a ratio above 0 it draws random numbers, and a
+    model's expected output then depends on the exporter's random generator."""
     if len(ins) > 2 and ins[2] is not None:
         train = ins[2].const
-        if train is None or bool(train):
-            raise Unsupported("training-mode Dropout is not supported")
+        if train is None:
+            raise Unsupported("Dropout with a run-time training_mode input is not supported")
+        if bool(train):
+            ratio = ins[1].const if len(ins) > 1 and ins[1] is not None else np.asarray(0.5)
+            if ratio is None:
+                raise Unsupported("training-mode Dropout with a run-time ratio is not supported")
+            if float(ratio) != 0.0:
+                raise Unsupported("training-mode Dropout with a ratio above 0 is random: its "
+                                  "result depends on the random generator (not reproducible)")
     x = _req(ins, 0)
     outs = [x]
     if len(node.output) > 1 and node.output[1]:

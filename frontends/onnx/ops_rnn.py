@@ -1,6 +1,9 @@
 """ONNX recurrent layers (``RNN``, ``GRU``, ``LSTM``) → Relay, unrolled over the (static)
 sequence length, one cell per step, for the forward, reverse and bidirectional directions
-with the default activations (``layout=0``, no ``clip``, no ``sequence_lens``, no peepholes).
+with the default activations, LSTM peepholes, and both layouts (``layout=1``: batch-major
+inputs and outputs, transposed around the time-major cells). Not supported: ``clip``,
+``input_forget``, and ``sequence_lens`` other than a static full length (every sequence as
+long as the input).
 """
 
 from __future__ import annotations
@@ -55,19 +58,27 @@ def _recurrent(ctx: Context, node: Any, ins: list[Value | None],
     defaults = _DEFAULT_ACTS[kind] * ndir
     if acts and [a.lower() for a in acts] != [a.lower() for a in defaults]:
         raise Unsupported(f"activations {acts} are not supported (only {defaults})")
-    if "clip" in attrs or attrs.get("layout", 0) or attrs.get("input_forget", 0):
-        raise Unsupported("clip, layout=1 and input_forget are not supported")
-    if len(ins) > 4 and ins[4] is not None:
-        raise Unsupported("sequence_lens is not supported")
-    if kind == "LSTM" and len(ins) > 7 and ins[7] is not None:
-        raise Unsupported("peepholes are not supported")
+    if "clip" in attrs or attrs.get("input_forget", 0):
+        raise Unsupported("clip and input_forget are not supported")
+    batch_major = bool(attrs.get("layout", 0))
     x, w, r = _req(ins, 0), _req(ins, 1), _req(ins, 2)
+    if batch_major:
+        x = call("transpose", [x], axes=(1, 0, 2))
     seq, batch, _ = x.static_shape()
+    if len(ins) > 4 and ins[4] is not None:
+        lens = ins[4].const
+        if lens is None or not bool(np.all(np.asarray(lens) == seq)):
+            raise Unsupported("sequence_lens is supported only when static and equal to the "
+                              "sequence length")
+    peep = ins[7] if kind == "LSTM" and len(ins) > 7 else None
     hidden = int(attrs.get("hidden_size", r.static_shape()[-1]))
     gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
     b = ins[3] if len(ins) > 3 else None
     h0 = ins[5] if len(ins) > 5 else None
     c0 = ins[6] if kind == "LSTM" and len(ins) > 6 else None
+    if batch_major:
+        h0 = call("transpose", [h0], axes=(1, 0, 2)) if h0 is not None else None
+        c0 = call("transpose", [c0], axes=(1, 0, 2)) if c0 is not None else None
     lbr = bool(attrs.get("linear_before_reset", 0))
     ys, hs, cs = [], [], []
     for d in range(ndir):
@@ -79,6 +90,8 @@ def _recurrent(ctx: Context, node: Any, ins: list[Value | None],
             bw, br = zero, zero
         h = _take(h0, 0, d) if h0 is not None else const(np.zeros((batch, hidden), x.dtype))
         c = _take(c0, 0, d) if c0 is not None else const(np.zeros((batch, hidden), x.dtype))
+        if peep is not None:
+            p_i, p_o, p_f = _chunks(_take(peep, 0, d), 3)
         rev = direction == "reverse" or (direction == "bidirectional" and d == 1)
         steps = range(seq - 1, -1, -1) if rev else range(seq)
         outs: dict[int, Value] = {}
@@ -90,8 +103,13 @@ def _recurrent(ctx: Context, node: Any, ins: list[Value | None],
             elif kind == "LSTM":
                 g = call("add", [gx, call("add", [_dense(h, rd), br])])
                 i, o, f, cc = _chunks(g, 4)
+                if peep is not None:
+                    i = call("add", [i, call("multiply", [p_i, c])])
+                    f = call("add", [f, call("multiply", [p_f, c])])
                 c = call("add", [call("multiply", [call("sigmoid", [f]), c]),
                                  call("multiply", [call("sigmoid", [i]), call("tanh", [cc])])])
+                if peep is not None:
+                    o = call("add", [o, call("multiply", [p_o, c])])
                 h = call("multiply", [call("sigmoid", [o]), call("tanh", [c])])
             else:
                 xz, xr, xh = _chunks(gx, 3)
@@ -116,6 +134,11 @@ def _recurrent(ctx: Context, node: Any, ins: list[Value | None],
     results = [y, yh]
     if kind == "LSTM":
         results.append(call_tuple("stack", cs, axis=0))
+    if batch_major:
+        # Y: (seq, dirs, batch, hidden) -> (batch, seq, dirs, hidden); Y_h, Y_c:
+        # (dirs, batch, hidden) -> (batch, dirs, hidden).
+        results = [call("transpose", [results[0]], axes=(2, 0, 1, 3))] + [
+            call("transpose", [v], axes=(1, 0, 2)) for v in results[1:]]
     return results
 
 

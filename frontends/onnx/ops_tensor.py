@@ -9,11 +9,14 @@ from typing import Any
 import numpy as np
 
 from frontends.onnx.builder import (
+    FOLD_LIMIT,
     Unsupported,
     Value,
+    affine,
     call,
     call_tuple,
     const,
+    keep_offset,
     project,
     static,
     static_ints,
@@ -119,9 +122,10 @@ def _unsqueeze(ctx: Context, node: Any, ins: list[Value | None],
     if axes is None:
         raise Unsupported("Unsqueeze needs axes")
     rank = x.ndim + len(axes)
+    source = x
     for a in sorted(a % rank for a in axes):
         x = call("expand_dims", [x], axis=a)
-    return [x]
+    return [keep_offset(x, source)]
 
 
 @converter("Slice", attrs=("starts", "ends", "axes"))
@@ -131,6 +135,8 @@ def _slice(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, An
         starts, ends = list(attrs["starts"]), list(attrs["ends"])
         axes = list(attrs.get("axes", range(len(starts))))
         steps = [1] * len(starts)
+    elif ins[1] is not None and ins[1].const is None:
+        return [_dynamic_slice(x, ins)]
     else:
         starts = static_ints(ins[1], "the Slice starts")
         ends = static_ints(ins[2], "the Slice ends")
@@ -168,6 +174,34 @@ def _slice(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, An
                  strides=tuple(stride))]
 
 
+def _dynamic_slice(x: Value, ins: list[Value | None]) -> Value:
+    """``Slice`` with run-time bounds along one axis whose length is static because the end
+    is the start plus a constant (``x[i : i + 1]`` with a loop counter ``i``): a ``take`` of
+    ``start + arange(length)`` in mode ``fast``.
+
+    Exact where the window lies inside the axis (``0 <= start``, ``start + length <= n``);
+    elsewhere ONNX clamps to a shorter (or wrapped) result whose shape Relay cannot type
+    statically, and the ``take`` raises a run-time error instead.
+    """
+    starts, ends = _req(ins, 1), _req(ins, 2)
+    axes = static_ints(ins[3], "the Slice axes") if len(ins) > 3 and ins[3] is not None else [0]
+    steps = static_ints(ins[4], "the Slice steps") if len(ins) > 4 and ins[4] is not None \
+        else [1]
+    base_s, k_s = affine(starts)
+    base_e, k_e = affine(ends)
+    if len(axes) != 1 or steps != [1] or base_s is not base_e or starts.static_shape() != (1,):
+        raise Unsupported("the Slice starts must be known at import time (an initializer or "
+                          "constant), or one run-time start with the end a constant past it")
+    axis = axes[0] % x.ndim
+    n = x.static_shape()[axis]
+    length = k_e - k_s
+    if not 0 <= length <= n:
+        raise Unsupported(f"a run-time Slice of length {length} along an axis of {n}")
+    start = call("cast", [call("reshape", [starts], newshape=())], dtype="int64")
+    idx = call("add", [start, const(np.arange(length, dtype=np.int64))])
+    return call("take", [x, idx], axis=axis, mode="fast")
+
+
 @converter("Split", attrs=("axis", "split", "num_outputs"))
 def _split(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
     x = _req(ins, 0)
@@ -181,8 +215,9 @@ def _split(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, An
         total = int(x.static_shape()[axis])
         chunk = -(-total // n)
         sizes = [min(chunk, total - i * chunk) for i in range(n)]
-    if any(s <= 0 for s in sizes) or len(sizes) == 1:
-        # Zero-sized parts (which ``split`` rejects): one slice per part.
+    if any(s <= 0 for s in sizes) or len(sizes) == 1 or x.const is not None:
+        # Zero-sized parts (which ``split`` rejects), or a known value (shape arithmetic:
+        # the slices fold at import time): one slice per part.
         shape = x.static_shape()
         parts, start = [], 0
         for size in sizes:
@@ -232,6 +267,11 @@ def _constant_of_shape(ctx: Context, node: Any, ins: list[Value | None],
     shape = static_ints(ins[0], "the ConstantOfShape shape")
     value = numpy_helper.to_array(node.attribute[0].t).reshape(-1) if attrs else \
         np.zeros(1, np.float32)
+    if int(np.prod(shape)) > FOLD_LIMIT:
+        # A large fill (weights of models exported with constant fills, as the light
+        # models): a ``full`` call, O(1) in the program, not a materialized constant.
+        return [call("full", [const(value[0])], fold=False, shape=tuple(shape),
+                     dtype=value.dtype.name)]
     return [const(np.full(shape, value[0], dtype=value.dtype))]
 
 
@@ -242,6 +282,22 @@ def _range(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, An
     delta = static(ins[2], "the Range delta")
     dtype = np.asarray(start).dtype
     return [const(np.arange(start.item(), limit.item(), delta.item()).astype(dtype))]
+
+
+def _wrap_pad(x: Value, pads: list[int]) -> Value:
+    """Pad mode ``wrap`` (numpy's): each padded axis gathers the input at the indices
+    ``-before .. size + after - 1`` taken modulo the size (negative pads crop)."""
+    r = x.ndim
+    shape = x.static_shape()
+    for axis in range(r):
+        before, after = pads[axis], pads[axis + r]
+        if before == 0 and after == 0:
+            continue
+        if shape[axis] == 0:
+            raise Unsupported("Pad mode 'wrap' of an empty axis")
+        idx = np.arange(-before, shape[axis] + after, dtype=np.int64) % shape[axis]
+        x = call("take", [x, const(idx)], axis=axis, mode="clip")
+    return x
 
 
 @converter("Pad", attrs=("mode", "pads", "value"))
@@ -265,7 +321,7 @@ def _pad(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]
             full[a], full[a + r] = pads[i], pads[i + len(axes)]
         pads = full
     if mode == "wrap":
-        raise Unsupported("Pad mode 'wrap' is not supported")
+        return [_wrap_pad(x, pads)]
     width = tuple((pads[i], pads[i + r]) for i in range(r))
     if any(p < 0 for p in pads):
         raise Unsupported("negative pads are not supported")

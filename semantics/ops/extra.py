@@ -3,9 +3,10 @@
 * **nn.lrn** (local response normalization, as in AlexNet / GoogLeNet and ONNX ``LRN``):
   ``y = x / (bias + alpha / size * s) ** beta`` where ``s`` sums ``x**2`` over the
   ``size`` neighbours along ``axis`` — from ``c - (size - 1) // 2`` to
-  ``c + ceil((size - 1) / 2)``, clipped at the edges. TVM's ``nn.lrn`` with the same
-  attributes computes the same (it divides ``alpha`` by ``size`` too). Float tensors of any
-  rank; the relation is the identity with ``axis`` checked.
+  ``c + ceil((size - 1) / 2)``, clipped at the edges, summed tap by tap in window order
+  in the dtype. TVM's ``nn.lrn`` with the same attributes computes the same (it divides
+  ``alpha`` by ``size`` too). Float tensors of any rank; the relation is the identity with
+  ``axis`` checked.
 """
 
 from __future__ import annotations
@@ -51,8 +52,11 @@ def _lrn(out: Type, data: np.ndarray, size: int, axis: int, alpha: float, beta: 
     lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
     padded = np.concatenate([np.zeros((lo,) + sq.shape[1:], sq.dtype), sq,
                              np.zeros((hi,) + sq.shape[1:], sq.dtype)])
-    csum = np.concatenate([np.zeros((1,) + sq.shape[1:], sq.dtype), np.cumsum(padded, 0)])
-    window = csum[size:size + c] - csum[:c]
+    # The window sum tap by tap, in window order (as the compiled kernel sums): a running
+    # sum's differences would lose small windows next to large ones (and give inf - inf).
+    window = np.zeros_like(sq)
+    for k in range(size):
+        window = window + padded[k:k + c]
     scale = np.asarray(bias, data.dtype) + np.asarray(alpha / size, data.dtype) * window
     y = moved / scale ** np.asarray(beta, data.dtype)
     return np.moveaxis(y, 0, axis).astype(data.dtype, copy=False)

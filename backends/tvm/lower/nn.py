@@ -527,3 +527,42 @@ def _pad(call: OpCall) -> Any:
 
     return te.compute(call.out_shape, body, name="pad")
 
+
+
+# --- local response normalization (the ONNX importer's nn.lrn) -----------------------------
+
+@lowering("nn.lrn")
+def _lrn(call: OpCall) -> Any:
+    """``x / (bias + alpha / size * s) ** beta`` with ``s`` the sum of squares over the
+    channel window ``[c - (size - 1) // 2, c + size // 2]`` (taps outside the axis add 0),
+    as :mod:`semantics.ops.extra`'s reference: every step in the dtype, the window summed
+    tap by tap in window order; ``** beta`` of float16 through float32, rounded once."""
+    te, tirx = _te(), _tirx()
+    x = call.inputs[0]
+    dtype = call.in_dtype(0)
+    shape = call.in_shape(0)
+    size = int(call.attrs["size"])
+    k = const(call.attrs["alpha"] / size, dtype)
+    bias = const(call.attrs["bias"], dtype)
+    beta = const(call.attrs["beta"], "float32" if dtype == "float16" else dtype)
+
+    def power(v: Any) -> Any:
+        if dtype == "float16":
+            return tirx.Cast("float16", tirx.power(tirx.Cast("float32", v), beta))
+        return tirx.power(v, beta)
+
+    axis = call.attrs["axis"] % len(shape)     # the relation requires rank >= 1
+    n = shape[axis]
+    lo = (size - 1) // 2
+    r = te.reduce_axis((0, size), name="lrn_tap")
+
+    def window(*idx: Any) -> Any:
+        j = idx[axis] - lo + r
+        index = list(idx)
+        index[axis] = tirx.max(tirx.min(j, n - 1), 0)
+        v = x[tuple(index)]
+        return te.sum(tirx.if_then_else(tirx.all(j >= 0, j < n), v * v, const(0, dtype)),
+                      axis=[r])
+
+    sums = te.compute(shape, window, name="lrn_window")
+    return te.compute(shape, lambda *i: tirx.Div(x[i], power(bias + k * sums[i])), name="lrn")
