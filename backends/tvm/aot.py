@@ -56,6 +56,7 @@ from typing import Any
 
 from backends.tvm.build import KernelTable
 from backends.tvm.fallback import OpKernel
+from backends.tvm.vm import P_BIND, P_CTOR, P_TUPLE, is_primitive_function, pattern_plan
 from interpreter.values import (
     Closure,
     ConstructorFunction,
@@ -83,9 +84,6 @@ from semantics.expr import (
     Match,
     Op,
     Pattern,
-    PatternConstructor,
-    PatternTuple,
-    PatternVar,
     RefCreate,
     RefRead,
     RefWrite,
@@ -100,8 +98,6 @@ __all__ = ["AotClosure", "AotRunner", "generate", "tables"]
 
 
 def _is_primitive(e: Any) -> bool:
-    from backends.tvm.vm import is_primitive_function
-
     return is_primitive_function(e)
 
 
@@ -707,23 +703,24 @@ def _pattern_test(gen: _Gen, p: Pattern, v: str) -> tuple[str, list[str]]:
     Nested patterns become one conjunction over access paths (``v.fields[1].fields[0]``);
     ``and`` evaluates left to right, so each path is read only after its parent's test.
     """
+    parent_kind: dict[tuple[int, ...], int] = {}
     tests: list[str] = []
     binds: list[str] = []
-    work: list[tuple[Pattern, str]] = [(p, v)]
-    while work:
-        q, path = work.pop()
-        t = type(q)
-        if t is PatternVar:
-            binds.append(f"{gen.bind(q.var)} = {path}")  # type: ignore[attr-defined]
-        elif t is PatternConstructor:
-            tests.append(f"type({path}) is CV and {path}.name == "
-                         f"{q.constructor.name!r}")  # type: ignore[attr-defined]
-            kids = q.patterns  # type: ignore[attr-defined]
-            work.extend((kid, f"{path}.fields[{i}]") for i, kid in reversed(list(enumerate(kids))))
-        elif t is PatternTuple:
-            kids = q.patterns  # type: ignore[attr-defined]
-            tests.append(f"type({path}) is tuple and len({path}) == {len(kids)}")
-            work.extend((kid, f"{path}[{i}]") for i, kid in reversed(list(enumerate(kids))))
+    access: dict[tuple[int, ...], str] = {(): v}
+    for kind, path, what in pattern_plan(p):
+        if path:
+            parent = access[path[:-1]]
+            # The parent's step came first: it is a constructor (fields) or a tuple.
+            access[path] = (f"{parent}.fields[{path[-1]}]" if parent_kind[path[:-1]] == P_CTOR
+                            else f"{parent}[{path[-1]}]")
+        text = access[path]
+        if kind == P_BIND:
+            binds.append(f"{gen.bind(what)} = {text}")
+        elif kind == P_CTOR:
+            tests.append(f"type({text}) is CV and {text}.name == {what[0]!r}")
+        elif kind == P_TUPLE:
+            tests.append(f"type({text}) is tuple and len({text}) == {what[0]}")
+        parent_kind[path] = kind
     return (" and ".join(tests) or "True"), binds
 
 

@@ -525,23 +525,15 @@ class Compiler:
     def _pattern(self, st: _FnState, p: Pattern) -> tuple[Any, ...]:
         """A pattern as a flat plan for :func:`_match` (variables get registers)."""
         plan: list[Any] = []
-        stack: list[Pattern] = [p]
-        while stack:
-            q = stack.pop()
-            if type(q) is PatternWildcard:
-                plan.append((0,))
-            elif type(q) is PatternVar:
+        for kind, _, what in pattern_plan(p):
+            if kind == P_BIND:
                 r = st.reg()
-                st.vars[q.var] = r
-                plan.append((1, r))
-            elif type(q) is PatternConstructor:
-                plan.append((2, q.constructor.name, len(q.patterns)))
-                stack.extend(reversed(q.patterns))
-            elif type(q) is PatternTuple:
-                plan.append((3, len(q.patterns)))
-                stack.extend(reversed(q.patterns))
+                st.vars[what] = r
+                plan.append((P_BIND, r))
+            elif kind == P_WILD:
+                plan.append((P_WILD,))
             else:
-                raise InternalError(f"vm: unknown pattern {type(q).__name__}")
+                plan.append((kind, *what))
         return tuple(plan)
 
     def _op(self, name: str, attrs: Any) -> OpKernel:
@@ -565,6 +557,45 @@ class Compiler:
         if not _GRAD_EXPANDER:
             return None
         return _GRAD_EXPANDER[0](e, self.mod, ())
+
+
+P_WILD, P_BIND, P_CTOR, P_TUPLE = range(4)
+
+
+def pattern_plan(p: Pattern) -> list[tuple[int, tuple[int, ...], Any]]:
+    """A pattern flattened in pre-order, shared by the VM and the AoT generator.
+
+    Returns:
+        One step per pattern node, ``(kind, path, what)``: ``path`` is the node's access
+        path from the matched value (field indices), and ``kind``/``what`` are
+        ``P_WILD``/None, ``P_BIND``/the variable, ``P_CTOR``/``(constructor name,
+        arity)``, ``P_TUPLE``/``(arity,)``. Each node's children follow it, left to right,
+        so a stack machine consuming the steps in order sees the values in the same order
+        (Semantics-Pattern-*: a constructor or tuple pattern tests the value before its
+        fields are matched).
+    Raises:
+        InternalError: an unknown kind of pattern.
+    """
+    out: list[tuple[int, tuple[int, ...], Any]] = []
+    stack: list[tuple[Pattern, tuple[int, ...]]] = [(p, ())]
+    while stack:
+        q, path = stack.pop()
+        t = type(q)
+        if t is PatternWildcard:
+            out.append((P_WILD, path, None))
+        elif t is PatternVar:
+            out.append((P_BIND, path, q.var))  # type: ignore[attr-defined]
+        elif t is PatternConstructor:
+            kids = q.patterns  # type: ignore[attr-defined]
+            out.append((P_CTOR, path, (q.constructor.name, len(kids))))  # type: ignore
+            stack.extend((k, (*path, i)) for i, k in reversed(list(enumerate(kids))))
+        elif t is PatternTuple:
+            kids = q.patterns  # type: ignore[attr-defined]
+            out.append((P_TUPLE, path, (len(kids),)))
+            stack.extend((k, (*path, i)) for i, k in reversed(list(enumerate(kids))))
+        else:
+            raise InternalError(f"unknown pattern {t.__name__}")
+    return out
 
 
 def _match(plan: tuple[Any, ...], v: Any, regs: list[Any]) -> bool:
