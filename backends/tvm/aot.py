@@ -56,7 +56,14 @@ from typing import Any
 
 from backends.tvm.build import KernelTable
 from backends.tvm.fallback import OpKernel
-from backends.tvm.vm import P_BIND, P_CTOR, P_TUPLE, is_primitive_function, pattern_plan
+from backends.tvm.vm import (
+    P_BIND,
+    P_CTOR,
+    P_TUPLE,
+    constant_value,
+    is_primitive_function,
+    pattern_plan,
+)
 from interpreter.values import (
     Closure,
     ConstructorFunction,
@@ -775,6 +782,7 @@ class AotRunner:
         if namespace.get("COUNTS") != gen_counts:
             raise RelayRuntimeError("the saved AoT module does not fit the saved program")
         kernels = [table.kernel_for(f) for f in prims]
+        consts = [constant_value(c) for c in consts]
         op_kernels: dict[int, Any] = {}
         for i, n in enumerate(nodes):
             if type(n) is Call and type(n.op) is Op:

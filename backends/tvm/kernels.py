@@ -126,6 +126,8 @@ class Kernel:
       checks the number of arguments, every array's dtype, rank, shape and strides, and
       numpy's DLPack export refuses read-only arrays; any failure raises before the kernel
       writes anything, and the call is then retried in
+    * a read-only argument (numpy's DLPack export refuses those) is passed as a writable
+      view of the same memory (kernels never write their inputs), still in the fast lane;
     * the **careful lane**: every argument checked (``ValueError`` with a clear message for
       a wrong count, dtype or shape), non-contiguous or read-only arrays copied, unaligned
       arrays copied into 64-byte aligned ones for kernels that need it, and ``out`` buffers
@@ -182,20 +184,36 @@ class Kernel:
         consts = self._fast_consts
         if consts is not None:
             try:
-                if out is None:
-                    if self._single:
-                        o = np.empty(self._out_shape, self._out_dtype)
-                        self._fn(*args, *consts, o)
-                        return o
-                    outs = [np.empty(shape, dtype) for dtype, shape in self._out_sig]
-                    self._fn(*args, *consts, *outs)
-                    return _assemble(self.layout, outs)
-                if len(out) == len(self._out_sig) and all(type(o) is np.ndarray for o in out):
-                    self._fn(*args, *consts, *out)
-                    return _assemble(self.layout, list(out))
+                return self._fast(args, consts, out)
+            except BufferError:
+                # A read-only argument (a program constant or a converted input): numpy's
+                # DLPack export refuses it. A writable view of the same memory serves
+                # (kernels never write their inputs) when the memory is writable at all.
+                views = _writable_views(args)
+                if views is not None:
+                    try:
+                        return self._fast(views, consts, out)
+                    except Exception:  # noqa: BLE001 - the careful lane says what is wrong
+                        pass
             except Exception:  # noqa: BLE001 - TVM rejected the call before running: retry
                 pass
         return self._careful(args, out)
+
+    def _fast(self, args: Sequence[Any], consts: tuple[Any, ...],
+              out: list[np.ndarray] | None) -> np.ndarray | tuple[Any, ...]:
+        """The fast lane (see the class docstring); raises whatever TVM raises."""
+        if out is None:
+            if self._single:
+                o = np.empty(self._out_shape, self._out_dtype)
+                self._fn(*args, *consts, o)
+                return o
+            outs = [np.empty(shape, dtype) for dtype, shape in self._out_sig]
+            self._fn(*args, *consts, *outs)
+            return _assemble(self.layout, outs)
+        if len(out) != len(self._out_sig) or not all(type(o) is np.ndarray for o in out):
+            raise ValueError("out= does not fit")
+        self._fn(*args, *consts, *out)
+        return _assemble(self.layout, list(out))
 
     def _careful(self, args: Sequence[Any], out: list[np.ndarray] | None
                  ) -> np.ndarray | tuple[Any, ...]:
@@ -239,6 +257,21 @@ class Kernel:
             if o is not t:
                 np.copyto(o, t)
         return _assemble(self.layout, outs)
+
+
+def _writable_views(args: Sequence[Any]) -> list[Any] | None:
+    """``args`` with every read-only ndarray replaced by a writable view of its memory;
+    None when some memory is not writable (an array over a read-only buffer)."""
+    out = []
+    for a in args:
+        if type(a) is np.ndarray and not a.flags.writeable:
+            a = a.view()
+            try:
+                a.flags.writeable = True
+            except ValueError:
+                return None
+        out.append(a)
+    return out
 
 
 def _tvm_tensor(a: np.ndarray) -> Any:

@@ -96,7 +96,8 @@ from semantics.module import IRModule
 from semantics.span import Span
 from semantics.visitor import run_recursive, shared
 
-__all__ = ["VM", "Code", "Compiler", "VMClosure", "is_primitive_function", "OPCODE_NAMES"]
+__all__ = ["VM", "Code", "Compiler", "VMClosure", "constant_value", "is_primitive_function",
+           "pattern_plan", "OPCODE_NAMES"]
 
 # --- opcodes ----------------------------------------------------------------------------------
 (KERNEL1, KERNEL2, KERNEL, MOVE, CONST, IFNOT, JUMP, RET, CALLG, TAILG, CALL, TAIL,
@@ -107,6 +108,24 @@ OPCODE_NAMES = ("KERNEL1", "KERNEL2", "KERNEL", "MOVE", "CONST", "IFNOT", "JUMP"
 
 Instr = tuple[Any, ...]
 KernelFor = Callable[[Function], Callable[..., Any]]
+
+
+def constant_value(data: np.ndarray) -> np.ndarray:
+    """A program constant as the executors hold it: read-only (results that are constants
+    are copied on export, :func:`interpreter.export.export_value`), but over memory of its
+    own, so that a kernel call can pass it through DLPack as a writable view (numpy
+    refuses to export read-only arrays, and a view can be made writable only when the
+    memory's owner is). Kernels never write their inputs."""
+    if type(data) is not np.ndarray or data.flags.writeable:
+        return data
+    probe = data.view()
+    try:
+        probe.flags.writeable = True
+        return data
+    except ValueError:
+        view = np.array(data, order="C").view()   # a read-only view of a writable copy
+        view.flags.writeable = False
+        return view
 
 
 def is_primitive_function(e: Any) -> bool:
@@ -366,7 +385,7 @@ class Compiler:
             return (yield self._expr(st, e))
         if t is Constant:
             r = st.reg()
-            st.emit((CONST, r, e.data), e.span)  # type: ignore[attr-defined]
+            st.emit((CONST, r, constant_value(e.data)), e.span)  # type: ignore[attr-defined]
             return r
         if t is GlobalVar:
             fn = self.mod.functions.get(e.name_hint)  # type: ignore[attr-defined]
