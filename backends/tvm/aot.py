@@ -585,7 +585,8 @@ def _compute(st: _Fn, e: Expr) -> Generator[Any, Any, str]:
     if t is Function:
         pyname = gen.fresh("f")
         is_gen = _function(gen, e, pyname, st.indent, self_callee=None)  # type: ignore[arg-type]
-        return _assign(st, f"AotClosure({pyname}, N[{_fn_index(gen, e)}], None, {is_gen})")
+        index = _fn_index(gen, e)  # type: ignore[arg-type]
+        return _assign(st, f"AotClosure({pyname}, N[{index}], None, {is_gen})")
     if t is Call:
         text, _ = yield from _call(st, e)  # type: ignore[arg-type]
         return _assign(st, text)

@@ -162,7 +162,8 @@ class Kernel:
                 int(np.prod(s, dtype=np.int64)) for _, s in self._out_sig):
             self._fast_consts = tuple(_tvm_tensor(c) for c in self._constants)
         self._single = isinstance(layout, int) and len(self._out_sig) == 1
-        self._out_dtype, self._out_shape = self._out_sig[0] if self._out_sig else (None, ())
+        self._out_dtype: np.dtype[Any] | None = self._out_sig[0][0] if self._out_sig else None
+        self._out_shape: tuple[int, ...] = self._out_sig[0][1] if self._out_sig else ()
         self.careful_calls = 0   # calls that took the careful lane (tests, benchmarks)
 
     def __repr__(self) -> str:
