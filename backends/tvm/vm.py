@@ -313,7 +313,7 @@ class Compiler:
                 for clause in e.clauses:  # type: ignore[attr-defined]
                     st.enter()
                     plan = self._pattern(st, clause.lhs)
-                    targets.append((plan, st.here()))
+                    targets.append((*_clause(plan), st.here()))
                     yield self._tail(st, clause.rhs)
                     st.leave()
                 st.code.instrs[table] = (MATCH, v, tuple(targets), e)
@@ -446,7 +446,7 @@ class Compiler:
             for clause in e.clauses:  # type: ignore[attr-defined]
                 st.enter()
                 plan = self._pattern(st, clause.lhs)
-                targets.append((plan, st.here()))
+                targets.append((*_clause(plan), st.here()))
                 x = yield self._expr(st, clause.rhs)
                 st.emit((MOVE, r, x), e.span)
                 exits.append(st.emit((JUMP, -1), e.span))
@@ -617,6 +617,19 @@ def pattern_plan(p: Pattern) -> list[tuple[int, tuple[int, ...], Any]]:
     return out
 
 
+def _clause(plan: tuple[Any, ...]) -> tuple[str | None, tuple[int, ...], tuple[Any, ...]]:
+    """A ``MATCH`` clause's dispatch form: ``(constructor name, field registers, plan)``.
+
+    The name is set for the common shape ``C(p1, ..., pn)`` with variables or wildcards as
+    fields (the machine tests the constructor and writes the fields to their registers,
+    -1 for a wildcard, in one step); None means "run the plan with :func:`_match`".
+    """
+    if plan and plan[0][0] == P_CTOR and len(plan) == plan[0][2] + 1 and all(
+            step[0] in (P_BIND, P_WILD) for step in plan[1:]):
+        return plan[0][1], tuple(step[1] if step[0] == P_BIND else -1 for step in plan[1:]), plan
+    return None, (), plan
+
+
 def _match(plan: tuple[Any, ...], v: Any, regs: list[Any]) -> bool:
     """Semantics-Pattern-*: does ``v`` match ``plan``? Binds the variables' registers."""
     values = [v]
@@ -773,8 +786,17 @@ class VM:
                     regs[ins[1]] = regs[ins[2]][ins[3]]
                 elif op == MATCH:
                     v = regs[ins[1]]
-                    for plan, target in ins[2]:
-                        if _match(plan, v, regs):
+                    for name, fields, plan, target in ins[2]:
+                        if name is not None:
+                            # Constructor(var-or-_, ...): one test, fields to registers.
+                            if type(v) is ConstructorValue and v.name == name \
+                                    and len(v.fields) == len(fields):
+                                for r, x in zip(fields, v.fields):
+                                    if r >= 0:
+                                        regs[r] = x
+                                pc = target
+                                break
+                        elif _match(plan, v, regs):
                             pc = target
                             break
                     else:
