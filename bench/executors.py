@@ -13,7 +13,8 @@ on a random tree of 25 nodes — it prints per executor (``-O3``):
 * the median latency (ms) of ``exe(*inputs)``;
 * the time spent inside the kernels (compiled or numpy fallback), measured in a second build
   whose kernels are wrapped by timers (the timers' own cost, two clock reads per call, is
-  counted as kernel time), and the rest, "outside": the executor's own overhead;
+  counted as kernel time), and the rest, "outside": the executor's own overhead, of which
+  "args" is the conversion of the inputs (``interpreter.convert``, shared by all executors);
 * PyTorch eager and onnxruntime on the same model in the same run (``bench/paper.py``'s
   runners), when installed.
 
@@ -131,7 +132,20 @@ def ours(name: str, executor: str, runs: int, warmup: int) -> dict[str, Any]:
     k_in, k_total = samples[len(samples) // 2]
     fraction = k_in / k_total if k_total else 0.0
     return {"ms": total * 1e3, "kernel_ms": fraction * total * 1e3, "fraction": fraction,
+            "args_ms": argument_time(exe, inputs, runs, warmup) * 1e3,
             "result": exe(*inputs), "fallbacks": len(exe.fallbacks)}
+
+
+def argument_time(exe: Any, inputs: tuple[Any, ...], runs: int, warmup: int) -> float:
+    """Seconds ``exe`` spends converting ``inputs`` (``interpreter.convert``, part of every
+    call, the same for every executor)."""
+    from interpreter.convert import convert_arguments
+
+    fn = exe.module.functions["main"]
+    types = [p.type_annotation if p.type_annotation is not None else p.checked_type
+             for p in fn.params]
+    return median_time(lambda: convert_arguments(fn.params, list(inputs), exe.module, "@main",
+                                                 types), runs, warmup)
 
 
 def _no_eos_generate(cell: Any, category: Any, letter: Any, max_length: int = 20) -> list[int]:
@@ -186,12 +200,13 @@ def main() -> None:
     workdir = Path(os.environ.get("TMPDIR", "/tmp")) / "relay-bench-onnx"
     workdir.mkdir(exist_ok=True)
     print(f"{'model':<10}{'system':<13}{'ms':>9}{'in kernels ms':>15}{'outside ms':>12}"
-          f"{'kernel %':>10}")
+          f"{'(args ms)':>11}{'kernel %':>10}")
     for name in args.models:
         for executor in args.executors:
             r = ours(name, executor, args.runs, args.warmup)
             print(f"{name:<10}{executor:<13}{r['ms']:>9.3f}{r['kernel_ms']:>15.3f}"
-                  f"{r['ms'] - r['kernel_ms']:>12.3f}{100 * r['fraction']:>9.0f}%"
+                  f"{r['ms'] - r['kernel_ms']:>12.3f}{r['args_ms']:>11.3f}"
+                  f"{100 * r['fraction']:>9.0f}%"
                   + (f"  ({r['fallbacks']} fallback groups)" if r["fallbacks"] else ""))
         if not args.no_peers:
             _, _, inputs = workload(name)
