@@ -40,7 +40,9 @@ holds the program twice:
 ``RecursionError``) it runs the call again as trampolined code. Running again is sound
 because a program that writes no reference is deterministic and its partial run left no
 trace; a program with reference writes (``:=`` anywhere in the module) always runs as
-trampolined code. Python's parser still limits nesting of ``if``/``match`` in one
+trampolined code, and a run that called a function value made outside the program (an
+argument closure, whose body may write references) is not repeated: it ends in "stack
+exhausted". Python's parser still limits nesting of ``if``/``match`` in one
 function to about a hundred levels (the build says to use the VM then).
 
 Kernels, constants and constructors cannot be spelled in source: the generated module
@@ -113,14 +115,15 @@ class AotClosure(Closure):
     ``gen``: ``fn`` is a generator function of the trampolined code (see the module
     docstring), else a plain function."""
 
-    __slots__ = ("fn", "arity", "gen")
+    __slots__ = ("fn", "arity", "gen", "owner")
 
     def __init__(self, fn: Callable[..., Any], function: Function, name: str | None = None,
-                 gen: bool = False):
+                 gen: bool = False, owner: Any = None):
         super().__init__(function, None, None, name)  # type: ignore[arg-type]
         self.fn = fn
         self.arity = len(function.params)
         self.gen = gen
+        self.owner = owner    # the Runtime of the program that made it
 
 
 class Done:
@@ -152,7 +155,13 @@ class Runtime:
         self.mod = mod
         self.max_depth = max_depth
         self.depth = [0]     # nested non-tail calls of the running program
+        self.foreign = False  # a function value from outside this program was called
         self._ops: dict[str, OpKernel] = {}
+
+    def closure(self, fn: Callable[..., Any], function: Function, name: str | None = None,
+                gen: bool = False) -> AotClosure:
+        """An :class:`AotClosure` of this program (generated code makes them with this)."""
+        return AotClosure(fn, function, name, gen, self)
 
     def exhausted(self) -> Any:
         raise RelayRuntimeError(f"stack exhausted: more than {self.max_depth} nested calls")
@@ -166,6 +175,8 @@ class Runtime:
                 raise RelayRuntimeError(
                     f"wrong number of arguments: {f.name or 'the function'} expects "
                     f"{f.arity}, got {len(args)}", span)
+            if f.owner is not self:
+                self.foreign = True
             return f.fn(*args)
         if t is OpValue:
             k = self._ops.get(f.name)
@@ -187,6 +198,7 @@ class Runtime:
             from interpreter.eval import Interpreter
             from interpreter.linking import with_prelude
 
+            self.foreign = True
             return Interpreter(with_prelude(self.mod), max_depth=self.max_depth).apply(
                 f, list(args), node)
         raise RelayRuntimeError(
@@ -794,10 +806,10 @@ class AotRunner:
         runtime = self.runtime = _RuntimeTables(mod, max_depth)
         self.closures = namespace["build_program"](
             kernels, consts, ctors, op_kernels, nodes, runtime, RefValue, ConstructorValue,
-            AotClosure)
+            runtime.closure)
         self.trampolined = namespace["build_trampolined"](
             kernels, consts, ctors, op_kernels, nodes, runtime, RefValue, ConstructorValue,
-            AotClosure, Tail)
+            runtime.closure, Tail)
         self.pure = not any(type(n) is RefWrite for fn in mod.functions.values()
                             for n in post_order(fn))
         self.restarts = 0   # runs restarted in trampolined code (tests, benchmarks)
@@ -806,10 +818,18 @@ class AotRunner:
         """Run the global ``name``: direct code first when the program writes no reference,
         restarted as trampolined code when Python's stack runs out; trampolined code at once
         for a program with reference writes (see the module docstring)."""
+        runtime = self.runtime
         if self.pure:
-            self.runtime.depth[0] = 0
+            runtime.depth[0] = 0
+            runtime.foreign = False
             try:
                 return self.closures[name].fn(*values)
             except RecursionError:
+                if runtime.foreign:
+                    raise RelayRuntimeError(
+                        "stack exhausted: the aot executor ran out of Python stack in a run "
+                        "that called a function value from outside the program, so the run "
+                        "cannot be repeated as trampolined code; use executor=\"vm\" for "
+                        "deep recursion") from None
                 self.restarts += 1
-        return self.runtime.drive(self.trampolined[name], values)
+        return runtime.drive(self.trampolined[name], values)

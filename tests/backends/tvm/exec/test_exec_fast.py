@@ -293,3 +293,22 @@ def test_escaping_kernel_results_are_never_overwritten(escape_builds, n, x):
         # distinct steps hold distinct arrays: no buffer was shared between calls
         arrays = _items(got[0])
         assert len({id(a) for a in arrays}) == len(arrays)
+
+
+FOREIGN = """
+def @walk(%g: fn (int32) -> int32, %n: int32) -> int32 {
+  if (%n == 0) { 0 } else { let %x = %g(%n); %x - %n + 1 + @walk(%g, %n - 1) }
+}
+def @own(%n: int32) -> int32 { @walk(fn (%k: int32) -> int32 { %k }, %n) }
+"""
+
+
+def test_aot_does_not_repeat_a_run_that_called_an_outside_closure(kernel_cache):
+    exe = build(FOREIGN, executor="aot", cache=kernel_cache)
+    assert exe.run("own", 20_000) == 20_000                    # its own closure: restarted
+    outside = evaluate("def @main() -> fn (int32) -> int32 { fn (%k: int32) -> int32 { %k } }")
+    assert exe.run("walk", outside, 50) == 50
+    with pytest.raises(RelayRuntimeError, match="cannot be repeated"):
+        exe.run("walk", outside, 20_000)
+    assert build(FOREIGN, executor="vm", cache=kernel_cache).run("walk", outside, 20_000) \
+        == 20_000
