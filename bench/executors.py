@@ -164,12 +164,13 @@ def _no_eos_generate(cell: Any, category: Any, letter: Any, max_length: int = 20
     return out
 
 
-def peers(name: str, inputs: tuple[Any, ...], runs: int, warmup: int, workdir: Path
-          ) -> dict[str, float | str]:
+def peers(name: str, inputs: tuple[Any, ...], runs: int, warmup: int, workdir: Path,
+          threads: int) -> dict[str, float | str]:
     """PyTorch eager and onnxruntime latencies (ms), or the reason they are missing."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import paper  # bench/paper.py
 
+    paper.THREADS = threads
     from models import torch_reference as tr
 
     out: dict[str, float | str] = {}
@@ -196,9 +197,16 @@ def main() -> None:
     ap.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
     ap.add_argument("--executors", nargs="*", default=["vm", "aot"], choices=["vm", "aot"])
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads for TVM's kernels and the peers (default: $TVM_NUM_THREADS, "
+                         "else 2, bench/paper.py's protocol)")
     args = ap.parse_args()
+    if args.threads is not None:
+        os.environ["TVM_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    threads = int(os.environ["TVM_NUM_THREADS"])
     workdir = Path(os.environ.get("TMPDIR", "/tmp")) / "relay-bench-onnx"
     workdir.mkdir(exist_ok=True)
+    print(f"threads: {threads}")
     print(f"{'model':<10}{'system':<13}{'ms':>9}{'in kernels ms':>15}{'outside ms':>12}"
           f"{'(args ms)':>11}{'kernel %':>10}")
     for name in args.models:
@@ -210,7 +218,8 @@ def main() -> None:
                   + (f"  ({r['fallbacks']} fallback groups)" if r["fallbacks"] else ""))
         if not args.no_peers:
             _, _, inputs = workload(name)
-            for label, v in peers(name, inputs, args.runs, args.warmup, workdir).items():
+            for label, v in peers(name, inputs, args.runs, args.warmup, workdir,
+                                  threads).items():
                 text = f"{v:>9.3f}" if isinstance(v, float) else f"  missing: {v}"
                 print(f"{name:<10}{label:<13}{text}")
         sys.stdout.flush()
