@@ -20,7 +20,9 @@ semantics, specialized where the compiler knows more:
   copied into the closure, its self variable is bound to the closure at each call);
 * ``IFNOT cond target`` / ``JUMP`` (Semantics-If-True/-False), ``MATCH v clauses``
   (Semantics-ADT-Match: clauses tried in order, the pattern's variables written to their
-  registers; Semantics-Match-Fail raises), ``CTOR``, ``TUPLE``, ``PROJ``, ``REFNEW``,
+  registers; Semantics-Match-Fail raises; a pattern is flattened by :func:`pattern_plan`,
+  shared with the AoT generator, and a clause of the common shape ``C(x, _, ...)`` is
+  decided by one test), ``CTOR``, ``TUPLE``, ``PROJ``, ``REFNEW``,
   ``REFREAD``, ``REFWRITE``, ``CONST``, ``MOVE``, ``RET``;
 * ``ISSET r target`` — graph sharing (Semantics-Shared): a node reachable along several
   edges is evaluated once per activation. The compiler reuses the node's register where
@@ -39,6 +41,10 @@ call in tail position replaces the current frame, so a tail-recursive loop runs 
 constant space; deep non-tail recursion uses memory, not Python's stack, and beyond
 ``max_depth`` nested calls is a ``RelayRuntimeError`` "stack exhausted" (the oracle's
 message). Runtime errors carry the span of the instruction's node.
+
+Cost (``bench/backend.py``, a scalar loop of 100,000 iterations): about 2.5 µs per
+instruction including the kernel calls, of which the VM's own dispatch is about 0.3 µs;
+the rest is the kernel call (:class:`backends.tvm.kernels.Kernel`'s fast lane).
 
 Not here: argument and result conversion (:mod:`backends.tvm.executable`), kernels
 (:mod:`backends.tvm.build`).
