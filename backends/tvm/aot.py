@@ -761,8 +761,11 @@ class AotRunner:
     Args:
         mod: the fused, type-checked module.
         table: the kernel table (kernels resolved in :func:`tables` order).
-        max_depth: unused by generated code beyond Python's own stack (see the limits).
+        max_depth: the bound on nested non-tail calls ("stack exhausted" beyond it).
         source_path: a saved ``aot.py`` to import instead of generating the source.
+    Attributes:
+        pure: the module writes no reference (runs start in direct code).
+        restarts: runs repeated as trampolined code after Python's stack ran out.
     """
 
     def __init__(self, mod: IRModule, table: KernelTable, max_depth: int = 100_000,

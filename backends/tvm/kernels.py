@@ -185,6 +185,10 @@ class Kernel:
         consts = self._fast_consts
         if consts is not None:
             try:
+                if out is None and self._single:     # the common case, inlined
+                    o = np.empty(self._out_shape, self._out_dtype)
+                    self._fn(*args, *consts, o)
+                    return o
                 return self._fast(args, consts, out)
             except BufferError:
                 # A read-only argument (a program constant or a converted input): numpy's
