@@ -4,7 +4,7 @@ Usage::
 
     python bench/backend.py [--iterations N] [--quick]
 
-Prints three tables:
+Prints four tables:
 
 1. **Compile time** of a model, cold (an empty kernel cache directory: every kernel is
    compiled by TVM) and warm (a new cache object on the same directory: every kernel
@@ -17,6 +17,9 @@ Prints three tables:
    100,000): instructions executed (counted), total time per instruction with compiled
    kernels and with the numpy fallback, and the VM's own share — total time minus the
    time measured inside the kernels, per instruction. Target: ≤ 5 µs.
+4. **Kernel call path**: the cost of one call of a compiled scalar ``int32`` add through
+   ``Kernel.__call__``'s fast lane and its careful lane, against TVM's compiled function
+   called directly with numpy arrays (DLPack conversion per call) and with TVM tensors.
 
 Timings are wall clock on a shared machine; compare rows of one run.
 """
@@ -203,6 +206,41 @@ def vm_overhead(n: int) -> list[tuple[str, int, float, float, float]]:
     return rows
 
 
+def kernel_call_cost(n: int = 20_000) -> list[tuple[str, float]]:
+    """Microseconds per call of a scalar kernel by each path (see table 4; the best of ten
+    blocks of ``n / 10`` calls)."""
+    import tvm
+
+    from backends.tvm import build
+    from backends.tvm.vm import KERNEL2
+
+    exe = build("def @main(%a: int32, %b: int32) -> int32 { %a + %b }", executor="vm")
+    code = exe._runner.closures["main"].code
+    kernel = next(ins[2] for ins in code.instrs if ins[0] == KERNEL2)
+    a, b = np.array(3, np.int32), np.array(4, np.int32)
+    out = np.empty((), np.int32)
+    ta, tb, tout = (tvm.runtime.empty((), "int32") for _ in range(3))
+    ta.copyfrom(a)
+    tb.copyfrom(b)
+    fn = kernel._fn
+    paths = [("Kernel.__call__ (fast lane)", lambda: kernel(a, b)),
+             ("Kernel careful lane", lambda: kernel._careful((a, b), None)),
+             ("TVM function, numpy arrays", lambda: fn(a, b, out)),
+             ("TVM function, TVM tensors", lambda: fn(ta, tb, tout))]
+    rows = []
+    block = max(1, n // 10)
+    for label, call in paths:
+        call()
+        best = float("inf")
+        for _ in range(10):      # the best of ten blocks: the machine is shared
+            t = time.perf_counter()
+            for _ in range(block):
+                call()
+            best = min(best, (time.perf_counter() - t) / block)
+        rows.append((label, best * 1e6))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=100_000)
@@ -227,6 +265,11 @@ def main() -> None:
           f"{'µs VM overhead':>16}")
     for label, count, total, inside, overhead in vm_overhead(n):
         print(f"{label:<18}{count:>14,}{total:>16.3f}{inside:>15.3f}{overhead:>16.3f}")
+
+    print("\n== kernel call path: a scalar int32 add ==")
+    print(f"{'path':<30}{'µs per call':>12}")
+    for label, us in kernel_call_cost():
+        print(f"{label:<30}{us:>12.3f}")
 
 
 if __name__ == "__main__":

@@ -22,10 +22,28 @@ returns one Python function per global. In the generated code
   respected as in the VM: a shared node is evaluated once per activation (a local
   initialized to ``None`` and tested where its first evaluation does not dominate).
 
-Limits (documented, not hidden): other calls use Python's stack, so deep *non-tail*
-recursion ends in the ``RelayRuntimeError`` "stack exhausted" after about a thousand
-nested calls (the VM has no such limit); Python's parser limits nesting of ``if``/
-``match`` to about a hundred levels.
+Deep non-tail recursion (ARCHITECTURE.md §6: up to ``max_depth`` nested calls must work).
+Direct code uses Python's stack for non-tail calls (and for tail calls other than a
+function's calls of itself), which ends after about a thousand nested calls. So the module
+holds the program twice:
+
+* ``build_program``: the direct code above (the fast path);
+* ``build_trampolined``: the same program where every function that calls a Relay
+  function is a **generator function**: a non-tail call is ``(yield callee(args))``, a tail
+  call ``(yield TL(callee(args)))``, a call of a computed value ``(yield R.gcall(f, args,
+  node))``; functions that call no Relay function stay plain. :meth:`Runtime.drive` runs
+  the generators on an explicit stack (a trampoline), counting nested non-tail calls
+  exactly as the oracle does ("stack exhausted" beyond ``max_depth``), with tail calls
+  replacing the caller's activation. About 1 µs more per call than direct code.
+
+:meth:`AotRunner.run` runs the direct code; when Python's stack runs out (a
+``RecursionError``) it runs the call again as trampolined code. Running again is sound
+because a program that writes no reference is deterministic and its partial run left no
+trace; a program with reference writes (``:=`` anywhere in the module) always runs as
+trampolined code, and a run that called a function value made outside the program (an
+argument closure, whose body may write references) is not repeated: it ends in "stack
+exhausted". Python's parser still limits nesting of ``if``/``match`` in one
+function to about a hundred levels (the build says to use the VM then).
 
 Kernels, constants and constructors cannot be spelled in source: the generated module
 refers to them by index into tables that :func:`tables` rebuilds from the module in a
@@ -35,11 +53,19 @@ fixed order (so a saved ``aot.py`` is imported with the kernels of the saved pro
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from backends.tvm.build import KernelTable
 from backends.tvm.fallback import OpKernel
+from backends.tvm.vm import (
+    P_BIND,
+    P_CTOR,
+    P_TUPLE,
+    constant_value,
+    is_primitive_function,
+    pattern_plan,
+)
 from interpreter.values import (
     Closure,
     ConstructorFunction,
@@ -67,9 +93,6 @@ from semantics.expr import (
     Match,
     Op,
     Pattern,
-    PatternConstructor,
-    PatternTuple,
-    PatternVar,
     RefCreate,
     RefRead,
     RefWrite,
@@ -84,20 +107,43 @@ __all__ = ["AotClosure", "AotRunner", "generate", "tables"]
 
 
 def _is_primitive(e: Any) -> bool:
-    from backends.tvm.vm import is_primitive_function
-
     return is_primitive_function(e)
 
 
 class AotClosure(Closure):
-    """A function value of generated code: the Python function ``fn`` of ``arity``."""
+    """A function value of generated code: the Python function ``fn`` of ``arity``;
+    ``gen``: ``fn`` is a generator function of the trampolined code (see the module
+    docstring), else a plain function."""
 
-    __slots__ = ("fn", "arity")
+    __slots__ = ("fn", "arity", "gen", "owner")
 
-    def __init__(self, fn: Callable[..., Any], function: Function, name: str | None = None):
+    def __init__(self, fn: Callable[..., Any], function: Function, name: str | None = None,
+                 gen: bool = False, owner: Any = None):
         super().__init__(function, None, None, name)  # type: ignore[arg-type]
         self.fn = fn
         self.arity = len(function.params)
+        self.gen = gen
+        self.owner = owner    # the Runtime of the program that made it
+
+
+class Done:
+    """A request of trampolined code whose value is already computed (a call of a plain
+    function, an operator or a constructor): the driver sends ``value`` straight back."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class Tail:
+    """A tail call of trampolined code: the driver replaces the caller's activation by the
+    generator ``gen`` (the caller never resumes; the depth does not grow)."""
+
+    __slots__ = ("gen",)
+
+    def __init__(self, gen: Any) -> None:
+        self.gen = gen
 
 
 # --- the runtime the generated code calls ---------------------------------------------------
@@ -109,7 +155,13 @@ class Runtime:
         self.mod = mod
         self.max_depth = max_depth
         self.depth = [0]     # nested non-tail calls of the running program
+        self.foreign = False  # a function value from outside this program was called
         self._ops: dict[str, OpKernel] = {}
+
+    def closure(self, fn: Callable[..., Any], function: Function, name: str | None = None,
+                gen: bool = False) -> AotClosure:
+        """An :class:`AotClosure` of this program (generated code makes them with this)."""
+        return AotClosure(fn, function, name, gen, self)
 
     def exhausted(self) -> Any:
         raise RelayRuntimeError(f"stack exhausted: more than {self.max_depth} nested calls")
@@ -123,6 +175,8 @@ class Runtime:
                 raise RelayRuntimeError(
                     f"wrong number of arguments: {f.name or 'the function'} expects "
                     f"{f.arity}, got {len(args)}", span)
+            if f.owner is not self:
+                self.foreign = True
             return f.fn(*args)
         if t is OpValue:
             k = self._ops.get(f.name)
@@ -144,10 +198,78 @@ class Runtime:
             from interpreter.eval import Interpreter
             from interpreter.linking import with_prelude
 
+            self.foreign = True
             return Interpreter(with_prelude(self.mod), max_depth=self.max_depth).apply(
                 f, list(args), node)
         raise RelayRuntimeError(
             f"cannot call a value that is not a function: {value_str(f, limit=60)}", span)
+
+    def gcall(self, f: Any, args: tuple[Any, ...], node: Any) -> Any:
+        """Trampolined code's call of a computed value: the callee's generator (the driver
+        runs it as a nested activation), or :class:`Done` with the value."""
+        if type(f) is AotClosure:
+            if len(args) != f.arity:
+                self.call(f, args, node)     # raises the arity error
+            if f.gen:
+                return f.fn(*args)
+            return Done(f.fn(*args))
+        return Done(self.call(f, args, node))
+
+    def gtail(self, f: Any, args: tuple[Any, ...], node: Any) -> Any:
+        """:meth:`gcall` in tail position: a :class:`Tail` for a generator callee."""
+        r = self.gcall(f, args, node)
+        return r if type(r) is Done else Tail(r)
+
+    def drive(self, entry: AotClosure, args: Sequence[Any]) -> Any:
+        """Run trampolined code: ``entry`` applied to ``args`` on an explicit stack.
+
+        Each activation of a generator function is a Python generator; a non-tail call
+        yields the callee's generator (pushed; ``depth`` grows), a tail call yields a
+        :class:`Tail` (the caller is replaced), a call whose value is known yields
+        :class:`Done`. Nothing nests on Python's stack, so non-tail recursion is bounded
+        by ``max_depth`` only.
+
+        Raises:
+            RelayRuntimeError: "stack exhausted" beyond ``max_depth`` nested calls, and
+                whatever the program raises.
+        """
+        depth = self.depth
+        max_depth = self.max_depth
+        depth[0] = 0
+        if not entry.gen:
+            return entry.fn(*args)
+        if max_depth < 1:
+            self.exhausted()
+        depth[0] = 1
+        gen = entry.fn(*args)
+        stack: list[Any] = []
+        push = stack.append
+        pop = stack.pop
+        value = None
+        while True:
+            try:
+                req = gen.send(value)
+            except StopIteration as stop:
+                value = stop.value
+                if not stack:
+                    return value
+                gen = pop()
+                depth[0] -= 1
+                continue
+            t = type(req)
+            if t is Done:
+                value = req.value
+                continue
+            value = None
+            if t is Tail:
+                gen = req.gen
+                continue
+            if depth[0] >= max_depth:
+                req.close()
+                self.exhausted()
+            push(gen)
+            depth[0] += 1
+            gen = req
 
     @staticmethod
     def match_fail(v: Any, node: Any) -> Any:
@@ -201,6 +323,7 @@ class _Fn:
         self.init_at = len(gen.lines)  # where the None-initializations go
         self.inits: list[str] = []
         self.loop: tuple[Any, list[str]] | None = None  # (self callee, param names)
+        self.yields = False   # trampolined code: the body yields (a generator function)
 
     def line(self, text: str) -> None:
         self.gen.lines.append("    " * self.indent + text)
@@ -216,6 +339,7 @@ class _Fn:
 class _Gen:
     def __init__(self, mod: IRModule):
         self.mod = mod
+        self.mode = "direct"     # or "gen": trampolined code (see the module docstring)
         self.lines: list[str] = []
         self.n = 0
         prims, consts, ctors, nodes = tables(mod)
@@ -226,7 +350,7 @@ class _Gen:
         self.const_nodes: dict[int, int] = {}
         self.globals = {name: f"g{i}" for i, name in enumerate(sorted(mod.functions))}
         self.var_names: dict[Var, str] = {}
-        self.direct: dict[Var, tuple[str, Function]] = {}
+        self.direct: dict[Var, tuple[str, Function, bool]] = {}
         self.counts = (len(prims), len(consts), len(ctors), len(nodes))
 
     def fresh(self, prefix: str = "t") -> str:
@@ -240,27 +364,29 @@ class _Gen:
 
 
 def generate(mod: IRModule) -> str:
-    """The Python source of ``mod`` (see the module docstring)."""
+    """The Python source of ``mod`` (see the module docstring): ``build_program`` (direct
+    code) and ``build_trampolined`` (the same program as generator functions)."""
     gen = _Gen(mod)
     lines = gen.lines
     lines += [
         '"""Generated by backends.tvm.aot from a Relay module; do not edit."""',
         "",
         f"COUNTS = {gen.counts!r}",
-        "",
-        "",
-        "def build_program(K, C, CT, O, M, R, RefValue, CV, AotClosure):",
-        "    N = M",
-        "    D = R.depth",
-        "    MAX_DEPTH = R.max_depth",
-        "    G = {}",
     ]
-    for name in sorted(mod.functions):
-        fn = mod.functions[name]
-        _function(gen, fn, gen.globals[name], indent=1, self_callee=("global", name))
-        lines.append(f"    G[{name!r}] = AotClosure({gen.globals[name]}, N[{_fn_index(gen, fn)}], "
-                     f"{'@' + name!r})")
-    lines.append("    return G")
+    for mode, head in (("direct", "build_program(K, C, CT, O, M, R, RefValue, CV, AotClosure)"),
+                       ("gen", "build_trampolined(K, C, CT, O, M, R, RefValue, CV, AotClosure, "
+                               "TL)")):
+        gen.mode = mode
+        gen.direct.clear()
+        lines += ["", "", f"def {head}:", "    N = M", "    D = R.depth",
+                  "    MAX_DEPTH = R.max_depth", "    G = {}"]
+        for name in sorted(mod.functions):
+            fn = mod.functions[name]
+            is_gen = _function(gen, fn, gen.globals[name], indent=1,
+                               self_callee=("global", name), force_gen=mode == "gen")
+            lines.append(f"    G[{name!r}] = AotClosure({gen.globals[name]}, "
+                         f"N[{_fn_index(gen, fn)}], {'@' + name!r}, {is_gen})")
+        lines.append("    return G")
     return "\n".join(lines) + "\n"
 
 
@@ -269,12 +395,16 @@ def _fn_index(gen: _Gen, fn: Function) -> int:
 
 
 def _function(gen: _Gen, fn: Function, pyname: str, indent: int,
-              self_callee: tuple[str, Any] | None) -> None:
+              self_callee: tuple[str, Any] | None, force_gen: bool = False) -> bool:
+    """Emit ``def pyname`` for ``fn``; whether it is a generator function (trampolined code:
+    its body yields a call, or ``force_gen``)."""
     params = [gen.bind(p) for p in fn.params]
     gen.lines.append("    " * indent + f"def {pyname}({', '.join(params)}):")
-    gen.lines.append("    " * (indent + 1) + "D[0] += 1")
-    gen.lines.append("    " * (indent + 1) + "if D[0] > MAX_DEPTH:")
-    gen.lines.append("    " * (indent + 2) + "R.exhausted()")
+    head = len(gen.lines)
+    if gen.mode == "direct":
+        gen.lines.append("    " * (indent + 1) + "D[0] += 1")
+        gen.lines.append("    " * (indent + 1) + "if D[0] > MAX_DEPTH:")
+        gen.lines.append("    " * (indent + 2) + "R.exhausted()")
     st = _Fn(gen, fn.body, indent + 1)
     makes_closures = any(type(n) is Function and not _is_primitive(n)
                          for n in post_order(fn.body, descend=lambda n: not _is_primitive(n)))
@@ -289,6 +419,25 @@ def _function(gen: _Gen, fn: Function, pyname: str, indent: int,
     if st.inits:
         pad = "    " * init_indent
         gen.lines[st.init_at:st.init_at] = [pad + f"{name} = None" for name in st.inits]
+    if gen.mode == "direct":
+        return False
+    pad = "    " * (indent + 1)
+    if st.yields:
+        return True
+    if force_gen:
+        gen.lines[head:head] = [pad + "if False:", pad + "    yield"]
+        return True
+    # A plain function of trampolined code (it calls no Relay function): the caller's
+    # activation is the driver's depth; this call is one more.
+    gen.lines[head:head] = [pad + "if D[0] >= MAX_DEPTH:", pad + "    R.exhausted()"]
+    return False
+
+
+def _leave(st: _Fn) -> None:
+    """The depth bookkeeping of a direct function's return (the driver does it for
+    trampolined code)."""
+    if st.gen.mode == "direct":
+        st.line("D[0] -= 1")
 
 
 def _has_self_tail_call(gen: _Gen, body: Expr, callee: tuple[str, Any]) -> bool:
@@ -346,15 +495,15 @@ def _tail(st: _Fn, e: Expr) -> Generator[Any, Any, None]:
             return
         if t is Call and id(e) not in st.shared:
             # A tail call: this activation ends first (tail calls do not count as depth).
-            text, calls_function = yield from _call(st, e)  # type: ignore[arg-type]
+            text, calls_function = yield from _call(st, e, tail=True)  # type: ignore[arg-type]
             if calls_function:
-                st.line("D[0] -= 1")
+                _leave(st)
                 st.line(f"return {text}")
                 return
             r = _assign(st, text)
         else:
             r = yield _expr(st, e)
-        st.line("D[0] -= 1")
+        _leave(st)
         st.line(f"return {r}")
         return
 
@@ -380,10 +529,10 @@ def _bind(st: _Fn, e: Let) -> Generator[Any, Any, None]:
     if type(e.value) is Function and not _is_primitive(e.value):
         name = gen.bind(e.var)
         pyname = gen.fresh("f")
-        _function(gen, e.value, pyname, st.indent, self_callee=("var", e.var))
+        is_gen = _function(gen, e.value, pyname, st.indent, self_callee=("var", e.var))
         st.line(f"{name} = AotClosure({pyname}, N[{_fn_index(gen, e.value)}], "
-                f"{'%' + e.var.name_hint!r})")
-        gen.direct[e.var] = (pyname, e.value)
+                f"{'%' + e.var.name_hint!r}, {is_gen})")
+        gen.direct[e.var] = (pyname, e.value, is_gen)
         return
     r = yield _expr(st, e.value)
     gen.var_names[e.var] = r
@@ -447,8 +596,9 @@ def _compute(st: _Fn, e: Expr) -> Generator[Any, Any, str]:
         return _assign(st, f"CV({e.name!r}, (), CT[{i}])")  # type: ignore[attr-defined]
     if t is Function:
         pyname = gen.fresh("f")
-        _function(gen, e, pyname, st.indent, self_callee=None)  # type: ignore[arg-type]
-        return _assign(st, f"AotClosure({pyname}, N[{_fn_index(gen, e)}], None)")  # type: ignore
+        is_gen = _function(gen, e, pyname, st.indent, self_callee=None)  # type: ignore[arg-type]
+        index = _fn_index(gen, e)  # type: ignore[arg-type]
+        return _assign(st, f"AotClosure({pyname}, N[{index}], None, {is_gen})")
     if t is Call:
         text, _ = yield from _call(st, e)  # type: ignore[arg-type]
         return _assign(st, text)
@@ -489,8 +639,13 @@ def _compute(st: _Fn, e: Expr) -> Generator[Any, Any, str]:
     raise InternalError(f"aot: cannot compile a {t.__name__}")
 
 
-def _call(st: _Fn, e: Call) -> Generator[Any, Any, tuple[str, bool]]:
-    """The call as a Python expression, and whether it calls a Relay function."""
+def _call(st: _Fn, e: Call, tail: bool = False) -> Generator[Any, Any, tuple[str, bool]]:
+    """The call as a Python expression, and whether it calls a Relay function.
+
+    In trampolined code a call of a generator function is ``(yield callee(args))`` (in tail
+    position ``(yield TL(callee(args)))``) and a call of a computed value goes through
+    ``R.gcall``/``R.gtail``.
+    """
     gen = st.gen
     op = e.op
     args: list[str] = []
@@ -510,20 +665,33 @@ def _call(st: _Fn, e: Call) -> Generator[Any, Any, tuple[str, bool]]:
     if type(op) is GlobalVar and op.name_hint in gen.mod.functions:
         for a in e.args:
             args.append((yield _expr(st, a)))
-        return f"{gen.globals[op.name_hint]}({', '.join(args)})", True
+        return _yielding(st, f"{gen.globals[op.name_hint]}({', '.join(args)})", tail), True
     if type(op) is Var and op in gen.direct:
-        pyname, fn = gen.direct[op]
+        pyname, fn, is_gen = gen.direct[op]
         for a in e.args:
             args.append((yield _expr(st, a)))
         if len(args) == len(fn.params):
-            return f"{pyname}({', '.join(args)})", True
+            text = f"{pyname}({', '.join(args)})"
+            return (_yielding(st, text, tail) if is_gen else text), True
         f = gen.var_names[op]
     else:
         f = yield _expr(st, op)
         for a in e.args:
             args.append((yield _expr(st, a)))
     tup = "(" + "".join(a + ", " for a in args) + ")"
+    if gen.mode == "gen":
+        st.yields = True
+        return f"(yield R.{'gtail' if tail else 'gcall'}({f}, {tup}, "\
+               f"M[{gen.node[id(e)]}]))", True
     return f"R.call({f}, {tup}, M[{gen.node[id(e)]}])", True
+
+
+def _yielding(st: _Fn, call: str, tail: bool) -> str:
+    """A call of a generator function of trampolined code (plain ``call`` in direct code)."""
+    if st.gen.mode != "gen":
+        return call
+    st.yields = True
+    return f"(yield TL({call}))" if tail else f"(yield {call})"
 
 
 def _match(st: _Fn, e: Match, result: str | None) -> Generator[Any, Any, None]:
@@ -555,23 +723,24 @@ def _pattern_test(gen: _Gen, p: Pattern, v: str) -> tuple[str, list[str]]:
     Nested patterns become one conjunction over access paths (``v.fields[1].fields[0]``);
     ``and`` evaluates left to right, so each path is read only after its parent's test.
     """
+    parent_kind: dict[tuple[int, ...], int] = {}
     tests: list[str] = []
     binds: list[str] = []
-    work: list[tuple[Pattern, str]] = [(p, v)]
-    while work:
-        q, path = work.pop()
-        t = type(q)
-        if t is PatternVar:
-            binds.append(f"{gen.bind(q.var)} = {path}")  # type: ignore[attr-defined]
-        elif t is PatternConstructor:
-            tests.append(f"type({path}) is CV and {path}.name == "
-                         f"{q.constructor.name!r}")  # type: ignore[attr-defined]
-            kids = q.patterns  # type: ignore[attr-defined]
-            work.extend((kid, f"{path}.fields[{i}]") for i, kid in reversed(list(enumerate(kids))))
-        elif t is PatternTuple:
-            kids = q.patterns  # type: ignore[attr-defined]
-            tests.append(f"type({path}) is tuple and len({path}) == {len(kids)}")
-            work.extend((kid, f"{path}[{i}]") for i, kid in reversed(list(enumerate(kids))))
+    access: dict[tuple[int, ...], str] = {(): v}
+    for kind, path, what in pattern_plan(p):
+        if path:
+            parent = access[path[:-1]]
+            # The parent's step came first: it is a constructor (fields) or a tuple.
+            access[path] = (f"{parent}.fields[{path[-1]}]" if parent_kind[path[:-1]] == P_CTOR
+                            else f"{parent}[{path[-1]}]")
+        text = access[path]
+        if kind == P_BIND:
+            binds.append(f"{gen.bind(what)} = {text}")
+        elif kind == P_CTOR:
+            tests.append(f"type({text}) is CV and {text}.name == {what[0]!r}")
+        elif kind == P_TUPLE:
+            tests.append(f"type({text}) is tuple and len({text}) == {what[0]}")
+        parent_kind[path] = kind
     return (" and ".join(tests) or "True"), binds
 
 
@@ -592,8 +761,11 @@ class AotRunner:
     Args:
         mod: the fused, type-checked module.
         table: the kernel table (kernels resolved in :func:`tables` order).
-        max_depth: unused by generated code beyond Python's own stack (see the limits).
+        max_depth: the bound on nested non-tail calls ("stack exhausted" beyond it).
         source_path: a saved ``aot.py`` to import instead of generating the source.
+    Attributes:
+        pure: the module writes no reference (runs start in direct code).
+        restarts: runs repeated as trampolined code after Python's stack ran out.
     """
 
     def __init__(self, mod: IRModule, table: KernelTable, max_depth: int = 100_000,
@@ -626,15 +798,41 @@ class AotRunner:
         if namespace.get("COUNTS") != gen_counts:
             raise RelayRuntimeError("the saved AoT module does not fit the saved program")
         kernels = [table.kernel_for(f) for f in prims]
+        consts = [constant_value(c) for c in consts]
         op_kernels: dict[int, Any] = {}
         for i, n in enumerate(nodes):
             if type(n) is Call and type(n.op) is Op:
                 op_kernels[i] = OpKernel(n.op.name, n.attrs)
+        if "build_trampolined" not in namespace:
+            raise RelayRuntimeError("the saved AoT module was generated by an older version "
+                                    "(no trampolined code): build it again")
         runtime = self.runtime = _RuntimeTables(mod, max_depth)
         self.closures = namespace["build_program"](
             kernels, consts, ctors, op_kernels, nodes, runtime, RefValue, ConstructorValue,
-            AotClosure)
+            runtime.closure)
+        self.trampolined = namespace["build_trampolined"](
+            kernels, consts, ctors, op_kernels, nodes, runtime, RefValue, ConstructorValue,
+            runtime.closure, Tail)
+        self.pure = not any(type(n) is RefWrite for fn in mod.functions.values()
+                            for n in post_order(fn))
+        self.restarts = 0   # runs restarted in trampolined code (tests, benchmarks)
 
     def run(self, name: str, values: list[Any]) -> Any:
-        self.runtime.depth[0] = 0
-        return self.closures[name].fn(*values)
+        """Run the global ``name``: direct code first when the program writes no reference,
+        restarted as trampolined code when Python's stack runs out; trampolined code at once
+        for a program with reference writes (see the module docstring)."""
+        runtime = self.runtime
+        if self.pure:
+            runtime.depth[0] = 0
+            runtime.foreign = False
+            try:
+                return self.closures[name].fn(*values)
+            except RecursionError:
+                if runtime.foreign:
+                    raise RelayRuntimeError(
+                        "stack exhausted: the aot executor ran out of Python stack in a run "
+                        "that called a function value from outside the program, so the run "
+                        "cannot be repeated as trampolined code; use executor=\"vm\" for "
+                        "deep recursion") from None
+                self.restarts += 1
+        return runtime.drive(self.trampolined[name], values)

@@ -100,6 +100,44 @@ def is_static_tensor(t: Any) -> bool:
     return isinstance(t, TensorType) and all(is_concrete(d) for d in t.shape)
 
 
+def _static_tensors(t: Any) -> bool:
+    """A static tensor type, or a (nested) tuple type of them."""
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, TupleType):
+            stack.extend(x.fields)
+        elif not is_static_tensor(x):
+            return False
+    return True
+
+
+class FlatArgs:
+    """A kernel of a function with tuple parameters, called with the tuple values: each
+    call flattens its arguments (tuples, depth first, left to right — the order of
+    ``te_build.flatten_types``) into the kernel's tensor arguments."""
+
+    __slots__ = ("kernel", "name")
+
+    def __init__(self, kernel: Any):
+        self.kernel = kernel
+        self.name = kernel.name
+
+    def __call__(self, *args: Any, out: list[np.ndarray] | None = None) -> Any:
+        flat: list[Any] = []
+        stack = list(reversed(args))
+        while stack:
+            a = stack.pop()
+            if type(a) is tuple:
+                stack.extend(reversed(a))
+            else:
+                flat.append(a)
+        return self.kernel(*flat, out=out) if out is not None else self.kernel(*flat)
+
+    def __repr__(self) -> str:
+        return f"<FlatArgs {self.kernel!r}>"
+
+
 def _tensor_result(t: Any) -> bool:
     if isinstance(t, TensorType):
         return True
@@ -144,6 +182,12 @@ class KernelTable:
         types = [_param_type(p) for p in func.params]
         if all(is_static_tensor(t) for t in types):
             kernel = self.resolve(func, types)  # type: ignore[arg-type]
+        elif all(_static_tensors(t) for t in types):
+            # Tuple parameters: the kernel takes their flattened tensors (te_build flattens
+            # them); the adapter flattens the tuple values of each call.
+            kernel = self.resolve(func, types)  # type: ignore[arg-type]
+            if not isinstance(kernel, FallbackKernel):
+                kernel = FlatArgs(kernel)
         elif all(isinstance(t, TensorType) for t in types):
             kernel = KernelSlot(func, self)
         else:
