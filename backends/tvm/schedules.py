@@ -210,6 +210,12 @@ def _schedule_block(sch: Any, block: Any) -> None:
         sch.parallel(fused)
 
 
+def schedule_spatial(sch: Any, block: Any) -> None:
+    """Steps 2–4 of the recipe for one block of ``sch`` (a rule's leftover blocks); a step
+    TVM rejects raises (the caller decides what to keep)."""
+    _schedule_block(sch, block)
+
+
 def default_schedule(func: Any) -> Any:
     """The scheduled ``IRModule`` of a TensorIR ``PrimFunc`` (see the module docstring)."""
     import tvm

@@ -194,24 +194,87 @@ def _log_softmax(call: OpCall) -> Any:
 
 # --- dense, batch_matmul, bias_add ------------------------------------------------------
 
+GEMV_MAX_ROWS = 4
+"""``nn.dense`` with at most this many rows (the product of the data's leading dims) is
+lowered as a matrix-vector product that streams the weight row by row (see :func:`_dense`)."""
+PACK = 16
+"""The column block of ``nn.dense``'s packed weight (one AVX-512 vector of float32)."""
+
+
+def _lanes(dtype: str) -> int:
+    """The vector width of ``dtype`` on a 64-byte vector register (at most 16 lanes)."""
+    return max(1, min(16, 512 // bits(dtype)))
+
+
+def dense_rows(shape: Sequence[int]) -> int:
+    """The number of rows of ``nn.dense``'s data of ``shape`` (its leading dims' product)."""
+    rows = 1
+    for d in shape[:-1]:
+        rows *= int(d)
+    return rows
+
+
 @lowering("nn.dense")
 def _dense(call: OpCall) -> Any:
+    """``nn.dense`` in one of two forms the schedules of ``backends.tvm.sched.dense`` expect.
+
+    * **GEMV** (at most :data:`GEMV_MAX_ROWS` rows): the weight ``(N, K)`` is read in its own
+      row-major layout — ``keep_dense_partial[..., j, l]`` sums ``x[k] * w[j, k]`` over the
+      ``k = ko * L + l`` of the first ``K - K % L`` columns (``L`` lanes: one vector of
+      partial sums per output), and ``dense`` adds the ``L`` partial sums and the ``K % L``
+      remaining products (guarded by ``l < K % L``).  No copy of the weight is made.
+    * **GEMM**: the weight is packed into ``keep_dense_pack[N/16, K, 16]`` (zero-padded to a
+      multiple of 16 columns), ``keep_dense_acc[..., Np]`` accumulates over ``k`` reading 16
+      contiguous packed weights per step, and ``dense`` is its first ``N`` columns.
+    """
     te, tirx = _te(), _tirx()
     data, weight = call.inputs
     odt = call.out_dtype
-    k = call.in_shape(0)[-1]
+    dshape = call.in_shape(0)
+    k = dshape[-1]
+    n = call.in_shape(1)[0]
     if k == 0:
         return te.compute(call.out_shape, lambda *i: const(0, odt), name="dense")
+    zero = const(0, odt)
+
+    def x_at(i: Sequence[Any], kk: Any) -> Any:
+        return tirx.Cast(odt, _at(data, [*i, kk]))
+
+    def w_at(j: Any, kk: Any) -> Any:
+        return tirx.Cast(odt, weight[j, kk])
+
+    if dense_rows(dshape) <= GEMV_MAX_ROWS:
+        lanes = _lanes(odt)
+        main, tail = k // lanes, k % lanes
+        if main == 0:
+            rk = te.reduce_axis((0, k), name="k")
+            return te.compute(call.out_shape, lambda *i: te.sum(
+                x_at(i[:-1], rk) * w_at(i[-1], rk), axis=rk), name="dense")
+        ko = te.reduce_axis((0, main), name="ko")
+        partial = te.compute(
+            (*call.out_shape, lanes),
+            lambda *i: te.sum(x_at(i[:-2], ko * lanes + i[-1]) * w_at(i[-2], ko * lanes + i[-1]),
+                              axis=ko), name=f"{KEEP}dense_partial")
+        rl = te.reduce_axis((0, lanes), name="l")
+
+        def gemv(*i: Any) -> Any:
+            term = partial[(*i, rl)]
+            if tail:
+                kk = main * lanes + rl
+                term = term + tirx.if_then_else(rl < tail, x_at(i[:-1], tirx.min(kk, k - 1))
+                                                * w_at(i[-1], tirx.min(kk, k - 1)), zero)
+            return te.sum(term, axis=rl)
+
+        return te.compute(call.out_shape, gemv, name="dense")
+    blocks = -(-n // PACK)
+    pack = te.compute((blocks, k, PACK), lambda jo, kk, jl: tirx.if_then_else(
+        jo * PACK + jl < n, w_at(tirx.min(jo * PACK + jl, n - 1), kk), zero),
+        name=f"{KEEP}dense_pack")
     rk = te.reduce_axis((0, k), name="k")
-    # The weight transposed once (a stage the schedule keeps), so that the vectorized loop
-    # over units reads it contiguously.
-    wt = te.compute((k, call.in_shape(1)[0]), lambda kk, j: tirx.Cast(odt, weight[j, kk]),
-                    name=f"{KEEP}dense_weight_t")
-
-    def body(*i: Any) -> Any:
-        return te.sum(tirx.Cast(odt, _at(data, [*i[:-1], rk])) * wt[rk, i[-1]], axis=rk)
-
-    return te.compute(call.out_shape, body, name="dense")
+    acc = te.compute((*call.out_shape[:-1], blocks * PACK), lambda *i: te.sum(
+        x_at(i[:-1], rk) * pack[tirx.floordiv(i[-1], PACK), rk, tirx.floormod(i[-1], PACK)],
+        axis=rk), name=f"{KEEP}dense_acc")
+    return te.compute(call.out_shape, lambda *i: acc[i], name="dense")
 
 
 @lowering("nn.batch_matmul")
