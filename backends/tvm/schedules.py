@@ -62,7 +62,7 @@ def _vector_width(extent: int, dtype_bits: int) -> int:
 def _block_dtype_bits(sch: Any, block: Any) -> int:
     stmt = sch.get(block)
     try:
-        return max(int(w.buffer.dtype.bits) for w in stmt.writes)
+        return max(int(w.source.dtype.bits) for w in stmt.writes)
     except (AttributeError, ValueError, TypeError):
         return 32
 

@@ -411,9 +411,51 @@ def _pool_setup(call: OpCall) -> dict[str, Any]:
     dh, dw = N.pair(attrs["dilation"])
     pt, pl, pb, pr = N.pad4(attrs["padding"])
     shape = call.in_shape(0)
-    return dict(imap=LayoutMap(layout), omap=LayoutMap(attrs["out_layout"] or layout),
+    out_layout = attrs["out_layout"] or layout
+    return dict(imap=LayoutMap(layout), omap=LayoutMap(out_layout),
                 kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, pt=pt, pl=pl, pb=pb, pr=pr,
-                height=shape[layout.index("H")], width=shape[layout.index("W")])
+                height=shape[layout.index("H")], width=shape[layout.index("W")],
+                out_h=call.out_shape[out_layout.index("H")],
+                out_w=call.out_shape[out_layout.index("W")])
+
+
+def _window_tap(p: dict[str, Any], o: dict[str, Any], ry: Any, rx: Any
+                ) -> tuple[Any, Any, Any]:
+    """``(h, w, inside)`` of window tap ``(ry, rx)`` of output ``o``: the input row and
+    column, clamped into the data where the window can reach the padding (see
+    :func:`_clamp`), and the condition that the tap is inside the data (None: always)."""
+    tirx = _tirx()
+    conds = []
+    index = []
+    for c, r, s, d, pad, k, n, out in (
+            (o["H"], ry, p["sh"], p["dh"], p["pt"], p["kh"], p["height"], p["out_h"]),
+            (o["W"], rx, p["sw"], p["dw"], p["pl"], p["kw"], p["width"], p["out_w"])):
+        i = c * s - pad + r * d
+        if pad > 0 or (out - 1) * s - pad + (k - 1) * d > n - 1:
+            conds += [i >= 0, i < n]
+            i = _clamp(i, n)
+        index.append(i)
+    return index[0], index[1], tirx.all(*conds) if conds else None
+
+
+def _clamp(i: Any, n: int) -> Any:
+    """``i`` clamped into ``[0, n)``: a window tap in the padding loads an element of the
+    border, which the ``Select`` around it discards.  The load is then unconditional, so
+    LLVM computes the window with blends and vector loads instead of a branch per tap (the
+    ``if_then_else`` form branched on every tap of a max pool: 12x slower)."""
+    tirx = _tirx()
+    return tirx.max(tirx.min(i, n - 1), 0)
+
+
+def _pool_max(a: Any, b: Any, dtype: str) -> Any:
+    """``nan_max`` as one ``Select`` on a combined condition (``a`` if it is NaN or not less
+    than ``b``, else ``b``): the same values.  Measured on a padded max pool (3×3/2 over
+    64×112×112, same run): the nested selects of ``nan_max`` became a branch per tap (11 ms),
+    this form 1.1 ms; on an unpadded 2×2/2 window the forms are within the (large) noise."""
+    tirx = _tirx()
+    if not is_float(dtype):
+        return tirx.max(a, b)
+    return tirx.Select(tirx.Or(tirx.isnan(a), a >= b), a, b)
 
 
 def _lowest_finite(dtype: str) -> Any:
@@ -431,17 +473,16 @@ def _max_pool2d(call: OpCall) -> Any:
     ry = te.reduce_axis((0, p["kh"]), name="ry")
     rx = te.reduce_axis((0, p["kw"]), name="rx")
     low = _lowest_finite(dtype)
-    reducer = te.comm_reducer(lambda a, b: nan_max(a, b, dtype),
+    reducer = te.comm_reducer(lambda a, b: _pool_max(a, b, dtype),
                               lambda t: const(-np.inf, dtype) if is_float(dtype) else low,
                               name="pool_max")
 
     def body(*idx: Any) -> Any:
         o = p["omap"].coords(idx)
-        h = o["H"] * p["sh"] - p["pt"] + ry * p["dh"]
-        w = o["W"] * p["sw"] - p["pl"] + rx * p["dw"]
-        inside = tirx.all(h >= 0, h < p["height"], w >= 0, w < p["width"])
-        v = tirx.if_then_else(inside, _at(x, p["imap"].index(
-            {"N": o["N"], "C": o["C"], "H": h, "W": w})), low)
+        h, w, inside = _window_tap(p, o, ry, rx)
+        v = _at(x, p["imap"].index({"N": o["N"], "C": o["C"], "H": h, "W": w}))
+        if inside is not None:
+            v = tirx.Select(inside, v, low)
         return reducer(v, axis=[ry, rx])
 
     return te.compute(call.out_shape, body, name="max_pool2d")
@@ -487,12 +528,11 @@ def _avg_pool2d(call: OpCall) -> Any:
 
     def window_sum(*idx: Any) -> Any:
         o = p["omap"].coords(idx)
-        h = o["H"] * p["sh"] - p["pt"] + ry * p["dh"]
-        w = o["W"] * p["sw"] - p["pl"] + rx * p["dw"]
-        inside = tirx.all(h >= 0, h < p["height"], w >= 0, w < p["width"])
-        v = _at(x, p["imap"].index({"N": o["N"], "C": o["C"], "H": h, "W": w}))
-        return te.sum(tirx.if_then_else(inside, tirx.Cast(acc, v), const(0, acc)),
-                      axis=[ry, rx])
+        h, w, inside = _window_tap(p, o, ry, rx)
+        v = tirx.Cast(acc, _at(x, p["imap"].index({"N": o["N"], "C": o["C"], "H": h, "W": w})))
+        if inside is not None:
+            v = tirx.Select(inside, v, const(0, acc))
+        return te.sum(v, axis=[ry, rx])
 
     sums = te.compute(call.out_shape, window_sum, name="avg_pool_sum")
 

@@ -121,11 +121,6 @@ def _lanes(bits: int) -> int:
     return max(1, min(16, 512 // bits))
 
 
-def _buffer_bits(sch: Any, block: Any) -> int:
-    return int(sch.get(block).writes[0].buffer.dtype.bits)
-
-
-@register_schedule("nn.dense", priority=30)
 def schedule_dense(prim: Any, info: KernelInfo) -> Any:
     """The scheduled ``IRModule`` of a kernel whose anchor is ``nn.dense`` (module
     docstring), or None when the kernel is not in one of the two forms.
