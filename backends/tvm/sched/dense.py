@@ -117,10 +117,7 @@ def _vectorize_tile(sch: Any, block: Any, n_outer: int) -> None:
         return
 
 
-def _lanes(bits: int) -> int:
-    return max(1, min(16, 512 // bits))
-
-
+@register_schedule("nn.dense", priority=30)
 def schedule_dense(prim: Any, info: KernelInfo) -> Any:
     """The scheduled ``IRModule`` of a kernel whose anchor is ``nn.dense`` (module
     docstring), or None when the kernel is not in one of the two forms.
