@@ -141,7 +141,7 @@ def _softmax_parts(call: OpCall) -> tuple[Any, Any, Any, Callable[..., list[Any]
         index.insert(axis, r)
         return index
 
-    mx_reducer = te.comm_reducer(lambda a, b: nan_max(a, b, dtype),
+    mx_reducer = te.comm_reducer(lambda a, b: _pool_max(a, b, dtype),
                                  lambda t: const(-np.inf, dtype), name="softmax_max")
     rk = te.reduce_axis((0, shape[axis]), name="rk")
     mx = te.compute(red_shape, lambda *i: mx_reducer(_at(x, with_axis(i, rk)), axis=rk),

@@ -12,8 +12,8 @@ reductions into vector partial sums with ``rfactor``; here a row is the unit of 
   intermediate buffers shrink to one row;
 * ``softmax_exp`` is materialized for ``softmax`` (the result and the sum both read it: inlining
   it would compute every exponential twice) and inlined into the sum for ``log_softmax``;
-* the elementwise stages (the exponentials and the result) are vectorized over the row (16
-  lanes where the row length allows, else the whole short row);
+* the elementwise stages (the exponentials and the result) are vectorized over the row (16,
+  8 or 4 lanes, whichever divides the row length, else the whole row if short);
 * the maximum and the sum stay sequential reductions (the exact order of the reference's
   row sums is not required, but a vector split of a row of odd length would need a
   predicated tail).
@@ -36,14 +36,18 @@ _STAGES = ("softmax_max", "softmax_exp", "softmax_sum")
 
 
 def vectorize_row(sch: Any, loop: Any, lanes: int = 16) -> None:
-    """Vectorize ``loop`` (split by ``lanes`` when it divides the extent; a row of at most 64
-    elements is vectorized whole; otherwise the loop stays serial)."""
+    """Vectorize ``loop``: split by the largest of ``lanes``, 8, 4 that divides its extent
+    (a row of at most 64 elements is vectorized whole; otherwise the loop stays serial)."""
     ext = int(sch.get(loop).extent)
-    if ext % lanes == 0 and ext > lanes:
-        _, inner = sch.split(loop, [None, lanes])
-        sch.vectorize(inner)
-    elif ext <= 64:
+    if ext <= 64 and ext not in (lanes, 8, 4) and ext % lanes:
         sch.vectorize(loop)
+        return
+    for v in (lanes, 8, 4):
+        if ext % v == 0 and ext >= v:
+            if ext > v:
+                _, loop = sch.split(loop, [None, v])
+            sch.vectorize(loop)
+            return
 
 
 def _reduces_last_axis(sch: Any, block: Any) -> bool:

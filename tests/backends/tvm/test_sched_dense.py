@@ -165,3 +165,112 @@ def test_the_dense_rule_declines_two_dense_calls(kernel_cache: KernelCache,
     wv = rng.standard_normal((7, 20)).astype("float32")
     got = compile_function(fn, _types(fn), cache=kernel_cache)(xv, wv)
     close(got, (2 * (xv.astype(np.float64) @ wv.T)).astype("float32"), {"float32": 1e-4})
+
+
+# --- pooling and softmax ------------------------------------------------------------------
+
+def op_kernel(name: str, arg_type: TensorType, attrs: dict[str, Any]) -> Function:
+    """``fn (%p0) { name(%p0) }`` marked ``Primitive=1``."""
+    p = Var("p0", arg_type)
+    return Function((p,), Call(Op(name), (p,), Attrs(attrs)), None, (),
+                    Attrs({"Primitive": 1}))
+
+
+def check_op(name: str, shape: tuple[int, ...], attrs: dict[str, Any], cache: KernelCache,
+             close: Any, seed: int = 0, nans: bool = False) -> None:
+    from semantics import ops
+
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype("float32")
+    if nans:
+        x.flat[rng.integers(0, x.size, max(1, x.size // 50))] = np.nan
+    fn = op_kernel(name, TensorType(shape, "float32"), attrs)
+    got = compile_function(fn, [TensorType(shape, "float32")], cache=cache)(x)
+    opdef = ops.get(name)
+    want = opdef.reference(x, **opdef.normalize_attrs(Attrs(attrs)))
+    close(got, np.asarray(want), {"float32": 1e-5})
+
+
+POOLS = [
+    ("nn.max_pool2d", (1, 5, 13, 11), {"pool_size": [3, 3], "strides": [2, 2],
+                                       "padding": [1, 1, 1, 1]}),
+    ("nn.max_pool2d", (2, 3, 9, 9), {"pool_size": [2, 2], "strides": [2, 2]}),
+    ("nn.max_pool2d", (1, 4, 10, 32), {"pool_size": [3, 2], "strides": [1, 1],
+                                       "padding": [0, 1, 2, 0]}),
+    ("nn.max_pool2d", (1, 7, 7, 16), {"pool_size": [3, 3], "strides": [1, 1],
+                                      "padding": [1, 1, 1, 1], "layout": "NHWC"}),
+    ("nn.avg_pool2d", (1, 5, 13, 11), {"pool_size": [3, 3], "strides": [2, 2],
+                                       "padding": [1, 1, 1, 1]}),
+    ("nn.avg_pool2d", (1, 5, 13, 11), {"pool_size": [3, 3], "strides": [2, 2],
+                                       "padding": [1, 1, 1, 1], "count_include_pad": True}),
+    ("nn.avg_pool2d", (2, 3, 16, 48), {"pool_size": [2, 2], "strides": [2, 2]}),
+    ("nn.global_avg_pool2d", (1, 20, 7, 7), {}),
+    ("nn.global_avg_pool2d", (2, 33, 5, 3), {}),
+    ("nn.global_max_pool2d", (1, 20, 7, 7), {}),
+    ("nn.global_avg_pool2d", (1, 4, 4, 48), {"layout": "NHWC"}),
+]
+
+
+@pytest.mark.parametrize("name,shape,attrs", POOLS)
+def test_pool_schedules_match_the_reference(name: str, shape: tuple[int, ...],
+                                            attrs: dict[str, Any], kernel_cache: KernelCache,
+                                            close: Any) -> None:
+    check_op(name, shape, attrs, kernel_cache, close)
+    if "max" in name:       # NaN propagates through the window as in the reference
+        check_op(name, shape, attrs, kernel_cache, close, seed=1, nans=True)
+
+
+SOFTMAXES = [
+    ("nn.softmax", (3, 37), {"axis": 1}), ("nn.softmax", (1, 1000), {"axis": -1}),
+    ("nn.softmax", (2, 3, 20), {"axis": 2}), ("nn.softmax", (20, 40), {"axis": 0}),
+    ("nn.log_softmax", (1, 59), {"axis": 1}), ("nn.log_softmax", (70, 33), {"axis": -1}),
+    ("nn.log_softmax", (5, 4, 3), {"axis": 1}),
+]
+
+
+@pytest.mark.parametrize("name,shape,attrs", SOFTMAXES)
+def test_softmax_schedules_match_the_reference(name: str, shape: tuple[int, ...],
+                                               attrs: dict[str, Any],
+                                               kernel_cache: KernelCache, close: Any) -> None:
+    check_op(name, shape, attrs, kernel_cache, close)
+
+
+@_SETTINGS
+@given(c=st.integers(1, 6), h=st.integers(1, 12), w=st.integers(1, 20),
+       k=st.integers(1, 3), s=st.integers(1, 2), pad=st.integers(0, 1),
+       op=st.sampled_from(["nn.max_pool2d", "nn.avg_pool2d"]))
+def test_pool_schedules_on_drawn_shapes(c: int, h: int, w: int, k: int, s: int, pad: int,
+                                        op: str, kernel_cache: KernelCache,
+                                        close: Any) -> None:
+    if h + 2 * pad < k or w + 2 * pad < k or pad >= k:
+        return
+    check_op(op, (1, c, h, w), {"pool_size": [k, k], "strides": [s, s],
+                                "padding": [pad] * 4}, kernel_cache, close, seed=c * h * w)
+
+
+def _scheduled(name: str, shape: tuple[int, ...], attrs: dict[str, Any]) -> str:
+    from tvm import te
+
+    from backends.tvm.sched import pick_schedule
+
+    t = TensorType(shape, "float32")
+    fn = op_kernel(name, t, attrs)
+    lowered = build_te(fn, [t])
+    prim = te.create_prim_func([*lowered.inputs, *lowered.constants, *lowered.outputs])
+    info = KernelInfo(tuple(lowered.ops), fn, (t,), {})
+    rule = candidates(lowered.ops)[0]
+    assert rule.op == name
+    mod = rule.fn(prim, info)
+    assert mod is not None, f"the {name} rule declined"
+    assert str(pick_schedule(info)(prim).script()) == str(mod.script())
+    return str(mod.script())
+
+
+def test_the_pool_and_softmax_rules_apply() -> None:
+    pool = _scheduled("nn.max_pool2d", (1, 64, 112, 112),
+                      {"pool_size": [3, 3], "strides": [2, 2], "padding": [1, 1, 1, 1]})
+    assert "T.vectorized(8)" in pool and "max_pool2d_local" in pool and "T.parallel" in pool
+    soft = _scheduled("nn.softmax", (64, 1000), {"axis": 1})
+    assert "T.vectorized(8)" in soft and "T.parallel" in soft
+    # the row stages live under the (parallel) row loop
+    assert soft.index("T.parallel(64)") < soft.index('T.sblock("softmax_max")')
