@@ -14,9 +14,10 @@ reductions into vector partial sums with ``rfactor``; here a row is the unit of 
   it would compute every exponential twice) and inlined into the sum for ``log_softmax``;
 * the elementwise stages (the exponentials and the result) are vectorized over the row (16,
   8 or 4 lanes, whichever divides the row length, else the whole row if short);
-* the maximum and the sum stay sequential reductions (the exact order of the reference's
-  row sums is not required, but a vector split of a row of odd length would need a
-  predicated tail).
+* the maximum and the sum reduce a row in 16 or 8 vector lanes (``rfactor``) when that
+  divides the row length, else sequentially (a partial vector would need a predicated tail);
+* the exponentials of float32 rows are computed in vector arithmetic
+  (:func:`backends.tvm.lower.nn.exp_nonpositive_f32`, chosen by the lowering).
 
 A softmax over another axis (a strided row) is left to the default recipe (the rule returns
 None).
@@ -68,6 +69,42 @@ def _reduces_last_axis(sch: Any, block: Any) -> bool:
     return True
 
 
+def _names(sch: Any) -> list[str]:
+    return [sch.get(b).name_hint for b in sch.get_child_blocks(sch.get_sblock("root"))]
+
+
+def _vector_partials(sch: Any, stage: str) -> list[str]:
+    """Split the row sum ``stage`` into vector partial sums: its reduction loop split by 16 or
+    8 (only when that divides the row: a partial vector would need a predicate) and the lanes
+    ``rfactor``-ed (the NaN-propagating maximum has no reducer ``rfactor`` knows: it stays
+    sequential).  Returns the new block's name (none when the split does not apply)."""
+    block = sch.get_sblock(stage)
+    loop = sch.get_loops(block)[-1]
+    ext = int(sch.get(loop).extent)
+    v = next((w for w in (16, 8) if ext % w == 0 and ext > w), 0)
+    if not v:
+        return []
+    snapshot = sch.copy()
+    try:
+        _, lanes = sch.split(loop, [None, v])
+        rf = sch.rfactor(lanes, 0)
+        return [sch.get(rf).name_hint]
+    except Exception:  # noqa: BLE001 - TVM refuses: the sum stays sequential
+        sch.state = snapshot.state
+        return []
+
+
+def _vectorize_lanes(sch: Any, stage: str) -> None:
+    """Under the row loop: the partial sums' lane loop moved innermost (below the reduction
+    loop) and vectorized."""
+    rf = sch.get_sblock(stage)
+    lane, *_, ko = sch.get_loops(rf)[1:]
+    sch.reorder(ko, lane)
+    sch.vectorize(lane)
+    init = sch.decompose_reduction(rf, ko)
+    sch.vectorize(sch.get_loops(init)[-1])
+
+
 def _schedule(prim: Any, info: KernelInfo, out_name: str) -> Any:
     import tvm
     from tvm import s_tir
@@ -93,9 +130,10 @@ def _schedule(prim: Any, info: KernelInfo, out_name: str) -> Any:
     for e in extents[:-1]:
         n_rows *= e
     row = sch.fuse(*rows) if len(rows) > 1 else rows[0]
+    partials = _vector_partials(sch, "softmax_sum")
     # ``out`` is the only consumer: pull the stages under the row loop, last producer first
-    for stage in ("softmax_sum", "softmax_exp", "softmax_max"):
-        if stage in keep and stage in names:
+    for stage in ("softmax_sum", *partials, "softmax_exp", "softmax_max"):
+        if stage in keep | set(partials) and stage in _names(sch):
             sch.compute_at(sch.get_sblock(stage), row, preserve_unit_loops=True)
     vectorize_row(sch, sch.get_loops(out)[-1])
     if "softmax_exp" in keep and "softmax_exp" in names:
@@ -105,7 +143,10 @@ def _schedule(prim: Any, info: KernelInfo, out_name: str) -> Any:
         vectorize_row(sch, sch.get_loops(sch.get_sblock(name))[-1])
     if n_rows * extents[-1] >= PARALLEL_MIN and n_rows >= 2:
         sch.parallel(row)
-    done = {*keep, *moved}
+    for stage in partials:      # last: decompose_reduction ends the other steps' checks
+        _vectorize_lanes(sch, stage)
+    done = {*keep, *moved, *(f"{p}{suffix}" for p in partials for suffix in ("", "_init",
+                                                                            "_update"))}
     for name in [sch.get(b).name_hint for b in sch.get_child_blocks(root)]:
         if name not in done:
             schedule_spatial(sch, sch.get_sblock(name))
