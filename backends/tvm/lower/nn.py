@@ -1,17 +1,20 @@
 """Lowerings of the ``nn`` family for ``llvm`` (semantics: :mod:`semantics.ops.nn`).
 
-Convolution, dense and batch_matmul are plain TE reductions (``te.sum``) over the inputs cast
-to the result dtype: integers then wrap in ``out_dtype`` — the same numbers the reference
-gets by accumulating exactly in int64 and wrapping once (casts and ring arithmetic commute
-modulo ``2**bits``); floats accumulate in ``out_dtype`` (another order than BLAS: compare
-with a tolerance).
+Convolution and batch_matmul are plain TE reductions (``te.sum``) over the inputs cast to
+the result dtype; dense is one too, shaped for its schedules (a GEMV of partial sums along the
+weight's rows at batch ≤ 4, a GEMM over a packed weight above: see :func:`_dense` and
+``backends.tvm.sched.dense``).  In all of them integers wrap in ``out_dtype`` — the same
+numbers the reference gets by accumulating exactly in int64 and wrapping once (casts and ring
+arithmetic commute modulo ``2**bits``); floats accumulate in ``out_dtype`` (another order than
+BLAS: compare with a tolerance).
 
 Layouts are index maps: every tensor is read through its layout's *primal* coordinates
 (``N C H W`` / ``O I H W``; a blocked axis ``C`` with block ``c`` of factor ``f`` is read at
 ``C = x // f, c = x % f``), so ``nn.conv2d`` handles every layout the relation accepts —
 permutations and TVM's blocked ``NCHW{c}c``/``OIHW{i}i{o}o`` — with one compute.  Padding is
-a lazy ``if_then_else`` around the load (zero for convolution, the dtype's lowest finite value
-for max pooling, as the reference).
+a lazy ``if_then_else`` around the load for convolution (zero); pooling loads at a clamped
+index and selects the padding value (the dtype's lowest finite value for max pooling, as the
+reference; zero for the average), only on the axes the window can leave the data.
 
 * ``avg_pool2d`` divides the window sum (floats: accumulated in float32 for float16, rounded
   to the dtype; integers: summed in int64, wrapped to the dtype, then divided truncating) by
@@ -19,7 +22,8 @@ for max pooling, as the reference).
   ``count_include_pad``), never less than 1 — the count is a static expression of the
   output position;
 * ``softmax``/``log_softmax`` subtract the (NaN-propagating) maximum, exponentiate in the
-  dtype (float16 via float32) and sum in float32 for float16;
+  dtype (float16 via float32; float32 in vector arithmetic, :func:`exp_nonpositive_f32`) and
+  sum in float32 for float16;
 * ``batch_norm`` computes ``(x - mean) / sqrt(var + eps) * gamma + beta`` in the dtype and
   returns copies of the statistics; ``dropout`` is ``(copy, ones)``;
 * ``nn.pad`` modes ``constant`` (the fill value cast to the dtype), ``edge`` (clamped index)
