@@ -44,6 +44,9 @@ step to the next."""
 GEMM_PARALLEL_MIN = 1 << 18
 """Multiply-adds from which a GEMM's tiles run in parallel."""
 
+GEMV_ROW_BLOCKS = (4, 2, 1)
+"""Weight rows a GEMV tile reads at once (the first that divides N), times the data rows."""
+
 PARTIAL = f"{KEEP}dense_partial"
 PACKED = f"{KEEP}dense_pack"
 ACC = f"{KEEP}dense_acc"
@@ -156,7 +159,7 @@ def _gemv(sch: Any) -> Any:
     for e in dext[:len(rows)]:
         m *= e
     n = dext[len(rows)]
-    jb = next(b for b in (4, 2, 1) if n % b == 0 and m * b <= 8)
+    jb = next(b for b in GEMV_ROW_BLOCKS if n % b == 0 and m * b <= max(GEMV_ROW_BLOCKS))
     jo, _ = sch.split(col, [None, jb])
     sch.compute_at(partial, jo, preserve_unit_loops=True)
     sch.set_scope(partial, 0, "local")
