@@ -605,7 +605,7 @@ def _global_pool(call: OpCall, avg: bool) -> Any:
         return _at(x, imap.index({"N": o["N"], "C": o["C"], "H": ry, "W": rx}))
 
     if not avg:
-        reducer = te.comm_reducer(lambda a, b: nan_max(a, b, dtype),
+        reducer = te.comm_reducer(lambda a, b: _pool_max(a, b, dtype),
                                   lambda t: _lowest_finite(dtype) if not is_float(dtype)
                                   else const(-np.inf, dtype), name="global_max")
         return te.compute(call.out_shape, lambda *i: reducer(at(i), axis=[ry, rx]),
