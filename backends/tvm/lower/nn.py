@@ -1,17 +1,20 @@
 """Lowerings of the ``nn`` family for ``llvm`` (semantics: :mod:`semantics.ops.nn`).
 
-Convolution, dense and batch_matmul are plain TE reductions (``te.sum``) over the inputs cast
-to the result dtype: integers then wrap in ``out_dtype`` — the same numbers the reference
-gets by accumulating exactly in int64 and wrapping once (casts and ring arithmetic commute
-modulo ``2**bits``); floats accumulate in ``out_dtype`` (another order than BLAS: compare
-with a tolerance).
+Convolution and batch_matmul are plain TE reductions (``te.sum``) over the inputs cast to
+the result dtype; dense is one too, shaped for its schedules (a GEMV of partial sums along the
+weight's rows at batch ≤ 4, a GEMM over a packed weight above: see :func:`_dense` and
+``backends.tvm.sched.dense``).  In all of them integers wrap in ``out_dtype`` — the same
+numbers the reference gets by accumulating exactly in int64 and wrapping once (casts and ring
+arithmetic commute modulo ``2**bits``); floats accumulate in ``out_dtype`` (another order than
+BLAS: compare with a tolerance).
 
 Layouts are index maps: every tensor is read through its layout's *primal* coordinates
 (``N C H W`` / ``O I H W``; a blocked axis ``C`` with block ``c`` of factor ``f`` is read at
 ``C = x // f, c = x % f``), so ``nn.conv2d`` handles every layout the relation accepts —
 permutations and TVM's blocked ``NCHW{c}c``/``OIHW{i}i{o}o`` — with one compute.  Padding is
-a lazy ``if_then_else`` around the load (zero for convolution, the dtype's lowest finite value
-for max pooling, as the reference).
+a lazy ``if_then_else`` around the load for convolution (zero); pooling loads at a clamped
+index and selects the padding value (the dtype's lowest finite value for max pooling, as the
+reference; zero for the average), only on the axes the window can leave the data.
 
 * ``avg_pool2d`` divides the window sum (floats: accumulated in float32 for float16, rounded
   to the dtype; integers: summed in int64, wrapped to the dtype, then divided truncating) by
@@ -19,7 +22,8 @@ for max pooling, as the reference).
   ``count_include_pad``), never less than 1 — the count is a static expression of the
   output position;
 * ``softmax``/``log_softmax`` subtract the (NaN-propagating) maximum, exponentiate in the
-  dtype (float16 via float32) and sum in float32 for float16;
+  dtype (float16 via float32; float32 in vector arithmetic, :func:`exp_nonpositive_f32`) and
+  sum in float32 for float16;
 * ``batch_norm`` computes ``(x - mean) / sqrt(var + eps) * gamma + beta`` in the dtype and
   returns copies of the statistics; ``dropout`` is ``(copy, ones)``;
 * ``nn.pad`` modes ``constant`` (the fill value cast to the dtype), ``edge`` (clamped index)
@@ -125,6 +129,36 @@ def _leaky_relu(call: OpCall) -> Any:
                        "leaky_relu")
 
 
+_EXP_TAYLOR = tuple(1.0 / float(np.prod(np.arange(1, n + 1))) for n in range(8))
+
+
+def exp_nonpositive_f32(t: Any) -> Any:
+    """``exp(t)`` of a float32 ``t`` that is ``<= 0``, ``-inf`` or NaN (a softmax row minus
+    its maximum), in vectorizable arithmetic: LLVM turns ``llvm.exp`` of a vector into one
+    ``expf`` call per lane (2.7 ns an element here), this is a few vector instructions.
+
+    ``t = n ln 2 + r`` with ``n = round(t / ln 2)`` and ``|r| <= ln 2 / 2`` (``ln 2`` split in
+    two parts, Cody–Waite, so ``r`` is exact), ``exp(r)`` by its Taylor polynomial of degree
+    7 (relative error below 6e-9, under float32's rounding), times ``2**n`` built in the
+    exponent bits.  Below ``-87.3`` (``2**n`` would leave the normal range) the result is 0
+    (the exact value is below 1.2e-38: within any relative tolerance of the sum it joins);
+    NaN gives NaN.
+    """
+    tirx = _tirx()
+    f32 = "float32"
+    low = tirx.const(-87.3, f32)
+    c = tirx.Select(t < low, low, t)           # NaN stays NaN (the comparison is false)
+    n = tirx.floor(c * tirx.const(1.4426950408889634, f32) + tirx.const(0.5, f32))
+    r = c - n * tirx.const(0.693145751953125, f32) - n * tirx.const(1.4286068203094173e-06, f32)
+    p: Any = tirx.const(_EXP_TAYLOR[7], f32)
+    for coef in reversed(_EXP_TAYLOR[:7]):
+        p = p * r + tirx.const(coef, f32)
+    bits = tirx.shift_left(tirx.Cast("int32", n) + tirx.const(127, "int32"),
+                           tirx.const(23, "int32"))
+    scaled = p * tirx.reinterpret(f32, bits)
+    return tirx.Select(t < low, tirx.const(0.0, f32), scaled)
+
+
 def _softmax_parts(call: OpCall) -> tuple[Any, Any, Any, Callable[..., list[Any]], str]:
     """(max, exp(x - max), sum of it, index-with-axis helper, dtype) along the axis."""
     te, tirx = _te(), _tirx()
@@ -141,7 +175,7 @@ def _softmax_parts(call: OpCall) -> tuple[Any, Any, Any, Callable[..., list[Any]
         index.insert(axis, r)
         return index
 
-    mx_reducer = te.comm_reducer(lambda a, b: nan_max(a, b, dtype),
+    mx_reducer = te.comm_reducer(lambda a, b: _pool_max(a, b, dtype),
                                  lambda t: const(-np.inf, dtype), name="softmax_max")
     rk = te.reduce_axis((0, shape[axis]), name="rk")
     mx = te.compute(red_shape, lambda *i: mx_reducer(_at(x, with_axis(i, rk)), axis=rk),
@@ -151,6 +185,8 @@ def _softmax_parts(call: OpCall) -> tuple[Any, Any, Any, Callable[..., list[Any]
         shifted = x[i] - _at(mx, [v for k, v in enumerate(i) if k != axis])
         if dtype == "float16":
             return tirx.Cast(dtype, tirx.exp(tirx.Cast("float32", shifted)))
+        if dtype == "float32":
+            return exp_nonpositive_f32(shifted)
         return tirx.exp(shifted)
 
     e = te.compute(shape, expo, name="softmax_exp")
@@ -194,24 +230,87 @@ def _log_softmax(call: OpCall) -> Any:
 
 # --- dense, batch_matmul, bias_add ------------------------------------------------------
 
+GEMV_MAX_ROWS = 4
+"""``nn.dense`` with at most this many rows (the product of the data's leading dims) is
+lowered as a matrix-vector product that streams the weight row by row (see :func:`_dense`)."""
+PACK = 16
+"""The column block of ``nn.dense``'s packed weight (one AVX-512 vector of float32)."""
+
+
+def _lanes(dtype: str) -> int:
+    """The vector width of ``dtype`` on a 64-byte vector register (at most 16 lanes)."""
+    return max(1, min(16, 512 // bits(dtype)))
+
+
+def dense_rows(shape: Sequence[int]) -> int:
+    """The number of rows of ``nn.dense``'s data of ``shape`` (its leading dims' product)."""
+    rows = 1
+    for d in shape[:-1]:
+        rows *= int(d)
+    return rows
+
+
 @lowering("nn.dense")
 def _dense(call: OpCall) -> Any:
+    """``nn.dense`` in one of two forms the schedules of ``backends.tvm.sched.dense`` expect.
+
+    * **GEMV** (at most :data:`GEMV_MAX_ROWS` rows): the weight ``(N, K)`` is read in its own
+      row-major layout — ``keep_dense_partial[..., j, l]`` sums ``x[k] * w[j, k]`` over the
+      ``k = ko * L + l`` of the first ``K - K % L`` columns (``L`` lanes: one vector of
+      partial sums per output), and ``dense`` adds the ``L`` partial sums and the ``K % L``
+      remaining products (guarded by ``l < K % L``).  No copy of the weight is made.
+    * **GEMM**: the weight is packed into ``keep_dense_pack[N/16, K, 16]`` (zero-padded to a
+      multiple of 16 columns), ``keep_dense_acc[..., Np]`` accumulates over ``k`` reading 16
+      contiguous packed weights per step, and ``dense`` is its first ``N`` columns.
+    """
     te, tirx = _te(), _tirx()
     data, weight = call.inputs
     odt = call.out_dtype
-    k = call.in_shape(0)[-1]
+    dshape = call.in_shape(0)
+    k = dshape[-1]
+    n = call.in_shape(1)[0]
     if k == 0:
         return te.compute(call.out_shape, lambda *i: const(0, odt), name="dense")
+    zero = const(0, odt)
+
+    def x_at(i: Sequence[Any], kk: Any) -> Any:
+        return tirx.Cast(odt, _at(data, [*i, kk]))
+
+    def w_at(j: Any, kk: Any) -> Any:
+        return tirx.Cast(odt, weight[j, kk])
+
+    if dense_rows(dshape) <= GEMV_MAX_ROWS:
+        lanes = _lanes(odt)
+        main, tail = k // lanes, k % lanes
+        if main == 0:
+            rk = te.reduce_axis((0, k), name="k")
+            return te.compute(call.out_shape, lambda *i: te.sum(
+                x_at(i[:-1], rk) * w_at(i[-1], rk), axis=rk), name="dense")
+        ko = te.reduce_axis((0, main), name="ko")
+        partial = te.compute(
+            (*call.out_shape, lanes),
+            lambda *i: te.sum(x_at(i[:-2], ko * lanes + i[-1]) * w_at(i[-2], ko * lanes + i[-1]),
+                              axis=ko), name=f"{KEEP}dense_partial")
+        rl = te.reduce_axis((0, lanes), name="l")
+
+        def gemv(*i: Any) -> Any:
+            term = partial[(*i, rl)]
+            if tail:
+                kk = main * lanes + rl
+                term = term + tirx.if_then_else(rl < tail, x_at(i[:-1], tirx.min(kk, k - 1))
+                                                * w_at(i[-1], tirx.min(kk, k - 1)), zero)
+            return te.sum(term, axis=rl)
+
+        return te.compute(call.out_shape, gemv, name="dense")
+    blocks = -(-n // PACK)
+    pack = te.compute((blocks, k, PACK), lambda jo, kk, jl: tirx.if_then_else(
+        jo * PACK + jl < n, w_at(tirx.min(jo * PACK + jl, n - 1), kk), zero),
+        name=f"{KEEP}dense_pack")
     rk = te.reduce_axis((0, k), name="k")
-    # The weight transposed once (a stage the schedule keeps), so that the vectorized loop
-    # over units reads it contiguously.
-    wt = te.compute((k, call.in_shape(1)[0]), lambda kk, j: tirx.Cast(odt, weight[j, kk]),
-                    name=f"{KEEP}dense_weight_t")
-
-    def body(*i: Any) -> Any:
-        return te.sum(tirx.Cast(odt, _at(data, [*i[:-1], rk])) * wt[rk, i[-1]], axis=rk)
-
-    return te.compute(call.out_shape, body, name="dense")
+    acc = te.compute((*call.out_shape[:-1], blocks * PACK), lambda *i: te.sum(
+        x_at(i[:-1], rk) * pack[tirx.floordiv(i[-1], PACK), rk, tirx.floormod(i[-1], PACK)],
+        axis=rk), name=f"{KEEP}dense_acc")
+    return te.compute(call.out_shape, lambda *i: acc[i], name="dense")
 
 
 @lowering("nn.batch_matmul")
@@ -348,9 +447,51 @@ def _pool_setup(call: OpCall) -> dict[str, Any]:
     dh, dw = N.pair(attrs["dilation"])
     pt, pl, pb, pr = N.pad4(attrs["padding"])
     shape = call.in_shape(0)
-    return dict(imap=LayoutMap(layout), omap=LayoutMap(attrs["out_layout"] or layout),
+    out_layout = attrs["out_layout"] or layout
+    return dict(imap=LayoutMap(layout), omap=LayoutMap(out_layout),
                 kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, pt=pt, pl=pl, pb=pb, pr=pr,
-                height=shape[layout.index("H")], width=shape[layout.index("W")])
+                height=shape[layout.index("H")], width=shape[layout.index("W")],
+                out_h=call.out_shape[out_layout.index("H")],
+                out_w=call.out_shape[out_layout.index("W")])
+
+
+def _window_tap(p: dict[str, Any], o: dict[str, Any], ry: Any, rx: Any
+                ) -> tuple[Any, Any, Any]:
+    """``(h, w, inside)`` of window tap ``(ry, rx)`` of output ``o``: the input row and
+    column, clamped into the data where the window can reach the padding (see
+    :func:`_clamp`), and the condition that the tap is inside the data (None: always)."""
+    tirx = _tirx()
+    conds = []
+    index = []
+    for c, r, s, d, pad, k, n, out in (
+            (o["H"], ry, p["sh"], p["dh"], p["pt"], p["kh"], p["height"], p["out_h"]),
+            (o["W"], rx, p["sw"], p["dw"], p["pl"], p["kw"], p["width"], p["out_w"])):
+        i = c * s - pad + r * d
+        if pad > 0 or (out - 1) * s - pad + (k - 1) * d > n - 1:
+            conds += [i >= 0, i < n]
+            i = _clamp(i, n)
+        index.append(i)
+    return index[0], index[1], tirx.all(*conds) if conds else None
+
+
+def _clamp(i: Any, n: int) -> Any:
+    """``i`` clamped into ``[0, n)``: a window tap in the padding loads an element of the
+    border, which the ``Select`` around it discards.  The load is then unconditional, so
+    LLVM computes the window with blends and vector loads instead of a branch per tap (the
+    ``if_then_else`` form branched on every tap of a max pool: 12x slower)."""
+    tirx = _tirx()
+    return tirx.max(tirx.min(i, n - 1), 0)
+
+
+def _pool_max(a: Any, b: Any, dtype: str) -> Any:
+    """``nan_max`` as one ``Select`` on a combined condition (``a`` if it is NaN or not less
+    than ``b``, else ``b``): the same values.  Measured on a padded max pool (3×3/2 over
+    64×112×112, same run): the nested selects of ``nan_max`` became a branch per tap (11 ms),
+    this form 1.1 ms; on an unpadded 2×2/2 window the forms are within the (large) noise."""
+    tirx = _tirx()
+    if not is_float(dtype):
+        return tirx.max(a, b)
+    return tirx.Select(tirx.Or(tirx.isnan(a), a >= b), a, b)
 
 
 def _lowest_finite(dtype: str) -> Any:
@@ -368,17 +509,16 @@ def _max_pool2d(call: OpCall) -> Any:
     ry = te.reduce_axis((0, p["kh"]), name="ry")
     rx = te.reduce_axis((0, p["kw"]), name="rx")
     low = _lowest_finite(dtype)
-    reducer = te.comm_reducer(lambda a, b: nan_max(a, b, dtype),
+    reducer = te.comm_reducer(lambda a, b: _pool_max(a, b, dtype),
                               lambda t: const(-np.inf, dtype) if is_float(dtype) else low,
                               name="pool_max")
 
     def body(*idx: Any) -> Any:
         o = p["omap"].coords(idx)
-        h = o["H"] * p["sh"] - p["pt"] + ry * p["dh"]
-        w = o["W"] * p["sw"] - p["pl"] + rx * p["dw"]
-        inside = tirx.all(h >= 0, h < p["height"], w >= 0, w < p["width"])
-        v = tirx.if_then_else(inside, _at(x, p["imap"].index(
-            {"N": o["N"], "C": o["C"], "H": h, "W": w})), low)
+        h, w, inside = _window_tap(p, o, ry, rx)
+        v = _at(x, p["imap"].index({"N": o["N"], "C": o["C"], "H": h, "W": w}))
+        if inside is not None:
+            v = tirx.Select(inside, v, low)
         return reducer(v, axis=[ry, rx])
 
     return te.compute(call.out_shape, body, name="max_pool2d")
@@ -424,12 +564,11 @@ def _avg_pool2d(call: OpCall) -> Any:
 
     def window_sum(*idx: Any) -> Any:
         o = p["omap"].coords(idx)
-        h = o["H"] * p["sh"] - p["pt"] + ry * p["dh"]
-        w = o["W"] * p["sw"] - p["pl"] + rx * p["dw"]
-        inside = tirx.all(h >= 0, h < p["height"], w >= 0, w < p["width"])
-        v = _at(x, p["imap"].index({"N": o["N"], "C": o["C"], "H": h, "W": w}))
-        return te.sum(tirx.if_then_else(inside, tirx.Cast(acc, v), const(0, acc)),
-                      axis=[ry, rx])
+        h, w, inside = _window_tap(p, o, ry, rx)
+        v = tirx.Cast(acc, _at(x, p["imap"].index({"N": o["N"], "C": o["C"], "H": h, "W": w})))
+        if inside is not None:
+            v = tirx.Select(inside, v, const(0, acc))
+        return te.sum(v, axis=[ry, rx])
 
     sums = te.compute(call.out_shape, window_sum, name="avg_pool_sum")
 
@@ -466,7 +605,7 @@ def _global_pool(call: OpCall, avg: bool) -> Any:
         return _at(x, imap.index({"N": o["N"], "C": o["C"], "H": ry, "W": rx}))
 
     if not avg:
-        reducer = te.comm_reducer(lambda a, b: nan_max(a, b, dtype),
+        reducer = te.comm_reducer(lambda a, b: _pool_max(a, b, dtype),
                                   lambda t: _lowest_finite(dtype) if not is_float(dtype)
                                   else const(-np.inf, dtype), name="global_max")
         return te.compute(call.out_shape, lambda *i: reducer(at(i), axis=[ry, rx]),

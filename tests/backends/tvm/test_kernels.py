@@ -365,8 +365,8 @@ def test_the_default_schedule_of_a_convolution_and_a_pool() -> None:
     from backends.tvm.schedules import default_schedule
     from backends.tvm.te_build import build_te
 
-    for prim in fused_main(CONV_BLOCK.replace("(1, 3, 8, 8)", "(1, 3, 64, 64)")
-                           .replace("(1, 4, 4, 4)", "(1, 4, 32, 32)")):
+    for prim in fused_main(CONV_BLOCK.replace("(1, 3, 8, 8)", "(1, 3, 128, 128)")
+                           .replace("(1, 4, 4, 4)", "(1, 4, 64, 64)")):
         lowered = build_te(prim, [p.type_annotation for p in prim.params])  # type: ignore
         func, _ = _relax_alignment(te.create_prim_func([*lowered.inputs, *lowered.constants,
                                                     *lowered.outputs]))

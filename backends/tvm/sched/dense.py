@@ -1,0 +1,253 @@
+"""Schedules of ``nn.dense`` kernels: a streaming GEMV at batch 1, a register-tiled GEMM above.
+
+The lowering (:func:`backends.tvm.lower.nn._dense`) already shapes the computation for one of
+the two recipes here; the rule recognizes the form by its block names:
+
+* **GEMV** (``keep_dense_partial`` + ``dense``; at most ``GEMV_MAX_ROWS`` rows): the weight is
+  read once, row by row in its own layout.  The output columns are tiled by ``jb`` (4, 2 or 1
+  rows of the weight at once); under a tile, the partial sums ``[rows, jb, L]`` live in a
+  local buffer (registers: the row and column loops unrolled, the ``L`` lanes vectorized)
+  while the reduction loop walks ``K`` in steps of ``L``; then ``dense`` adds the lanes (and the
+  ``K % L`` tail), and the fused elementwise epilogue (bias, activation, the LSTM gates'
+  ``sigmoid``/``multiply``) runs on the tile's outputs right after (``reverse_compute_at``).
+  The tile loop is ``parallel`` only when the weight has at least
+  :data:`GEMV_PARALLEL_MIN` elements (launching TVM's thread pool costs microseconds; the
+  recurrent models call small GEMVs thousands of times).
+* **GEMM** (``keep_dense_pack`` + ``keep_dense_acc`` + ``dense``): the packed weight
+  ``[N/16, K, 16]`` is built per call (vectorized over the 16 columns); the accumulation is
+  tiled ``mb`` rows × ``nb`` (16 or 32) columns, the tile's accumulators in a local buffer
+  (``cache_write``; ``mb × nb / 16`` vector registers), ``k`` outermost in the tile and unrolled
+  by 4, the row loop unrolled and the column loop vectorized; the copy into ``dense`` and the
+  epilogue become the tile's write-back.  Row and column tiles are fused and ``parallel``
+  above :data:`GEMM_PARALLEL_MIN` multiply-adds.
+
+Any other form (an integer dense TVM refuses to vectorize, a kernel with two dense calls) makes
+the rule return None — or raise, which :func:`backends.tvm.sched.pick_schedule` treats the
+same way: the default recipe schedules the kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backends.tvm.sched import KernelInfo, register_schedule
+from backends.tvm.schedules import KEEP, schedule_spatial
+
+__all__ = ["GEMM_PARALLEL_MIN", "GEMV_PARALLEL_MIN", "schedule_dense"]
+
+GEMV_PARALLEL_MIN = 1 << 20
+"""Weight elements from which a GEMV is split over the cores (4 MB of float32, one core's L2
+here).  A GEMV is memory-bound: a weight that fits one core's L2 streams from it faster than
+the thread pool launches (measured: 450×300 takes 7 µs serial, 16 µs parallel); a larger one
+is split statically, so each core keeps its half of a recurrent weight in its own L2 from one
+step to the next."""
+GEMM_PARALLEL_MIN = 1 << 18
+"""Multiply-adds from which a GEMM's tiles run in parallel."""
+
+GEMV_ROW_BLOCKS = (4, 2, 1)
+"""Weight rows a GEMV tile reads at once (the first that divides N), times the data rows."""
+
+PARTIAL = f"{KEEP}dense_partial"
+PACKED = f"{KEEP}dense_pack"
+ACC = f"{KEEP}dense_acc"
+
+
+def _extents(sch: Any, loops: Any) -> list[int]:
+    return [int(sch.get(lp).extent) for lp in loops]
+
+
+def _block_names(sch: Any) -> list[str]:
+    root = sch.get_sblock("root")
+    return [sch.get(b).name_hint for b in sch.get_child_blocks(root)]
+
+
+def inline_into_consumers(sch: Any, keep: set[str]) -> None:
+    """Inline every block not in ``keep`` that is not an output and can be inlined (the
+    elementwise chain between a reduction and the kernel's output)."""
+    changed = True
+    while changed:
+        changed = False
+        root = sch.get_sblock("root")
+        outputs = {sch.get(b).name_hint for b in sch.get_output_blocks(root)}
+        for block in sch.get_child_blocks(root):
+            name = sch.get(block).name_hint
+            if name in keep or name in outputs:
+                continue
+            try:
+                sch.compute_inline(block)
+                changed = True
+            except Exception:  # noqa: BLE001 - TVM's ScheduleError kinds: keep the block
+                continue
+
+
+def attach_epilogue(sch: Any, producer: str, loop: Any) -> list[str]:
+    """Move the consumers of ``producer`` that are outputs under ``loop`` (their part of the
+    tile, right after it is computed); returns the names of the blocks moved."""
+    moved = []
+    block = sch.get_sblock(producer)
+    for consumer in sch.get_consumers(block):
+        name = sch.get(consumer).name_hint
+        try:
+            sch.reverse_compute_at(consumer, loop, preserve_unit_loops=False)
+        except Exception:  # noqa: BLE001 - a consumer over another shape: left in place
+            continue
+        moved.append(name)
+    return moved
+
+
+def vectorize_inner(sch: Any, block: Any, lanes: int) -> None:
+    """Vectorize the innermost loop of ``block`` (split by ``lanes`` when it divides)."""
+    loops = sch.get_loops(block)
+    if not loops:
+        return
+    inner = loops[-1]
+    ext = int(sch.get(inner).extent)
+    if ext % lanes == 0 and ext > lanes:
+        _, inner = sch.split(inner, [None, lanes])
+    if ext <= 64 or ext % lanes == 0:
+        sch.vectorize(inner)
+
+
+def _vectorize_tile(sch: Any, block: Any, n_outer: int) -> None:
+    """Vectorize the innermost loop of a block placed under a tile (below its ``n_outer``
+    tile loops); TVM scalarizes a predicated (partial) tile."""
+    loops = sch.get_loops(block)[n_outer:]
+    if not loops:
+        return
+    try:
+        sch.vectorize(loops[-1])
+    except Exception:  # noqa: BLE001 - TVM refuses: the loop stays serial
+        return
+
+
+@register_schedule("nn.dense", priority=30)
+def schedule_dense(prim: Any, info: KernelInfo) -> Any:
+    """The scheduled ``IRModule`` of a kernel whose anchor is ``nn.dense`` (module
+    docstring), or None when the kernel is not in one of the two forms.
+
+    Args:
+        prim: the kernel's TensorIR ``PrimFunc``.
+        info: the kernel's operators and argument types.
+    Returns:
+        The scheduled module, or None.
+    """
+    import tvm
+    from tvm import s_tir
+
+    sch = s_tir.Schedule(tvm.IRModule({"main": prim}))
+    names = _block_names(sch)
+    if names.count("dense") != 1 or info.ops.count("nn.dense") != 1:
+        return None
+    if PARTIAL in names:
+        return _gemv(sch)
+    if ACC in names and PACKED in names:
+        return _gemm(sch)
+    return None
+
+
+def _gemv(sch: Any) -> Any:
+    inline_into_consumers(sch, {PARTIAL, "dense"})
+    partial = sch.get_sblock(PARTIAL)
+    ploops = sch.get_loops(partial)
+    pext = _extents(sch, ploops)
+    k_main = pext[-1] * pext[-2]           # ko steps × lanes
+    dense = sch.get_sblock("dense")
+    dloops = sch.get_loops(dense)
+    *rows, col, _ = dloops
+    dext = _extents(sch, dloops)
+    m = 1
+    for e in dext[:len(rows)]:
+        m *= e
+    n = dext[len(rows)]
+    jb = next(b for b in GEMV_ROW_BLOCKS if n % b == 0 and m * b <= max(GEMV_ROW_BLOCKS))
+    jo, _ = sch.split(col, [None, jb])
+    sch.compute_at(partial, jo, preserve_unit_loops=True)
+    sch.set_scope(partial, 0, "local")
+    ploops = sch.get_loops(partial)
+    n_outer = len(rows) + 1
+    *spatial, lane_loop, ko = ploops[n_outer:]
+    sch.reorder(ko, *spatial, lane_loop)
+    for lp in spatial:
+        sch.unroll(lp)
+    sch.vectorize(lane_loop)
+    moved = attach_epilogue(sch, "dense", jo)
+    for name in moved:
+        _vectorize_tile(sch, sch.get_sblock(name), n_outer)
+    outer = sch.get_loops(sch.get_sblock("dense"))[:n_outer]
+    fused = sch.fuse(*outer) if len(outer) > 1 else outer[0]
+    if n * k_main >= GEMV_PARALLEL_MIN and n // jb >= 2:
+        sch.parallel(fused)
+    init = sch.decompose_reduction(partial, ko)
+    iloops = sch.get_loops(init)[1:]
+    for lp in iloops[:-1]:
+        sch.unroll(lp)
+    sch.vectorize(iloops[-1])
+    _schedule_rest(sch, {PARTIAL, "dense", *moved})
+    return sch.mod
+
+
+def _gemm(sch: Any) -> Any:
+    inline_into_consumers(sch, {PACKED, ACC, "dense"})
+    acc = sch.get_sblock(ACC)
+    loops = sch.get_loops(acc)
+    ext = _extents(sch, loops)
+    *rows, col, k = loops
+    rows_fused = sch.fuse(*rows) if len(rows) > 1 else rows[0]
+    m, np_, kk = 1, ext[-2], ext[-1]
+    for e in ext[:-2]:
+        m *= e
+    mb = next(b for b in (8, 6, 4, 3, 2, 1) if m % b == 0)
+    nb = 32 if np_ % 32 == 0 else 16
+    io, ii = sch.split(rows_fused, [None, mb])
+    jo, ji = sch.split(col, [None, nb])
+    sch.reorder(io, jo, k, ii, ji)
+    local = sch.cache_write(acc, 0, "local")
+    local_name = sch.get(local).name_hint
+    sch.reverse_compute_at(local, jo, preserve_unit_loops=True)
+    # the write-back: the copy out of the accumulators, then the epilogue, per tile
+    lx = sch.get_loops(local)[2:]
+    for lp in lx[:-1]:
+        sch.unroll(lp)
+    vectorize_inner(sch, local, 16)
+    try:
+        sch.compute_inline(sch.get_sblock("dense"))     # the epilogue reads the tile
+    except Exception:  # noqa: BLE001 - ``dense`` is the output itself
+        pass
+    moved = attach_epilogue(sch, local_name, jo)
+    for name in moved:
+        _vectorize_tile(sch, sch.get_sblock(name), 2)
+    if kk % 4 == 0 and kk > 4:
+        k, k_in = sch.split(k, [None, 4])
+        sch.unroll(k_in)
+    sch.unroll(ii)
+    if nb > 16:
+        ji_o, ji_i = sch.split(ji, [None, 16])
+        sch.unroll(ji_o)
+        ji = ji_i
+    sch.vectorize(ji)
+    fused = sch.fuse(io, jo)
+    if m * np_ * kk >= GEMM_PARALLEL_MIN and int(sch.get(fused).extent) >= 2:
+        sch.parallel(fused)
+    init = sch.decompose_reduction(acc, k)
+    ix = sch.get_loops(init)[1:]
+    for lp in ix[:-1]:
+        sch.unroll(lp)
+    vectorize_inner(sch, init, 16)
+    pack = sch.get_sblock(PACKED)
+    ploops = sch.get_loops(pack)
+    sch.vectorize(ploops[-1])
+    if np_ * kk >= GEMV_PARALLEL_MIN and int(sch.get(ploops[0]).extent) >= 2:
+        sch.parallel(ploops[0])
+    _schedule_rest(sch, {PACKED, ACC, f"{ACC}_init", f"{ACC}_update", local_name, "dense",
+                         *moved})
+    return sch.mod
+
+
+def _schedule_rest(sch: Any, done: set[str]) -> None:
+    """The default recipe for the blocks the dense recipe did not place (other outputs)."""
+    for name in _block_names(sch):
+        if name in done:
+            continue
+        block = sch.get_sblock(name)
+        if sch.get_loops(block) and int(sch.get(sch.get_loops(block)[0]).extent) > 0:
+            schedule_spatial(sch, block)
