@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from backends.tvm.lower import vecmath
 from backends.tvm.lower.base import (
     OpCall,
     Unsupported,
@@ -274,14 +275,20 @@ def _rsqrt(dtype: str) -> Any:
 
 
 def _sigmoid(dtype: str) -> Any:
+    if dtype == "float32":      # vector arithmetic instead of a libm call per lane
+        return vecmath.sigmoid_f32
     tirx = _tirx()
     one = tirx.const(1.0, dtype)
     return lambda x: tirx.Div(one, one + tirx.exp(-x))
 
 
+def _tanh(dtype: str) -> Any:
+    return vecmath.tanh_f32 if dtype == "float32" else _tirx().tanh
+
+
 _transcendental("exp", lambda d: _tirx().exp)
 _transcendental("log", lambda d: _tirx().log)
-_transcendental("tanh", lambda d: _tirx().tanh)
+_transcendental("tanh", _tanh)
 _transcendental("erf", lambda d: _tirx().erf)
 _transcendental("sin", lambda d: _tirx().sin)
 _transcendental("cos", lambda d: _tirx().cos)
