@@ -106,6 +106,11 @@ def _tensor_result(t: Any) -> bool:
     return isinstance(t, TupleType) and all(isinstance(f, TensorType) for f in t.fields)
 
 
+def _is_primitive(e: Any) -> bool:
+    """A function literal marked ``Primitive=1`` (as ``backends.tvm.vm`` decides)."""
+    return type(e) is Function and bool(e.attrs) and e.attrs.get("Primitive") in (1, True, "1")
+
+
 def _has_zero_dim(t: Any) -> bool:
     """A tensor (or tuple of tensors) type with a dimension known to be 0."""
     stack = [t]
@@ -153,19 +158,13 @@ class KernelTable:
 
     def resolve(self, func: Function, arg_types: Sequence[TensorType]) -> Any:
         """A kernel for ``func`` at ``arg_types``: compiled, or the numpy fallback."""
-        result = func.ret_type if func.ret_type is not None \
-            else getattr(func.body, "checked_type", None)
-        if not _tensor_result(result):
-            return self.fallback(func, "the group's result is not a tensor or a tuple of tensors")
-        if not self.compile_kernels:
-            return self.fallback(func, "kernel compilation is off (compile_kernels=False)")
+        reason = self._declined(func, arg_types)
+        if reason is not None:
+            return self.fallback(func, reason)
         try:
             from backends.tvm import kernels
         except ImportError as exc:
             return self.fallback(func, f"no kernel compiler: {exc}")
-        if any(_has_zero_dim(t) for t in (*arg_types, result)) or any(
-                type(n) is Constant and n.data.size == 0 for n in post_order(func.body)):
-            return self.fallback(func, "a zero-size tensor (TVM kernels reject empty arrays)")
         target = None if self.target in (None, "llvm") else self.target
         try:
             kernel = kernels.compile_function(func, list(arg_types), target=target,
@@ -178,6 +177,48 @@ class KernelTable:
         self.compiled += 1
         self.compiled_specs.append((func, list(arg_types)))
         return kernel
+
+    def _declined(self, func: Function, arg_types: Sequence[TensorType]) -> str | None:
+        """Why ``func`` at ``arg_types`` runs as a fallback without asking the compiler."""
+        result = func.ret_type if func.ret_type is not None \
+            else getattr(func.body, "checked_type", None)
+        if not _tensor_result(result):
+            return "the group's result is not a tensor or a tuple of tensors"
+        if not self.compile_kernels:
+            return "kernel compilation is off (compile_kernels=False)"
+        if any(_has_zero_dim(t) for t in (*arg_types, result)) or any(
+                type(n) is Constant and n.data.size == 0 for n in post_order(func.body)):
+            return "a zero-size tensor (TVM kernels reject empty arrays)"
+        return None
+
+    def precompile(self, module: IRModule, jobs: int | None = None) -> int:
+        """Compile, in parallel, every kernel of ``module`` that :meth:`kernel_for` will ask for
+        at a static signature (see ``backends.tvm.kernels.compile_many``); the number compiled.
+
+        The kernels land in the cache: the executors' ``kernel_for`` then finds them there.
+        Nothing happens without the kernel compiler or with ``compile_kernels=False``.
+        """
+        if not self.compile_kernels:
+            return 0
+        try:
+            from backends.tvm import kernels
+        except ImportError:
+            return 0
+        requests: list[tuple[Function, list[TensorType]]] = []
+        seen: set[int] = set()
+        for fn in module.functions.values():
+            for node in post_order(fn, descend=lambda n: not _is_primitive(n)):
+                if not _is_primitive(node) or id(node) in seen:
+                    continue
+                seen.add(id(node))
+                types = [_param_type(p) for p in node.params]
+                if all(is_static_tensor(t) for t in types) \
+                        and self._declined(node, types) is None:  # type: ignore[arg-type]
+                    requests.append((node, types))  # type: ignore[arg-type]
+        if not requests:
+            return 0
+        target = None if self.target in (None, "llvm") else self.target
+        return kernels.compile_many(requests, target=target, cache=self.cache, jobs=jobs)
 
     def fallback(self, func: Function, reason: str) -> FallbackKernel:
         k = FallbackKernel(func, reason=reason)
@@ -218,7 +259,8 @@ class KernelSlot:
 
 def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm",
           opt_level: int = 3, executor: str = "vm", *, cache: Any = None,
-          max_depth: int = 100_000, compile_kernels: bool = True) -> Any:
+          max_depth: int = 100_000, compile_kernels: bool = True,
+          jobs: int | None = None) -> Any:
     """Compile a Relay module for the CPU (ARCHITECTURE.md §8).
 
     Args:
@@ -232,6 +274,8 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
             compiler's own memory + disk cache).
         max_depth: the bound on nested non-tail calls at run time ("stack exhausted").
         compile_kernels: False runs every fused group with the numpy fallback (no TVM).
+        jobs: kernels compiled at a time (default ``$RELAY_TVM_JOBS``, else the CPUs
+            available; 1 compiles everything in this process).
     Returns:
         An :class:`~backends.tvm.executable.Executable`.
     Raises:
@@ -244,6 +288,7 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
         raise RelayTypeError(
             f"unknown executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
     fused = prepare(mod, params, opt_level)
+    KernelTable(target, cache, compile_kernels).precompile(fused, jobs)
     return Executable.from_fused(fused, executor=executor, target=target, opt_level=opt_level,
                                  cache=cache, max_depth=max_depth,
                                  compile_kernels=compile_kernels)
