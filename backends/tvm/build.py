@@ -287,6 +287,13 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
     if executor not in EXECUTORS:
         raise RelayTypeError(
             f"unknown executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
+    if compile_kernels and jobs != 1:
+        try:
+            from backends.tvm import kernels
+        except ImportError:
+            pass
+        else:
+            kernels.prestart_workers(cache, jobs)
     fused = prepare(mod, params, opt_level)
     KernelTable(target, cache, compile_kernels).precompile(fused, jobs)
     return Executable.from_fused(fused, executor=executor, target=target, opt_level=opt_level,

@@ -73,7 +73,8 @@ from semantics.types import TensorType, TupleType, Type
 from semantics.visitor import post_order
 
 __all__ = ["CACHE_VERSION", "Kernel", "KernelCache", "NoLowering", "compile_function",
-           "compile_many", "default_cache", "host_target", "shutdown_workers"]
+           "compile_many", "default_cache", "host_target", "prestart_workers",
+           "shutdown_workers"]
 
 CACHE_VERSION = "2"
 """Part of every cache key, with :func:`code_digest` (bump it for changes outside
@@ -312,7 +313,7 @@ def _constants_digest(func: Function) -> str:
         if isinstance(node, Constant):
             h.update(node.data.dtype.str.encode())
             h.update(repr(node.data.shape).encode())
-            h.update(np.ascontiguousarray(node.data).tobytes())
+            h.update(memoryview(np.ascontiguousarray(node.data)).cast("B"))
     return h.hexdigest()
 
 
@@ -560,6 +561,27 @@ def compile_many(requests: Sequence[tuple[Function, Sequence[Type]]], *,
     if jobs <= 1 or len(work) < 2:
         return sum(_compile_here(func, types, spec, store) for _, (func, types) in work)
     return _compile_parallel(work, spec, store, jobs)
+
+
+def prestart_workers(cache: KernelCache | None = None, jobs: int | None = None) -> int:
+    """Start the compile workers now when a build is likely to compile (the number started).
+
+    A worker takes seconds to import TVM; ``build`` calls this before its pass pipeline
+    runs, so that the import overlaps the passes. It starts workers only when the cache's
+    directory holds no kernel at all (a first build: everything will compile); otherwise
+    :func:`compile_many` starts them when it finds kernels to compile.
+    """
+    store = default_cache() if cache is None else cache
+    jobs = _default_jobs() if jobs is None else max(1, int(jobs))
+    if jobs <= 1 or not store.disk:
+        return 0
+    try:
+        with os.scandir(store.directory) as entries:
+            if any(e.name.endswith(".json") for e in entries):
+                return 0
+    except OSError:
+        pass                              # no directory yet: a first build
+    return len(_workers(jobs - 1))
 
 
 def _default_jobs() -> int:
@@ -1057,6 +1079,49 @@ def _write_entry(directory: Path, key: str, artifact: Any, meta: dict[str, Any])
         return
 
 
+def _read_constants(npz: Path, n: int) -> list[np.ndarray]:
+    """The ``n`` arrays ``arr_0..`` of an ``np.savez`` file, each an owned C-order copy.
+
+    ``np.savez`` stores its members uncompressed, so each array's bytes lie in the file as
+    they are: they are copied straight out of a memory map (``np.load`` would read them in
+    chunks through ``zipfile`` and checksum every chunk, several times slower). Any other
+    layout (a compressed member, say) is read by ``np.load``.
+    """
+    import mmap
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(npz) as zf:
+            infos = [zf.getinfo(f"arr_{i}.npy") for i in range(n)]
+        if any(info.compress_type != zipfile.ZIP_STORED for info in infos):
+            raise ValueError("compressed")
+        out = []
+        with open(npz, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            for info in infos:
+                head = mm[info.header_offset:info.header_offset + 30]
+                if head[:4] != b"PK\x03\x04":
+                    raise ValueError("not a local file header")
+                start = info.header_offset + 30 + int.from_bytes(head[26:28], "little") \
+                    + int.from_bytes(head[28:30], "little")
+                f.seek(start)
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+                else:
+                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+                if dtype.hasobject:
+                    raise ValueError("object array")
+                count = int(np.prod(shape, dtype=np.int64))
+                view = np.frombuffer(mm, dtype, count=count, offset=f.tell())
+                out.append(np.array(view.reshape(shape, order="F" if fortran else "C"),
+                                    order="C"))
+                del view
+        return out
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, TypeError, BufferError):
+        with np.load(npz) as data:
+            return [np.array(data[f"arr_{i}"], order="C") for i in range(n)]
+
+
 def _load_entry(directory: Path, key: str) -> Kernel | None:
     """The kernel of a complete cache entry in ``directory``, or None."""
     import tvm
@@ -1066,11 +1131,7 @@ def _load_entry(directory: Path, key: str) -> Kernel | None:
         return None
     try:
         meta = json.loads(js.read_text())
-        constants: list[np.ndarray] = []
-        if meta["constants"]:
-            with np.load(npz) as data:
-                constants = [np.array(data[f"arr_{i}"], order="C")
-                             for i in range(meta["constants"])]
+        constants = _read_constants(npz, int(meta["constants"])) if meta["constants"] else []
         lib = tvm.runtime.load_module(str(so))
         name = meta["name"]
         return Kernel(name, lib[name], lib, [_type_from_json(t) for t in meta["inputs"]],
