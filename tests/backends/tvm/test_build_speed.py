@@ -300,3 +300,59 @@ print("BUILT", exe.kernels.compiled, flush=True)
                          env=env, cwd=tmp_path, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.count("RAN") == 1 and out.stdout.count("BUILT") == 1, out.stdout
+
+
+# --- the warm path's cheaper steps --------------------------------------------------------
+
+def test_constants_are_read_from_the_npz_exactly(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    arrays = [np.random.default_rng(0).standard_normal((3, 4)).astype("float32"),
+              np.asfortranarray(np.arange(30.0).reshape(5, 6)), np.array(3, "int8"),
+              np.zeros((0, 2)), np.arange(7) % 2 == 0, np.array([np.nan, -0.0], "float16")]
+    path = tmp_path / "c.npz"
+    np.savez(path, *arrays)
+
+    def slow(*args: object, **kwargs: object) -> object:
+        raise AssertionError("np.load used")
+
+    with monkeypatch.context() as m:
+        m.setattr(K.np, "load", slow)           # the memory-mapped path reads all of these
+        got = K._read_constants(path, len(arrays))
+    for want, have in zip(arrays, got):
+        assert have.dtype == want.dtype and have.shape == want.shape
+        assert have.flags.c_contiguous and have.flags.writeable and have.flags.owndata
+        assert np.ascontiguousarray(want).tobytes() == have.tobytes()
+    np.savez_compressed(path, *arrays)          # a compressed file: np.load reads it
+    for want, have in zip(arrays, K._read_constants(path, len(arrays))):
+        assert np.ascontiguousarray(want).tobytes() == have.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_cse_constant_keys_are_equal_exactly_when_the_bytes_are(data: st.DataObject) -> None:
+    from passes.cse import _ConstantKey
+
+    dtype = data.draw(st.sampled_from(["float32", "int8", "bool", "float16"]))
+    shape = data.draw(st.sampled_from([(), (3,), (2, 3), (600,), (40, 20)]))
+    a = data.draw(fast_arrays(dtype, shape))
+    b = a.copy()
+    if data.draw(st.booleans()) and a.size:
+        flat = b.reshape(-1)
+        i = data.draw(st.integers(0, flat.size - 1))
+        flat[i] = data.draw(fast_arrays(dtype, ()))
+    same = a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    ka, kb = _ConstantKey(a), _ConstantKey(b)
+    assert (ka == kb) is same
+    if same:
+        assert hash(ka) == hash(kb)
+    assert _ConstantKey(a) != _ConstantKey(a.reshape(-1)) or a.ndim <= 1
+
+
+def test_a_first_build_prestarts_workers_and_a_warm_one_does_not(tmp_path: Path) -> None:
+    K.shutdown_workers()
+    assert K.prestart_workers(KernelCache(tmp_path / "new"), jobs=2) == 1
+    assert K.prestart_workers(KernelCache(disk=False), jobs=2) == 0
+    assert K.prestart_workers(KernelCache(tmp_path / "new"), jobs=1) == 0
+    (tmp_path / "warm").mkdir()
+    (tmp_path / "warm" / ("0" * 40 + ".json")).write_text("{}")
+    assert K.prestart_workers(KernelCache(tmp_path / "warm"), jobs=2) == 0
