@@ -208,7 +208,8 @@ class KernelTable:
         seen: set[int] = set()
         for fn in module.functions.values():
             for node in post_order(fn, descend=lambda n: not _is_primitive(n)):
-                if not _is_primitive(node) or id(node) in seen:
+                if not isinstance(node, Function) or not _is_primitive(node) \
+                        or id(node) in seen:
                     continue
                 seen.add(id(node))
                 types = [_param_type(p) for p in node.params]

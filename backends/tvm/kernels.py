@@ -313,7 +313,8 @@ def _constants_digest(func: Function) -> str:
         if isinstance(node, Constant):
             h.update(node.data.dtype.str.encode())
             h.update(repr(node.data.shape).encode())
-            h.update(memoryview(np.ascontiguousarray(node.data)).cast("B"))
+            data: Any = np.ascontiguousarray(node.data)
+            h.update(memoryview(data).cast("B"))
     return h.hexdigest()
 
 
@@ -723,7 +724,7 @@ def _worker_main() -> None:
     stderr. ``tvm_ffi`` imports torch when it can (about 1.5 s); a worker never converts
     torch tensors, so that import is refused here. Ends at the end of its input.
     """
-    sys.modules.setdefault("torch", None)  # type: ignore[assignment]
+    sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
     inp = os.fdopen(os.dup(0), "rb")
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
