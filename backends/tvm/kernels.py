@@ -313,9 +313,13 @@ def _constants_digest(func: Function) -> str:
         if isinstance(node, Constant):
             h.update(node.data.dtype.str.encode())
             h.update(repr(node.data.shape).encode())
-            data: Any = np.ascontiguousarray(node.data)
-            h.update(memoryview(data).cast("B"))
+            h.update(_byte_view(node.data))
     return h.hexdigest()
+
+
+def _byte_view(a: np.ndarray) -> Any:
+    """The bytes of ``a`` in C order as a flat ``uint8`` array (no copy when contiguous)."""
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
 
 
 def kernel_key(func: Function, arg_types: Sequence[Type], target: dict[str, Any]) -> str:
@@ -525,13 +529,13 @@ def compile_many(requests: Sequence[tuple[Function, Sequence[Type]]], *,
     disk are not loaded here (the executors load them when they ask for them).
 
     Parallelism: ``jobs`` compilations at a time (default ``$RELAY_TVM_JOBS``, else the
-    number of CPUs this process may use): this process compiles, and ``jobs - 1`` worker
-    processes (started once, with ``spawn``, and kept for later builds) compile the others,
-    each writing its kernel's library into the cache directory (a temporary one for a
-    memory-only cache) where this process loads it from. The workers compile for the
-    target dict computed here, with the same code, so their kernels are the ones this
-    process would build (tested byte for byte). A request the workers cannot take (a
-    function too deep to pickle, a worker that died) is compiled here.
+    idle CPUs this process may use, see :func:`_default_jobs`): this process compiles, and
+    ``jobs - 1`` worker processes (:class:`_Worker`: started once, kept for later builds)
+    compile the others, each writing its kernel's library into the cache directory (a
+    temporary one for a memory-only cache) where this process loads it from. The workers
+    compile for the target dict computed here, with the same code, so their kernels are the
+    ones this process would build (tested byte for byte). A request the workers cannot take
+    (a function too deep to pickle, a worker that died) is compiled here.
 
     Args:
         requests: ``(primitive function, argument types)`` pairs, as for
@@ -586,13 +590,24 @@ def prestart_workers(cache: KernelCache | None = None, jobs: int | None = None) 
 
 
 def _default_jobs() -> int:
+    """``$RELAY_TVM_JOBS``, else the CPUs this process may use that are not already busy.
+
+    A worker only adds capacity on an idle CPU: on a machine already loaded beyond its CPUs
+    (the one-minute load average, this process counted as one) it would only add the cost
+    of its start (importing TVM) to the build; then everything compiles here.
+    """
     env = os.environ.get("RELAY_TVM_JOBS", "").strip()
     if env.isdigit() and int(env) > 0:
         return int(env)
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+    try:
+        busy = int(os.getloadavg()[0])
+    except (AttributeError, OSError):  # pragma: no cover - no load average
+        busy = 0
+    return max(1, min(cpus, cpus - busy + 1))
 
 
 def _compile_here(func: Function, types: Sequence[Type], spec: dict[str, Any],
@@ -910,6 +925,15 @@ class KernelCache:
             self._keys[sig] = (func, key)
         return key
 
+    def seed_key(self, func: Function, arg_types: Sequence[Type], target: dict[str, Any],
+                 key: str) -> None:
+        """Tell :meth:`key_of` the key of ``func`` (known from a memo of the same input)."""
+        sig = (id(func), _types_signature(arg_types), target_key(target))
+        with self._lock:
+            if len(self._keys) >= _IDENTITY_LIMIT:
+                self._keys.clear()
+            self._keys[sig] = (func, key)
+
     def get(self, key: str) -> Kernel | None:
         """The kernel of ``key`` from memory, else from disk (then kept in memory), else None."""
         with self._lock:
@@ -1011,6 +1035,25 @@ class KernelCache:
                 return
         _discard(workdir)
 
+    def load_module(self, key: str) -> Any:
+        """The object pickled by :meth:`save_module` under ``key``, or None (no entry, an
+        unreadable one, or a memory-only cache)."""
+        if not self.disk:
+            return None
+        try:
+            with open(self.directory / f"{key}.module", "rb") as f:
+                return pickle.load(f)
+        except Exception:  # noqa: BLE001 - a damaged or stale memo is a miss
+            return None
+
+    def save_module(self, key: str, module: Any) -> None:
+        """Pickle ``module`` (an immutable IR module) as ``<key>.module`` in the background
+        (best effort: too deep to pickle, or an unwritable directory, writes nothing)."""
+        if not self.disk:
+            return
+        with self._lock:
+            self._pending.append(_writer().submit(_write_module, self.directory, key, module))
+
     def flush(self) -> None:
         """Wait until every kernel compiled so far is written to disk."""
         with self._lock:
@@ -1027,10 +1070,13 @@ class KernelCache:
             self._failed.clear()
         if self.directory.is_dir():
             for path in self.directory.iterdir():
-                if path.is_dir() and path.name.startswith("tmp"):   # an interrupted write
-                    shutil.rmtree(path, ignore_errors=True)
+                if path.name.startswith("tmp"):                     # an interrupted write
+                    if path.is_dir():
+                        shutil.rmtree(path, ignore_errors=True)
+                    elif path.suffix == ".partial":
+                        path.unlink(missing_ok=True)
                     continue
-                if path.suffix in (".so", ".json", ".npz") and re.fullmatch(
+                if path.suffix in (".so", ".json", ".npz", ".module") and re.fullmatch(
                         r"[0-9a-f]{40}", path.stem):
                     path.unlink(missing_ok=True)
 
@@ -1121,6 +1167,22 @@ def _read_constants(npz: Path, n: int) -> list[np.ndarray]:
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, TypeError, BufferError):
         with np.load(npz) as data:
             return [np.array(data[f"arr_{i}"], order="C") for i in range(n)]
+
+
+def _write_module(directory: Path, key: str, module: Any) -> None:
+    """Write ``<key>.module`` (see :meth:`KernelCache.save_module`)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix="tmp", suffix=".partial")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                _FunctionPickler(f, protocol=pickle.HIGHEST_PROTOCOL).dump(module)
+            os.replace(tmp, directory / f"{key}.module")
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except (OSError, RecursionError, pickle.PicklingError, TypeError, AttributeError):
+        return
 
 
 def _load_entry(directory: Path, key: str) -> Kernel | None:

@@ -356,3 +356,92 @@ def test_a_first_build_prestarts_workers_and_a_warm_one_does_not(tmp_path: Path)
     (tmp_path / "warm").mkdir()
     (tmp_path / "warm" / ("0" * 40 + ".json")).write_text("{}")
     assert K.prestart_workers(KernelCache(tmp_path / "warm"), jobs=2) == 0
+
+
+# --- the memo of the pass pipeline ---------------------------------------------------------
+
+def _two_block_params(seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"w": rng.standard_normal((3, 3, 3, 3)).astype("float32"),
+            "b": rng.standard_normal(3).astype("float32")}
+
+
+def test_a_second_build_of_the_same_input_runs_no_pass(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    B = importlib.import_module("backends.tvm.build")   # the package exports build() itself
+    params = _two_block_params(4)
+    first_cache = KernelCache(tmp_path)
+    first = build(TWO_BLOCKS, params=params, executor="graph", cache=first_cache, jobs=1)
+    first_cache.flush()
+    assert len(list(tmp_path.glob("*.module"))) == 1
+
+    def no_passes(*args: object, **kwargs: object) -> object:
+        raise AssertionError("the pass pipeline ran")
+
+    hashed: list[object] = []
+    real_key = K.kernel_key
+    with monkeypatch.context() as m:
+        m.setattr(B, "prepare", no_passes)
+        m.setattr(K, "kernel_key", lambda *a: hashed.append(a) or real_key(*a))
+        cache = KernelCache(tmp_path)
+        second = build(TWO_BLOCKS, params=params, executor="vm", cache=cache, jobs=1)
+    assert not hashed                       # the memo gave every kernel's key
+    assert cache.misses == 0 and cache.hits_disk == len(first_cache)
+    x = draw_inputs([TensorType((1, 3, 8, 8), "float32")], 5)
+    np.testing.assert_array_equal(first(*x), second(*x))
+    assert all(not n.data.flags.writeable for fn in second.module.functions.values()
+               for n in post_order(fn) if type(n).__name__ == "Constant")
+    # Other weights, another opt level: another memo (and the passes run).
+    ran: list[int] = []
+    real_prepare = B.prepare
+    monkeypatch.setattr(B, "prepare", lambda *a: ran.append(1) or real_prepare(*a))
+    caches = [KernelCache(tmp_path), KernelCache(tmp_path)]
+    other = build(TWO_BLOCKS, params=_two_block_params(5), executor="graph", cache=caches[0],
+                  jobs=1)
+    build(TWO_BLOCKS, params=params, executor="graph", opt_level=2, cache=caches[1], jobs=1)
+    assert len(ran) == 2
+    assert not np.array_equal(other(*x), first(*x))
+    for c in caches:
+        c.flush()
+    assert len(list(tmp_path.glob("*.module"))) == 3
+    KernelCache(tmp_path).clear()
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_damaged_memo_is_a_miss(tmp_path: Path) -> None:
+    params = _two_block_params(6)
+    cache = KernelCache(tmp_path)
+    want = build(TWO_BLOCKS, params=params, executor="graph", cache=cache, jobs=1)
+    cache.flush()
+    (memo,) = tmp_path.glob("*.module")
+    memo.write_bytes(b"not a pickle")
+    got = build(TWO_BLOCKS, params=params, executor="graph", cache=KernelCache(tmp_path), jobs=1)
+    x = draw_inputs([TensorType((1, 3, 8, 8), "float32")], 7)
+    np.testing.assert_array_equal(want(*x), got(*x))
+
+
+def test_programs_with_adts_are_not_memoized(tmp_path: Path) -> None:
+    text = """
+def @main(%x: Tensor[(4), float32]) -> List[Tensor[(4), float32]] {
+  Cons(exp(%x), Nil)
+}"""
+    cache = KernelCache(tmp_path)
+    build(text, executor="vm", cache=cache, jobs=1)
+    cache.flush()
+    assert not list(tmp_path.glob("*.module"))
+
+
+def test_the_memo_key_sees_text_params_and_level() -> None:
+    from backends.tvm.build import memo_key
+
+    params = _two_block_params(1)
+    base = memo_key(TWO_BLOCKS, params, 3)
+    assert memo_key(TWO_BLOCKS, dict(params), 3) == base
+    assert memo_key(TWO_BLOCKS, params, 2) != base
+    assert memo_key(TWO_BLOCKS.replace("0.5f", "0.25f"), params, 3) != base
+    flipped = {**params, "b": params["b"].copy()}
+    flipped["b"][0] = np.nextafter(flipped["b"][0], np.float32(np.inf))
+    assert memo_key(TWO_BLOCKS, flipped, 3) != base
+    assert memo_key(parse(TWO_BLOCKS), params, 3) == memo_key(parse(TWO_BLOCKS), params, 3)
