@@ -23,21 +23,32 @@ Facts about apache-tvm 0.27 this module relies on (measured):
 * ``te.create_prim_func`` declares its buffers 64-byte aligned and LLVM then emits aligned
   vector loads: an unaligned array (numpy's allocations are typically only 16-byte aligned)
   **crashes the process**.  The kernel's buffers are therefore redeclared with element
-  alignment (``align=<itemsize>``, ``offset_factor=1``) by rewriting the function's
-  TVMScript signature and parsing it back; should that fail for some function, the kernel
-  keeps the 64-byte buffers and copies every unaligned argument into an aligned one;
-* ``lib.export_library(path)`` links a shared object with the system C compiler and
-  ``tvm.runtime.load_module(path)`` loads it back: that is the on-disk cache.
+  alignment (``align=1``, ``offset_factor=1``): each parameter ``Var`` of the ``PrimFunc``
+  gets a new buffer type in place (the body refers to that very ``Var``), which is what
+  rewriting the TVMScript signature and parsing it back gives (the fallback, about 0.2 s a
+  kernel; tested structurally equal); should both fail, the kernel keeps the 64-byte
+  buffers and copies every unaligned argument into an aligned one;
+* the machine code is the expensive part of ``tvm.compile``'s output, and both TVM's JIT
+  and ``export_library`` generate it: a kernel's object file is written once and linked
+  with ``ld -shared`` (about ten times cheaper than the C compiler driver
+  ``export_library`` runs), and the kernel runs from that library, which the cache keeps;
+* ``tvm.runtime.load_module(path)`` loads a library back: that is the on-disk cache.
 
 Cache key: the structural hash of the function (:func:`semantics.structural.hashing
-.structural_hash`, alpha-invariant), a digest of its constants' bytes (the structural hash
-does not look at constant values), the arguments' shapes and dtypes, the target,
-:data:`CACHE_VERSION` and a digest of the backend's own source files (:func:`code_digest`: a
-changed lowering rule or schedule never meets a stale kernel).  The directory is
-``$RELAY_TVM_CACHE`` or ``~/.cache/relay-ref/tvm``; each kernel is ``<key>.so`` with
-``<key>.json`` (its layout) and ``<key>.npz`` (its constants), written by a background
-thread into a temporary directory and renamed into place (the ``.json`` last), so a reader
-never sees a partial entry; deleting the directory (or :meth:`KernelCache.clear`) is always safe.
+.structural_hash`, alpha-invariant), a SHA-256 digest of its constants' bytes, the
+arguments' shapes and dtypes, the target, :data:`CACHE_VERSION` and a digest of the
+backend's own source files (:func:`code_digest`: a changed lowering rule or schedule never
+meets a stale kernel).  The directory is ``$RELAY_TVM_CACHE`` or ``~/.cache/relay-ref/tvm``;
+each kernel is ``<key>.so`` with ``<key>.json`` (its layout) and ``<key>.npz`` (its
+constants), written into a temporary directory and renamed into place (the ``.json``
+last), so a reader never sees a partial entry; deleting the directory (or
+:meth:`KernelCache.clear`) is always safe.  ``<key>.module`` files beside them are
+``backends.tvm.build``'s memos of fused modules (pickles: the directory is trusted like a
+``__pycache__``).
+
+Many kernels at once (:func:`compile_many`, what ``build`` uses): distinct keys only, shared
+between this process and worker processes (:class:`_Worker`), which write cache entries
+that this process loads.
 """
 
 from __future__ import annotations
