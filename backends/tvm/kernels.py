@@ -398,6 +398,9 @@ def compile_function(func: Function, arg_types: Sequence[Type], *, target: Targe
             store.remember_failure(key, err)
         _discard(workdir)
         raise
+    except BaseException:
+        _discard(workdir)
+        raise
     if fast is not None:
         store.put(key, kernel, artifact, meta, workdir)
         fast.remember(kernel)
@@ -700,7 +703,7 @@ def _payload(func: Function, types: Sequence[Type], spec: dict[str, Any], key: s
     buf = io.BytesIO()
     try:
         _FunctionPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(
-            (func, list(types), spec, key, str(directory)))
+            (func, list(types), spec, key, str(directory), code_digest()))
     except (RecursionError, pickle.PicklingError, TypeError, AttributeError):
         return None
     return buf.getvalue()
@@ -711,7 +714,11 @@ def _worker_compile(payload: bytes) -> tuple[Any, ...]:
 
     Returns ``("ok",)``, or ``("failed", op, reason)`` for :class:`NoLowering`.
     """
-    func, types, spec, key, directory = pickle.loads(payload)
+    func, types, spec, key, directory, digest = pickle.loads(payload)
+    if digest != code_digest():
+        # The backend's sources changed since the requesting process read them: this
+        # worker would build another kernel than the key names. The requester compiles it.
+        return ("error", "the backend's sources differ from the requesting process's")
     workdir = Path(tempfile.mkdtemp(dir=directory))
     try:
         lib, lowered, name, needs_alignment = _build_library(func, types, spec, key, None)
@@ -826,27 +833,37 @@ _WORKERS_LOCK = threading.Lock()
 
 
 def _workers(n: int) -> list[_Worker]:
-    """``n`` live compile workers (started on first use, kept for later builds)."""
+    """``n`` live compile workers (started on first use, kept for later builds).
+
+    A forked child does not share its parent's workers (their pipes are the parent's):
+    it starts its own.
+    """
     with _WORKERS_LOCK:
+        if _OWNER and _OWNER[0] != os.getpid():
+            _WORKERS.clear()
+        _OWNER[:] = [os.getpid()]
         _WORKERS[:] = [w for w in _WORKERS if w.alive()]
         while len(_WORKERS) < n:
             try:
                 _WORKERS.append(_Worker())
             except OSError:
                 break
-        if len(_WORKERS) == 1 and not _EXIT_HOOK:
+        if _WORKERS and not _EXIT_HOOK:
             atexit.register(shutdown_workers)
             _EXIT_HOOK.append(True)
         return list(_WORKERS[:n])
 
 
 _EXIT_HOOK: list[bool] = []
+_OWNER: list[int] = []
 
 
 def shutdown_workers() -> None:
     """Stop the compile worker processes (they start again when needed)."""
     with _WORKERS_LOCK:
         workers, _WORKERS[:] = list(_WORKERS), []
+        if _OWNER and _OWNER[0] != os.getpid():
+            return                        # a forked child: the workers are the parent's
     for w in workers:
         w.stop()
 

@@ -445,3 +445,25 @@ def test_the_memo_key_sees_text_params_and_level() -> None:
     flipped["b"][0] = np.nextafter(flipped["b"][0], np.float32(np.inf))
     assert memo_key(TWO_BLOCKS, flipped, 3) != base
     assert memo_key(parse(TWO_BLOCKS), params, 3) == memo_key(parse(TWO_BLOCKS), params, 3)
+
+
+def test_a_worker_with_other_sources_refuses(tmp_path: Path) -> None:
+    (prim,) = primitives("""
+def @main(%x: Tensor[(4), float32]) -> Tensor[(4), float32] { exp(%x) }
+""")
+    types = [TensorType((4,), "float32")]
+    payload = K._payload(prim, types, normalize_target(None), "1" * 40, tmp_path)
+    assert payload is not None
+    import pickle
+
+    request = list(pickle.loads(payload))
+    request[-1] = "0" * 16                   # as if this process had read other sources
+    import io
+
+    buf = io.BytesIO()
+    K._FunctionPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(tuple(request))
+    (worker,) = K._workers(1)
+    assert K._worker_compile(buf.getvalue())[0] == "error"     # the same check, here
+    assert worker.run(buf.getvalue()) is None
+    assert not any(tmp_path.iterdir())
+    assert worker.alive() and worker.run(payload) == ("ok",)   # and it serves the next one
