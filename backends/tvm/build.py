@@ -122,17 +122,29 @@ def _pipeline_digest() -> str:
     return h.hexdigest()[:16]
 
 
+def _kernel_digest() -> str:
+    """The kernel compiler's version and code digest (a memo holds kernel keys: they change
+    with it), or ``""`` without the kernel compiler."""
+    try:
+        from backends.tvm import kernels
+    except ImportError:
+        return ""
+    return f"{kernels.CACHE_VERSION}:{kernels.code_digest()}"
+
+
 def memo_key(mod: Any, params: Mapping[str, Any] | None, opt_level: int) -> str:
     """The key of ``prepare(mod, params, opt_level)``'s result (hex digest).
 
     Made of the module's text (``pretty``: every name, type and attribute), the parameters'
-    names, dtypes, shapes and bytes (SHA-256), the opt level, :data:`MEMO_VERSION` and
-    :func:`_pipeline_digest`.
+    names, dtypes, shapes and bytes (SHA-256), the opt level, :data:`MEMO_VERSION`,
+    :func:`_pipeline_digest` and the kernel compiler's digest (the memo records kernel
+    keys, which change with it).
     """
     from semantics.printer import pretty
 
     h = hashlib.sha256()
-    h.update(json.dumps([MEMO_VERSION, _pipeline_digest(), opt_level]).encode())
+    h.update(json.dumps([MEMO_VERSION, _pipeline_digest(), _kernel_digest(),
+                         opt_level]).encode())
     h.update(mod.encode() if isinstance(mod, str) else pretty(mod).encode())
     for name in sorted(params or {}):
         array: Any = np.ascontiguousarray((params or {})[name])

@@ -1155,12 +1155,14 @@ def _write_entry(directory: Path, key: str, artifact: Any, meta: dict[str, Any])
 
 
 def _read_constants(npz: Path, n: int) -> list[np.ndarray]:
-    """The ``n`` arrays ``arr_0..`` of an ``np.savez`` file, each an owned C-order copy.
+    """The ``n`` arrays ``arr_0..`` of an ``np.savez`` file (read-only, C order).
 
     ``np.savez`` stores its members uncompressed, so each array's bytes lie in the file as
-    they are: they are copied straight out of a memory map (``np.load`` would read them in
-    chunks through ``zipfile`` and checksum every chunk, several times slower). Any other
-    layout (a compressed member, say) is read by ``np.load``.
+    they are: the arrays are views of a memory map of the file (``np.load`` would read them
+    in chunks through ``zipfile``, checksumming every chunk, and copy them: several times
+    slower, and a model's weights are copied once more by :class:`Kernel`, which keeps
+    its own C-contiguous copies). The map closes when the last view goes. Any other layout
+    (a compressed member, say) is read by ``np.load``.
     """
     import mmap
     import zipfile
@@ -1171,7 +1173,8 @@ def _read_constants(npz: Path, n: int) -> list[np.ndarray]:
         if any(info.compress_type != zipfile.ZIP_STORED for info in infos):
             raise ValueError("compressed")
         out = []
-        with open(npz, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        with open(npz, "rb") as f:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             for info in infos:
                 head = mm[info.header_offset:info.header_offset + 30]
                 if head[:4] != b"PK\x03\x04":
@@ -1188,9 +1191,10 @@ def _read_constants(npz: Path, n: int) -> list[np.ndarray]:
                     raise ValueError("object array")
                 count = int(np.prod(shape, dtype=np.int64))
                 view = np.frombuffer(mm, dtype, count=count, offset=f.tell())
-                out.append(np.array(view.reshape(shape, order="F" if fortran else "C"),
-                                    order="C"))
-                del view
+                if fortran and len(shape) > 1:      # a C-order copy (np.savez of an F array)
+                    out.append(np.array(view.reshape(shape, order="F"), order="C"))
+                else:
+                    out.append(view.reshape(shape))
         return out
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, TypeError, BufferError):
         with np.load(npz) as data:

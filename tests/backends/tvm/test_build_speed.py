@@ -320,8 +320,12 @@ def test_constants_are_read_from_the_npz_exactly(tmp_path: Path,
         got = K._read_constants(path, len(arrays))
     for want, have in zip(arrays, got):
         assert have.dtype == want.dtype and have.shape == want.shape
-        assert have.flags.c_contiguous and have.flags.writeable and have.flags.owndata
+        assert have.flags.c_contiguous
         assert np.ascontiguousarray(want).tobytes() == have.tobytes()
+    # A kernel keeps its own writable copies of such constants.
+    kernel = K.Kernel("k", None, None, [], [], 0, got, False)
+    assert all(c.flags.writeable and c.flags.c_contiguous for c in kernel._constants)
+    del got, kernel
     np.savez_compressed(path, *arrays)          # a compressed file: np.load reads it
     for want, have in zip(arrays, K._read_constants(path, len(arrays))):
         assert np.ascontiguousarray(want).tobytes() == have.tobytes()
@@ -467,3 +471,12 @@ def @main(%x: Tensor[(4), float32]) -> Tensor[(4), float32] { exp(%x) }
     assert worker.run(buf.getvalue()) is None
     assert not any(tmp_path.iterdir())
     assert worker.alive() and worker.run(payload) == ("ok",)   # and it serves the next one
+
+
+def test_the_memo_key_changes_with_the_kernel_compiler(monkeypatch: pytest.MonkeyPatch) -> None:
+    from backends.tvm.build import memo_key
+
+    params = _two_block_params(1)
+    base = memo_key(TWO_BLOCKS, params, 3)
+    monkeypatch.setattr(K, "code_digest", lambda: "another")
+    assert memo_key(TWO_BLOCKS, params, 3) != base     # its kernel keys would be stale
