@@ -229,7 +229,8 @@ def main() -> None:
     parser.add_argument("--models", default="resnet18,mobilenet,vgg16,dqn",
                         help="table 1: comma-separated model names (default the vision models)")
     parser.add_argument("--jobs", type=int, default=None,
-                        help="table 1: kernels compiled at a time (default: the CPUs)")
+                        help="table 1: kernels compiled at a time (default $RELAY_TVM_JOBS "
+                             "or 1)")
     args = parser.parse_args()
     n = 10_000 if args.quick else args.iterations
     for model_name in args.models.split(","):

@@ -436,8 +436,8 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
             compiler's own memory + disk cache).
         max_depth: the bound on nested non-tail calls at run time ("stack exhausted").
         compile_kernels: False runs every fused group with the numpy fallback (no TVM).
-        jobs: kernels compiled at a time (default ``$RELAY_TVM_JOBS``, else the CPUs
-            available; 1 compiles everything in this process).
+        jobs: kernels compiled at a time: this process and ``jobs - 1`` worker processes
+            (default ``$RELAY_TVM_JOBS``, else 1: everything in this process).
     Returns:
         An :class:`~backends.tvm.executable.Executable`.
     Raises:

@@ -542,8 +542,8 @@ def compile_many(requests: Sequence[tuple[Function, Sequence[Type]]], *,
     equal keys (the same kernel twice in a model) are compiled once; kernels already on
     disk are not loaded here (the executors load them when they ask for them).
 
-    Parallelism: ``jobs`` compilations at a time (default ``$RELAY_TVM_JOBS``, else the
-    idle CPUs this process may use, see :func:`_default_jobs`): this process compiles, and
+    Parallelism: ``jobs`` compilations at a time (default ``$RELAY_TVM_JOBS``, else 1, see
+    :func:`_default_jobs`): this process compiles, and
     ``jobs - 1`` worker processes (:class:`_Worker`: started once, kept for later builds)
     compile the others, each writing its kernel's library into the cache directory (a
     temporary one for a memory-only cache) where this process loads it from. The workers
@@ -604,24 +604,17 @@ def prestart_workers(cache: KernelCache | None = None, jobs: int | None = None) 
 
 
 def _default_jobs() -> int:
-    """``$RELAY_TVM_JOBS``, else the CPUs this process may use that are not already busy.
+    """``$RELAY_TVM_JOBS``, else 1 (every kernel compiled in this process).
 
-    A worker only adds capacity on an idle CPU: on a machine already loaded beyond its CPUs
-    (the one-minute load average, this process counted as one) it would only add the cost
-    of its start (importing TVM) to the build; then everything compiles here.
+    Measured on a shared 2-CPU machine (load 1.5 to 6): a worker costs seconds of CPU to
+    start (it imports ``semantics`` and TVM) and gave no gain on models of 7 to 44
+    kernels, whose compilation in one process takes 1.5 to 20 s; on an idle machine with
+    more CPUs, or for larger models, set ``jobs`` (or the variable) to use workers.
     """
     env = os.environ.get("RELAY_TVM_JOBS", "").strip()
     if env.isdigit() and int(env) > 0:
         return int(env)
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        cpus = os.cpu_count() or 1
-    try:
-        busy = int(os.getloadavg()[0])
-    except (AttributeError, OSError):  # pragma: no cover - no load average
-        busy = 0
-    return max(1, min(cpus, cpus - busy + 1))
+    return 1
 
 
 def _compile_here(func: Function, types: Sequence[Type], spec: dict[str, Any],
