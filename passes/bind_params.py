@@ -85,9 +85,12 @@ def _bind_function(fn: Function, params: Mapping[str, Any]) -> Function:
 
 
 def _checked_array(var: Var, value: Any) -> np.ndarray:
-    """``value`` as a fresh array, checked against ``var``'s annotation when it has one."""
+    """``value`` as an array, checked against ``var``'s annotation when it has one.
+
+    Not copied here: the ``Constant`` made of it copies (and freezes) its data.
+    """
     try:
-        array = np.array(value)  # a copy
+        array = np.asarray(value)
     except (TypeError, ValueError) as err:
         raise RelayTypeError(f"bind_params: the value for %{var.name_hint} is not an array: "
                              f"{err}") from None

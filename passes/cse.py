@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
+import numpy as np
+
 from passes.common import typed_or_same
 from passes.manager import register_pass
 from passes.purity import EffectAnalysis, shareable
@@ -110,13 +112,47 @@ def _leaf_key(e: Expr) -> Hashable:
     if t is Op:
         return ("op", e.name)  # type: ignore[attr-defined]
     if t is Constant:
-        data = e.data  # type: ignore[attr-defined]
-        return ("const", str(data.dtype), data.shape, data.tobytes())
+        return _ConstantKey(e.data)  # type: ignore[attr-defined]
     if t is GlobalVar:
         return ("global", e.name_hint)  # type: ignore[attr-defined]
     if t is Constructor:
         return ("ctor", e.name)  # type: ignore[attr-defined]
     return ("node", id(e))
+
+
+class _ConstantKey:
+    """A constant's value as a dictionary key: equal exactly when dtype, shape and bytes are.
+
+    Keying by ``data.tobytes()`` copies and hashes every weight of a model; this key hashes
+    the dtype, the shape and at most :data:`_SAMPLE` evenly spaced elements, and compares
+    the bytes only when two keys meet in the same hash bucket (the same equivalence).
+    """
+
+    __slots__ = ("data", "_hash")
+
+    def __init__(self, data: np.ndarray) -> None:
+        self.data = data
+        flat = data.reshape(-1)
+        step = max(1, flat.size // _SAMPLE)
+        sample = np.ascontiguousarray(flat[::step]).view(np.uint8).tobytes()
+        self._hash = hash(("const", data.dtype.str, data.shape, sample))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _ConstantKey):
+            return False
+        a, b = self.data, other.data
+        if a is b:
+            return True
+        if self._hash != other._hash or a.dtype != b.dtype or a.shape != b.shape:
+            return False
+        return bool(np.array_equal(np.ascontiguousarray(a).view(np.uint8),
+                                   np.ascontiguousarray(b).view(np.uint8)))
+
+
+_SAMPLE = 256
 
 
 def _key(e: Expr, old: Expr) -> Hashable | None:

@@ -13,6 +13,10 @@ The pipeline (ARCHITECTURE.md §8):
 3. **Fuse**: ``passes.fuse_ops`` — at ``-O0`` with ``fuse_opt_level=0``, so every operator
    call still becomes its own ``Primitive=1`` function (a kernel); above, FuseOps has
    already run and running it again changes nothing (it is idempotent).
+   Steps 1–3 are remembered (:class:`PrepareMemo`): the fused module, pickled in the kernel
+   cache's directory under a digest of the input module, the params' bytes, the opt level
+   and the pipeline's sources, with its kernels' keys; a build of the same input loads it
+   and runs no pass (the warm build's fast path).
 4. **Resolve a kernel per primitive function** (:class:`KernelTable`): a function whose
    parameters are tensors of concrete shapes is compiled now by
    ``backends.tvm.kernels.compile_function`` (through its :class:`KernelCache`: memory and
@@ -23,6 +27,9 @@ The pipeline (ARCHITECTURE.md §8):
    tensors (which TVM's calling convention rejects), the group runs as a
    :class:`~backends.tvm.fallback.FallbackKernel` over the numpy references; the table
    keeps the reasons (``exe.fallbacks``).
+   Before the executor asks, :meth:`KernelTable.precompile` compiles every such kernel at
+   once (``backends.tvm.kernels.compile_many``: equal kernels once, ``jobs`` at a time in
+   worker processes and this one).
 5. **Compile the program** for the chosen executor: ``"vm"`` (:mod:`backends.tvm.vm`),
    ``"graph"`` (:mod:`backends.tvm.graph`, first-order dataflow only) or ``"aot"``
    (:mod:`backends.tvm.aot`).
@@ -30,7 +37,11 @@ The pipeline (ARCHITECTURE.md §8):
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,7 +54,8 @@ from semantics.shapes import is_concrete
 from semantics.types import TensorType, TupleType, Type
 from semantics.visitor import post_order
 
-__all__ = ["EXECUTORS", "KernelSlot", "KernelTable", "build", "prepare"]
+__all__ = ["EXECUTORS", "KernelSlot", "KernelTable", "PrepareMemo", "build", "memo_key",
+           "prepare"]
 
 EXECUTORS = ("vm", "graph", "aot")
 
@@ -89,6 +101,128 @@ def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 
     if not isinstance(inferred, IRModule):
         raise InternalError("typechecker.infer of a module returned no module")
     return inferred
+
+
+MEMO_VERSION = "1"
+"""Part of every memo key (see :class:`PrepareMemo`)."""
+
+_MEMO_SOURCES = ("semantics", "passes", "typechecker", "interpreter")
+
+
+@functools.cache
+def _pipeline_digest() -> str:
+    """A digest of every source the pass pipeline may run (the packages of
+    :data:`_MEMO_SOURCES` and this module): editing any invalidates every memo."""
+    root = Path(__file__).resolve().parents[2]
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    for package in _MEMO_SOURCES:
+        for path in sorted((root / package).rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _kernel_digest() -> str:
+    """The kernel compiler's version and code digest (a memo holds kernel keys: they change
+    with it), or ``""`` without the kernel compiler."""
+    try:
+        from backends.tvm import kernels
+    except ImportError:
+        return ""
+    return f"{kernels.CACHE_VERSION}:{kernels.code_digest()}"
+
+
+def memo_key(mod: Any, params: Mapping[str, Any] | None, opt_level: int) -> str:
+    """The key of ``prepare(mod, params, opt_level)``'s result (hex digest).
+
+    Made of the module's text (``pretty``: every name, type and attribute), the parameters'
+    names, dtypes, shapes and bytes (SHA-256), the opt level, :data:`MEMO_VERSION`,
+    :func:`_pipeline_digest` and the kernel compiler's digest (the memo records kernel
+    keys, which change with it).
+    """
+    from semantics.printer import pretty
+
+    h = hashlib.sha256()
+    h.update(json.dumps([MEMO_VERSION, _pipeline_digest(), _kernel_digest(),
+                         opt_level]).encode())
+    h.update(mod.encode() if isinstance(mod, str) else pretty(mod).encode())
+    for name in sorted(params or {}):
+        array: Any = np.ascontiguousarray((params or {})[name])
+        h.update(json.dumps([name, array.dtype.str, list(array.shape)]).encode())
+        h.update(array.reshape(-1).view(np.uint8))
+    return h.hexdigest()[:40]
+
+
+class PrepareMemo:
+    """The result of :func:`prepare` remembered on disk beside the kernels (the warm build's
+    fast path).
+
+    The fused module of a ``(module, params, opt level)`` is pickled into the kernel
+    cache's directory as ``<memo_key>.module`` (written in the background, renamed into
+    place) together with the cache keys of its kernels; a later build of the same input
+    loads it instead of running the pass pipeline, and finds its kernels without hashing
+    them, so a build whose kernels are cached runs neither the passes nor the compiler.
+    Nothing is remembered without a disk cache, for a program with ADTs (a pickled copy of
+    a constructor would not be the prelude's own object, and values built with it are
+    matched by identity), or for a module too deep to pickle; an unreadable memo is a miss.
+
+    Args:
+        mod, params, opt_level: as for :func:`prepare`.
+        cache: a ``backends.tvm.kernels.KernelCache`` or None (the default cache).
+    """
+
+    def __init__(self, mod: Any, params: Mapping[str, Any] | None, opt_level: int,
+                 cache: Any) -> None:
+        self.store: Any = None
+        self.key: str | None = None
+        self.kernel_keys: list[str | None] | None = None
+        try:
+            from backends.tvm import kernels
+        except ImportError:
+            return
+        store = kernels.default_cache() if cache is None else cache
+        if not store.disk or isinstance(opt_level, bool) or not isinstance(opt_level, int) \
+                or not isinstance(mod, (str, IRModule)):
+            return
+        try:
+            self.key = memo_key(mod, params, opt_level)
+        except (TypeError, ValueError, RecursionError):
+            return
+        self.store = store
+
+    def load(self) -> IRModule | None:
+        """The remembered fused module (types inferred, constants frozen), or None."""
+        if self.store is None or self.key is None:
+            return None
+        found = self.store.load_module(self.key)
+        if not (isinstance(found, tuple) and len(found) == 2
+                and isinstance(found[0], IRModule) and not found[0].types):
+            return None
+        try:
+            module = _refrozen(found[0])
+        except Exception:  # noqa: BLE001 - a damaged memo: prepare again
+            return None
+        if module is not None and isinstance(found[1], list):
+            self.kernel_keys = found[1]
+        return module
+
+    def save(self, fused: IRModule, kernel_keys: list[str | None]) -> None:
+        """Remember ``fused`` and the keys of its kernels (in :meth:`KernelTable.requests`
+        order)."""
+        if self.store is not None and self.key is not None and not fused.types:
+            self.store.save_module(self.key, (fused, list(kernel_keys)))
+
+
+def _refrozen(mod: IRModule) -> IRModule | None:
+    """A loaded memo made whole: read-only constants, types inferred."""
+    import typechecker
+
+    for fn in mod.functions.values():
+        for node in post_order(fn):
+            if type(node) is Constant:
+                node.data.setflags(write=False)
+    inferred = typechecker.infer(mod)
+    return inferred if isinstance(inferred, IRModule) else None
 
 
 def _param_type(p: Any) -> Type | None:
@@ -144,6 +278,11 @@ def _tensor_result(t: Any) -> bool:
     return isinstance(t, TupleType) and all(isinstance(f, TensorType) for f in t.fields)
 
 
+def _is_primitive(e: Any) -> bool:
+    """A function literal marked ``Primitive=1`` (as ``backends.tvm.vm`` decides)."""
+    return type(e) is Function and bool(e.attrs) and e.attrs.get("Primitive") in (1, True, "1")
+
+
 def _has_zero_dim(t: Any) -> bool:
     """A tensor (or tuple of tensors) type with a dimension known to be 0."""
     stack = [t]
@@ -197,19 +336,13 @@ class KernelTable:
 
     def resolve(self, func: Function, arg_types: Sequence[TensorType]) -> Any:
         """A kernel for ``func`` at ``arg_types``: compiled, or the numpy fallback."""
-        result = func.ret_type if func.ret_type is not None \
-            else getattr(func.body, "checked_type", None)
-        if not _tensor_result(result):
-            return self.fallback(func, "the group's result is not a tensor or a tuple of tensors")
-        if not self.compile_kernels:
-            return self.fallback(func, "kernel compilation is off (compile_kernels=False)")
+        reason = self._declined(func, arg_types)
+        if reason is not None:
+            return self.fallback(func, reason)
         try:
             from backends.tvm import kernels
         except ImportError as exc:
             return self.fallback(func, f"no kernel compiler: {exc}")
-        if any(_has_zero_dim(t) for t in (*arg_types, result)) or any(
-                type(n) is Constant and n.data.size == 0 for n in post_order(func.body)):
-            return self.fallback(func, "a zero-size tensor (TVM kernels reject empty arrays)")
         target = None if self.target in (None, "llvm") else self.target
         try:
             kernel = kernels.compile_function(func, list(arg_types), target=target,
@@ -222,6 +355,76 @@ class KernelTable:
         self.compiled += 1
         self.compiled_specs.append((func, list(arg_types)))
         return kernel
+
+    def _declined(self, func: Function, arg_types: Sequence[TensorType]) -> str | None:
+        """Why ``func`` at ``arg_types`` runs as a fallback without asking the compiler."""
+        result = func.ret_type if func.ret_type is not None \
+            else getattr(func.body, "checked_type", None)
+        if not _tensor_result(result):
+            return "the group's result is not a tensor or a tuple of tensors"
+        if not self.compile_kernels:
+            return "kernel compilation is off (compile_kernels=False)"
+        if any(_has_zero_dim(t) for t in (*arg_types, result)) or any(
+                type(n) is Constant and n.data.size == 0 for n in post_order(func.body)):
+            return "a zero-size tensor (TVM kernels reject empty arrays)"
+        return None
+
+    def requests(self, module: IRModule) -> list[tuple[Function, list[TensorType]]]:
+        """The primitive functions of ``module`` that :meth:`kernel_for` will compile at a
+        static signature, with their argument types, in a deterministic order."""
+        requests: list[tuple[Function, list[TensorType]]] = []
+        seen: set[int] = set()
+        for fn in module.functions.values():
+            for node in post_order(fn, descend=lambda n: not _is_primitive(n)):
+                if not isinstance(node, Function) or not _is_primitive(node) \
+                        or id(node) in seen:
+                    continue
+                seen.add(id(node))
+                types = [_param_type(p) for p in node.params]
+                if all(is_static_tensor(t) for t in types) \
+                        and self._declined(node, types) is None:  # type: ignore[arg-type]
+                    requests.append((node, types))  # type: ignore[arg-type]
+        return requests
+
+    def precompile(self, module: IRModule, jobs: int | None = None,
+                   known_keys: Sequence[str | None] | None = None) -> list[str | None] | None:
+        """Compile, in parallel, every kernel of :meth:`requests` (see
+        ``backends.tvm.kernels.compile_many``): the executors' ``kernel_for`` then finds them
+        in the cache.
+
+        Args:
+            module: the fused module.
+            jobs: kernels compiled at a time (None: the default).
+            known_keys: the requests' cache keys, when known (a :class:`PrepareMemo`):
+                given to the cache, they spare hashing the kernels' functions.
+        Returns:
+            The requests' cache keys (None for a function with no key: no lowering), or
+            None without the kernel compiler or with ``compile_kernels=False``.
+        """
+        if not self.compile_kernels:
+            return None
+        try:
+            from backends.tvm import kernels
+            from backends.tvm.target import normalize_target
+        except ImportError:
+            return None
+        store = kernels.default_cache() if self.cache is None else self.cache
+        target = None if self.target in (None, "llvm") else self.target
+        spec = normalize_target(target)
+        requests = self.requests(module)
+        if known_keys is not None and len(known_keys) == len(requests):
+            for (func, types), key in zip(requests, known_keys):
+                if key is not None:
+                    store.seed_key(func, types, spec, key)
+        if requests:
+            kernels.compile_many(requests, target=spec, cache=store, jobs=jobs)
+        keys: list[str | None] = []
+        for func, types in requests:
+            try:
+                keys.append(store.key_of(func, types, spec))
+            except Exception:  # noqa: BLE001 - no key (a lowering that declines): none
+                keys.append(None)
+        return keys
 
     def fallback(self, func: Function, reason: str) -> FallbackKernel:
         k = FallbackKernel(func, reason=reason)
@@ -262,7 +465,8 @@ class KernelSlot:
 
 def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm",
           opt_level: int = 3, executor: str = "vm", *, cache: Any = None,
-          max_depth: int = 100_000, compile_kernels: bool = True) -> Any:
+          max_depth: int = 100_000, compile_kernels: bool = True,
+          jobs: int | None = None) -> Any:
     """Compile a Relay module for the CPU (ARCHITECTURE.md §8).
 
     Args:
@@ -276,6 +480,8 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
             compiler's own memory + disk cache).
         max_depth: the bound on nested non-tail calls at run time ("stack exhausted").
         compile_kernels: False runs every fused group with the numpy fallback (no TVM).
+        jobs: kernels compiled at a time: this process and ``jobs - 1`` worker processes
+            (default ``$RELAY_TVM_JOBS``, else 1: everything in this process).
     Returns:
         An :class:`~backends.tvm.executable.Executable`.
     Raises:
@@ -287,7 +493,22 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
     if executor not in EXECUTORS:
         raise RelayTypeError(
             f"unknown executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
-    fused = prepare(mod, params, opt_level)
+    if compile_kernels and jobs != 1:
+        try:
+            from backends.tvm import kernels
+        except ImportError:
+            pass
+        else:
+            kernels.prestart_workers(cache, jobs)
+    memo = PrepareMemo(mod, params, opt_level, cache) if compile_kernels else None
+    fused = memo.load() if memo is not None else None
+    remembered = fused is not None
+    if fused is None:
+        fused = prepare(mod, params, opt_level)
+    table = KernelTable(target, cache, compile_kernels)
+    keys = table.precompile(fused, jobs, memo.kernel_keys if memo is not None else None)
+    if memo is not None and not remembered and keys is not None:
+        memo.save(fused, keys)
     return Executable.from_fused(fused, executor=executor, target=target, opt_level=opt_level,
                                  cache=cache, max_depth=max_depth,
                                  compile_kernels=compile_kernels)

@@ -23,31 +23,48 @@ Facts about apache-tvm 0.27 this module relies on (measured):
 * ``te.create_prim_func`` declares its buffers 64-byte aligned and LLVM then emits aligned
   vector loads: an unaligned array (numpy's allocations are typically only 16-byte aligned)
   **crashes the process**.  The kernel's buffers are therefore redeclared with element
-  alignment (``align=<itemsize>``, ``offset_factor=1``) by rewriting the function's
-  TVMScript signature and parsing it back; should that fail for some function, the kernel
-  keeps the 64-byte buffers and copies every unaligned argument into an aligned one;
-* ``lib.export_library(path)`` links a shared object with the system C compiler and
-  ``tvm.runtime.load_module(path)`` loads it back: that is the on-disk cache.
+  alignment (``align=1``, ``offset_factor=1``): each parameter ``Var`` of the ``PrimFunc``
+  gets a new buffer type in place (the body refers to that very ``Var``), which is what
+  rewriting the TVMScript signature and parsing it back gives (the fallback, about 0.2 s a
+  kernel; tested structurally equal); should both fail, the kernel keeps the 64-byte
+  buffers and copies every unaligned argument into an aligned one;
+* the machine code is the expensive part of ``tvm.compile``'s output, and both TVM's JIT
+  and ``export_library`` generate it: a kernel's object file is written once and linked
+  with ``ld -shared`` (about ten times cheaper than the C compiler driver
+  ``export_library`` runs), and the kernel runs from that library, which the cache keeps;
+* ``tvm.runtime.load_module(path)`` loads a library back: that is the on-disk cache.
 
 Cache key: the structural hash of the function (:func:`semantics.structural.hashing
-.structural_hash`, alpha-invariant), a digest of its constants' bytes (the structural hash
-does not look at constant values), the arguments' shapes and dtypes, the target,
-:data:`CACHE_VERSION` and a digest of the backend's own source files (:func:`code_digest`: a
-changed lowering rule or schedule never meets a stale kernel).  The directory is
-``$RELAY_TVM_CACHE`` or ``~/.cache/relay-ref/tvm``; each kernel is ``<key>.so`` with
-``<key>.json`` (its layout) and ``<key>.npz`` (its constants), written by a background
-thread into a temporary directory and renamed into place (the ``.json`` last), so a reader
-never sees a partial entry; deleting the directory (or :meth:`KernelCache.clear`) is always safe.
+.structural_hash`, alpha-invariant), a SHA-256 digest of its constants' bytes, the
+arguments' shapes and dtypes, the target, :data:`CACHE_VERSION` and a digest of the
+backend's own source files (:func:`code_digest`: a changed lowering rule or schedule never
+meets a stale kernel).  The directory is ``$RELAY_TVM_CACHE`` or ``~/.cache/relay-ref/tvm``;
+each kernel is ``<key>.so`` with ``<key>.json`` (its layout) and ``<key>.npz`` (its
+constants), written into a temporary directory and renamed into place (the ``.json``
+last), so a reader never sees a partial entry; deleting the directory (or
+:meth:`KernelCache.clear`) is always safe.  ``<key>.module`` files beside them are
+``backends.tvm.build``'s memos of fused modules (pickles: the directory is trusted like a
+``__pycache__``).
+
+Many kernels at once (:func:`compile_many`, what ``build`` uses): distinct keys only, shared
+between this process and worker processes (:class:`_Worker`), which write cache entries
+that this process loads.
 """
 
 from __future__ import annotations
 
+import atexit
+import copyreg
 import functools
 import hashlib
+import io
 import json
 import os
+import pickle
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
@@ -60,14 +77,15 @@ import numpy as np
 from backends.tvm.sched import KernelInfo, pick_schedule
 from backends.tvm.target import TargetSpec, as_target, host_target, normalize_target, target_key
 from backends.tvm.te_build import Layout, LoweringFailed, build_te, param_types
-from semantics.expr import Constant, Function
+from semantics.expr import Attrs, Constant, Function
 from semantics.ops.reference import concrete_shape
 from semantics.structural.hashing import structural_hash
 from semantics.types import TensorType, TupleType, Type
 from semantics.visitor import post_order
 
 __all__ = ["CACHE_VERSION", "Kernel", "KernelCache", "NoLowering", "compile_function",
-           "default_cache", "host_target"]
+           "compile_many", "default_cache", "host_target", "prestart_workers",
+           "shutdown_workers"]
 
 CACHE_VERSION = "2"
 """Part of every cache key, with :func:`code_digest` (bump it for changes outside
@@ -329,9 +347,61 @@ _BUFFER_RE = re.compile(r'T\.Buffer\((\([^()]*\)), "(\w+)"\)')
 def _relax_alignment(prim: Any) -> tuple[Any, bool]:
     """``prim`` with element-aligned parameter buffers, and whether it still needs 64 bytes.
 
-    Rewrites the ``T.Buffer(shape, dtype)`` annotations of the signature in the function's
-    TVMScript and parses it back (see the module docstring).
+    The fast way (:func:`_relax_alignment_in_place`) gives each parameter buffer a new buffer
+    type with ``align=1, offset_factor=1`` and a free ``elem_offset``; should that fail, the
+    signature's ``T.Buffer`` annotations are rewritten in the function's TVMScript, which is
+    parsed back (:func:`_relax_alignment_by_script`, about 0.2 s a kernel).  Both give
+    structurally equal functions (tested).
     """
+    try:
+        return _relax_alignment_in_place(prim), False
+    except Exception:  # noqa: BLE001 - any failure: the slow, printed way
+        return _relax_alignment_by_script(prim)
+
+
+def _relax_alignment_in_place(prim: Any) -> Any:
+    """``prim`` (just created by ``te.create_prim_func``, not shared) with relaxed buffers.
+
+    In TVM 0.27 a parameter buffer is a ``Var`` whose type (a ``BufferType``) carries the
+    alignment, and the body refers to that very ``Var``: replacing the type of each parameter
+    ``Var`` relaxes the buffer everywhere without rebuilding the body.  The ``Var`` fields are
+    frozen for Python code, so the type goes in through the field's reflection setter; the new
+    type comes from ``decl_buffer`` (the parameter's shape, dtype, strides and scope, a fresh
+    ``elem_offset`` variable), exactly what the TVMScript parser makes of
+    ``T.Buffer(shape, dtype, align=1, offset_factor=1)``.
+    """
+    from tvm import tirx
+
+    setter = None
+    for param in prim.params:
+        ty = param.ty
+        if not isinstance(ty, tirx.buffer.BufferType) or ty.layout is not None \
+                or list(ty.allocated_addr):
+            raise ValueError("not a plain buffer parameter")
+        fresh = tirx.decl_buffer(ty.shape, ty.dtype, param.name,
+                                 strides=list(ty.strides) or None,
+                                 scope=ty.storage_scope, data_alignment=1, offset_factor=1,
+                                 layout=None)
+        if setter is None:
+            fields = _type_fields(type(param))
+            setter = fields["ty"].setter
+        setter(param, fresh.ty)
+    return prim
+
+
+def _type_fields(cls: type) -> dict[str, Any]:
+    """The reflected fields of a TVM object class, its ancestors' included, by name."""
+    out: dict[str, Any] = {}
+    info = getattr(cls, "__tvm_ffi_type_info__", None)
+    while info is not None:
+        for f in info.fields:
+            out.setdefault(f.name, f)
+        info = info.parent_type_info
+    return out
+
+
+def _relax_alignment_by_script(prim: Any) -> tuple[Any, bool]:
+    """The TVMScript round trip of :func:`_relax_alignment` (the fallback)."""
     import tvm
 
     try:
@@ -352,8 +422,13 @@ def _constants_digest(func: Function) -> str:
         if isinstance(node, Constant):
             h.update(node.data.dtype.str.encode())
             h.update(repr(node.data.shape).encode())
-            h.update(np.ascontiguousarray(node.data).tobytes())
+            h.update(_byte_view(node.data))
     return h.hexdigest()
+
+
+def _byte_view(a: np.ndarray) -> Any:
+    """The bytes of ``a`` in C order as a flat ``uint8`` array (no copy when contiguous)."""
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
 
 
 def kernel_key(func: Function, arg_types: Sequence[Type], target: dict[str, Any]) -> str:
@@ -402,7 +477,7 @@ def compile_function(func: Function, arg_types: Sequence[Type], *, target: Targe
         if fast.kernel is not None:
             return fast.kernel
     try:
-        key = kernel_key(func, arg_types, spec)
+        key = store.key_of(func, arg_types, spec)
     except LoweringFailed as err:
         raise NoLowering(err.op, err.reason) from None
     if fast is not None:
@@ -410,15 +485,44 @@ def compile_function(func: Function, arg_types: Sequence[Type], *, target: Targe
         if kernel is not None:
             fast.remember(kernel)
             return kernel
-    kernel, lib, meta = _compile(func, arg_types, spec, key, schedule)
+        failed = store.failure(key)
+        if failed is not None:
+            raise NoLowering(*failed)
+    workdir = store.workdir() if fast is not None else None
+    try:
+        kernel, artifact, meta = _compile(func, arg_types, spec, key, schedule, workdir)
+    except NoLowering as err:
+        if fast is not None:
+            store.remember_failure(key, err)
+        _discard(workdir)
+        raise
+    except BaseException:
+        _discard(workdir)
+        raise
     if fast is not None:
-        store.put(key, kernel, lib, meta)
+        store.put(key, kernel, artifact, meta, workdir)
         fast.remember(kernel)
+    else:
+        _discard(workdir)
     return kernel
 
 
-def _compile(func: Function, arg_types: Sequence[Type], spec: dict[str, Any], key: str,
-             schedule: Callable[[Any], Any] | None) -> tuple[Kernel, Any, dict[str, Any]]:
+def _discard(workdir: Path | None) -> None:
+    if workdir is not None:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _build_library(func: Function, arg_types: Sequence[Type], spec: dict[str, Any], key: str,
+                   schedule: Callable[[Any], Any] | None) -> tuple[Any, Any, str, bool]:
+    """Lower, schedule and ``tvm.compile`` a function (no machine code yet: see :func:`_link`).
+
+    Returns:
+        ``(library, lowered, name, needs_alignment)``: TVM's executable, the
+        :class:`~backends.tvm.te_build` lowering, the kernel's symbol, and whether its
+        buffers kept the 64-byte alignment.
+    Raises:
+        NoLowering: see :func:`compile_function`.
+    """
     import tvm
     from tvm import te
 
@@ -438,16 +542,421 @@ def _compile(func: Function, arg_types: Sequence[Type], spec: dict[str, Any], ke
             mod = tvm.IRModule({name: mod[mod.get_global_vars()[0]]})
         lib = tvm.compile(mod, target=as_target(spec))
     except Exception as err:  # noqa: BLE001 - TVM's errors have no common public base
-        first = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
-        raise NoLowering(COMPILE_FAILED, f"TVM could not compile the kernel of "
-                         f"{', '.join(sorted(set(lowered.ops)))}: {first}") from err
-    meta = {"name": name, "inputs": [_type_json(t) for t in lowered.input_types],
+        raise _compile_failed(lowered.ops, err) from err
+    return lib, lowered, name, needs_alignment
+
+
+def _compile_failed(ops: Sequence[str], err: BaseException) -> NoLowering:
+    first = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+    return NoLowering(COMPILE_FAILED, f"TVM could not compile the kernel of "
+                      f"{', '.join(sorted(set(ops)))}: {first}")
+
+
+def _meta(lowered: Any, name: str, needs_alignment: bool) -> dict[str, Any]:
+    return {"name": name, "inputs": [_type_json(t) for t in lowered.input_types],
             "outputs": [_type_json(t) for t in lowered.output_types],
             "layout": lowered.layout, "needs_alignment": needs_alignment,
-            "ops": lowered.ops}
-    kernel = Kernel(name, lib[name], lib, lowered.input_types, lowered.output_types,
+            "ops": lowered.ops, "constants": lowered.constant_arrays}
+
+
+def _compile(func: Function, arg_types: Sequence[Type], spec: dict[str, Any], key: str,
+             schedule: Callable[[Any], Any] | None, workdir: Path | None = None
+             ) -> tuple[Kernel, Any, dict[str, Any]]:
+    """Compile in this process: ``(kernel, artifact, meta)``.
+
+    With a ``workdir`` the machine code is generated once, into ``workdir/kernel.so``
+    (:func:`_link`), and the kernel runs from that library (the artifact: the cache moves it
+    into place); without one, or should linking fail, TVM's JIT runs the kernel and the
+    artifact is TVM's module (the cache exports it).
+    """
+    lib, lowered, name, needs_alignment = _build_library(func, arg_types, spec, key, schedule)
+    meta = _meta(lowered, name, needs_alignment)
+    artifact: Any = lib
+    module: Any = None
+    if workdir is not None:
+        so = workdir / "kernel.so"
+        try:
+            _link(lib, so)
+            import tvm
+
+            module = tvm.runtime.load_module(str(so))
+            artifact = so
+        except Exception:  # noqa: BLE001 - no linker, a full disk: TVM's JIT instead
+            module = None
+    try:
+        if module is None:
+            module = lib.jit()
+        fn = module[name]
+    except Exception as err:  # noqa: BLE001 - TVM's errors have no common public base
+        raise _compile_failed(lowered.ops, err) from err
+    kernel = Kernel(name, fn, module, lowered.input_types, lowered.output_types,
                     lowered.layout, lowered.constant_arrays, needs_alignment)
-    return kernel, lib, {**meta, "constants": lowered.constant_arrays}
+    return kernel, artifact, meta
+
+
+def _link(lib: Any, so: Path) -> None:
+    """Generate the machine code of ``lib`` and link it into the shared library ``so``.
+
+    TVM's JIT and ``export_library`` would each generate the machine code (the most
+    expensive step of a compilation after lowering); the object file is written once here
+    and linked with ``ld -shared`` directly (the C compiler driver TVM calls costs about
+    ten times as much). A host module that imports others (none do today), or a failing
+    ``ld``, goes through ``export_library``.
+
+    Raises:
+        OSError, RuntimeError, subprocess.CalledProcessError: the library cannot be made.
+    """
+    mod = lib.mod if hasattr(lib, "mod") else lib
+    ld = _linker()
+    if ld is None or mod.kind != "llvm" or len(mod.imports):
+        lib.export_library(str(so))
+        return
+    obj = so.with_suffix(".o")
+    mod.write_to_file(str(obj))
+    try:
+        subprocess.run([ld, "-shared", "-o", str(so), str(obj), "-lm"], check=True,
+                       capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        lib.export_library(str(so))
+    finally:
+        obj.unlink(missing_ok=True)
+
+
+@functools.cache
+def _linker() -> str | None:
+    """``ld`` on the PATH (None: link through TVM's ``export_library``)."""
+    return shutil.which("ld")
+
+
+# --- compiling many kernels at once (in parallel) -----------------------------------------
+
+def compile_many(requests: Sequence[tuple[Function, Sequence[Type]]], *,
+                 target: TargetSpec = None, cache: KernelCache | None = None,
+                 jobs: int | None = None) -> int:
+    """Compile every kernel of ``requests`` that the cache does not hold, in parallel.
+
+    The kernels go into ``cache`` (memory, and its directory): a following
+    :func:`compile_function` for any of the requests finds them there. Requests with
+    equal keys (the same kernel twice in a model) are compiled once; kernels already on
+    disk are not loaded here (the executors load them when they ask for them).
+
+    Parallelism: ``jobs`` compilations at a time (default ``$RELAY_TVM_JOBS``, else 1, see
+    :func:`_default_jobs`): this process compiles, and
+    ``jobs - 1`` worker processes (:class:`_Worker`: started once, kept for later builds)
+    compile the others, each writing its kernel's library into the cache directory (a
+    temporary one for a memory-only cache) where this process loads it from. The workers
+    compile for the target dict computed here, with the same code, so their kernels are the
+    ones this process would build (tested byte for byte). A request the workers cannot take
+    (a function too deep to pickle, a worker that died) is compiled here.
+
+    Args:
+        requests: ``(primitive function, argument types)`` pairs, as for
+            :func:`compile_function`.
+        target: a target dict, ``"llvm"`` or None.
+        cache: the kernel cache (None: :func:`default_cache`).
+        jobs: the number of simultaneous compilations (1: all in this process).
+    Returns:
+        The number of kernels compiled (not counting those the cache held, nor failures).
+    """
+    spec = normalize_target(target)
+    store = default_cache() if cache is None else cache
+    todo: dict[str, tuple[Function, Sequence[Type]]] = {}
+    for func, types in requests:
+        if store.by_identity(func, types, spec).kernel is not None:
+            continue
+        try:
+            key = store.key_of(func, types, spec)
+        except LoweringFailed:
+            continue
+        if key in todo or store.holds(key):
+            continue
+        todo[key] = (func, types)
+    if not todo:
+        return 0
+    jobs = _default_jobs() if jobs is None else max(1, int(jobs))
+    work = list(todo.items())
+    if jobs <= 1 or len(work) < 2:
+        return sum(_compile_here(func, types, spec, store) for _, (func, types) in work)
+    return _compile_parallel(work, spec, store, jobs)
+
+
+def prestart_workers(cache: KernelCache | None = None, jobs: int | None = None) -> int:
+    """Start the compile workers now when a build is likely to compile (the number started).
+
+    A worker takes seconds to import TVM; ``build`` calls this before its pass pipeline
+    runs, so that the import overlaps the passes. It starts workers only when the cache's
+    directory holds no kernel at all (a first build: everything will compile); otherwise
+    :func:`compile_many` starts them when it finds kernels to compile.
+    """
+    store = default_cache() if cache is None else cache
+    jobs = _default_jobs() if jobs is None else max(1, int(jobs))
+    if jobs <= 1 or not store.disk:
+        return 0
+    try:
+        with os.scandir(store.directory) as entries:
+            if any(e.name.endswith(".json") for e in entries):
+                return 0
+    except OSError:
+        pass                              # no directory yet: a first build
+    return len(_workers(jobs - 1))
+
+
+def _default_jobs() -> int:
+    """``$RELAY_TVM_JOBS``, else 1 (every kernel compiled in this process).
+
+    Measured on a shared 2-CPU machine (load 1.5 to 6): a worker costs seconds of CPU to
+    start (it imports ``semantics`` and TVM) and gave no gain on models of 7 to 44
+    kernels, whose compilation in one process takes 1.5 to 20 s; on an idle machine with
+    more CPUs, or for larger models, set ``jobs`` (or the variable) to use workers.
+    """
+    env = os.environ.get("RELAY_TVM_JOBS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return 1
+
+
+def _compile_here(func: Function, types: Sequence[Type], spec: dict[str, Any],
+                  store: KernelCache) -> bool:
+    try:
+        compile_function(func, types, target=spec, cache=store)
+    except NoLowering:
+        return False
+    return True
+
+
+def _compile_parallel(work: list[tuple[str, tuple[Function, Sequence[Type]]]],
+                      spec: dict[str, Any], store: KernelCache, jobs: int) -> int:
+    """Share ``work`` between this process (from the back of the queue) and ``jobs - 1``
+    worker processes (from the front), each fed by a thread of this process."""
+    import collections
+
+    directory, scratch = store.shared_directory()
+    queue = collections.deque(work)
+    lock = threading.Lock()
+    results: dict[str, tuple[Any, ...]] = {}
+
+    def feed(worker: _Worker) -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                key, item = queue.popleft()
+            payload = _payload(item[0], item[1], spec, key, directory)
+            outcome = worker.run(payload) if payload is not None else None
+            with lock:
+                if outcome is None:         # not picklable, or the worker died: do it here
+                    queue.append((key, item))
+                    if payload is not None:
+                        return
+                else:
+                    results[key] = outcome
+
+    feeders = [threading.Thread(target=feed, args=(w,), daemon=True,
+                                name="relay-kernel-feeder") for w in _workers(jobs - 1)]
+    for t in feeders:
+        t.start()
+    compiled = 0
+    try:
+        while True:
+            with lock:
+                item = queue.pop() if queue else None
+            if item is None:
+                break
+            compiled += _compile_here(item[1][0], item[1][1], spec, store)
+        for t in feeders:
+            t.join()
+        while queue:                        # handed back by a worker that died at the end
+            key, (func, types) = queue.pop()
+            compiled += _compile_here(func, types, spec, store)
+        for key, outcome in results.items():
+            if outcome[0] == "ok":
+                compiled += store.adopt(key, directory) is not None
+            elif outcome[0] == "failed":
+                store.remember_failure(key, NoLowering(outcome[1], outcome[2]))
+    finally:
+        if scratch is not None:
+            for t in feeders:
+                t.join()
+            shutil.rmtree(scratch, ignore_errors=True)
+    return compiled
+
+
+class _FunctionPickler(pickle.Pickler):
+    """Pickles Relay functions (``Attrs`` by its items: its ``__getattr__`` defeats pickle)."""
+
+    dispatch_table = copyreg.dispatch_table.copy()
+    dispatch_table[Attrs] = lambda a: (Attrs, (a._items,))
+
+
+def _payload(func: Function, types: Sequence[Type], spec: dict[str, Any], key: str,
+             directory: Path) -> bytes | None:
+    """The pickled request for a worker, or None when the function is too deep to pickle."""
+    buf = io.BytesIO()
+    try:
+        _FunctionPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(
+            (func, list(types), spec, key, str(directory), code_digest()))
+    except (RecursionError, pickle.PicklingError, TypeError, AttributeError):
+        return None
+    return buf.getvalue()
+
+
+def _worker_compile(payload: bytes) -> tuple[Any, ...]:
+    """In a worker: compile one request into its directory as a cache entry.
+
+    Returns ``("ok",)``, or ``("failed", op, reason)`` for :class:`NoLowering`.
+    """
+    func, types, spec, key, directory, digest = pickle.loads(payload)
+    if digest != code_digest():
+        # The backend's sources changed since the requesting process read them: this
+        # worker would build another kernel than the key names. The requester compiles it.
+        return ("error", "the backend's sources differ from the requesting process's")
+    workdir = Path(tempfile.mkdtemp(dir=directory))
+    try:
+        lib, lowered, name, needs_alignment = _build_library(func, types, spec, key, None)
+        so = workdir / "kernel.so"
+        try:
+            _link(lib, so)
+        except Exception as err:  # noqa: BLE001 - TVM's errors have no common public base
+            raise _compile_failed(lowered.ops, err) from err
+        _write_entry(Path(directory), key, so, _meta(lowered, name, needs_alignment))
+    except NoLowering as err:
+        return ("failed", err.op, err.reason)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return ("ok",)
+
+
+_HEADER = 8
+
+
+def _read_exactly(stream: Any, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        chunk = stream.read(n)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _worker_main() -> None:
+    """The loop of a compile worker process (see :class:`_Worker`).
+
+    Reads length-prefixed pickled requests on stdin and answers each with a pickled
+    outcome on the original stdout; anything else written to stdout (by TVM, say) goes to
+    stderr. ``tvm_ffi`` imports torch when it can (about 1.5 s); a worker never converts
+    torch tensors, so that import is refused here. Ends at the end of its input.
+    """
+    sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
+    inp = os.fdopen(os.dup(0), "rb")
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    import tvm  # noqa: F401 - imported before the first request arrives
+
+    while True:
+        head = _read_exactly(inp, _HEADER)
+        if head is None:
+            return
+        body = _read_exactly(inp, int.from_bytes(head, "little"))
+        if body is None:
+            return
+        try:
+            outcome = _worker_compile(body)
+        except Exception as err:  # noqa: BLE001 - report, and stay alive for the next one
+            outcome = ("error", f"{type(err).__name__}: {err}")
+        data = pickle.dumps(outcome)
+        out.write(len(data).to_bytes(_HEADER, "little") + data)
+        out.flush()
+
+
+class _Worker:
+    """A compile worker: a ``python`` process running :func:`_worker_main`.
+
+    It is started with the same interpreter, ``sys.path`` (as ``PYTHONPATH``) and
+    environment as this process, plus ``TVM_NUM_THREADS=1`` (it runs no kernels), so it
+    imports the same lowering rules and schedules; the target dict comes with each request.
+    Unlike ``multiprocessing``'s ``spawn``, it never re-imports the user's main module.
+    """
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env["TVM_NUM_THREADS"] = "1"
+        self.lock = threading.Lock()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from backends.tvm.kernels import _worker_main; "
+                                   "_worker_main()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=env, close_fds=True)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def run(self, payload: bytes) -> tuple[Any, ...] | None:
+        """Send one request and wait for its outcome (None: the worker is gone)."""
+        stdin, stdout = self.proc.stdin, self.proc.stdout
+        assert stdin is not None and stdout is not None
+        with self.lock:
+            try:
+                stdin.write(len(payload).to_bytes(_HEADER, "little") + payload)
+                stdin.flush()
+                head = _read_exactly(stdout, _HEADER)
+                body = _read_exactly(stdout, int.from_bytes(head, "little")) if head else None
+            except (OSError, ValueError):
+                return None
+        if body is None:
+            return None
+        outcome = pickle.loads(body)
+        return None if outcome[0] == "error" else outcome
+
+    def stop(self) -> None:
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+
+
+_WORKERS: list[_Worker] = []
+_WORKERS_LOCK = threading.Lock()
+
+
+def _workers(n: int) -> list[_Worker]:
+    """``n`` live compile workers (started on first use, kept for later builds).
+
+    A forked child does not share its parent's workers (their pipes are the parent's):
+    it starts its own.
+    """
+    with _WORKERS_LOCK:
+        if _OWNER and _OWNER[0] != os.getpid():
+            _WORKERS.clear()
+        _OWNER[:] = [os.getpid()]
+        _WORKERS[:] = [w for w in _WORKERS if w.alive()]
+        while len(_WORKERS) < n:
+            try:
+                _WORKERS.append(_Worker())
+            except OSError:
+                break
+        if _WORKERS and not _EXIT_HOOK:
+            atexit.register(shutdown_workers)
+            _EXIT_HOOK.append(True)
+        return list(_WORKERS[:n])
+
+
+_EXIT_HOOK: list[bool] = []
+_OWNER: list[int] = []
+
+
+def shutdown_workers() -> None:
+    """Stop the compile worker processes (they start again when needed)."""
+    with _WORKERS_LOCK:
+        workers, _WORKERS[:] = list(_WORKERS), []
+        if _OWNER and _OWNER[0] != os.getpid():
+            return                        # a forked child: the workers are the parent's
+    for w in workers:
+        w.stop()
 
 
 def _type_json(t: TensorType) -> list[Any]:
@@ -480,6 +989,8 @@ class KernelCache:
         hits_memory, hits_disk, misses: counters (for tests and benchmarks).
 
     A directory that cannot be written is not an error: the kernel stays in memory only.
+    The cache also remembers, for this process, the functions that failed to compile
+    (by key: they are not tried again) and the key of each function object it has seen.
     """
 
     def __init__(self, directory: str | Path | None = None, *, disk: bool = True) -> None:
@@ -489,6 +1000,8 @@ class KernelCache:
         self._lock = threading.Lock()
         self._pending: list[Future[None]] = []
         self._identity: dict[Any, tuple[Function, Kernel]] = {}
+        self._keys: dict[Any, tuple[Function, str]] = {}
+        self._failed: dict[str, tuple[str, str]] = {}
         self.hits_memory = 0
         self.hits_disk = 0
         self.misses = 0
@@ -516,6 +1029,30 @@ class KernelCache:
             return _IdentityEntry(self, sig, func, hit[1])
         return _IdentityEntry(self, sig, func, None)
 
+    def key_of(self, func: Function, arg_types: Sequence[Type], target: dict[str, Any]) -> str:
+        """:func:`kernel_key`, remembered per function object (hashing the constants of a
+        large kernel costs milliseconds; a build asks twice: to compile, then to run)."""
+        sig = (id(func), _types_signature(arg_types), target_key(target))
+        with self._lock:
+            hit = self._keys.get(sig)
+        if hit is not None and hit[0] is func:
+            return hit[1]
+        key = kernel_key(func, arg_types, target)
+        with self._lock:
+            if len(self._keys) >= _IDENTITY_LIMIT:
+                self._keys.clear()
+            self._keys[sig] = (func, key)
+        return key
+
+    def seed_key(self, func: Function, arg_types: Sequence[Type], target: dict[str, Any],
+                 key: str) -> None:
+        """Tell :meth:`key_of` the key of ``func`` (known from a memo of the same input)."""
+        sig = (id(func), _types_signature(arg_types), target_key(target))
+        with self._lock:
+            if len(self._keys) >= _IDENTITY_LIMIT:
+                self._keys.clear()
+            self._keys[sig] = (func, key)
+
     def get(self, key: str) -> Kernel | None:
         """The kernel of ``key`` from memory, else from disk (then kept in memory), else None."""
         with self._lock:
@@ -524,7 +1061,7 @@ class KernelCache:
                 self.hits_memory += 1
                 return kernel
         if self.disk:
-            kernel = self._load(key)
+            kernel = _load_entry(self.directory, key)
             if kernel is not None:
                 with self._lock:
                     self._memory[key] = kernel
@@ -534,17 +1071,107 @@ class KernelCache:
             self.misses += 1
         return None
 
-    def put(self, key: str, kernel: Kernel, lib: Any, meta: dict[str, Any]) -> None:
+    def holds(self, key: str) -> bool:
+        """Whether ``get(key)`` would find a kernel (or the key is known to fail), without
+        loading anything."""
+        with self._lock:
+            if key in self._memory or key in self._failed:
+                return True
+        if not self.disk:
+            return False
+        so, js, _ = _entry_paths(self.directory, key)
+        return js.is_file() and so.is_file()
+
+    def failure(self, key: str) -> tuple[str, str] | None:
+        """``(op, reason)`` of the :class:`NoLowering` this key failed with, if it did."""
+        with self._lock:
+            return self._failed.get(key)
+
+    def remember_failure(self, key: str, err: NoLowering) -> None:
+        """Record that ``key`` does not compile (for this process: a changed TVM or lowering
+        rule may compile it later)."""
+        with self._lock:
+            self._failed[key] = (err.op, err.reason)
+
+    def workdir(self) -> Path | None:
+        """A fresh directory where a compilation may leave its library for :meth:`put`.
+
+        Inside the cache directory (so the library is renamed into place) when the cache
+        is on disk and writable, else a system temporary directory; None when neither can
+        be made (the kernel then runs from TVM's JIT).
+        """
+        if self.disk:
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                return Path(tempfile.mkdtemp(dir=self.directory))
+            except OSError:
+                pass
+        try:
+            return Path(tempfile.mkdtemp(prefix="relay-kernel-"))
+        except OSError:
+            return None
+
+    def shared_directory(self) -> tuple[Path, Path | None]:
+        """Where worker processes write kernels for this cache: ``(directory, scratch)``.
+
+        The cache directory itself when it is on disk and writable (``scratch`` None);
+        otherwise a temporary directory, ``scratch``, which the caller removes.
+        """
+        if self.disk:
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                probe = Path(tempfile.mkdtemp(dir=self.directory))
+                probe.rmdir()
+                return self.directory, None
+            except OSError:
+                pass
+        scratch = Path(tempfile.mkdtemp(prefix="relay-kernels-"))
+        return scratch, scratch
+
+    def adopt(self, key: str, directory: Path) -> Kernel | None:
+        """Load the entry a worker wrote for ``key`` into ``directory`` and keep it in memory
+        (the entry is the disk copy when ``directory`` is the cache's own)."""
+        kernel = _load_entry(directory, key)
+        if kernel is not None:
+            with self._lock:
+                self._memory[key] = kernel
+        return kernel
+
+    def put(self, key: str, kernel: Kernel, artifact: Any, meta: dict[str, Any],
+            workdir: Path | None = None) -> None:
         """Keep ``kernel`` in memory and (best effort) its library on disk.
 
-        The disk copy is written by a background thread (linking the shared object with the
-        C compiler costs about as much as compiling the kernel); :meth:`flush` waits for it,
-        and so does the interpreter's exit.
+        ``artifact`` is the linked library (a path, inside ``workdir``) or TVM's module
+        (exported, which links with the C compiler). The disk copy is written by a
+        background thread; :meth:`flush` waits for it, and so does the interpreter's exit.
+        ``workdir`` is removed afterwards.
         """
         with self._lock:
             self._memory[key] = kernel
             if self.disk:
-                self._pending.append(_writer().submit(self._store, key, lib, meta))
+                self._pending.append(_writer().submit(self._store, key, artifact, meta,
+                                                      workdir))
+                return
+        _discard(workdir)
+
+    def load_module(self, key: str) -> Any:
+        """The object pickled by :meth:`save_module` under ``key``, or None (no entry, an
+        unreadable one, or a memory-only cache)."""
+        if not self.disk:
+            return None
+        try:
+            with open(self.directory / f"{key}.module", "rb") as f:
+                return pickle.load(f)
+        except Exception:  # noqa: BLE001 - a damaged or stale memo is a miss
+            return None
+
+    def save_module(self, key: str, module: Any) -> None:
+        """Pickle ``module`` (an immutable IR module) as ``<key>.module`` in the background
+        (best effort: too deep to pickle, or an unwritable directory, writes nothing)."""
+        if not self.disk:
+            return
+        with self._lock:
+            self._pending.append(_writer().submit(_write_module, self.directory, key, module))
 
     def flush(self) -> None:
         """Wait until every kernel compiled so far is written to disk."""
@@ -559,61 +1186,146 @@ class KernelCache:
         with self._lock:
             self._memory.clear()
             self._identity.clear()
+            self._failed.clear()
         if self.directory.is_dir():
             for path in self.directory.iterdir():
-                if path.is_dir() and path.name.startswith("tmp"):   # an interrupted write
-                    shutil.rmtree(path, ignore_errors=True)
+                if path.name.startswith("tmp"):                     # an interrupted write
+                    if path.is_dir():
+                        shutil.rmtree(path, ignore_errors=True)
+                    elif path.suffix == ".partial":
+                        path.unlink(missing_ok=True)
                     continue
-                if path.suffix in (".so", ".json", ".npz") and re.fullmatch(
+                if path.suffix in (".so", ".json", ".npz", ".module") and re.fullmatch(
                         r"[0-9a-f]{40}", path.stem):
                     path.unlink(missing_ok=True)
 
     def _paths(self, key: str) -> tuple[Path, Path, Path]:
-        d = self.directory
-        return d / f"{key}.so", d / f"{key}.json", d / f"{key}.npz"
+        return _entry_paths(self.directory, key)
 
-    def _store(self, key: str, lib: Any, meta: dict[str, Any]) -> None:
-        so, js, npz = self._paths(key)
+    def _store(self, key: str, artifact: Any, meta: dict[str, Any],
+               workdir: Path | None) -> None:
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryDirectory(dir=self.directory) as tmp:
-                tmp_so = Path(tmp) / "kernel.so"
-                lib.export_library(str(tmp_so))
-                constants = meta["constants"]
-                if constants:
-                    tmp_npz = Path(tmp) / "constants.npz"
-                    np.savez(tmp_npz, *constants)
-                    os.replace(tmp_npz, npz)
-                os.replace(tmp_so, so)
-                doc = {k: v for k, v in meta.items() if k != "constants"}
-                doc["constants"] = len(constants)
-                tmp_js = Path(tmp) / "kernel.json"
-                tmp_js.write_text(json.dumps(doc))
-                os.replace(tmp_js, js)     # written last: its presence means complete
-        except (OSError, RuntimeError, ValueError):
-            return
+            _write_entry(self.directory, key, artifact, meta)
+        finally:
+            _discard(workdir)
 
     def _load(self, key: str) -> Kernel | None:
-        import tvm
+        return _load_entry(self.directory, key)
 
-        so, js, npz = self._paths(key)
-        if not js.is_file() or not so.is_file():
-            return None
+
+def _entry_paths(directory: Path, key: str) -> tuple[Path, Path, Path]:
+    return directory / f"{key}.so", directory / f"{key}.json", directory / f"{key}.npz"
+
+
+def _write_entry(directory: Path, key: str, artifact: Any, meta: dict[str, Any]) -> None:
+    """Write a cache entry: the library (``artifact``: a linked ``.so`` path, moved, or TVM's
+    module, exported), the constants, and the ``.json`` last (its presence means complete).
+    Errors (an unwritable directory, no C compiler) leave no entry and are not raised."""
+    so, js, npz = _entry_paths(directory, key)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=directory) as tmp:
+            tmp_so = Path(tmp) / "kernel.so"
+            if isinstance(artifact, Path):
+                shutil.copyfile(artifact, tmp_so)
+            else:
+                artifact.export_library(str(tmp_so))
+            constants = meta["constants"]
+            if constants:
+                tmp_npz = Path(tmp) / "constants.npz"
+                np.savez(tmp_npz, *constants)
+                os.replace(tmp_npz, npz)
+            os.replace(tmp_so, so)
+            doc = {k: v for k, v in meta.items() if k != "constants"}
+            doc["constants"] = len(constants)
+            tmp_js = Path(tmp) / "kernel.json"
+            tmp_js.write_text(json.dumps(doc))
+            os.replace(tmp_js, js)     # written last: its presence means complete
+    except (OSError, RuntimeError, ValueError):
+        return
+
+
+def _read_constants(npz: Path, n: int) -> list[np.ndarray]:
+    """The ``n`` arrays ``arr_0..`` of an ``np.savez`` file (read-only, C order).
+
+    ``np.savez`` stores its members uncompressed, so each array's bytes lie in the file as
+    they are: the arrays are views of a memory map of the file (``np.load`` would read them
+    in chunks through ``zipfile``, checksumming every chunk, and copy them: several times
+    slower, and a model's weights are copied once more by :class:`Kernel`, which keeps
+    its own C-contiguous copies). The map closes when the last view goes. Any other layout
+    (a compressed member, say) is read by ``np.load``.
+    """
+    import mmap
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(npz) as zf:
+            infos = [zf.getinfo(f"arr_{i}.npy") for i in range(n)]
+        if any(info.compress_type != zipfile.ZIP_STORED for info in infos):
+            raise ValueError("compressed")
+        out = []
+        with open(npz, "rb") as f:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            for info in infos:
+                head = mm[info.header_offset:info.header_offset + 30]
+                if head[:4] != b"PK\x03\x04":
+                    raise ValueError("not a local file header")
+                start = info.header_offset + 30 + int.from_bytes(head[26:28], "little") \
+                    + int.from_bytes(head[28:30], "little")
+                f.seek(start)
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+                else:
+                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+                if dtype.hasobject:
+                    raise ValueError("object array")
+                count = int(np.prod(shape, dtype=np.int64))
+                view = np.frombuffer(mm, dtype, count=count, offset=f.tell())
+                if fortran and len(shape) > 1:      # a C-order copy (np.savez of an F array)
+                    out.append(np.array(view.reshape(shape, order="F"), order="C"))
+                else:
+                    out.append(view.reshape(shape))
+        return out
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, TypeError, BufferError):
+        with np.load(npz) as data:
+            return [np.array(data[f"arr_{i}"], order="C") for i in range(n)]
+
+
+def _write_module(directory: Path, key: str, module: Any) -> None:
+    """Write ``<key>.module`` (see :meth:`KernelCache.save_module`)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix="tmp", suffix=".partial")
         try:
-            meta = json.loads(js.read_text())
-            constants: list[np.ndarray] = []
-            if meta["constants"]:
-                with np.load(npz) as data:
-                    constants = [np.array(data[f"arr_{i}"], order="C")
-                                 for i in range(meta["constants"])]
-            lib = tvm.runtime.load_module(str(so))
-            name = meta["name"]
-            return Kernel(name, lib[name], lib, [_type_from_json(t) for t in meta["inputs"]],
-                          [_type_from_json(t) for t in meta["outputs"]],
-                          _layout_from_json(meta["layout"]), constants,
-                          bool(meta["needs_alignment"]))
-        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
-            return None
+            with os.fdopen(fd, "wb") as f:
+                _FunctionPickler(f, protocol=pickle.HIGHEST_PROTOCOL).dump(module)
+            os.replace(tmp, directory / f"{key}.module")
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except (OSError, RecursionError, pickle.PicklingError, TypeError, AttributeError):
+        return
+
+
+def _load_entry(directory: Path, key: str) -> Kernel | None:
+    """The kernel of a complete cache entry in ``directory``, or None."""
+    import tvm
+
+    so, js, npz = _entry_paths(directory, key)
+    if not js.is_file() or not so.is_file():
+        return None
+    try:
+        meta = json.loads(js.read_text())
+        constants = _read_constants(npz, int(meta["constants"])) if meta["constants"] else []
+        lib = tvm.runtime.load_module(str(so))
+        name = meta["name"]
+        return Kernel(name, lib[name], lib, [_type_from_json(t) for t in meta["inputs"]],
+                      [_type_from_json(t) for t in meta["outputs"]],
+                      _layout_from_json(meta["layout"]), constants,
+                      bool(meta["needs_alignment"]))
+    except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+        return None
 
 
 class _IdentityEntry:
