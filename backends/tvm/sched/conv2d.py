@@ -1,36 +1,45 @@
-"""Convolution schedules for the CPU: blocked ``NCHW{c}c``, depthwise and plain ``NCHW``.
+"""Convolution schedules for the CPU: ``nn.conv2d`` with a blocked ``NCHW{c}c`` output.
 
 Registered for ``nn.conv2d`` (see :mod:`backends.tvm.sched`). The kernel is the lowering of
 :mod:`backends.tvm.lower.nn`: one reduction block ``conv2d`` over the output's axes with the
 reduction axes ``rc`` (input channels of a group), ``ry``, ``rx`` (kernel taps), the zero
-padding an ``if_then_else`` inside it (so the pad stage is inlined), and the fused epilogue
-(``add`` of a bias, a residual, ``nn.relu``, ``clip``, ...) as elementwise blocks after it.
-
-The recipe (one per output layout, chosen from the block's access pattern):
+padding an ``if_then_else`` inside it (the pad stage is inlined), and the fused epilogue
+(``add`` of a bias or a residual, ``nn.relu``, ``clip``, ``multiply``, ...) as elementwise
+blocks after it. AlterOpLayout (``passes/alter_op_layout.py``) gives every convolution whose
+output channels the block divides an ``NCHW{c}c`` output: ordinary ones (``OIHW{c}i{c}o``
+kernels), depthwise ones (``OIHW1i{c}o``) and those with few input channels (data read in
+``NCHW``, ``OIHW{c}o`` kernels) — all take this recipe:
 
 1. Every elementwise stage is inlined: the epilogue chain collapses into the one output block
    ``E`` that reads the convolution (when the convolution itself is the output, a
-   ``cache_write`` creates ``E`` as a plain copy).
-2. ``E``'s loops are tiled: the output width by the register tile ``tw``, the
-   *lane axis* (the channel block ``c`` of ``NCHW{c}c``; the output width for plain
-   ``NCHW``) kept innermost and vectorized; the outer loops (batch, channel blocks, output
-   rows, width tiles) are fused and ``parallel``.
-3. The convolution is computed at the width tile (``compute_at``): an accumulator of
-   ``tw × lanes`` values, initialized once (``decompose_reduction``) and updated by the
-   reduction loops ``rc_outer, ry, rx, rc_inner`` around the unrolled ``tw`` loop and the
-   vectorized lane loop — each weight vector loaded once serves ``tw`` FMAs, each input
-   scalar is broadcast into one; the epilogue reads the accumulator in the tile's
-   write-back loop (so bias, residual and activation cost no extra pass over memory).
+   ``cache_write`` creates ``E`` as a copy).
+2. The convolution's loops are tiled: the output width split by the register tile ``tw``,
+   the input channels by the channel block (``rc_outer``, ``rc_inner``), in the order
+   ``(batch, channel block, output row, width tile) | rc_outer, ry, rx, rc_inner | tw, lanes``.
+   The four outer loops are fused and ``parallel`` (work below :data:`PARALLEL_MIN` scalar
+   outputs stays serial: waking the thread pool costs microseconds); the ``tw`` loop is
+   unrolled and the lane loop (the output channel block) vectorized: each weight vector
+   loaded once serves ``tw`` FMAs into ``tw`` accumulator registers, each input value is
+   broadcast once.
+3. The accumulator (``tw × lanes`` values) is a ``local`` buffer initialized once per tile
+   (``decompose_reduction``), and ``E`` is moved into the tile (``reverse_compute_at``):
+   bias, residual and activation are applied in the tile's vectorized write-back loop, at no
+   extra pass over memory.
 
 The tile width is the largest divisor of the output width not above :data:`MAX_TILE`
-(registers: ``tw`` accumulators plus a weight and a broadcast among AVX-512's 32); no
-search, so compile time stays that of one recipe. A kernel the recipe does not recognize
-(another block structure, a layout without a lane axis) returns ``None``: the default
-recipe runs.
+(``tw`` accumulators plus a weight vector and a broadcast fit AVX-512's 32 registers): no
+search, so a kernel costs one LLVM compilation. A kernel the recipe does not recognize (not
+float32, another block structure, a non-blocked output) gets ``None``: the default recipe
+(:mod:`backends.tvm.schedules`) runs.
+
+:func:`enable_isnan_vectorization` is applied once when this module schedules a kernel: it
+lets TVM vectorize ``tirx.isnan`` (used by the NaN-propagating ``max`` of ``nn.relu``), which
+TVM 0.27 otherwise scalarizes, turning every relu epilogue into gathers.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
@@ -40,11 +49,14 @@ __all__ = ["MAX_TILE", "schedule_conv2d", "width_tile"]
 MAX_TILE = 28
 """The largest register tile along the output width."""
 
-LANES = 16
-"""float32 lanes of one AVX-512 register (the channel block AlterOpLayout picks)."""
+_BLOCKED = re.compile(r"NCHW[1-9][0-9]*c")
 
 PARALLEL_MIN = 16384
+"""Multiply-adds below which a kernel stays single-threaded."""
+
 UNROLL_IC = False
+"""Unroll the inner input-channel loop too: measured ~5 % faster per kernel here, but LLVM
+then takes 3-4x longer per kernel (cold builds over 10 s per model): off."""
 
 
 def enable_isnan_vectorization() -> None:
@@ -83,9 +95,8 @@ def _extent(sch: Any, loop: Any) -> int:
 
 
 def _inline_elementwise(sch: Any, keep: str) -> None:
-    """Inline every block except ``keep`` and the outputs (repeat until nothing changes);
-    then inline the outputs' producers into them (``reverse_compute_inline`` is not needed:
-    the epilogue stages are consumers of the convolution)."""
+    """Inline every block except ``keep`` and the outputs (repeated until nothing changes):
+    an elementwise chain after the convolution collapses into its output block."""
     root = sch.get_sblock("root")
     changed = True
     while changed:
@@ -123,13 +134,12 @@ def schedule_conv2d(prim: Any, info: KernelInfo) -> Any:
         prim: the kernel's ``PrimFunc``.
         info: the kernel's operators, function, argument types and target.
     Returns:
-        The scheduled module, or None when the kernel is not a single float32 convolution in
-        ``NCHW{c}c`` (with a channel block of at least 4) or ``NCHW`` output layout.
+        The scheduled module, or None when the kernel is not a single float32 convolution
+        with an ``NCHW{c}c`` output (a channel block of at least 4).
     """
     import tvm
     from tvm import s_tir
 
-    enable_isnan_vectorization()
     if info.ops.count("nn.conv2d") != 1:
         return None
     conv_call = _conv_call(info)
@@ -137,20 +147,16 @@ def schedule_conv2d(prim: Any, info: KernelInfo) -> Any:
         return None
     attrs = conv_call.attrs
     out_layout = attrs.get("out_layout") or attrs.get("data_layout") or "NCHW"
-    if conv_call.checked_type.dtype != "float32":
-        return None
     sch = s_tir.Schedule(tvm.IRModule({"main": prim}))
     try:
         conv = sch.get_sblock("conv2d")
     except Exception:  # noqa: BLE001 - an empty convolution (no reduction block)
         return None
     shape = _conv_shape(sch, conv)
-    if shape is None:
+    if shape is None or str(sch.get(conv).writes[0].source.dtype) != "float32":
         return None
-    spatial, _ = shape
-    blocked = out_layout.startswith("NCHW") and len(out_layout) > 4 and out_layout.endswith("c")
-    if not (blocked and len(spatial) == 5 and spatial[-1] >= 4) and not (
-            out_layout == "NCHW" and len(spatial) == 4):
+    spatial, reduction = shape
+    if not (_BLOCKED.fullmatch(out_layout) and len(spatial) == 5 and spatial[-1] >= 4):
         return None
     _inline_elementwise(sch, "conv2d")
     conv = sch.get_sblock("conv2d")
@@ -164,10 +170,7 @@ def schedule_conv2d(prim: Any, info: KernelInfo) -> Any:
         return None
     if len(sch.get_loops(epilogue)) != len(spatial):
         return None
-    if blocked:
-        _tile_blocked(sch, conv, epilogue, spatial)
-    else:
-        _tile_nchw(sch, conv, epilogue, spatial)
+    _tile_blocked(sch, conv, epilogue, spatial, reduction)
     return sch.mod
 
 
@@ -181,43 +184,35 @@ def _conv_call(info: KernelInfo) -> Any:
     return None
 
 
-def _tile_blocked(sch: Any, conv: Any, epilogue: Any, spatial: list[int]) -> None:
+def _tile_blocked(sch: Any, conv: Any, epilogue: Any, spatial: list[int],
+                  reduction: list[int]) -> None:
     """``NCHW{c}c``: lanes over the channel block, a register tile over the output width."""
-    n, cb, oh, ow, lanes = sch.get_loops(epilogue)
-    width = spatial[3]
-    tw = width_tile(width)
+    n, cb, oh, ow, lane, rc, ry, rx = sch.get_loops(conv)
+    tw = width_tile(spatial[3])
     owo, owi = sch.split(ow, [None, tw])
+    ic_block = _inner_block(_extent(sch, rc), spatial[-1])
+    if ic_block > 1:
+        rco, rci = sch.split(rc, [None, ic_block])
+        inner = [rco, ry, rx, rci]
+    else:
+        rco = rc
+        inner = [rc, ry, rx]
+    sch.reorder(n, cb, oh, owo, *inner, owi, lane)
     outer = sch.fuse(n, cb, oh, owo)
     work = 1
-    for e in spatial:
+    for e in (*spatial, *reduction):
         work *= e
     if work >= PARALLEL_MIN:
         sch.parallel(outer)
-    sch.compute_at(conv, outer)
+    sch.vectorize(lane)
+    sch.unroll(owi)
+    if ic_block > 1 and UNROLL_IC:
+        sch.unroll(inner[-1])
+    sch.reverse_compute_at(epilogue, outer)
     sch.set_scope(conv, 0, "local")
-    loops = sch.get_loops(conv)
-    # loops: outer, then the conv's own loops over the tile: n, cb, oh, ow, c, rc, ry, rx
-    own = loops[1:]
-    *sp, rc, ry, rx = own
-    c_lane = sp[-1]
-    c_ow = sp[-2]
-    rc_ext = _extent(sch, rc)
-    ic_block = _inner_block(rc_ext, spatial[-1])
-    if ic_block > 1:
-        rco, rci = sch.split(rc, [None, ic_block])
-    else:
-        rco, rci = rc, None
-    order = [rco, ry, rx] + ([rci] if rci is not None else []) + [c_ow, c_lane]
-    sch.reorder(*order)
-    sch.vectorize(c_lane)
-    sch.unroll(c_ow)
-    if rci is not None and UNROLL_IC:
-        sch.unroll(rci)
     init = sch.decompose_reduction(conv, rco)
-    i_loops = sch.get_loops(init)
-    sch.vectorize(i_loops[-1])
-    e_loops = sch.get_loops(epilogue)
-    sch.vectorize(e_loops[-1])
+    sch.vectorize(sch.get_loops(init)[-1])
+    sch.vectorize(sch.get_loops(epilogue)[-1])
 
 
 def _inner_block(rc_extent: int, lanes: int) -> int:
@@ -228,9 +223,10 @@ def _inner_block(rc_extent: int, lanes: int) -> int:
     return 1
 
 
-def _tile_nchw(sch: Any, conv: Any, epilogue: Any, spatial: list[int]) -> None:
-    """Plain ``NCHW``: a tile of output channels × a vector of output columns."""
-    raise NotImplementedError
+try:
+    enable_isnan_vectorization()   # every kernel compiled after the schedule table loads
+except ImportError:                # no TVM: nothing to compile either
+    pass
 
 
 @register_schedule("nn.conv2d", priority=100)
