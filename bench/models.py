@@ -80,8 +80,8 @@ def model_flops(mod: IRModule) -> int:
         if not isinstance(out, TensorType) or not isinstance(weight, TensorType) or not all(
                 type(d) is int for d in (*out.shape, *weight.shape)):
             raise ValueError(f"{name} without concrete types")
-        outputs = int(np.prod(out.shape, dtype=np.int64))
-        wdims = [int(d) for d in weight.shape]
+        outputs = int(np.prod([int(d) for d in out.shape], dtype=np.int64))  # type: ignore[call-overload]
+        wdims = [int(d) for d in weight.shape]  # type: ignore[call-overload]
         if name == "nn.dense":        # weight (units, K)
             reduction = wdims[1]
         else:                         # OIHW: each output sums I/groups * KH * KW products

@@ -8,8 +8,13 @@ same: the registered pass (what ``optimize`` runs at ``-O3``) moves every
 convolution whose channel counts the block divides to ``NCHW{c}c`` with the
 block :func:`conv_block_size` picks for the target — 16 with AVX-512, 8 with
 AVX2, else 4, the ``ic_bn``/``oc_bn`` the TVM backend's NCHWc conv schedule
-will want; a convolution whose data, input-per-group or output channels the
-block does not divide (a depthwise conv, 3 RGB channels) is left as it is.
+will want. Two kinds of convolutions the block does not fully divide still
+get a blocked output (``NCHW{c}c``), so a network stays blocked end to end:
+a depthwise convolution (``groups`` = channels, one input channel per group)
+runs in ``NCHW{c}c`` with an ``OIHW1i{c}o`` kernel, and one with few input
+channels (3 RGB channels) reads its data in ``NCHW`` with an ``OIHW{c}o``
+kernel and writes ``NCHW{c}c`` (``out_layout``). A convolution whose output
+channels the block does not divide is left as it is.
 :func:`alter_op_layout` also takes an explicit target: a blocked ``NCHW{c}c``
 (or ``block=c``), ``NHWC`` with ``HWIO`` kernels (the layout TVM's ARM and
 tensor-core schedules want), or ``NCHW``/``OIHW``.
@@ -19,12 +24,14 @@ Rewrites, by name (``T`` the target data layout, ``K`` its kernel layout):
 * **Alter-Conv2D** — ``nn.conv2d(x, w)`` in data layout ``D``, kernel layout
   ``Kw`` and output layout ``O`` (not already ``T``/``K``/``T``) becomes
   ``layout_transform(nn.conv2d(x_T, w_K, data_layout=T, kernel_layout=K), T, O)``
+  (for the two kinds above: ``K`` is ``OIHW1i{c}o``, or ``x_T`` is ``x`` in ``NCHW``,
+  ``K`` is ``OIHW{c}o`` and ``out_layout=T``)
   where ``x_T`` is ``x`` in layout ``T`` — ``layout_transform(x, D, T)``, or
   the value already available in ``T`` (below) — and ``w_K`` is
   ``layout_transform(w, Kw, K)``, computed now when ``w`` is a constant (bound
   weights are pre-transformed at compile time). For a blocked ``T`` only when
   the block divides the data channels, the weight's input channels (per group)
-  and the output channels (known integers).
+  and the output channels (known integers), or for the two kinds above.
 * **Alter-Elide** — a value that exists in layout ``T`` (a rewritten
   convolution's output, or a layout-agnostic elementwise operator — ``nn.relu``,
   ``exp``, ``cast``, ... — applied to such a value) is used *as it is* by the

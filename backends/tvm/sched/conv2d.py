@@ -13,21 +13,23 @@ kernels), depthwise ones (``OIHW1i{c}o``) and those with few input channels (dat
 1. Every elementwise stage is inlined: the epilogue chain collapses into the one output block
    ``E`` that reads the convolution (when the convolution itself is the output, a
    ``cache_write`` creates ``E`` as a copy).
-2. The convolution's loops are tiled: the output width split by the register tile ``tw``,
-   the input channels by the channel block (``rc_outer``, ``rc_inner``), in the order
-   ``(batch, channel block, output row, width tile) | rc_outer, ry, rx, rc_inner | tw, lanes``.
+2. The convolution's loops are tiled: the output width split by the register tile ``tw``
+   (and, when ``tw`` is short, the output rows by a row tile ``th``, :func:`row_tile`), the
+   input channels by the channel block (``rc_outer``, ``rc_inner``), in the order
+   ``(batch, channel block, row tile, width tile) | rc_outer, ry, rx, rc_inner | th, tw,
+   lanes``.
    The four outer loops are fused and ``parallel`` (work below :data:`PARALLEL_MIN` scalar
    outputs stays serial: waking the thread pool costs microseconds); the ``tw`` loop is
    unrolled and the lane loop (the output channel block) vectorized: each weight vector
    loaded once serves ``tw`` FMAs into ``tw`` accumulator registers, each input value is
    broadcast once.
-3. The accumulator (``tw × lanes`` values) is a ``local`` buffer initialized once per tile
+3. The accumulator (``th × tw × lanes`` values) is a ``local`` buffer initialized once per tile
    (``decompose_reduction``), and ``E`` is moved into the tile (``reverse_compute_at``):
    bias, residual and activation are applied in the tile's vectorized write-back loop, at no
    extra pass over memory.
 
 The tile width is the largest divisor of the output width not above :data:`MAX_TILE`
-(``tw`` accumulators plus a weight vector and a broadcast fit AVX-512's 32 registers): no
+(``th × tw`` accumulators plus a weight vector and a broadcast fit AVX-512's 32 registers): no
 search, so a kernel costs one LLVM compilation. A kernel the recipe does not recognize (not
 float32, another block structure, a non-blocked output) gets ``None``: the default recipe
 (:mod:`backends.tvm.schedules`) runs.
@@ -44,7 +46,8 @@ from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
 
-__all__ = ["MAX_TILE", "schedule_conv2d", "width_tile"]
+__all__ = ["MAX_TILE", "enable_isnan_vectorization", "row_tile", "schedule_conv2d",
+           "width_tile"]
 
 MAX_TILE = 28
 """The largest register tile along the output width."""
@@ -53,6 +56,12 @@ _BLOCKED = re.compile(r"NCHW[1-9][0-9]*c")
 
 PARALLEL_MIN = 16384
 """Multiply-adds below which a kernel stays single-threaded."""
+
+MAX_ROWS = 4
+"""The most output rows in one register tile."""
+
+ROW_TILES = True
+"""Tile output rows too when the width tile is short (see :func:`row_tile`)."""
 
 UNROLL_IC = False
 """Unroll the inner input-channel loop too: measured ~5 % faster per kernel here, but LLVM
@@ -75,16 +84,17 @@ def enable_isnan_vectorization() -> None:
         op.set_attr("TVectorizable", True)
 
 
-def width_tile(width: int, cap: int = MAX_TILE) -> int:
+def width_tile(width: int, cap: int | None = None) -> int:
     """The largest divisor of ``width`` that is at most ``cap``.
 
     Args:
         width: the output width (> 0).
-        cap: the largest tile allowed.
+        cap: the largest tile allowed (default :data:`MAX_TILE`).
     Returns:
         The tile (1 when ``width`` is a prime above ``cap``).
     """
-    for t in range(min(width, cap), 0, -1):
+    limit = MAX_TILE if cap is None else cap
+    for t in range(min(width, limit), 0, -1):
         if width % t == 0:
             return t
     return 1
@@ -189,7 +199,12 @@ def _tile_blocked(sch: Any, conv: Any, epilogue: Any, spatial: list[int],
     """``NCHW{c}c``: lanes over the channel block, a register tile over the output width."""
     n, cb, oh, ow, lane, rc, ry, rx = sch.get_loops(conv)
     tw = width_tile(spatial[3])
+    th = row_tile(spatial[2], tw)
     owo, owi = sch.split(ow, [None, tw])
+    if th > 1:
+        oho, ohi = sch.split(oh, [None, th])
+    else:
+        oho, ohi = oh, None
     ic_block = _inner_block(_extent(sch, rc), spatial[-1])
     if ic_block > 1:
         rco, rci = sch.split(rc, [None, ic_block])
@@ -197,8 +212,9 @@ def _tile_blocked(sch: Any, conv: Any, epilogue: Any, spatial: list[int],
     else:
         rco = rc
         inner = [rc, ry, rx]
-    sch.reorder(n, cb, oh, owo, *inner, owi, lane)
-    outer = sch.fuse(n, cb, oh, owo)
+    tile = [owi, lane] if ohi is None else [ohi, owi, lane]
+    sch.reorder(n, cb, oho, owo, *inner, *tile)
+    outer = sch.fuse(n, cb, oho, owo)
     work = 1
     for e in (*spatial, *reduction):
         work *= e
@@ -206,6 +222,8 @@ def _tile_blocked(sch: Any, conv: Any, epilogue: Any, spatial: list[int],
         sch.parallel(outer)
     sch.vectorize(lane)
     sch.unroll(owi)
+    if ohi is not None:
+        sch.unroll(ohi)
     if ic_block > 1 and UNROLL_IC:
         sch.unroll(inner[-1])
     sch.reverse_compute_at(epilogue, outer)
@@ -213,6 +231,25 @@ def _tile_blocked(sch: Any, conv: Any, epilogue: Any, spatial: list[int],
     init = sch.decompose_reduction(conv, rco)
     sch.vectorize(sch.get_loops(init)[-1])
     sch.vectorize(sch.get_loops(epilogue)[-1])
+
+
+def row_tile(height: int, tw: int) -> int:
+    """Output rows per register tile: when the width tile is short (a 7- or 14-wide output),
+    the largest divisor ``th`` of ``height`` with ``th * tw <= MAX_TILE`` (at most
+    :data:`MAX_ROWS`), so a weight vector still serves many FMAs; 1 with ``ROW_TILES`` off.
+
+    Args:
+        height: the output height.
+        tw: the width tile.
+    Returns:
+        The row tile (>= 1).
+    """
+    if not ROW_TILES:
+        return 1
+    for t in range(min(height, MAX_ROWS, MAX_TILE // max(tw, 1)), 0, -1):
+        if height % t == 0:
+            return t
+    return 1
 
 
 def _inner_block(rc_extent: int, lanes: int) -> int:

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from backends.tvm.build import prepare
 from backends.tvm.kernels import KernelCache, compile_function
 from backends.tvm.sched import KernelInfo, candidates
-from backends.tvm.sched.conv2d import schedule_conv2d, width_tile
+from backends.tvm.sched.conv2d import row_tile, schedule_conv2d, width_tile
 from backends.tvm.target import host_target
 from backends.tvm.te_build import build_te
 from interpreter import evaluate
@@ -178,6 +178,9 @@ CASES = {
     "groups 2": (Conv(32, 32, 6, 6, groups=2), True),
     "dilation 2, asymmetric padding": (Conv(16, 32, 9, 10, padding=(0, 1, 2, 1),
                                             dilation=(2, 2)), True),
+    "1x1, a tile of two rows of 14": (Conv(16, 32, 14, 14, 1, 1, padding=(0, 0, 0, 0)),
+                                      True),
+    "3x3, a tile of three rows of 9": (Conv(16, 16, 9, 9, epilogue="residual"), True),
     "prime width above the tile": (Conv(16, 16, 3, 31, 1, 3, padding=(0, 1, 0, 1)), True),
     "channels the block does not divide": (Conv(12, 20, 6, 7, epilogue="residual"), False),
 }
@@ -216,10 +219,11 @@ def test_the_schedule_is_parallel_vectorized_and_register_tiled() -> None:
     assert rule_names[0].endswith("conv2d._rule")
 
 
-def test_width_tile() -> None:
+def test_width_and_row_tiles() -> None:
     assert [width_tile(w) for w in (56, 112, 224, 28, 14, 7, 20, 9, 31, 1)] == \
         [28, 28, 28, 28, 14, 7, 20, 9, 1, 1]
     assert width_tile(56, cap=16) == 14
+    assert [row_tile(h, width_tile(h)) for h in (56, 28, 14, 9, 7, 20)] == [1, 1, 2, 3, 1, 1]
 
 
 # --- the property ----------------------------------------------------------------------------
