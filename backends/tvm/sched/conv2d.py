@@ -54,8 +54,9 @@ MAX_TILE = 12
 
 TILE_TARGET = 8
 """The preferred width tile. Measured here (one thread, ResNet-18's 3×3 layers): tiles of
-7-8 columns reach 100-120 GFLOP/s per core, 14 and 28 columns (whose accumulators LLVM keeps
-on the stack) half that or worse, 4 columns 30-50 % less."""
+7-8 columns were consistently the fastest, 14 and 28 columns erratic and up to 3x slower
+(the 28-column accumulator stays a stack buffer: the code zeroes it with ``memset``), 4
+columns 30-50 % slower."""
 
 TILE_BUDGET = 8
 """The most accumulators (rows × columns of 16 lanes) of one register tile."""
@@ -72,8 +73,8 @@ ROW_TILES = True
 """Tile output rows too when the width tile is short (see :func:`row_tile`)."""
 
 UNROLL_IC = False
-"""Unroll the inner input-channel loop too: measured ~5 % faster per kernel here, but LLVM
-then takes 3-4x longer per kernel (cold builds over 10 s per model): off."""
+"""Unroll the inner input-channel loop too: measured 3-7 % faster per kernel here (with
+28-column tiles), but LLVM then takes 2-3x longer per kernel (cold builds): off."""
 
 
 def enable_isnan_vectorization() -> None:
