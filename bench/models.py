@@ -195,11 +195,11 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.models:
             try:
                 rows.append(measure(name, args, Path(tmp), notes))
+                print(table(HEADER, rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
             except Missing as e:
                 notes.append(f"{name}: {e}")
             except Exception as e:  # noqa: BLE001 - reported, the other models still run
                 notes.append(f"{name}: our build or run failed: {type(e).__name__}: {e}")
-            print(f"done {name}", file=sys.stderr, flush=True)
     print(table(HEADER, rows) if rows else "(no model measured)")
     print(f"\nbatch 1, {THREADS} threads, median of {args.runs} runs after {args.warmup} "
           f"warm-up runs; peak {PEAK_GFLOPS:.0f} GFLOP/s; ratios above 1: we are faster; "
