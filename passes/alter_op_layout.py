@@ -8,8 +8,13 @@ same: the registered pass (what ``optimize`` runs at ``-O3``) moves every
 convolution whose channel counts the block divides to ``NCHW{c}c`` with the
 block :func:`conv_block_size` picks for the target — 16 with AVX-512, 8 with
 AVX2, else 4, the ``ic_bn``/``oc_bn`` the TVM backend's NCHWc conv schedule
-will want; a convolution whose data, input-per-group or output channels the
-block does not divide (a depthwise conv, 3 RGB channels) is left as it is.
+will want. Two kinds of convolutions the block does not fully divide still
+get a blocked output (``NCHW{c}c``), so a network stays blocked end to end:
+a depthwise convolution (``groups`` = channels, one input channel per group)
+runs in ``NCHW{c}c`` with an ``OIHW1i{c}o`` kernel, and one with few input
+channels (3 RGB channels) reads its data in ``NCHW`` with an ``OIHW{c}o``
+kernel and writes ``NCHW{c}c`` (``out_layout``). A convolution whose output
+channels the block does not divide is left as it is.
 :func:`alter_op_layout` also takes an explicit target: a blocked ``NCHW{c}c``
 (or ``block=c``), ``NHWC`` with ``HWIO`` kernels (the layout TVM's ARM and
 tensor-core schedules want), or ``NCHW``/``OIHW``.
@@ -19,12 +24,14 @@ Rewrites, by name (``T`` the target data layout, ``K`` its kernel layout):
 * **Alter-Conv2D** — ``nn.conv2d(x, w)`` in data layout ``D``, kernel layout
   ``Kw`` and output layout ``O`` (not already ``T``/``K``/``T``) becomes
   ``layout_transform(nn.conv2d(x_T, w_K, data_layout=T, kernel_layout=K), T, O)``
+  (for the two kinds above: ``K`` is ``OIHW1i{c}o``, or ``x_T`` is ``x`` in ``NCHW``,
+  ``K`` is ``OIHW{c}o`` and ``out_layout=T``)
   where ``x_T`` is ``x`` in layout ``T`` — ``layout_transform(x, D, T)``, or
   the value already available in ``T`` (below) — and ``w_K`` is
   ``layout_transform(w, Kw, K)``, computed now when ``w`` is a constant (bound
   weights are pre-transformed at compile time). For a blocked ``T`` only when
   the block divides the data channels, the weight's input channels (per group)
-  and the output channels (known integers).
+  and the output channels (known integers), or for the two kinds above.
 * **Alter-Elide** — a value that exists in layout ``T`` (a rewritten
   convolution's output, or a layout-agnostic elementwise operator — ``nn.relu``,
   ``exp``, ``cast``, ... — applied to such a value) is used *as it is* by the
@@ -290,19 +297,25 @@ def _alter_conv(node: Call, new: Expr, target: str, kernel_target: str,
     attrs = normalized_attrs(node)
     data_layout, kernel_layout = attrs["data_layout"], attrs["kernel_layout"]
     out_layout = attrs["out_layout"] or data_layout
-    if data_layout == target and kernel_layout == kernel_target and out_layout == target:
-        in_target[id(node)] = (new, target)  # already there: a source for the next conv
-        return new
+    conv_data, conv_kernel = target, kernel_target
     block = _block_of(target)
     if block and not _divisible(node, data_layout, kernel_layout, block):
+        variant = _blocked_variant(node, data_layout, kernel_layout, block, attrs["groups"])
+        if variant is None:
+            return new
+        conv_data, conv_kernel = variant
+    if data_layout == conv_data and kernel_layout == conv_kernel and out_layout == target:
+        in_target[id(node)] = (new, target)  # already there: a source for the next conv
         return new
-    known = in_target.get(id(node.args[0]))
+    known = in_target.get(id(node.args[0])) if conv_data == target else None
     data = known[0] if known is not None else _shared_transform(
-        new.args[0], data_layout, target, new.span, shared)
-    weight = _shared_transform(new.args[1], kernel_layout, kernel_target, new.span, shared)
+        new.args[0], data_layout, conv_data, new.span, shared)
+    weight = _shared_transform(new.args[1], kernel_layout, conv_kernel, new.span, shared)
     conv_attrs = dict(new.attrs)
-    conv_attrs.update(data_layout=target, kernel_layout=kernel_target)
+    conv_attrs.update(data_layout=conv_data, kernel_layout=conv_kernel)
     conv_attrs.pop("out_layout", None)
+    if conv_data != target:
+        conv_attrs["out_layout"] = target
     conv = Call(new.op, (data, weight), Attrs(conv_attrs), new.type_args, span=new.span)
     in_target[id(node)] = (conv, out_layout)
     return _transform(conv, target, out_layout, new.span)
@@ -328,6 +341,30 @@ def _divisible(node: Call, data_layout: str, kernel_layout: str, block: int) -> 
     dims = _channels(node.args[0].checked_type, data_layout, "C") + _channels(
         node.args[1].checked_type, kernel_layout, "OI")
     return all(isinstance(d, int) and d % block == 0 for d in dims)
+
+
+def _blocked_variant(node: Call, data_layout: str, kernel_layout: str, block: int,
+                     groups: int) -> tuple[str, str] | None:
+    """The (data, kernel) layouts of a convolution the block does not fully divide whose
+    output can still be ``NCHW{block}c`` (None: none):
+
+    * a depthwise convolution (``groups`` = data channels = output channels, one input
+      channel per group) whose channels the block divides: data ``NCHW{block}c``, kernel
+      ``OIHW1i{block}o`` (one input channel, ``block`` output channels a block);
+    * an ungrouped convolution of few input channels (3 RGB channels) whose output
+      channels the block divides: data ``NCHW`` (read unblocked), kernel ``OIHW{block}o``,
+      output ``NCHW{block}c`` — the next convolution reads it without a transform.
+    """
+    dims = _channels(node.args[0].checked_type, data_layout, "C") + _channels(
+        node.args[1].checked_type, kernel_layout, "OI")
+    if not all(isinstance(d, int) for d in dims):
+        return None
+    c, o, i = (int(d) for d in dims)  # type: ignore[call-overload]
+    if groups == c == o and i == 1 and c % block == 0:
+        return f"NCHW{block}c", f"OIHW1i{block}o"
+    if groups == 1 and o % block == 0 and c % block:
+        return "NCHW", f"OIHW{block}o"
+    return None
 
 
 def _constant_to_target(data: np.ndarray, layout: str, target: str) -> np.ndarray | None:

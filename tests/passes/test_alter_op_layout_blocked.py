@@ -133,7 +133,7 @@ def test_bound_weights_are_pretransformed_at_compile_time():
     assert_same_meaning(bound, out, inputs[:1], "float32")
 
 
-def test_convs_the_block_does_not_divide_stay_in_nchw():
+def test_convs_the_block_does_not_divide_get_blocked_variants():
     mod = parse("""
     def @main(%x: Tensor[(1, 3, 4, 4), float32], %a: Tensor[(8, 3, 3, 3), float32],
               %b: Tensor[(8, 1, 3, 3), float32], %c: Tensor[(8, 8, 1, 1), float32],
@@ -143,9 +143,17 @@ def test_convs_the_block_does_not_divide_stay_in_nchw():
       nn.conv2d(nn.conv2d(%1, %c), %d)
     }""")
     out = passes.alter_op_layout(mod, block=4)
-    layouts = [c.attrs.get("data_layout", "NCHW") for c in calls(out, "nn.conv2d")]
-    # 3 input channels, depthwise (1 input channel per group), ok, 6 output channels
-    assert layouts == ["NCHW", "NCHW", "NCHW4c", "NCHW"]
+    layouts = [(c.attrs.get("data_layout", "NCHW"), c.attrs.get("kernel_layout", "OIHW"),
+                c.attrs.get("out_layout", "") or c.attrs.get("data_layout", "NCHW"))
+               for c in calls(out, "nn.conv2d")]
+    # 3 input channels: read unblocked, written blocked; depthwise (1 input channel per
+    # group): blocked with one input channel a kernel block; ok; 6 output channels: NCHW
+    assert layouts == [("NCHW", "OIHW4o", "NCHW4c"), ("NCHW4c", "OIHW1i4o", "NCHW4c"),
+                       ("NCHW4c", "OIHW4i4o", "NCHW4c"), ("NCHW", "OIHW", "NCHW")]
+    # no transform between the first three convolutions: one in (to NCHW, from the third's
+    # output)
+    moves = [c for c in calls(out, "layout_transform") if c.attrs["src_layout"][0] == "N"]
+    assert len(moves) == 1   # (the other transforms re-lay out the free weights)
     assert_same_meaning(mod, out, inputs_for(mod, 3), "float32")
     assert passes.alter_op_layout(mod, block=16) is mod
 

@@ -1,0 +1,213 @@
+"""Vision-model latency of the TVM backend against the peers (issue 16 §4; part of ``make paper``).
+
+For each vision model (``models.get``: ``dqn``, ``mobilenet``, ``resnet18``, ``vgg16``) this
+measures, in one run:
+
+* our TVM backend (graph executor) built at ``-O0`` and at ``-O3`` (``backends.tvm.build`` with
+  the model's weights bound as ``params``), and the build time of each (a fresh in-memory
+  kernel cache with ``--cold``: every kernel compiled; else the default cache, whose disk
+  copy makes a second run warm);
+* onnxruntime and PyTorch eager on the same weights (the helpers of ``bench/paper.py``:
+  ``ours``-style builds, ``torch_eager``, ``onnx_runtime``, ``median_time``), outputs checked
+  against ours before timing;
+* the model's arithmetic: multiply-adds of every ``nn.conv2d`` and ``nn.dense`` counted from
+  the type-checked module (2 FLOPs each), and our ``-O3`` throughput in GFLOP/s against the
+  machine's fp32 peak (:data:`PEAK_GFLOPS`, measured on the issue's machine: 2 cores,
+  AVX-512).
+
+Protocol as ``bench/paper.py``: batch 1, two threads everywhere, median of ``--runs`` timed
+runs after ``--warmup`` runs, wall clock. A peer that is not installed is a ``—`` cell and a
+note, never a made-up number. Timings on a shared machine are noisy: compare columns of one
+run.
+
+Usage: ``python bench/models.py [--models NAME ...] [--runs N] [--warmup N] [--quick]
+[--cold]`` (``--quick``: 3 runs after 1 warm-up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("TVM_NUM_THREADS", "2")
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+
+_HERE = Path(__file__).resolve().parent
+# This file is ``bench/models.py``: the ``models`` package must win over it.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent))
+
+import numpy as np  # noqa: E402
+
+import models  # noqa: E402
+from bench.paper import THREADS, Missing, median_time, onnx_runtime, table, torch_eager  # noqa: E402
+from semantics.expr import Call, Op  # noqa: E402
+from semantics.module import IRModule  # noqa: E402
+from semantics.types import TensorType  # noqa: E402
+from semantics.visitor import post_order  # noqa: E402
+
+PEAK_GFLOPS = 225.0
+"""fp32 peak of the issue's machine (2 cores, AVX-512 FMA), GFLOP/s."""
+
+
+def model_flops(mod: IRModule) -> int:
+    """FLOPs (2 per multiply-add) of the ``nn.conv2d`` and ``nn.dense`` calls of ``@main``.
+
+    Args:
+        mod: a model as ``models.get`` returns it (``NCHW``/``OIHW`` convolutions).
+    Returns:
+        The count, from the inferred types (output elements × reduction length).
+    Raises:
+        ValueError: a convolution or dense whose types are not concrete tensors.
+    """
+    import typechecker
+
+    typed = typechecker.infer(mod)
+    assert isinstance(typed, IRModule)
+    total = 0
+    for node in post_order(typed.functions["main"].body):
+        if not (isinstance(node, Call) and isinstance(node.op, Op)):
+            continue
+        name = node.op.name
+        if name not in ("nn.conv2d", "nn.dense"):
+            continue
+        out, weight = node.checked_type, node.args[1].checked_type
+        if not isinstance(out, TensorType) or not isinstance(weight, TensorType) or not all(
+                type(d) is int for d in (*out.shape, *weight.shape)):
+            raise ValueError(f"{name} without concrete types")
+        outputs = int(np.prod([int(d) for d in out.shape], dtype=np.int64))  # type: ignore[call-overload]
+        wdims = [int(d) for d in weight.shape]  # type: ignore[call-overload]
+        if name == "nn.dense":        # weight (units, K)
+            reduction = wdims[1]
+        else:                         # OIHW: each output sums I/groups * KH * KW products
+            layout = node.attrs.get("kernel_layout") or "OIHW"
+            if layout != "OIHW":
+                raise ValueError(f"model_flops expects OIHW kernels, got {layout}")
+            reduction = wdims[1] * wdims[2] * wdims[3]
+        total += 2 * outputs * reduction
+    return total
+
+
+def _build(name: str, opt_level: int, cold: bool) -> tuple[Any, float]:
+    """Our graph-executor build of ``name`` at ``opt_level`` and its build seconds."""
+    try:
+        from backends.tvm import build
+        from backends.tvm.kernels import KernelCache
+    except ImportError as e:
+        raise Missing(f"the TVM backend is not available ({e})") from e
+    mod, params = models.get(name)
+    cache = KernelCache(disk=False) if cold else None
+    start = time.perf_counter()
+    exe = build(mod, params=params, opt_level=opt_level, executor="graph", cache=cache)
+    return exe, time.perf_counter() - start
+
+
+def _close(got: Any, want: np.ndarray) -> bool:
+    got = np.asarray(got.detach().numpy() if hasattr(got, "detach") else got)
+    scale = max(1.0, float(np.abs(want).max()))
+    return got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-3,
+                                                        atol=1e-3 * scale))
+
+
+def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
+            ) -> list[Any]:
+    """One row of the table for model ``name`` (see the module docstring)."""
+    inputs = models.example_inputs(name)
+    mod, _ = models.get(name)
+    flops = model_flops(mod)
+    times: dict[str, float | None] = {}
+    builds: dict[int, float] = {}
+    want: np.ndarray | None = None
+    for level in (0, 3):
+        exe, seconds = _build(name, level, args.cold)
+        builds[level] = seconds
+        out = np.asarray(exe(*inputs))
+        if want is None:
+            want = out
+        elif not _close(out, want):
+            notes.append(f"{name}: -O{level} disagrees with -O0 (max |diff| "
+                         f"{float(np.abs(out - want).max()):.3g})")
+        times[f"O{level}"] = median_time(lambda exe=exe: exe(*inputs), args.runs, args.warmup)
+    assert want is not None
+    for label, factory in (("onnxruntime", lambda n: onnx_runtime(n, workdir)),
+                           ("PyTorch", torch_eager)):
+        try:
+            run, convert = factory(name)
+            peer_in = convert(inputs)
+            if not _close(run(*peer_in), want):
+                notes.append(f"{name}: {label}'s output differs from ours; not timed")
+                times[label] = None
+                continue
+            times[label] = median_time(lambda run=run, a=peer_in: run(*a), args.runs,
+                                       args.warmup)
+        except Missing as e:
+            notes.append(f"{label} on {name}: {e}")
+            times[label] = None
+        except Exception as e:  # noqa: BLE001 - a peer's failure is reported, not hidden
+            notes.append(f"{label} on {name}: {type(e).__name__}: "
+                         f"{str(e).splitlines()[0][:160] if str(e) else ''}")
+            times[label] = None
+    o0, o3 = times["O0"], times["O3"]
+    assert o0 is not None and o3 is not None
+    ort, pt = times["onnxruntime"], times["PyTorch"]
+    gflops = flops / o3 / 1e9
+
+    def ms(t: float | None) -> Any:
+        return "—" if t is None else t * 1e3
+
+    def ratio(t: float | None) -> Any:
+        return "—" if t is None else t / o3
+
+    return [name, flops / 1e9, ms(o0), ms(o3), o0 / o3, ms(ort), ratio(ort), ms(pt), ratio(pt),
+            gflops, 100 * gflops / PEAK_GFLOPS, builds[0], builds[3]]
+
+
+HEADER = ["model", "GFLOP", "-O0 (ms)", "-O3 (ms)", "-O3 speedup", "onnxruntime (ms)",
+          "ort / ours", "PyTorch (ms)", "PyTorch / ours", "GFLOP/s (-O3)", "% of peak",
+          "build -O0 (s)", "build -O3 (s)"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the table (see the module docstring).
+
+    Returns:
+        0 (a model that cannot be built is reported in the notes).
+    """
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", nargs="*", default=list(models.VISION),
+                    choices=list(models.VISION))
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="3 runs after 1 warm-up")
+    ap.add_argument("--cold", action="store_true",
+                    help="build with an empty in-memory kernel cache (cold build times)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.runs, args.warmup = 3, 1
+    rows: list[list[Any]] = []
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.models:
+            try:
+                rows.append(measure(name, args, Path(tmp), notes))
+                print(table(HEADER, rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
+            except Missing as e:
+                notes.append(f"{name}: {e}")
+            except Exception as e:  # noqa: BLE001 - reported, the other models still run
+                notes.append(f"{name}: our build or run failed: {type(e).__name__}: {e}")
+    print(table(HEADER, rows) if rows else "(no model measured)")
+    print(f"\nbatch 1, {THREADS} threads, median of {args.runs} runs after {args.warmup} "
+          f"warm-up runs; peak {PEAK_GFLOPS:.0f} GFLOP/s; ratios above 1: we are faster; "
+          f"build times {'cold (empty kernel cache)' if args.cold else 'with the kernel cache'}.")
+    for note in notes:
+        print(f"* {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,299 @@
+"""The convolution schedules (``backends/tvm/sched/conv2d.py``) and the layouts they rely on.
+
+Every case builds a small program (a convolution with a fused epilogue), optimizes it at
+``-O3`` (AlterOpLayout moves the convolution to ``NCHW{c}c``; the weights are bound and
+pre-packed), compiles each fused kernel through the schedule table and compares it with the
+oracle (:func:`interpreter.evaluate` of the same primitive function) — odd shapes included:
+channel counts the block does not divide, 1×1 and 7×7 kernels, strides 2, groups,
+depthwise, dilation, asymmetric padding, widths without a good tile. The schedule is also
+checked to have really applied (a parallel loop and a vectorized loop of the block's lanes),
+and the -O3 pipeline to leave no per-call weight repacking and no layout transform between
+consecutive convolutions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from backends.tvm.build import prepare
+from backends.tvm.kernels import KernelCache, compile_function
+from backends.tvm.sched import KernelInfo, candidates
+from backends.tvm.sched.conv2d import row_tile, schedule_conv2d, width_tile
+from backends.tvm.target import host_target
+from backends.tvm.te_build import build_te
+from interpreter import evaluate
+from passes.alter_op_layout import conv_block_size
+from passes.fuse_ops import is_primitive
+from semantics.expr import Call, Constant, Function, Op
+from semantics.module import IRModule
+from semantics.types import TensorType
+from semantics.visitor import post_order
+
+BLOCK = conv_block_size()
+
+
+@dataclass(frozen=True)
+class Conv:
+    """A convolution case: NCHW data ``(1, c, h, w)``, OIHW weight ``(o, c/groups, kh, kw)``."""
+
+    c: int
+    o: int
+    h: int
+    w: int
+    kh: int = 3
+    kw: int = 3
+    strides: tuple[int, int] = (1, 1)
+    padding: tuple[int, int, int, int] = (1, 1, 1, 1)
+    dilation: tuple[int, int] = (1, 1)
+    groups: int = 1
+    epilogue: str = "bias_relu"
+
+    def program(self, seed: int = 0) -> tuple[str, dict[str, np.ndarray]]:
+        """The Relay text of ``@main(%x, [%r]) `` and its bound weights."""
+        rng = np.random.default_rng(seed)
+        weight = rng.standard_normal((self.o, self.c // self.groups, self.kh, self.kw))
+        bias = rng.standard_normal(self.o)
+        params = {"w": weight.astype("float32"), "b": bias.astype("float32")}
+        s, p, d = self.strides, self.padding, self.dilation
+        conv = (f"nn.conv2d(%x, %w, strides=[{s[0]}, {s[1]}], padding=[{p[0]}, {p[1]}, "
+                f"{p[2]}, {p[3]}], dilation=[{d[0]}, {d[1]}], groups={self.groups})")
+        out_t = self.out_type()
+        extra = ""
+        if self.epilogue == "none":
+            body = conv
+        elif self.epilogue == "bias_relu":
+            body = f"nn.relu(nn.bias_add({conv}, %b))"
+        elif self.epilogue == "residual":
+            extra = f", %r: {out_t}"
+            body = f"nn.relu(add(nn.bias_add({conv}, %b), %r))"
+        elif self.epilogue == "scale_clip":
+            params["m"] = rng.uniform(0.5, 2.0, (self.o, 1, 1)).astype("float32")
+            body = f"clip(multiply({conv}, %m), a_min=0f, a_max=6f)"
+        else:
+            raise ValueError(self.epilogue)
+        decls = "".join(f", %{k}: {_tensor_type(v.shape)}" for k, v in params.items())
+        text = (f"def @main(%x: {_tensor_type((1, self.c, self.h, self.w))}{extra}{decls}) "
+                f"{{\n  {body}\n}}\n")
+        return text, params
+
+    def out_shape(self) -> tuple[int, int, int, int]:
+        def dim(n: int, k: int, lo: int, hi: int, s: int, d: int) -> int:
+            return (n + lo + hi - d * (k - 1) - 1) // s + 1
+        p = self.padding
+        oh = dim(self.h, self.kh, p[0], p[2], self.strides[0], self.dilation[0])
+        ow = dim(self.w, self.kw, p[1], p[3], self.strides[1], self.dilation[1])
+        return (1, self.o, oh, ow)
+
+    def out_type(self) -> str:
+        return _tensor_type(self.out_shape())
+
+    def inputs(self, seed: int = 1) -> list[np.ndarray]:
+        rng = np.random.default_rng(seed)
+        xs = [rng.standard_normal((1, self.c, self.h, self.w)).astype("float32")]
+        if self.epilogue == "residual":
+            xs.append(rng.standard_normal(self.out_shape()).astype("float32"))
+        return xs
+
+
+def _tensor_type(shape: tuple[int, ...]) -> str:
+    return f"Tensor[({', '.join(str(int(d)) for d in shape)}), float32]"
+
+
+def primitives(mod: IRModule) -> list[Function]:
+    seen: dict[int, Function] = {}
+    for node in post_order(mod.functions["main"]):
+        if is_primitive(node):
+            seen[id(node)] = node  # type: ignore[assignment]
+    return list(seen.values())
+
+
+def conv_of(prim: Function) -> Call | None:
+    for node in post_order(prim.body):
+        if isinstance(node, Call) and isinstance(node.op, Op) and node.op.name == "nn.conv2d":
+            return node
+    return None
+
+
+def scheduled_script(prim: Function) -> str | None:
+    """The TVMScript of ``prim``'s kernel scheduled by the conv rule (None: declined)."""
+    from tvm import te
+
+    types = [p.type_annotation for p in prim.params]
+    lowered = build_te(prim, types)  # type: ignore[arg-type]
+    func = te.create_prim_func([*lowered.inputs, *lowered.constants, *lowered.outputs])
+    mod = schedule_conv2d(func, KernelInfo(tuple(lowered.ops), prim, tuple(types),  # type: ignore[arg-type]
+                                           host_target()))
+    return None if mod is None else str(mod.script())
+
+
+def check(case: Conv, cache: KernelCache, close: object, *, seed: int = 0,
+          expect_scheduled: bool | None = None, inputs: list[np.ndarray] | None = None) -> int:
+    """Run every fused kernel of ``case`` at -O3 against the oracle; the number of kernels
+    the conv rule scheduled."""
+    text, params = case.program(seed)
+    fused = prepare(text, params, 3)
+    values = case.inputs() if inputs is None else inputs
+    # the kernels run in dataflow order: feed each the values of its arguments
+    env: dict[int, object] = {}
+    main = fused.functions["main"]
+    for param, value in zip(main.params, values):
+        env[id(param)] = value
+    scheduled = 0
+    for node in post_order(main.body):
+        if isinstance(node, Call) and is_primitive(node.op):
+            prim = node.op
+            assert isinstance(prim, Function)
+            args = [env[id(a)] for a in node.args]
+            types = [p.type_annotation for p in prim.params]
+            kernel = compile_function(prim, types, cache=cache)  # type: ignore[arg-type]
+            got = kernel(*args)  # type: ignore[arg-type]
+            want = evaluate(prim, *args)
+            close(got, want, {"float32": 1e-4})  # type: ignore[operator]
+            env[id(node)] = want
+            if conv_of(prim) is not None and scheduled_script(prim) is not None:
+                scheduled += 1
+        elif isinstance(node, Constant):
+            env[id(node)] = node.data
+    if expect_scheduled is not None:
+        assert (scheduled > 0) == expect_scheduled
+    return scheduled
+
+
+# --- examples on odd shapes -----------------------------------------------------------------
+
+# (case, scheduled by the conv rule when the block is 16)
+CASES = {
+    "3x3 blocked, bias+relu": (Conv(32, 32, 9, 11), True),
+    "3x3 blocked, residual": (Conv(16, 16, 7, 7, epilogue="residual"), True),
+    "1x1 stride 2, no epilogue": (Conv(32, 48, 10, 9, 1, 1, (2, 2), (0, 0, 0, 0),
+                                       epilogue="none"), True),
+    "7x7 stride 2, 3 input channels": (Conv(3, 16, 17, 19, 7, 7, (2, 2), (3, 3, 3, 3)), True),
+    "depthwise stride 2": (Conv(32, 32, 13, 12, strides=(2, 2), groups=32), True),
+    "depthwise, scale+clip": (Conv(16, 16, 6, 30, epilogue="scale_clip", groups=16), True),
+    "groups 2": (Conv(32, 32, 6, 6, groups=2), True),
+    "dilation 2, asymmetric padding": (Conv(16, 32, 9, 10, padding=(0, 1, 2, 1),
+                                            dilation=(2, 2)), True),
+    "1x1, 14 wide": (Conv(16, 32, 14, 14, 1, 1, padding=(0, 0, 0, 0)), True),
+    "3x3, 9 wide, residual": (Conv(16, 16, 9, 9, epilogue="residual"), True),
+    "2 wide: a tile of 4 rows": (Conv(16, 16, 8, 2, 3, 1, padding=(1, 0, 1, 0)), True),
+    "prime width above the tile": (Conv(16, 16, 3, 31, 1, 3, padding=(0, 1, 0, 1)), True),
+    "channels the block does not divide": (Conv(12, 20, 6, 7, epilogue="residual"), False),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_conv_kernels_match_the_oracle(name: str, kernel_cache: KernelCache,
+                                       close: object) -> None:
+    case, scheduled = CASES[name]
+    check(case, kernel_cache, close, expect_scheduled=scheduled if BLOCK == 16 else None)
+
+
+def test_nan_and_infinity_propagate_through_the_vectorized_relu(kernel_cache: KernelCache,
+                                                                close: object) -> None:
+    case = Conv(16, 16, 5, 6)
+    x = case.inputs()[0]
+    x[0, 3, 2, 2] = np.nan
+    x[0, 5, 0, 4] = np.inf
+    x[0, 7, 4, 0] = -np.inf
+    assert check(case, kernel_cache, close, inputs=[x]) == 1
+
+
+def test_the_schedule_is_parallel_vectorized_and_register_tiled() -> None:
+    text, params = Conv(32, 64, 14, 14).program()
+    (prim,) = [p for p in primitives(prepare(text, params, 3)) if conv_of(p) is not None]
+    script = scheduled_script(prim)
+    assert script is not None
+    assert "T.parallel(" in script
+    assert f"T.vectorized({BLOCK})" in script
+    assert "T.unroll(7)" in script                  # the width tile: 7 of the 14 columns
+    assert 'scope="local"' in script               # the accumulator
+    assert "conv2d_init" in script                 # initialized once per tile
+    # the epilogue (bias + relu) is the tile's write-back, not a pass of its own
+    assert script.count("T.parallel(") == 1
+    rule_names = [r.name for r in candidates(["nn.conv2d", "add", "nn.relu"])]
+    assert rule_names[0].endswith("conv2d._rule")
+
+
+def test_width_and_row_tiles() -> None:
+    assert [width_tile(w) for w in (56, 112, 224, 28, 14, 7, 20, 9, 11, 31, 1)] == \
+        [8, 8, 8, 7, 7, 7, 10, 9, 11, 1, 1]
+    assert width_tile(56, cap=6) == 4
+    assert [row_tile(h, width_tile(h)) for h in (56, 28, 14, 9, 7, 20)] == [1] * 6
+    assert (row_tile(8, 2), row_tile(6, 4), row_tile(9, 3), row_tile(7, 1)) == (4, 2, 1, 1)
+
+
+# --- the property ----------------------------------------------------------------------------
+
+@st.composite
+def conv_cases(draw: st.DrawFn) -> Conv:
+    kind = draw(st.sampled_from(["dense", "depthwise", "few_inputs"]))
+    k = draw(st.sampled_from([1, 3, 5]))
+    stride = draw(st.sampled_from([1, 2]))
+    dil = draw(st.sampled_from([1, 1, 2]))
+    reach = dil * (k - 1) + 1
+    pads = tuple(draw(st.integers(0, k // 2 + 1)) for _ in range(4))
+    h = draw(st.integers(max(1, reach - pads[0] - pads[2]), 9))
+    w = draw(st.integers(max(1, reach - pads[1] - pads[3]), 12))
+    if kind == "dense":
+        c, o, groups = draw(st.sampled_from([16, 32])), draw(st.sampled_from([16, 32])), 1
+    elif kind == "depthwise":
+        c = o = groups = draw(st.sampled_from([16, 32]))
+    else:
+        c, o, groups = draw(st.sampled_from([1, 3, 4])), 16, 1
+    epilogue = draw(st.sampled_from(["none", "bias_relu", "residual", "scale_clip"]))
+    return Conv(c, o, h, w, k, k, (stride, stride), pads, (dil, dil),  # type: ignore[arg-type]
+                groups, epilogue)
+
+
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(case=conv_cases(), seed=st.integers(0, 2**16))
+def test_scheduled_convolutions_match_the_oracle(case: Conv, seed: int,
+                                                 kernel_cache: KernelCache,
+                                                 close: object) -> None:
+    check(case, kernel_cache, close, seed=seed, expect_scheduled=BLOCK >= 4)
+
+
+# --- weights packed at build time, no transforms between convolutions ------------------------
+
+CHAIN = """
+def @main(%x: Tensor[(1, 3, 16, 16), float32], %w0: Tensor[(32, 3, 3, 3), float32],
+          %w1: Tensor[(32, 1, 3, 3), float32], %w2: Tensor[(32, 32, 1, 1), float32],
+          %w3: Tensor[(32, 32, 3, 3), float32], %b: Tensor[(32), float32]) {
+  %0 = nn.relu(nn.bias_add(nn.conv2d(%x, %w0, strides=[2, 2], padding=[1, 1]), %b));
+  %1 = nn.relu(nn.conv2d(%0, %w1, padding=[1, 1], groups=32));
+  %2 = nn.relu(nn.conv2d(%1, %w2));
+  %3 = add(nn.conv2d(%2, %w3, padding=[1, 1]), %2);
+  nn.relu(%3)
+}
+"""
+
+
+def test_weights_are_packed_at_build_time_and_convs_chain_blocked() -> None:
+    rng = np.random.default_rng(4)
+    shapes = {"w0": (32, 3, 3, 3), "w1": (32, 1, 3, 3), "w2": (32, 32, 1, 1),
+              "w3": (32, 32, 3, 3), "b": (32,)}
+    params = {k: rng.standard_normal(s).astype("float32") for k, s in shapes.items()}
+    fused = prepare(CHAIN, params, 3)
+    main = fused.functions["main"]
+    assert [p.name_hint for p in main.params] == ["x"]
+    convs = [c for p in primitives(fused) for c in post_order(p.body)
+             if isinstance(c, Call) and isinstance(c.op, Op) and c.op.name == "nn.conv2d"]
+    assert len(convs) == 4
+    for conv in convs:
+        weight = conv.args[1]
+        assert isinstance(weight, Constant)            # packed once, at build time
+        assert (conv.attrs.get("out_layout") or conv.attrs["data_layout"]) == f"NCHW{BLOCK}c"
+    # one transform into NCHW at the end; none of a weight, none between the convolutions
+    transforms = [n for p in primitives(fused) for n in post_order(p.body)
+                  if isinstance(n, Call) and isinstance(n.op, Op)
+                  and n.op.name == "layout_transform"]
+    assert len(transforms) == 1
+    assert transforms[0].attrs["dst_layout"] == "NCHW"
+    out = transforms[0].checked_type
+    assert isinstance(out, TensorType) and out.shape == (1, 32, 8, 8)
