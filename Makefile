@@ -37,6 +37,7 @@ $(STAMP_BENCH): $(BIN)/python pyproject.toml
 # The paper's figures (Markdown tables + PNG plots) in paper/; see REPRODUCING.md.
 paper: $(STAMP_BENCH)
 	$(BIN)/python bench/paper.py --out paper
+	$(BIN)/python bench/models.py > paper/models.md
 
 # semantics/RULES.md typeset as inference rules (PNG per section + PDF) in docs/rules/out/.
 rules: $(STAMP_BASE)

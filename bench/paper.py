@@ -24,7 +24,8 @@ with the reason, as are GPU numbers.
 Protocol: batch 1, two threads everywhere (``torch.set_num_threads(2)``, onnxruntime
 ``intra_op_num_threads=2``, ``TVM_NUM_THREADS=2``), the same seeded weights and inputs
 (``models.get``/``models.example_inputs``), outputs checked against each other before timing,
-median of ``--runs`` (default 20) timed runs after ``--warmup`` (default 3) runs, wall-clock time.
+median of ``--runs`` (default 20) timed runs after ``--warmup`` (default 3) runs, wall-clock time
+(5 runs for a configuration slower than a second per run: :data:`SLOW_RUNS`).
 A figure whose prerequisites are missing (a package not installed, a component failing) is left
 out of the output and listed under "Missing" with the reason — never replaced by a placeholder.
 
@@ -104,12 +105,30 @@ def table(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(out)
 
 
+SLOW_SECONDS = 1.0
+SLOW_RUNS = 5
+"""A configuration whose warm-up run takes over :data:`SLOW_SECONDS` (our ``-O0`` VGG-16, the
+untuned floor) is timed over :data:`SLOW_RUNS` runs instead of ``--runs``: its median is
+stable to a few percent at that length, and 20 runs would take minutes."""
+
+
 def median_time(fn: Callable[[], Any], runs: int, warmup: int) -> float:
-    """Median wall-clock seconds of ``fn()`` over ``runs`` runs after ``warmup`` runs."""
+    """Median wall-clock seconds of ``fn()`` over ``runs`` runs after ``warmup`` runs (at most
+    :data:`SLOW_RUNS` runs when a warm-up run is slower than :data:`SLOW_SECONDS`)."""
     for _ in range(warmup):
+        start = time.perf_counter()
         fn()
-    times = []
+        if time.perf_counter() - start > SLOW_SECONDS:
+            runs = min(runs, SLOW_RUNS)
+    times: list[float] = []
     for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+        if len(times) == 1 and warmup == 0 and times[0] > SLOW_SECONDS:
+            runs = min(runs, SLOW_RUNS)
+            break
+    while len(times) < runs:
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
@@ -522,7 +541,8 @@ def latency(report: Report, args: argparse.Namespace, names: list[str], title: s
                        ratios, "ratio", baseline=1.0)
     body = table(header, rows)
     body += (f"\n\nMedian of {args.runs} runs after {args.warmup} warm-up runs (the untuned "
-             f"TVM Relax floor: {min(args.runs, FLOOR_RUNS)} runs after 1), batch 1, "
+             f"TVM Relax floor: {min(args.runs, FLOOR_RUNS)} runs after 1; a configuration "
+             f"slower than {SLOW_SECONDS:g} s a run: {SLOW_RUNS} runs), batch 1, "
              f"{THREADS} threads; ratios above 1 mean we are faster.")
     if plotted:
         body += f"\n\n![{title}]({png.name})"

@@ -22,8 +22,8 @@ reference; zero for the average), only on the axes the window can leave the data
   ``count_include_pad``), never less than 1 — the count is a static expression of the
   output position;
 * ``softmax``/``log_softmax`` subtract the (NaN-propagating) maximum, exponentiate in the
-  dtype (float16 via float32; float32 in vector arithmetic, :func:`exp_nonpositive_f32`) and
-  sum in float32 for float16;
+  dtype (float16 via float32; float32 in vector arithmetic,
+  :func:`backends.tvm.lower.vecmath.exp_nonpositive_f32`) and sum in float32 for float16;
 * ``batch_norm`` computes ``(x - mean) / sqrt(var + eps) * gamma + beta`` in the dtype and
   returns copies of the statistics; ``dropout`` is ``(copy, ones)``;
 * ``nn.pad`` modes ``constant`` (the fill value cast to the dtype), ``edge`` (clamped index)
@@ -49,6 +49,7 @@ from backends.tvm.lower.base import (
 )
 from backends.tvm.lower.tensor import cast_expr
 from backends.tvm.lower.transform import reshape_to
+from backends.tvm.lower.vecmath import exp_nonpositive_f32
 from backends.tvm.schedules import KEEP
 from semantics.ops import nn_relations as N
 from semantics.ops import transform_relations as R
@@ -127,36 +128,6 @@ def _leaky_relu(call: OpCall) -> Any:
     zero = const(0, dtype)
     return map_compute(call.inputs[0], lambda x: tirx.Select(x > zero, x, x * slope),
                        "leaky_relu")
-
-
-_EXP_TAYLOR = tuple(1.0 / float(np.prod(np.arange(1, n + 1))) for n in range(8))
-
-
-def exp_nonpositive_f32(t: Any) -> Any:
-    """``exp(t)`` of a float32 ``t`` that is ``<= 0``, ``-inf`` or NaN (a softmax row minus
-    its maximum), in vectorizable arithmetic: LLVM turns ``llvm.exp`` of a vector into one
-    ``expf`` call per lane (2.7 ns an element here), this is a few vector instructions.
-
-    ``t = n ln 2 + r`` with ``n = round(t / ln 2)`` and ``|r| <= ln 2 / 2`` (``ln 2`` split in
-    two parts, Cody–Waite, so ``r`` is exact), ``exp(r)`` by its Taylor polynomial of degree
-    7 (relative error below 6e-9, under float32's rounding), times ``2**n`` built in the
-    exponent bits.  Below ``-87.3`` (``2**n`` would leave the normal range) the result is 0
-    (the exact value is below 1.2e-38: within any relative tolerance of the sum it joins);
-    NaN gives NaN.
-    """
-    tirx = _tirx()
-    f32 = "float32"
-    low = tirx.const(-87.3, f32)
-    c = tirx.Select(t < low, low, t)           # NaN stays NaN (the comparison is false)
-    n = tirx.floor(c * tirx.const(1.4426950408889634, f32) + tirx.const(0.5, f32))
-    r = c - n * tirx.const(0.693145751953125, f32) - n * tirx.const(1.4286068203094173e-06, f32)
-    p: Any = tirx.const(_EXP_TAYLOR[7], f32)
-    for coef in reversed(_EXP_TAYLOR[:7]):
-        p = p * r + tirx.const(coef, f32)
-    bits = tirx.shift_left(tirx.Cast("int32", n) + tirx.const(127, "int32"),
-                           tirx.const(23, "int32"))
-    scaled = p * tirx.reinterpret(f32, bits)
-    return tirx.Select(t < low, tirx.const(0.0, f32), scaled)
 
 
 def _softmax_parts(call: OpCall) -> tuple[Any, Any, Any, Callable[..., list[Any]], str]:

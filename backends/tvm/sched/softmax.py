@@ -17,7 +17,7 @@ reductions into vector partial sums with ``rfactor``; here a row is the unit of 
 * the maximum and the sum reduce a row in 16 or 8 vector lanes (``rfactor``) when that
   divides the row length, else sequentially (a partial vector would need a predicated tail);
 * the exponentials of float32 rows are computed in vector arithmetic
-  (:func:`backends.tvm.lower.nn.exp_nonpositive_f32`, chosen by the lowering).
+  (:func:`backends.tvm.lower.vecmath.exp_nonpositive_f32`, chosen by the lowering).
 
 A softmax over another axis (a strided row) is left to the default recipe (the rule returns
 None).
