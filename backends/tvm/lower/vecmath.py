@@ -19,10 +19,16 @@ degree 7–8 in ``r`` (relative error below 6e-9), and ``2**n`` built in the exp
 rounding) and is 0 below ``-104`` (under half the smallest subnormal); ``expm1`` is -1 below
 ``-87.3`` (where ``exp`` is far below float32's resolution of 1).
 NaN propagates through every function (comparisons with NaN are false, arithmetic keeps it).
+
+Every value used more than once is bound by a TIR ``Let`` (:func:`_let`): the argument is
+often a whole fused expression (a GEMV's sum plus bias), and an expression *tree* that repeats
+it in every use would grow geometrically with each nested transcendental (an LSTM gate's
+``tanh`` of a sum holding a ``sigmoid``) — TVM's simplifier then takes minutes per kernel.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -38,14 +44,34 @@ def _tirx() -> Any:
     return tirx
 
 
-def _reduce(t: Any, bound: float) -> tuple[Any, Any, Any]:
-    """``(clamped t, n, r)`` with ``max(t, bound) = n ln 2 + r`` (see the module docstring)."""
+def _let(value: Any, body: Callable[[Any], Any], name: str = "v") -> Any:
+    """``body(v)`` with ``v`` bound to ``value`` once (a TIR ``Let``), so ``body`` may use it
+    many times without copying the expression ``value``."""
+    tirx = _tirx()
+    if isinstance(value, (tirx.Var, tirx.FloatImm, tirx.IntImm)):
+        return body(value)
+    var = tirx.Var(name, F32)          # every value bound here is float32
+    return tirx.Let(var, value, body(var))
+
+
+def _reduced(t: Any, bound: float, body: Callable[[Any, Any], Any]) -> Any:
+    """``body(n, r)`` with ``max(t, bound) = n ln 2 + r`` (see the module docstring); ``t``,
+    ``n`` and ``r`` are bound once."""
     tirx = _tirx()
     low = tirx.const(bound, F32)
-    c = tirx.Select(t < low, low, t)           # NaN stays NaN (the comparison is false)
-    n = tirx.floor(c * tirx.const(1.4426950408889634, F32) + tirx.const(0.5, F32))
-    r = c - n * tirx.const(0.693145751953125, F32) - n * tirx.const(1.4286068203094173e-06, F32)
-    return c, n, r
+
+    def with_t(tv: Any) -> Any:
+        c = tirx.Select(tv < low, low, tv)     # NaN stays NaN (the comparison is false)
+        n = tirx.floor(c * tirx.const(1.4426950408889634, F32) + tirx.const(0.5, F32))
+
+        def with_n(nv: Any) -> Any:
+            r = (c - nv * tirx.const(0.693145751953125, F32)
+                 - nv * tirx.const(1.4286068203094173e-06, F32))
+            return _let(r, lambda rv: body(nv, rv), "r")
+
+        return _let(n, with_n, "n")
+
+    return _let(t, with_t, "t")
 
 
 def _pow2(n: Any, bias: int = 0) -> Any:
@@ -59,12 +85,18 @@ def _pow2(n: Any, bias: int = 0) -> Any:
 def exp_nonpositive_f32(t: Any) -> Any:
     """``exp(t)`` of a float32 ``t <= 0`` (or ``-inf``, NaN)."""
     tirx = _tirx()
-    _, n, r = _reduce(t, EXP_LOW)
-    p: Any = tirx.const(_TAYLOR[7], F32)
-    for coef in reversed(_TAYLOR[:7]):
-        p = p * r + tirx.const(coef, F32)
-    scaled = (p * _pow2(n, 64)) * tirx.const(2.0 ** -64, F32)   # subnormal results too
-    return tirx.Select(t < tirx.const(EXP_LOW, F32), tirx.const(0.0, F32), scaled)
+
+    def with_t(tv: Any) -> Any:
+        def value(n: Any, r: Any) -> Any:
+            p: Any = tirx.const(_TAYLOR[7], F32)
+            for coef in reversed(_TAYLOR[:7]):
+                p = p * r + tirx.const(coef, F32)
+            return (p * _pow2(n, 64)) * tirx.const(2.0 ** -64, F32)   # subnormal results too
+
+        return tirx.Select(tv < tirx.const(EXP_LOW, F32), tirx.const(0.0, F32),
+                           _reduced(tv, EXP_LOW, value))
+
+    return _let(t, with_t, "t")
 
 
 def expm1_nonpositive_f32(t: Any) -> Any:
@@ -72,15 +104,25 @@ def expm1_nonpositive_f32(t: Any) -> Any:
     polynomial is ``expm1(r)`` itself (``r + r²/2 + ...``), and
     ``expm1(t) = 2**n expm1(r) + (2**n - 1)``."""
     tirx = _tirx()
-    _, n, r = _reduce(t, LOW)
-    q: Any = tirx.const(_TAYLOR[8], F32)
-    for coef in reversed(_TAYLOR[2:8]):
-        q = q * r + tirx.const(coef, F32)
-    q = (q * r + tirx.const(1.0, F32)) * r      # r (1 + r/2 + r²/6 + ... )
-    scale = _pow2(n)
-    value = tirx.Select(n == tirx.const(0.0, F32), q,         # exact; keeps -0.0
-                        scale * q + (scale - tirx.const(1.0, F32)))
-    return tirx.Select(t < tirx.const(LOW, F32), tirx.const(-1.0, F32), value)
+
+    def with_t(tv: Any) -> Any:
+        def value(n: Any, r: Any) -> Any:
+            q: Any = tirx.const(_TAYLOR[8], F32)
+            for coef in reversed(_TAYLOR[2:8]):
+                q = q * r + tirx.const(coef, F32)
+            q = (q * r + tirx.const(1.0, F32)) * r      # r (1 + r/2 + r²/6 + ... )
+
+            def scaled(qv: Any) -> Any:
+                scale = _pow2(n)
+                return tirx.Select(n == tirx.const(0.0, F32), qv,   # exact; keeps -0.0
+                                   scale * qv + (scale - tirx.const(1.0, F32)))
+
+            return _let(q, scaled, "q")
+
+        return tirx.Select(tv < tirx.const(LOW, F32), tirx.const(-1.0, F32),
+                           _reduced(tv, LOW, value))
+
+    return _let(t, with_t, "t")
 
 
 def sigmoid_f32(x: Any) -> Any:
@@ -88,16 +130,31 @@ def sigmoid_f32(x: Any) -> Any:
     tirx = _tirx()
     one = tirx.const(1.0, F32)
     zero = tirx.const(0.0, F32)
-    e = exp_nonpositive_f32(-tirx.Select(x < zero, -x, x))
-    return tirx.Select(x < zero, e / (one + e), one / (one + e))
+
+    def with_x(xv: Any) -> Any:
+        e = exp_nonpositive_f32(-tirx.Select(xv < zero, -xv, xv))
+        return _let(e, lambda ev: tirx.Select(xv < zero, ev / (one + ev), one / (one + ev)),
+                    "e")
+
+    return _let(x, with_x, "x")
 
 
 def tanh_f32(x: Any) -> Any:
     """``tanh`` of a float32 ``x``."""
     tirx = _tirx()
     zero = tirx.const(0.0, F32)
-    ax = tirx.Select(x < zero, -x, x)
-    m = expm1_nonpositive_f32(ax * tirx.const(-2.0, F32))
-    v = -m / (tirx.const(2.0, F32) + m)
-    small = ax < tirx.const(2.0 ** -12, F32)
-    return tirx.Select(small, x, tirx.Select(x < zero, -v, v))
+
+    def with_x(xv: Any) -> Any:
+        def with_ax(ax: Any) -> Any:
+            def with_m(m: Any) -> Any:
+                def with_v(v: Any) -> Any:
+                    small = ax < tirx.const(2.0 ** -12, F32)
+                    return tirx.Select(small, xv, tirx.Select(xv < zero, -v, v))
+
+                return _let(-m / (tirx.const(2.0, F32) + m), with_v, "v")
+
+            return _let(expm1_nonpositive_f32(ax * tirx.const(-2.0, F32)), with_m, "m")
+
+        return _let(tirx.Select(xv < zero, -xv, xv), with_ax, "ax")
+
+    return _let(x, with_x, "x")
