@@ -490,7 +490,7 @@ def _tail(st: _Fn, e: Expr) -> Generator[Any, Any, None]:
                 args.append((yield _expr(st, a)))
             params = st.loop[1]
             if params:
-                st.line(f"{', '.join(params)} = {', '.join(args)}{',' if len(args) == 1 else ''}")
+                st.line(f"{', '.join(params)} = {', '.join(args)}")    # one name: no tuple
             st.line("continue")
             return
         if t is Call and id(e) not in st.shared:
