@@ -101,6 +101,42 @@ class Executable:
             RelayRuntimeError: no such global, wrong arguments, or the program fails
                 (non-exhaustive match, division by zero, stack exhausted, ...).
         """
+        name, values = self._arguments(entry, args)
+        try:
+            with np.errstate(all="ignore"):
+                result = self._runner.run(name, values)
+        except (RelayError, InternalError):
+            raise
+        except RecursionError as exc:
+            raise RelayRuntimeError(
+                f"stack exhausted: the {self.executor} executor ran out of Python stack "
+                f"({exc}); use executor=\"vm\" for deep recursion") from None
+        except Exception as exc:
+            raise InternalError(
+                f"the {self.executor} executor failed: {type(exc).__name__}: {exc}") from exc
+        return export_value(result)
+
+    def profile(self, *inputs: Any, entry: str = "main", repeat: int = 10) -> list[Any]:
+        """Graph executor: time each kernel call of one run of ``entry`` on ``inputs``.
+
+        Every kernel is called once to warm up and ``repeat`` more times on its real inputs;
+        the median is reported. Returns one
+        :class:`~backends.tvm.graph.StepProfile` per kernel call, in evaluation order
+        (kernel name, operators, output shapes, seconds, FLOPs of its convolutions and
+        dense products).
+
+        Raises:
+            RelayRuntimeError: not a graph executable, or wrong arguments (as :meth:`run`).
+        """
+        if self.executor != "graph":
+            raise RelayRuntimeError(
+                f"profile needs executor=\"graph\" (this executable uses {self.executor!r})")
+        name, values = self._arguments(entry, inputs)
+        with np.errstate(all="ignore"):
+            return list(self._runner.profile(name, values, repeat))
+
+    def _arguments(self, entry: str, args: tuple[Any, ...]) -> tuple[str, list[Any]]:
+        """The global's name and the converted arguments (``run``'s checks)."""
         if not isinstance(entry, str):
             raise RelayRuntimeError(f"entry must be a global's name, got {entry!r}")
         name = entry.lstrip("@")
@@ -117,20 +153,7 @@ class Executable:
             types = self._param_types[name] = [
                 p.type_annotation if p.type_annotation is not None else p.checked_type
                 for p in fn.params]
-        values = convert_arguments(fn.params, args, self.module, where, types)
-        try:
-            with np.errstate(all="ignore"):
-                result = self._runner.run(name, values)
-        except (RelayError, InternalError):
-            raise
-        except RecursionError as exc:
-            raise RelayRuntimeError(
-                f"stack exhausted: the {self.executor} executor ran out of Python stack "
-                f"({exc}); use executor=\"vm\" for deep recursion") from None
-        except Exception as exc:
-            raise InternalError(
-                f"the {self.executor} executor failed: {type(exc).__name__}: {exc}") from exc
-        return export_value(result)
+        return name, convert_arguments(fn.params, args, self.module, where, types)
 
     @property
     def fallbacks(self) -> list[tuple[str, str]]:

@@ -28,6 +28,8 @@ output views. (An executable therefore runs one call at a time.)
 
 from __future__ import annotations
 
+import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +44,7 @@ from semantics.expr import (
     Function,
     GlobalVar,
     Let,
+    Op,
     Tuple,
     TupleGetItem,
     Var,
@@ -51,7 +54,7 @@ from semantics.shapes import as_int
 from semantics.types import TensorType, TupleType, Type
 from semantics.visitor import post_order
 
-__all__ = ["GraphPlan", "GraphRunner", "plan_function"]
+__all__ = ["GraphPlan", "GraphRunner", "StepProfile", "kernel_flops", "plan_function"]
 
 _ALIGN = 64
 
@@ -72,6 +75,7 @@ class GraphPlan:
     n_inputs: int = 0
     consts: dict[int, np.ndarray] = field(default_factory=dict)
     steps: list[tuple[Any, Desc, list[int]]] = field(default_factory=list)
+    funcs: list[Function] = field(default_factory=list)
     layouts: dict[int, Layout] = field(default_factory=dict)
     result: Desc = None
     storage: dict[int, int] = field(default_factory=dict)
@@ -194,6 +198,7 @@ def plan_function(name: str, fn: Function, table: KernelTable) -> GraphPlan:
             kernel = table.kernel_for(node.op)  # type: ignore[arg-type]
             desc, ids = fresh(node.checked_type, node)
             plan.steps.append((kernel, args, ids))
+            plan.funcs.append(node.op)  # type: ignore[arg-type]
         elif isinstance(node, Call):
             what = "a call of a global function" if type(node.op) is GlobalVar else \
                 "a call of something other than a fused kernel"
@@ -300,6 +305,113 @@ class _Bound:
         return _value(plan.result, env)
 
 
+    def profile(self, args: list[Any], repeat: int) -> list[StepProfile]:
+        """Run the plan once, timing each step on its own: the median of ``repeat`` calls
+        after one warm-up call, with the step's real inputs (see :meth:`GraphRunner.profile`).
+        """
+        plan = self.plan
+        env: dict[int, Any] = dict(plan.consts)
+        for desc, value in zip(plan.params, args):
+            _bind(desc, value, env)
+        rows = []
+        for i, ((kernel, arg_desc, ids), fn) in enumerate(zip(plan.steps, plan.funcs)):
+            inputs = [_value(d, env) for d in arg_desc]
+            outs = [self.views.get(tid) for tid in ids]
+            if any(v is None for v in outs):
+                outs = None  # a result or a dynamic shape: the kernel allocates
+
+            result = _call(kernel, inputs, outs)
+            times = []
+            for _ in range(repeat):
+                start = time.perf_counter()
+                result = _call(kernel, inputs, outs)
+                times.append(time.perf_counter() - start)
+            for tid, v in zip(ids, result if type(result) is tuple else (result,)):
+                env[tid] = v
+            shapes = tuple(tuple(np.shape(env[tid])) for tid in ids)
+            rows.append(StepProfile(i, kernel.name, _anchor_ops(fn), shapes,
+                                    float(np.median(times)), kernel_flops(fn)))
+        return rows
+
+
+def _call(kernel: Any, inputs: list[Any], outs: list[Any] | None) -> Any:
+    return kernel(*inputs, out=outs) if outs is not None else kernel(*inputs)
+
+
+@dataclass(frozen=True)
+class StepProfile:
+    """One kernel call of a profiled graph run (:meth:`GraphRunner.profile`).
+
+    Attributes:
+        step: its index in the plan (evaluation order).
+        kernel: the kernel's name.
+        ops: the operators of its primitive function, in evaluation order.
+        shapes: the shapes of its outputs.
+        seconds: median wall-clock time of one call.
+        flops: 2 × the multiply-adds of its ``nn.conv2d``/``nn.dense`` calls (0 if none).
+    """
+
+    step: int
+    kernel: str
+    ops: tuple[str, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    seconds: float
+    flops: int
+
+    @property
+    def gflops(self) -> float:
+        """Throughput in GFLOP/s (0 for a kernel without convolution or dense)."""
+        return self.flops / self.seconds / 1e9 if self.seconds > 0 else 0.0
+
+
+def _anchor_ops(fn: Function) -> tuple[str, ...]:
+    return tuple(n.op.name for n in post_order(fn.body)
+                 if isinstance(n, Call) and isinstance(n.op, Op))
+
+
+def _layout_channels(shape: list[int], layout: str) -> int:
+    """The number of channels of a tensor of ``shape`` in ``layout`` (``NCHW``, ``NHWC``,
+    ``NCHW16c``, ...): the ``C`` extent times the ``c`` block, if any."""
+    axes = re.findall(r"[0-9]*[A-Za-z]", layout)
+    if len(axes) != len(shape):
+        raise ValueError(f"layout {layout} does not fit shape {shape}")
+    channels = 1
+    for axis, extent in zip(axes, shape):
+        if axis[-1] in "Cc":
+            channels *= extent
+    return channels
+
+
+def kernel_flops(fn: Function) -> int:
+    """FLOPs (2 per multiply-add) of the ``nn.conv2d`` and ``nn.dense`` calls of a
+    type-checked primitive function, in any data layout (0 when a type is not concrete).
+
+    A convolution's output element sums ``kernel elements / output channels`` products;
+    a dense output element sums the reduction length (the data's last axis).
+    """
+    total = 0
+    for node in post_order(fn.body):
+        if not (isinstance(node, Call) and isinstance(node.op, Op)) or \
+                node.op.name not in ("nn.conv2d", "nn.dense"):
+            continue
+        out, data, weight = (node.checked_type, node.args[0].checked_type,
+                             node.args[1].checked_type)
+        if not all(isinstance(t, TensorType) and all(type(d) is int for d in t.shape)
+                   for t in (out, data, weight)):
+            return 0
+        oshape = [int(d) for d in out.shape]  # type: ignore[union-attr]
+        outputs = int(np.prod(oshape, dtype=np.int64))
+        if node.op.name == "nn.dense":
+            reduction = int(data.shape[-1])  # type: ignore[union-attr]
+        else:
+            layout = node.attrs.get("out_layout") or node.attrs.get("data_layout") or "NCHW"
+            channels = _layout_channels(oshape, layout)
+            reduction = int(np.prod([int(d) for d in weight.shape],  # type: ignore[union-attr]
+                                    dtype=np.int64)) // max(channels, 1)
+        total += 2 * outputs * reduction
+    return total
+
+
 def _bind(desc: Desc, value: Any, env: dict[int, Any]) -> None:
     stack = [(desc, value)]
     while stack:
@@ -349,3 +461,9 @@ class GraphRunner:
 
     def run(self, name: str, values: list[Any]) -> Any:
         return self._bound(name).run(values)
+
+    def profile(self, name: str, values: list[Any], repeat: int = 10) -> list[StepProfile]:
+        """Time every kernel call of one run of ``name`` on ``values`` (converted
+        arguments): one :class:`StepProfile` per step, in evaluation order. Each kernel is
+        called ``1 + repeat`` times on its real inputs; the results equal a normal run's."""
+        return self._bound(name).profile(values, max(1, int(repeat)))
