@@ -391,21 +391,60 @@ def _conv2d(call: OpCall) -> Any:
     rc = te.reduce_axis((0, cg), name="rc")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
+    padded = _padded(data, dmap, dshape, N.pad4(attrs["padding"]), odt)
 
     def body(*idx: Any) -> Any:
         o = omap.coords(idx)
         oc = o["C"]
         g = tirx.floordiv(oc, og) if groups > 1 else 0
-        h = o["H"] * sh - pt + ry * dh
-        w = o["W"] * sw - pl + rx * dw
-        inside = tirx.all(h >= 0, h < height, w >= 0, w < width)
+        h = o["H"] * sh + ry * dh
+        w = o["W"] * sw + rx * dw
         c = g * cg + rc if groups > 1 else rc
-        x = _at(data, dmap.index({"N": o["N"], "C": c, "H": h, "W": w}))
-        x = tirx.if_then_else(inside, tirx.Cast(odt, x), const(0, odt))
+        if padded is not None:
+            x = _at(padded, dmap.index({"N": o["N"], "C": c, "H": h, "W": w}))
+        else:
+            h, w = h - pt, w - pl
+            inside = tirx.all(h >= 0, h < height, w >= 0, w < width)
+            x = _at(data, dmap.index({"N": o["N"], "C": c, "H": h, "W": w}))
+            x = tirx.if_then_else(inside, tirx.Cast(odt, x), const(0, odt))
         k = _at(weight, kmap.index({"O": oc, "I": rc, "H": ry, "W": rx}))
         return te.sum(x * tirx.Cast(odt, k), axis=[rc, ry, rx])
 
     return te.compute(call.out_shape, body, name="conv2d")
+
+
+CONV_PAD = "conv2d_pad"
+"""The name of a convolution's padded-input stage (see :func:`_padded`)."""
+
+
+def _padded(data: Any, dmap: LayoutMap, dshape: Sequence[int], pads: Sequence[int],
+            odt: str) -> Any:
+    """The zero-padded input of a convolution, cast to ``odt``, as its own stage
+    (:data:`CONV_PAD`, in the data's layout with ``H``/``W`` extended), or None when there is
+    no padding or ``H``/``W`` are blocked (the convolution then tests the bounds itself).
+
+    The default schedule inlines the stage (a bounds test per load, no extra buffer); a
+    convolution schedule may instead materialize it once, so the inner loop loads without
+    a test."""
+    te, tirx = _te(), _tirx()
+    pt, pl, pb, pr = pads
+    if not any(pads) or "H" in dmap.factor or "W" in dmap.factor:
+        return None
+    pos = {a: k for k, (a, _) in enumerate(dmap.axes)}
+    ph, pw = pos["H"], pos["W"]
+    height, width = dshape[ph], dshape[pw]
+    shape = list(dshape)
+    shape[ph] += pt + pb
+    shape[pw] += pl + pr
+
+    def body(*idx: Any) -> Any:
+        h, w = idx[ph] - pt, idx[pw] - pl
+        src = list(idx)
+        src[ph], src[pw] = h, w
+        inside = tirx.all(h >= 0, h < height, w >= 0, w < width)
+        return tirx.if_then_else(inside, tirx.Cast(odt, _at(data, src)), const(0, odt))
+
+    return te.compute(tuple(shape), body, name=CONV_PAD)
 
 
 # --- pooling ------------------------------------------------------------------------------

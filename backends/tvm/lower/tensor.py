@@ -18,7 +18,9 @@ references of :mod:`semantics.ops.tensor` (§5):
   few ulps of the references, which evaluate in float64);
 * ``maximum``/``minimum``/``clip`` propagate NaN (explicit selects, not LLVM's ``maxnum``);
   ``not_equal`` (and ``cast`` to bool, ``where``'s condition) is true for NaN operands, as
-  numpy (TVM would emit LLVM's ordered ``fcmp one``);
+  numpy (TVM would emit LLVM's ordered ``fcmp one``); ``equal``, ``less_equal`` and
+  ``greater_equal`` of floats also test ``isnan`` (TVM's simplifier folds ``x == x`` to
+  true, even for a NaN);
 * ``round`` rounds halves away from zero by ``trunc`` and the sign of the remainder (TIR's
   ``round`` is not relied on); rounding functions are the identity on integers;
 * ``cast`` follows :func:`semantics.ops.reference.cast_array`: float to integer truncates,
@@ -161,11 +163,26 @@ def _compare(op: str, fn: Any) -> None:
         return broadcast_compute(call, fn)
 
 
-_compare("equal", lambda a, b: a == b)
+def _reflexive(fn: Any) -> Any:
+    """A comparison that holds for equal operands (``==``, ``<=``, ``>=``), made safe from
+    TVM's simplifier, which rewrites ``x == x`` (``x <= x``, ...) to true for every dtype —
+    wrong for a NaN. On floats it is ``fn(a, b) and not isnan(a)``: the same value whenever
+    nothing is folded (a NaN operand makes ``fn`` false anyway), and the right one when the
+    operands are the same expression (the tensor compared with itself, or two producers that
+    inlining makes equal)."""
+    def rule(a: Any, b: Any) -> Any:
+        if str(a.dtype).startswith("float"):
+            tirx = _tirx()
+            return tirx.And(fn(a, b), tirx.Not(tirx.isnan(a)))
+        return fn(a, b)
+    return rule
+
+
+_compare("equal", _reflexive(lambda a, b: a == b))
 _compare("less", lambda a, b: a < b)
-_compare("less_equal", lambda a, b: a <= b)
+_compare("less_equal", _reflexive(lambda a, b: a <= b))
 _compare("greater", lambda a, b: a > b)
-_compare("greater_equal", lambda a, b: a >= b)
+_compare("greater_equal", _reflexive(lambda a, b: a >= b))
 
 
 def float_ne(a: Any, b: Any) -> Any:
