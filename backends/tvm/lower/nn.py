@@ -333,7 +333,7 @@ def _batch_norm(call: OpCall) -> Any:
 
     def body(*i: Any) -> Any:
         c = i[axis]
-        res = tirx.Div(data[i] - mean[c], _sqrt(var[c] + eps, dtype))
+        res = tirx.Div(data[i] - mean[c], _sqrt(_plus(var[c], eps, dtype), dtype))
         if scale:
             res = res * gamma[c]
         if center:
@@ -343,6 +343,17 @@ def _batch_norm(call: OpCall) -> Any:
     out = te.compute(shape, body, name="batch_norm")
     return (out, map_compute(mean, lambda v: v, "bn_mean"), map_compute(var, lambda v: v,
                                                                           "bn_var"))
+
+
+def _plus(x: Any, c: Any, dtype: str) -> Any:
+    """``x + c`` for a literal ``c``, IEEE-exact when ``c`` is zero: TVM's simplifier rewrites
+    ``x + 0`` to ``x``, but ``-0.0 + 0.0`` is ``+0.0`` (a ``batch_norm`` with ``epsilon=0`` over
+    a variance of ``-0.0`` divides by ``+0``)."""
+    tirx = _tirx()
+    if float(c.value) == 0.0:
+        zero = const(0, dtype)
+        return tirx.Select(x == zero, zero, x)
+    return x + c
 
 
 def _sqrt(x: Any, dtype: str) -> Any:

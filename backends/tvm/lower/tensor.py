@@ -151,38 +151,34 @@ def _minimum(call: OpCall) -> Any:
 
 # --- comparisons and logic ----------------------------------------------------------------
 
-def _compare(op: str, fn: Any) -> None:
+def _compare(op: str, fn: Any, reflexive: bool = False) -> None:
     """Register a comparison; bool operands are compared as int8 (TVM 0.27 would emit a
-    float comparison of ``i1`` values, which LLVM rejects)."""
+    float comparison of ``i1`` values, which LLVM rejects).
+
+    A ``reflexive`` comparison holds for equal operands (``==``, ``<=``, ``>=``); TVM's
+    simplifier rewrites ``x == x`` (``x <= x``, ...) to true whatever the dtype — wrong for a
+    NaN. On floats it is compiled as ``fn(a, b) and not isnan(a)``: the same value whenever
+    nothing is folded (a NaN operand makes ``fn`` false anyway), and the right one when the
+    operands are the same expression (a tensor compared with itself, or two producers that
+    inlining makes equal)."""
     @lowering(op)
     def rule(call: OpCall) -> Any:
-        if call.in_dtype(0) == "bool":
-            tirx = _tirx()
+        tirx = _tirx()
+        dtype = call.in_dtype(0)
+        if dtype == "bool":
             return broadcast_compute(call, lambda a, b: fn(tirx.Cast("int8", a),
                                                            tirx.Cast("int8", b)))
+        if reflexive and is_float(dtype):
+            return broadcast_compute(call, lambda a, b: tirx.And(fn(a, b),
+                                                                 tirx.Not(tirx.isnan(a))))
         return broadcast_compute(call, fn)
 
 
-def _reflexive(fn: Any) -> Any:
-    """A comparison that holds for equal operands (``==``, ``<=``, ``>=``), made safe from
-    TVM's simplifier, which rewrites ``x == x`` (``x <= x``, ...) to true for every dtype —
-    wrong for a NaN. On floats it is ``fn(a, b) and not isnan(a)``: the same value whenever
-    nothing is folded (a NaN operand makes ``fn`` false anyway), and the right one when the
-    operands are the same expression (the tensor compared with itself, or two producers that
-    inlining makes equal)."""
-    def rule(a: Any, b: Any) -> Any:
-        if str(a.dtype).startswith("float"):
-            tirx = _tirx()
-            return tirx.And(fn(a, b), tirx.Not(tirx.isnan(a)))
-        return fn(a, b)
-    return rule
-
-
-_compare("equal", _reflexive(lambda a, b: a == b))
+_compare("equal", lambda a, b: a == b, reflexive=True)
 _compare("less", lambda a, b: a < b)
-_compare("less_equal", _reflexive(lambda a, b: a <= b))
+_compare("less_equal", lambda a, b: a <= b, reflexive=True)
 _compare("greater", lambda a, b: a > b)
-_compare("greater_equal", _reflexive(lambda a, b: a >= b))
+_compare("greater_equal", lambda a, b: a >= b, reflexive=True)
 
 
 def float_ne(a: Any, b: Any) -> Any:
