@@ -402,7 +402,7 @@ def _conv2d(call: OpCall) -> Any:
     rc = te.reduce_axis((0, cg), name="rc")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
-    padded = _padded(data, dmap, dshape, N.pad4(attrs["padding"]), odt)
+    staged = _staged_input(data, dmap, dshape, N.pad4(attrs["padding"]), odt)
 
     def body(*idx: Any) -> Any:
         o = omap.coords(idx)
@@ -411,8 +411,8 @@ def _conv2d(call: OpCall) -> Any:
         h = o["H"] * sh + ry * dh
         w = o["W"] * sw + rx * dw
         c = g * cg + rc if groups > 1 else rc
-        if padded is not None:
-            x = _at(padded, dmap.index({"N": o["N"], "C": c, "H": h, "W": w}))
+        if staged is not None:
+            x = staged[o["N"], h, w, c]
         else:
             h, w = h - pt, w - pl
             inside = tirx.all(h >= 0, h < height, w >= 0, w < width)
@@ -425,37 +425,38 @@ def _conv2d(call: OpCall) -> Any:
 
 
 CONV_PAD = "conv2d_pad"
-"""The name of a convolution's padded-input stage (see :func:`_padded`)."""
+"""The name of a convolution's staged-input stage (see :func:`_staged_input`)."""
 
 
-def _padded(data: Any, dmap: LayoutMap, dshape: Sequence[int], pads: Sequence[int],
-            odt: str) -> Any:
-    """The zero-padded input of a convolution, cast to ``odt``, as its own stage
-    (:data:`CONV_PAD`, in the data's layout with ``H``/``W`` extended), or None when there is
-    no padding or ``H``/``W`` are blocked (the convolution then tests the bounds itself).
+def _staged_input(data: Any, dmap: LayoutMap, dshape: Sequence[int], pads: Sequence[int],
+                  odt: str) -> Any:
+    """The convolution's input as its own stage (:data:`CONV_PAD`): zero-padded, cast to
+    ``odt`` and **channels last**, ``[N, H + pads, W + pads, C]`` whatever the data's layout;
+    None when ``H`` or ``W`` is blocked (the convolution then reads the data itself, testing
+    the bounds).
 
-    The default schedule inlines the stage (a bounds test per load, no extra buffer); a
-    convolution schedule may instead materialize it once, so the inner loop loads without
-    a test."""
+    The default schedule inlines the stage (a bounds test per load, no extra buffer). A
+    convolution schedule may instead materialize it once per call: the inner loop then loads
+    without a test, and the values one output tile reads lie in a few contiguous runs (one
+    per input row) instead of one per channel block of a blocked layout."""
     te, tirx = _te(), _tirx()
     pt, pl, pb, pr = pads
-    if not any(pads) or "H" in dmap.factor or "W" in dmap.factor:
+    if "H" in dmap.factor or "W" in dmap.factor:
         return None
-    pos = {a: k for k, (a, _) in enumerate(dmap.axes)}
-    ph, pw = pos["H"], pos["W"]
-    height, width = dshape[ph], dshape[pw]
-    shape = list(dshape)
-    shape[ph] += pt + pb
-    shape[pw] += pl + pr
+    n = dmap.extent(dshape, "N")
+    height, width = dmap.extent(dshape, "H"), dmap.extent(dshape, "W")
+    channels = dmap.extent(dshape, "C")
 
-    def body(*idx: Any) -> Any:
-        h, w = idx[ph] - pt, idx[pw] - pl
-        src = list(idx)
-        src[ph], src[pw] = h, w
+    def body(b: Any, hh: Any, ww: Any, c: Any) -> Any:
+        h, w = hh - pt, ww - pl
+        x = tirx.Cast(odt, _at(data, dmap.index({"N": b, "C": c, "H": h, "W": w})))
+        if not any(pads):
+            return x
         inside = tirx.all(h >= 0, h < height, w >= 0, w < width)
-        return tirx.if_then_else(inside, tirx.Cast(odt, _at(data, src)), const(0, odt))
+        return tirx.if_then_else(inside, x, const(0, odt))
 
-    return te.compute(tuple(shape), body, name=CONV_PAD)
+    shape = (n, height + pt + pb, width + pl + pr, channels)
+    return te.compute(shape, body, name=CONV_PAD)
 
 
 # --- pooling ------------------------------------------------------------------------------

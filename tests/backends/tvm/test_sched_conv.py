@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from backends.tvm.build import prepare
 from backends.tvm.kernels import KernelCache, compile_function
 from backends.tvm.sched import KernelInfo, candidates
-from backends.tvm.sched.conv2d import Machine, register_tile, schedule_conv2d
+from backends.tvm.sched.conv2d import Machine, k_blocked, register_tile, schedule_conv2d
 from backends.tvm.target import host_target
 from backends.tvm.te_build import build_te
 from interpreter import evaluate
@@ -191,6 +191,26 @@ def test_conv_kernels_match_the_oracle(name: str, kernel_cache: KernelCache,
                                        close: object) -> None:
     case, scheduled = CASES[name]
     check(case, kernel_cache, close, expect_scheduled=scheduled if BLOCK == 16 else None)
+
+
+@pytest.mark.parametrize("epilogue", ["bias_relu", "residual", "none"])
+def test_convolutions_reduced_in_passes_match_the_oracle(epilogue: str, kernel_cache: KernelCache,
+                                                          close: object) -> None:
+    # 16 input-channel blocks over 14x14 outputs: reduced in passes of K_CHUNK blocks
+    case = Conv(16 * BLOCK, 2 * BLOCK, 14, 14, epilogue=epilogue)
+    assert k_blocked(14 * 14, 16, strided=False)
+    text, params = case.program()
+    (prim,) = [p for p in primitives(prepare(text, params, 3)) if conv_of(p) is not None]
+    script = scheduled_script(prim)
+    assert script is not None and "conv2d_local" not in script   # accumulates in the result
+    assert check(case, kernel_cache, close, expect_scheduled=True) == 1
+
+
+def test_k_blocking_rule() -> None:
+    assert k_blocked(56 * 56, 32, strided=False)
+    assert not k_blocked(56 * 56, 32, strided=True)
+    assert not k_blocked(7 * 7, 64, strided=False)
+    assert not k_blocked(56 * 56, 8, strided=False)
 
 
 def test_nan_and_infinity_propagate_through_the_vectorized_relu(kernel_cache: KernelCache,
