@@ -402,7 +402,8 @@ def _conv2d(call: OpCall) -> Any:
     rc = te.reduce_axis((0, cg), name="rc")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
-    staged = _staged_input(data, dmap, dshape, N.pad4(attrs["padding"]), odt)
+    blocked = bool(dmap.factor) or bool(omap.factor)
+    staged = _staged_input(data, dmap, dshape, N.pad4(attrs["padding"]), odt) if blocked else None
 
     def body(*idx: Any) -> Any:
         o = omap.coords(idx)
@@ -433,7 +434,10 @@ def _staged_input(data: Any, dmap: LayoutMap, dshape: Sequence[int], pads: Seque
     """The convolution's input as its own stage (:data:`CONV_PAD`): zero-padded, cast to
     ``odt`` and **channels last**, ``[N, H + pads, W + pads, C]`` whatever the data's layout;
     None when ``H`` or ``W`` is blocked (the convolution then reads the data itself, testing
-    the bounds).
+    the bounds). Made for convolutions with a channel-blocked data or output layout (the
+    domain of ``backends.tvm.sched.conv2d``); in plain layouts the convolution tests the
+    bounds in its loads, and the NCHW rule (``sched/conv2d_nchw.py``) makes its own padded
+    copy, laid out for vectors along the width.
 
     The default schedule inlines the stage (a bounds test per load, no extra buffer). A
     convolution schedule may instead materialize it once per call: the inner loop then loads
