@@ -527,7 +527,7 @@ def _build_library(func: Function, arg_types: Sequence[Type], spec: dict[str, An
     from tvm import te
 
     try:
-        lowered = build_te(func, arg_types)
+        lowered = build_te(func, arg_types, spec)
     except LoweringFailed as err:
         raise NoLowering(err.op, err.reason) from None
     if schedule is None:

@@ -32,6 +32,7 @@ from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
 from backends.tvm.schedules import KEEP, schedule_spatial
+from backends.tvm.target import vector_bytes
 
 __all__ = ["GEMM_PARALLEL_MIN", "GEMV_PARALLEL_MIN", "schedule_dense"]
 
@@ -47,6 +48,7 @@ GEMM_PARALLEL_MIN = 1 << 18
 GEMV_ROW_BLOCKS = (4, 2, 1)
 """Weight rows a GEMV tile reads at once (the first that divides N), times the data rows."""
 
+GEMV = f"{KEEP}dense_gemv"
 PARTIAL = f"{KEEP}dense_partial"
 PACKED = f"{KEEP}dense_pack"
 ACC = f"{KEEP}dense_acc"
@@ -138,11 +140,48 @@ def schedule_dense(prim: Any, info: KernelInfo) -> Any:
     names = _block_names(sch)
     if names.count("dense") != 1 or info.ops.count("nn.dense") != 1:
         return None
+    if GEMV in names:
+        return _packed_gemv(sch, info)
     if PARTIAL in names:
         return _gemv(sch)
     if ACC in names and PACKED in names:
         return _gemm(sch)
     return None
+
+
+def _packed_gemv(sch: Any, info: KernelInfo) -> Any:
+    """The GEMV over a weight packed at build time (module docstring)."""
+    inline_into_consumers(sch, {GEMV})
+    acc = sch.get_sblock(GEMV)
+    packed = next(r.source for r in sch.get(acc).reads if len(r.source.shape) == 3)
+    tiles, k, tile = (int(d) for d in packed.shape)
+    lanes = max(1, min(tile, vector_bytes(info.target) * 8 // int(packed.dtype.bits)))
+    while tile % lanes:
+        lanes //= 2
+    *rows, col, kk = sch.get_loops(acc)
+    jo, ji = sch.split(col, [None, tile])
+    ju, jl = sch.split(ji, [None, lanes])
+    sch.reorder(jo, kk, *rows, ju, jl)
+    local = sch.cache_write(acc, 0, "local")
+    sch.reverse_compute_at(local, jo, preserve_unit_loops=True)
+    wloops = sch.get_loops(local)[1:]
+    for lp in wloops[:-1]:
+        sch.unroll(lp)
+    vectorize_inner(sch, local, lanes)
+    for lp in rows:
+        sch.unroll(lp)
+    sch.unroll(ju)
+    sch.vectorize(jl)
+    if tiles * tile * k >= GEMV_PARALLEL_MIN and tiles >= 2:
+        sch.parallel(jo)
+    init = sch.decompose_reduction(acc, kk)
+    iloops = sch.get_loops(init)[1:]
+    for lp in iloops[:-1]:
+        sch.unroll(lp)
+    sch.vectorize(iloops[-1])
+    _schedule_rest(sch, {GEMV, f"{GEMV}_init", f"{GEMV}_update", sch.get(local).name_hint},
+                   info.target)
+    return sch.mod
 
 
 def _gemv(sch: Any) -> Any:
@@ -243,11 +282,11 @@ def _gemm(sch: Any) -> Any:
     return sch.mod
 
 
-def _schedule_rest(sch: Any, done: set[str]) -> None:
+def _schedule_rest(sch: Any, done: set[str], target: dict[str, Any] | None = None) -> None:
     """The default recipe for the blocks the dense recipe did not place (other outputs)."""
     for name in _block_names(sch):
         if name in done:
             continue
         block = sch.get_sblock(name)
         if sch.get_loops(block) and int(sch.get(sch.get_loops(block)[0]).extent) > 0:
-            schedule_spatial(sch, block)
+            schedule_spatial(sch, block, target)
