@@ -167,7 +167,7 @@ def build_te(func: Function, arg_types: Sequence[Type],
             key = id(let_value[key])
         return values[key], types[key]
 
-    data: dict[Any, np.ndarray] = {}     # constant placeholder -> its array
+    data: dict[int, np.ndarray] = {}     # constant placeholder (its handle) -> its array
 
     def hide(array: np.ndarray, name: str) -> Any:
         ph = te.placeholder(array.shape, str(array.dtype), name=f"c{len(result.constants)}_{name}")
@@ -180,7 +180,7 @@ def build_te(func: Function, arg_types: Sequence[Type],
             continue
         if isinstance(node, Constant):
             values[id(node)], types[id(node)] = _constant(node, result)
-            data[values[id(node)]] = result.constant_arrays[-1]
+            data[_handle(values[id(node)])] = result.constant_arrays[-1]
         elif isinstance(node, Call):
             values[id(node)], types[id(node)] = _call(node, value_of, result, data, target,
                                                       hide)
@@ -207,15 +207,15 @@ def build_te(func: Function, arg_types: Sequence[Type],
 def _drop_unread_constants(result: TeFunction) -> None:
     """Forget the hidden constants no output reads (a weight a rule replaced by a prepared
     copy): the kernel neither keeps nor receives them."""
-    seen: set[Any] = set()
+    seen: set[int] = set()
     stack = list(result.outputs)
     while stack:
         t = stack.pop()
-        if t in seen:
+        if _handle(t) in seen:
             continue
-        seen.add(t)
+        seen.add(_handle(t))
         stack.extend(t.op.input_tensors)
-    keep = [i for i, c in enumerate(result.constants) if c in seen]
+    keep = [i for i, c in enumerate(result.constants) if _handle(c) in seen]
     if len(keep) != len(result.constants):
         result.constants = [result.constants[i] for i in keep]
         result.constant_arrays = [result.constant_arrays[i] for i in keep]
@@ -241,7 +241,12 @@ def _constant(node: Constant, result: TeFunction) -> tuple[Any, Type]:
     return ph, t
 
 
-def _call(node: Call, value_of: Any, result: TeFunction, data: dict[Any, np.ndarray],
+def _handle(t: Any) -> int:
+    """The identity of a TE tensor (its wrappers differ; ``==`` on 0-d tensors raises)."""
+    return int(t.__chandle__())
+
+
+def _call(node: Call, value_of: Any, result: TeFunction, data: dict[int, np.ndarray],
           target: dict[str, Any] | None, hide: Any) -> tuple[Any, Type]:
     if not isinstance(node.op, Op):
         raise LoweringFailed("call", "a primitive function calls operators only")
@@ -265,7 +270,8 @@ def _call(node: Call, value_of: Any, result: TeFunction, data: dict[Any, np.ndar
         _shape(t)
     inputs = tuple(v for v, _ in pairs)
     call = OpCall(name, inputs, attrs, arg_types, out_type,
-                  tuple(data.get(v) if not isinstance(v, tuple) else None for v in inputs),
+                  tuple(data.get(_handle(v)) if not isinstance(v, tuple) else None
+                        for v in inputs),
                   target, hide)
     if _all_empty(out_type):
         # No element to compute (and rules may divide by the zero extents): zero fills.
