@@ -255,7 +255,7 @@ class Kernel:
         if pools is not None and out is None and self._single:
             # The common case, inlined: a small result from the pool (class docstring).
             base = self._pool_base
-            for o, twin in pools[0]:
+            for o, twin in pools[0]:  # noqa: B007 - the pair found is used below
                 if _refcount(o) == base:
                     break
             else:
