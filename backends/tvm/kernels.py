@@ -299,17 +299,18 @@ class Kernel:
         """A new buffer (and its twin) for result ``i``, kept in the pool when it has room."""
         dtype, shape = self._out_sig[i]
         o = np.empty(shape, dtype)
-        twin = _dlpack_twin(o)
-        pair = (o, twin)
         pools = self._pools
         assert pools is not None
-        if len(pools[i]) < POOL_SIZE:
-            pools[i].append(pair)
-            _TWINS[id(o)] = twin
-            self._pool_ids.append(id(o))
-            # What the count of a free pooled array is, seen from the loops that look for
-            # one: the pool's tuple, the twin, a local name and getrefcount's argument.
-            self._pool_base = _refcount(o)
+        if len(pools[i]) >= POOL_SIZE:
+            return o, o           # every pooled buffer is held: a plain array, no twin
+        twin = _dlpack_twin(o)
+        pair = (o, twin)
+        pools[i].append(pair)
+        _TWINS[id(o)] = twin
+        self._pool_ids.append(id(o))
+        # What the count of a free pooled array is, seen from the loops that look for one:
+        # the pool's tuple, the twin, a local name and getrefcount's argument.
+        self._pool_base = _refcount(o)
         return pair
 
     def _take(self, i: int) -> tuple[np.ndarray, Any]:

@@ -292,6 +292,7 @@ class Compiler:
         while self._pending:
             code, fn, st = self._pending.pop()
             run_recursive(self._tail(st, fn.body))
+            release_dead_registers(code)
 
     # -- expressions in tail position: the value is returned -----------------------------
     def _tail(self, st: _FnState, e: Expr) -> Generator[Any, Any, None]:
@@ -584,6 +585,122 @@ class Compiler:
         return _GRAD_EXPANDER[0](e, self.mod, ())
 
 
+# --- liveness: registers released at non-tail calls -------------------------------------------
+
+def _operands(ins: Instr) -> tuple[tuple[int, ...], int]:
+    """The registers instruction ``ins`` reads, and the one it writes (-1: none; the
+    registers a ``MATCH`` clause binds are written on the way to the clause)."""
+    op = ins[0]
+    if op == KERNEL1:
+        return (ins[3],), ins[1]
+    if op == KERNEL2:
+        return (ins[3], ins[4]), ins[1]
+    if op == KERNEL or op == TUPLE or op == CALLG:
+        return tuple(ins[3] if op == CALLG else ins[3 if op == KERNEL else 2]), ins[1]
+    if op == MOVE or op == PROJ or op == REFNEW or op == REFREAD:
+        return (ins[2],), ins[1]
+    if op == CONST:
+        return (), ins[1]
+    if op == IFNOT or op == ISSET or op == RET or op == MATCH:
+        return (ins[1],), -1
+    if op == TAILG:
+        return tuple(ins[2]), -1
+    if op == CALL:
+        return (ins[2], *ins[3]), ins[1]
+    if op == TAIL:
+        return (ins[1], *ins[2]), -1
+    if op == CLOSURE:
+        return tuple(ins[3]), ins[1]
+    if op == CTOR:
+        return tuple(ins[4]), ins[1]
+    if op == REFWRITE:
+        return (ins[2], ins[3]), ins[1]
+    return (), -1                                  # JUMP, RAISE
+
+
+def _successors(ins: Instr, pc: int) -> list[tuple[int, tuple[int, ...]]]:
+    """``(next pc, registers bound on the way)`` for each way control leaves ``ins``."""
+    op = ins[0]
+    if op == JUMP:
+        return [(ins[1], ())]
+    if op == IFNOT or op == ISSET:
+        return [(pc + 1, ()), (ins[2], ())]
+    if op == MATCH:
+        out = []
+        for name, fields, plan, target in ins[2]:
+            bound = tuple(r for r in fields if r >= 0) if name is not None else tuple(
+                step[1] for step in plan if step[0] == P_BIND)
+            out.append((target, bound))
+        return out
+    if op in (RET, TAIL, TAILG, RAISE):
+        return []
+    return [(pc + 1, ())]
+
+
+def live_after(code: Code) -> list[frozenset[int]]:
+    """For each instruction of ``code``, the registers some later instruction may still read
+    (backward dataflow over the jumps, to a fixed point)."""
+    instrs = code.instrs
+    n = len(instrs)
+    uses = []
+    defs = []
+    for ins in instrs:
+        u, d = _operands(ins)
+        uses.append(frozenset(u))
+        defs.append(d)
+    succs = [_successors(ins, pc) for pc, ins in enumerate(instrs)]
+    live_in: list[frozenset[int]] = [frozenset()] * (n + 1)
+    live_out: list[frozenset[int]] = [frozenset()] * n
+    changed = True
+    while changed:
+        changed = False
+        for pc in range(n - 1, -1, -1):
+            out: set[int] = set()
+            for target, bound in succs[pc]:
+                if 0 <= target <= n:
+                    out |= live_in[target] - set(bound) if bound else live_in[target]
+            d = defs[pc]
+            new_in = uses[pc] | (out - {d} if d >= 0 else out)
+            if new_in != live_in[pc] or len(out) != len(live_out[pc]):
+                live_in[pc] = frozenset(new_in)
+                live_out[pc] = frozenset(out)
+                changed = True
+    return live_out
+
+
+def release_dead_registers(code: Code) -> None:
+    """Give every non-tail call (``CALL``, ``CALLG``) the registers that are dead once it
+    has read its arguments: the machine clears them before it enters the callee.
+
+    A suspended frame would otherwise keep every value it ever computed alive until the
+    call returns (a non-tail recursion holds all of them); clearing the dead ones lets the
+    kernels' output pools (:class:`backends.tvm.kernels.Kernel`) reuse their buffers.
+    Unobservable: a cleared register is read by no later instruction on any path (an
+    ``ISSET`` test is a read, so a shared node's register is never cleared before it).
+    """
+    calls = [pc for pc, ins in enumerate(code.instrs) if ins[0] == CALL or ins[0] == CALLG]
+    if not calls:
+        return
+    live = live_after(code)
+    first_def: dict[int, int] = {}
+    for pc, ins in enumerate(code.instrs):
+        d = _operands(ins)[1]
+        if d >= 0:
+            first_def.setdefault(d, pc)
+        if ins[0] == MATCH:
+            for _, bound in _successors(ins, pc):
+                for r in bound:
+                    first_def.setdefault(r, pc)
+    entry = set(range(code.nparams + len(code.free)))
+    if code.self_reg >= 0:
+        entry.add(code.self_reg)
+    for pc in calls:
+        ins = code.instrs[pc]
+        held = entry | {r for r, at in first_def.items() if at < pc}
+        dead = tuple(sorted(held - live[pc] - {ins[1]}))
+        code.instrs[pc] = (*ins, dead)
+
+
 P_WILD, P_BIND, P_CTOR, P_TUPLE = range(4)
 
 
@@ -775,6 +892,8 @@ class VM:
                     code = ins[2]
                     new = [None] * code.nregs
                     new[:code.nparams] = [regs[a] for a in ins[3]]
+                    for r in ins[4]:
+                        regs[r] = None
                     regs = new
                     instrs = code.instrs
                     pc = 0
@@ -824,6 +943,8 @@ class VM:
                         span = ins[4 - tail].span
                         new = self._enter(f, call_args, span)
                         if not tail:
+                            for r in ins[5]:
+                                regs[r] = None
                             frames.append((code, regs, pc, ins[1]))
                         code = f.code
                         regs = new

@@ -149,23 +149,28 @@ def _minimum(call: OpCall) -> Any:
 
 # --- comparisons and logic ----------------------------------------------------------------
 
-def _compare(op: str, fn: Any) -> None:
+def _compare(op: str, fn: Any, reflexive: bool) -> None:
     """Register a comparison; bool operands are compared as int8 (TVM 0.27 would emit a
-    float comparison of ``i1`` values, which LLVM rejects)."""
+    float comparison of ``i1`` values, which LLVM rejects). A ``reflexive`` float comparison
+    (``==``, ``<=``, ``>=``) also requires a non-NaN operand: TVM's simplifier folds
+    ``x == x`` to true, which is false for NaN (``equal(%x, %x)``)."""
     @lowering(op)
     def rule(call: OpCall) -> Any:
+        tirx = _tirx()
         if call.in_dtype(0) == "bool":
-            tirx = _tirx()
             return broadcast_compute(call, lambda a, b: fn(tirx.Cast("int8", a),
                                                            tirx.Cast("int8", b)))
+        if reflexive and is_float(call.in_dtype(0)):
+            return broadcast_compute(call, lambda a, b: tirx.And(fn(a, b),
+                                                                 tirx.Not(tirx.isnan(a))))
         return broadcast_compute(call, fn)
 
 
-_compare("equal", lambda a, b: a == b)
-_compare("less", lambda a, b: a < b)
-_compare("less_equal", lambda a, b: a <= b)
-_compare("greater", lambda a, b: a > b)
-_compare("greater_equal", lambda a, b: a >= b)
+_compare("equal", lambda a, b: a == b, True)
+_compare("less", lambda a, b: a < b, False)
+_compare("less_equal", lambda a, b: a <= b, True)
+_compare("greater", lambda a, b: a > b, False)
+_compare("greater_equal", lambda a, b: a >= b, True)
 
 
 def float_ne(a: Any, b: Any) -> Any:
