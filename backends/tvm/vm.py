@@ -106,11 +106,13 @@ __all__ = ["VM", "Code", "Compiler", "VMClosure", "constant_value", "is_primitiv
            "pattern_plan", "OPCODE_NAMES"]
 
 # --- opcodes ----------------------------------------------------------------------------------
-(KERNEL1, KERNEL2, KERNEL, MOVE, CONST, IFNOT, JUMP, RET, CALLG, TAILG, CALL, TAIL,
- TUPLE, PROJ, CLOSURE, CTOR, MATCH, REFNEW, REFREAD, REFWRITE, ISSET, RAISE) = range(22)
-OPCODE_NAMES = ("KERNEL1", "KERNEL2", "KERNEL", "MOVE", "CONST", "IFNOT", "JUMP", "RET",
-                "CALLG", "TAILG", "CALL", "TAIL", "TUPLE", "PROJ", "CLOSURE", "CTOR", "MATCH",
-                "REFNEW", "REFREAD", "REFWRITE", "ISSET", "RAISE")
+# Numbered so that the machine's dispatch (a tree of comparisons) reaches the frequent ones
+# first: kernels (0-2), then matches, returns and calls (3-8), then the rest.
+(KERNEL1, KERNEL2, KERNEL, MATCH, RET, CALLG, CALL, TAILG, TAIL, IFNOT, PROJ, CLOSURE,
+ TUPLE, CTOR, MOVE, CONST, JUMP, ISSET, REFNEW, REFREAD, REFWRITE, RAISE) = range(22)
+OPCODE_NAMES = ("KERNEL1", "KERNEL2", "KERNEL", "MATCH", "RET", "CALLG", "CALL", "TAILG",
+                "TAIL", "IFNOT", "PROJ", "CLOSURE", "TUPLE", "CTOR", "MOVE", "CONST", "JUMP",
+                "ISSET", "REFNEW", "REFREAD", "REFWRITE", "RAISE")
 
 Instr = tuple[Any, ...]
 KernelFor = Callable[[Function], Callable[..., Any]]
@@ -863,13 +865,69 @@ class VM:
                 ins = instrs[pc]
                 op = ins[0]
                 pc += 1
-                if op == KERNEL2:
-                    regs[ins[1]] = ins[2](regs[ins[3]], regs[ins[4]])
-                elif op == KERNEL1:
-                    regs[ins[1]] = ins[2](regs[ins[3]])
-                elif op == IFNOT:
-                    if not regs[ins[1]]:
-                        pc = ins[2]
+                if op <= KERNEL:
+                    if op == KERNEL2:
+                        regs[ins[1]] = ins[2](regs[ins[3]], regs[ins[4]])
+                    elif op == KERNEL1:
+                        regs[ins[1]] = ins[2](regs[ins[3]])
+                    else:
+                        regs[ins[1]] = ins[2](*[regs[a] for a in ins[3]])
+                elif op <= CALL:
+                    if op == MATCH:
+                        v = regs[ins[1]]
+                        for name, fields, plan, target in ins[2]:
+                            if name is not None:
+                                # Constructor(var-or-_, ...): one test, fields to registers.
+                                if type(v) is ConstructorValue and v.name == name \
+                                        and len(v.fields) == len(fields):
+                                    for r, x in zip(fields, v.fields):
+                                        if r >= 0:
+                                            regs[r] = x
+                                    pc = target
+                                    break
+                            elif _match(plan, v, regs):
+                                pc = target
+                                break
+                        else:
+                            raise RelayRuntimeError(
+                                non_exhaustive_match(value_str(v, limit=80)))
+                    elif op == RET:
+                        v = regs[ins[1]]
+                        if not frames:
+                            return v
+                        code, regs, pc, dst = frames.pop()
+                        instrs = code.instrs
+                        regs[dst] = v
+                    elif op == CALLG:
+                        if len(frames) >= max_depth - 1:
+                            raise RelayRuntimeError(
+                                f"stack exhausted: more than {max_depth} nested calls")
+                        frames.append((code, regs, pc, ins[1]))
+                        code = ins[2]
+                        new = [None] * code.nregs
+                        new[:code.nparams] = [regs[a] for a in ins[3]]
+                        for r in ins[4]:
+                            regs[r] = None
+                        regs = new
+                        instrs = code.instrs
+                        pc = 0
+                    else:                                   # CALL
+                        f = regs[ins[2]]
+                        call_args = [regs[a] for a in ins[3]]
+                        if type(f) is not VMClosure:
+                            regs[ins[1]] = self._call_value(f, call_args, ins[4])
+                            continue
+                        if len(frames) >= max_depth - 1:
+                            raise RelayRuntimeError(
+                                f"stack exhausted: more than {max_depth} nested calls")
+                        new = self._enter(f, call_args, ins[4].span)
+                        for r in ins[5]:
+                            regs[r] = None
+                        frames.append((code, regs, pc, ins[1]))
+                        code = f.code
+                        regs = new
+                        instrs = code.instrs
+                        pc = 0
                 elif op == TAILG:
                     code = ins[1]
                     new = [None] * code.nregs
@@ -877,89 +935,39 @@ class VM:
                     regs = new
                     instrs = code.instrs
                     pc = 0
-                elif op == RET:
-                    v = regs[ins[1]]
+                elif op == TAIL:
+                    f = regs[ins[1]]
+                    call_args = [regs[a] for a in ins[2]]
+                    if type(f) is VMClosure:
+                        regs = self._enter(f, call_args, ins[3].span)
+                        code = f.code
+                        instrs = code.instrs
+                        pc = 0
+                        continue
+                    v = self._call_value(f, call_args, ins[3])
                     if not frames:
                         return v
                     code, regs, pc, dst = frames.pop()
                     instrs = code.instrs
                     regs[dst] = v
-                elif op == CALLG:
-                    if len(frames) >= max_depth - 1:
-                        raise RelayRuntimeError(
-                            f"stack exhausted: more than {max_depth} nested calls")
-                    frames.append((code, regs, pc, ins[1]))
-                    code = ins[2]
-                    new = [None] * code.nregs
-                    new[:code.nparams] = [regs[a] for a in ins[3]]
-                    for r in ins[4]:
-                        regs[r] = None
-                    regs = new
-                    instrs = code.instrs
-                    pc = 0
+                elif op == IFNOT:
+                    if not regs[ins[1]]:
+                        pc = ins[2]
+                elif op == PROJ:
+                    regs[ins[1]] = regs[ins[2]][ins[3]]
+                elif op == CLOSURE:
+                    regs[ins[1]] = VMClosure(ins[2], tuple([regs[a] for a in ins[3]]), ins[4])
+                elif op == TUPLE:
+                    regs[ins[1]] = tuple([regs[a] for a in ins[2]])
+                elif op == CTOR:
+                    regs[ins[1]] = ConstructorValue(ins[2], tuple([regs[a] for a in ins[4]]),
+                                                    ins[3])
                 elif op == MOVE:
                     regs[ins[1]] = regs[ins[2]]
                 elif op == CONST:
                     regs[ins[1]] = ins[2]
                 elif op == JUMP:
                     pc = ins[1]
-                elif op == KERNEL:
-                    regs[ins[1]] = ins[2](*[regs[a] for a in ins[3]])
-                elif op == TUPLE:
-                    regs[ins[1]] = tuple([regs[a] for a in ins[2]])
-                elif op == PROJ:
-                    regs[ins[1]] = regs[ins[2]][ins[3]]
-                elif op == MATCH:
-                    v = regs[ins[1]]
-                    for name, fields, plan, target in ins[2]:
-                        if name is not None:
-                            # Constructor(var-or-_, ...): one test, fields to registers.
-                            if type(v) is ConstructorValue and v.name == name \
-                                    and len(v.fields) == len(fields):
-                                for r, x in zip(fields, v.fields):
-                                    if r >= 0:
-                                        regs[r] = x
-                                pc = target
-                                break
-                        elif _match(plan, v, regs):
-                            pc = target
-                            break
-                    else:
-                        raise RelayRuntimeError(non_exhaustive_match(value_str(v, limit=80)))
-                elif op == CTOR:
-                    regs[ins[1]] = ConstructorValue(ins[2], tuple([regs[a] for a in ins[4]]),
-                                                    ins[3])
-                elif op == CLOSURE:
-                    regs[ins[1]] = VMClosure(ins[2], tuple([regs[a] for a in ins[3]]), ins[4])
-                elif op == CALL or op == TAIL:
-                    tail = op == TAIL
-                    f = regs[ins[2 - tail]]
-                    call_args = [regs[a] for a in ins[3 - tail]]
-                    if type(f) is VMClosure:
-                        if not tail:
-                            if len(frames) >= max_depth - 1:
-                                raise RelayRuntimeError(
-                                    f"stack exhausted: more than {max_depth} nested calls")
-                        span = ins[4 - tail].span
-                        new = self._enter(f, call_args, span)
-                        if not tail:
-                            for r in ins[5]:
-                                regs[r] = None
-                            frames.append((code, regs, pc, ins[1]))
-                        code = f.code
-                        regs = new
-                        instrs = code.instrs
-                        pc = 0
-                        continue
-                    v = self._call_value(f, call_args, ins[4 - tail])
-                    if not tail:
-                        regs[ins[1]] = v
-                        continue
-                    if not frames:
-                        return v
-                    code, regs, pc, dst = frames.pop()
-                    instrs = code.instrs
-                    regs[dst] = v
                 elif op == ISSET:
                     if regs[ins[1]] is not None:
                         pc = ins[2]
