@@ -13,9 +13,12 @@ tuples whose first field is an opcode; the opcodes are the rule cases of the
 semantics, specialized where the compiler knows more:
 
 * ``KERNEL dst k args`` — a call of a primitive function (Semantics-Call of a fused
-  group), ``k`` its compiled kernel (or numpy fallback); ``CALLG``/``TAILG`` — a call of a
-  known global (no dispatch on the callee); ``CALL``/``TAIL`` — a call of a computed
-  value (closure, operator, constructor);
+  group), ``k`` its compiled kernel (or numpy fallback); a group without parameters
+  (``zeros(...)``) is evaluated once, at compile time, and becomes a ``CONST``;
+  ``CALLG``/``TAILG`` — a call of a known global (no dispatch on the callee); ``CALL``/
+  ``TAIL`` — a call of a computed value (closure, operator, constructor); a non-tail call
+  also clears the caller's registers that no later instruction reads
+  (:func:`release_dead_registers`);
 * ``CLOSURE dst code captures`` (Semantics-Closure / -Let-Rec: the captured registers are
   copied into the closure, its self variable is bound to the closure at each call);
 * ``IFNOT cond target`` / ``JUMP`` (Semantics-If-True/-False), ``MATCH v clauses``
@@ -174,6 +177,29 @@ class Code:
             fields = [OPCODE_NAMES[ins[0]], *(_show(x) for x in ins[1:])]
             lines.append(f"{i:4d}  " + " ".join(fields))
         return "\n".join(lines)
+
+
+def _closed_value(kernel: Callable[..., Any]) -> Any:
+    """The value of a primitive function without parameters (``zeros(shape=...)``), computed
+    once when the program is compiled: a fused group is pure dataflow, so a closed one
+    always has this value (as a constant, read-only). None when the kernel fails — the call
+    then stays in the program and fails where the oracle fails — or its result is not a
+    tensor or a tuple of tensors."""
+    try:
+        value = kernel()
+    except Exception:  # noqa: BLE001 - evaluated where it stands instead
+        return None
+    if type(value) is np.ndarray:
+        return constant_value(_readonly_copy(value))
+    if type(value) is tuple and all(type(v) is np.ndarray for v in value):
+        return tuple(constant_value(_readonly_copy(v)) for v in value)
+    return None
+
+
+def _readonly_copy(a: np.ndarray) -> np.ndarray:
+    out = np.array(a, order="C")
+    out.flags.writeable = False
+    return out
 
 
 def _show(x: Any) -> str:
@@ -497,6 +523,12 @@ class Compiler:
             for a in e.args:
                 args.append((yield self._expr(st, a)))
             k = self.kernel_for(op)  # type: ignore[arg-type]
+            if not args:
+                value = _closed_value(k)
+                if value is not None:
+                    r = st.reg()
+                    st.emit((CONST, r, value), e.span)
+                    return r
             return self._emit_kernel(st, k, args, e)
         if type(op) is Op:
             for a in e.args:
