@@ -57,7 +57,12 @@ that may fail — integer division — can thereby fail at a later point, after
 other pure operators: the program still fails with a runtime error.)
 
 Where we differ from TVM, deliberately: constants are kept inside the group
-that uses them (TVM passes non-scalar constants as parameters); a group with no
+that uses them (TVM passes non-scalar constants as parameters); a group of pure
+data movement with a tuple result (a ``split``) that only fused elementwise or
+injective groups of its segment read is copied into each of them instead of
+being a kernel of its own (:func:`_copied_groups`: an LSTM's gates are read by
+two cell kernels, each through its own ``split``; the copy is index arithmetic,
+nothing is computed twice); a group with no
 operator call (a lone tuple, a projection of a value computed elsewhere) is
 not wrapped, its nodes stay in place (TVM wraps such a group when a projection
 and its tuple fall into it); the segment rule above (TVM fuses a DAG in graph
@@ -66,7 +71,8 @@ producers fuse into a reduction, injective ones do not (phase 1 asks every
 node on the path, the sink's group included, to be at most injective).
 
 Invariants: every node is evaluated once (a node used outside its group is
-that group's root, and its result — the call — is shared by all its users);
+that group's root, and its result — the call — is shared by all its users),
+except the copied data movement above (pure, so copying it is unobservable);
 a group's parameters are ordered by the evaluation order of its inputs, so
 effectful inputs (in graph form) keep their order. The program must type
 check (fusion reads ``checked_type``); a program that does not is returned

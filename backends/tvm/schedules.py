@@ -12,7 +12,11 @@ through the ``schedule`` argument of the kernel compiler):
    cannot be inlined).  A fused elementwise chain thus becomes one loop nest.
 2. **Spatial blocks** (no reduction axis): all loops fused into one, split by the vector
    width ``v`` (the largest of 16, 8, 4, 2 that divides the extent, in elements of at most
-   64 bytes), the inner loop ``vectorize``-d, the outer one ``parallel``.
+   one vector register of the target: 32 bytes with AVX2, 64 with AVX-512), the inner loop
+   ``vectorize``-d, the outer one ``parallel``.  When no full register divides the extent
+   (650 = 2 × 325), ``loop_partition`` splits off a main loop of whole registers and a tail
+   loop (one short vector): before, such a kernel ran 2 lanes wide (measured here, the LSTM
+   cell's ``sigmoid``/``tanh`` over 650 elements: 6.5 µs → 2.2 µs a call).
 3. **Reduction blocks** (``sum``, ``dense``, ``conv2d``, pooling, ``softmax``'s parts): the
    innermost *spatial* loop is split by ``v`` and its inner part moved below the reduction
    loops and vectorized (so a dense or convolution accumulates ``v`` outputs at once) —
