@@ -13,7 +13,8 @@ tuples whose first field is an opcode; the opcodes are the rule cases of the
 semantics, specialized where the compiler knows more:
 
 * ``KERNEL dst k args`` — a call of a primitive function (Semantics-Call of a fused
-  group), ``k`` its compiled kernel (or numpy fallback); a group without parameters
+  group), ``k`` its compiled kernel (or numpy fallback; a group of scalar integer/bool
+  operators runs as Python arithmetic, :mod:`backends.tvm.lower.scalar`); a group without parameters
   (``zeros(...)``) is evaluated once, at compile time, and becomes a ``CONST``;
   ``CALLG``/``TAILG`` — a call of a known global (no dispatch on the callee); ``CALL``/
   ``TAIL`` — a call of a computed value (closure, operator, constructor); a non-tail call
@@ -61,6 +62,7 @@ from typing import Any
 import numpy as np
 
 from backends.tvm.fallback import OpKernel
+from backends.tvm.lower.scalar import scalar_program
 from interpreter.values import (
     Closure,
     ConstructorFunction,
@@ -522,6 +524,9 @@ class Compiler:
         if is_primitive_function(op):
             for a in e.args:
                 args.append((yield self._expr(st, a)))
+            host = scalar_program(op)  # type: ignore[arg-type]
+            if host is not None:
+                return self._emit_kernel(st, host, args, e)
             k = self.kernel_for(op)  # type: ignore[arg-type]
             if not args:
                 value = _closed_value(k)
