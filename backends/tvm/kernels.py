@@ -269,7 +269,9 @@ class Kernel:
                     else:
                         self._fn(*map(_twin_or_self, args), twin)
                 else:
-                    self._fn(*map(_twin_or_self, args), *self._fast_consts, twin)
+                    consts = self._fast_consts
+                    assert consts is not None      # (a pool implies the fast lane)
+                    self._fn(*map(_twin_or_self, args), *consts, twin)
                 return o
             except Exception:  # noqa: BLE001 - the general path below says what is wrong
                 pass

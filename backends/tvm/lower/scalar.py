@@ -82,30 +82,29 @@ def scalar_program(func: Function) -> Callable[..., np.ndarray] | None:
         return None
     slots: dict[int, int] = {}
     for i, p in enumerate(func.params):
-        t = p.type_annotation if p.type_annotation is not None else p.checked_type
-        if _scalar_dtype(t) is None:
+        ptype = p.type_annotation if p.type_annotation is not None else p.checked_type
+        if _scalar_dtype(ptype) is None:
             return None
         slots[id(p)] = i
     steps: list[tuple[int, Callable[..., Any], Callable[[Any], Any], tuple[int, ...]]] = []
     consts: list[tuple[int, Any]] = []
     n = len(func.params)
     for node in post_order(func.body, descend=lambda e: type(e) is not Function):
-        t = type(node)
-        if t is Var:
+        if isinstance(node, Var):
             if id(node) not in slots:
                 return None
             continue
-        if t is Op:
+        if isinstance(node, Op):
             continue
-        if t is Constant:
-            dtype = _scalar_dtype(TensorType(tuple(node.data.shape), str(node.data.dtype)))
-            if dtype is None:
+        if isinstance(node, Constant):
+            data = node.data
+            if _scalar_dtype(TensorType(tuple(data.shape), str(data.dtype))) is None:
                 return None
             slots[id(node)] = n
-            consts.append((n, node.data.item()))
+            consts.append((n, data.item()))
             n += 1
             continue
-        if t is not Call or type(node.op) is not Op or node.attrs:
+        if not isinstance(node, Call) or not isinstance(node.op, Op) or node.attrs:
             return None
         rule = SCALAR_RULES.get(node.op.name)
         dtype = _scalar_dtype(node.checked_type)
