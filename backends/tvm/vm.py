@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from backends.tvm.fallback import OpKernel
+from backends.tvm.fallback import FallbackKernel, OpKernel
 from backends.tvm.lower.scalar import scalar_program
 from interpreter.values import (
     Closure,
@@ -524,10 +524,12 @@ class Compiler:
         if is_primitive_function(op):
             for a in e.args:
                 args.append((yield self._expr(st, a)))
-            host = scalar_program(op)  # type: ignore[arg-type]
-            if host is not None:
-                return self._emit_kernel(st, host, args, e)
             k = self.kernel_for(op)  # type: ignore[arg-type]
+            if type(k) is not FallbackKernel:
+                # (a build without compiled kernels keeps every group on the references)
+                host = scalar_program(op)  # type: ignore[arg-type]
+                if host is not None:
+                    return self._emit_kernel(st, host, args, e)
             if not args:
                 value = _closed_value(k)
                 if value is not None:
