@@ -24,7 +24,10 @@ it was (it may have other uses); DeadCodeElimination drops it when unused.
 
 Numerics: ``x * S + T`` rounds differently from the oracle's
 ``(x - mean) / std * gamma + beta``: results agree within floating-point
-tolerance (the differential tests compare with tolerances), not bitwise.
+tolerance (the differential tests compare with tolerances), not bitwise. With a
+zero standard deviation (``var + epsilon == 0``) ``S`` is infinite and ``T`` is
+``-mean * S``: a zero mean then gives NaN where the oracle gives ±inf (as TVM's
+rewrite does).
 
 Limits: needs the rank of ``x`` (the module is type-checked first with
 :func:`passes.common.typed_or_same`; untyped calls are left alone). TVM's

@@ -383,7 +383,7 @@ def _batch_norm(call: OpCall) -> Any:
 
     def body(*i: Any) -> Any:
         c = i[axis]
-        res = tirx.Div(data[i] - mean[c], _sqrt(var[c] + eps, dtype))
+        res = tirx.Div(data[i] - mean[c], _sqrt(_plus(var[c], eps, dtype), dtype))
         if scale:
             res = res * gamma[c]
         if center:
@@ -393,6 +393,17 @@ def _batch_norm(call: OpCall) -> Any:
     out = te.compute(shape, body, name="batch_norm")
     return (out, map_compute(mean, lambda v: v, "bn_mean"), map_compute(var, lambda v: v,
                                                                           "bn_var"))
+
+
+def _plus(x: Any, c: Any, dtype: str) -> Any:
+    """``x + c`` for a literal ``c``, IEEE-exact when ``c`` is zero: TVM's simplifier rewrites
+    ``x + 0`` to ``x``, but ``-0.0 + 0.0`` is ``+0.0`` (a ``batch_norm`` with ``epsilon=0`` over
+    a variance of ``-0.0`` divides by ``+0``)."""
+    tirx = _tirx()
+    if float(c.value) == 0.0:
+        zero = const(0, dtype)
+        return tirx.Select(x == zero, zero, x)
+    return x + c
 
 
 def _sqrt(x: Any, dtype: str) -> Any:
@@ -441,21 +452,61 @@ def _conv2d(call: OpCall) -> Any:
     rc = te.reduce_axis((0, cg), name="rc")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
+    staged = _staged_input(data, dmap, dshape, N.pad4(attrs["padding"]), odt)
 
     def body(*idx: Any) -> Any:
         o = omap.coords(idx)
         oc = o["C"]
         g = tirx.floordiv(oc, og) if groups > 1 else 0
-        h = o["H"] * sh - pt + ry * dh
-        w = o["W"] * sw - pl + rx * dw
-        inside = tirx.all(h >= 0, h < height, w >= 0, w < width)
+        h = o["H"] * sh + ry * dh
+        w = o["W"] * sw + rx * dw
         c = g * cg + rc if groups > 1 else rc
-        x = _at(data, dmap.index({"N": o["N"], "C": c, "H": h, "W": w}))
-        x = tirx.if_then_else(inside, tirx.Cast(odt, x), const(0, odt))
+        if staged is not None:
+            x = staged[o["N"], h, w, c]
+        else:
+            h, w = h - pt, w - pl
+            inside = tirx.all(h >= 0, h < height, w >= 0, w < width)
+            x = _at(data, dmap.index({"N": o["N"], "C": c, "H": h, "W": w}))
+            x = tirx.if_then_else(inside, tirx.Cast(odt, x), const(0, odt))
         k = _at(weight, kmap.index({"O": oc, "I": rc, "H": ry, "W": rx}))
         return te.sum(x * tirx.Cast(odt, k), axis=[rc, ry, rx])
 
     return te.compute(call.out_shape, body, name="conv2d")
+
+
+CONV_PAD = "conv2d_pad"
+"""The name of a convolution's staged-input stage (see :func:`_staged_input`)."""
+
+
+def _staged_input(data: Any, dmap: LayoutMap, dshape: Sequence[int], pads: Sequence[int],
+                  odt: str) -> Any:
+    """The convolution's input as its own stage (:data:`CONV_PAD`): zero-padded, cast to
+    ``odt`` and **channels last**, ``[N, H + pads, W + pads, C]`` whatever the data's layout;
+    None when ``H`` or ``W`` is blocked (the convolution then reads the data itself, testing
+    the bounds).
+
+    The default schedule inlines the stage (a bounds test per load, no extra buffer). A
+    convolution schedule may instead materialize it once per call: the inner loop then loads
+    without a test, and the values one output tile reads lie in a few contiguous runs (one
+    per input row) instead of one per channel block of a blocked layout."""
+    te, tirx = _te(), _tirx()
+    pt, pl, pb, pr = pads
+    if "H" in dmap.factor or "W" in dmap.factor:
+        return None
+    n = dmap.extent(dshape, "N")
+    height, width = dmap.extent(dshape, "H"), dmap.extent(dshape, "W")
+    channels = dmap.extent(dshape, "C")
+
+    def body(b: Any, hh: Any, ww: Any, c: Any) -> Any:
+        h, w = hh - pt, ww - pl
+        x = tirx.Cast(odt, _at(data, dmap.index({"N": b, "C": c, "H": h, "W": w})))
+        if not any(pads):
+            return x
+        inside = tirx.all(h >= 0, h < height, w >= 0, w < width)
+        return tirx.if_then_else(inside, x, const(0, odt))
+
+    shape = (n, height + pt + pb, width + pl + pr, channels)
+    return te.compute(shape, body, name=CONV_PAD)
 
 
 # --- pooling ------------------------------------------------------------------------------

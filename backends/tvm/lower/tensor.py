@@ -18,7 +18,9 @@ references of :mod:`semantics.ops.tensor` (§5):
   few ulps of the references, which evaluate in float64);
 * ``maximum``/``minimum``/``clip`` propagate NaN (explicit selects, not LLVM's ``maxnum``);
   ``not_equal`` (and ``cast`` to bool, ``where``'s condition) is true for NaN operands, as
-  numpy (TVM would emit LLVM's ordered ``fcmp one``);
+  numpy (TVM would emit LLVM's ordered ``fcmp one``); ``equal``, ``less_equal`` and
+  ``greater_equal`` of floats also test ``isnan`` (TVM's simplifier folds ``x == x`` to
+  true, even for a NaN);
 * ``round`` rounds halves away from zero by ``trunc`` and the sign of the remainder (TIR's
   ``round`` is not relied on); rounding functions are the identity on integers;
 * ``cast`` follows :func:`semantics.ops.reference.cast_array`: float to integer truncates,
@@ -149,28 +151,34 @@ def _minimum(call: OpCall) -> Any:
 
 # --- comparisons and logic ----------------------------------------------------------------
 
-def _compare(op: str, fn: Any, reflexive: bool) -> None:
+def _compare(op: str, fn: Any, reflexive: bool = False) -> None:
     """Register a comparison; bool operands are compared as int8 (TVM 0.27 would emit a
-    float comparison of ``i1`` values, which LLVM rejects). A ``reflexive`` float comparison
-    (``==``, ``<=``, ``>=``) also requires a non-NaN operand: TVM's simplifier folds
-    ``x == x`` to true, which is false for NaN (``equal(%x, %x)``)."""
+    float comparison of ``i1`` values, which LLVM rejects).
+
+    A ``reflexive`` comparison holds for equal operands (``==``, ``<=``, ``>=``); TVM's
+    simplifier rewrites ``x == x`` (``x <= x``, ...) to true whatever the dtype — wrong for a
+    NaN. On floats it is compiled as ``fn(a, b) and not isnan(a)``: the same value whenever
+    nothing is folded (a NaN operand makes ``fn`` false anyway), and the right one when the
+    operands are the same expression (a tensor compared with itself, or two producers that
+    inlining makes equal)."""
     @lowering(op)
     def rule(call: OpCall) -> Any:
         tirx = _tirx()
-        if call.in_dtype(0) == "bool":
+        dtype = call.in_dtype(0)
+        if dtype == "bool":
             return broadcast_compute(call, lambda a, b: fn(tirx.Cast("int8", a),
                                                            tirx.Cast("int8", b)))
-        if reflexive and is_float(call.in_dtype(0)):
+        if reflexive and is_float(dtype):
             return broadcast_compute(call, lambda a, b: tirx.And(fn(a, b),
                                                                  tirx.Not(tirx.isnan(a))))
         return broadcast_compute(call, fn)
 
 
-_compare("equal", lambda a, b: a == b, True)
-_compare("less", lambda a, b: a < b, False)
-_compare("less_equal", lambda a, b: a <= b, True)
-_compare("greater", lambda a, b: a > b, False)
-_compare("greater_equal", lambda a, b: a >= b, True)
+_compare("equal", lambda a, b: a == b, reflexive=True)
+_compare("less", lambda a, b: a < b)
+_compare("less_equal", lambda a, b: a <= b, reflexive=True)
+_compare("greater", lambda a, b: a > b)
+_compare("greater_equal", lambda a, b: a >= b, reflexive=True)
 
 
 def float_ne(a: Any, b: Any) -> Any:

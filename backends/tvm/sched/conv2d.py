@@ -2,37 +2,43 @@
 
 Registered for ``nn.conv2d`` (see :mod:`backends.tvm.sched`). The kernel is the lowering of
 :mod:`backends.tvm.lower.nn`: one reduction block ``conv2d`` over the output's axes with the
-reduction axes ``rc`` (input channels of a group), ``ry``, ``rx`` (kernel taps), the zero
-padding an ``if_then_else`` inside it (the pad stage is inlined), and the fused epilogue
-(``add`` of a bias or a residual, ``nn.relu``, ``clip``, ``multiply``, ...) as elementwise
-blocks after it. AlterOpLayout (``passes/alter_op_layout.py``) gives every convolution whose
-output channels the block divides an ``NCHW{c}c`` output: ordinary ones (``OIHW{c}i{c}o``
-kernels), depthwise ones (``OIHW1i{c}o``) and those with few input channels (data read in
-``NCHW``, ``OIHW{c}o`` kernels) — all take this recipe:
+reduction axes ``rc`` (input channels of a group), ``ry``, ``rx`` (kernel taps), reading a
+zero-padded copy of the input (the stage ``conv2d_pad``, present when the convolution pads),
+and the fused epilogue (``add`` of a bias or a residual, ``nn.relu``, ``clip``, ``multiply``,
+...) as elementwise blocks after it. AlterOpLayout (``passes/alter_op_layout.py``) gives every
+convolution whose output channels the block divides an ``NCHW{c}c`` output: ordinary ones
+(``OIHW{c}i{c}o`` kernels), depthwise ones (``OIHW1i{c}o``) and those with few input channels
+(data read in ``NCHW``, ``OIHW{c}o`` kernels) — all take this recipe:
 
-1. Every elementwise stage is inlined: the epilogue chain collapses into the one output block
-   ``E`` that reads the convolution (when the convolution itself is the output, a
-   ``cache_write`` creates ``E`` as a copy).
-2. The convolution's loops are tiled: the output width split by the register tile ``tw``
-   (and, when ``tw`` is short, the output rows by a row tile ``th``, :func:`row_tile`), the
-   input channels by the channel block (``rc_outer``, ``rc_inner``), in the order
-   ``(batch, channel block, row tile, width tile) | rc_outer, ry, rx, rc_inner | th, tw,
-   lanes``.
-   The four outer loops are fused and ``parallel`` (work below :data:`PARALLEL_MIN` scalar
-   outputs stays serial: waking the thread pool costs microseconds); the ``tw`` loop is
-   unrolled and the lane loop (the output channel block) vectorized: each weight vector
-   loaded once serves ``tw`` FMAs into ``tw`` accumulator registers, each input value is
-   broadcast once.
-3. The accumulator (``th × tw × lanes`` values) is a ``local`` buffer initialized once per tile
-   (``decompose_reduction``), and ``E`` is moved into the tile (``reverse_compute_at``):
-   bias, residual and activation are applied in the tile's vectorized write-back loop, at no
-   extra pass over memory.
+1. The padded input is **materialized** once per call (its own parallel, vectorized loop
+   nest), so the inner loop loads without a bounds test. Measured here (Zen 3, one core,
+   3×3 64→64 on 56×56): 79–84 GFLOP/s against 40–45 with the test inlined in every load
+   (the default recipe's choice, which the lowering keeps available). A convolution with a
+   short reduction per output (depthwise, :data:`PAD_MIN_REDUCTION`) keeps the inlined test:
+   for it the copy would double the memory traffic.
+2. Every elementwise stage after the convolution is inlined: the epilogue chain collapses into
+   the one output block ``E`` that reads the convolution (when the convolution itself is the
+   output, a ``cache_write`` creates ``E`` as a copy).
+3. The convolution's loops are tiled into a **register tile** of ``tw`` output columns ×
+   ``ocb`` output-channel blocks (:func:`register_tile`), the input channels split by the
+   channel block, in the order ``(batch, channel-block group, row, column group) | rc_outer,
+   ry, rx, rc_inner | ocb, tw, lanes``. The four outer loops are fused and ``parallel``
+   (work below :data:`PARALLEL_MIN` multiply-adds stays serial: waking the thread pool costs
+   microseconds); ``ocb`` and ``tw`` are unrolled and the lanes (one channel block)
+   vectorized: each input value is broadcast once for ``ocb`` FMAs, each weight vector loaded
+   once for ``tw`` FMAs, into ``tw × ocb`` accumulator registers.
+4. The accumulators are a ``local`` buffer initialized once per tile (``decompose_reduction``),
+   and ``E`` is moved into the tile (``reverse_compute_at``): bias, residual and activation
+   are applied in the tile's vectorized write-back loop, at no extra pass over memory.
+5. A large convolution with many input channels (:func:`k_blocked`) is reduced in passes of
+   :data:`K_CHUNK` input-channel blocks instead: for each group of output-channel blocks
+   (the parallel loop), every pass sweeps all tiles, accumulating into the result, and the
+   epilogue runs over the group's outputs after the last pass (while they are in cache).
 
-The tile width is the largest divisor of the output width not above :data:`MAX_TILE`
-(``th × tw`` accumulators plus a weight vector and a broadcast fit AVX-512's 32 registers): no
-search, so a kernel costs one LLVM compilation. A kernel the recipe does not recognize (not
-float32, another block structure, a non-blocked output) gets ``None``: the default recipe
-(:mod:`backends.tvm.schedules`) runs.
+The tile comes from the machine's vector unit (:func:`machine`: lanes, registers, L2 size),
+not from a search, so a kernel costs one LLVM compilation. A kernel the recipe does not
+recognize (not float32, another block structure, a non-blocked output) gets ``None``: the next
+rule, or the default recipe (:mod:`backends.tvm.schedules`), runs.
 
 :func:`enable_isnan_vectorization` is applied once when this module schedules a kernel: it
 lets TVM vectorize ``tirx.isnan`` (used by the NaN-propagating ``max`` of ``nn.relu``), which
@@ -41,40 +47,127 @@ TVM 0.27 otherwise scalarizes, turning every relu epilogue into gathers.
 
 from __future__ import annotations
 
+import functools
 import re
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
 
-__all__ = ["MAX_TILE", "enable_isnan_vectorization", "row_tile", "schedule_conv2d",
-           "width_tile"]
+__all__ = ["ACC_TARGET", "K_CHUNK", "Machine", "enable_isnan_vectorization", "k_blocked",
+           "machine", "register_tile", "schedule_conv2d"]
 
-MAX_TILE = 12
-"""The largest register tile along the output width."""
+ACC_TARGET = 8
+"""Accumulator registers a tile aims for: a fused multiply-add has a latency of about four
+cycles and two of them issue per cycle, so eight independent sums keep both units busy.
+Measured here (Zen 3, one core, ResNet-18's 3×3 layers, GFLOP/s): 4 columns × 2 channel
+blocks 69–83, 2 × 4 60–81, 8 × 1 67–70, 7 × 1 (seven sums) 51–66; 14 or 16 sums spill on
+AVX2's 16 registers (43–51)."""
 
-TILE_TARGET = 8
-"""The preferred width tile. Measured here (one thread, ResNet-18's 3×3 layers): tiles of
-7-8 columns were consistently the fastest, 14 and 28 columns erratic and up to 3x slower
-(the 28-column accumulator stays a stack buffer: the code zeroes it with ``memset``), 4
-columns 30-50 % slower."""
+MAX_COLUMNS = 8
+"""The widest column tile."""
 
-TILE_BUDGET = 8
-"""The most accumulators (rows × columns of 16 lanes) of one register tile."""
+MAX_CHANNEL_BLOCKS = 4
+"""The most output-channel blocks in one tile."""
+
+WEIGHT_SHARE_OF_L2 = 0.75
+"""The share of a core's L2 cache the weights of one tile's channel blocks may take (the
+reduction loop walks them once per tile; measured: eight 147 KB blocks of a 512-channel
+layer, 1.2 MB, ran at 29 GFLOP/s where one block ran at 60)."""
+
+K_CHUNK = 8
+"""Input-channel blocks reduced in one pass over the tiles of a large convolution
+(:func:`k_blocked`). The values one tile reads then come from a few channels' worth of
+memory that stays in cache from tile to tile, and the weights of the pass are reused by every
+tile. Measured here (one core, GFLOP/s, one pass against passes of 8 blocks): 256→256 3×3 on
+56×56 48 → 75, 512→512 on 28×28 65 → 69, 128→128 on 28×28 84 → 87; strided and 7×7 layers
+lose (50 → 45, 55 → 53)."""
+
+K_MIN_BLOCKS = 16
+"""Input-channel blocks from which a convolution is reduced in passes."""
+
+K_MIN_POSITIONS = 196
+"""Output positions (rows × columns) from which a convolution is reduced in passes."""
 
 _BLOCKED = re.compile(r"NCHW[1-9][0-9]*c")
 
 PARALLEL_MIN = 16384
 """Multiply-adds below which a kernel stays single-threaded."""
 
-MAX_ROWS = 4
-"""The most output rows in one register tile."""
+PAD = "conv2d_pad"
+"""The padded-input stage of the lowering (``backends.tvm.lower.nn.CONV_PAD``)."""
 
-ROW_TILES = True
-"""Tile output rows too when the width tile is short (see :func:`row_tile`)."""
+PAD_MIN_REDUCTION = 16
+"""Multiply-adds per output from which the padded input is materialized. A convolution with a
+short reduction (depthwise: the taps of one channel) reads each input value a few times only,
+and the copy would double its memory traffic: its loads test the bounds instead."""
 
-UNROLL_IC = False
-"""Unroll the inner input-channel loop too: measured 3-7 % faster per kernel here (with
-28-column tiles), but LLVM then takes 2-3x longer per kernel (cold builds): off."""
+
+@dataclass(frozen=True)
+class Machine:
+    """What the tile rule needs to know of the CPU the kernels run on."""
+
+    lanes: int          # float32 lanes of one vector register
+    registers: int      # vector registers
+    l2_bytes: int       # one core's L2 cache
+
+
+@functools.cache
+def machine() -> Machine:
+    """The host CPU: AVX-512 has 32 registers of 16 float32 lanes, AVX2 16 of 8, anything else
+    is treated as 16 registers of 4; the L2 size comes from sysfs (512 KiB when unknown)."""
+    from passes.alter_op_layout import conv_block_size
+
+    lanes = conv_block_size()
+    registers = 32 if lanes == 16 else 16
+    l2 = 512 * 1024
+    try:
+        text = Path("/sys/devices/system/cpu/cpu0/cache/index2/size").read_text().strip()
+        scale = {"K": 1024, "M": 1024 * 1024}.get(text[-1:], 1)
+        l2 = int(text.rstrip("KM")) * scale
+    except (OSError, ValueError):
+        pass
+    return Machine(lanes, registers, l2)
+
+
+def register_tile(width: int, channel_blocks: int, block_lanes: int, weight_block_bytes: int,
+                  cpu: Machine | None = None) -> tuple[int, int]:
+    """The register tile of a blocked convolution: ``(columns, channel blocks)``.
+
+    Among columns ``tw`` dividing ``width`` (at most :data:`MAX_COLUMNS`) and channel blocks
+    ``ocb`` dividing ``channel_blocks`` (at most :data:`MAX_CHANNEL_BLOCKS`, and only as many as
+    fit :data:`WEIGHT_SHARE_OF_L2`), whose ``tw × ocb × (block_lanes / lanes)`` accumulators
+    take at most half the vector registers (or :data:`ACC_TARGET`), the rule takes the tile
+    with the most accumulators up to :data:`ACC_TARGET`, then the fewest loads per
+    multiply-add (``(tw + ocb) / (tw × ocb)``), then the widest.
+
+    Args:
+        width: the output width.
+        channel_blocks: the number of output-channel blocks.
+        block_lanes: channels per block (the layout's ``c``).
+        weight_block_bytes: the weight bytes of one output-channel block.
+        cpu: the machine (default :func:`machine`).
+    Returns:
+        ``(tw, ocb)``, both >= 1.
+    """
+    cpu = cpu or machine()
+    per_block = max(1, block_lanes // cpu.lanes)
+    budget = WEIGHT_SHARE_OF_L2 * cpu.l2_bytes
+    best: tuple[tuple[float, ...], tuple[int, int]] | None = None
+    for tw in range(1, min(width, MAX_COLUMNS) + 1):
+        if width % tw:
+            continue
+        for ocb in range(1, min(channel_blocks, MAX_CHANNEL_BLOCKS) + 1):
+            if channel_blocks % ocb or (ocb > 1 and ocb * weight_block_bytes > budget):
+                continue
+            acc = tw * ocb * per_block
+            if acc > max(ACC_TARGET, cpu.registers // 2) and (tw, ocb) != (1, 1):
+                continue
+            score = (min(acc, ACC_TARGET), -(tw + ocb) / (tw * ocb), tw)
+            if best is None or score > best[0]:
+                best = (score, (tw, ocb))
+    return best[1] if best is not None else (1, 1)
 
 
 def enable_isnan_vectorization() -> None:
@@ -93,28 +186,13 @@ def enable_isnan_vectorization() -> None:
         op.set_attr("TVectorizable", True)
 
 
-def width_tile(width: int, cap: int | None = None) -> int:
-    """The register tile along the output width: the divisor of ``width`` nearest to
-    :data:`TILE_TARGET` among those up to ``cap`` (the larger one on a tie).
-
-    Args:
-        width: the output width (> 0).
-        cap: the largest tile allowed (default :data:`MAX_TILE`).
-    Returns:
-        The tile (1 when ``width`` has no divisor in ``2..cap``).
-    """
-    limit = MAX_TILE if cap is None else cap
-    divisors = [t for t in range(1, min(width, limit) + 1) if width % t == 0]
-    return min(divisors, key=lambda t: (abs(t - TILE_TARGET), -t))
-
-
 def _extent(sch: Any, loop: Any) -> int:
     return int(sch.get(loop).extent)
 
 
-def _inline_elementwise(sch: Any, keep: str) -> None:
-    """Inline every block except ``keep`` and the outputs (repeated until nothing changes):
-    an elementwise chain after the convolution collapses into its output block."""
+def _inline_elementwise(sch: Any, keep: set[str]) -> None:
+    """Inline every block except those of ``keep`` and the outputs (repeated until nothing
+    changes): an elementwise chain after the convolution collapses into its output block."""
     root = sch.get_sblock("root")
     changed = True
     while changed:
@@ -122,7 +200,7 @@ def _inline_elementwise(sch: Any, keep: str) -> None:
         outputs = {sch.get(b).name_hint for b in sch.get_output_blocks(root)}
         for block in sch.get_child_blocks(root):
             name = sch.get(block).name_hint
-            if name == keep or name in outputs:
+            if name in keep or name in outputs:
                 continue
             try:
                 sch.compute_inline(block)
@@ -176,7 +254,8 @@ def schedule_conv2d(prim: Any, info: KernelInfo) -> Any:
     spatial, reduction = shape
     if not (_BLOCKED.fullmatch(out_layout) and len(spatial) == 5 and spatial[-1] >= 4):
         return None
-    _inline_elementwise(sch, "conv2d")
+    materialize = reduction[0] * reduction[1] * reduction[2] >= PAD_MIN_REDUCTION
+    _inline_elementwise(sch, {"conv2d", PAD} if materialize else {"conv2d"})
     conv = sch.get_sblock("conv2d")
     consumers = sch.get_consumers(conv)
     if not consumers:
@@ -188,7 +267,11 @@ def schedule_conv2d(prim: Any, info: KernelInfo) -> Any:
         return None
     if len(sch.get_loops(epilogue)) != len(spatial):
         return None
-    _tile_blocked(sch, conv, epilogue, spatial, reduction)
+    strided = any(int(v) > 1 for v in (attrs.get("strides") or (1, 1)))
+    _tile_blocked(sch, conv, epilogue, spatial, reduction, _weight_block_bytes(info, spatial),
+                  strided)
+    if materialize:
+        _materialize_pad(sch, spatial[-1])
     return sch.mod
 
 
@@ -202,17 +285,30 @@ def _conv_call(info: KernelInfo) -> Any:
     return None
 
 
+def _weight_block_bytes(info: KernelInfo, spatial: list[int]) -> int:
+    """The weight bytes one output-channel block reads: input channels per group × taps ×
+    block lanes × 4 (the weight is the kernel's second argument or a constant)."""
+    conv = _conv_call(info)
+    wtype = getattr(conv.args[1], "checked_type", None) if conv is not None else None
+    shape = getattr(wtype, "shape", None)
+    if not shape:
+        return 0
+    total = 1
+    for d in shape:
+        total *= int(d)
+    out_channels = spatial[1] * spatial[-1]
+    return 4 * total // max(out_channels, 1) * spatial[-1]
+
+
 def _tile_blocked(sch: Any, conv: Any, epilogue: Any, spatial: list[int],
-                  reduction: list[int]) -> None:
-    """``NCHW{c}c``: lanes over the channel block, a register tile over the output width."""
+                  reduction: list[int], weight_block_bytes: int, strided: bool) -> None:
+    """``NCHW{c}c``: lanes over the channel block, a register tile of columns × channel
+    blocks (:func:`register_tile`); the input channels in passes of :data:`K_CHUNK` blocks
+    when :func:`k_blocked` says so."""
     n, cb, oh, ow, lane, rc, ry, rx = sch.get_loops(conv)
-    tw = width_tile(spatial[3])
-    th = row_tile(spatial[2], tw)
+    tw, ocb = register_tile(spatial[3], spatial[1], spatial[-1], weight_block_bytes)
+    cbo, cbi = sch.split(cb, [None, ocb])
     owo, owi = sch.split(ow, [None, tw])
-    if th > 1:
-        oho, ohi = sch.split(oh, [None, th])
-    else:
-        oho, ohi = oh, None
     ic_block = _inner_block(_extent(sch, rc), spatial[-1])
     if ic_block > 1:
         rco, rci = sch.split(rc, [None, ic_block])
@@ -220,44 +316,62 @@ def _tile_blocked(sch: Any, conv: Any, epilogue: Any, spatial: list[int],
     else:
         rco = rc
         inner = [rc, ry, rx]
-    tile = [owi, lane] if ohi is None else [ohi, owi, lane]
-    sch.reorder(n, cb, oho, owo, *inner, *tile)
-    outer = sch.fuse(n, cb, oho, owo)
     work = 1
     for e in (*spatial, *reduction):
         work *= e
-    if work >= PARALLEL_MIN:
+    if k_blocked(spatial[2] * spatial[3], _extent(sch, rco), strided):
+        # For each group of channel blocks: the input channels in passes over every tile,
+        # accumulating in the (global) result; the epilogue after the last pass.
+        passes, rco = sch.split(rco, [None, K_CHUNK])
+        inner[0] = rco
+        sch.reorder(n, cbo, passes, oh, owo, *inner, cbi, owi, lane)
+        outer = sch.fuse(n, cbo)
+        first = passes
+    else:
+        sch.reorder(n, cbo, oh, owo, *inner, cbi, owi, lane)
+        outer = sch.fuse(n, cbo, oh, owo)
+        sch.set_scope(conv, 0, "local")
+        first = rco
+    if work >= PARALLEL_MIN and _extent(sch, outer) >= 2:
         sch.parallel(outer)
     sch.vectorize(lane)
+    sch.unroll(cbi)
     sch.unroll(owi)
-    if ohi is not None:
-        sch.unroll(ohi)
-    if ic_block > 1 and UNROLL_IC:
-        sch.unroll(inner[-1])
     sch.reverse_compute_at(epilogue, outer)
-    sch.set_scope(conv, 0, "local")
-    init = sch.decompose_reduction(conv, rco)
+    init = sch.decompose_reduction(conv, first)
     sch.vectorize(sch.get_loops(init)[-1])
     sch.vectorize(sch.get_loops(epilogue)[-1])
 
 
-def row_tile(height: int, tw: int) -> int:
-    """Output rows per register tile: when the width tile is short (a 7- or 14-wide output),
-    the largest divisor ``th`` of ``height`` with ``th * tw <= MAX_TILE`` (at most
-    :data:`MAX_ROWS`), so a weight vector still serves many FMAs; 1 with ``ROW_TILES`` off.
+def k_blocked(positions: int, channel_blocks: int, strided: bool) -> bool:
+    """Whether a convolution's input channels are reduced in passes of :data:`K_CHUNK`
+    blocks: many input channel blocks (at least :data:`K_MIN_BLOCKS`) over a large output
+    (at least :data:`K_MIN_POSITIONS` positions) at stride 1.
 
     Args:
-        height: the output height.
-        tw: the width tile.
-    Returns:
-        The row tile (>= 1).
+        positions: output rows × columns.
+        channel_blocks: input channel blocks of the reduction.
+        strided: the convolution has a stride above 1.
     """
-    if not ROW_TILES:
-        return 1
-    for t in range(min(height, MAX_ROWS, TILE_BUDGET // max(tw, 1)), 0, -1):
-        if height % t == 0:
-            return t
-    return 1
+    return not strided and positions >= K_MIN_POSITIONS and channel_blocks >= K_MIN_BLOCKS
+
+
+def _materialize_pad(sch: Any, lanes: int) -> None:
+    """Schedule the staged input (padded, channels last) as its own loop nest: batch, rows
+    and columns fused and parallel, the channels split by the vector width and vectorized
+    when it divides them."""
+    try:
+        pad = sch.get_sblock(PAD)
+    except Exception:  # noqa: BLE001 - no staged input: the convolution reads its data
+        return
+    *outer, channels = sch.get_loops(pad)
+    fused = sch.fuse(*outer)
+    if _extent(sch, fused) >= 2:
+        sch.parallel(fused)
+    vec = min(lanes, 8)
+    if _extent(sch, channels) % vec == 0:
+        _, inner = sch.split(channels, [None, vec])
+        sch.vectorize(inner)
 
 
 def _inner_block(rc_extent: int, lanes: int) -> int:

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from backends.tvm.build import prepare
 from backends.tvm.kernels import KernelCache, compile_function
 from backends.tvm.sched import KernelInfo, candidates
-from backends.tvm.sched.conv2d import row_tile, schedule_conv2d, width_tile
+from backends.tvm.sched.conv2d import Machine, k_blocked, register_tile, schedule_conv2d
 from backends.tvm.target import host_target
 from backends.tvm.te_build import build_te
 from interpreter import evaluate
@@ -193,6 +193,26 @@ def test_conv_kernels_match_the_oracle(name: str, kernel_cache: KernelCache,
     check(case, kernel_cache, close, expect_scheduled=scheduled if BLOCK == 16 else None)
 
 
+@pytest.mark.parametrize("epilogue", ["bias_relu", "residual", "none"])
+def test_convolutions_reduced_in_passes_match_the_oracle(epilogue: str, kernel_cache: KernelCache,
+                                                          close: object) -> None:
+    # 16 input-channel blocks over 14x14 outputs: reduced in passes of K_CHUNK blocks
+    case = Conv(16 * BLOCK, 2 * BLOCK, 14, 14, epilogue=epilogue)
+    assert k_blocked(14 * 14, 16, strided=False)
+    text, params = case.program()
+    (prim,) = [p for p in primitives(prepare(text, params, 3)) if conv_of(p) is not None]
+    script = scheduled_script(prim)
+    assert script is not None and "conv2d_local" not in script   # accumulates in the result
+    assert check(case, kernel_cache, close, expect_scheduled=True) == 1
+
+
+def test_k_blocking_rule() -> None:
+    assert k_blocked(56 * 56, 32, strided=False)
+    assert not k_blocked(56 * 56, 32, strided=True)
+    assert not k_blocked(7 * 7, 64, strided=False)
+    assert not k_blocked(56 * 56, 8, strided=False)
+
+
 def test_nan_and_infinity_propagate_through_the_vectorized_relu(kernel_cache: KernelCache,
                                                                 close: object) -> None:
     case = Conv(16, 16, 5, 6)
@@ -210,21 +230,53 @@ def test_the_schedule_is_parallel_vectorized_and_register_tiled() -> None:
     assert script is not None
     assert "T.parallel(" in script
     assert f"T.vectorized({BLOCK})" in script
-    assert "T.unroll(7)" in script                  # the width tile: 7 of the 14 columns
     assert 'scope="local"' in script               # the accumulator
     assert "conv2d_init" in script                 # initialized once per tile
+    # the padded input is its own (parallel) loop nest; the convolution loads without a test
+    assert "conv2d_pad = T.sblock_alloc_buffer" in script
+    update = script[script.index('T.sblock("conv2d_update")'):]
+    assert "if_then_else" not in update.split("T.sblock(")[1]
     # the epilogue (bias + relu) is the tile's write-back, not a pass of its own
-    assert script.count("T.parallel(") == 1
+    assert script.count("T.parallel(") == 2
     rule_names = [r.name for r in candidates(["nn.conv2d", "add", "nn.relu"])]
     assert rule_names[0].endswith("conv2d._rule")
 
 
-def test_width_and_row_tiles() -> None:
-    assert [width_tile(w) for w in (56, 112, 224, 28, 14, 7, 20, 9, 11, 31, 1)] == \
-        [8, 8, 8, 7, 7, 7, 10, 9, 11, 1, 1]
-    assert width_tile(56, cap=6) == 4
-    assert [row_tile(h, width_tile(h)) for h in (56, 28, 14, 9, 7, 20)] == [1] * 6
-    assert (row_tile(8, 2), row_tile(6, 4), row_tile(9, 3), row_tile(7, 1)) == (4, 2, 1, 1)
+AVX2 = Machine(lanes=8, registers=16, l2_bytes=512 * 1024)
+AVX512 = Machine(lanes=16, registers=32, l2_bytes=1024 * 1024)
+
+
+def test_register_tiles_for_avx2() -> None:
+    # ResNet-18's 3x3 layers (8-channel blocks): 8 accumulators, fewest loads per FMA
+    kb = 1024
+    assert register_tile(56, 8, 8, 18 * kb, AVX2) == (4, 2)
+    assert register_tile(28, 16, 8, 36 * kb, AVX2) == (4, 2)
+    assert register_tile(14, 32, 8, 72 * kb, AVX2) == (2, 4)
+    # 512 channels: four blocks' weights (576 KB) do not fit the L2; 7 columns x 1 block
+    assert register_tile(7, 64, 8, 144 * kb, AVX2) == (7, 1)
+    # a prime width: one column, the channel blocks make the accumulators
+    assert register_tile(31, 4, 8, 4 * kb, AVX2) == (1, 4)
+    assert register_tile(1, 1, 8, kb, AVX2) == (1, 1)
+
+
+def test_register_tiles_for_avx512_and_wide_blocks() -> None:
+    kb = 1024
+    # 32 registers: up to 16 accumulators
+    tw, ocb = register_tile(56, 4, 16, 36 * kb, AVX512)
+    assert tw * ocb == 16
+    # a 16-channel block on AVX2 takes two registers per accumulator
+    tw, ocb = register_tile(56, 4, 16, 36 * kb, AVX2)
+    assert tw * ocb * 2 <= 8
+
+
+@given(st.integers(1, 300), st.integers(1, 64), st.sampled_from([4, 8, 16]),
+       st.integers(0, 1 << 22), st.sampled_from([AVX2, AVX512]))
+def test_register_tiles_always_divide_and_fit(width: int, blocks: int, lanes: int,
+                                              weight_bytes: int, cpu: Machine) -> None:
+    tw, ocb = register_tile(width, blocks, lanes, weight_bytes, cpu)
+    assert width % tw == 0 and blocks % ocb == 0
+    per = max(1, lanes // cpu.lanes)
+    assert tw * ocb * per <= max(8, cpu.registers // 2) or (tw, ocb) == (1, 1)
 
 
 # --- the property ----------------------------------------------------------------------------
