@@ -147,6 +147,25 @@ def _twin_or_self(a: Any) -> Any:
     return _TWINS.get(id(a), a)
 
 
+def register_constant(a: np.ndarray) -> None:
+    """Give the read-only program constant ``a`` a twin over its (writable) memory, so that
+    kernels receive it without a failed DLPack export (numpy refuses read-only arrays) and
+    a retry. The twin goes when ``a`` does. Nothing happens when ``a`` is writable, empty,
+    or its memory cannot be made writable (the kernels' careful lane copies it then)."""
+    if type(a) is not np.ndarray or a.flags.writeable or not a.size or id(a) in _TWINS:
+        return
+    view = a.view()
+    try:
+        view.flags.writeable = True
+        twin = _dlpack_twin(view)
+    except (ValueError, BufferError, TypeError, RuntimeError, ImportError):
+        return
+    if view.base is a:                   # the twin would keep ``a`` alive: never collected
+        return
+    _TWINS[id(a)] = twin
+    weakref.finalize(a, _TWINS.pop, id(a), None)
+
+
 def _forget_twins(ids: list[int]) -> None:
     for i in ids:
         _TWINS.pop(i, None)
@@ -280,7 +299,7 @@ class Kernel:
             try:
                 if out is None and self._single:
                     o = np.empty(self._out_shape, self._out_dtype)
-                    self._fn(*args, *consts, o)
+                    self._fn(*map(_twin_or_self, args), *consts, o)
                     return o
                 return self._fast(args, consts, out)
             except BufferError:

@@ -62,6 +62,7 @@ from typing import Any
 import numpy as np
 
 from backends.tvm.fallback import FallbackKernel, OpKernel
+from backends.tvm.kernels import register_constant
 from backends.tvm.lower.scalar import scalar_program
 from interpreter.values import (
     Closure,
@@ -134,11 +135,12 @@ def constant_value(data: np.ndarray) -> np.ndarray:
     probe = data.view()
     try:
         probe.flags.writeable = True
-        return data
+        out = data
     except ValueError:
-        view = np.array(data, order="C").view()   # a read-only view of a writable copy
-        view.flags.writeable = False
-        return view
+        out = np.array(data, order="C").view()   # a read-only view of a writable copy
+        out.flags.writeable = False
+    register_constant(out)
+    return out
 
 
 def is_primitive_function(e: Any) -> bool:
