@@ -57,7 +57,12 @@ that may fail — integer division — can thereby fail at a later point, after
 other pure operators: the program still fails with a runtime error.)
 
 Where we differ from TVM, deliberately: constants are kept inside the group
-that uses them (TVM passes non-scalar constants as parameters); a group with no
+that uses them (TVM passes non-scalar constants as parameters); a group of pure
+data movement with a tuple result (a ``split``) that only fused elementwise or
+injective groups of its segment read is copied into each of them instead of
+being a kernel of its own (:func:`_copied_groups`: an LSTM's gates are read by
+two cell kernels, each through its own ``split``; the copy is index arithmetic,
+nothing is computed twice); a group with no
 operator call (a lone tuple, a projection of a value computed elsewhere) is
 not wrapped, its nodes stay in place (TVM wraps such a group when a projection
 and its tuple fall into it); the segment rule above (TVM fuses a DAG in graph
@@ -66,7 +71,8 @@ producers fuse into a reduction, injective ones do not (phase 1 asks every
 node on the path, the sink's group included, to be at most injective).
 
 Invariants: every node is evaluated once (a node used outside its group is
-that group's root, and its result — the call — is shared by all its users);
+that group's root, and its result — the call — is shared by all its users),
+except the copied data movement above (pure, so copying it is unobservable);
 a group's parameters are ordered by the evaluation order of its inputs, so
 effectful inputs (in graph form) keep their order. The program must type
 check (fusion reads ``checked_type``); a program that does not is returned
@@ -194,8 +200,10 @@ def _fuse_function(fn: Function, analysis: EffectAnalysis, level: int,
     graph = _Graph(fn, analysis)
     if not graph.nodes:
         return fn
-    root = _Partitioner(graph, level, max_depth).partition()
-    out = _rewrite(fn, graph, root)
+    partitioner = _Partitioner(graph, level, max_depth)
+    root = partitioner.partition()
+    copies = _copied_groups(graph, root, partitioner) if level > 0 else {}
+    out = _rewrite(fn, graph, root, copies)
     assert isinstance(out, Function)
     return out
 
@@ -638,13 +646,59 @@ def _broadcast_path(kind: int, is_sink: bool) -> bool:
     return kind <= INJECTIVE or kind == COMM_REDUCE or kind == OUT_ELEMWISE_FUSABLE
 
 
+# --- step 3b: data movement copied into its consumers ---------------------------------------------
+
+def _copied_groups(g: _Graph, root: list[int], part: _Partitioner) -> dict[int, list[int]]:
+    """The groups to copy into each of their consumers instead of running as kernels.
+
+    A group of pure data movement (``split``, ``transpose``, ``reshape``..., projections:
+    every member an ``INJECTIVE`` operator call or a projection) whose tuple result is read
+    only by other fused groups of the same segment, each elementwise or injective, costs a
+    kernel call and a copy of its input. Each consumer reads the input through its own copy
+    of the group instead (index arithmetic inside the consumer's loop; nothing is computed
+    twice but addresses). Our choice, not TVM's (an LSTM's gates ``split`` feeds two cell
+    kernels, which TVM's FuseOps runs after a separate ``split`` kernel).
+
+    Returns:
+        ``{group root: its members}`` for the groups to copy.
+    """
+    members: dict[int, list[int]] = {}
+    for i, r in enumerate(root):
+        members.setdefault(r, []).append(i)
+    out: dict[int, list[int]] = {}
+    for r, ms in members.items():
+        node = g.nodes[r]
+        if g.extern[r] or type(node) is not Call or not _tensor_tuple(node.checked_type):
+            continue
+        if not all(g.pattern[m] == INJECTIVE and type(g.nodes[m]) in (Call, TupleGetItem)
+                   for m in ms):
+            continue
+        consumers = {root[c] for m in ms for c, _ in g.outputs[m] if root[c] != r}
+        if not consumers or any(
+                g.extern[m] and m != r for m in ms) or not all(
+                g.seg[c] == g.seg[r] and part.gpattern[part.find(c)] <= INJECTIVE
+                and any(type(g.nodes[x]) is Call for x in members[c])
+                and len(members[c]) + len(ms) <= part.max_depth for c in consumers):
+            continue
+        out[r] = ms
+    return out
+
+
 # --- step 4: the rewrite ------------------------------------------------------------------------
 
-def _rewrite(fn: Function, g: _Graph, root: list[int]) -> Expr:
+def _rewrite(fn: Function, g: _Graph, root: list[int],
+             copies: dict[int, list[int]] | None = None) -> Expr:
     n = len(g.nodes)
+    copies = copies or {}
     members: dict[int, list[int]] = {}
     for i in range(n):
         members.setdefault(root[i], []).append(i)
+    # A copied group joins each consumer group (its nodes are evaluated there, once per
+    # consumer); it has no call of its own.
+    for r, ms in copies.items():
+        for c in sorted({root[x] for m in ms for x, _ in g.outputs[m] if root[x] != r}):
+            members[c] = sorted(set(members[c]) | set(ms))
+        del members[r]
     # A group without an operator call (a lone tuple, a projection of a value computed
     # elsewhere) is not wrapped: its nodes stay as they are, each on its own.
     wrapped: set[int] = set()
@@ -657,7 +711,7 @@ def _rewrite(fn: Function, g: _Graph, root: list[int]) -> Expr:
                 members[m] = [m]
     dropped: set[int] = set()  # ids of lets whose value moved into a later group
     for i in range(n):
-        if root[i] != i and root[i] in wrapped:
+        if (root[i] != i and root[i] in wrapped) or root[i] in copies:
             dropped.add(id(g.nodes[i]))
 
     new: dict[int, Expr] = {}

@@ -12,7 +12,11 @@ through the ``schedule`` argument of the kernel compiler):
    cannot be inlined).  A fused elementwise chain thus becomes one loop nest.
 2. **Spatial blocks** (no reduction axis): all loops fused into one, split by the vector
    width ``v`` (the largest of 16, 8, 4, 2 that divides the extent, in elements of at most
-   64 bytes), the inner loop ``vectorize``-d, the outer one ``parallel``.
+   one vector register of the target: 32 bytes with AVX2, 64 with AVX-512), the inner loop
+   ``vectorize``-d, the outer one ``parallel``.  When no full register divides the extent
+   (650 = 2 × 325), ``loop_partition`` splits off a main loop of whole registers and a tail
+   loop (one short vector): before, such a kernel ran 2 lanes wide (measured here, the LSTM
+   cell's ``sigmoid``/``tanh`` over 650 elements: 6.5 µs → 2.2 µs a call).
 3. **Reduction blocks** (``sum``, ``dense``, ``conv2d``, pooling, ``softmax``'s parts): the
    innermost *spatial* loop is split by ``v`` and its inner part moved below the reduction
    loops and vectorized (so a dense or convolution accumulates ``v`` outputs at once) —
@@ -36,6 +40,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from backends.tvm.target import vector_bytes
+
 PARALLEL_MIN = 1 << 16
 KEEP = "keep_"
 """Name prefix of a stage a lowering wants materialized (never inlined): e.g. ``nn.dense``'s
@@ -53,8 +59,8 @@ def _extent(sch: Any, loop: Any) -> int | None:
         return None
 
 
-def _vector_width(extent: int, dtype_bits: int) -> int:
-    limit = min(16, VECTOR_BYTES * 8 // max(dtype_bits, 8))
+def _vector_width(extent: int, dtype_bits: int, width_bytes: int = VECTOR_BYTES) -> int:
+    limit = min(16, width_bytes * 8 // max(dtype_bits, 8))
     for v in (16, 8, 4, 2):  # limit < 2: no vectorization
         if v <= limit and extent % v == 0 and extent >= v:
             return v
@@ -153,7 +159,7 @@ def _schedule_rfactor(sch: Any, block: Any, spatial: list[Any], reduce: list[Any
         sch.parallel(fused)
 
 
-def _schedule_block(sch: Any, block: Any) -> None:
+def _schedule_block(sch: Any, block: Any, native: int = VECTOR_BYTES) -> None:
     loops = list(sch.get_loops(block))
     if not loops:
         return
@@ -182,7 +188,16 @@ def _schedule_block(sch: Any, block: Any) -> None:
     if not reduce:
         fused = sch.fuse(*spatial) if len(spatial) > 1 else spatial[0]
         total = _extent(sch, fused) or 1
-        v = _vector_width(total, bits)
+        v = _vector_width(total, bits, native)
+        widest = _vector_width(1 << 16, bits, native)
+        if v < widest and total > widest:
+            # No full vector divides the extent (650 = 2 * 325): a main loop of whole
+            # vectors, then a tail loop (vectorized by what divides it).
+            main = total - total % widest
+            fused, tail = sch.loop_partition(fused, [main])
+            if total - main > 1:
+                sch.vectorize(tail)       # fewer lanes than a register: one short vector
+            total, v = main, widest
         if v > 1:
             outer, inner = sch.split(fused, [None, v])
             sch.vectorize(inner)
@@ -212,14 +227,16 @@ def _schedule_block(sch: Any, block: Any) -> None:
         sch.parallel(fused)
 
 
-def schedule_spatial(sch: Any, block: Any) -> None:
+def schedule_spatial(sch: Any, block: Any, target: dict[str, Any] | None = None) -> None:
     """Steps 2–4 of the recipe for one block of ``sch`` (a rule's leftover blocks); a step
-    TVM rejects raises (the caller decides what to keep)."""
-    _schedule_block(sch, block)
+    TVM rejects raises (the caller decides what to keep). ``target``: the kernel's target
+    dict (None: the host)."""
+    _schedule_block(sch, block, vector_bytes(target))
 
 
-def default_schedule(func: Any) -> Any:
-    """The scheduled ``IRModule`` of a TensorIR ``PrimFunc`` (see the module docstring)."""
+def default_schedule(func: Any, target: dict[str, Any] | None = None) -> Any:
+    """The scheduled ``IRModule`` of a TensorIR ``PrimFunc`` (see the module docstring) for
+    ``target`` (a target dict; None: the host)."""
     import tvm
     from tvm import s_tir
 
@@ -228,10 +245,11 @@ def default_schedule(func: Any) -> Any:
         return sch.mod
     _inline_all(sch)
     names = [sch.get(b).name_hint for b in sch.get_child_blocks(sch.get_sblock("root"))]
+    native = vector_bytes(target)
     for name in names:
         snapshot = sch.copy()
         try:
-            _schedule_block(sch, sch.get_sblock(name))
+            _schedule_block(sch, sch.get_sblock(name), native)
         except Exception:  # noqa: BLE001 - a refused step: keep the block unscheduled
             sch = snapshot
     return sch.mod

@@ -80,3 +80,30 @@ def _as_target(key: str) -> Any:
 def as_target(target: dict[str, Any]) -> Any:
     """The ``tvm.target.Target`` of a target dict (memoized)."""
     return _as_target(target_key(target))
+
+
+@functools.cache
+def _vector_bytes(key: str) -> int:
+    from tvm.target import codegen
+
+    target = _as_target(key)
+    try:
+        if codegen.llvm_cpu_has_features("avx512f", target):
+            return 64
+        if codegen.llvm_cpu_has_features("avx", target):
+            return 32
+    except (AttributeError, RuntimeError, ValueError):
+        return 64
+    return 16
+
+
+def vector_bytes(target: dict[str, Any] | None) -> int:
+    """The width of the target's vector registers in bytes: 64 with AVX-512 (``rocketlake``),
+    32 with AVX/AVX2 (``znver3``), 16 otherwise (SSE, or a CPU LLVM does not know).
+
+    ``target`` None (or a dict without ``kind``) means the host. TVM 0.27's
+    ``llvm_get_vector_width`` answers 512 for every x86 CPU, so the CPU's features are asked.
+    """
+    if not target or target.get("kind") != "llvm":
+        target = host_target()
+    return _vector_bytes(target_key(target))

@@ -19,6 +19,9 @@ tuples, projections, constants and (let-bound) intermediate values, as
 * **Empty results**: a call all of whose result tensors have a zero dim is not lowered by
   its rule (there is nothing to compute, and index arithmetic would divide by the zero
   extents): it becomes an empty fill.
+* **Prepared constants**: a rule may read a constant argument's array and add a new hidden
+  constant prepared from it (``OpCall.add_constant``: ``nn.dense`` packs its weight for the
+  GEMV); constants that no output reads afterwards are dropped.
 * **Outputs**: the result tensors, flattened; an output that is not computed by the
   function itself (a parameter, a constant, or a tensor already listed) is copied by an
   identity ``te.compute`` so that every output buffer is written by the kernel.
@@ -123,8 +126,10 @@ def param_types(func: Function, arg_types: Sequence[Type]) -> list[Type]:
     return out
 
 
-def build_te(func: Function, arg_types: Sequence[Type]) -> TeFunction:
-    """Lower ``func`` specialized to ``arg_types`` (see the module docstring).
+def build_te(func: Function, arg_types: Sequence[Type],
+             target: dict[str, Any] | None = None) -> TeFunction:
+    """Lower ``func`` specialized to ``arg_types`` (see the module docstring) for ``target``
+    (a target dict; None: the host), which rules may consult (vector widths).
 
     Raises:
         LoweringFailed: an operator without a lowering, a declined call, or a body that is
@@ -162,13 +167,23 @@ def build_te(func: Function, arg_types: Sequence[Type]) -> TeFunction:
             key = id(let_value[key])
         return values[key], types[key]
 
+    data: dict[int, np.ndarray] = {}     # constant placeholder (its handle) -> its array
+
+    def hide(array: np.ndarray, name: str) -> Any:
+        ph = te.placeholder(array.shape, str(array.dtype), name=f"c{len(result.constants)}_{name}")
+        result.constants.append(ph)
+        result.constant_arrays.append(np.ascontiguousarray(array))
+        return ph
+
     for node in nodes:
         if isinstance(node, (Var, Op)):
             continue
         if isinstance(node, Constant):
             values[id(node)], types[id(node)] = _constant(node, result)
+            data[_handle(values[id(node)])] = result.constant_arrays[-1]
         elif isinstance(node, Call):
-            values[id(node)], types[id(node)] = _call(node, value_of, result)
+            values[id(node)], types[id(node)] = _call(node, value_of, result, data, target,
+                                                      hide)
         elif isinstance(node, Tuple):
             pairs = [value_of(f) for f in node.fields]
             values[id(node)] = tuple(v for v, _ in pairs)
@@ -185,7 +200,25 @@ def build_te(func: Function, arg_types: Sequence[Type]) -> TeFunction:
                                  "not part of a primitive function's dataflow")
     value, vtype = value_of(func.body)
     result.layout = _outputs(value, vtype, result)
+    _drop_unread_constants(result)
     return result
+
+
+def _drop_unread_constants(result: TeFunction) -> None:
+    """Forget the hidden constants no output reads (a weight a rule replaced by a prepared
+    copy): the kernel neither keeps nor receives them."""
+    seen: set[int] = set()
+    stack = list(result.outputs)
+    while stack:
+        t = stack.pop()
+        if _handle(t) in seen:
+            continue
+        seen.add(_handle(t))
+        stack.extend(t.op.input_tensors)
+    keep = [i for i, c in enumerate(result.constants) if _handle(c) in seen]
+    if len(keep) != len(result.constants):
+        result.constants = [result.constants[i] for i in keep]
+        result.constant_arrays = [result.constant_arrays[i] for i in keep]
 
 
 def _shape(t: TensorType) -> tuple[int, ...]:
@@ -208,7 +241,13 @@ def _constant(node: Constant, result: TeFunction) -> tuple[Any, Type]:
     return ph, t
 
 
-def _call(node: Call, value_of: Any, result: TeFunction) -> tuple[Any, Type]:
+def _handle(t: Any) -> int:
+    """The identity of a TE tensor (its wrappers differ; ``==`` on 0-d tensors raises)."""
+    return int(t.__chandle__())
+
+
+def _call(node: Call, value_of: Any, result: TeFunction, data: dict[int, np.ndarray],
+          target: dict[str, Any] | None, hide: Any) -> tuple[Any, Type]:
     if not isinstance(node.op, Op):
         raise LoweringFailed("call", "a primitive function calls operators only")
     name = node.op.name
@@ -229,7 +268,11 @@ def _call(node: Call, value_of: Any, result: TeFunction) -> tuple[Any, Type]:
         raise LoweringFailed(name, "the result type is not determined by the argument types")
     for t in flatten_types([out_type]):
         _shape(t)
-    call = OpCall(name, tuple(v for v, _ in pairs), attrs, arg_types, out_type)
+    inputs = tuple(v for v, _ in pairs)
+    call = OpCall(name, inputs, attrs, arg_types, out_type,
+                  tuple(data.get(_handle(v)) if not isinstance(v, tuple) else None
+                        for v in inputs),
+                  target, hide)
     if _all_empty(out_type):
         # No element to compute (and rules may divide by the zero extents): zero fills.
         return _fill_empty(out_type), out_type

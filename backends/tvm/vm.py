@@ -13,9 +13,13 @@ tuples whose first field is an opcode; the opcodes are the rule cases of the
 semantics, specialized where the compiler knows more:
 
 * ``KERNEL dst k args`` — a call of a primitive function (Semantics-Call of a fused
-  group), ``k`` its compiled kernel (or numpy fallback); ``CALLG``/``TAILG`` — a call of a
-  known global (no dispatch on the callee); ``CALL``/``TAIL`` — a call of a computed
-  value (closure, operator, constructor);
+  group), ``k`` its compiled kernel (or numpy fallback; a group of scalar integer/bool
+  operators runs as Python arithmetic, :mod:`backends.tvm.lower.scalar`); a group without parameters
+  (``zeros(...)``) is evaluated once, at compile time, and becomes a ``CONST``;
+  ``CALLG``/``TAILG`` — a call of a known global (no dispatch on the callee); ``CALL``/
+  ``TAIL`` — a call of a computed value (closure, operator, constructor); a non-tail call
+  also clears the caller's registers that no later instruction reads
+  (:func:`release_dead_registers`);
 * ``CLOSURE dst code captures`` (Semantics-Closure / -Let-Rec: the captured registers are
   copied into the closure, its self variable is bound to the closure at each call);
 * ``IFNOT cond target`` / ``JUMP`` (Semantics-If-True/-False), ``MATCH v clauses``
@@ -57,7 +61,9 @@ from typing import Any
 
 import numpy as np
 
-from backends.tvm.fallback import OpKernel
+from backends.tvm.fallback import FallbackKernel, OpKernel
+from backends.tvm.kernels import register_constant
+from backends.tvm.lower.scalar import scalar_program
 from interpreter.values import (
     Closure,
     ConstructorFunction,
@@ -106,11 +112,13 @@ __all__ = ["VM", "Code", "Compiler", "VMClosure", "constant_value", "is_primitiv
            "pattern_plan", "OPCODE_NAMES"]
 
 # --- opcodes ----------------------------------------------------------------------------------
-(KERNEL1, KERNEL2, KERNEL, MOVE, CONST, IFNOT, JUMP, RET, CALLG, TAILG, CALL, TAIL,
- TUPLE, PROJ, CLOSURE, CTOR, MATCH, REFNEW, REFREAD, REFWRITE, ISSET, RAISE) = range(22)
-OPCODE_NAMES = ("KERNEL1", "KERNEL2", "KERNEL", "MOVE", "CONST", "IFNOT", "JUMP", "RET",
-                "CALLG", "TAILG", "CALL", "TAIL", "TUPLE", "PROJ", "CLOSURE", "CTOR", "MATCH",
-                "REFNEW", "REFREAD", "REFWRITE", "ISSET", "RAISE")
+# Numbered so that the machine's dispatch (a tree of comparisons) reaches the frequent ones
+# first: kernels (0-2), then matches, returns and calls (3-8), then the rest.
+(KERNEL1, KERNEL2, KERNEL, MATCH, RET, CALLG, CALL, TAILG, TAIL, IFNOT, PROJ, CLOSURE,
+ TUPLE, CTOR, MOVE, CONST, JUMP, ISSET, REFNEW, REFREAD, REFWRITE, RAISE) = range(22)
+OPCODE_NAMES = ("KERNEL1", "KERNEL2", "KERNEL", "MATCH", "RET", "CALLG", "CALL", "TAILG",
+                "TAIL", "IFNOT", "PROJ", "CLOSURE", "TUPLE", "CTOR", "MOVE", "CONST", "JUMP",
+                "ISSET", "REFNEW", "REFREAD", "REFWRITE", "RAISE")
 
 Instr = tuple[Any, ...]
 KernelFor = Callable[[Function], Callable[..., Any]]
@@ -127,11 +135,12 @@ def constant_value(data: np.ndarray) -> np.ndarray:
     probe = data.view()
     try:
         probe.flags.writeable = True
-        return data
+        out = data
     except ValueError:
-        view = np.array(data, order="C").view()   # a read-only view of a writable copy
-        view.flags.writeable = False
-        return view
+        out = np.array(data, order="C").view()   # a read-only view of a writable copy
+        out.flags.writeable = False
+    register_constant(out)
+    return out
 
 
 def is_primitive_function(e: Any) -> bool:
@@ -172,6 +181,29 @@ class Code:
             fields = [OPCODE_NAMES[ins[0]], *(_show(x) for x in ins[1:])]
             lines.append(f"{i:4d}  " + " ".join(fields))
         return "\n".join(lines)
+
+
+def _closed_value(kernel: Callable[..., Any]) -> Any:
+    """The value of a primitive function without parameters (``zeros(shape=...)``), computed
+    once when the program is compiled: a fused group is pure dataflow, so a closed one
+    always has this value (as a constant, read-only). None when the kernel fails — the call
+    then stays in the program and fails where the oracle fails — or its result is not a
+    tensor or a tuple of tensors."""
+    try:
+        value = kernel()
+    except Exception:  # noqa: BLE001 - evaluated where it stands instead
+        return None
+    if type(value) is np.ndarray:
+        return constant_value(_readonly_copy(value))
+    if type(value) is tuple and all(type(v) is np.ndarray for v in value):
+        return tuple(constant_value(_readonly_copy(v)) for v in value)
+    return None
+
+
+def _readonly_copy(a: np.ndarray) -> np.ndarray:
+    out = np.array(a, order="C")
+    out.flags.writeable = False
+    return out
 
 
 def _show(x: Any) -> str:
@@ -292,6 +324,7 @@ class Compiler:
         while self._pending:
             code, fn, st = self._pending.pop()
             run_recursive(self._tail(st, fn.body))
+            release_dead_registers(code)
 
     # -- expressions in tail position: the value is returned -----------------------------
     def _tail(self, st: _FnState, e: Expr) -> Generator[Any, Any, None]:
@@ -494,6 +527,17 @@ class Compiler:
             for a in e.args:
                 args.append((yield self._expr(st, a)))
             k = self.kernel_for(op)  # type: ignore[arg-type]
+            if type(k) is not FallbackKernel:
+                # (a build without compiled kernels keeps every group on the references)
+                host = scalar_program(op)  # type: ignore[arg-type]
+                if host is not None:
+                    return self._emit_kernel(st, host, args, e)
+            if not args:
+                value = _closed_value(k)
+                if value is not None:
+                    r = st.reg()
+                    st.emit((CONST, r, value), e.span)
+                    return r
             return self._emit_kernel(st, k, args, e)
         if type(op) is Op:
             for a in e.args:
@@ -582,6 +626,122 @@ class Compiler:
         if not _GRAD_EXPANDER:
             return None
         return _GRAD_EXPANDER[0](e, self.mod, ())
+
+
+# --- liveness: registers released at non-tail calls -------------------------------------------
+
+def _operands(ins: Instr) -> tuple[tuple[int, ...], int]:
+    """The registers instruction ``ins`` reads, and the one it writes (-1: none; the
+    registers a ``MATCH`` clause binds are written on the way to the clause)."""
+    op = ins[0]
+    if op == KERNEL1:
+        return (ins[3],), ins[1]
+    if op == KERNEL2:
+        return (ins[3], ins[4]), ins[1]
+    if op == KERNEL or op == TUPLE or op == CALLG:
+        return tuple(ins[3] if op == CALLG else ins[3 if op == KERNEL else 2]), ins[1]
+    if op == MOVE or op == PROJ or op == REFNEW or op == REFREAD:
+        return (ins[2],), ins[1]
+    if op == CONST:
+        return (), ins[1]
+    if op == IFNOT or op == ISSET or op == RET or op == MATCH:
+        return (ins[1],), -1
+    if op == TAILG:
+        return tuple(ins[2]), -1
+    if op == CALL:
+        return (ins[2], *ins[3]), ins[1]
+    if op == TAIL:
+        return (ins[1], *ins[2]), -1
+    if op == CLOSURE:
+        return tuple(ins[3]), ins[1]
+    if op == CTOR:
+        return tuple(ins[4]), ins[1]
+    if op == REFWRITE:
+        return (ins[2], ins[3]), ins[1]
+    return (), -1                                  # JUMP, RAISE
+
+
+def _successors(ins: Instr, pc: int) -> list[tuple[int, tuple[int, ...]]]:
+    """``(next pc, registers bound on the way)`` for each way control leaves ``ins``."""
+    op = ins[0]
+    if op == JUMP:
+        return [(ins[1], ())]
+    if op == IFNOT or op == ISSET:
+        return [(pc + 1, ()), (ins[2], ())]
+    if op == MATCH:
+        out = []
+        for name, fields, plan, target in ins[2]:
+            bound = tuple(r for r in fields if r >= 0) if name is not None else tuple(
+                step[1] for step in plan if step[0] == P_BIND)
+            out.append((target, bound))
+        return out
+    if op in (RET, TAIL, TAILG, RAISE):
+        return []
+    return [(pc + 1, ())]
+
+
+def live_after(code: Code) -> list[frozenset[int]]:
+    """For each instruction of ``code``, the registers some later instruction may still read
+    (backward dataflow over the jumps, to a fixed point)."""
+    instrs = code.instrs
+    n = len(instrs)
+    uses = []
+    defs = []
+    for ins in instrs:
+        u, d = _operands(ins)
+        uses.append(frozenset(u))
+        defs.append(d)
+    succs = [_successors(ins, pc) for pc, ins in enumerate(instrs)]
+    live_in: list[frozenset[int]] = [frozenset()] * (n + 1)
+    live_out: list[frozenset[int]] = [frozenset()] * n
+    changed = True
+    while changed:
+        changed = False
+        for pc in range(n - 1, -1, -1):
+            out: set[int] = set()
+            for target, bound in succs[pc]:
+                if 0 <= target <= n:
+                    out |= live_in[target] - set(bound) if bound else live_in[target]
+            d = defs[pc]
+            new_in = uses[pc] | (out - {d} if d >= 0 else out)
+            if new_in != live_in[pc] or len(out) != len(live_out[pc]):
+                live_in[pc] = frozenset(new_in)
+                live_out[pc] = frozenset(out)
+                changed = True
+    return live_out
+
+
+def release_dead_registers(code: Code) -> None:
+    """Give every non-tail call (``CALL``, ``CALLG``) the registers that are dead once it
+    has read its arguments: the machine clears them before it enters the callee.
+
+    A suspended frame would otherwise keep every value it ever computed alive until the
+    call returns (a non-tail recursion holds all of them); clearing the dead ones lets the
+    kernels' output pools (:class:`backends.tvm.kernels.Kernel`) reuse their buffers.
+    Unobservable: a cleared register is read by no later instruction on any path (an
+    ``ISSET`` test is a read, so a shared node's register is never cleared before it).
+    """
+    calls = [pc for pc, ins in enumerate(code.instrs) if ins[0] == CALL or ins[0] == CALLG]
+    if not calls:
+        return
+    live = live_after(code)
+    first_def: dict[int, int] = {}
+    for pc, ins in enumerate(code.instrs):
+        d = _operands(ins)[1]
+        if d >= 0:
+            first_def.setdefault(d, pc)
+        if ins[0] == MATCH:
+            for _, bound in _successors(ins, pc):
+                for r in bound:
+                    first_def.setdefault(r, pc)
+    entry = set(range(code.nparams + len(code.free)))
+    if code.self_reg >= 0:
+        entry.add(code.self_reg)
+    for pc in calls:
+        ins = code.instrs[pc]
+        held = entry | {r for r, at in first_def.items() if at < pc}
+        dead = tuple(sorted(held - live[pc] - {ins[1]}))
+        code.instrs[pc] = (*ins, dead)
 
 
 P_WILD, P_BIND, P_CTOR, P_TUPLE = range(4)
@@ -746,13 +906,69 @@ class VM:
                 ins = instrs[pc]
                 op = ins[0]
                 pc += 1
-                if op == KERNEL2:
-                    regs[ins[1]] = ins[2](regs[ins[3]], regs[ins[4]])
-                elif op == KERNEL1:
-                    regs[ins[1]] = ins[2](regs[ins[3]])
-                elif op == IFNOT:
-                    if not regs[ins[1]]:
-                        pc = ins[2]
+                if op <= KERNEL:
+                    if op == KERNEL2:
+                        regs[ins[1]] = ins[2](regs[ins[3]], regs[ins[4]])
+                    elif op == KERNEL1:
+                        regs[ins[1]] = ins[2](regs[ins[3]])
+                    else:
+                        regs[ins[1]] = ins[2](*[regs[a] for a in ins[3]])
+                elif op <= CALL:
+                    if op == MATCH:
+                        v = regs[ins[1]]
+                        for name, fields, plan, target in ins[2]:
+                            if name is not None:
+                                # Constructor(var-or-_, ...): one test, fields to registers.
+                                if type(v) is ConstructorValue and v.name == name \
+                                        and len(v.fields) == len(fields):
+                                    for r, x in zip(fields, v.fields):
+                                        if r >= 0:
+                                            regs[r] = x
+                                    pc = target
+                                    break
+                            elif _match(plan, v, regs):
+                                pc = target
+                                break
+                        else:
+                            raise RelayRuntimeError(
+                                non_exhaustive_match(value_str(v, limit=80)))
+                    elif op == RET:
+                        v = regs[ins[1]]
+                        if not frames:
+                            return v
+                        code, regs, pc, dst = frames.pop()
+                        instrs = code.instrs
+                        regs[dst] = v
+                    elif op == CALLG:
+                        if len(frames) >= max_depth - 1:
+                            raise RelayRuntimeError(
+                                f"stack exhausted: more than {max_depth} nested calls")
+                        frames.append((code, regs, pc, ins[1]))
+                        code = ins[2]
+                        new = [None] * code.nregs
+                        new[:code.nparams] = [regs[a] for a in ins[3]]
+                        for r in ins[4]:
+                            regs[r] = None
+                        regs = new
+                        instrs = code.instrs
+                        pc = 0
+                    else:                                   # CALL
+                        f = regs[ins[2]]
+                        call_args = [regs[a] for a in ins[3]]
+                        if type(f) is not VMClosure:
+                            regs[ins[1]] = self._call_value(f, call_args, ins[4])
+                            continue
+                        if len(frames) >= max_depth - 1:
+                            raise RelayRuntimeError(
+                                f"stack exhausted: more than {max_depth} nested calls")
+                        new = self._enter(f, call_args, ins[4].span)
+                        for r in ins[5]:
+                            regs[r] = None
+                        frames.append((code, regs, pc, ins[1]))
+                        code = f.code
+                        regs = new
+                        instrs = code.instrs
+                        pc = 0
                 elif op == TAILG:
                     code = ins[1]
                     new = [None] * code.nregs
@@ -760,85 +976,39 @@ class VM:
                     regs = new
                     instrs = code.instrs
                     pc = 0
-                elif op == RET:
-                    v = regs[ins[1]]
+                elif op == TAIL:
+                    f = regs[ins[1]]
+                    call_args = [regs[a] for a in ins[2]]
+                    if type(f) is VMClosure:
+                        regs = self._enter(f, call_args, ins[3].span)
+                        code = f.code
+                        instrs = code.instrs
+                        pc = 0
+                        continue
+                    v = self._call_value(f, call_args, ins[3])
                     if not frames:
                         return v
                     code, regs, pc, dst = frames.pop()
                     instrs = code.instrs
                     regs[dst] = v
-                elif op == CALLG:
-                    if len(frames) >= max_depth - 1:
-                        raise RelayRuntimeError(
-                            f"stack exhausted: more than {max_depth} nested calls")
-                    frames.append((code, regs, pc, ins[1]))
-                    code = ins[2]
-                    new = [None] * code.nregs
-                    new[:code.nparams] = [regs[a] for a in ins[3]]
-                    regs = new
-                    instrs = code.instrs
-                    pc = 0
+                elif op == IFNOT:
+                    if not regs[ins[1]]:
+                        pc = ins[2]
+                elif op == PROJ:
+                    regs[ins[1]] = regs[ins[2]][ins[3]]
+                elif op == CLOSURE:
+                    regs[ins[1]] = VMClosure(ins[2], tuple([regs[a] for a in ins[3]]), ins[4])
+                elif op == TUPLE:
+                    regs[ins[1]] = tuple([regs[a] for a in ins[2]])
+                elif op == CTOR:
+                    regs[ins[1]] = ConstructorValue(ins[2], tuple([regs[a] for a in ins[4]]),
+                                                    ins[3])
                 elif op == MOVE:
                     regs[ins[1]] = regs[ins[2]]
                 elif op == CONST:
                     regs[ins[1]] = ins[2]
                 elif op == JUMP:
                     pc = ins[1]
-                elif op == KERNEL:
-                    regs[ins[1]] = ins[2](*[regs[a] for a in ins[3]])
-                elif op == TUPLE:
-                    regs[ins[1]] = tuple([regs[a] for a in ins[2]])
-                elif op == PROJ:
-                    regs[ins[1]] = regs[ins[2]][ins[3]]
-                elif op == MATCH:
-                    v = regs[ins[1]]
-                    for name, fields, plan, target in ins[2]:
-                        if name is not None:
-                            # Constructor(var-or-_, ...): one test, fields to registers.
-                            if type(v) is ConstructorValue and v.name == name \
-                                    and len(v.fields) == len(fields):
-                                for r, x in zip(fields, v.fields):
-                                    if r >= 0:
-                                        regs[r] = x
-                                pc = target
-                                break
-                        elif _match(plan, v, regs):
-                            pc = target
-                            break
-                    else:
-                        raise RelayRuntimeError(non_exhaustive_match(value_str(v, limit=80)))
-                elif op == CTOR:
-                    regs[ins[1]] = ConstructorValue(ins[2], tuple([regs[a] for a in ins[4]]),
-                                                    ins[3])
-                elif op == CLOSURE:
-                    regs[ins[1]] = VMClosure(ins[2], tuple([regs[a] for a in ins[3]]), ins[4])
-                elif op == CALL or op == TAIL:
-                    tail = op == TAIL
-                    f = regs[ins[2 - tail]]
-                    call_args = [regs[a] for a in ins[3 - tail]]
-                    if type(f) is VMClosure:
-                        if not tail:
-                            if len(frames) >= max_depth - 1:
-                                raise RelayRuntimeError(
-                                    f"stack exhausted: more than {max_depth} nested calls")
-                        span = ins[4 - tail].span
-                        new = self._enter(f, call_args, span)
-                        if not tail:
-                            frames.append((code, regs, pc, ins[1]))
-                        code = f.code
-                        regs = new
-                        instrs = code.instrs
-                        pc = 0
-                        continue
-                    v = self._call_value(f, call_args, ins[4 - tail])
-                    if not tail:
-                        regs[ins[1]] = v
-                        continue
-                    if not frames:
-                        return v
-                    code, regs, pc, dst = frames.pop()
-                    instrs = code.instrs
-                    regs[dst] = v
                 elif op == ISSET:
                     if regs[ins[1]] is not None:
                         pc = ins[2]

@@ -15,6 +15,13 @@ Signature of a rule: ``rule(call: OpCall) -> te.Tensor | tuple[te.Tensor, ...]``
   int) — the lowering of a function specializes it to its arguments' shapes;
 * the result: a tensor of exactly ``out_type``'s shape and dtype (a tuple for a tuple type).
 
+Build-time constants: ``call.constant(i)`` is the array of argument ``i`` when that argument
+is a constant of the kernel (a bound weight), and ``call.add_constant(array)`` makes a new
+hidden constant of the kernel from an array the rule prepared at build time (a weight in
+the layout its schedule streams: TVM's AlterOpLayout followed by FoldConstant, within one
+kernel); a constant no output reads any more is dropped from the kernel. ``call.target`` is
+the target dict being compiled for (vector widths differ between AVX2 and AVX-512).
+
 A rule may refuse a particular call by raising :class:`Unsupported` with the reason (integer
 division, whose zero divisor must trap; ``take`` in mode ``fast``...).  The kernel compiler
 turns that into :class:`backends.tvm.kernels.NoLowering`, and the executors run the
@@ -30,7 +37,7 @@ NaN-propagating ``max``/``min`` (numpy's convention, which the references follow
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from semantics.expr import Attrs
@@ -60,6 +67,25 @@ class OpCall:
     attrs: Attrs
     arg_types: tuple[Type, ...]
     out_type: Type
+    constants: tuple[Any, ...] = ()
+    """Per argument: its array when it is a constant of the kernel, else None."""
+    target: dict[str, Any] | None = None
+    hide: Callable[[Any, str], Any] | None = field(default=None, compare=False, repr=False)
+    """Adds a hidden constant to the kernel being built (see :meth:`add_constant`)."""
+
+    def constant(self, i: int) -> Any:
+        """The array of argument ``i`` if it is a constant of the kernel, else None."""
+        return self.constants[i] if i < len(self.constants) else None
+
+    def add_constant(self, array: Any, name: str) -> Any:
+        """A placeholder for a new hidden constant of the kernel holding ``array``.
+
+        Raises:
+            Unsupported: the call is not being built into a kernel (no constants to add).
+        """
+        if self.hide is None:
+            raise Unsupported("no kernel to hold a prepared constant")
+        return self.hide(array, name)
 
     @property
     def out_shape(self) -> tuple[int, ...]:

@@ -51,6 +51,7 @@ from backends.tvm.lower.tensor import cast_expr
 from backends.tvm.lower.transform import reshape_to
 from backends.tvm.lower.vecmath import exp_nonpositive_f32
 from backends.tvm.schedules import KEEP
+from backends.tvm.target import vector_bytes
 from semantics.ops import nn_relations as N
 from semantics.ops import transform_relations as R
 
@@ -203,9 +204,11 @@ def _log_softmax(call: OpCall) -> Any:
 
 GEMV_MAX_ROWS = 4
 """``nn.dense`` with at most this many rows (the product of the data's leading dims) is
-lowered as a matrix-vector product that streams the weight row by row (see :func:`_dense`)."""
+lowered as a matrix-vector product that streams the weight (see :func:`_dense`)."""
 PACK = 16
-"""The column block of ``nn.dense``'s packed weight (one AVX-512 vector of float32)."""
+"""The column block of ``nn.dense``'s packed weight in the GEMM (one AVX-512 vector of float32)."""
+GEMV = f"{KEEP}dense_gemv"
+"""The stage of a GEMV over a weight packed at build time (``backends.tvm.sched.dense``)."""
 
 
 def _lanes(dtype: str) -> int:
@@ -221,15 +224,49 @@ def dense_rows(shape: Sequence[int]) -> int:
     return rows
 
 
+def gemv_tile(n: int, rows: int, lanes: int) -> int:
+    """The output columns a packed GEMV computes at once (a multiple of ``lanes``).
+
+    The tile's ``rows × blocks`` vector accumulators stay in registers (at most 8 of 16 ymm
+    registers, the rest hold the broadcast data and loads): 8 blocks for one row, 4 for two,
+    2 for three or four; fewer when the weight has fewer blocks. Among tiles of 4 to 8
+    blocks for one row, the one that pads the weight least (ties: the larger).
+    """
+    blocks = -(-n // lanes)
+    most = max(1, 8 // rows)
+    if rows > 1 or blocks <= most:
+        return min(most, blocks) * lanes
+    best = min(range(most, 3, -1), key=lambda u: (-(-blocks // u) * u - blocks, -u))
+    return best * lanes
+
+
+def pack_gemv_weight(w: np.ndarray, tile: int) -> np.ndarray:
+    """The weight ``(N, K)`` as ``[ceil(N / tile), K, tile]``: tile ``t`` holds rows
+    ``t * tile ..`` of ``w`` transposed (zero rows past ``N``), so a GEMV tile reads one
+    contiguous run of ``K * tile`` elements, ``tile`` outputs per ``k``."""
+    n, k = w.shape
+    tiles = -(-n // tile)
+    padded = np.zeros((tiles * tile, k), w.dtype)
+    padded[:n] = w
+    return np.ascontiguousarray(padded.reshape(tiles, tile, k).transpose(0, 2, 1))
+
+
 @lowering("nn.dense")
 def _dense(call: OpCall) -> Any:
-    """``nn.dense`` in one of two forms the schedules of ``backends.tvm.sched.dense`` expect.
+    """``nn.dense`` in one of the forms the schedules of ``backends.tvm.sched.dense`` expect.
 
-    * **GEMV** (at most :data:`GEMV_MAX_ROWS` rows): the weight ``(N, K)`` is read in its own
-      row-major layout — ``keep_dense_partial[..., j, l]`` sums ``x[k] * w[j, k]`` over the
-      ``k = ko * L + l`` of the first ``K - K % L`` columns (``L`` lanes: one vector of
-      partial sums per output), and ``dense`` adds the ``L`` partial sums and the ``K % L``
-      remaining products (guarded by ``l < K % L``).  No copy of the weight is made.
+    * **Packed GEMV** (at most :data:`GEMV_MAX_ROWS` rows, the weight a constant of the
+      kernel): the weight is packed at build time (:func:`pack_gemv_weight`, tiles of
+      :func:`gemv_tile` columns, as many lanes as the target's vector registers hold), and
+      ``keep_dense_gemv[..., j]`` sums ``x[k] * packed[j // T, k, j % T]`` over ``k``
+      (columns past ``N`` are zero); ``dense`` is its first ``N`` columns. Every ``k`` step
+      is a broadcast of ``x[k]`` times whole vectors of weights: no horizontal sums.
+    * **GEMV** (at most :data:`GEMV_MAX_ROWS` rows, a weight computed at run time): the
+      weight ``(N, K)`` is read in its own row-major layout —
+      ``keep_dense_partial[..., j, l]`` sums ``x[k] * w[j, k]`` over the ``k = ko * L + l``
+      of the first ``K - K % L`` columns (``L`` lanes: one vector of partial sums per
+      output), and ``dense`` adds the ``L`` partial sums and the ``K % L`` remaining
+      products (guarded by ``l < K % L``).  No copy of the weight is made.
     * **GEMM**: the weight is packed into ``keep_dense_pack[N/16, K, 16]`` (zero-padded to a
       multiple of 16 columns), ``keep_dense_acc[..., Np]`` accumulates over ``k`` reading 16
       contiguous packed weights per step, and ``dense`` is its first ``N`` columns.
@@ -250,7 +287,20 @@ def _dense(call: OpCall) -> Any:
     def w_at(j: Any, kk: Any) -> Any:
         return tirx.Cast(odt, weight[j, kk])
 
-    if dense_rows(dshape) <= GEMV_MAX_ROWS:
+    rows = dense_rows(dshape)
+    w_const = call.constant(1)
+    if rows <= GEMV_MAX_ROWS and w_const is not None and call.hide is not None:
+        lanes = max(1, min(16, vector_bytes(call.target) * 8 // bits(odt)))
+        tile = gemv_tile(n, rows, lanes)
+        packed = call.add_constant(pack_gemv_weight(w_const, tile), "dense_packed")
+        rk = te.reduce_axis((0, k), name="k")
+        width = int(packed.shape[0]) * tile
+        acc = te.compute((*call.out_shape[:-1], width), lambda *i: te.sum(
+            x_at(i[:-1], rk) * tirx.Cast(odt, packed[tirx.floordiv(i[-1], tile), rk,
+                                                     tirx.floormod(i[-1], tile)]),
+            axis=rk), name=GEMV)
+        return te.compute(call.out_shape, lambda *i: acc[i], name="dense")
+    if rows <= GEMV_MAX_ROWS:
         lanes = _lanes(odt)
         main, tail = k // lanes, k % lanes
         if main == 0:

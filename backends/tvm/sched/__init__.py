@@ -98,7 +98,7 @@ def pick_schedule(info: KernelInfo) -> Callable[[Any], Any]:
     docstring): the first registered rule that applies, else the default recipe."""
     found = candidates(info.ops)
     if not found:
-        return default_schedule
+        return lambda prim: default_schedule(prim, info.target)
 
     def schedule(prim: Any) -> Any:
         for rule in found:
@@ -108,7 +108,7 @@ def pick_schedule(info: KernelInfo) -> Callable[[Any], Any]:
                 mod = None
             if mod is not None:
                 return mod
-        return default_schedule(prim)
+        return default_schedule(prim, info.target)
 
     return schedule
 

@@ -107,3 +107,17 @@ def test_lowering_matches_the_reference(name: str, data: st.DataObject, kernel_c
     else:
         values = data.draw(op_inputs(name, arg_types, attrs), label="inputs")
     check_call(name, arg_types, attrs, values, kernel_cache, close)
+
+
+@pytest.mark.parametrize("name", ["equal", "less_equal", "greater_equal", "less", "greater",
+                                  "not_equal"])
+def test_a_float_compared_with_itself_follows_nan(name: str, kernel_cache: object) -> None:
+    """``equal(%x, %x)`` is false where ``%x`` is NaN (TVM's simplifier folds ``x == x``)."""
+    from semantics.types import TensorType
+
+    t = TensorType((4,), "float32")
+    x = Var("x", t)
+    fn = Function((x,), Call(Op(name), (x, x), Attrs({})), None, (), Attrs({"Primitive": 1}))
+    data = np.array([1.0, np.nan, -np.inf, 0.0], np.float32)
+    got = compile_function(fn, [t], cache=kernel_cache)(data)  # type: ignore[arg-type]
+    assert np.array_equal(got, ops.get(name).reference(data, data))

@@ -116,6 +116,98 @@ def test_dense_schedules_on_drawn_shapes(rows: int, k: int, n: int, epi: str,
     close(got, want, {"float32": 1e-4})
 
 
+def bound_dense_kernel(lead: tuple[int, ...], k: int, n: int, epi: str, w: np.ndarray,
+                      b: np.ndarray, dtype: str = "float32") -> Function:
+    """The primitive function of ``epi(nn.dense(x, W), b)`` with ``W`` and ``b`` bound as
+    constants (as a model's weights are): the packed-GEMV form at ≤ 4 rows."""
+    xs = ", ".join(str(d) for d in (*lead, k))
+    text = (f"def @main(%x: Tensor[({xs}), {dtype}], %w: Tensor[({n}, {k}), {dtype}], "
+            f"%b: Tensor[({n},), {dtype}]) {{ {_body(epi, n)} }}")
+    params = {"w": w} if not epi else {"w": w, "b": b}
+    mod = typechecker.infer(passes.bind_params(typechecker.infer(parse(text)), params))
+    mod = typechecker.infer(passes.fuse_ops(mod, fuse_opt_level=2))
+    prims = [node for fn in mod.functions.values()  # type: ignore[union-attr]
+             for node in post_order(fn) if is_primitive(node)]
+    assert len(prims) == 1, prims
+    return prims[0]  # type: ignore[return-value]
+
+
+def run_bound_dense(lead: tuple[int, ...], k: int, n: int, epi: str, cache: KernelCache,
+                    seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((*lead, k)).astype("float32")
+    w = rng.standard_normal((n, k)).astype("float32")
+    b = rng.standard_normal(n).astype("float32")
+    fn = bound_dense_kernel(lead, k, n, epi, w, b)
+    kernel = compile_function(fn, _types(fn), cache=cache)
+    got = kernel(x)
+    want = EPILOGUES[epi](x.astype(np.float64) @ w.T.astype(np.float64), b).astype("float32")
+    assert isinstance(got, np.ndarray)
+    return got, want
+
+
+@pytest.mark.parametrize("lead,k,n", [
+    ((1,), 37, 21), ((1,), 16, 18), ((1,), 5, 3), ((1,), 150, 450), ((1,), 650, 2600),
+    ((1,), 205, 59), ((1,), 1, 1), ((2,), 33, 17), ((3,), 300, 150), ((4,), 64, 30),
+    ((5,), 37, 21), ((2, 1), 20, 7), ((2, 2), 19, 41), ((1,), 9, 1030),
+])
+@pytest.mark.parametrize("epi", sorted(EPILOGUES))
+def test_packed_gemv_matches_numpy(lead: tuple[int, ...], k: int, n: int, epi: str,
+                                   kernel_cache: KernelCache, close: Any) -> None:
+    got, want = run_bound_dense(lead, k, n, epi, kernel_cache)
+    close(got, want, {"float32": 1e-4})
+
+
+@_SETTINGS
+@given(rows=st.integers(1, 5), k=st.integers(1, 70), n=st.integers(1, 90),
+       epi=st.sampled_from(sorted(EPILOGUES)))
+def test_packed_gemv_on_drawn_shapes(rows: int, k: int, n: int, epi: str,
+                                     kernel_cache: KernelCache, close: Any) -> None:
+    got, want = run_bound_dense((rows,), k, n, epi, kernel_cache, seed=rows * 1000 + k)
+    close(got, want, {"float32": 1e-4})
+
+
+@pytest.mark.parametrize("n,rows,lanes,tile", [
+    (2600, 1, 8, 40), (59, 1, 8, 64), (150, 1, 8, 40), (450, 1, 8, 48), (3, 1, 8, 8),
+    (2600, 2, 8, 32), (2600, 4, 8, 16), (2600, 1, 16, 64), (17, 3, 8, 16),
+])
+def test_gemv_tile_pads_little(n: int, rows: int, lanes: int, tile: int) -> None:
+    from backends.tvm.lower.nn import gemv_tile, pack_gemv_weight
+
+    assert gemv_tile(n, rows, lanes) == tile
+    w = np.arange(n * 5, dtype=np.float32).reshape(n, 5)
+    packed = pack_gemv_weight(w, tile)
+    assert packed.shape == (-(-n // tile), 5, tile)
+    flat = packed.transpose(0, 2, 1).reshape(-1, 5)
+    assert np.array_equal(flat[:n], w) and not flat[n:].any()
+
+
+def test_the_packed_gemv_keeps_only_the_packed_weight(kernel_cache: KernelCache) -> None:
+    """The bound weight is packed at build time: the kernel holds the packed copy only,
+    and the rule (not the default recipe) schedules it."""
+    from tvm import te
+
+    from backends.tvm.target import host_target
+
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((70, 33)).astype("float32")
+    b = rng.standard_normal(70).astype("float32")
+    fn = bound_dense_kernel((1,), 33, 70, "bias_relu", w, b)
+    from backends.tvm.lower.nn import gemv_tile
+    from backends.tvm.target import vector_bytes
+
+    lowered = build_te(fn, _types(fn))
+    tile = gemv_tile(70, 1, vector_bytes(None) // 4)
+    assert sorted((a.shape for a in lowered.constant_arrays), key=len) == [
+        (70,), (-(-70 // tile), 33, tile)]
+    prim = te.create_prim_func([*lowered.inputs, *lowered.constants, *lowered.outputs])
+    mod = schedule_dense(prim, KernelInfo(tuple(lowered.ops), fn, tuple(_types(fn)),
+                                          host_target()))
+    assert mod is not None
+    script = str(mod.script())
+    assert "keep_dense_gemv_local" in script and "T.vectorized" in script
+
+
 def test_integer_dense_wraps_as_the_reference(kernel_cache: KernelCache) -> None:
     for rows in (1, 6):
         text = (f"def @main(%x: Tensor[({rows}, 45), int8], %w: Tensor[(19, 45), int8]) "
