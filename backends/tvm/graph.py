@@ -316,9 +316,9 @@ class _Bound:
         rows = []
         for i, ((kernel, arg_desc, ids), fn) in enumerate(zip(plan.steps, plan.funcs)):
             inputs = [_value(d, env) for d in arg_desc]
-            outs = [self.views.get(tid) for tid in ids]
-            if any(v is None for v in outs):
-                outs = None  # a result or a dynamic shape: the kernel allocates
+            views = [self.views.get(tid) for tid in ids]
+            # a result or a dynamic shape: the kernel allocates
+            outs = None if any(v is None for v in views) else views
 
             result = _call(kernel, inputs, outs)
             times = []
