@@ -137,14 +137,16 @@ def memo_key(mod: Any, params: Mapping[str, Any] | None, opt_level: int) -> str:
 
     Made of the module's text (``pretty``: every name, type and attribute), the parameters'
     names, dtypes, shapes and bytes (SHA-256), the opt level, :data:`MEMO_VERSION`,
-    :func:`_pipeline_digest` and the kernel compiler's digest (the memo records kernel
-    keys, which change with it).
+    :func:`_pipeline_digest`, the kernel compiler's digest (the memo records kernel
+    keys, which change with it) and what the passes read from the environment: the
+    convolution block AlterOpLayout picks (``$RELAY_TARGET`` or the host CPU).
     """
+    from passes.alter_op_layout import conv_block_size
     from semantics.printer import pretty
 
     h = hashlib.sha256()
     h.update(json.dumps([MEMO_VERSION, _pipeline_digest(), _kernel_digest(),
-                         opt_level]).encode())
+                         opt_level, conv_block_size()]).encode())
     h.update(mod.encode() if isinstance(mod, str) else pretty(mod).encode())
     for name in sorted(params or {}):
         array: Any = np.ascontiguousarray((params or {})[name])

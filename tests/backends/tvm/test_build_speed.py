@@ -480,3 +480,15 @@ def test_the_memo_key_changes_with_the_kernel_compiler(monkeypatch: pytest.Monke
     base = memo_key(TWO_BLOCKS, params, 3)
     monkeypatch.setattr(K, "code_digest", lambda: "another")
     assert memo_key(TWO_BLOCKS, params, 3) != base     # its kernel keys would be stale
+
+
+def test_the_memo_key_changes_with_the_convolution_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    # AlterOpLayout blocks convolutions by the target's vector width ($RELAY_TARGET or the
+    # host): a memo prepared for another width would run the wrong layouts' kernels
+    from backends.tvm.build import memo_key
+
+    params = _two_block_params(1)
+    monkeypatch.setenv("RELAY_TARGET", "avx512")
+    wide = memo_key(TWO_BLOCKS, params, 3)
+    monkeypatch.setenv("RELAY_TARGET", "core-avx2")
+    assert memo_key(TWO_BLOCKS, params, 3) != wide
