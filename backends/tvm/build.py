@@ -185,13 +185,20 @@ def _chunk_digest(chunk: Any) -> bytes:
     return hashlib.sha256(chunk).digest()
 
 
-@functools.cache
+_HASH_POOL: tuple[int, Any] | None = None
+
+
 def _hash_pool() -> Any:
-    """The threads that hash large parameters (one per CPU, at most 8)."""
+    """The threads that hash large parameters (one per CPU, at most 8; one pool per
+    process: a forked child has none of its parent's threads)."""
+    global _HASH_POOL
     from concurrent.futures import ThreadPoolExecutor
 
-    return ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)),
-                              thread_name_prefix="relay-params-hash")
+    if _HASH_POOL is None or _HASH_POOL[0] != os.getpid():
+        _HASH_POOL = (os.getpid(), ThreadPoolExecutor(
+            max_workers=max(1, min(8, os.cpu_count() or 1)),
+            thread_name_prefix="relay-params-hash"))
+    return _HASH_POOL[1]
 
 
 class PrepareMemo:

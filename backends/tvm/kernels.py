@@ -1212,8 +1212,12 @@ class KernelCache:
         """Wait until every kernel compiled so far is written to disk."""
         with self._lock:
             pending, self._pending = self._pending, []
+        me = os.getpid()
         for job in pending:
-            job.result()
+            if getattr(job, "relay_pid", me) == me or job.done():
+                job.result()
+            # else: submitted by the process this one was forked from, whose writer
+            # thread does not exist here (that process writes the file)
 
     def clear(self) -> None:
         """Forget every kernel, in memory and on disk (only this cache's files are removed)."""
@@ -1370,15 +1374,29 @@ def _types_signature(types: Sequence[Type]) -> Any:
     return tuple(out)
 
 
-_WRITER: ThreadPoolExecutor | None = None
+_WRITER: tuple[int, ThreadPoolExecutor] | None = None
 
 
 def _writer() -> ThreadPoolExecutor:
-    """The one background thread that writes kernels to disk (joined at interpreter exit)."""
+    """The one background thread that writes kernels to disk (joined at interpreter exit).
+
+    One per process: a forked child does not inherit its parent's thread, and a job
+    submitted to the parent's executor there would never run (its futures are marked
+    with the submitting process's id, see :meth:`KernelCache.flush`)."""
     global _WRITER
-    if _WRITER is None:
-        _WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="relay-kernel-cache")
-    return _WRITER
+    pid = os.getpid()
+    if _WRITER is None or _WRITER[0] != pid:
+        _WRITER = (pid, _PidExecutor(max_workers=1, thread_name_prefix="relay-kernel-cache"))
+    return _WRITER[1]
+
+
+class _PidExecutor(ThreadPoolExecutor):
+    """A thread pool whose futures carry the id of the process that submitted them."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future = super().submit(fn, *args, **kwargs)
+        future.relay_pid = os.getpid()  # type: ignore[attr-defined]
+        return future
 
 
 _DEFAULT: KernelCache | None = None

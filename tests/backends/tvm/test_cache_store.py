@@ -292,3 +292,29 @@ def test_the_params_digest_hashes_every_chunk_in_order(monkeypatch: pytest.Monke
     assert B.params_digest(swapped) != base
     assert B.params_digest({"a": params["a"].reshape(10, 100), "b": params["b"]}) != base
     assert B.params_digest({"a": params["b"], "b": params["a"]}) != base
+
+
+def test_a_forked_child_builds_and_writes_without_its_parents_threads(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    params = big_params(6)
+    x = big_input(6)
+    parent = KernelCache(tmp_path)
+    want = build(BIG, params=params, executor="graph", cache=parent, jobs=1)(x)
+    B.params_digest({"p": np.zeros(B.HASH_CHUNK * 5, np.uint8)})   # the hash pool is up
+    pid = os.fork()
+    if pid == 0:                                  # the child: no test framework from here
+        try:
+            signal.alarm(120)
+            parent.flush()                        # the parent's pending writes: not waited
+            cache = KernelCache(tmp_path / "child")
+            got = build(BIG, params=params, executor="graph", cache=cache, jobs=1)(x)
+            cache.flush()
+            B.params_digest({"p": np.zeros(B.HASH_CHUNK * 5, np.uint8)})
+            os._exit(0 if np.array_equal(got, want) and list((tmp_path / "child").glob(
+                "*.module")) else 3)
+        except BaseException:  # noqa: BLE001 - any failure is the exit code
+            os._exit(4)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
