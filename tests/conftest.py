@@ -6,7 +6,9 @@ Select with ``HYPOTHESIS_PROFILE=ci|deep``; the default is ``dev``.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile(
@@ -27,3 +29,19 @@ settings.register_profile(   # find failures fast: no shrinking (debugging a red
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture
+def no_shrinking() -> Iterator[None]:
+    """For a test that expects a property to fail and checks *that* it is reported, not how
+    small the counterexample is: Hypothesis stops at the first failing example instead of
+    shrinking it (minutes for generated programs; shrinking has tests of its own:
+    ``tests/conformance/test_harness.py``, ``test_mutations.py``)."""
+    previous = settings._current_profile  # noqa: SLF001 - Hypothesis keeps no public getter
+    settings.register_profile("no-shrink", parent=settings.get_profile(previous),
+                              phases=[Phase.explicit, Phase.reuse, Phase.generate])
+    settings.load_profile("no-shrink")
+    try:
+        yield
+    finally:
+        settings.load_profile(previous)

@@ -217,7 +217,7 @@ def _kernel_cache(directory: str) -> Any:
 
 
 def _export_kernels(table: KernelTable, directory: str) -> int:
-    """Copy the build's compiled kernels (library, metadata, constants) from the kernel
+    """Copy the build's compiled kernels (library, metadata, constant blobs) from the kernel
     cache's directory into ``directory``; the number of kernels copied.
 
     A kernel whose files are not in the cache directory (a cache that could not write
@@ -236,14 +236,12 @@ def _export_kernels(table: KernelTable, directory: str) -> int:
     os.makedirs(directory, exist_ok=True)
     copied = 0
     for func, types in table.compiled_specs:
-        key = kernels.kernel_key(func, types, spec)
-        found = False
-        for suffix in (".so", ".npz", ".json"):  # metadata last: it marks a complete entry
-            source = os.path.join(os.fspath(cache.directory), key + suffix)
-            if os.path.isfile(source):
-                shutil.copyfile(source, os.path.join(directory, key + suffix))
-                found = True
-        copied += found
+        files = cache.entry_files(cache.key_of(func, types, spec))
+        for source in files:        # blobs, library, metadata last (it marks an entry complete)
+            target = os.path.join(directory, source.name)
+            if not os.path.isfile(target) or os.path.getsize(target) != source.stat().st_size:
+                shutil.copyfile(source, target)
+        copied += bool(files)
     return copied
 
 

@@ -39,12 +39,15 @@ Cache key: the structural hash of the function (:func:`semantics.structural.hash
 arguments' shapes and dtypes, the target, :data:`CACHE_VERSION` and a digest of the
 backend's own source files (:func:`code_digest`: a changed lowering rule or schedule never
 meets a stale kernel).  The directory is ``$RELAY_TVM_CACHE`` or ``~/.cache/relay-ref/tvm``;
-each kernel is ``<key>.so`` with ``<key>.json`` (its layout) and ``<key>.npz`` (its
-constants), written into a temporary directory and renamed into place (the ``.json``
-last), so a reader never sees a partial entry; deleting the directory (or
+each kernel is ``<key>.so`` with ``<key>.json`` (its layout and its constants: small ones
+inline, large ones as references to content-addressed ``<digest>.bin`` blobs, see
+:mod:`backends.tvm.blobs`), written into temporary names and renamed into place (the
+``.json`` last), so a reader never sees a partial entry; deleting the directory (or
 :meth:`KernelCache.clear`) is always safe.  ``<key>.module`` files beside them are
-``backends.tvm.build``'s memos of fused modules (pickles: the directory is trusted like a
-``__pycache__``).
+``backends.tvm.build``'s memos of fused modules (pickles whose large arrays are blobs too:
+a model's weights are on disk once, shared by its kernels and its memo; the directory is
+trusted like a ``__pycache__``).  A loaded kernel's constants are views of the blobs'
+memory maps, handed to TVM through DLPack: loading a model copies none of its weights.
 
 Many kernels at once (:func:`compile_many`, what ``build`` uses): distinct keys only, shared
 between this process and worker processes (:class:`_Worker`), which write cache entries
@@ -75,6 +78,7 @@ from typing import Any
 
 import numpy as np
 
+from backends.tvm import blobs
 from backends.tvm.sched import KernelInfo, pick_schedule
 from backends.tvm.target import TargetSpec, as_target, host_target, normalize_target, target_key
 from backends.tvm.te_build import Layout, LoweringFailed, build_te, param_types
@@ -93,7 +97,7 @@ CACHE_VERSION = "2"
 ``backends/tvm`` that change what a kernel computes, e.g. in TVM's handling)."""
 
 
-_KERNEL_SOURCES = ("kernels", "te_build", "schedules", "target")
+_KERNEL_SOURCES = ("kernels", "te_build", "schedules", "target", "blobs")
 
 
 @functools.cache
@@ -228,8 +232,7 @@ class Kernel:
         self.input_types = input_types
         self.output_types = output_types
         self.layout = layout
-        self._constants = [_aligned_copy(c) if needs_alignment else np.array(c, order="C")
-                           for c in constants]
+        self._constants = [_owned_constant(c, needs_alignment) for c in constants]
         self._needs_alignment = needs_alignment
         self._in_sig = [(np.dtype(t.dtype), concrete_shape(t)) for t in input_types]
         self._out_sig = [(np.dtype(t.dtype), concrete_shape(t)) for t in output_types]
@@ -435,10 +438,34 @@ def _writable_views(args: Sequence[Any]) -> list[Any] | None:
     return out
 
 
+def _owned_constant(c: np.ndarray, aligned: bool) -> np.ndarray:
+    """The array a :class:`Kernel` keeps for the constant ``c``: ``c`` itself when it is an
+    ndarray that is C-contiguous, writable (numpy's DLPack export refuses read-only arrays)
+    and 64-byte aligned where the kernel needs it, else a copy that is.
+
+    The kernel takes the array over (its callers hand it fresh arrays: the lowering's
+    copies, or views of the cache's memory-mapped blobs) and never writes it.
+    """
+    if type(c) is np.ndarray and c.flags.c_contiguous and c.flags.writeable and (
+            not aligned or c.ctypes.data % ALIGNMENT == 0):
+        return c
+    return _aligned_copy(c) if aligned else np.array(c, order="C")
+
+
 def _tvm_tensor(a: np.ndarray) -> Any:
-    """A TVM tensor holding a copy of ``a`` (allocated by TVM, so aligned)."""
+    """A TVM tensor of ``a`` (writable, C-contiguous): over ``a``'s own memory (DLPack, no
+    copy: a model's weights are not copied when its kernels load) when it is 64-byte
+    aligned, else a copy into memory TVM allocates (aligned)."""
     import tvm
 
+    if a.size and a.ctypes.data % ALIGNMENT == 0:
+        try:
+            import tvm_ffi
+
+            return tvm_ffi.from_dlpack(a, require_alignment=ALIGNMENT,
+                                       require_contiguous=True)
+        except Exception:  # noqa: BLE001 - no DLPack import: copy
+            pass
     t = tvm.runtime.empty(a.shape, a.dtype.name)   # tvm.runtime.tensor makes 0-d arrays 1-d
     t.copyfrom(np.array(a, order="C"))   # (np.ascontiguousarray makes 0-d arrays 1-d)
     return t
@@ -1215,7 +1242,7 @@ class KernelCache:
                 return True
         if not self.disk:
             return False
-        so, js, _ = _entry_paths(self.directory, key)
+        so, js = _entry_paths(self.directory, key)
         return js.is_file() and so.is_file()
 
     def failure(self, key: str) -> tuple[str, str] | None:
@@ -1296,14 +1323,22 @@ class KernelCache:
         if not self.disk:
             return None
         try:
-            with open(self.directory / f"{key}.module", "rb") as f:
-                return pickle.load(f)
-        except Exception:  # noqa: BLE001 - a damaged or stale memo is a miss
+            data = (self.directory / f"{key}.module").read_bytes()
+            head, digest, payload = data[:len(_MODULE_MAGIC)], \
+                data[len(_MODULE_MAGIC):len(_MODULE_MAGIC) + 32], data[len(_MODULE_MAGIC) + 32:]
+            if head != _MODULE_MAGIC or hashlib.sha256(payload).digest() != digest:
+                return None
+            return blobs.BlobUnpickler(io.BytesIO(payload), self.directory).load()
+        except Exception:  # noqa: BLE001 - a damaged or stale memo (or blob) is a miss
             return None
 
     def save_module(self, key: str, module: Any) -> None:
         """Pickle ``module`` (an immutable IR module) as ``<key>.module`` in the background
-        (best effort: too deep to pickle, or an unwritable directory, writes nothing)."""
+        (best effort: too deep to pickle, or an unwritable directory, writes nothing).
+
+        The file is :data:`_MODULE_MAGIC`, the SHA-256 of the pickle, and the pickle (whose
+        large arrays are blobs): :meth:`load_module` returns None for any file whose pickle
+        is not the one written, so a loaded memo is exactly what was saved."""
         if not self.disk:
             return
         with self._lock:
@@ -1313,8 +1348,12 @@ class KernelCache:
         """Wait until every kernel compiled so far is written to disk."""
         with self._lock:
             pending, self._pending = self._pending, []
+        me = os.getpid()
         for job in pending:
-            job.result()
+            if getattr(job, "relay_pid", me) == me or job.done():
+                job.result()
+            # else: submitted by the process this one was forked from, whose writer
+            # thread does not exist here (that process writes the file)
 
     def clear(self) -> None:
         """Forget every kernel, in memory and on disk (only this cache's files are removed)."""
@@ -1331,12 +1370,22 @@ class KernelCache:
                     elif path.suffix == ".partial":
                         path.unlink(missing_ok=True)
                     continue
-                if path.suffix in (".so", ".json", ".npz", ".module") and re.fullmatch(
+                if path.suffix in (".so", ".json", ".module", blobs.SUFFIX) and re.fullmatch(
                         r"[0-9a-f]{40}", path.stem):
                     path.unlink(missing_ok=True)
 
-    def _paths(self, key: str) -> tuple[Path, Path, Path]:
-        return _entry_paths(self.directory, key)
+    def entry_files(self, key: str) -> list[Path]:
+        """The files of ``key``'s entry on disk, the ``.json`` last (it marks an entry
+        complete): the blobs of its constants, its library, its metadata. Empty when the
+        entry is not complete on disk."""
+        so, js = _entry_paths(self.directory, key)
+        try:
+            meta = json.loads(js.read_text())
+            files = [blobs.blob_path(self.directory, d) for d in _entry_blobs(meta)]
+        except (OSError, ValueError, TypeError, AttributeError, KeyError):
+            return []
+        files += [so, js]
+        return files if all(f.is_file() for f in files) else []
 
     def _store(self, key: str, artifact: Any, meta: dict[str, Any],
                workdir: Path | None) -> None:
@@ -1349,31 +1398,29 @@ class KernelCache:
         return _load_entry(self.directory, key)
 
 
-def _entry_paths(directory: Path, key: str) -> tuple[Path, Path, Path]:
-    return directory / f"{key}.so", directory / f"{key}.json", directory / f"{key}.npz"
+def _entry_paths(directory: Path, key: str) -> tuple[Path, Path]:
+    return directory / f"{key}.so", directory / f"{key}.json"
 
 
 def _write_entry(directory: Path, key: str, artifact: Any, meta: dict[str, Any]) -> None:
-    """Write a cache entry: the library (``artifact``: a linked ``.so`` path, moved, or TVM's
-    module, exported), the constants, and the ``.json`` last (its presence means complete).
-    Errors (an unwritable directory, no C compiler) leave no entry and are not raised."""
-    so, js, npz = _entry_paths(directory, key)
+    """Write a cache entry: the constants (:func:`backends.tvm.blobs.constant_doc`: large
+    ones as shared blobs, small ones inline), the library (``artifact``: a linked ``.so``
+    path, copied, or TVM's module, exported), and the ``.json`` last (its presence means
+    complete). Errors (an unwritable directory, no C compiler) leave no entry and are not
+    raised."""
+    so, js = _entry_paths(directory, key)
     try:
         directory.mkdir(parents=True, exist_ok=True)
+        constants = [blobs.constant_doc(directory, c) for c in meta["constants"]]
         with tempfile.TemporaryDirectory(dir=directory) as tmp:
             tmp_so = Path(tmp) / "kernel.so"
             if isinstance(artifact, Path):
                 shutil.copyfile(artifact, tmp_so)
             else:
                 artifact.export_library(str(tmp_so))
-            constants = meta["constants"]
-            if constants:
-                tmp_npz = Path(tmp) / "constants.npz"
-                np.savez(tmp_npz, *constants)
-                os.replace(tmp_npz, npz)
             os.replace(tmp_so, so)
             doc = {k: v for k, v in meta.items() if k != "constants"}
-            doc["constants"] = len(constants)
+            doc["constants"] = constants
             tmp_js = Path(tmp) / "kernel.json"
             tmp_js.write_text(json.dumps(doc))
             os.replace(tmp_js, js)     # written last: its presence means complete
@@ -1381,86 +1428,54 @@ def _write_entry(directory: Path, key: str, artifact: Any, meta: dict[str, Any])
         return
 
 
-def _read_constants(npz: Path, n: int) -> list[np.ndarray]:
-    """The ``n`` arrays ``arr_0..`` of an ``np.savez`` file (read-only, C order).
+def _entry_blobs(meta: Any) -> list[str]:
+    """The digests of the blobs a kernel's metadata refers to."""
+    return [c["blob"] for c in meta.get("constants", ()) if isinstance(c, dict) and "blob" in c]
 
-    ``np.savez`` stores its members uncompressed, so each array's bytes lie in the file as
-    they are: the arrays are views of a memory map of the file (``np.load`` would read them
-    in chunks through ``zipfile``, checksumming every chunk, and copy them: several times
-    slower, and a model's weights are copied once more by :class:`Kernel`, which keeps
-    its own C-contiguous copies). The map closes when the last view goes. Any other layout
-    (a compressed member, say) is read by ``np.load``.
-    """
-    import mmap
-    import zipfile
 
-    try:
-        with zipfile.ZipFile(npz) as zf:
-            infos = [zf.getinfo(f"arr_{i}.npy") for i in range(n)]
-        if any(info.compress_type != zipfile.ZIP_STORED for info in infos):
-            raise ValueError("compressed")
-        out = []
-        with open(npz, "rb") as f:
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            for info in infos:
-                head = mm[info.header_offset:info.header_offset + 30]
-                if head[:4] != b"PK\x03\x04":
-                    raise ValueError("not a local file header")
-                start = info.header_offset + 30 + int.from_bytes(head[26:28], "little") \
-                    + int.from_bytes(head[28:30], "little")
-                f.seek(start)
-                version = np.lib.format.read_magic(f)
-                if version == (1, 0):
-                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-                else:
-                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-                if dtype.hasobject:
-                    raise ValueError("object array")
-                count = int(np.prod(shape, dtype=np.int64))
-                view = np.frombuffer(mm, dtype, count=count, offset=f.tell())
-                if fortran and len(shape) > 1:      # a C-order copy (np.savez of an F array)
-                    out.append(np.array(view.reshape(shape, order="F"), order="C"))
-                else:
-                    out.append(view.reshape(shape))
-        return out
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, TypeError, BufferError):
-        with np.load(npz) as data:
-            return [np.array(data[f"arr_{i}"], order="C") for i in range(n)]
+_MODULE_MAGIC = b"relay-memo 2\n"
+"""The first bytes of a ``.module`` file (see :meth:`KernelCache.save_module`)."""
 
 
 def _write_module(directory: Path, key: str, module: Any) -> None:
-    """Write ``<key>.module`` (see :meth:`KernelCache.save_module`)."""
+    """Write ``<key>.module`` (see :meth:`KernelCache.save_module`): large arrays go to
+    blobs first, so a complete ``.module`` never refers to a missing one."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
+        buf = io.BytesIO()
+        blobs.BlobPickler(buf, directory).dump(module)
+        payload = buf.getvalue()
         fd, tmp = tempfile.mkstemp(dir=directory, prefix="tmp", suffix=".partial")
         try:
             with os.fdopen(fd, "wb") as f:
-                _FunctionPickler(f, protocol=pickle.HIGHEST_PROTOCOL).dump(module)
+                f.write(_MODULE_MAGIC + hashlib.sha256(payload).digest() + payload)
             os.replace(tmp, directory / f"{key}.module")
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-    except (OSError, RecursionError, pickle.PicklingError, TypeError, AttributeError):
+    except (OSError, RecursionError, pickle.PicklingError, TypeError, AttributeError,
+            ValueError):
         return
 
 
 def _load_entry(directory: Path, key: str) -> Kernel | None:
-    """The kernel of a complete cache entry in ``directory``, or None."""
+    """The kernel of a complete cache entry in ``directory``, or None (no entry, or a
+    damaged one: unreadable metadata, a missing or truncated blob, a bad library)."""
     import tvm
 
-    so, js, npz = _entry_paths(directory, key)
+    so, js = _entry_paths(directory, key)
     if not js.is_file() or not so.is_file():
         return None
     try:
         meta = json.loads(js.read_text())
-        constants = _read_constants(npz, int(meta["constants"])) if meta["constants"] else []
+        constants = [blobs.constant_from_doc(directory, c) for c in meta["constants"]]
         lib = tvm.runtime.load_module(str(so))
         name = meta["name"]
         return Kernel(name, lib[name], lib, [_type_from_json(t) for t in meta["inputs"]],
                       [_type_from_json(t) for t in meta["outputs"]],
                       _layout_from_json(meta["layout"]), constants,
                       bool(meta["needs_alignment"]))
-    except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+    except (OSError, ValueError, KeyError, RuntimeError, TypeError, AttributeError):
         return None
 
 
@@ -1495,15 +1510,29 @@ def _types_signature(types: Sequence[Type]) -> Any:
     return tuple(out)
 
 
-_WRITER: ThreadPoolExecutor | None = None
+_WRITER: tuple[int, ThreadPoolExecutor] | None = None
 
 
 def _writer() -> ThreadPoolExecutor:
-    """The one background thread that writes kernels to disk (joined at interpreter exit)."""
+    """The one background thread that writes kernels to disk (joined at interpreter exit).
+
+    One per process: a forked child does not inherit its parent's thread, and a job
+    submitted to the parent's executor there would never run (its futures are marked
+    with the submitting process's id, see :meth:`KernelCache.flush`)."""
     global _WRITER
-    if _WRITER is None:
-        _WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="relay-kernel-cache")
-    return _WRITER
+    pid = os.getpid()
+    if _WRITER is None or _WRITER[0] != pid:
+        _WRITER = (pid, _PidExecutor(max_workers=1, thread_name_prefix="relay-kernel-cache"))
+    return _WRITER[1]
+
+
+class _PidExecutor(ThreadPoolExecutor):
+    """A thread pool whose futures carry the id of the process that submitted them."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future = super().submit(fn, *args, **kwargs)
+        future.relay_pid = os.getpid()  # type: ignore[attr-defined]
+        return future
 
 
 _DEFAULT: KernelCache | None = None

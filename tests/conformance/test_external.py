@@ -23,7 +23,7 @@ def test_good_implementation_passes(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_broken_implementation_is_caught_with_a_counterexample(
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str], no_shrinking: None) -> None:
     assert main(["conformance", "--impl", BROKEN, "--max-examples", "50"]) == 1
     out = capsys.readouterr().out
     assert out.startswith("FAIL implementation")

@@ -174,7 +174,7 @@ def test_type_if_without_equal_branches_breaks_preservation():
     assert soundness._induction("progress").status == PROVED
 
 
-def test_bounded_soundness_check_reports_the_failing_program(monkeypatch):
+def test_bounded_soundness_check_reports_the_failing_program(monkeypatch, no_shrinking):
     import conformance.harness as harness
 
     monkeypatch.setattr(harness, "value_has_type", lambda value, ty, module=None: False)

@@ -304,33 +304,6 @@ print("BUILT", exe.kernels.compiled, flush=True)
 
 # --- the warm path's cheaper steps --------------------------------------------------------
 
-def test_constants_are_read_from_the_npz_exactly(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    arrays = [np.random.default_rng(0).standard_normal((3, 4)).astype("float32"),
-              np.asfortranarray(np.arange(30.0).reshape(5, 6)), np.array(3, "int8"),
-              np.zeros((0, 2)), np.arange(7) % 2 == 0, np.array([np.nan, -0.0], "float16")]
-    path = tmp_path / "c.npz"
-    np.savez(path, *arrays)
-
-    def slow(*args: object, **kwargs: object) -> object:
-        raise AssertionError("np.load used")
-
-    with monkeypatch.context() as m:
-        m.setattr(K.np, "load", slow)           # the memory-mapped path reads all of these
-        got = K._read_constants(path, len(arrays))
-    for want, have in zip(arrays, got):
-        assert have.dtype == want.dtype and have.shape == want.shape
-        assert have.flags.c_contiguous
-        assert np.ascontiguousarray(want).tobytes() == have.tobytes()
-    # A kernel keeps its own writable copies of such constants.
-    kernel = K.Kernel("k", None, None, [], [], 0, got, False)
-    assert all(c.flags.writeable and c.flags.c_contiguous for c in kernel._constants)
-    del got, kernel
-    np.savez_compressed(path, *arrays)          # a compressed file: np.load reads it
-    for want, have in zip(arrays, K._read_constants(path, len(arrays))):
-        assert np.ascontiguousarray(want).tobytes() == have.tobytes()
-
-
 @settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_cse_constant_keys_are_equal_exactly_when_the_bytes_are(data: st.DataObject) -> None:

@@ -212,9 +212,11 @@ def test_aot_refuses_programs_nested_beyond_pythons_parser():
     for i in range(150):
         body = f"if (%x > {i}) {{ {i} }} else {{ {body} }}"
     text = "def @main(%x: int32) -> int32 { " + body + " }"
-    assert build(text, executor="vm")(3) == 2
+    # Kernels are not the point here (150 comparisons with as many constants: 150 kernels to
+    # compile): the numpy fallback runs the groups, the executors' code is the same.
+    assert build(text, executor="vm", compile_kernels=False)(3) == 2
     with pytest.raises(RelayTypeError, match="nested too deeply"):
-        build(text, executor="aot")
+        build(text, executor="aot", compile_kernels=False)
 
 
 def test_a_20000_deep_let_chain_compiles_and_runs():
