@@ -190,9 +190,9 @@ class Sequential:
         for p in self.passes:
             before = program_size(current) if self.on_pass else 0
             start = time.perf_counter()
-            current = p(current)
+            previous, current = current, p(current)
             elapsed = time.perf_counter() - start
-            if self.check:
+            if self.check and not _unchanged(previous, current):
                 try:
                     current = infer(current)
                 except RelayTypeError as err:
@@ -204,6 +204,21 @@ class Sequential:
 
     def __repr__(self) -> str:
         return f"<Sequential {[p.name for p in self.passes]}>"
+
+
+def _unchanged(before: Any, after: Any) -> bool:
+    """``after`` is ``before`` or holds the very same (already checked) functions and type
+    definitions: a pass that changed nothing needs no second inference (which would give the
+    same types; on a 20,000-binding program each inference costs seconds)."""
+    if after is before:
+        return True
+    if not (isinstance(before, IRModule) and isinstance(after, IRModule)):
+        return False
+    return (before.functions.keys() == after.functions.keys()
+            and all(after.functions[k] is f for k, f in before.functions.items())
+            and before.types.keys() == after.types.keys()
+            and all(after.types[k] is d
+                    for k, d in before.types.items()))
 
 
 def passes_at(opt_level: int) -> list[Pass]:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile(
-    "ci", max_examples=100, derandomize=True, deadline=None, print_blob=True,
+    "ci", max_examples=50, derandomize=True, deadline=None, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile(

@@ -309,7 +309,9 @@ def _mod(out: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _floor_mod(out: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if _is_int(a):
         return floor_mod_int(a, b)
-    return np.subtract(a, np.multiply(np.floor(np.divide(a, b)), b))
+    # numpy's float remainder is the exact floored remainder: fmod (exact), plus b when the
+    # signs differ; a zero remainder takes b's sign
+    return np.remainder(a, b)
 
 
 def _power(out: Type, a: np.ndarray, b: np.ndarray) -> np.ndarray:

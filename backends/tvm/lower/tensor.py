@@ -6,8 +6,9 @@ references of :mod:`semantics.ops.tensor` (§5):
 
 * ``+ - *`` and ``negative``/``abs`` on integers are TIR's integer operations, which LLVM
   performs in two's complement (they wrap like the references);
-* float ``divide`` is IEEE, ``floor_divide`` is ``floor(a / b)``, ``floor_mod`` is
-  ``a - floor(a / b) * b``, ``mod`` is C ``fmod`` — each step in the dtype, as the references;
+* float ``divide`` is IEEE, ``floor_divide`` is ``floor(a / b)``, ``floor_mod`` is the exact
+  floored remainder (``fmod`` corrected by the sign of ``b``, as numpy's ``remainder``),
+  ``mod`` is C ``fmod`` — each step in the dtype, as the references;
 * **integer** ``divide``/``mod``/``floor_divide``/``floor_mod`` and integer ``power`` are
   *not compiled* (the rule raises :class:`Unsupported`): a zero divisor (or ``0 ** -n``)
   must raise the oracle's ``RelayRuntimeError``, while a compiled integer division by zero
@@ -15,7 +16,9 @@ references of :mod:`semantics.ops.tensor` (§5):
   functions through the references;
 * float ``power`` and the transcendental functions of float16 are computed in float32 and
   rounded once to float16; float32/float64 use the dtype's own libm calls (results within a
-  few ulps of the references, which evaluate in float64);
+  few ulps of the references, which evaluate in float64) — float32 ``tanh``/``sigmoid`` are
+  vector arithmetic (:mod:`vecmath`), float64 ``tanh`` is libm's (TVM's own legalization
+  returns 0 below |x| ~ 1e-17);
 * ``maximum``/``minimum``/``clip`` propagate NaN (explicit selects, not LLVM's ``maxnum``);
   ``not_equal`` (and ``cast`` to bool, ``where``'s condition) is true for NaN operands, as
   numpy (TVM would emit LLVM's ordered ``fcmp one``); ``equal``, ``less_equal`` and
@@ -121,11 +124,27 @@ def _mod(call: OpCall) -> Any:
     return broadcast_compute(call, lambda a, b: fmod(a, b, dtype))
 
 
+def floored_remainder(a: Any, b: Any, dtype: str) -> Any:
+    """The exact floored remainder of floats, as the reference: ``r = fmod(a, b)`` (exact),
+    plus ``b`` when ``r`` is non-zero and its sign differs from ``b``'s; a zero remainder
+    takes ``b``'s sign. (``a - floor(a / b) * b`` is not exact, and LLVM contracts it into an
+    FMA, which rounds differently again.) float16 goes through float32, as numpy's."""
+    tirx = _tirx()
+    if dtype == "float16":
+        return tirx.Cast("float16", floored_remainder(tirx.Cast("float32", a),
+                                                      tirx.Cast("float32", b), "float32"))
+    zero = const(0.0, dtype)
+    r = fmod(a, b, dtype)
+    flip = tirx.Select(b < zero, r > zero, r < zero)
+    # (not a Select of -0.0 and 0.0: TVM's simplifier finds the two branches equal)
+    return tirx.Select(r == zero, tirx.copysign(zero, b), tirx.Select(flip, r + b, r))
+
+
 @lowering("floor_mod")
 def _floor_mod(call: OpCall) -> Any:
     _no_integer_division(call)
-    tirx = _tirx()
-    return broadcast_compute(call, lambda a, b: a - tirx.floor(float_div(a, b)) * b)
+    dtype = call.in_dtype(0)
+    return broadcast_compute(call, lambda a, b: floored_remainder(a, b, dtype))
 
 
 @lowering("power")
@@ -296,7 +315,12 @@ def _sigmoid(dtype: str) -> Any:
 
 
 def _tanh(dtype: str) -> Any:
-    return vecmath.tanh_f32 if dtype == "float32" else _tirx().tanh
+    if dtype == "float32":      # vector arithmetic instead of a libm call per lane
+        return vecmath.tanh_f32
+    # float64: libm's tanh. TVM legalizes the ``tanh`` intrinsic as a ratio of exponentials,
+    # which returns 0 for |x| below ~1e-17 (tanh x = x there) and loses digits below ~1e-5.
+    tirx = _tirx()
+    return lambda x: tirx.call_pure_extern(dtype, "tanh", x)
 
 
 _transcendental("exp", lambda d: _tirx().exp)

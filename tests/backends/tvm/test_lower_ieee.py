@@ -11,12 +11,19 @@
   could fold. (At ``-O3``,
   SimplifyInference rewrites ``batch_norm`` into ``x * S + T``, which rounds differently and
   gives NaN where a zero standard deviation meets a zero mean: see its design note.)
+* ``a - floor(a / b) * b`` is not the floored remainder when ``a / b`` rounds, and LLVM
+  contracts it into an FMA that rounds differently again: ``floor_mod`` of floats is the
+  exact remainder (``fmod`` corrected by the sign of ``b``) in the reference and the kernel.
+* TVM legalizes float64 ``tanh`` as a ratio of exponentials that is 0 for tiny ``x``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from backends.tvm import build
 from interpreter import evaluate
@@ -74,3 +81,50 @@ def test_adding_zero_and_multiplying_by_zero_literals(dtype: str, opt_level: int
     for w, g in zip(want, got):
         np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
         np.testing.assert_array_equal(g, w)
+
+
+REMAINDER_EDGES = [0.0, -0.0, 1.0, -1.0, 3.5, -3.5, 4.25, -4.25, 1e-30, -5.35304109e16, 7e15,
+                   np.inf, -np.inf, np.nan]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_floor_mod_is_the_exact_floored_remainder(dtype: str) -> None:
+    with np.errstate(over="ignore"):     # 5e16 is inf in float16
+        edges = np.array(REMAINDER_EDGES).astype(dtype)
+    a, b = np.meshgrid(edges, edges)
+    a, b = a.ravel(), b.ravel()
+    n = a.size
+    text = (f"def @main(%a: Tensor[({n}), {dtype}], %b: Tensor[({n}), {dtype}]) {{\n"
+            f"  floor_mod(%a, %b)\n}}\n")
+    with np.errstate(all="ignore"):
+        want = evaluate(text, a, b)
+        np.testing.assert_array_equal(want, np.remainder(a, b))
+        # (-5.35304109e16 mod -4.25 is -1.326...; the rounded formula gives 0, its FMA -2.25)
+        got = build(text, opt_level=0, executor="vm")(a, b)
+    np.testing.assert_array_equal(got, want)
+    number = ~np.isnan(want)                  # the sign of a zero is part of the result
+    assert np.array_equal(np.signbit(got[number]), np.signbit(want[number]))
+
+
+_FLOOR_MOD_KERNEL: dict[str, object] = {}
+
+
+@settings(max_examples=60, deadline=None)
+@given(a=st.floats(width=64), b=st.floats(width=64))
+def test_floor_mod_kernel_matches_numpy_remainder(a: float, b: float) -> None:
+    if "vm" not in _FLOOR_MOD_KERNEL:
+        _FLOOR_MOD_KERNEL["vm"] = build(
+            "def @main(%a: Tensor[(2), float64], %b: Tensor[(2), float64]) {\n"
+            "  floor_mod(%a, %b)\n}\n", opt_level=0, executor="vm")
+    x, y = np.array([a, -a]), np.array([b, b])
+    got = _FLOOR_MOD_KERNEL["vm"](x, y)  # type: ignore[operator]
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(got, np.remainder(x, y))
+
+
+def test_float64_tanh_of_tiny_values_is_the_value() -> None:
+    x = np.array([3.4e-208, -1e-30, 1e-10, -1e-5, 0.5, -20.0, 0.0, -0.0, np.inf, np.nan])
+    text = "def @main(%x: Tensor[(10), float64]) { tanh(%x) }"
+    got = build(text, opt_level=0, executor="vm")(x)
+    np.testing.assert_allclose(got, np.tanh(x), rtol=1e-15, atol=0)
+    assert np.array_equal(np.signbit(got[:-1]), np.signbit(np.tanh(x[:-1])))
