@@ -6,7 +6,7 @@ median of ``--repeat`` calls — and prints two tables:
 
 1. the kernels, slowest first (``--top``): operators, output shape, milliseconds, share of the
    total, GFLOP/s of the convolution or dense product it contains (against the machine's
-   fp32 peak, :data:`bench.models.PEAK_GFLOPS`);
+   attainable fp32 peak measured in this run, :func:`bench.peak.sgemm_gflops`);
 2. the time per anchor operator (the kernel's first operator among convolution, dense,
    pooling, softmax, layout transform; else "elementwise").
 
@@ -36,9 +36,7 @@ import numpy as np  # noqa: E402
 
 import models  # noqa: E402
 from bench.paper import table  # noqa: E402
-
-PEAK_GFLOPS = 225.0
-"""fp32 peak of the issue's machine (2 cores, AVX-512 FMA), GFLOP/s (as bench/models.py)."""
+from bench.peak import sgemm_gflops  # noqa: E402
 
 ANCHORS = ("nn.conv2d", "nn.dense", "nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d",
            "nn.global_max_pool2d", "nn.softmax", "layout_transform", "nn.batch_flatten")
@@ -76,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args(argv)
+    peak = sgemm_gflops()
     rows, total = profile(args.model, args.opt_level, args.repeat)
     kernel_sum = sum(r.seconds for r in rows)
     print(f"# {args.model} -O{args.opt_level}: {len(rows)} kernels, sum {kernel_sum * 1e3:.2f} ms,"
@@ -85,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table(["step", "operators", "output", "ms", "%", "GFLOP/s", "% peak"], [
         [r.step, " ".join(r.ops), "×".join(map(str, r.shapes[0])) if r.shapes else "",
          r.seconds * 1e3, 100 * r.seconds / kernel_sum, r.gflops or "",
-         100 * r.gflops / PEAK_GFLOPS if r.gflops else ""] for r in slow]))
+         100 * r.gflops / peak if r.gflops else ""] for r in slow]))
     per: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
     for r in rows:
         acc = per[anchor(r.ops)]

@@ -12,8 +12,9 @@ measures, in one run:
   against ours before timing;
 * the model's arithmetic: multiply-adds of every ``nn.conv2d`` and ``nn.dense`` counted from
   the type-checked module (2 FLOPs each), and our ``-O3`` throughput in GFLOP/s against the
-  machine's fp32 peak (:data:`PEAK_GFLOPS`, measured on the issue's machine: 2 cores,
-  AVX-512).
+  machine's attainable fp32 peak, measured at the start of the same run
+  (:func:`bench.peak.sgemm_gflops`: numpy's BLAS SGEMM with the same thread count; the
+  nominal peak from ``/proc/cpuinfo`` is printed beside it).
 
 Protocol as ``bench/paper.py``: batch 1, two threads everywhere, median of ``--runs`` timed
 runs after ``--warmup`` runs, wall clock. A peer that is not installed is a ``—`` cell and a
@@ -46,13 +47,11 @@ import numpy as np  # noqa: E402
 
 import models  # noqa: E402
 from bench.paper import THREADS, Missing, median_time, onnx_runtime, table, torch_eager  # noqa: E402
+from bench.peak import nominal_gflops, sgemm_gflops  # noqa: E402
 from semantics.expr import Call, Op  # noqa: E402
 from semantics.module import IRModule  # noqa: E402
 from semantics.types import TensorType  # noqa: E402
 from semantics.visitor import post_order  # noqa: E402
-
-PEAK_GFLOPS = 225.0
-"""fp32 peak of the issue's machine (2 cores, AVX-512 FMA), GFLOP/s."""
 
 
 def model_flops(mod: IRModule) -> int:
@@ -164,7 +163,7 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
         return "—" if t is None else t / o3
 
     return [name, flops / 1e9, ms(o0), ms(o3), o0 / o3, ms(ort), ratio(ort), ms(pt), ratio(pt),
-            gflops, 100 * gflops / PEAK_GFLOPS, builds[0], builds[3]]
+            gflops, 100 * gflops / args.peak, builds[0], builds[3]]
 
 
 HEADER = ["model", "GFLOP", "-O0 (ms)", "-O3 (ms)", "-O3 speedup", "onnxruntime (ms)",
@@ -189,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.quick:
         args.runs, args.warmup = 3, 1
+    args.peak = sgemm_gflops()
+    nominal = nominal_gflops(THREADS)
     rows: list[list[Any]] = []
     notes: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -202,7 +203,10 @@ def main(argv: list[str] | None = None) -> int:
                 notes.append(f"{name}: our build or run failed: {type(e).__name__}: {e}")
     print(table(HEADER, rows) if rows else "(no model measured)")
     print(f"\nbatch 1, {THREADS} threads, median of {args.runs} runs after {args.warmup} "
-          f"warm-up runs; peak {PEAK_GFLOPS:.0f} GFLOP/s; ratios above 1: we are faster; "
+          f"warm-up runs; peak {args.peak:.0f} GFLOP/s (numpy's BLAS SGEMM, {THREADS} threads, "
+          f"this run; nominal "
+          f"{'unknown' if nominal is None else f'{nominal:.0f}'} GFLOP/s); "
+          f"ratios above 1: we are faster; "
           f"build times {'cold (empty kernel cache)' if args.cold else 'with the kernel cache'}.")
     for note in notes:
         print(f"* {note}")
