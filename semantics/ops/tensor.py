@@ -28,8 +28,13 @@ Semantics of the references (§5):
   ``floor_mod`` floor (remainder has the divisor's sign).  Any zero divisor that is
   actually used raises ``RelayRuntimeError("division by zero ...")``.
 * Float ``divide`` is IEEE (``x/0`` is ±inf or nan); float ``floor_divide`` is
-  ``floor(a / b)`` and ``floor_mod`` is ``a - floor(a / b) * b``, each step rounded in the
-  dtype, exactly as TVM lowers them; float ``mod`` is C ``fmod`` (exact).
+  ``floor(a / b)`` rounded in the dtype, as TVM lowers it; float ``floor_mod`` is the
+  *exact* floored remainder (numpy's ``remainder``: C ``fmod``, exact, plus ``b`` when the
+  signs differ; a zero remainder takes ``b``'s sign), not TVM's ``a - floor(a / b) * b``:
+  that formula loses the remainder when ``a / b`` rounds (``-5.35e16 mod -4.25`` is
+  ``-1.33``; the formula gives 0) and a compiler that contracts it into an FMA (LLVM does)
+  gets a third answer (-2.25), while the exact remainder is the same in every backend;
+  float ``mod`` is C ``fmod`` (exact).
 * Integer ``power`` with a negative exponent is the truncated value of ``1 / a**-e``:
   ``1`` for base 1, ``±1`` for base -1, ``0`` for other bases; base 0 raises
   ``RelayRuntimeError`` (division by zero).  Nonnegative exponents wrap.

@@ -182,11 +182,32 @@ def test_float_division_is_ieee(dtype):
     assert np.isnan(ref("mod", np.array(1.0, dtype), np.array(0.0, dtype)))
 
 
-def test_float_floor_divide_follows_tvm_formula():
+def test_float_floor_divide_follows_tvm_formula_and_floor_mod_is_exact():
     # TVM lowers floor_divide to floor(a / b): 1 / 0.1 rounds to 10 exactly.
     assert ref("floor_divide", np.array(1.0), np.array(0.1)).item() == 10.0
-    # ... and floor_mod to a - floor(a / b) * b = 1 - 10 * 0.1 = 0 (numpy's mod says 0.0999...).
-    assert ref("floor_mod", np.array(1.0), np.array(0.1)).item() == 0.0
+    # floor_mod is the exact remainder: 1 - 9 * 0.1000000000000000055... = 0.0999...
+    # (TVM's a - floor(a / b) * b would give 0; fused into an FMA, -5.55e-17).
+    assert ref("floor_mod", np.array(1.0), np.array(0.1)).item() == 0.09999999999999995
+    a = np.array([-5.35304109e16, 7.0, -7.0, 0.0, -0.0, 3.0, -3.0])
+    b = np.array([-4.24999994, -2.0, 2.0, -1.0, 1.0, np.inf, np.inf])
+    got = ref("floor_mod", a, b)
+    assert got.tolist() == np.remainder(a, b).tolist()
+    assert got[0] == -1.3261495978940427 and np.signbit(got[3]) and not np.signbit(got[4])
+
+
+@given(a=st.floats(width=64), b=st.floats(width=64))
+def test_float_floor_mod_is_fmod_moved_to_the_sign_of_the_divisor(a: float, b: float) -> None:
+    with np.errstate(all="ignore"):
+        got = ref("floor_mod", np.array(a), np.array(b)).item()
+        r = math.fmod(a, b) if b != 0 and not math.isinf(a) else math.nan
+    if math.isnan(r) or math.isnan(a) or math.isnan(b):
+        assert math.isnan(got)
+    elif r == 0:
+        assert got == 0 and math.copysign(1, got) == math.copysign(1, b)
+    elif (r < 0) != (b < 0):
+        assert got == r + b
+    else:
+        assert got == r
 
 
 # --- power ------------------------------------------------------------------------------------
