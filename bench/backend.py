@@ -284,12 +284,13 @@ def kernel_call_cost(n: int = 20_000) -> list[tuple[str, float]]:
     blocks of ``n / 10`` calls)."""
     import tvm
 
-    from backends.tvm import build
-    from backends.tvm.vm import KERNEL2
+    from backends.tvm.kernels import KernelCache, compile_function
+    from semantics import parse_expr
 
-    exe = build("def @main(%a: int32, %b: int32) -> int32 { %a + %b }", executor="vm")
-    code = exe._runner.closures["main"].code
-    kernel = next(ins[2] for ins in code.instrs if ins[0] == KERNEL2)
+    # The kernel itself (the VM runs a scalar integer add by a host rule, not a kernel).
+    fn_add = parse_expr("fn (%a: int32, %b: int32, Primitive=1) -> int32 { add(%a, %b) }")
+    kernel = compile_function(fn_add, [p.type_annotation for p in fn_add.params],
+                              cache=KernelCache(disk=False))
     a, b = np.array(3, np.int32), np.array(4, np.int32)
     out = np.empty((), np.int32)
     ta, tb, tout = (tvm.runtime.empty((), "int32") for _ in range(3))

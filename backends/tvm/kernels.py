@@ -79,6 +79,8 @@ from typing import Any
 import numpy as np
 
 from backends.tvm import blobs
+from backends.tvm.lower.base import ALIGNMENT as BYTE_ALIGNMENT
+from backends.tvm.lower.base import aligned_empty
 from backends.tvm.sched import KernelInfo, pick_schedule
 from backends.tvm.target import TargetSpec, as_target, host_target, normalize_target, target_key
 from backends.tvm.te_build import Layout, LoweringFailed, build_te, param_types
@@ -113,7 +115,7 @@ def code_digest() -> str:
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
-ALIGNMENT = 64
+ALIGNMENT = BYTE_ALIGNMENT
 
 COMPILE_FAILED = "<tvm>"
 """``NoLowering.op`` when every operator has a rule but TVM itself fails to build the kernel
@@ -488,12 +490,7 @@ def _assemble(layout: Layout, outs: list[np.ndarray]) -> Any:
 
 
 def _empty(shape: tuple[int, ...], dtype: np.dtype, aligned: bool) -> np.ndarray:
-    if not aligned:
-        return np.empty(shape, dtype)
-    n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw = np.empty(n + ALIGNMENT, np.uint8)
-    start = (-raw.ctypes.data) % ALIGNMENT
-    return raw[start:start + n].view(dtype).reshape(shape)
+    return aligned_empty(shape, dtype) if aligned else np.empty(shape, dtype)
 
 
 def _aligned_copy(a: np.ndarray) -> np.ndarray:

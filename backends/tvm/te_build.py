@@ -233,7 +233,10 @@ def _shape(t: TensorType) -> tuple[int, ...]:
 def _constant(node: Constant, result: TeFunction) -> tuple[Any, Type]:
     from tvm import te
 
-    data = np.array(node.data, order="C")
+    # The constant's own (read-only) array: the kernel copies what it keeps (Kernel takes
+    # writable C-contiguous arrays over); a weight that a rule prepares anew and no output
+    # reads (the dense's packed GEMV weight) is never copied.
+    data = np.asarray(node.data)
     t = TensorType(tuple(int(d) for d in data.shape), node.dtype)
     ph = te.placeholder(data.shape, node.dtype, name=f"c{len(result.constants)}")
     result.constants.append(ph)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
+import numpy as np
+
 from semantics.expr import (
     Call,
     Clause,
@@ -230,8 +232,10 @@ class _Hasher:
         known = self.memo.get(id(node))
         if known is None:
             data = node.data
-            known = hash((tag, str_hash(data.dtype.str), *data.shape,
-                          zlib.crc32(data.tobytes())))
+            # (over the array's own memory when it is contiguous: a model's weights are
+            # hundreds of MB, and tobytes() would copy them)
+            flat = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+            known = hash((tag, str_hash(data.dtype.str), *data.shape, zlib.crc32(flat.data)))
             self.memo[id(node)] = known
         return known
 

@@ -40,6 +40,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from semantics.expr import Attrs
 from semantics.ops.reference import concrete_shape
 from semantics.ops.tables import LOWERINGS
@@ -146,6 +148,21 @@ def bits(dtype: str) -> int:
 
 
 # --- expressions --------------------------------------------------------------------------
+
+ALIGNMENT = 64
+"""Bytes: TVM's buffers are 64-byte aligned; a constant at such an address is passed to the
+kernels without a copy (DLPack)."""
+
+
+def aligned_empty(shape: Sequence[int], dtype: Any) -> np.ndarray:
+    """An uninitialized C-contiguous array of ``shape`` whose data starts at a multiple of
+    :data:`ALIGNMENT` bytes."""
+    dt = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    raw = np.empty(n + ALIGNMENT, np.uint8)
+    start = (-raw.ctypes.data) % ALIGNMENT
+    return raw[start:start + n].view(dt).reshape(tuple(shape))
+
 
 def const(value: Any, dtype: str) -> Any:
     """A TIR constant of ``dtype`` (floats rounded to the dtype first; bools as 0/1)."""
