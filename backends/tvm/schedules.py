@@ -75,8 +75,10 @@ def _block_dtype_bits(sch: Any, block: Any) -> int:
         return 32
 
 
-def _inline_all(sch: Any) -> None:
-    """Inline every non-output block that can be (repeat until nothing changes)."""
+def inline_blocks(sch: Any, skip: Callable[[str], bool]) -> None:
+    """Inline every block that can be, except the outputs and the blocks whose name ``skip``
+    accepts, repeated until nothing changes: an elementwise chain collapses into the block
+    that consumes it (the fused group's "master" stage, or its output's write-back)."""
     from tvm.s_tir import ScheduleError
 
     root = sch.get_sblock("root") if _has_root(sch) else None
@@ -86,13 +88,13 @@ def _inline_all(sch: Any) -> None:
         outputs = {sch.get(b).name_hint for b in sch.get_output_blocks(root)}
         for block in sch.get_child_blocks(root):
             name = sch.get(block).name_hint
-            if name in outputs or name.startswith(KEEP):
+            if name in outputs or skip(name):
                 continue
             try:
                 sch.compute_inline(block)
                 changed = True
             except (ScheduleError, Exception):  # noqa: BLE001 - TVM raises TVMError kinds
-                continue
+                continue  # a reduction, or a stage that cannot be inlined
 
 
 def _has_root(sch: Any) -> bool:
@@ -243,7 +245,7 @@ def default_schedule(func: Any, target: dict[str, Any] | None = None) -> Any:
     sch = s_tir.Schedule(tvm.IRModule({"main": func}))
     if not _has_root(sch):
         return sch.mod
-    _inline_all(sch)
+    inline_blocks(sch, lambda name: name.startswith(KEEP))
     names = [sch.get(b).name_hint for b in sch.get_child_blocks(sch.get_sblock("root"))]
     native = vector_bytes(target)
     for name in names:

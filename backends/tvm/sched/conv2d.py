@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
+from backends.tvm.schedules import inline_blocks
 
 __all__ = ["ACC_TARGET", "K_CHUNK", "Machine", "enable_isnan_vectorization", "k_blocked",
            "machine", "register_tile", "schedule_conv2d"]
@@ -190,25 +191,6 @@ def _extent(sch: Any, loop: Any) -> int:
     return int(sch.get(loop).extent)
 
 
-def _inline_elementwise(sch: Any, keep: set[str]) -> None:
-    """Inline every block except those of ``keep`` and the outputs (repeated until nothing
-    changes): an elementwise chain after the convolution collapses into its output block."""
-    root = sch.get_sblock("root")
-    changed = True
-    while changed:
-        changed = False
-        outputs = {sch.get(b).name_hint for b in sch.get_output_blocks(root)}
-        for block in sch.get_child_blocks(root):
-            name = sch.get(block).name_hint
-            if name in keep or name in outputs:
-                continue
-            try:
-                sch.compute_inline(block)
-                changed = True
-            except Exception:  # noqa: BLE001 - a reduction or a non-inlinable stage
-                continue
-
-
 def _conv_shape(sch: Any, block: Any) -> tuple[list[int], list[int]] | None:
     """The (spatial extents, reduction extents) of a ``conv2d`` block shaped like our
     lowering's (spatial then ``rc, ry, rx``), or None."""
@@ -255,7 +237,8 @@ def schedule_conv2d(prim: Any, info: KernelInfo) -> Any:
     if not (_BLOCKED.fullmatch(out_layout) and len(spatial) == 5 and spatial[-1] >= 4):
         return None
     materialize = reduction[0] * reduction[1] * reduction[2] >= PAD_MIN_REDUCTION
-    _inline_elementwise(sch, {"conv2d", PAD} if materialize else {"conv2d"})
+    keep = {"conv2d", PAD} if materialize else {"conv2d"}
+    inline_blocks(sch, keep.__contains__)   # the epilogue joins the output block
     conv = sch.get_sblock("conv2d")
     consumers = sch.get_consumers(conv)
     if not consumers:

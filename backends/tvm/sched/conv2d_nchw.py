@@ -69,6 +69,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
+from backends.tvm.schedules import inline_blocks
 
 __all__ = ["ACCUMULATORS", "ConvShape", "Tile", "choose_tile", "rewrite_conv",
            "schedule_conv2d_nchw"]
@@ -389,28 +390,10 @@ def schedule_conv2d_nchw(prim: Any, info: KernelInfo, tile: Tile | None = None) 
     return _tile(sch, shape, tile).mod
 
 
-def _inline_elementwise(sch: Any, keep: set[str]) -> None:
-    """Inline every block but ``keep`` and the outputs (repeated until nothing changes)."""
-    root = sch.get_sblock("root")
-    changed = True
-    while changed:
-        changed = False
-        outputs = {sch.get(b).name_hint for b in sch.get_output_blocks(root)}
-        for block in sch.get_child_blocks(root):
-            name = sch.get(block).name_hint
-            if name in keep or name in outputs or name.startswith("conv2d_pad"):
-                continue
-            try:
-                sch.compute_inline(block)
-                changed = True
-            except Exception:  # noqa: BLE001 - a reduction or a stage that cannot be inlined
-                continue
-
-
 def _tile(sch: Any, shape: ConvShape, tile: Tile) -> Any:
     """Steps 2 and 3 of the recipe on the rewritten kernel (and the padding blocks' loops);
     returns the schedule."""
-    _inline_elementwise(sch, {"conv2d_nchw"})
+    inline_blocks(sch, lambda name: name == "conv2d_nchw" or name.startswith("conv2d_pad"))
     conv = sch.get_sblock("conv2d_nchw")
     (epilogue,) = sch.get_consumers(conv)
     n, oc, oh, ow, rc, ry, rx = sch.get_loops(conv)

@@ -16,8 +16,13 @@ import pytest
 
 pytest.importorskip("tvm", reason="apache-tvm is not installed (extra 'tvm')")
 
-from backends.tvm.kernels import KernelCache  # noqa: E402
+from backends.tvm.kernels import KernelCache, compile_function  # noqa: E402
+from interpreter import evaluate  # noqa: E402
+from passes.fuse_ops import is_primitive  # noqa: E402
+from semantics.expr import Call, Constant, Function  # noqa: E402
+from semantics.module import IRModule  # noqa: E402
 from semantics.types import TensorType, TupleType, Type  # noqa: E402
+from semantics.visitor import post_order  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -84,3 +89,34 @@ def concrete(t: Type) -> bool:
     if isinstance(t, TupleType):
         return all(concrete(f) for f in t.fields)
     return isinstance(t, TensorType) and all(type(d) is int for d in t.shape)
+
+
+def run_kernels_in_order(fused: IRModule, values: list[np.ndarray], cache: KernelCache,
+                         tolerance: dict[str, float] | None = None) -> list[Function]:
+    """Compile every primitive function called by ``fused``'s ``main`` and run it, in
+    dataflow order, on the oracle's values of its arguments (``values`` are ``main``'s);
+    each kernel's result must equal the oracle's (:func:`assert_close`). Returns the
+    primitive functions in the order they ran."""
+    main = fused.functions["main"]
+    env: dict[int, object] = {id(p): v for p, v in zip(main.params, values)}
+    ran: list[Function] = []
+    for node in post_order(main.body):
+        if isinstance(node, Call) and is_primitive(node.op):
+            prim = node.op
+            assert isinstance(prim, Function)
+            args = [env[id(a)] for a in node.args]
+            types = [p.type_annotation for p in prim.params]
+            kernel = compile_function(prim, types, cache=cache)  # type: ignore[arg-type]
+            want = evaluate(prim, *args)
+            assert_close(kernel(*args), want, tolerance)  # type: ignore[arg-type]
+            env[id(node)] = want
+            ran.append(prim)
+        elif isinstance(node, Constant):
+            env[id(node)] = node.data
+    return ran
+
+
+@pytest.fixture(scope="session")
+def run_kernels() -> object:
+    """:func:`run_kernels_in_order` as a fixture."""
+    return run_kernels_in_order

@@ -21,12 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backends.tvm.build import prepare
-from backends.tvm.kernels import KernelCache, compile_function
+from backends.tvm.kernels import KernelCache
 from backends.tvm.sched import KernelInfo, candidates
 from backends.tvm.sched.conv2d import Machine, k_blocked, register_tile, schedule_conv2d
 from backends.tvm.target import host_target
 from backends.tvm.te_build import build_te
-from interpreter import evaluate
 from passes.alter_op_layout import conv_block_size
 from passes.fuse_ops import is_primitive
 from semantics.expr import Call, Constant, Function, Op
@@ -131,34 +130,16 @@ def scheduled_script(prim: Function) -> str | None:
     return None if mod is None else str(mod.script())
 
 
-def check(case: Conv, cache: KernelCache, close: object, *, seed: int = 0,
+def check(case: Conv, cache: KernelCache, run_kernels: object, *, seed: int = 0,
           expect_scheduled: bool | None = None, inputs: list[np.ndarray] | None = None) -> int:
     """Run every fused kernel of ``case`` at -O3 against the oracle; the number of kernels
     the conv rule scheduled."""
     text, params = case.program(seed)
     fused = prepare(text, params, 3)
     values = case.inputs() if inputs is None else inputs
-    # the kernels run in dataflow order: feed each the values of its arguments
-    env: dict[int, object] = {}
-    main = fused.functions["main"]
-    for param, value in zip(main.params, values):
-        env[id(param)] = value
-    scheduled = 0
-    for node in post_order(main.body):
-        if isinstance(node, Call) and is_primitive(node.op):
-            prim = node.op
-            assert isinstance(prim, Function)
-            args = [env[id(a)] for a in node.args]
-            types = [p.type_annotation for p in prim.params]
-            kernel = compile_function(prim, types, cache=cache)  # type: ignore[arg-type]
-            got = kernel(*args)  # type: ignore[arg-type]
-            want = evaluate(prim, *args)
-            close(got, want, {"float32": 1e-4})  # type: ignore[operator]
-            env[id(node)] = want
-            if conv_of(prim) is not None and scheduled_script(prim) is not None:
-                scheduled += 1
-        elif isinstance(node, Constant):
-            env[id(node)] = node.data
+    ran = run_kernels(fused, values, cache, {"float32": 1e-4})  # type: ignore[operator]
+    scheduled = sum(1 for prim in ran
+                    if conv_of(prim) is not None and scheduled_script(prim) is not None)
     if expect_scheduled is not None:
         assert (scheduled > 0) == expect_scheduled
     return scheduled
@@ -188,14 +169,14 @@ CASES = {
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_conv_kernels_match_the_oracle(name: str, kernel_cache: KernelCache,
-                                       close: object) -> None:
+                                       run_kernels: object) -> None:
     case, scheduled = CASES[name]
-    check(case, kernel_cache, close, expect_scheduled=scheduled if BLOCK == 16 else None)
+    check(case, kernel_cache, run_kernels, expect_scheduled=scheduled if BLOCK == 16 else None)
 
 
 @pytest.mark.parametrize("epilogue", ["bias_relu", "residual", "none"])
 def test_convolutions_reduced_in_passes_match_the_oracle(epilogue: str, kernel_cache: KernelCache,
-                                                          close: object) -> None:
+                                                          run_kernels: object) -> None:
     # 16 input-channel blocks over 14x14 outputs: reduced in passes of K_CHUNK blocks
     case = Conv(16 * BLOCK, 2 * BLOCK, 14, 14, epilogue=epilogue)
     assert k_blocked(14 * 14, 16, strided=False)
@@ -203,7 +184,7 @@ def test_convolutions_reduced_in_passes_match_the_oracle(epilogue: str, kernel_c
     (prim,) = [p for p in primitives(prepare(text, params, 3)) if conv_of(p) is not None]
     script = scheduled_script(prim)
     assert script is not None and "conv2d_local" not in script   # accumulates in the result
-    assert check(case, kernel_cache, close, expect_scheduled=True) == 1
+    assert check(case, kernel_cache, run_kernels, expect_scheduled=True) == 1
 
 
 def test_k_blocking_rule() -> None:
@@ -214,13 +195,13 @@ def test_k_blocking_rule() -> None:
 
 
 def test_nan_and_infinity_propagate_through_the_vectorized_relu(kernel_cache: KernelCache,
-                                                                close: object) -> None:
+                                                                run_kernels: object) -> None:
     case = Conv(16, 16, 5, 6)
     x = case.inputs()[0]
     x[0, 3, 2, 2] = np.nan
     x[0, 5, 0, 4] = np.inf
     x[0, 7, 4, 0] = -np.inf
-    assert check(case, kernel_cache, close, inputs=[x]) == 1
+    assert check(case, kernel_cache, run_kernels, inputs=[x]) == 1
 
 
 def test_the_schedule_is_parallel_vectorized_and_register_tiled() -> None:
@@ -307,8 +288,8 @@ def conv_cases(draw: st.DrawFn) -> Conv:
 @given(case=conv_cases(), seed=st.integers(0, 2**16))
 def test_scheduled_convolutions_match_the_oracle(case: Conv, seed: int,
                                                  kernel_cache: KernelCache,
-                                                 close: object) -> None:
-    check(case, kernel_cache, close, seed=seed, expect_scheduled=BLOCK >= 4)
+                                                 run_kernels: object) -> None:
+    check(case, kernel_cache, run_kernels, seed=seed, expect_scheduled=BLOCK >= 4)
 
 
 # --- weights packed at build time, no transforms between convolutions ------------------------

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backends.tvm.build import prepare
-from backends.tvm.kernels import KernelCache, compile_function
+from backends.tvm.kernels import KernelCache
 from backends.tvm.sched import KernelInfo, candidates
 from backends.tvm.sched.conv2d_nchw import (
     ConvShape,
@@ -32,9 +32,8 @@ from backends.tvm.sched.conv2d_nchw import (
 )
 from backends.tvm.target import host_target
 from backends.tvm.te_build import build_te
-from interpreter import evaluate
 from passes.fuse_ops import is_primitive
-from semantics.expr import Call, Constant, Function, Op
+from semantics.expr import Call, Function, Op
 from semantics.module import IRModule
 from semantics.visitor import post_order
 
@@ -123,36 +122,21 @@ def scheduled_script(prim: Function, tile: Tile | None = None) -> str | None:
     return None if mod is None else str(mod.script())
 
 
-def check(case: Conv, cache: KernelCache, close: object, *, seed: int = 0,
+def check(case: Conv, cache: KernelCache, run_kernels: object, *, seed: int = 0,
           inputs: list[np.ndarray] | None = None) -> int:
     """Run every fused kernel of ``case`` against the oracle; the number of convolution
     kernels the NCHW rule scheduled (each is also checked to be scheduled as it should)."""
     text, params = case.program(seed)
     fused: IRModule = prepare(text, params, case.level)
     values = case.inputs() if inputs is None else inputs
-    env: dict[int, object] = {}
-    main = fused.functions["main"]
-    for param, value in zip(main.params, values):
-        env[id(param)] = value
+    ran = run_kernels(fused, values, cache, {"float32": 1e-4})  # type: ignore[operator]
     scheduled = 0
-    for node in post_order(main.body):
-        if isinstance(node, Call) and is_primitive(node.op):
-            prim = node.op
-            assert isinstance(prim, Function)
-            args = [env[id(a)] for a in node.args]
-            types = [p.type_annotation for p in prim.params]
-            kernel = compile_function(prim, types, cache=cache)  # type: ignore[arg-type]
-            got = kernel(*args)  # type: ignore[arg-type]
-            want = evaluate(prim, *args)
-            close(got, want, {"float32": 1e-4})  # type: ignore[operator]
-            env[id(node)] = want
-            if conv_of(prim) is not None:
-                script = scheduled_script(prim)
-                assert script is not None, "the NCHW rule declined"
-                assert_scheduled(script)
-                scheduled += 1
-        elif isinstance(node, Constant):
-            env[id(node)] = node.data
+    for prim in ran:
+        if conv_of(prim) is not None:
+            script = scheduled_script(prim)
+            assert script is not None, "the NCHW rule declined"
+            assert_scheduled(script)
+            scheduled += 1
     return scheduled
 
 
@@ -194,17 +178,17 @@ CASES = {
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_nchw_conv_kernels_match_the_oracle(name: str, kernel_cache: KernelCache,
-                                            close: object) -> None:
-    assert check(CASES[name], kernel_cache, close) == 1
+                                            run_kernels: object) -> None:
+    assert check(CASES[name], kernel_cache, run_kernels) == 1
 
 
-def test_nan_and_infinity_propagate(kernel_cache: KernelCache, close: object) -> None:
+def test_nan_and_infinity_propagate(kernel_cache: KernelCache, run_kernels: object) -> None:
     case = Conv(8, 8, 5, 6)
     x = case.inputs()[0]
     x[0, 3, 2, 2] = np.nan
     x[0, 5, 0, 4] = np.inf
     x[0, 7, 4, 0] = -np.inf
-    assert check(case, kernel_cache, close, inputs=[x]) == 1
+    assert check(case, kernel_cache, run_kernels, inputs=[x]) == 1
 
 
 def _prims(case: Conv) -> list[Function]:
@@ -301,5 +285,5 @@ def conv_cases(draw: st.DrawFn) -> Conv:
 @given(case=conv_cases(), seed=st.integers(0, 2**16))
 def test_scheduled_nchw_convolutions_match_the_oracle(case: Conv, seed: int,
                                                       kernel_cache: KernelCache,
-                                                      close: object) -> None:
-    assert check(case, kernel_cache, close, seed=seed) == 1
+                                                      run_kernels: object) -> None:
+    assert check(case, kernel_cache, run_kernels, seed=seed) == 1
