@@ -11,10 +11,11 @@ the recipes here; the rule recognizes the form by its block names:
   (``cache_write`` to registers: the row and block loops unrolled, the lanes vectorized), so
   there is no horizontal sum and no ``K % L`` tail; the accumulators are written back per
   tile, and ``dense`` with its fused elementwise epilogue (bias, gates) is one vectorized
-  pass after the tiles. The tile loop is ``parallel`` from :data:`GEMV_PARALLEL_MIN` weight
-  elements. Measured on this machine (AMD EPYC Zen 3, AVX2, one thread, 2600×650 float32,
-  same process, interleaved, quietest run): 115 µs (58 GB/s) against 187 µs for the
-  row-streaming GEMV below and 151 µs for numpy's ``x @ W.T`` (OpenBLAS, one thread).
+  pass after the tiles. The tile loop is ``parallel`` when the weight does not fit a core's
+  L2 cache (:func:`gemv_parallel`). Measured on this machine (AMD EPYC Zen 3, AVX2, one
+  thread, 2600×650 float32, same process, interleaved, quietest run): 115 µs (58 GB/s)
+  against 187 µs for the row-streaming GEMV below and 151 µs for numpy's ``x @ W.T``
+  (OpenBLAS, one thread).
 * **GEMV** (``keep_dense_partial`` + ``dense``: a weight computed at run time; at most
   ``GEMV_MAX_ROWS`` rows): the weight is read once, row by row in its own layout.  The
   output columns are tiled by ``jb`` (4, 2 or 1 rows of the weight at once); under a tile,
@@ -22,7 +23,7 @@ the recipes here; the rule recognizes the form by its block names:
   loops unrolled, the ``L`` lanes vectorized) while the reduction loop walks ``K`` in steps
   of ``L``; then ``dense`` adds the lanes (and the ``K % L`` tail), and the fused elementwise
   epilogue runs on the tile's outputs right after (``reverse_compute_at``).  The tile loop
-  is ``parallel`` only when the weight has at least :data:`GEMV_PARALLEL_MIN` elements
+  is ``parallel`` only when the weight does not fit a core's L2 (:func:`gemv_parallel`)
   (launching TVM's thread pool costs microseconds; the recurrent models call small GEMVs
   thousands of times).
 * **GEMM** (``keep_dense_pack`` + ``keep_dense_acc`` + ``dense``): the packed weight
@@ -46,16 +47,26 @@ from backends.tvm.sched import KernelInfo, register_schedule
 from backends.tvm.schedules import KEEP, schedule_spatial
 from backends.tvm.target import vector_bytes
 
-__all__ = ["GEMM_PARALLEL_MIN", "GEMV_PARALLEL_MIN", "schedule_dense"]
+__all__ = ["GEMM_PARALLEL_MIN", "gemv_parallel", "schedule_dense"]
 
-GEMV_PARALLEL_MIN = 1 << 20
-"""Weight elements from which a GEMV is split over the cores (4 MB of float32).  A GEMV is
-memory-bound: a weight that fits a core's caches streams from them faster than the thread
-pool launches (measured on the AVX-512 machine: 450×300 takes 7 µs serial, 16 µs parallel);
-a larger one is split statically, each core streaming its half of the tiles from the shared
-L3 (this Zen 3 machine has 512 KB of L2 per core, 32 MB of L3). On a machine whose other
-core is busy (another process), the static split waits for it: a 2600×650 GEMV took 2.3 ms
-with two threads against 0.26 ms with one, measured here under a load of 4."""
+def gemv_parallel(elements: int, bits: int = 32) -> bool:
+    """Whether a GEMV over a weight of ``elements`` values of ``bits`` bits is split over the
+    cores: when the weight does not fit one core's L2 cache (``sched.conv2d.machine``).
+
+    A GEMV is memory-bound. A weight that fits a core's L2 streams from it faster than the
+    thread pool launches (measured on an AVX-512 machine with 1 MB of L2: 450×300 takes 7 µs
+    serial, 16 µs parallel); a larger one streams from the shared L3, and two cores draw
+    more of it than one. Measured here (Zen 3, 512 KB of L2, two threads, same process,
+    interleaved): the RNN language model, whose 650×650 weights (1.7 MB) were serial under
+    the previous fixed threshold of 4 MB, 2.83 → 1.97 ms for 35 steps. On a machine whose
+    other core is busy (another process), the static split waits for it: a 2600×650 GEMV
+    took 2.3 ms with two threads against 0.26 ms with one, measured here under a load of 4.
+    """
+    from backends.tvm.sched.conv2d import machine
+
+    return elements * bits // 8 > machine().l2_bytes
+
+
 GEMM_PARALLEL_MIN = 1 << 18
 """Multiply-adds from which a GEMM's tiles run in parallel."""
 
@@ -66,6 +77,11 @@ GEMV = f"{KEEP}dense_gemv"
 PARTIAL = f"{KEEP}dense_partial"
 PACKED = f"{KEEP}dense_pack"
 ACC = f"{KEEP}dense_acc"
+
+
+def _bits(sch: Any, block: Any) -> int:
+    """The bits of the value ``block`` writes."""
+    return int(sch.get(block).writes[0].source.dtype.bits)
 
 
 def _extents(sch: Any, loops: Any) -> list[int]:
@@ -186,7 +202,7 @@ def _packed_gemv(sch: Any, info: KernelInfo) -> Any:
         sch.unroll(lp)
     sch.unroll(ju)
     sch.vectorize(jl)
-    if tiles * tile * k >= GEMV_PARALLEL_MIN and tiles >= 2:
+    if gemv_parallel(tiles * tile * k, int(packed.dtype.bits)) and tiles >= 2:
         sch.parallel(jo)
     init = sch.decompose_reduction(acc, kk)
     iloops = sch.get_loops(init)[1:]
@@ -228,7 +244,7 @@ def _gemv(sch: Any) -> Any:
         _vectorize_tile(sch, sch.get_sblock(name), n_outer)
     outer = sch.get_loops(sch.get_sblock("dense"))[:n_outer]
     fused = sch.fuse(*outer) if len(outer) > 1 else outer[0]
-    if n * k_main >= GEMV_PARALLEL_MIN and n // jb >= 2:
+    if gemv_parallel(n * k_main, _bits(sch, partial)) and n // jb >= 2:
         sch.parallel(fused)
     init = sch.decompose_reduction(partial, ko)
     iloops = sch.get_loops(init)[1:]
@@ -289,7 +305,7 @@ def _gemm(sch: Any) -> Any:
     pack = sch.get_sblock(PACKED)
     ploops = sch.get_loops(pack)
     sch.vectorize(ploops[-1])
-    if np_ * kk >= GEMV_PARALLEL_MIN and int(sch.get(ploops[0]).extent) >= 2:
+    if gemv_parallel(np_ * kk, _bits(sch, pack)) and int(sch.get(ploops[0]).extent) >= 2:
         sch.parallel(ploops[0])
     _schedule_rest(sch, {PACKED, ACC, f"{ACC}_init", f"{ACC}_update", local_name, "dense",
                          *moved})

@@ -242,6 +242,24 @@ def test_the_dense_rule_vectorizes_and_fuses_the_epilogue(lead: tuple[int, ...],
     assert "bias_add = T.sblock_alloc_buffer" not in script
 
 
+def test_a_gemv_is_parallel_when_its_weight_leaves_the_l2() -> None:
+    """A GEMV whose weight fits one core's L2 stays on one core (the thread pool's launch
+    costs more than the cache streams it in); a larger one is split over the cores."""
+    from backends.tvm.sched.conv2d import machine
+    from backends.tvm.sched.dense import gemv_parallel
+
+    l2 = machine().l2_bytes
+    assert not gemv_parallel(l2 // 4, 32) and gemv_parallel(l2 // 4 + 1, 32)
+    assert not gemv_parallel(l2 // 2, 16) and gemv_parallel(l2 // 2 + 1, 16)
+    small = scheduled_script(dense_kernel((1,), 64, 64, "bias"))
+    k = 512
+    n = 8 * (l2 // (4 * k * 8) + 1)           # k × n × 4 bytes just above the L2
+    large = scheduled_script(dense_kernel((1,), k, n, "bias"))
+    assert small is not None and large is not None
+    assert "T.parallel" not in small
+    assert "T.parallel" in large
+
+
 def test_the_dense_rule_declines_two_dense_calls(kernel_cache: KernelCache,
                                                  close: Any) -> None:
     """A kernel with two dense calls is left to the default recipe (and still right)."""
