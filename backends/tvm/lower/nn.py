@@ -277,9 +277,11 @@ def _dense(call: OpCall) -> Any:
       of the first ``K - K % L`` columns (``L`` lanes: one vector of partial sums per
       output), and ``dense`` adds the ``L`` partial sums and the ``K % L`` remaining
       products (guarded by ``l < K % L``).  No copy of the weight is made.
-    * **GEMM**: the weight is packed into ``keep_dense_pack[N/16, K, 16]`` (zero-padded to a
-      multiple of 16 columns), ``keep_dense_acc[..., Np]`` accumulates over ``k`` reading 16
-      contiguous packed weights per step, and ``dense`` is its first ``N`` columns.
+    * **GEMM**: the weight is packed into ``[N/16, K, 16]`` (zero-padded to a multiple of 16
+      columns) — at build time when it is a constant of the kernel (a model's weight, as
+      :func:`pack_gemv_weight` with a tile of 16), else per call in ``keep_dense_pack`` —;
+      ``keep_dense_acc[..., Np]`` accumulates over ``k`` reading 16 contiguous packed
+      weights per step, and ``dense`` is its first ``N`` columns.
     """
     te, tirx = _te(), _tirx()
     data, weight = call.inputs
@@ -334,12 +336,17 @@ def _dense(call: OpCall) -> Any:
 
         return te.compute(call.out_shape, gemv, name="dense")
     blocks = -(-n // PACK)
-    pack = te.compute((blocks, k, PACK), lambda jo, kk, jl: tirx.if_then_else(
-        jo * PACK + jl < n, w_at(tirx.min(jo * PACK + jl, n - 1), kk), zero),
-        name=f"{KEEP}dense_pack")
+    if w_const is not None and call.hide is not None:
+        # a constant weight (a model's): packed once, at build time
+        pack = call.add_constant(pack_gemv_weight(w_const, PACK), "dense_packed")
+    else:
+        pack = te.compute((blocks, k, PACK), lambda jo, kk, jl: tirx.if_then_else(
+            jo * PACK + jl < n, w_at(tirx.min(jo * PACK + jl, n - 1), kk), zero),
+            name=f"{KEEP}dense_pack")
     rk = te.reduce_axis((0, k), name="k")
     acc = te.compute((*call.out_shape[:-1], blocks * PACK), lambda *i: te.sum(
-        x_at(i[:-1], rk) * pack[tirx.floordiv(i[-1], PACK), rk, tirx.floormod(i[-1], PACK)],
+        x_at(i[:-1], rk) * tirx.Cast(odt, pack[tirx.floordiv(i[-1], PACK), rk,
+                                               tirx.floormod(i[-1], PACK)]),
         axis=rk), name=f"{KEEP}dense_acc")
     return te.compute(call.out_shape, lambda *i: acc[i], name="dense")
 

@@ -150,6 +150,8 @@ def run_bound_dense(lead: tuple[int, ...], k: int, n: int, epi: str, cache: Kern
     ((1,), 37, 21), ((1,), 16, 18), ((1,), 5, 3), ((1,), 150, 450), ((1,), 650, 2600),
     ((1,), 205, 59), ((1,), 1, 1), ((2,), 33, 17), ((3,), 300, 150), ((4,), 64, 30),
     ((5,), 37, 21), ((2, 1), 20, 7), ((2, 2), 19, 41), ((1,), 9, 1030),
+    # more rows: the GEMM over a weight packed at build time
+    ((35,), 65, 260), ((7, 3), 20, 33), ((6,), 16, 32), ((12,), 9, 64),
 ])
 @pytest.mark.parametrize("epi", sorted(EPILOGUES))
 def test_packed_gemv_matches_numpy(lead: tuple[int, ...], k: int, n: int, epi: str,
@@ -159,7 +161,7 @@ def test_packed_gemv_matches_numpy(lead: tuple[int, ...], k: int, n: int, epi: s
 
 
 @_SETTINGS
-@given(rows=st.integers(1, 5), k=st.integers(1, 70), n=st.integers(1, 90),
+@given(rows=st.integers(1, 13), k=st.integers(1, 70), n=st.integers(1, 90),
        epi=st.sampled_from(sorted(EPILOGUES)))
 def test_packed_gemv_on_drawn_shapes(rows: int, k: int, n: int, epi: str,
                                      kernel_cache: KernelCache, close: Any) -> None:
@@ -180,6 +182,35 @@ def test_gemv_tile_pads_little(n: int, rows: int, lanes: int, tile: int) -> None
     assert packed.shape == (-(-n // tile), 5, tile)
     flat = packed.transpose(0, 2, 1).reshape(-1, 5)
     assert np.array_equal(flat[:n], w) and not flat[n:].any()
+
+
+@pytest.mark.parametrize("m,np_,lanes,registers,tile", [
+    (35, 2608, 8, 16, (5, 16)),     # AVX2: 35 rows in tiles of 5 (10 accumulators)
+    (32, 2560, 8, 16, (4, 16)),
+    (9, 64, 8, 16, (3, 32)),        # 3 rows × 4 vectors = 12 accumulators
+    (37, 64, 8, 16, (1, 32)),       # a prime: one row at a time
+    (64, 1024, 16, 32, (8, 32)),    # AVX-512: 8 rows × 2 vectors
+    (24, 16, 16, 32, (8, 16)),
+])
+def test_gemm_tile_fills_the_registers(m: int, np_: int, lanes: int, registers: int,
+                                       tile: tuple[int, int]) -> None:
+    from backends.tvm.sched.dense import gemm_tile
+
+    mb, nb = gemm_tile(m, np_, lanes, registers)
+    assert (mb, nb) == tile
+    assert m % mb == 0 and np_ % nb == 0
+    assert mb == 1 or mb * (nb // lanes) <= registers - 4
+
+
+def test_a_constant_gemm_weight_is_packed_at_build_time() -> None:
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((48, 20)).astype("float32")
+    b = rng.standard_normal(48).astype("float32")
+    bound = scheduled_script(bound_dense_kernel((10,), 20, 48, "bias", w, b))
+    free = scheduled_script(dense_kernel((10,), 20, 48, "bias"))
+    assert bound is not None and free is not None
+    assert "keep_dense_acc" in bound and "keep_dense_pack" not in bound
+    assert "keep_dense_pack" in free
 
 
 def test_the_packed_gemv_keeps_only_the_packed_weight(kernel_cache: KernelCache) -> None:
