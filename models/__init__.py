@@ -11,8 +11,8 @@ trees).
 * ``dqn`` — input ``(batch, 4, 84, 84)``; output ``(batch, 18)`` action values;
 * ``mobilenet``, ``resnet18``, ``vgg16`` — input ``(batch, 3, 224, 224)``; output
   ``(batch, 1000)`` logits;
-* ``rnn``, ``gru``, ``lstm`` — input a ``List`` of 35 steps ``(batch, 650)``; output the final
-  hidden state ``(batch, 650)``;
+* ``rnn``, ``gru``, ``lstm`` — input the sequence ``(steps, batch, 650)``, any number of steps
+  (35 in the documented input); output the final hidden state ``(batch, 650)``;
 * ``char_rnn`` — inputs a one-hot category ``(1, 18)`` and a one-hot start letter ``(1, 59)``;
   output the ``List[int32]`` of generated letters (at most 20);
 * ``tree_lstm`` — input a ``Tree`` of ``(1, 300)`` features (30 nodes in the documented input);
@@ -142,8 +142,8 @@ def relay_tree(tree: tuple) -> ConstructorValue:
 def example_inputs(name: str, batch: int = 1, seed: int = 0) -> tuple[Any, ...]:
     """The documented input of ``name`` (see the table above), seeded.
 
-    For the list models this is a ``List`` of 35 steps; for ``tree_lstm`` a random tree of 30
-    nodes; for ``char_rnn`` a category and a start letter (one-hot).
+    For the sequence models this is a ``(35, batch, 650)`` tensor; for ``tree_lstm`` a random
+    tree of 30 nodes; for ``char_rnn`` a category and a start letter (one-hot).
     """
     _builder(name)
     rng = np.random.default_rng(seed + 1000)
@@ -152,8 +152,8 @@ def example_inputs(name: str, batch: int = 1, seed: int = 0) -> tuple[Any, ...]:
     if name in VISION:
         return (rng.standard_normal((batch, 3, 224, 224), dtype=np.float32),)
     if name in ("rnn", "gru", "lstm"):
-        return (relay_list([rng.standard_normal((batch, recurrent.LM_SIZE), dtype=np.float32)
-                            for _ in range(SEQUENCE_STEPS)]),)
+        return (rng.standard_normal((SEQUENCE_STEPS, batch, recurrent.LM_SIZE),
+                                    dtype=np.float32),)
     if name == "char_rnn":
         cat = np.zeros((1, recurrent.CHAR_CATEGORIES), np.float32)
         cat[0, rng.integers(recurrent.CHAR_CATEGORIES)] = 1

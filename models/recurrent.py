@@ -1,12 +1,14 @@
 """The paper's NLP workloads (Figs. 6 and 13): RNN, GRU and LSTM loops, CharRNN and TreeLSTM.
 
-None of them is unrolled: every loop is a recursive function over its input (a ``List`` of step
-inputs, a step counter, or a ``Tree``), so a module's size does not depend on the length of the
-sequence or the shape of the tree it is run on.
+None of them is unrolled: every loop is a recursive function over a step counter or its input
+(a ``List`` or a ``Tree``), so a module's size does not depend on the length of the sequence or
+the shape of the tree it is run on.
 
 * ``rnn``, ``gru``, ``lstm``: one recurrent layer as in Gluon's medium language model (input =
-  hidden = 650); the input is a ``List`` of step tensors ``(batch, 650)`` (35 steps in the
-  documented input); the state starts at zeros; the result is the final hidden state. Weights are
+  hidden = 650); the input is the sequence as a tensor ``(steps, batch, 650)`` with a dynamic
+  number of steps (35 in the documented input); the input projection of all steps is one matrix
+  product before the loop, which recurses over the step counter; the state starts at zeros;
+  the result is the final hidden state. Weights are
   named and laid out as PyTorch's ``nn.RNN``/``nn.GRU``/``nn.LSTM`` (``weight_ih``, ``weight_hh``,
   ``bias_ih``, ``bias_hh``; gate order r, z, n for the GRU and i, f, g, o for the LSTM), so loading
   a PyTorch layer's ``state_dict`` (without the ``_l0`` suffixes) gives the same function.
@@ -48,7 +50,7 @@ def _recurrent_weights(n: Net, gates: int, size: int) -> None:
 _CELLS = {
     "rnn": (1, """
         let %h2 = tanh(add(%gi, %gh));
-        %step(%rest, %h2)"""),
+        %step(add(%t, 1), %h2)"""),
     "gru": (3, """
         let %si = split(%gi, indices_or_sections=3, axis=1);
         let %sh = split(%gh, indices_or_sections=3, axis=1);
@@ -56,17 +58,25 @@ _CELLS = {
         let %z = sigmoid(add(%si.1, %sh.1));
         let %n = tanh(add(%si.2, multiply(%r, %sh.2)));
         let %h2 = add(%n, multiply(%z, subtract(%h, %n)));
-        %step(%rest, %h2)"""),
+        %step(add(%t, 1), %h2)"""),
     "lstm": (4, """
         let %s = split(add(%gi, %gh), indices_or_sections=4, axis=1);
         let %c2 = add(multiply(sigmoid(%s.1), %c), multiply(sigmoid(%s.0), tanh(%s.2)));
         let %h2 = multiply(sigmoid(%s.3), tanh(%c2));
-        %step(%rest, %h2, %c2)"""),
+        %step(add(%t, 1), %h2, %c2)"""),
 }
 
 
 def recurrent(kind: str, batch: int, seed: int) -> tuple[str, dict]:
-    """The ``rnn``/``gru``/``lstm`` loop; returns (module text, weights)."""
+    """The ``rnn``/``gru``/``lstm`` loop; returns (module text, weights).
+
+    ``main`` takes the sequence as one tensor ``(steps, batch, 650)`` with a dynamic number
+    of steps (``?``), as Gluon's and PyTorch's recurrent layers do. The input projection
+    ``x W_ih^T + b_ih`` of every step does not depend on the state, so it is computed for the
+    whole sequence at once, one matrix product before the loop (as Gluon's fused layers and
+    cuDNN do: per step, only the hidden projection streams its weight); the loop is a
+    recursive function over the step counter that takes its step's row of the projection.
+    """
     gates, cell = _CELLS[kind]
     n = Net(seed)
     _recurrent_weights(n, gates, LM_SIZE)
@@ -77,16 +87,19 @@ def recurrent(kind: str, batch: int, seed: int) -> tuple[str, dict]:
     state_type = f"({t}, {t})" if lstm else t
     done = "(%h, %c)" if lstm else "%h"
     zero = f'zeros(shape=[{batch}, {LM_SIZE}], dtype="float32")'
-    start = "%step(%xs, %zero, %zero).0" if lstm else "%step(%xs, %zero)"
+    start = "%step(0, %zero, %zero).0" if lstm else "%step(0, %zero)"
     weights = ", ".join(f"%{name}: {tensor_type(a.shape)}" for name, a in n.params.items())
-    text = f"""def @main(%xs: List[{t}], {weights}) -> {t} {{
-  let %step = fn (%in: List[{t}], {state_params}) -> {state_type} {{
-    match (%in) {{
-      Nil => {done},
-      Cons(%x, %rest) => {{
-        let %gi = nn.bias_add(nn.dense(%x, %weight_ih, units={g}), %bias_ih);
+    text = f"""def @main(%xs: Tensor[(?, {batch}, {LM_SIZE}), float32], {weights}) -> {t} {{
+  let %steps = take(shape_of(%xs), 0);
+  let %gi_all = reshape(nn.bias_add(nn.dense(reshape(%xs, newshape=[-1, {LM_SIZE}]),
+                                             %weight_ih, units={g}), %bias_ih),
+                        newshape=[-1, {batch}, {g}]);
+  let %step = fn (%t: int32, {state_params}) -> {state_type} {{
+    if (less(%t, %steps)) {{
+        let %gi = take(%gi_all, %t, axis=0);
         let %gh = nn.bias_add(nn.dense(%h, %weight_hh, units={g}), %bias_hh);{cell}
-      }},
+    }} else {{
+      {done}
     }}
   }};
   let %zero = {zero};

@@ -52,6 +52,7 @@ from backends.tvm.lower.base import (
     nan_max,
     nan_min,
 )
+from backends.tvm.schedules import KEEP
 
 
 def _tirx() -> Any:
@@ -293,12 +294,84 @@ def _via_float32(dtype: str, fn: Any, *xs: Any) -> Any:
 
 
 def _transcendental(op: str, fn_of: Any) -> None:
-    """Register ``op`` as ``fn_of(compute_dtype)`` applied elementwise (float16 via float32)."""
+    """Register ``op`` as ``fn_of(compute_dtype)`` applied elementwise (float16 via float32).
+
+    A float32 ``sigmoid``/``tanh`` (:mod:`vecmath`: nested TIR ``Let`` expressions) whose
+    argument will itself hold such an expression once the schedule inlines its producers
+    reads that argument from a kept stage (:func:`_cut_let_nesting`)."""
     @lowering(op)
     def rule(call: OpCall) -> Any:
         dtype = call.in_dtype(0)
         fn = fn_of("float32" if dtype == "float16" else dtype)
-        return map_compute(call.inputs[0], lambda a: _via_float32(dtype, fn, a), op)
+        x = call.inputs[0]
+        if fn in (vecmath.sigmoid_f32, vecmath.tanh_f32):
+            x = _cut_let_nesting(x, op)
+        return map_compute(x, lambda a: _via_float32(dtype, fn, a), op)
+
+
+_CHILDREN = ("a", "b", "value", "body", "condition", "true_value", "false_value", "args",
+             "source")
+"""The fields of TIR expression nodes that hold sub-expressions (the wheel exposes no
+visitor to Python)."""
+
+LET_SEARCH_NODES = 20_000
+"""How many expression nodes :func:`_holds_let` visits before it gives up (and cuts)."""
+
+
+def _holds_let(tensor: Any) -> bool:
+    """Whether ``tensor``'s value, once every producer stage the schedule inlines (all but
+    ``keep_`` stages and inputs) is substituted, contains a TIR ``Let``."""
+    from tvm import te, tirx
+    from tvm.ir.expr import Expr as PrimExpr
+
+    seen_ops: list[Any] = []
+    nodes: list[Any] = []
+
+    def stage(op: Any) -> None:
+        if (isinstance(op, te.ComputeOp) and not op.name.startswith(KEEP)
+                and not any(op.same_as(o) for o in seen_ops)):
+            seen_ops.append(op)
+            nodes.extend(op.body)
+
+    stage(tensor.op)
+    visited = 0
+    while nodes:
+        node = nodes.pop()
+        visited += 1
+        if visited > LET_SEARCH_NODES:
+            return True
+        if isinstance(node, tirx.Let):
+            return True
+        for field in _CHILDREN:
+            child = getattr(node, field, None)
+            if child is None:
+                continue
+            if isinstance(child, PrimExpr):
+                nodes.append(child)
+            elif not isinstance(child, (str, bytes)) and hasattr(child, "__iter__"):
+                for c in child:         # a tensor read: te.tensor_load(tensor, *indices)
+                    if isinstance(c, te.Tensor):
+                        stage(c.op)
+                    elif isinstance(c, PrimExpr):
+                        nodes.append(c)
+    return False
+
+
+def _cut_let_nesting(x: Any, op: str) -> Any:
+    """``x`` itself, or a kept copy of it (``keep_<op>_arg``, its own loop nest) when its value
+    holds a ``Let`` (:func:`_holds_let`): a transcendental of a transcendental (a GRU's
+    ``tanh`` of a sum holding a ``sigmoid``).
+
+    TVM's LLVM code generation re-analyzes a ``Let``'s value each time it meets the binding,
+    so its time doubles with every level of ``Let`` nested in another's value: one
+    ``tanh(tanh(x))`` kernel took 69 s to compile here, the GRU's gate kernel 42 s (110 s with
+    the step's ``take`` fused in); with the cut, under a second. The copy costs one pass over
+    the argument (a gate vector: a few kilobytes)."""
+    if not _holds_let(x):
+        return x
+    from tvm import te
+
+    return te.compute(x.shape, lambda *i: x[i], name=f"{KEEP}{op}_arg")
 
 
 def _rsqrt(dtype: str) -> Any:

@@ -38,9 +38,7 @@ def built(request: Any, kernel_cache: Any) -> tuple[str, Any, dict[str, Any]]:
 def _inputs(name: str, size: int, seed: int) -> tuple[Any, ...]:
     rng = np.random.default_rng(seed)
     if name in ("rnn", "gru", "lstm"):
-        steps = [rng.standard_normal((1, recurrent.LM_SIZE), dtype=np.float32)
-                 for _ in range(size)]
-        return (models.relay_list(steps),)
+        return (rng.standard_normal((size, 1, recurrent.LM_SIZE), dtype=np.float32),)
     if name == "char_rnn":
         cat = np.zeros((1, recurrent.CHAR_CATEGORIES), np.float32)
         cat[0, seed % recurrent.CHAR_CATEGORIES] = 1
