@@ -303,8 +303,7 @@ def torch_eager(name: str) -> tuple[Callable[..., Any], Callable[[tuple], tuple]
         def run_seq(xs: Any) -> Any:
             with torch.no_grad():
                 return net(xs)
-        return run_seq, lambda inputs: (torch.stack([torch.from_numpy(s)
-                                                     for s in _list_items(inputs[0])]),)
+        return run_seq, lambda inputs: (torch.from_numpy(inputs[0]),)
     if name == "char_rnn":
         def gen(cat: Any, letter: Any) -> Any:
             with torch.no_grad():
@@ -339,9 +338,7 @@ def _around_graph(name: str, call: Callable[..., list[np.ndarray]], torch: Any
     from models import torch_reference as tr
 
     if name in models.VISION or name in ("rnn", "gru", "lstm"):
-        convert = ((lambda inputs: inputs) if name in models.VISION else
-                   (lambda inputs: (np.stack(_list_items(inputs[0])),)))
-        return (lambda *a: call(*a)[0]), convert
+        return (lambda *a: call(*a)[0]), (lambda inputs: inputs)
     if name == "char_rnn":
         def cell(cat: Any, letter: Any, hidden: Any) -> tuple:
             logp, h = call(np.asarray(cat), np.asarray(letter), np.asarray(hidden))
