@@ -53,9 +53,11 @@ def anchor(ops: tuple[str, ...]) -> str:
 def profile(name: str, opt_level: int, repeat: int) -> tuple[list[Any], float]:
     """The step profiles of one run of ``name`` and the end-to-end median seconds."""
     from backends.tvm import build
+    from backends.tvm.kernels import default_cache
 
     mod, params = models.get(name)
     exe = build(mod, params=params, opt_level=opt_level, executor="graph")
+    default_cache().flush()     # background disk writes must not overlap the timing
     inputs = models.example_inputs(name)
     exe(*inputs)
     rows = exe.profile(*inputs, repeat=repeat)

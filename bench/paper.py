@@ -281,8 +281,13 @@ def ours(name: str, opt_level: int, executor: str) -> Callable[..., Any]:
         from backends.tvm import build
     except ImportError as e:
         raise Missing(f"the TVM backend is not available ({e})") from e
+    from backends.tvm.kernels import default_cache
+
     mod, params = models.get(name)
     exe = build(mod, params=params, opt_level=opt_level, executor=executor)
+    # The cache writes new kernels and the fused program to disk from a background thread:
+    # timing while it runs measures it too (a TreeLSTM run read 4.6 ms instead of 2.9 ms).
+    default_cache().flush()
     return exe
 
 
