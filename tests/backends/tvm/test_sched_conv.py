@@ -23,7 +23,15 @@ from hypothesis import strategies as st
 from backends.tvm.build import prepare
 from backends.tvm.kernels import KernelCache
 from backends.tvm.sched import KernelInfo, candidates
-from backends.tvm.sched.conv2d import Machine, k_blocked, register_tile, schedule_conv2d
+from backends.tvm.sched.conv2d import (
+    K_CHUNK,
+    K_CHUNK_SMALL,
+    Machine,
+    k_blocked,
+    k_chunk,
+    register_tile,
+    schedule_conv2d,
+)
 from backends.tvm.target import host_target
 from backends.tvm.te_build import build_te
 from passes.alter_op_layout import conv_block_size
@@ -192,6 +200,25 @@ def test_k_blocking_rule() -> None:
     assert not k_blocked(56 * 56, 32, strided=True)
     assert not k_blocked(7 * 7, 64, strided=False)
     assert not k_blocked(56 * 56, 8, strided=False)
+    # passes of 2 blocks on a 14x14 output, 8 on larger ones
+    assert k_chunk(14 * 14) == K_CHUNK_SMALL == 2 and k_chunk(28 * 28) == K_CHUNK == 8
+
+
+def test_a_tile_reduced_in_passes_counts_one_pass_of_weights() -> None:
+    """VGG-16's 512->512 3x3 on 14x14: a block's weights (147 KB) four times over do not fit
+    the L2's share, so a tile walking the whole reduction takes 7 columns x 1 block (load
+    bound: 8 loads per 7 FMAs); reduced in passes of 2 of its 64 input blocks, a tile walks
+    1/32 of them and takes 2 columns x 4 blocks (6 loads per 8 FMAs)."""
+    kb = 1024
+    assert register_tile(14, 64, 8, 144 * kb, AVX2) == (7, 1)
+    assert register_tile(14, 64, 8, 144 * kb * K_CHUNK_SMALL // 64, AVX2) == (2, 4)
+    case = Conv(64 * BLOCK, 4 * BLOCK, 14, 14) if BLOCK == 8 else None
+    if case is None:
+        pytest.skip("the tile sizes are those of an 8-lane (AVX2) block")
+    text, params = case.program()
+    (prim,) = [p for p in primitives(prepare(text, params, 3)) if conv_of(p) is not None]
+    script = scheduled_script(prim)
+    assert script is not None and "T.unroll(4)" in script and "T.unroll(7)" not in script
 
 
 def test_nan_and_infinity_propagate_through_the_vectorized_relu(kernel_cache: KernelCache,
