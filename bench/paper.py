@@ -25,10 +25,7 @@ Protocol: batch 1, two threads everywhere (``torch.set_num_threads(2)``, onnxrun
 ``intra_op_num_threads=2``, ``TVM_NUM_THREADS=2``), the same seeded weights and inputs
 (``models.get``/``models.example_inputs``), outputs checked against each other before timing,
 median of ``--runs`` (default 20) timed runs after ``--warmup`` (default 3) runs, wall-clock time
-(5 runs for a configuration slower than a second per run: :data:`SLOW_RUNS`). In Figs. 11/12
-ours, PyTorch and onnxruntime are timed in turn, one run of each per round
-(:func:`interleaved_times`), so that the machine's state drifting during a measurement
-affects all of them alike.
+(5 runs for a configuration slower than a second per run: :data:`SLOW_RUNS`).
 A figure whose prerequisites are missing (a package not installed, a component failing) is left
 out of the output and listed under "Missing" with the reason — never replaced by a placeholder.
 
@@ -484,39 +481,12 @@ FLOOR_RUNS = 5
 seconds per run, and it is a floor, not a competitor."""
 
 
-def interleaved_times(fns: dict[str, Callable[[], Any]], runs: int, warmup: int
-                      ) -> dict[str, float]:
-    """Median wall-clock seconds of each ``fns[k]()``, the systems timed **in turn**: after
-    ``warmup`` runs of each, round ``r`` runs every system once (the order rotating from round
-    to round), so a change in the machine's state during the measurement (a neighbour's load
-    on this shared 2-core machine moves a median by 20–40 % from one minute to the next)
-    affects every system alike and their ratios stay meaningful. A system whose warm-up run
-    takes over :data:`SLOW_SECONDS` gets :data:`SLOW_RUNS` rounds."""
-    names = list(fns)
-    rounds = {k: runs for k in names}
-    for k in names:
-        for _ in range(warmup):
-            start = time.perf_counter()
-            fns[k]()
-            if time.perf_counter() - start > SLOW_SECONDS:
-                rounds[k] = min(runs, SLOW_RUNS)
-    times: dict[str, list[float]] = {k: [] for k in names}
-    for r in range(max(rounds.values(), default=0)):
-        for k in names[r % len(names):] + names[:r % len(names)]:
-            if len(times[k]) < rounds[k]:
-                start = time.perf_counter()
-                fns[k]()
-                times[k].append(time.perf_counter() - start)
-    return {k: statistics.median(v) for k, v in times.items()}
-
-
 def latency(report: Report, args: argparse.Namespace, names: list[str], title: str,
             stem: str) -> None:
-    # (label, factory, timed in turn with ours); the untuned floor takes seconds a run
-    peers_known: list[tuple[str, Callable[[str], Any], bool]] = [
-        ("PyTorch", torch_eager, True),
-        ("onnxruntime", lambda n: onnx_runtime(n, workdir), True),
-        ("TVM Relax untuned", relax_floor, False),
+    peers_known: list[tuple[str, Callable[[str], Any], int, int]] = [
+        ("PyTorch", torch_eager, args.runs, args.warmup),
+        ("onnxruntime", lambda n: onnx_runtime(n, workdir), args.runs, args.warmup),
+        ("TVM Relax untuned", relax_floor, min(args.runs, FLOOR_RUNS), 1),
     ]
     labels = [p[0] for p in peers_known]
     header = (["model", "ours (ms)"] + [f"{lb} (ms)" for lb in labels]
@@ -536,20 +506,16 @@ def latency(report: Report, args: argparse.Namespace, names: list[str], title: s
             report.lack(f"{title}: {name}", f"our build failed: {type(e).__name__}: {e}")
             continue
         expect = _as_array(exe(*inputs))
-        # ours and the peers timed in turn (interleaved_times); the untuned floor, seconds a
-        # run, on its own afterwards
-        timed: dict[str, Callable[[], Any]] = {"ours": lambda exe=exe, a=inputs: exe(*a)}
-        alone: dict[str, Callable[[], Any]] = {}
+        t_ours = median_time(lambda exe=exe, inputs=inputs: exe(*inputs), args.runs, args.warmup)
         peers: list[float | None] = []
-        for label, factory, in_turn in peers_known:
+        for label, factory, runs, warmup in peers_known:
             try:
                 run, convert = factory(name)
                 peer_in = convert(inputs)
                 got = _as_array(run(*peer_in))
                 np.testing.assert_allclose(got, expect, rtol=1e-3,
                                            atol=1e-3 * max(1.0, float(np.abs(expect).max())))
-                (timed if in_turn else alone)[label] = lambda run=run, a=peer_in: run(*a)
-                peers.append(0.0)
+                peers.append(median_time(lambda run=run, a=peer_in: run(*a), runs, warmup))
             except Missing as e:
                 report.lack(f"{title}: {label} on {name}", str(e))
                 peers.append(None)
@@ -563,12 +529,6 @@ def latency(report: Report, args: argparse.Namespace, names: list[str], title: s
                 report.lack(f"{title}: {label} on {name}",
                             f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}")
                 peers.append(None)
-        medians = interleaved_times(timed, args.runs, args.warmup)
-        for label, run in alone.items():
-            medians[label] = median_time(run, min(args.runs, FLOOR_RUNS), 1)
-        t_ours = medians["ours"]
-        peers = [None if p is None else medians[label]
-                 for p, (label, _, _) in zip(peers, peers_known)]
         r = [None if p is None else p / t_ours for p in peers]
         for lb, x in zip(labels, r):
             ratios[f"{lb} / ours"].append(x)
@@ -582,8 +542,7 @@ def latency(report: Report, args: argparse.Namespace, names: list[str], title: s
     plotted = bar_plot(png, f"{title}: peer latency / ours (higher is better for us)", done,
                        ratios, "ratio", baseline=1.0)
     body = table(header, rows)
-    body += (f"\n\nMedian of {args.runs} runs after {args.warmup} warm-up runs, ours and "
-             f"PyTorch and onnxruntime timed in turn, one run each per round (the untuned "
+    body += (f"\n\nMedian of {args.runs} runs after {args.warmup} warm-up runs (the untuned "
              f"TVM Relax floor: {min(args.runs, FLOOR_RUNS)} runs after 1; a configuration "
              f"slower than {SLOW_SECONDS:g} s a run: {SLOW_RUNS} runs), batch 1, "
              f"{THREADS} threads; ratios above 1 mean we are faster.")

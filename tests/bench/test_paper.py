@@ -82,33 +82,3 @@ def test_latency_table_has_every_system(tmp_path: Path) -> None:
     for system in ("PyTorch", "onnxruntime", "TVM Relax untuned"):
         peer, ratio = float(cells[f"{system} (ms)"]), float(cells[f"{system} / ours"])
         assert ratio == pytest.approx(peer / ours, rel=0.02)
-
-
-def test_systems_are_timed_in_turn() -> None:
-    """``interleaved_times``: every system warms up, then each round runs every system once,
-    the order rotating; a slow system gets fewer rounds; the result is each one's median."""
-    paper = _paper()
-    calls: list[str] = []
-    clock = [0.0]
-
-    def system(name: str, seconds: float) -> Any:
-        def run() -> None:
-            calls.append(name)
-            clock[0] += seconds
-        return run
-
-    real = paper.time.perf_counter
-    paper.time.perf_counter = lambda: clock[0]
-    try:
-        medians = paper.interleaved_times(
-            {"a": system("a", 0.001), "b": system("b", 0.002), "slow": system("slow", 2.0)},
-            runs=7, warmup=1)
-    finally:
-        paper.time.perf_counter = real
-    assert calls[:3] == ["a", "b", "slow"]                         # the warm-ups
-    rounds = calls[3:]
-    assert rounds[:3] == ["a", "b", "slow"] and rounds[3:6] == ["b", "slow", "a"]
-    assert rounds.count("a") == rounds.count("b") == 7
-    assert rounds.count("slow") == paper.SLOW_RUNS
-    assert medians == {"a": pytest.approx(0.001), "b": pytest.approx(0.002),
-                       "slow": pytest.approx(2.0)}
