@@ -302,7 +302,7 @@ def _weight_block_bytes(info: KernelInfo, spatial: list[int]) -> int:
 def _tile_blocked(sch: Any, conv: Any, epilogue: Any, spatial: list[int],
                   reduction: list[int], weight_block_bytes: int, strided: bool) -> None:
     """``NCHW{c}c``: lanes over the channel block, a register tile of columns × channel
-    blocks (:func:`register_tile`); the input channels in passes of :data:`K_CHUNK` blocks
+    blocks (:func:`register_tile`); the input channels in passes of :func:`k_chunk` blocks
     when :func:`k_blocked` says so."""
     n, cb, oh, ow, lane, rc, ry, rx = sch.get_loops(conv)
     ic_block = _inner_block(_extent(sch, rc), spatial[-1])
@@ -311,7 +311,7 @@ def _tile_blocked(sch: Any, conv: Any, epilogue: Any, spatial: list[int],
     passes_of = k_chunk(positions) if k_blocked(positions, in_blocks, strided) else in_blocks
     # the weights a tile walks before the next tile reuses them: one pass's share of a block
     tw, ocb = register_tile(spatial[3], spatial[1], spatial[-1],
-                            weight_block_bytes * min(passes_of, in_blocks) // in_blocks)
+                            weight_block_bytes * passes_of // in_blocks)
     cbo, cbi = sch.split(cb, [None, ocb])
     owo, owi = sch.split(ow, [None, tw])
     if ic_block > 1:
@@ -358,7 +358,7 @@ def k_chunk(positions: int) -> int:
 
 
 def k_blocked(positions: int, channel_blocks: int, strided: bool) -> bool:
-    """Whether a convolution's input channels are reduced in passes of :data:`K_CHUNK`
+    """Whether a convolution's input channels are reduced in passes of :func:`k_chunk`
     blocks: many input channel blocks (at least :data:`K_MIN_BLOCKS`) over a large output
     (at least :data:`K_MIN_POSITIONS` positions) at stride 1.
 

@@ -54,6 +54,7 @@ from backends.tvm.target import vector_bytes
 
 __all__ = ["GEMM_PARALLEL_MIN", "GEMM_ROWS_MAX", "gemm_tile", "gemv_parallel", "schedule_dense"]
 
+
 def gemv_parallel(elements: int, bits: int = 32) -> bool:
     """Whether a GEMV over a weight of ``elements`` values of ``bits`` bits is split over the
     cores: when the weight does not fit one core's L2 cache (``sched.conv2d.machine``).
