@@ -42,6 +42,12 @@ Rewrites, by name (``T`` the target data layout, ``K`` its kernel layout):
   ``layout_transform`` the other way cancels with it (running the pass twice,
   or to ``NCHW`` after ``NHWC``/``NCHW16c``, leaves no round trips).
 
+* **Alter-Pool** — a pool (``nn.max_pool2d``, ``nn.avg_pool2d``, the global pools) of a
+  value available in ``T``, in that value's original layout, pools in ``T``
+  (``layout=T``; every channel is pooled on its own, so the numbers are the same in any
+  layout): its result is available in ``T`` too, and a conv → pool → conv chain keeps no
+  transform (TVM's x86 backend pools ``NCHW{c}c`` the same way).
+
 * **Alter-Broadcast** — a broadcasting binary operator (``add``, ``multiply``,
   ...) with an operand available in ``T`` is computed in ``T`` too: the other
   operand is another such value (a residual connection), a constant (padded
@@ -50,7 +56,7 @@ Rewrites, by name (``T`` the target data layout, ``K`` its kernel layout):
   constant with one channel gets a unit block axis), or a full-shape tensor
   (one transform).
 
-Limits: other layout-sensitive operators (pools, ``bias_add`` — run
+Limits: other layout-sensitive operators (``bias_add`` — run
 CanonicalizeOps first —, ``concatenate``) take their input in the original
 layout (a transform back is inserted before them); the program in
 graph form (values reached through ``let``-bound variables are not followed
@@ -97,6 +103,10 @@ _LAYOUT_AGNOSTIC = frozenset((
     "tanh", "sigmoid", "erf", "floor", "ceil", "round", "trunc", "clip", "cast", "copy",
     "logical_not", "zeros_like", "ones_like",
 ))
+
+# Pools: each channel is pooled on its own, so they run in any layout of the channels.
+_POOLS = frozenset(("nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d",
+                    "nn.global_max_pool2d"))
 
 # Broadcasting binary operators: they commute with a re-layout of both operands.
 _BROADCAST_BINARY = frozenset((
@@ -272,6 +282,8 @@ def _alter(fn: Function, target: str) -> Function:
                     new.op, (value,), new.attrs, new.type_args, span=new.span)
                 in_target[id(node)] = (moved, layout)
                 new = _transform(moved, target, layout, new.span)
+            elif name in _POOLS and len(node.args) == 1 and id(node.args[0]) in in_target:
+                new = _alter_pool(node, new, target, in_target)
             elif name in _BROADCAST_BINARY and len(node.args) == 2 and any(
                     id(a) in in_target for a in node.args):
                 new = _alter_binary(node, new, target, in_target, shared)
@@ -319,6 +331,27 @@ def _alter_conv(node: Call, new: Expr, target: str, kernel_target: str,
     conv = Call(new.op, (data, weight), Attrs(conv_attrs), new.type_args, span=new.span)
     in_target[id(node)] = (conv, out_layout)
     return _transform(conv, target, out_layout, new.span)
+
+
+# [Alter-Pool]
+def _alter_pool(node: Call, new: Expr, target: str,
+                in_target: dict[int, tuple[Expr, str]]) -> Expr:
+    """A pool whose input is available in the target layout pools it there (see the module
+    docstring); a pool in another layout than its input's original one is left alone."""
+    assert isinstance(new, Call)
+    value, layout = in_target[id(node.args[0])]
+    attrs = normalized_attrs(node)
+    if attrs["layout"] != layout or attrs["out_layout"] not in ("", layout):
+        return new
+    if layout == target and value is new.args[0]:
+        in_target[id(node)] = (new, target)  # already there: a source for the next conv
+        return new
+    pool_attrs = dict(new.attrs)
+    pool_attrs["layout"] = target
+    pool_attrs.pop("out_layout", None)
+    pool = Call(new.op, (value,), Attrs(pool_attrs), new.type_args, span=new.span)
+    in_target[id(node)] = (pool, layout)
+    return _transform(pool, target, layout, new.span)
 
 
 def _channels(t: object, layout: str, axes: str) -> list[object]:

@@ -44,8 +44,8 @@ import numpy as np
 from semantics.errors import InternalError
 from semantics.ops import attr_checks as T
 from semantics.ops import grad_ops_relations as G
-from semantics.ops.nn import _lowest, _tap, _tap_counts
-from semantics.ops.nn_relations import pad4, pair
+from semantics.ops.nn import _lowest, _tap, _tap_counts, from_nchw, spatial_extents, to_nchw
+from semantics.ops.nn_relations import check_conv_layout, pad4, pair
 from semantics.ops.reference import concrete_shape, reference
 from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
 from semantics.types import TensorType, Type
@@ -159,14 +159,6 @@ _op("nn.conv2d_backward_weight", 2, G.CONV2D_BACKWARD_WEIGHT, _conv2d_backward_w
 
 # --- pools ----------------------------------------------------------------------------------
 
-def _to_nchw(x: np.ndarray, layout: str) -> np.ndarray:
-    return np.transpose(x, [layout.index(c) for c in "NCHW"])
-
-
-def _from_nchw(x: np.ndarray, layout: str) -> np.ndarray:
-    return np.ascontiguousarray(np.transpose(x, ["NCHW".index(c) for c in layout]))
-
-
 class _Windows:
     """The window arithmetic of a pool over NCHW data of spatial extent ``h`` x ``w`` giving
     ``oh`` x ``ow`` outputs: tap offsets, the padded extent, and which taps lie in the data."""
@@ -220,22 +212,22 @@ class _Windows:
 
 def _pool_setup(data: np.ndarray, pooled_shape: tuple[int, ...], attrs: dict[str, Any]
                 ) -> tuple[np.ndarray, _Windows]:
-    x = _to_nchw(data, attrs["layout"])
+    x = to_nchw(data, attrs["layout"])
     olayout = attrs["out_layout"] or attrs["layout"]
-    oh, ow = pooled_shape[olayout.index("H")], pooled_shape[olayout.index("W")]
+    oh, ow = spatial_extents(pooled_shape, olayout)
     return x, _Windows(x.shape[2], x.shape[3], oh, ow, attrs)
 
 
 def _max_pool2d_grad(out: Type, out_grad: np.ndarray, data: np.ndarray, **attrs: Any
                      ) -> np.ndarray:
     x, win = _pool_setup(data, out_grad.shape, attrs)
-    g = _to_nchw(out_grad, attrs["out_layout"] or attrs["layout"])
+    g = to_nchw(out_grad, attrs["out_layout"] or attrs["layout"])
     res = win.pad(np.zeros_like(x))
     if win.oh and win.ow:
         zero = np.zeros((), dtype=x.dtype)
         for tap, hit in win.max_routes(x):
             win.view(res, tap)[...] += np.where(hit, g, zero)
-    return _from_nchw(win.crop(res), attrs["layout"])
+    return from_nchw(win.crop(res), attrs["layout"])
 
 
 def _max_pool2d_pick(out: Type, data: np.ndarray, values: np.ndarray, **attrs: Any
@@ -244,16 +236,16 @@ def _max_pool2d_pick(out: Type, data: np.ndarray, values: np.ndarray, **attrs: A
     x, win = _pool_setup(data, concrete_shape(out), attrs)
     res = np.zeros((x.shape[0], x.shape[1], win.oh, win.ow), dtype=x.dtype)
     if win.oh and win.ow:
-        vp = win.pad(_to_nchw(values, attrs["layout"]))
+        vp = win.pad(to_nchw(values, attrs["layout"]))
         for tap, hit in win.max_routes(x):
             res = np.where(hit, win.view(vp, tap), res)
-    return _from_nchw(res, olayout)
+    return from_nchw(res, olayout)
 
 
 def _avg_pool2d_grad(out: Type, out_grad: np.ndarray, data: np.ndarray, **attrs: Any
                      ) -> np.ndarray:
     x, win = _pool_setup(data, out_grad.shape, attrs)
-    g = _to_nchw(out_grad, attrs["out_layout"] or attrs["layout"])
+    g = to_nchw(out_grad, attrs["out_layout"] or attrs["layout"])
     res = win.pad(np.zeros_like(x))
     if win.oh and win.ow:
         include = bool(attrs["count_include_pad"])
@@ -263,7 +255,7 @@ def _avg_pool2d_grad(out: Type, out_grad: np.ndarray, data: np.ndarray, **attrs:
         share = g / counts
         for tap in win.taps():
             win.view(res, tap)[...] += share
-    return _from_nchw(win.crop(res), attrs["layout"])
+    return from_nchw(win.crop(res), attrs["layout"])
 
 
 def _pool_attrs(avg: bool) -> tuple[AttrSpec, ...]:
@@ -273,9 +265,9 @@ def _pool_attrs(avg: bool) -> tuple[AttrSpec, ...]:
         AttrSpec("dilation", "ints", (1, 1), check=T.check_ints_len(1, 2, minimum=1)),
         AttrSpec("padding", "ints", (0, 0), check=T.check_ints_len(1, 2, 4, minimum=0),
                  doc="1 value, (top/bottom, left/right) or (top, left, bottom, right)"),
-        AttrSpec("layout", "str", "NCHW", check=T.check_permutation("NCHW"),
-                 doc="layout of data"),
-        AttrSpec("out_layout", "str", "", check=T.check_permutation("NCHW", allow_empty=True),
+        AttrSpec("layout", "str", "NCHW", check=check_conv_layout("NCHW", "C"),
+                 doc="layout of data (may block C: NCHW16c)"),
+        AttrSpec("out_layout", "str", "", check=check_conv_layout("NCHW", "C", allow_empty=True),
                  doc="layout of the pooled tensor (\"\" = layout)"),
         AttrSpec("ceil_mode", "bool", False),
     )

@@ -40,9 +40,13 @@ exception escapes):
   ``layout_transform``'s reference, runs the NCHW convolution and packs the result,
   so a blocked conv is bit-identical to the transformed unblocked one (any groups).
 
-Not supported: blocked layouts (``NCHW16c``) in pools, ``nn.conv2d``
-weight-type inference from ``channels``/``kernel_size`` (the weight needs a
-type), training-mode dropout/batch_norm, ``auto_pad`` forms. Fusion patterns
+* **Blocked pool layouts** (``layout="NCHW16c"``, ``out_layout``; the four pools and the
+  pool gradients): the reference unpacks to NCHW, pools and packs the result, so a blocked
+  pool is bit-identical to the transformed unblocked one. Every channel is pooled on its
+  own, so the block never mixes channels.
+
+Not supported: ``nn.conv2d`` weight-type inference from ``channels``/``kernel_size``
+(the weight needs a type), training-mode dropout/batch_norm, ``auto_pad`` forms. Fusion patterns
 are current TVM's: softmax and log_softmax are ``OUT_ELEMWISE_FUSABLE`` (they
 were ``OPAQUE`` up to TVM 0.8).
 """
@@ -322,12 +326,26 @@ _op("nn.batch_flatten", 1, N.BATCH_FLATTEN, OpPattern.INJECTIVE, _batch_flatten,
 
 # --- pooling -------------------------------------------------------------------------------------
 
-def _to_nchw(data: np.ndarray, layout: str) -> np.ndarray:
+def to_nchw(data: np.ndarray, layout: str) -> np.ndarray:
+    """``data``, laid out as ``layout`` (a permutation of NCHW, maybe blocking C), as NCHW."""
+    if N.is_blocked(layout):
+        relayout = get_op("layout_transform").reference
+        return np.asarray(relayout(data, src_layout=layout, dst_layout="NCHW"))
     return np.transpose(data, [layout.index(c) for c in "NCHW"])
 
 
-def _from_nchw(res: np.ndarray, layout: str) -> np.ndarray:
+def from_nchw(res: np.ndarray, layout: str) -> np.ndarray:
+    """An NCHW array laid out as ``layout`` (the inverse of :func:`to_nchw`), contiguous."""
+    if N.is_blocked(layout):
+        relayout = get_op("layout_transform").reference
+        return np.ascontiguousarray(relayout(res, src_layout="NCHW", dst_layout=layout))
     return np.ascontiguousarray(np.transpose(res, ["NCHW".index(c) for c in layout]))
+
+
+def spatial_extents(shape: tuple[int, ...], layout: str) -> tuple[int, int]:
+    """(H, W) of a tensor of ``shape`` laid out as ``layout`` (only C may be blocked)."""
+    letters = [a for a, _ in N.conv_layout(layout, "NCHW", "C", "pool")]
+    return shape[letters.index("H")], shape[letters.index("W")]
 
 
 def _lowest(dtype: np.dtype) -> Any:
@@ -360,20 +378,19 @@ def _pool2d(out: Type, data: np.ndarray, *, pool_size: Any, strides: Any, dilati
             padding: Any, layout: str, out_layout: str, ceil_mode: bool,
             count_include_pad: bool | None = None) -> np.ndarray:
     avg = count_include_pad is not None
-    x = _to_nchw(data, layout)
+    x = to_nchw(data, layout)
     kh, kw = N.pair(pool_size)
     sh, sw = N.pair(strides)
     dh, dw = N.pair(dilation)
     pt, pl, pb, pr = N.pad4(padding)
     olayout = out_layout or layout
-    oshape = concrete_shape(out)
-    oh, ow = oshape[olayout.index("H")], oshape[olayout.index("W")]
+    oh, ow = spatial_extents(concrete_shape(out), olayout)
     eh, ew = (sh - 1, sw - 1) if ceil_mode else (0, 0)
     if not avg:
         # A running maximum over the strided slice of each window tap (max is exact, so
         # the order does not matter; NaN propagates through np.maximum).
         if oh == 0 or ow == 0:
-            return _from_nchw(np.empty((*x.shape[:2], oh, ow), x.dtype), olayout)
+            return from_nchw(np.empty((*x.shape[:2], oh, ow), x.dtype), olayout)
         xp = x
         if pt or pl or pb + eh or pr + ew:
             xp = np.pad(x, ((0, 0), (0, 0), (pt, pb + eh), (pl, pr + ew)),
@@ -383,7 +400,7 @@ def _pool2d(out: Type, data: np.ndarray, *, pool_size: Any, strides: Any, dilati
             for j in range(kw):
                 if i or j:
                     np.maximum(best, _tap(xp, i * dh, j * dw, oh, ow, sh, sw), out=best)
-        return _from_nchw(best, olayout)
+        return from_nchw(best, olayout)
     xa = x.astype(np.int64) if x.dtype.kind in "iu" else x
     xp = np.pad(xa, ((0, 0), (0, 0), (pt, pb + eh), (pl, pr + ew)))
     win = sliding_window_view(xp, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
@@ -392,7 +409,7 @@ def _pool2d(out: Type, data: np.ndarray, *, pool_size: Any, strides: Any, dilati
     ch = _tap_counts(x.shape[2], kh, dh, sh, pt, pb, oh, bool(count_include_pad))
     cw = _tap_counts(x.shape[3], kw, dw, sw, pl, pr, ow, bool(count_include_pad))
     counts = np.maximum(ch[:, None] * cw[None, :], 1)
-    return _from_nchw(_divide_sums(sums, counts, x.dtype), olayout)
+    return from_nchw(_divide_sums(sums, counts, x.dtype), olayout)
 
 
 def _max_pool2d(out: Type, data: np.ndarray, **attrs: Any) -> np.ndarray:
@@ -405,7 +422,7 @@ def _avg_pool2d(out: Type, data: np.ndarray, **attrs: Any) -> np.ndarray:
 
 def _global_pool(out: Type, data: np.ndarray, layout: str, out_layout: str, avg: bool
                  ) -> np.ndarray:
-    x = _to_nchw(data, layout)
+    x = to_nchw(data, layout)
     if avg:
         xa = x.astype(np.int64) if x.dtype.kind in "iu" else x
         sums = xa.sum(axis=(2, 3), keepdims=True)
@@ -413,7 +430,7 @@ def _global_pool(out: Type, data: np.ndarray, layout: str, out_layout: str, avg:
         res = _divide_sums(sums, counts, x.dtype)
     else:
         res = x.max(axis=(2, 3), keepdims=True)
-    return _from_nchw(res, out_layout or layout)
+    return from_nchw(res, out_layout or layout)
 
 
 def _global_avg_pool2d(out: Type, data: np.ndarray, layout: str, out_layout: str
@@ -433,8 +450,10 @@ def _pool_attrs(avg: bool) -> tuple[AttrSpec, ...]:
         AttrSpec("dilation", "ints", (1, 1), check=T.check_ints_len(1, 2, minimum=1)),
         AttrSpec("padding", "ints", (0, 0), check=T.check_ints_len(1, 2, 4, minimum=0),
                  doc="1 value, (top/bottom, left/right) or (top, left, bottom, right)"),
-        AttrSpec("layout", "str", "NCHW", check=T.check_permutation("NCHW")),
-        AttrSpec("out_layout", "str", "", check=T.check_permutation("NCHW", allow_empty=True)),
+        AttrSpec("layout", "str", "NCHW", check=N.check_conv_layout("NCHW", "C"),
+                 doc="may block C (NCHW16c)"),
+        AttrSpec("out_layout", "str", "", check=N.check_conv_layout("NCHW", "C", allow_empty=True),
+                 doc="\"\" = layout; may block C"),
         AttrSpec("ceil_mode", "bool", False),
     )
     if avg:
@@ -443,8 +462,10 @@ def _pool_attrs(avg: bool) -> tuple[AttrSpec, ...]:
 
 
 _GLOBAL_POOL_ATTRS = (
-    AttrSpec("layout", "str", "NCHW", check=T.check_permutation("NCHW")),
-    AttrSpec("out_layout", "str", "", check=T.check_permutation("NCHW", allow_empty=True)),
+    AttrSpec("layout", "str", "NCHW", check=N.check_conv_layout("NCHW", "C"),
+             doc="may block C (NCHW16c)"),
+    AttrSpec("out_layout", "str", "", check=N.check_conv_layout("NCHW", "C", allow_empty=True),
+             doc="\"\" = layout; may block C"),
 )
 
 _op("nn.max_pool2d", 1, N.POOL2D, OpPattern.OUT_ELEMWISE_FUSABLE, _max_pool2d,

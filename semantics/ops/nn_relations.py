@@ -13,8 +13,8 @@ symbolic ``H`` the result is that expression built with ``sympy.floor``, which
 SymPy simplifies when it can (stride 1: ``n + 2 - 3 + 1`` is ``n``) and the
 type checker's solver can reason about otherwise.
 
-Layouts: the pools' ``layout``/``out_layout`` are permutations of ``NCHW``.
-Conv2D's ``data_layout``/``out_layout`` are permutations of ``NCHW`` that may
+Layouts: Conv2D's ``data_layout``/``out_layout`` and the pools'
+``layout``/``out_layout`` are permutations of ``NCHW`` that may
 add a block of the channel axis, and ``kernel_layout`` a permutation of ``OIHW``
 that may add blocks of ``I`` and ``O`` — TVM's blocked layouts, with
 ``layout_transform``'s meaning (:func:`~semantics.ops.transform_relations.parse_layout`):
@@ -84,11 +84,6 @@ def pad4(values: Sequence[int]) -> tuple[int, int, int, int]:
     return (values[0], values[1], values[2], values[3])
 
 
-def pick(shape: Sequence[Dim], layout: str, canonical: str) -> list[Dim]:
-    """The dims of ``shape`` (laid out as ``layout``) in the order of ``canonical``."""
-    return [shape[layout.index(c)] for c in canonical]
-
-
 def window_out_dim(rel: str, arg_types: ArgTypes, size: Dim, kernel: Dim, pad_lo: int,
                    pad_hi: int, stride: int, dilation: int, ceil_mode: bool = False) -> Dim:
     """Output extent of a strided, dilated window over a padded axis (module docstring)."""
@@ -120,18 +115,20 @@ def result_dtype(rel: str, arg_types: ArgTypes, inputs: Sequence[TensorType],
 # --- Conv2D and Dense ----------------------------------------------------------------------------
 
 @lru_cache(maxsize=256)
-def conv_layout(text: str, primal: str, blockable: str) -> tuple[tuple[str, int], ...]:
-    """A Conv2D layout parsed (:func:`parse_layout`): ``primal``'s letters in any order, plus
-    at most one block of each axis in ``blockable`` (``"NCHW16c"`` for ``"NCHW"``, ``"C"``).
+def conv_layout(text: str, primal: str, blockable: str,
+                op: str = "nn.conv2d") -> tuple[tuple[str, int], ...]:
+    """A Conv2D (or pool) layout parsed (:func:`parse_layout`): ``primal``'s letters in any
+    order, plus at most one block of each axis in ``blockable`` (``"NCHW16c"`` for ``"NCHW"``,
+    ``"C"``).
 
     Raises:
-        RelayTypeError: ``bad attribute`` for anything else.
+        RelayTypeError: ``bad attribute`` (naming ``op``) for anything else.
     """
-    axes = tuple(parse_layout("nn.conv2d", text))
+    axes = tuple(parse_layout(op, text))
     uppers = sorted(a for a, _ in axes if a.isupper())
     blocks = [a.upper() for a, _ in axes if a.islower()]
     if uppers != sorted(primal) or any(b not in blockable for b in blocks):
-        raise RelayTypeError(f"bad attribute: nn.conv2d: layout {text!r} is not a permutation "
+        raise RelayTypeError(f"bad attribute: {op}: layout {text!r} is not a permutation "
                              f"of {primal} with optional blocks of {', '.join(blockable)}")
     return axes
 
@@ -361,23 +358,33 @@ BATCH_FLATTEN = Relation("BatchFlatten", _batch_flatten, "(d0, d1 * ... * dn)")
 
 # --- pooling and padding -------------------------------------------------------------------------
 
-def _pool_input(rel: str, arg_types: ArgTypes,
-                attrs: Attrs) -> tuple[TensorType, tuple[Dim, Dim, Dim, Dim]] | None:
-    """The pooled tensor and its (N, C, H, W) dims; None while its type is unknown."""
+def _pool_input(rel: str, arg_types: ArgTypes, attrs: Attrs, solver: DimSolver
+                ) -> tuple[TensorType, tuple[Dim, Dim, Dim, Dim]] | None:
+    """The pooled tensor and its primal (N, C, H, W) extents (a blocked ``layout``: the
+    channels are the outer extent times the block); None while its type is unknown."""
     ts = expect_tensors(rel, arg_types, 1)
     if ts is None:
         return None
     (data,) = ts
-    if data.ndim != 4:
-        raise relation_error(rel, arg_types, "data must be 4-d")
+    axes = conv_layout(attrs["layout"], "NCHW", "C", rel)
+    if data.ndim != len(axes):
+        raise relation_error(rel, arg_types, f"data must be {len(axes)}-d (layout "
+                                             f"{attrs['layout']})")
     require_dtype_class(rel, arg_types, data.dtype, NUMERIC)
-    n, c, h, w = pick(data.shape, attrs["layout"], "NCHW")
+    n, c, h, w = unblocked_dims(rel, arg_types, solver, data.shape, axes, "NCHW")
     return data, (n, c, h, w)
+
+
+def _pooled_type(rel: str, arg_types: ArgTypes, attrs: Attrs, dims: dict[str, Dim],
+                 dtype: str) -> TensorType:
+    """The pool's result: primal extents ``dims`` laid out as ``out_layout`` (or ``layout``)."""
+    out_axes = conv_layout(attrs["out_layout"] or attrs["layout"], "NCHW", "C", rel)
+    return TensorType(blocked_shape(rel, arg_types, dims, out_axes), dtype)
 
 
 def _pool2d(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
     rel = "Pool2D"
-    found = _pool_input(rel, arg_types, attrs)
+    found = _pool_input(rel, arg_types, attrs, solver)
     if found is None:
         return None
     data, (n, c, h, w) = found
@@ -389,8 +396,7 @@ def _pool2d(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None
     dims = {"N": n, "C": c,
             "H": window_out_dim(rel, arg_types, h, kh, pt, pb, sh, dh, ceil),
             "W": window_out_dim(rel, arg_types, w, kw, pl, pr, sw, dw, ceil)}
-    layout = attrs["out_layout"] or attrs["layout"]
-    return TensorType(tuple(dims[k] for k in layout), data.dtype)
+    return _pooled_type(rel, arg_types, attrs, dims, data.dtype)
 
 
 POOL2D = Relation("Pool2D", _pool2d, "max/avg pooling: windowed H and W, N and C kept")
@@ -398,15 +404,13 @@ POOL2D = Relation("Pool2D", _pool2d, "max/avg pooling: windowed H and W, N and C
 
 def _global_pool2d(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
     rel = "GlobalPool2D"
-    found = _pool_input(rel, arg_types, attrs)
+    found = _pool_input(rel, arg_types, attrs, solver)
     if found is None:
         return None
     data, (n, c, h, w) = found
     if 0 in (h, w):
         raise relation_error(rel, arg_types, "cannot pool over an empty window")
-    dims = {"N": n, "C": c, "H": 1, "W": 1}
-    layout = attrs["out_layout"] or attrs["layout"]
-    return TensorType(tuple(dims[k] for k in layout), data.dtype)
+    return _pooled_type(rel, arg_types, attrs, {"N": n, "C": c, "H": 1, "W": 1}, data.dtype)
 
 
 GLOBAL_POOL2D = Relation("GlobalPool2D", _global_pool2d, "H and W pooled to 1")

@@ -115,10 +115,42 @@ def test_blocked_convs_elide_transforms_between_them():
     assert fed_by_transforms_of_computed_values(out) == 0 and round_trips(out) == 0
     kinds = sorted((t.attrs["src_layout"], t.attrs["dst_layout"])
                    for t in calls(out, "layout_transform"))
-    # in: %x and three weights; out: the result conv and the pool's input
+    # in: %x and three weights; out: the result conv and the (blocked) pool's result
     assert kinds == [("NCHW", "NCHW4c")] + [("NCHW4c", "NCHW")] * 2 + [("OIHW", "OIHW4i4o")] * 3
     assert_same_meaning(mod, out, inputs_for(mod, 1), "float32")
     assert passes.alter_op_layout(mod, layout="NCHW4c").functions.keys() == out.functions.keys()
+
+
+def test_pools_between_convs_run_blocked():
+    mod = parse("""
+    def @main(%x: Tensor[(1, 4, 8, 8), float32], %w1: Tensor[(8, 4, 3, 3), float32],
+              %w2: Tensor[(8, 8, 1, 1), float32]) {
+      %0 = nn.max_pool2d(nn.relu(nn.conv2d(%x, %w1, padding=[1, 1])), pool_size=[3, 3],
+                         strides=[2, 2], padding=[1, 1]);
+      %1 = nn.avg_pool2d(nn.conv2d(%0, %w2), pool_size=[2, 2], strides=[2, 2]);
+      (%1, nn.global_avg_pool2d(%1))
+    }""")
+    out = passes.alter_op_layout(mod, block=4)
+    pools = [c for name in ("nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d")
+             for c in calls(out, name)]
+    assert len(pools) == 3 and all(p.attrs["layout"] == "NCHW4c" for p in pools)
+    assert fed_by_transforms_of_computed_values(out) == 0 and round_trips(out) == 0
+    kinds = sorted((t.attrs["src_layout"], t.attrs["dst_layout"])
+                   for t in calls(out, "layout_transform"))
+    # in: %x and two weights; out: the two results
+    assert kinds == [("NCHW", "NCHW4c")] + [("NCHW4c", "NCHW")] * 2 + [("OIHW", "OIHW4i4o")] * 2
+    assert_same_meaning(mod, out, inputs_for(mod, 2), "float32")
+
+
+def test_a_pool_in_another_layout_than_its_input_stays():
+    mod = parse("""
+    def @main(%x: Tensor[(1, 4, 4, 4), float32], %w: Tensor[(4, 4, 1, 1), float32]) {
+      nn.max_pool2d(nn.conv2d(%x, %w), pool_size=[2, 2], layout="NCHW", out_layout="NHWC")
+    }""")
+    out = passes.alter_op_layout(mod, block=4)
+    (pool,) = calls(out, "nn.max_pool2d")
+    assert pool.attrs["layout"] == "NCHW" and pool.attrs["out_layout"] == "NHWC"
+    assert_same_meaning(mod, out, inputs_for(mod, 3), "float32")
 
 
 def test_bound_weights_are_pretransformed_at_compile_time():
@@ -237,7 +269,7 @@ def test_optimize_O3_pretransforms_bound_weights_and_is_stable():
 def blocked_cnns(draw: Any) -> dict[str, Any]:
     """1-3 convolutions in a chain with channel counts from {2, 3, 4, 6, 8} (some divisible by
     the block, some not), maybe grouped, with constant biases, residual adds and elementwise
-    operators between, maybe a pool at the end; weights maybe bound."""
+    operators between, maybe pools between them and at the end; weights maybe bound."""
     dtype = draw(st.sampled_from(("float32", "float64")))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     counts = st.sampled_from((2, 3, 4, 6, 8))
@@ -263,9 +295,14 @@ def blocked_cnns(draw: Any) -> dict[str, Any]:
             conv = f"{draw(st.sampled_from(('add', 'multiply')))}({conv}, %b{i})"
         act = draw(st.sampled_from(("", "nn.relu", "tanh")))
         expr = f"{act}({conv})" if act else conv
+        if draw(st.integers(0, 3)) == 0:  # a stride-1 pool between convs keeps 4 x 4
+            expr = draw(st.sampled_from((
+                f"nn.max_pool2d({expr}, pool_size=[3, 3], padding=[1, 1])",
+                f"nn.avg_pool2d({expr}, pool_size=[2, 2], padding=[1, 1, 0, 0])")))
         c = o
     if draw(st.booleans()):
-        expr = f"nn.max_pool2d({expr}, pool_size=[2, 2])"
+        expr = draw(st.sampled_from((f"nn.max_pool2d({expr}, pool_size=[2, 2])",
+                                     f"nn.global_avg_pool2d({expr})")))
     mod = parse(f"def @main({', '.join(params)}) {{ {expr} }}")
     if draw(st.booleans()):
         consts += [p.name_hint for p in mod["main"].params if p.name_hint.startswith("w")]

@@ -141,7 +141,10 @@ def test_every_pass_handles_20000_deep_programs(make):
     mod = parse(make(20_000))
     expected = evaluate(mod, 1)
     for p in passes.list_passes():
-        assert evaluate(p(mod), 1) == expected
+        out = p(mod)
+        # a pass with nothing to do returns its input (no copy of 20,000 nodes): nothing new
+        # to evaluate
+        assert out is mod or evaluate(out, 1) == expected, p.name
     assert evaluate(passes.optimize(mod, 3), 1) == expected
 
 

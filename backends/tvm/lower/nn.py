@@ -10,8 +10,9 @@ BLAS: compare with a tolerance).
 
 Layouts are index maps: every tensor is read through its layout's *primal* coordinates
 (``N C H W`` / ``O I H W``; a blocked axis ``C`` with block ``c`` of factor ``f`` is read at
-``C = x // f, c = x % f``), so ``nn.conv2d`` handles every layout the relation accepts —
-permutations and TVM's blocked ``NCHW{c}c``/``OIHW{i}i{o}o`` — with one compute.  Padding is
+``C = x // f, c = x % f``), so ``nn.conv2d`` and the pools handle every layout the relation
+accepts — permutations and TVM's blocked ``NCHW{c}c``/``OIHW{i}i{o}o`` — with one compute
+each.  Padding is
 a lazy ``if_then_else`` around the load for convolution (zero); pooling loads at a clamped
 index and selects the padding value (the dtype's lowest finite value for max pooling, as the
 reference; zero for the average), only on the axes the window can leave the data.
@@ -540,20 +541,27 @@ def _pool_setup(call: OpCall) -> dict[str, Any]:
     dh, dw = N.pair(attrs["dilation"])
     pt, pl, pb, pr = N.pad4(attrs["padding"])
     shape = call.in_shape(0)
-    out_layout = attrs["out_layout"] or layout
-    return dict(imap=LayoutMap(layout), omap=LayoutMap(out_layout),
+    imap, omap = LayoutMap(layout), LayoutMap(attrs["out_layout"] or layout)
+    return dict(imap=imap, omap=omap,
                 kh=kh, kw=kw, sh=sh, sw=sw, dh=dh, dw=dw, pt=pt, pl=pl, pb=pb, pr=pr,
-                height=shape[layout.index("H")], width=shape[layout.index("W")],
-                out_h=call.out_shape[out_layout.index("H")],
-                out_w=call.out_shape[out_layout.index("W")])
+                height=imap.extent(shape, "H"), width=imap.extent(shape, "W"),
+                out_h=omap.extent(call.out_shape, "H"), out_w=omap.extent(call.out_shape, "W"))
 
 
 def _window_tap(p: dict[str, Any], o: dict[str, Any], ry: Any, rx: Any
                 ) -> tuple[Any, Any, Any]:
     """``(h, w, inside)`` of window tap ``(ry, rx)`` of output ``o``: the input row and
     column, clamped into the data where the window can reach the padding (see
-    :func:`_clamp`), and the condition that the tap is inside the data (None: always)."""
+    :func:`_clamp`), and the condition that the tap is inside the data (None: always).
+
+    The condition is "the clamp changes nothing", not ``0 <= i < n``: TVM's simplifier
+    simplifies a ``Select``'s value under its condition, and under ``0 <= i < n`` it drops
+    the clamp, leaving a load outside the buffer for the ``Select`` to discard (the load is
+    unconditional: a tap in the top padding read a row before the data).  Over an empty
+    axis every tap is padding: ``inside`` is then ``False`` and nothing may be loaded."""
     tirx = _tirx()
+    if p["height"] == 0 or p["width"] == 0:
+        return 0, 0, False
     conds = []
     index = []
     for c, r, s, d, pad, k, n, out in (
@@ -561,8 +569,9 @@ def _window_tap(p: dict[str, Any], o: dict[str, Any], ry: Any, rx: Any
             (o["W"], rx, p["sw"], p["dw"], p["pl"], p["kw"], p["width"], p["out_w"])):
         i = c * s - pad + r * d
         if pad > 0 or (out - 1) * s - pad + (k - 1) * d > n - 1:
-            conds += [i >= 0, i < n]
-            i = _clamp(i, n)
+            clamped = _clamp(i, n)
+            conds.append(clamped == i)
+            i = clamped
         index.append(i)
     return index[0], index[1], tirx.all(*conds) if conds else None
 
@@ -609,6 +618,8 @@ def _max_pool2d(call: OpCall) -> Any:
     def body(*idx: Any) -> Any:
         o = p["omap"].coords(idx)
         h, w, inside = _window_tap(p, o, ry, rx)
+        if inside is False:
+            return reducer(low, axis=[ry, rx])
         v = _at(x, p["imap"].index({"N": o["N"], "C": o["C"], "H": h, "W": w}))
         if inside is not None:
             v = tirx.Select(inside, v, low)
@@ -658,6 +669,8 @@ def _avg_pool2d(call: OpCall) -> Any:
     def window_sum(*idx: Any) -> Any:
         o = p["omap"].coords(idx)
         h, w, inside = _window_tap(p, o, ry, rx)
+        if inside is False:
+            return te.sum(const(0, acc), axis=[ry, rx])
         v = tirx.Cast(acc, _at(x, p["imap"].index({"N": o["N"], "C": o["C"], "H": h, "W": w})))
         if inside is not None:
             v = tirx.Select(inside, v, const(0, acc))

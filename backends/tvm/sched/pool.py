@@ -1,17 +1,22 @@
 """Schedules of the pooling kernels: ``nn.max_pool2d``, ``nn.avg_pool2d`` and the global pools.
 
 The lowerings (:mod:`backends.tvm.lower.nn`) write a pool as one reduction block over the
-window (``max_pool2d``; ``avg_pool_sum`` then the division ``avg_pool2d``; ``global_*``), the
-padding as a lazy ``if_then_else`` around the load.  The default recipe fuses every output
-loop into one parallel loop of a few elements each and accumulates in the output buffer;
-here:
+window (``max_pool2d``; ``avg_pool_sum`` then the division ``avg_pool2d``; ``global_*``), a
+tap in the padding as a load of the clamped border element whose value a ``Select``
+discards.  The default recipe fuses every output loop into one parallel loop of a few
+elements each and accumulates in the output buffer; here:
 
 * **windowed pools**: the output loops but the innermost are fused into the row loop
   (``parallel`` above :data:`backends.tvm.schedules.PARALLEL_MIN` window taps); the innermost
-  output axis (``W`` in ``NCHW``, the channel block ``c`` in ``NCHW{c}c``) is split by the vector
-  width, its lanes below the (unrolled) window loops, and the accumulators of a vector of
-  outputs live in a local buffer (``cache_write``), written back once; the average's division
-  runs in the same tile;
+  output axis (``W`` in ``NCHW``) is split by the vector width, its lanes below the (unrolled)
+  window loops, and the accumulators of a vector of outputs live in a local buffer
+  (``cache_write``), written back once; the average's division runs in the same tile;
+* **blocked windowed pools** (``NCHW{c}c``, the innermost axis one vector): the loops above
+  ``W`` are the parallel row loop, ``W`` runs in tiles of up to 8 columns
+  (:func:`column_tile`), each column a vector of the block's channels — contiguous loads, 8
+  vector accumulators.  On 64 channels of 112×112, 3×3/2 (ResNet-18's pool, one run): 0.15
+  ms against 1.55 ms for the ``NCHW`` kernel, whose vectors along ``W`` gather strided taps;
+  VGG-16's 2×2/2 on 224×224: 1.5 against 4.0 ms;
 * **global pools**: the reduction over ``H × W`` per channel stays a sequential loop, the
   channels are the parallel loop (above the threshold), and the average's division is
   computed right after each channel's sum.
@@ -28,7 +33,7 @@ from backends.tvm.sched import KernelInfo, register_schedule
 from backends.tvm.sched.dense import attach_epilogue, inline_into_consumers
 from backends.tvm.schedules import PARALLEL_MIN, schedule_spatial
 
-__all__ = ["schedule_pool"]
+__all__ = ["column_tile", "schedule_pool"]
 
 _WINDOWED = {"nn.max_pool2d": "max_pool2d", "nn.avg_pool2d": "avg_pool_sum"}
 _GLOBAL = {"nn.global_max_pool2d": "global_max_pool2d", "nn.global_avg_pool2d": "global_avg_sum"}
@@ -40,6 +45,12 @@ def _lanes(extent: int, bits: int) -> int:
         if v <= limit and extent % v == 0:
             return v
     return 1
+
+
+def column_tile(width: int) -> int:
+    """Output columns pooled together in a blocked layout: the largest divisor of the width
+    up to 8 (8 vector accumulators, well within 16 registers)."""
+    return next(t for t in range(min(8, width), 0, -1) if width % t == 0)
 
 
 def _names(sch: Any) -> list[str]:
@@ -60,13 +71,21 @@ def _windowed(sch: Any, name: str) -> Any:
         work *= e
     bits = int(sch.get(block).writes[0].source.dtype.bits)
     v = _lanes(ext[n_sp - 1], bits)
-    row = sch.fuse(*spatial[:-1]) if n_sp > 2 else spatial[0]
-    inner = spatial[-1]
-    if v > 1:
-        outer_w, lanes = sch.split(inner, [None, v])
+    if n_sp > 2 and v > 1 and ext[n_sp - 1] == v:
+        # the innermost axis is one vector (NCHW{c}c's channel block): a row of outputs
+        # per parallel iteration, a tile of columns (each a vector of channels) at a time
+        row = sch.fuse(*spatial[:-2]) if n_sp > 3 else spatial[0]
+        outer_w, cols = sch.split(spatial[-2], [None, column_tile(ext[n_sp - 2])])
+        lanes = spatial[-1]
+        sch.reorder(outer_w, *reduce, cols, lanes)
+        sch.unroll(cols)
+    elif v > 1:
+        row = sch.fuse(*spatial[:-1]) if n_sp > 2 else spatial[0]
+        outer_w, lanes = sch.split(spatial[-1], [None, v])
         sch.reorder(outer_w, *reduce, lanes)
     else:
-        outer_w, lanes = inner, None
+        row = sch.fuse(*spatial[:-1]) if n_sp > 2 else spatial[0]
+        outer_w, lanes = spatial[-1], None
         sch.reorder(outer_w, *reduce)
     local = sch.cache_write(block, 0, "local")
     sch.reverse_compute_at(local, outer_w, preserve_unit_loops=True)

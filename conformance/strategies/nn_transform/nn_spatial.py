@@ -146,6 +146,33 @@ def _conv2d_invalid() -> SearchStrategy:
 # --- nn: pools -----------------------------------------------------------------------------------
 
 @st.composite
+def _pool_layouts(draw: st.DrawFn, c: int) -> tuple[str, str]:
+    """(layout, out_layout) of a pool over ``c`` channels: permutations of NCHW, or (when a
+    block divides ``c``) TVM's blocked ``NCHW{b}c`` / ``NHWC{b}c``."""
+    blocks = [b for b in (1, 2, 4) if c and c % b == 0]
+
+    def one(allow_empty: bool) -> SearchStrategy:
+        plain = _perm("NCHW", ("NCHW", "NHWC"))
+        options = [plain, plain]
+        if blocks:
+            options.append(st.builds(lambda p, b: f"{p}{b}c", st.sampled_from(("NCHW", "NHWC")),
+                                     st.sampled_from(blocks)))
+        if allow_empty:
+            options.append(st.just(""))
+        return st.one_of(*options)
+
+    return draw(one(False)), draw(one(True))
+
+
+def _laid_out(dims: dict[str, int], layout: str) -> list[int]:
+    """The shape of a tensor of primal extents ``dims`` in ``layout`` (maybe ``NCHW{b}c``)."""
+    letters = layout.rstrip("c").rstrip("0123456789")
+    block = int(layout[len(letters):-1]) if layout != letters else 0
+    shape = [dims[a] // block if a == "C" and block else dims[a] for a in letters]
+    return shape + [block] if block else shape
+
+
+@st.composite
 def pool2d_call(draw: st.DrawFn, avg: bool) -> CallArgs:
     pool_size, (kh, kw) = draw(_pair_attr(1, 3))
     strides, (sh, sw) = draw(_pair_attr(1, 3))
@@ -153,9 +180,8 @@ def pool2d_call(draw: st.DrawFn, avg: bool) -> CallArgs:
     padding, (pt, pl, pb, pr) = draw(_padding())
     h = draw(_extent_for(kh, dh, pt + pb))
     w = draw(_extent_for(kw, dw, pl + pr))
-    layout = draw(_perm("NCHW", ("NCHW", "NHWC")))
-    out_layout = draw(st.one_of(st.just(""), _perm("NCHW", ("NCHW", "NHWC"))))
-    dims = {"N": draw(st.integers(0, 2)), "C": draw(st.integers(0, 3)), "H": h, "W": w}
+    dims = {"N": draw(st.integers(0, 2)), "C": draw(st.integers(0, 4)), "H": h, "W": w}
+    layout, out_layout = draw(_pool_layouts(dims["C"]))
     attrs: dict[str, Any] = {"pool_size": pool_size if len(pool_size) == 2 or draw(
         st.booleans()) else pool_size[0]}
     _maybe(draw, attrs, "strides", strides, [1, 1])
@@ -166,7 +192,7 @@ def pool2d_call(draw: st.DrawFn, avg: bool) -> CallArgs:
     _maybe(draw, attrs, "ceil_mode", draw(st.booleans()), False)
     if avg:
         _maybe(draw, attrs, "count_include_pad", draw(st.booleans()), False)
-    return (T([dims[a] for a in layout], draw(dtypes(NUMERIC))),), attrs
+    return (T(_laid_out(dims, layout), draw(dtypes(NUMERIC))),), attrs
 
 
 @O.register_valid_call("nn.max_pool2d", "nn.avg_pool2d")
@@ -186,7 +212,8 @@ def _pool_bad(draw: st.DrawFn) -> CallArgs:
     if kind == "stride":
         return (x,), {"pool_size": [2, 2], "strides": [0, 1]}
     if kind == "layout":
-        return (x,), {"pool_size": [2, 2], "layout": "NCWH4c"}
+        return (x,), {"pool_size": [2, 2], "layout": draw(st.sampled_from(
+            ("NCWH4c", "NCHW4h", "NCHWc", "OIHW")))}
     if kind == "bool":
         return (T((1, 2, 4, 4), "bool"),), {"pool_size": [2, 2]}
     if kind == "rank":
@@ -203,14 +230,13 @@ def _pool_invalid(name: str) -> SearchStrategy:
 
 @st.composite
 def global_pool_call(draw: st.DrawFn) -> CallArgs:
-    layout = draw(_perm("NCHW", ("NCHW", "NHWC")))
-    out_layout = draw(st.one_of(st.just(""), _perm("NCHW", ("NCHW", "NHWC"))))
-    dims = {"N": draw(st.integers(0, 2)), "C": draw(st.integers(0, 3)),
+    dims = {"N": draw(st.integers(0, 2)), "C": draw(st.integers(0, 4)),
             "H": draw(st.integers(1, 4)), "W": draw(st.integers(1, 4))}
+    layout, out_layout = draw(_pool_layouts(dims["C"]))
     attrs: dict[str, Any] = {}
     _maybe(draw, attrs, "layout", layout, "NCHW")
     _maybe(draw, attrs, "out_layout", out_layout, "")
-    return (T([dims[a] for a in layout], draw(dtypes(NUMERIC))),), attrs
+    return (T(_laid_out(dims, layout), draw(dtypes(NUMERIC))),), attrs
 
 
 @O.register_valid_call("nn.global_avg_pool2d", "nn.global_max_pool2d")

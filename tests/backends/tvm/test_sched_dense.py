@@ -21,6 +21,7 @@ import typechecker
 from backends.tvm.kernels import KernelCache, compile_function
 from backends.tvm.sched import KernelInfo, candidates
 from backends.tvm.sched.dense import schedule_dense
+from backends.tvm.sched.pool import column_tile as pool_column_tile
 from backends.tvm.te_build import build_te
 from passes.fuse_ops import is_primitive
 from semantics import parse
@@ -349,6 +350,16 @@ POOLS = [
     ("nn.global_avg_pool2d", (2, 33, 5, 3), {}),
     ("nn.global_max_pool2d", (1, 20, 7, 7), {}),
     ("nn.global_avg_pool2d", (1, 4, 4, 48), {"layout": "NHWC"}),
+    # TVM's blocked layouts (AlterOpLayout keeps pools between convs blocked)
+    ("nn.max_pool2d", (1, 3, 13, 11, 8), {"pool_size": [3, 3], "strides": [2, 2],
+                                          "padding": [1, 1, 1, 1], "layout": "NCHW8c"}),
+    ("nn.max_pool2d", (1, 2, 9, 9, 4), {"pool_size": [2, 2], "strides": [2, 2],
+                                        "layout": "NCHW4c", "out_layout": "NCHW"}),
+    ("nn.avg_pool2d", (1, 2, 7, 7, 8), {"pool_size": [3, 3], "strides": [2, 2],
+                                        "padding": [1, 1, 1, 1], "layout": "NCHW8c",
+                                        "ceil_mode": True}),
+    ("nn.global_avg_pool2d", (1, 5, 7, 7, 8), {"layout": "NCHW8c"}),
+    ("nn.global_max_pool2d", (1, 3, 5, 3, 4), {"layout": "NCHW4c", "out_layout": "NCHW"}),
 ]
 
 
@@ -359,6 +370,36 @@ def test_pool_schedules_match_the_reference(name: str, shape: tuple[int, ...],
     check_op(name, shape, attrs, kernel_cache, close)
     if "max" in name:       # NaN propagates through the window as in the reference
         check_op(name, shape, attrs, kernel_cache, close, seed=1, nans=True)
+
+
+@pytest.mark.parametrize("name,layout", [("nn.max_pool2d", "NCHW"), ("nn.avg_pool2d", "NCHW"),
+                                         ("nn.max_pool2d", "NCHW4c")])
+def test_a_padded_pool_reads_no_memory_outside_its_input(name: str, layout: str,
+                                                         kernel_cache: KernelCache,
+                                                         close: Any) -> None:
+    """The input sits right after a page the process may not read (``PROT_NONE``): a tap in
+    the top padding that loaded the element one row before the data (the clamp the
+    simplifier dropped under the select's condition) crashed here."""
+    import ctypes
+    import mmap
+
+    from semantics import ops
+
+    shape = (1, 1, 16, 16, 4) if layout == "NCHW4c" else (1, 4, 16, 16)
+    count = int(np.prod(shape))
+    page = mmap.PAGESIZE
+    buf = mmap.mmap(-1, 2 * page + count * 4)
+    libc = ctypes.CDLL(None)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    assert libc.mprotect(ctypes.addressof(ctypes.c_char.from_buffer(buf)), page, 0) == 0
+    x = np.frombuffer(buf, dtype="float32", count=count, offset=page).reshape(shape)
+    x[...] = np.random.default_rng(0).standard_normal(shape)
+    attrs = {"pool_size": [3, 3], "padding": [1, 1], "layout": layout}
+    fn = op_kernel(name, TensorType(shape, "float32"), attrs)
+    got = compile_function(fn, [TensorType(shape, "float32")], cache=kernel_cache)(x)
+    opdef = ops.get(name)
+    want = opdef.reference(x.copy(), **opdef.normalize_attrs(Attrs(attrs)))
+    close(got, np.asarray(want), {"float32": 1e-5})
 
 
 SOFTMAXES = [
@@ -411,6 +452,17 @@ def test_the_pool_and_softmax_rules_apply() -> None:
     pool = _scheduled("nn.max_pool2d", (1, 64, 112, 112),
                       {"pool_size": [3, 3], "strides": [2, 2], "padding": [1, 1, 1, 1]})
     assert "T.vectorized(8)" in pool and "max_pool2d_local" in pool and "T.parallel" in pool
+    # a tap in the padding loads the clamped border element (the Select discards it): the
+    # simplifier must not drop the clamp, or the unconditional load leaves the buffer
+    assert "p0[v_i0, v_i1, T.max(T.min(v_i2 * 2 + v_ry - 1, 111), 0)" in pool
+    blocked = _scheduled("nn.max_pool2d", (1, 8, 112, 112, 8),
+                         {"pool_size": [3, 3], "strides": [2, 2], "padding": [1, 1, 1, 1],
+                          "layout": "NCHW8c"})
+    # blocked: a row of outputs per parallel iteration (8 channel blocks x 56 rows), columns
+    # in unrolled tiles of 8 (7 tiles), each column a vector of the block's 8 channels
+    assert "T.parallel(448)" in blocked and "in range(7)" in blocked
+    assert "for i3_1 in T.unroll(8):\n" in blocked and "for i4 in T.vectorized(8):" in blocked
+    assert [pool_column_tile(w) for w in (112, 56, 28, 14, 7, 13, 1)] == [8, 8, 7, 7, 7, 1, 1]
     soft = _scheduled("nn.softmax", (128, 1000), {"axis": 1})
     assert "T.vectorized(8)" in soft and "T.parallel" in soft
     # the row stages live under the (parallel) row loop

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import warnings
 
 import numpy as np
@@ -53,7 +54,28 @@ def two(v):
 
 
 def to_canonical(a, layout, canonical):
+    """``a`` (laid out as ``layout``) in the permutation ``canonical``; a blocked ``layout``
+    (``NCHW4c``) is first unpacked by numpy reshapes written here."""
+    block = re.fullmatch(r"([A-Z]+)(\d+)c", layout)
+    if block:
+        letters, b = block.group(1), int(block.group(2))
+        c = letters.index("C")
+        a = np.moveaxis(a, -1, c + 1)                   # the block next to its outer axis
+        a = a.reshape(a.shape[:c] + (a.shape[c] * b,) + a.shape[c + 2:])
+        layout = letters
     return np.transpose(a, [layout.index(c) for c in canonical])
+
+
+def from_nchw(a, layout):
+    """An NCHW array laid out as ``layout`` (maybe blocked: the inverse of to_canonical)."""
+    block = re.fullmatch(r"([A-Z]+)(\d+)c", layout)
+    if not block:
+        return to_canonical(a, "NCHW", layout)
+    letters, b = block.group(1), int(block.group(2))
+    a = to_canonical(a, "NCHW", letters)
+    c = letters.index("C")
+    a = a.reshape(a.shape[:c] + (a.shape[c] // b, b) + a.shape[c + 1:])
+    return np.moveaxis(a, c + 1, -1)
 
 
 # --- conv2d -----------------------------------------------------------------------------------
@@ -204,7 +226,7 @@ def naive_pool(data, pool_size, strides=(1, 1), dilation=(1, 1), padding=(0, 0),
             out[n_, c, y, xx] = q
         else:
             out[n_, c, y, xx] = sum(float(v) for v in vals) / count
-    return to_canonical(out, "NCHW", out_layout or layout)
+    return from_nchw(out, out_layout or layout)
 
 
 POOL_CASES = [
