@@ -19,7 +19,9 @@ elements each and accumulates in the output buffer; here:
   VGG-16's 2×2/2 on 224×224: 1.5 against 4.0 ms;
 * **global pools**: the reduction over ``H × W`` per channel stays a sequential loop, the
   channels are the parallel loop (above the threshold), and the average's division is
-  computed right after each channel's sum.
+  computed right after each channel's sum; a blocked global pool is a blocked windowed one
+  whose window is the whole plane (vectors of channels: 128 blocks of 8 over 7×7, 9 µs
+  against 25 µs per channel).
 
 A kernel in another form (two pools, an unusual loop nest) makes the rule return None: the
 default recipe schedules it.
@@ -114,6 +116,14 @@ def _windowed(sch: Any, name: str) -> Any:
     return {name, f"{name}_init", f"{name}_update", sch.get(local).name_hint, *moved}
 
 
+def _blocked(sch: Any, name: str) -> bool:
+    """The pool's output is blocked (``NCHW{c}c``): its innermost axis is one vector."""
+    block = sch.get_sblock(name)
+    shape = [int(e) for e in sch.get(block).writes[0].source.shape]
+    bits = int(sch.get(block).writes[0].source.dtype.bits)
+    return len(shape) == 5 and _lanes(shape[-1], bits) == shape[-1] > 1
+
+
 def _global(sch: Any, name: str) -> Any:
     block = sch.get_sblock(name)
     loops = sch.get_loops(block)
@@ -143,7 +153,8 @@ def _schedule(prim: Any, info: KernelInfo, op: str) -> Any:
     if _names(sch).count(name) != 1:
         return None
     inline_into_consumers(sch, {name})
-    done = _windowed(sch, name) if op in _WINDOWED else _global(sch, name)
+    done = _windowed(sch, name) if op in _WINDOWED or _blocked(sch, name) else \
+        _global(sch, name)
     if done is None:
         return None
     for other in _names(sch):

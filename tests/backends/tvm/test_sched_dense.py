@@ -462,6 +462,8 @@ def test_the_pool_and_softmax_rules_apply() -> None:
     # in unrolled tiles of 8 (7 tiles), each column a vector of the block's 8 channels
     assert "T.parallel(448)" in blocked and "in range(7)" in blocked
     assert "for i3_1 in T.unroll(8):\n" in blocked and "for i4 in T.vectorized(8):" in blocked
+    gavg = _scheduled("nn.global_avg_pool2d", (1, 128, 7, 7, 8), {"layout": "NCHW8c"})
+    assert "for ry, rx in T.grid(7, 7):\n" in gavg and "for i4 in T.vectorized(8):" in gavg
     assert [pool_column_tile(w) for w in (112, 56, 28, 14, 7, 13, 1)] == [8, 8, 7, 7, 7, 1, 1]
     soft = _scheduled("nn.softmax", (128, 1000), {"axis": 1})
     assert "T.vectorized(8)" in soft and "T.parallel" in soft
