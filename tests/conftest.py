@@ -1,6 +1,10 @@
 """Hypothesis profiles: ``ci`` (derandomized, bounded) and ``deep`` (long local runs).
 
 Select with ``HYPOTHESIS_PROFILE=ci|deep``; the default is ``dev``.
+
+Under pytest-xdist every worker process runs TVM kernels on one thread: the backend would
+otherwise give each worker a thread per core (``backends.tvm.target.use_every_core``), and
+TVM's spinning workers of two processes on two cores slow each other down.
 """
 
 from __future__ import annotations
@@ -10,6 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("TVM_NUM_THREADS", "1")
 
 settings.register_profile(
     "ci", max_examples=50, derandomize=True, deadline=None, print_blob=True,

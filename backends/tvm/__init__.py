@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import sys
 
+from backends.tvm.target import use_every_core
+
 
 def _import_tvm_without_torch() -> None:
     """Import TVM once, without letting it import PyTorch.
@@ -35,6 +37,7 @@ def _import_tvm_without_torch() -> None:
             del sys.modules["torch"]
 
 
+use_every_core()
 _import_tvm_without_torch()
 
 from backends.tvm.build import build  # noqa: E402
