@@ -17,7 +17,8 @@ measures, in one run:
   nominal peak from ``/proc/cpuinfo`` is printed beside it).
 
 Protocol as ``bench/paper.py``: batch 1, two threads everywhere, median of ``--runs`` timed
-runs after ``--warmup`` runs, wall clock. A peer that is not installed is a ``—`` cell and a
+runs after ``--warmup`` runs, wall clock; our ``-O0`` and ``-O3`` in turn
+(``interleaved_medians``), each peer in its own block. A peer that is not installed is a ``—`` cell and a
 note, never a made-up number. Timings on a shared machine are noisy: compare columns of one
 run.
 
@@ -46,7 +47,15 @@ sys.path.insert(0, str(_HERE.parent))
 import numpy as np  # noqa: E402
 
 import models  # noqa: E402
-from bench.paper import THREADS, Missing, median_time, onnx_runtime, table, torch_eager  # noqa: E402
+from bench.paper import (  # noqa: E402
+    THREADS,
+    Missing,
+    interleaved_medians,
+    median_time,
+    onnx_runtime,
+    table,
+    torch_eager,
+)
 from bench.peak import nominal_gflops, sgemm_gflops  # noqa: E402
 from semantics.expr import Call, Op  # noqa: E402
 from semantics.module import IRModule  # noqa: E402
@@ -124,6 +133,7 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
     times: dict[str, float | None] = {}
     builds: dict[int, float] = {}
     want: np.ndarray | None = None
+    exes = {}
     for level in (0, 3):
         exe, seconds = _build(name, level, args.cold)
         builds[level] = seconds
@@ -133,7 +143,11 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
         elif not _close(out, want):
             notes.append(f"{name}: -O{level} disagrees with -O0 (max |diff| "
                          f"{float(np.abs(out - want).max()):.3g})")
-        times[f"O{level}"] = median_time(lambda exe=exe: exe(*inputs), args.runs, args.warmup)
+        exes[f"O{level}"] = exe
+    # -O0 and -O3 in turn: the machine's drift affects both alike (bench.paper)
+    times.update(interleaved_medians({key: (lambda exe=exe: exe(*inputs))
+                                      for key, exe in exes.items()}, args.runs, args.warmup))
+    del exes
     assert want is not None
     for label, factory in (("onnxruntime", lambda n: onnx_runtime(n, workdir)),
                            ("PyTorch", torch_eager)):

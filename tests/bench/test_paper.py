@@ -82,3 +82,22 @@ def test_latency_table_has_every_system(tmp_path: Path) -> None:
     for system in ("PyTorch", "onnxruntime", "TVM Relax untuned"):
         peer, ratio = float(cells[f"{system} (ms)"]), float(cells[f"{system} / ours"])
         assert ratio == pytest.approx(peer / ours, rel=0.02)
+
+
+def test_our_configurations_are_timed_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``interleaved_medians`` runs one call of each configuration per round (after the
+    warm-up rounds), so every configuration meets the same phases of the machine; a slow
+    warm-up run caps the rounds at SLOW_RUNS for all of them."""
+    paper = _paper()
+    calls: list[str] = []
+    fns = {k: (lambda k=k: calls.append(k)) for k in ("O0", "O3")}
+    medians = paper.interleaved_medians(fns, runs=4, warmup=1)
+    assert calls == ["O0", "O3"] * 5 and set(medians) == {"O0", "O3"}
+    assert all(m >= 0 for m in medians.values())
+    clock = iter(range(1000))
+    monkeypatch.setattr(paper.time, "perf_counter",
+                        lambda: float(next(clock)) * paper.SLOW_SECONDS * 2)
+    calls.clear()
+    medians = paper.interleaved_medians(fns, runs=20, warmup=1)
+    assert calls == ["O0", "O3"] * (1 + paper.SLOW_RUNS)
+    assert medians == {"O0": paper.SLOW_SECONDS * 2, "O3": paper.SLOW_SECONDS * 2}
