@@ -18,9 +18,9 @@ measures, in one run:
 
 Protocol as ``bench/paper.py``: batch 1, two threads everywhere, median of ``--runs`` timed
 runs after ``--warmup`` runs, wall clock; our ``-O0`` and ``-O3`` in turn
-(``interleaved_medians``), each peer in its own block. A peer that is not installed is a ``—`` cell and a
-note, never a made-up number. Timings on a shared machine are noisy: compare columns of one
-run.
+(``interleaved_medians``), each peer in its own block. A peer that is not installed is a
+``—`` cell and a note, never a made-up number. Timings on a shared machine are noisy: compare
+columns of one run.
 
 Usage: ``python bench/models.py [--models NAME ...] [--runs N] [--warmup N] [--quick]
 [--cold]`` (``--quick``: 3 runs after 1 warm-up).
