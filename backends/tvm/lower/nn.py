@@ -12,10 +12,10 @@ Layouts are index maps: every tensor is read through its layout's *primal* coord
 (``N C H W`` / ``O I H W``; a blocked axis ``C`` with block ``c`` of factor ``f`` is read at
 ``C = x // f, c = x % f``), so ``nn.conv2d`` and the pools handle every layout the relation
 accepts — permutations and TVM's blocked ``NCHW{c}c``/``OIHW{i}i{o}o`` — with one compute
-each.  Padding is
-a lazy ``if_then_else`` around the load for convolution (zero); pooling loads at a clamped
-index and selects the padding value (the dtype's lowest finite value for max pooling, as the
-reference; zero for the average), only on the axes the window can leave the data.
+each.  Padding is a lazy ``if_then_else`` around the load for convolution (zero); pooling
+loads at a clamped index and selects the padding value (the dtype's lowest finite value for
+max pooling, as the reference; zero for the average), only on the axes the window can leave
+the data.
 
 * ``avg_pool2d`` divides the window sum (floats: accumulated in float32 for float16, rounded
   to the dtype; integers: summed in int64, wrapped to the dtype, then divided truncating) by

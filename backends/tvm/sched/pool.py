@@ -49,6 +49,11 @@ def _lanes(extent: int, bits: int) -> int:
     return 1
 
 
+def _one_vector(extent: int, bits: int) -> bool:
+    """An innermost axis of ``extent`` elements is exactly one vector (``NCHW{c}c``'s block)."""
+    return extent > 1 and _lanes(extent, bits) == extent
+
+
 def column_tile(width: int) -> int:
     """Output columns pooled together in a blocked layout: the largest divisor of the width
     up to 8 (8 vector accumulators, well within 16 registers)."""
@@ -73,7 +78,7 @@ def _windowed(sch: Any, name: str) -> Any:
         work *= e
     bits = int(sch.get(block).writes[0].source.dtype.bits)
     v = _lanes(ext[n_sp - 1], bits)
-    if n_sp > 2 and v > 1 and ext[n_sp - 1] == v:
+    if n_sp > 2 and _one_vector(ext[n_sp - 1], bits):
         # the innermost axis is one vector (NCHW{c}c's channel block): a row of outputs
         # per parallel iteration, a tile of columns (each a vector of channels) at a time
         row = sch.fuse(*spatial[:-2]) if n_sp > 3 else spatial[0]
@@ -121,7 +126,7 @@ def _blocked(sch: Any, name: str) -> bool:
     block = sch.get_sblock(name)
     shape = [int(e) for e in sch.get(block).writes[0].source.shape]
     bits = int(sch.get(block).writes[0].source.dtype.bits)
-    return len(shape) == 5 and _lanes(shape[-1], bits) == shape[-1] > 1
+    return len(shape) == 5 and _one_vector(shape[-1], bits)
 
 
 def _global(sch: Any, name: str) -> Any:
