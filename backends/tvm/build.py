@@ -41,7 +41,9 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +57,8 @@ from semantics.shapes import is_concrete
 from semantics.types import TensorType, TupleType, Type
 from semantics.visitor import post_order
 
-__all__ = ["EXECUTORS", "KernelSlot", "KernelTable", "PrepareMemo", "build", "memo_key",
-           "prepare"]
+__all__ = ["EXECUTORS", "BuildReport", "KernelRecord", "KernelSlot", "KernelTable",
+           "PrepareMemo", "build", "memo_key", "prepare"]
 
 EXECUTORS = ("vm", "graph", "aot")
 
@@ -352,6 +354,49 @@ def _has_zero_dim(t: Any) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class KernelRecord:
+    """One kernel of a build, as ``relay build --show-kernels`` lists it.
+
+    Attributes:
+        name: the kernel's symbol (``relay_kernel_<key>``) or the fallback's name.
+        ops: the fused operators, in post-order.
+        schedule: how a compiled kernel was scheduled (a
+            ``backends.tvm.sched.ScheduleReport``; None for a fallback, or a kernel whose
+            cache entry predates the reports).
+        fallback: why the group runs on the numpy references instead (None: compiled).
+    """
+
+    name: str
+    ops: tuple[str, ...]
+    schedule: Any = None
+    fallback: str | None = None
+
+
+@dataclass
+class BuildReport:
+    """What one ``build`` did, for ``relay build``'s summary.
+
+    Attributes:
+        phases: seconds per phase, in order (``prepare`` — or ``prepare (remembered)`` when
+            the :class:`PrepareMemo` held the fused module —, ``kernels``, ``executor``).
+        kernels_requested: distinct statically-shaped kernels the program needs.
+        kernels_compiled: those compiled by this build (the rest came from the cache, or
+            have no lowering: see ``Executable.fallbacks``).
+    """
+
+    phases: dict[str, float] = field(default_factory=dict)
+    kernels_requested: int = 0
+    kernels_compiled: int = 0
+
+
+def _ops_of(func: Function) -> tuple[str, ...]:
+    from semantics.expr import Call, Op
+
+    return tuple(n.op.name for n in post_order(func.body)
+                 if type(n) is Call and type(n.op) is Op)
+
+
 class KernelTable:
     """The kernels of one build: one per primitive function (see the module docstring).
 
@@ -368,6 +413,9 @@ class KernelTable:
         self.compiled = 0
         self.compiled_specs: list[tuple[Function, list[TensorType]]] = []
         self.fallbacks: list[tuple[str, str]] = []
+        self.records: list[KernelRecord] = []
+        self.requested = 0
+        self.compiled_now = 0
         self._seen: dict[int, Any] = {}
 
     def kernel_for(self, func: Function) -> Any:
@@ -411,6 +459,9 @@ class KernelTable:
                                        f"{exc}")
         self.compiled += 1
         self.compiled_specs.append((func, list(arg_types)))
+        self.records.append(KernelRecord(
+            str(kernel.name), tuple(getattr(kernel, "ops", ())) or _ops_of(func),
+            getattr(kernel, "schedule", None)))
         return kernel
 
     def _declined(self, func: Function, arg_types: Sequence[TensorType]) -> str | None:
@@ -444,7 +495,9 @@ class KernelTable:
         return requests
 
     def precompile(self, module: IRModule, jobs: int | None = None,
-                   known_keys: Sequence[str | None] | None = None) -> list[str | None] | None:
+                   known_keys: Sequence[str | None] | None = None,
+                   progress: Callable[[int, int], None] | None = None
+                   ) -> list[str | None] | None:
         """Compile, in parallel, every kernel of :meth:`requests` (see
         ``backends.tvm.kernels.compile_many``): the executors' ``kernel_for`` then finds them
         in the cache.
@@ -454,6 +507,8 @@ class KernelTable:
             jobs: kernels compiled at a time (None: the default).
             known_keys: the requests' cache keys, when known (a :class:`PrepareMemo`):
                 given to the cache, they spare hashing the kernels' functions.
+            progress: called as ``progress(done, total)`` while kernels compile (``total``:
+                the kernels the cache does not hold); see ``kernels.compile_many``.
         Returns:
             The requests' cache keys (None for a function with no key: no lowering), or
             None without the kernel compiler or with ``compile_kernels=False``.
@@ -474,18 +529,21 @@ class KernelTable:
                 if key is not None:
                     store.seed_key(func, types, spec, key)
         if requests:
-            kernels.compile_many(requests, target=spec, cache=store, jobs=jobs)
+            self.compiled_now = kernels.compile_many(requests, target=spec, cache=store,
+                                                     jobs=jobs, progress=progress)
         keys: list[str | None] = []
         for func, types in requests:
             try:
                 keys.append(store.key_of(func, types, spec))
             except Exception:  # noqa: BLE001 - no key (a lowering that declines): none
                 keys.append(None)
+        self.requested = len({k for k in keys if k is not None})
         return keys
 
     def fallback(self, func: Function, reason: str) -> FallbackKernel:
         k = FallbackKernel(func, reason=reason)
         self.fallbacks.append((k.name, reason))
+        self.records.append(KernelRecord(k.name, tuple(k.ops), None, reason))
         return k
 
 
@@ -523,7 +581,8 @@ class KernelSlot:
 def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm",
           opt_level: int = 3, executor: str = "vm", *, cache: Any = None,
           max_depth: int = 100_000, compile_kernels: bool = True,
-          jobs: int | None = None) -> Any:
+          jobs: int | None = None,
+          progress: Callable[[int, int], None] | None = None) -> Any:
     """Compile a Relay module for the CPU (ARCHITECTURE.md §8).
 
     Args:
@@ -539,8 +598,12 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
         compile_kernels: False runs every fused group with the numpy fallback (no TVM).
         jobs: kernels compiled at a time: this process and ``jobs - 1`` worker processes
             (default ``$RELAY_TVM_JOBS``, else 1: everything in this process).
+        progress: called as ``progress(done, total)`` as kernels compile (``relay build``'s
+            progress bar); not called when every kernel is cached.
     Returns:
-        An :class:`~backends.tvm.executable.Executable`.
+        An :class:`~backends.tvm.executable.Executable`; its ``report`` is a
+        :class:`BuildReport` (time per phase, kernels compiled and cached) and its
+        ``kernels.records`` list every kernel with its schedule or fallback reason.
     Raises:
         ParseError, RelayTypeError: a malformed or ill-typed program, bad options, or a
             program the graph executor cannot run (it says to use ``executor="vm"``).
@@ -557,15 +620,28 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
             pass
         else:
             kernels.prestart_workers(cache, jobs)
+    report = BuildReport()
+    start = time.perf_counter()
     memo = PrepareMemo(mod, params, opt_level, cache) if compile_kernels else None
     fused = memo.load() if memo is not None else None
     remembered = fused is not None
     if fused is None:
         fused = prepare(mod, params, opt_level)
+    now = time.perf_counter()
+    report.phases["prepare (remembered)" if remembered else "prepare"] = now - start
+    start = now
     table = KernelTable(target, cache, compile_kernels)
-    keys = table.precompile(fused, jobs, memo.kernel_keys if memo is not None else None)
+    keys = table.precompile(fused, jobs, memo.kernel_keys if memo is not None else None,
+                            progress)
     if memo is not None and not remembered and keys is not None:
         memo.save(fused, keys)
-    return Executable.from_fused(fused, executor=executor, target=target, opt_level=opt_level,
-                                 cache=cache, max_depth=max_depth,
-                                 compile_kernels=compile_kernels)
+    report.kernels_requested, report.kernels_compiled = table.requested, table.compiled_now
+    now = time.perf_counter()
+    report.phases["kernels"] = now - start
+    start = now
+    exe = Executable.from_fused(fused, executor=executor, target=target, opt_level=opt_level,
+                                cache=cache, max_depth=max_depth,
+                                compile_kernels=compile_kernels)
+    report.phases["executor"] = time.perf_counter() - start
+    exe.report = report
+    return exe

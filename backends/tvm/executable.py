@@ -48,7 +48,10 @@ class Executable:
         module: the optimized, fused program it runs.
         executor: ``"vm"``, ``"graph"`` or ``"aot"``.
         kernels: the :class:`~backends.tvm.build.KernelTable` (``.compiled`` kernels,
-            ``.fallbacks`` with reasons).
+            ``.fallbacks`` with reasons, ``.records``: every kernel with the schedule it
+            got or why it fell back).
+        report: the :class:`~backends.tvm.build.BuildReport` of the ``build`` that made it
+            (time per phase, kernels compiled and cached); None for a loaded build.
         peak_memory: graph executor only — bytes of planned intermediate storage.
         intermediate_bytes: graph executor only — the sum of all intermediate sizes.
     """
@@ -63,6 +66,7 @@ class Executable:
         self.max_depth = max_depth
         self._runner = runner
         self._param_types: dict[str, list[Any]] = {}
+        self.report: Any = None
 
     @staticmethod
     def from_fused(fused: IRModule, *, executor: str, target: Any, opt_level: int,

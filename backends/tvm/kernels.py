@@ -81,7 +81,7 @@ import numpy as np
 from backends.tvm import blobs
 from backends.tvm.lower.base import ALIGNMENT as BYTE_ALIGNMENT
 from backends.tvm.lower.base import aligned_empty
-from backends.tvm.sched import KernelInfo, pick_schedule
+from backends.tvm.sched import KernelInfo, Scheduler, ScheduleReport, pick_schedule
 from backends.tvm.target import TargetSpec, as_target, host_target, normalize_target, target_key
 from backends.tvm.te_build import Layout, LoweringFailed, build_te, param_types
 from semantics.expr import Attrs, Constant, Function
@@ -223,7 +223,7 @@ class Kernel:
     __slots__ = ("name", "input_types", "output_types", "layout", "_fn", "_module",
                  "_constants", "_needs_alignment", "_in_sig", "_out_sig", "_fast_consts",
                  "_single", "_out_shape", "_out_dtype", "careful_calls", "_pools",
-                 "_pool_base", "_pool_ids", "_bare", "__weakref__")
+                 "_pool_base", "_pool_ids", "_bare", "ops", "schedule", "__weakref__")
 
     def __init__(self, name: str, fn: Any, module: Any, input_types: list[TensorType],
                  output_types: list[TensorType], layout: Layout, constants: list[np.ndarray],
@@ -248,6 +248,10 @@ class Kernel:
         self._out_dtype: np.dtype[Any] | None = self._out_sig[0][0] if self._out_sig else None
         self._out_shape: tuple[int, ...] = self._out_sig[0][1] if self._out_sig else ()
         self.careful_calls = 0   # calls that took the careful lane (tests, benchmarks)
+        self.ops: tuple[str, ...] = ()       # the fused operators, in post-order
+        # How it was scheduled (``backends.tvm.sched.ScheduleReport``; None: unknown, a
+        # custom schedule or a cache entry written before reports were kept).
+        self.schedule: ScheduleReport | None = None
         # The output pools (class docstring): one list of (array, twin) per result.
         self._bare = not self._constants
         self._pools: list[list[tuple[np.ndarray, Any]]] | None = None
@@ -673,13 +677,16 @@ def _discard(workdir: Path | None) -> None:
 
 
 def _build_library(func: Function, arg_types: Sequence[Type], spec: dict[str, Any], key: str,
-                   schedule: Callable[[Any], Any] | None) -> tuple[Any, Any, str, bool]:
+                   schedule: Callable[[Any], Any] | None
+                   ) -> tuple[Any, Any, str, bool, dict[str, Any] | None]:
     """Lower, schedule and ``tvm.compile`` a function (no machine code yet: see :func:`_link`).
 
     Returns:
-        ``(library, lowered, name, needs_alignment)``: TVM's executable, the
-        :class:`~backends.tvm.te_build` lowering, the kernel's symbol, and whether its
-        buffers kept the 64-byte alignment.
+        ``(library, lowered, name, needs_alignment, schedule)``: TVM's executable, the
+        :class:`~backends.tvm.te_build` lowering, the kernel's symbol, whether its
+        buffers kept the 64-byte alignment, and the
+        :class:`~backends.tvm.sched.ScheduleReport` as JSON (None for a caller's own
+        ``schedule`` function).
     Raises:
         NoLowering: see :func:`compile_function`.
     """
@@ -698,12 +705,13 @@ def _build_library(func: Function, arg_types: Sequence[Type], spec: dict[str, An
         prim, needs_alignment = _relax_alignment(prim)
         prim = prim.with_attr("global_symbol", name)
         mod = schedule(prim)
+        report = schedule.report.to_json() if isinstance(schedule, Scheduler) else None
         if name not in [g.name_hint for g in mod.get_global_vars()]:
             mod = tvm.IRModule({name: mod[mod.get_global_vars()[0]]})
         lib = tvm.compile(mod, target=as_target(spec))
     except Exception as err:  # noqa: BLE001 - TVM's errors have no common public base
         raise _compile_failed(lowered.ops, err) from err
-    return lib, lowered, name, needs_alignment
+    return lib, lowered, name, needs_alignment, report
 
 
 def _compile_failed(ops: Sequence[str], err: BaseException) -> NoLowering:
@@ -712,11 +720,12 @@ def _compile_failed(ops: Sequence[str], err: BaseException) -> NoLowering:
                       f"{', '.join(sorted(set(ops)))}: {first}")
 
 
-def _meta(lowered: Any, name: str, needs_alignment: bool) -> dict[str, Any]:
+def _meta(lowered: Any, name: str, needs_alignment: bool,
+          schedule: dict[str, Any] | None) -> dict[str, Any]:
     return {"name": name, "inputs": [_type_json(t) for t in lowered.input_types],
             "outputs": [_type_json(t) for t in lowered.output_types],
             "layout": lowered.layout, "needs_alignment": needs_alignment,
-            "ops": lowered.ops, "constants": lowered.constant_arrays}
+            "ops": lowered.ops, "constants": lowered.constant_arrays, "schedule": schedule}
 
 
 def _compile(func: Function, arg_types: Sequence[Type], spec: dict[str, Any], key: str,
@@ -729,8 +738,9 @@ def _compile(func: Function, arg_types: Sequence[Type], spec: dict[str, Any], ke
     into place); without one, or should linking fail, TVM's JIT runs the kernel and the
     artifact is TVM's module (the cache exports it).
     """
-    lib, lowered, name, needs_alignment = _build_library(func, arg_types, spec, key, schedule)
-    meta = _meta(lowered, name, needs_alignment)
+    lib, lowered, name, needs_alignment, report = _build_library(func, arg_types, spec, key,
+                                                                 schedule)
+    meta = _meta(lowered, name, needs_alignment, report)
     artifact: Any = lib
     module: Any = None
     if workdir is not None:
@@ -751,6 +761,8 @@ def _compile(func: Function, arg_types: Sequence[Type], spec: dict[str, Any], ke
         raise _compile_failed(lowered.ops, err) from err
     kernel = Kernel(name, fn, module, lowered.input_types, lowered.output_types,
                     lowered.layout, lowered.constant_arrays, needs_alignment)
+    kernel.ops = tuple(lowered.ops)
+    kernel.schedule = ScheduleReport.from_json(report)
     return kernel, artifact, meta
 
 
@@ -792,7 +804,8 @@ def _linker() -> str | None:
 
 def compile_many(requests: Sequence[tuple[Function, Sequence[Type]]], *,
                  target: TargetSpec = None, cache: KernelCache | None = None,
-                 jobs: int | None = None) -> int:
+                 jobs: int | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> int:
     """Compile every kernel of ``requests`` that the cache does not hold, in parallel.
 
     The kernels go into ``cache`` (memory, and its directory): a following
@@ -815,6 +828,9 @@ def compile_many(requests: Sequence[tuple[Function, Sequence[Type]]], *,
         target: a target dict, ``"llvm"`` or None.
         cache: the kernel cache (None: :func:`default_cache`).
         jobs: the number of simultaneous compilations (1: all in this process).
+        progress: called as ``progress(done, total)`` once before the first compilation
+            (``done`` 0) and after each one, failed or not (``total``: the distinct
+            kernels the cache did not hold); from this process's threads, one at a time.
     Returns:
         The number of kernels compiled (not counting those the cache held, nor failures).
     """
@@ -835,9 +851,33 @@ def compile_many(requests: Sequence[tuple[Function, Sequence[Type]]], *,
         return 0
     jobs = _default_jobs() if jobs is None else max(1, int(jobs))
     work = list(todo.items())
+    tick = _Progress(progress, len(work))
     if jobs <= 1 or len(work) < 2:
-        return sum(_compile_here(func, types, spec, store) for _, (func, types) in work)
-    return _compile_parallel(work, spec, store, jobs)
+        compiled = 0
+        for _, (func, types) in work:
+            compiled += _compile_here(func, types, spec, store)
+            tick()
+        return compiled
+    return _compile_parallel(work, spec, store, jobs, tick)
+
+
+class _Progress:
+    """Counts finished compilations for a ``progress(done, total)`` callback (thread-safe)."""
+
+    def __init__(self, callback: Callable[[int, int], None] | None, total: int):
+        self.callback = callback
+        self.total = total
+        self.done = 0
+        self.lock = threading.Lock()
+        if callback is not None:
+            callback(0, total)
+
+    def __call__(self) -> None:
+        if self.callback is None:
+            return
+        with self.lock:
+            self.done += 1
+            self.callback(self.done, self.total)
 
 
 def prestart_workers(cache: KernelCache | None = None, jobs: int | None = None) -> int:
@@ -885,7 +925,8 @@ def _compile_here(func: Function, types: Sequence[Type], spec: dict[str, Any],
 
 
 def _compile_parallel(work: list[tuple[str, tuple[Function, Sequence[Type]]]],
-                      spec: dict[str, Any], store: KernelCache, jobs: int) -> int:
+                      spec: dict[str, Any], store: KernelCache, jobs: int,
+                      tick: Callable[[], None]) -> int:
     """Share ``work`` between this process (from the back of the queue) and ``jobs - 1``
     worker processes (from the front), each fed by a thread of this process."""
     import collections
@@ -910,6 +951,8 @@ def _compile_parallel(work: list[tuple[str, tuple[Function, Sequence[Type]]]],
                         return
                 else:
                     results[key] = outcome
+            if outcome is not None:
+                tick()
 
     feeders = [threading.Thread(target=feed, args=(w,), daemon=True,
                                 name="relay-kernel-feeder") for w in _workers(jobs - 1)]
@@ -923,11 +966,13 @@ def _compile_parallel(work: list[tuple[str, tuple[Function, Sequence[Type]]]],
             if item is None:
                 break
             compiled += _compile_here(item[1][0], item[1][1], spec, store)
+            tick()
         for t in feeders:
             t.join()
         while queue:                        # handed back by a worker that died at the end
             key, (func, types) = queue.pop()
             compiled += _compile_here(func, types, spec, store)
+            tick()
         for key, outcome in results.items():
             if outcome[0] == "ok":
                 compiled += store.adopt(key, directory) is not None
@@ -972,13 +1017,14 @@ def _worker_compile(payload: bytes) -> tuple[Any, ...]:
         return ("error", "the backend's sources differ from the requesting process's")
     workdir = Path(tempfile.mkdtemp(dir=directory))
     try:
-        lib, lowered, name, needs_alignment = _build_library(func, types, spec, key, None)
+        lib, lowered, name, needs_alignment, report = _build_library(func, types, spec, key,
+                                                                     None)
         so = workdir / "kernel.so"
         try:
             _link(lib, so)
         except Exception as err:  # noqa: BLE001 - TVM's errors have no common public base
             raise _compile_failed(lowered.ops, err) from err
-        _write_entry(Path(directory), key, so, _meta(lowered, name, needs_alignment))
+        _write_entry(Path(directory), key, so, _meta(lowered, name, needs_alignment, report))
     except NoLowering as err:
         return ("failed", err.op, err.reason)
     finally:
@@ -1468,10 +1514,13 @@ def _load_entry(directory: Path, key: str) -> Kernel | None:
         constants = [blobs.constant_from_doc(directory, c) for c in meta["constants"]]
         lib = tvm.runtime.load_module(str(so))
         name = meta["name"]
-        return Kernel(name, lib[name], lib, [_type_from_json(t) for t in meta["inputs"]],
-                      [_type_from_json(t) for t in meta["outputs"]],
-                      _layout_from_json(meta["layout"]), constants,
-                      bool(meta["needs_alignment"]))
+        kernel = Kernel(name, lib[name], lib, [_type_from_json(t) for t in meta["inputs"]],
+                        [_type_from_json(t) for t in meta["outputs"]],
+                        _layout_from_json(meta["layout"]), constants,
+                        bool(meta["needs_alignment"]))
+        kernel.ops = tuple(str(op) for op in meta.get("ops", ()))
+        kernel.schedule = ScheduleReport.from_json(meta.get("schedule"))
+        return kernel
     except (OSError, ValueError, KeyError, RuntimeError, TypeError, AttributeError):
         return None
 

@@ -37,6 +37,7 @@ only possibly slower.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,36 @@ transposed weight, read contiguously by the vectorized loop."""
 VECTOR_BYTES = 64
 
 Schedule = Callable[[Any], Any]
+
+
+NOTES: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar(
+    "relay_schedule_notes", default=None)
+
+
+def refused(step: str, err: BaseException) -> None:
+    """Record that TVM refused ``step`` of the recipe being applied (``err``: its error).
+
+    A recipe calls this where it catches TVM's ``ScheduleError`` and carries on without the
+    step; outside a call of ``backends.tvm.sched.Scheduler`` it does nothing.
+    """
+    notes = NOTES.get()
+    if notes is not None:
+        notes.append((step, first_line(err)))
+
+
+def schedule_error() -> type[Exception]:
+    """TVM's ``ScheduleError`` (raised when a schedule primitive does not apply to a block):
+    the one failure the recipes catch and carry on from; anything else is a broken recipe."""
+    from tvm.s_tir import ScheduleError
+
+    return ScheduleError  # type: ignore[no-any-return]
+
+
+def first_line(err: BaseException) -> str:
+    """``Type: last line of the message`` of an error (TVM's messages end with the cause)."""
+    lines = [ln.strip() for ln in str(err).strip().splitlines() if ln.strip()]
+    text = lines[-1] if lines else ""
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
 def _extent(sch: Any, loop: Any) -> int | None:
@@ -93,7 +124,7 @@ def inline_blocks(sch: Any, skip: Callable[[str], bool]) -> None:
             try:
                 sch.compute_inline(block)
                 changed = True
-            except (ScheduleError, Exception):  # noqa: BLE001 - TVM raises TVMError kinds
+            except ScheduleError:
                 continue  # a reduction, or a stage that cannot be inlined
 
 
@@ -101,7 +132,7 @@ def _has_root(sch: Any) -> bool:
     try:
         sch.get_sblock("root")
         return True
-    except Exception:  # noqa: BLE001
+    except schedule_error():
         return False
 
 
@@ -223,8 +254,8 @@ def _schedule_block(sch: Any, block: Any, native: int = VECTOR_BYTES) -> None:
     if inner is not None:
         try:
             sch.vectorize(inner)
-        except Exception:  # noqa: BLE001 - keep the loop serial if TVM refuses
-            pass
+        except schedule_error() as err:   # the loop stays serial
+            refused("vectorize the inner loop", err)
     if work >= PARALLEL_MIN and (_extent(sch, fused) or 1) >= 2:
         sch.parallel(fused)
 
@@ -252,6 +283,7 @@ def default_schedule(func: Any, target: dict[str, Any] | None = None) -> Any:
         snapshot = sch.copy()
         try:
             _schedule_block(sch, sch.get_sblock(name), native)
-        except Exception:  # noqa: BLE001 - a refused step: keep the block unscheduled
+        except schedule_error() as err:   # a refused step: the block keeps its loops
+            refused(f"schedule block {name}", err)
             sch = snapshot
     return sch.mod

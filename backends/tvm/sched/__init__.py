@@ -19,6 +19,15 @@ kernel, and falls back to :func:`backends.tvm.schedules.default_schedule` — al
 rule raises: a schedule recipe must never make a kernel fail to compile, only slower.
 Every module of this package is part of the kernel cache's code digest (editing a schedule
 invalidates the kernels it built).
+
+Nothing is lost silently: the scheduling function :func:`pick_schedule` returns records a
+:class:`ScheduleReport` — the recipe the kernel got, every recipe that declined (returned
+``None``) or failed (raised: its exception's type and message), and every step a recipe
+asked of TVM that TVM refused (:func:`refused`, called by the recipes where they catch
+TVM's ``ScheduleError`` and carry on, e.g. a loop left serial because it would not
+vectorize). The kernel compiler stores the report with the kernel (``Kernel.schedule``, the
+cache entry's metadata), and ``relay build --show-kernels`` prints it: a recipe broken by a
+TVM upgrade shows as ``failed`` on every kernel it used to schedule.
 """
 
 from __future__ import annotations
@@ -26,14 +35,18 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from backends.tvm.schedules import default_schedule
+from backends.tvm.schedules import NOTES, default_schedule, first_line, refused
 from semantics.expr import Function
 from semantics.types import Type
 
-__all__ = ["KernelInfo", "ScheduleRule", "pick_schedule", "register_schedule", "rules"]
+__all__ = ["DEFAULT_SCHEDULE", "KernelInfo", "ScheduleReport", "ScheduleRule", "Scheduler",
+           "pick_schedule", "refused", "register_schedule", "rules"]
+
+DEFAULT_SCHEDULE = "default"
+"""``ScheduleReport.chosen`` when no registered recipe scheduled the kernel."""
 
 
 @dataclass(frozen=True)
@@ -93,24 +106,75 @@ def candidates(ops: Sequence[str]) -> list[ScheduleRule]:
     return sorted(found, key=lambda r: -r.priority)
 
 
-def pick_schedule(info: KernelInfo) -> Callable[[Any], Any]:
+@dataclass
+class ScheduleReport:
+    """What happened while a kernel was scheduled.
+
+    Attributes:
+        chosen: the name of the recipe that scheduled the kernel (``ScheduleRule.name``),
+            or :data:`DEFAULT_SCHEDULE`.
+        declined: ``(recipe, reason)`` for each recipe tried before it that did not apply
+            (``"declined: ..."``) or raised (``"failed: <exception>"``).
+        refused: ``(step, reason)`` for each step of a recipe (the chosen one or a declined
+            one) that TVM refused, the recipe carrying on without it.
+    """
+
+    chosen: str = DEFAULT_SCHEDULE
+    declined: list[tuple[str, str]] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"chosen": self.chosen, "declined": [list(d) for d in self.declined],
+                "refused": [list(r) for r in self.refused]}
+
+    @staticmethod
+    def from_json(doc: Any) -> ScheduleReport | None:
+        """The report stored by :meth:`to_json` (None: absent or malformed)."""
+        if not isinstance(doc, dict) or not isinstance(doc.get("chosen"), str):
+            return None
+        try:
+            return ScheduleReport(doc["chosen"],
+                                  [(str(a), str(b)) for a, b in doc.get("declined", ())],
+                                  [(str(a), str(b)) for a, b in doc.get("refused", ())])
+        except (TypeError, ValueError):
+            return None
+
+
+class Scheduler:
+    """The scheduling function ``PrimFunc -> IRModule`` of one kernel; after a call,
+    :attr:`report` says which recipe scheduled it and what was declined on the way."""
+
+    def __init__(self, found: Sequence[ScheduleRule], info: KernelInfo):
+        self.found = list(found)
+        self.info = info
+        self.report = ScheduleReport()
+
+    def __call__(self, prim: Any) -> Any:
+        report = self.report = ScheduleReport()
+        token = NOTES.set(report.refused)
+        try:
+            for rule in self.found:
+                try:
+                    mod = rule.fn(prim, self.info)
+                except Exception as err:  # noqa: BLE001 - any failure of a recipe (TVM refusing
+                    # it, or an API a TVM upgrade changed) is recorded; the next one is tried
+                    report.declined.append((rule.name, "failed: " + first_line(err)))
+                    continue
+                if mod is not None:
+                    report.chosen = rule.name
+                    return mod
+                report.declined.append((rule.name, "declined: the recipe does not apply to "
+                                                   "this kernel's layout or shape"))
+            return default_schedule(prim, self.info.target)
+        finally:
+            NOTES.reset(token)
+
+
+def pick_schedule(info: KernelInfo) -> Scheduler:
     """The scheduling function ``PrimFunc -> IRModule`` for a kernel (see the module
-    docstring): the first registered rule that applies, else the default recipe."""
-    found = candidates(info.ops)
-    if not found:
-        return lambda prim: default_schedule(prim, info.target)
-
-    def schedule(prim: Any) -> Any:
-        for rule in found:
-            try:
-                mod = rule.fn(prim, info)
-            except Exception:  # noqa: BLE001 - a recipe TVM refuses: try the next one
-                mod = None
-            if mod is not None:
-                return mod
-        return default_schedule(prim, info.target)
-
-    return schedule
+    docstring): the first registered rule that applies, else the default recipe; its
+    ``report`` records the choice."""
+    return Scheduler(candidates(info.ops), info)
 
 
 _LOADED = False

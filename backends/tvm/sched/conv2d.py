@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
-from backends.tvm.schedules import inline_blocks
+from backends.tvm.schedules import inline_blocks, schedule_error
 
 __all__ = ["ACC_TARGET", "K_CHUNK", "K_CHUNK_SMALL", "Machine", "enable_isnan_vectorization",
            "k_blocked", "k_chunk", "machine", "register_tile", "schedule_conv2d"]
@@ -244,7 +244,7 @@ def schedule_conv2d(prim: Any, info: KernelInfo) -> Any:
     sch = s_tir.Schedule(tvm.IRModule({"main": prim}))
     try:
         conv = sch.get_sblock("conv2d")
-    except Exception:  # noqa: BLE001 - an empty convolution (no reduction block)
+    except schedule_error():   # an empty convolution (no reduction block)
         return None
     shape = _conv_shape(sch, conv)
     if shape is None or str(sch.get(conv).writes[0].source.dtype) != "float32":
@@ -376,7 +376,7 @@ def _materialize_pad(sch: Any, lanes: int) -> None:
     when it divides them."""
     try:
         pad = sch.get_sblock(PAD)
-    except Exception:  # noqa: BLE001 - no staged input: the convolution reads its data
+    except schedule_error():   # no staged input: the convolution reads its data
         return
     *outer, channels = sch.get_loops(pad)
     fused = sch.fuse(*outer)

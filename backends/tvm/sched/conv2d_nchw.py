@@ -69,7 +69,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
-from backends.tvm.schedules import inline_blocks
+from backends.tvm.schedules import inline_blocks, refused, schedule_error
 
 __all__ = ["ACCUMULATORS", "ConvShape", "Tile", "choose_tile", "rewrite_conv",
            "schedule_conv2d_nchw"]
@@ -365,7 +365,7 @@ def schedule_conv2d_nchw(prim: Any, info: KernelInfo, tile: Tile | None = None) 
     sch = s_tir.Schedule(tvm.IRModule({"main": prim}))
     try:
         conv = sch.get_sblock("conv2d")
-    except Exception:  # noqa: BLE001 - no reduction block (an empty convolution)
+    except schedule_error():   # no reduction block (an empty convolution)
         return None
     stmt = sch.get(conv)
     buffers = [r.source for r in stmt.reads]
@@ -412,8 +412,8 @@ def _tile(sch: Any, shape: ConvShape, tile: Tile) -> Any:
     loops = sch.get_loops(epilogue)
     try:
         sch.vectorize(loops[-1])
-    except Exception:  # noqa: BLE001 - a partial tile's predicate: a scalar write-back
-        pass
+    except schedule_error() as err:   # a partial tile's predicate: a scalar write-back
+        refused("conv2d (NCHW): vectorize the epilogue", err)
     return _schedule_pad(sch, shape)
 
 

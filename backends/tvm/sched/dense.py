@@ -49,7 +49,7 @@ from __future__ import annotations
 from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
-from backends.tvm.schedules import KEEP, schedule_spatial
+from backends.tvm.schedules import KEEP, refused, schedule_error, schedule_spatial
 from backends.tvm.target import vector_bytes
 
 __all__ = ["GEMM_PARALLEL_MIN", "GEMM_ROWS_MAX", "gemm_tile", "gemv_parallel", "schedule_dense"]
@@ -114,7 +114,7 @@ def inline_into_consumers(sch: Any, keep: set[str]) -> None:
             try:
                 sch.compute_inline(block)
                 changed = True
-            except Exception:  # noqa: BLE001 - TVM's ScheduleError kinds: keep the block
+            except schedule_error():   # a reduction, or not inlinable: keep the block
                 continue
 
 
@@ -127,7 +127,7 @@ def attach_epilogue(sch: Any, producer: str, loop: Any) -> list[str]:
         name = sch.get(consumer).name_hint
         try:
             sch.reverse_compute_at(consumer, loop, preserve_unit_loops=False)
-        except Exception:  # noqa: BLE001 - a consumer over another shape: left in place
+        except schedule_error():   # a consumer over another shape: left in place
             continue
         moved.append(name)
     return moved
@@ -154,7 +154,8 @@ def _vectorize_tile(sch: Any, block: Any, n_outer: int) -> None:
         return
     try:
         sch.vectorize(loops[-1])
-    except Exception:  # noqa: BLE001 - TVM refuses: the loop stays serial
+    except schedule_error() as err:   # the loop stays serial
+        refused("vectorize the inner tile loop", err)
         return
 
 
@@ -321,7 +322,7 @@ def _gemm(sch: Any, info: KernelInfo) -> Any:
     vectorize_inner(sch, local, 16)
     try:
         sch.compute_inline(sch.get_sblock("dense"))     # the epilogue reads the tile
-    except Exception:  # noqa: BLE001 - ``dense`` is the output itself
+    except schedule_error():   # ``dense`` is the output itself
         pass
     moved = attach_epilogue(sch, local_name, io)
     for name in moved:

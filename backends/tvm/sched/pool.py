@@ -33,7 +33,7 @@ from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
 from backends.tvm.sched.dense import attach_epilogue, inline_into_consumers
-from backends.tvm.schedules import PARALLEL_MIN, schedule_spatial
+from backends.tvm.schedules import PARALLEL_MIN, refused, schedule_error, schedule_spatial
 
 __all__ = ["column_tile", "schedule_pool"]
 
@@ -102,8 +102,8 @@ def _windowed(sch: Any, name: str) -> Any:
         if len(mloops) > 2 and v > 1:
             try:
                 sch.vectorize(mloops[-1])
-            except Exception:  # noqa: BLE001 - TVM refuses: the loop stays serial
-                pass
+            except schedule_error() as err:   # the loop stays serial
+                refused(f"pool: vectorize {moved_name}", err)
     taps = 1
     for e in ext[n_sp:]:
         taps *= e

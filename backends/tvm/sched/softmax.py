@@ -29,7 +29,7 @@ from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
 from backends.tvm.sched.dense import attach_epilogue, inline_into_consumers
-from backends.tvm.schedules import PARALLEL_MIN, schedule_spatial
+from backends.tvm.schedules import PARALLEL_MIN, refused, schedule_error, schedule_spatial
 
 __all__ = ["schedule_softmax"]
 
@@ -89,7 +89,8 @@ def _vector_partials(sch: Any, stage: str) -> list[str]:
         _, lanes = sch.split(loop, [None, v])
         rf = sch.rfactor(lanes, 0)
         return [sch.get(rf).name_hint]
-    except Exception:  # noqa: BLE001 - TVM refuses: the sum stays sequential
+    except schedule_error() as err:   # the sum stays sequential
+        refused("softmax: rfactor the sum", err)
         sch.state = snapshot.state
         return []
 
