@@ -25,7 +25,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-COMMANDS = ("run", "check", "fmt", "opt", "grad", "pe", "ops", "build", "conformance", "prove")
+COMMANDS = ("run", "check", "fmt", "opt", "grad", "pe", "ops", "build", "conformance", "prove",
+            "profile")
 
 
 class StreamError(Exception):
@@ -100,6 +101,7 @@ class _GuardedStream:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relay", description="Relay IR reference implementation")
+    parser.add_argument("--version", action="version", version=f"relay {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
@@ -109,6 +111,27 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(module_name).register(sub)
     _register_import(sub)
     return parser
+
+
+def version() -> str:
+    """The installed ``relay-ref`` distribution's version (``pyproject.toml``'s, read from
+    the source tree when the package is not installed)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("relay-ref")
+    except metadata.PackageNotFoundError:
+        pass
+    import re
+
+    pyproject = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "pyproject.toml")
+    try:
+        with open(pyproject, encoding="utf-8") as f:
+            found = re.search(r'^version\s*=\s*"([^"]+)"', f.read(), re.MULTILINE)
+    except OSError:
+        found = None
+    return found.group(1) if found else "unknown"
 
 
 # --- `relay import` (the ONNX importer) ------------------------------------------------

@@ -1,4 +1,10 @@
-"""``relay run FILE [ARG ...] [--entry NAME] [--fuel N] [--trace]``: evaluate a program.
+"""``relay run FILE|DIR [ARG ...] [--entry NAME] [--fuel N] [--trace] [-o OUT.npy|OUT.npz]
+[--full]``: evaluate a program, or run a saved build.
+
+``FILE`` is a ``.relay`` program, run by the reference interpreter (or, with ``--backend
+tvm``, built in memory and run by the VM executor); ``DIR`` is a build saved by ``relay
+build -o DIR``, loaded with ``backends.tvm.load`` (nothing is optimized or compiled again)
+and run by the executor it was built for.
 
 Each ``ARG`` is a ``.npy`` file or a JSON literal, converted to the entry's
 parameter type as ``evaluate`` converts Python values (numbers and nested
@@ -6,7 +12,12 @@ lists become arrays of the declared dtype, lists become tuples where a tuple
 is declared, ``{"Cons": [1, {"Nil": []}]}`` builds ADT values). The result is
 printed in the interpreter's short form (``interpreter.values.value_str``):
 scalars as Relay literals, other tensors as ``array([...], dtype=...)``,
-``Cons(1, Cons(2, Nil))``, ``<closure>``, ``ref(...)``.
+``Cons(1, Cons(2, Nil))``, ``<closure>``, ``ref(...)``. A tensor whose one-line form
+would be longer than :data:`ONE_LINE` characters is printed as numpy prints it: over
+several lines, and summarised (the first and last three items of each axis, ``...``
+between) when it has more than a thousand elements — ``--full`` prints every element.
+``-o OUT.npy`` saves a tensor result instead of printing it; ``-o OUT.npz`` saves a tensor
+or a (nested) tuple of tensors, the fields named by their path (``0``, ``1.0``, ...).
 
 ``--trace`` prints the derivation first: one line per judgment, indented by
 its depth in the derivation tree, ``[Rule-Name] expression ⇓ value`` (the
@@ -17,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -24,11 +36,15 @@ import numpy as np
 
 _EXPR_WIDTH = 60
 _VALUE_WIDTH = 60
+ONE_LINE = 100
+"""The widest tensor printed on one line; longer ones are printed as numpy prints them."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="evaluate a Relay program with the reference interpreter")
-    p.add_argument("file", help="a .relay file ('-' for standard input)")
+    p = sub.add_parser("run", help="evaluate a Relay program with the reference interpreter, "
+                                   "or run a build saved by `relay build`")
+    p.add_argument("file", help="a .relay file ('-' for standard input), or a directory "
+                                "written by `relay build -o DIR`")
     p.add_argument("args", nargs="*", metavar="ARG",
                    help="an argument: a .npy file or a JSON literal (e.g. 3, [1.5, 2], [[1, 2]])")
     p.add_argument("--entry", default="main", help="the global to run (default: main)")
@@ -43,6 +59,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--params", metavar="P.npz", default=None,
                    help="main's weights by parameter name (as `relay import` writes them); "
                         "the ARGs are main's remaining (data) inputs")
+    p.add_argument("-o", "--output", default=None, metavar="OUT.npy|OUT.npz",
+                   help="save the result instead of printing it (.npy: a tensor; .npz: a "
+                        "tensor or a tuple of tensors)")
+    p.add_argument("--full", action="store_true",
+                   help="print every element of large tensors (default: numpy's summary)")
     p.set_defaults(func=run)
 
 
@@ -60,11 +81,15 @@ def _fuel(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from interpreter.entry import evaluate, evaluate_recorded
-    from interpreter.values import value_str
     from relay.cli import read_source
     from semantics.errors import RelayError
     from semantics.parser import parse
 
+    if args.output is not None and not args.output.endswith((".npy", ".npz")):
+        print("relay run: error: -o takes a file name ending in .npy or .npz", file=sys.stderr)
+        return 2
+    if args.file != "-" and os.path.isdir(args.file):
+        return _run_saved(args)
     text = read_source(args.file)
     mod = parse(text, source_name=args.file)
     values = [_argument(i, a) for i, a in enumerate(args.args, start=1)]
@@ -80,8 +105,7 @@ def run(args: argparse.Namespace) -> int:
             print("relay run: error: --backend tvm takes no --trace, --fuel or --no-check",
                   file=sys.stderr)
             return 2
-        print(value_str(run_tvm(mod, values, args.entry, args.params)))
-        return 0
+        return _show(run_tvm(mod, values, args.entry, args.params), args)
     if args.params is not None:
         from passes import bind_params
         from relay.commands.build import load_params
@@ -89,8 +113,7 @@ def run(args: argparse.Namespace) -> int:
         mod = bind_params(mod, load_params(args.params) or {})
     if not args.trace:
         result = evaluate(mod, *values, entry=args.entry, check=check, fuel=args.fuel)
-        print(value_str(result))
-        return 0
+        return _show(result, args)
     recorder = TreeRecorder(f"@{args.entry.lstrip('@')}({', '.join(args.args)})")
     try:
         result = evaluate_recorded(mod, *values, recorder=recorder, entry=args.entry,
@@ -100,8 +123,93 @@ def run(args: argparse.Namespace) -> int:
         raise
     recorder.finish(result)
     recorder.print(sys.stdout)
-    print(value_str(result))
+    return _show(result, args)
+
+
+def _run_saved(args: argparse.Namespace) -> int:
+    """``relay run DIR ...``: load the build saved in ``DIR`` and run it."""
+    if args.trace or args.fuel is not None or args.no_check or args.params is not None \
+            or args.backend != "interpreter":
+        print("relay run: error: a saved build takes no --trace, --fuel, --no-check, --params "
+              "(its parameters are bound) or --backend", file=sys.stderr)
+        return 2
+    from backends.tvm import load
+
+    exe = load(args.file)
+    values = [_argument(i, a) for i, a in enumerate(args.args, start=1)]
+    return _show(exe.run(args.entry, *values), args)
+
+
+def _show(result: Any, args: argparse.Namespace) -> int:
+    """Print the result, or save it with ``-o``."""
+    if args.output is not None:
+        print(save_result(result, args.output))
+    else:
+        print(result_str(result, full=args.full))
     return 0
+
+
+def result_str(value: Any, full: bool = False) -> str:
+    """The printed form of a result (see the module docstring): the interpreter's short
+    form, except that tensors too wide for one line (as the result, or a field of a tuple
+    result) are printed numpy's way; ``full`` turns off the summary of large tensors."""
+    from interpreter.values import value_str
+
+    if type(value) is tuple and value and all(isinstance(f, np.ndarray) for f in value):
+        fields = [result_str(f, full) for f in value]
+        with np.printoptions(threshold=sys.maxsize if full else 1000, edgeitems=3):
+            short = value_str(value)
+        if len(short) <= ONE_LINE and not any("\n" in f for f in fields):
+            return short
+        inner = ",\n".join("  " + f.replace("\n", "\n  ") for f in fields)
+        return "(\n" + inner + (",\n)" if len(fields) == 1 else "\n)")
+    if not isinstance(value, np.ndarray) or value.ndim == 0:
+        return value_str(value)
+    with np.printoptions(threshold=sys.maxsize if full else 1000, edgeitems=3):
+        short = value_str(value)
+        return short if len(short) <= ONE_LINE else repr(value)
+
+
+def save_result(value: Any, path: str) -> str:
+    """Save a result to ``path`` (``.npy``: a tensor; ``.npz``: a tensor or a nested tuple of
+    tensors, by field path); the line that says what was written.
+
+    Raises:
+        RelayRuntimeError: the result cannot be saved in that format, or the file cannot be
+            written.
+    """
+    from semantics.errors import RelayRuntimeError
+
+    arrays: dict[str, np.ndarray] = {}
+    if isinstance(value, (np.ndarray, np.generic)):
+        arrays["0"] = np.asarray(value)
+    else:
+        stack: list[tuple[str, Any]] = [("", value)]
+        while stack:
+            where, v = stack.pop()
+            if type(v) is tuple:
+                stack.extend((f"{where}.{i}" if where else str(i), f)
+                             for i, f in reversed(list(enumerate(v))))
+            elif isinstance(v, (np.ndarray, np.generic)):
+                arrays[where] = np.asarray(v)
+            else:
+                raise RelayRuntimeError(
+                    f"-o {path}: the result{f' field {where}' if where else ''} is a "
+                    f"{type(v).__name__}, not a tensor: only tensors and tuples of tensors "
+                    f"can be saved")
+    try:
+        if path.endswith(".npy"):
+            if type(value) is tuple:
+                raise RelayRuntimeError(
+                    f"-o {path}: the result is a tuple of {len(arrays)} tensors: save it as "
+                    f".npz")
+            np.save(path, arrays["0"], allow_pickle=False)
+        else:
+            np.savez(path, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds badly
+    except OSError as exc:
+        raise RelayRuntimeError(f"-o {path}: cannot write: {exc.strerror or exc}") from None
+    parts = ", ".join(f"{name}: {a.dtype.name}{list(a.shape)}" for name, a in arrays.items())
+    return f"wrote {path} ({parts})"
 
 
 def _argument(position: int, text: str) -> Any:
