@@ -25,7 +25,13 @@ Protocol: batch 1, two threads everywhere (``torch.set_num_threads(2)``, onnxrun
 ``intra_op_num_threads=2``, ``TVM_NUM_THREADS=2``), the same seeded weights and inputs
 (``models.get``/``models.example_inputs``), outputs checked against each other before timing,
 median of ``--runs`` (default 20) timed runs after ``--warmup`` (default 3) runs, wall-clock time
-(5 runs for a configuration slower than a second per run: :data:`SLOW_RUNS`). Our own
+(5 runs for a configuration slower than a second per run: :data:`SLOW_RUNS`), reported with the
+minimum and maximum of those runs (``median [min–max]``; a ratio's range pairs one side's
+extremes with the other's, so it bounds every ratio of two runs), and the plots draw that range
+as error bars. Each figure states the machine's 1-minute load average before and after it
+(``os.getloadavg``); when either exceeds the number of CPUs, the report says so at its top —
+the figures were then measured on a machine busy with other work, and their spread shows how
+much. Our own
 configurations (Fig. 10's optimization levels) are timed in turn, a run of each per round
 (:func:`interleaved_medians`), so the machine's drift affects them alike; each peer is timed in
 a block of its own, because PyTorch's and onnxruntime's thread pools keep spinning after a run
@@ -44,6 +50,7 @@ import argparse
 import os
 import statistics
 import sys
+import textwrap
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -69,11 +76,61 @@ class Missing(Exception):
     """A figure (or one system's column) cannot be produced here; the message says why."""
 
 
+@dataclass(frozen=True)
+class Timing:
+    """Wall-clock seconds of one configuration: the median, minimum and maximum over its
+    ``runs`` timed runs."""
+
+    median: float
+    low: float
+    high: float
+    runs: int
+
+    @staticmethod
+    def of(times: list[float]) -> Timing:
+        return Timing(statistics.median(times), min(times), max(times), len(times))
+
+    def ms(self) -> str:
+        """``median [min–max]`` in milliseconds, for a table cell."""
+        return f"{_num(self.median * 1e3)} [{_num(self.low * 1e3)}–{_num(self.high * 1e3)}]"
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """``numerator / denominator`` of two timings: the ratio of the medians, and the range of
+    the ratio of any two of their runs (lowest over highest, highest over lowest)."""
+
+    value: float
+    low: float
+    high: float
+
+    @staticmethod
+    def of(numerator: Timing, denominator: Timing) -> Ratio:
+        return Ratio(numerator.median / denominator.median, numerator.low / denominator.high,
+                     numerator.high / denominator.low)
+
+    def cell(self) -> str:
+        return f"{_num(self.value)} [{_num(self.low)}–{_num(self.high)}]"
+
+
+def _num(v: float) -> str:
+    return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (None where the system does not report one)."""
+    try:
+        return os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return None
+
+
 @dataclass
 class Report:
     out: Path
     sections: list[str] = field(default_factory=list)
     missing: list[tuple[str, str]] = field(default_factory=list)
+    loads: list[tuple[str, float | None, float | None]] = field(default_factory=list)
 
     def add(self, title: str, body: str) -> None:
         self.sections.append(f"## {title}\n\n{body}\n")
@@ -81,8 +138,24 @@ class Report:
     def lack(self, what: str, why: str) -> None:
         self.missing.append((what, why))
 
+    def overloaded(self) -> list[tuple[str, float | None, float | None]]:
+        """The figures whose load average before or after exceeded the number of CPUs."""
+        cpus = os.cpu_count() or 1
+        return [(t, a, b) for t, a, b in self.loads
+                if any(x is not None and x > cpus for x in (a, b))]
+
     def write(self, header: str) -> Path:
-        lines = [header, ""] + self.sections
+        lines = [header, ""]
+        busy = self.overloaded()
+        if busy:
+            cpus = os.cpu_count() or 1
+            lines += [f"> **Warning: the machine was loaded beyond its {cpus} CPUs** while "
+                      f"{len(busy)} figure(s) ran (1-minute load average before → after: "
+                      + "; ".join(f"{t}: {_load(a)} → {_load(b)}" for t, a, b in busy)
+                      + "). Other work competed for the CPUs: read the times with their "
+                      "[min–max] ranges, and rerun on an idle machine before trusting a "
+                      "ratio.", ""]
+        lines += self.sections
         if self.missing:
             lines.append("## Missing\n")
             lines += [f"* **{what}**: {why}" for what, why in self.missing]
@@ -90,6 +163,10 @@ class Report:
         path = self.out / "README.md"
         path.write_text("\n".join(lines))
         return path
+
+
+def _load(x: float | None) -> str:
+    return "unknown" if x is None else f"{x:.2f}"
 
 
 def progress(items: Iterable[Any], desc: str) -> Iterable[Any]:
@@ -117,9 +194,10 @@ untuned floor) is timed over :data:`SLOW_RUNS` runs instead of ``--runs``: its m
 stable to a few percent at that length, and 20 runs would take minutes."""
 
 
-def median_time(fn: Callable[[], Any], runs: int, warmup: int) -> float:
-    """Median wall-clock seconds of ``fn()`` over ``runs`` runs after ``warmup`` runs (at most
-    :data:`SLOW_RUNS` runs when a warm-up run is slower than :data:`SLOW_SECONDS`)."""
+def median_time(fn: Callable[[], Any], runs: int, warmup: int) -> Timing:
+    """Wall-clock seconds of ``fn()`` (median, min, max) over ``runs`` runs after ``warmup``
+    runs (at most :data:`SLOW_RUNS` runs when a warm-up run is slower than
+    :data:`SLOW_SECONDS`)."""
     for _ in range(warmup):
         start = time.perf_counter()
         fn()
@@ -137,34 +215,56 @@ def median_time(fn: Callable[[], Any], runs: int, warmup: int) -> float:
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return Timing.of(times)
 
 
-def bar_plot(path: Path, title: str, groups: list[str], series: dict[str, list[float | None]],
-             ylabel: str, baseline: float | None = None) -> bool:
-    """A grouped bar chart; False when matplotlib is absent."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(groups) * max(1, len(series)) / 2), 4))
+def bar_figure(title: str, groups: list[str], series: dict[str, list[Ratio | None]],
+               ylabel: str, baseline: float | None = None) -> Any:
+    """A grouped bar chart of ratios with their [min–max] range as error bars (a matplotlib
+    ``Figure``, constrained layout: the title — wrapped to the figure's width —, the axis
+    labels and the legend get room inside the figure).
+
+    Raises:
+        ImportError: matplotlib is not installed.
+    """
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    width_in = max(6.0, 1.3 * len(groups) * max(1, len(series)) / 2)
+    fig, ax = plt.subplots(figsize=(width_in, 4.5), layout="constrained")
     width = 0.8 / max(1, len(series))
     for i, (name, values) in enumerate(series.items()):
         xs = [g + i * width for g in range(len(groups))]
-        ax.bar(xs, [v if v is not None else 0.0 for v in values], width, label=name)
+        heights = [v.value if v is not None else 0.0 for v in values]
+        below = [v.value - v.low if v is not None else 0.0 for v in values]
+        above = [v.high - v.value if v is not None else 0.0 for v in values]
+        ax.bar(xs, heights, width, label=name, yerr=[below, above], capsize=3,
+               error_kw={"elinewidth": 0.8})
     ax.set_xticks([g + width * (len(series) - 1) / 2 for g in range(len(groups))], groups)
     if baseline is not None:
         ax.axhline(baseline, color="black", linewidth=0.8)
-    present = [v for vs in series.values() for v in vs if v]
+    present = [x for vs in series.values() for v in vs if v is not None
+               for x in (v.low, v.high) if x > 0]
     if present and max(present) / min(present) > 30:
         ax.set_yscale("log")    # e.g. the untuned floor next to tuned peers
         ylabel += " (log scale)"
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend()
-    fig.tight_layout()
+    # About 0.55 em per character: wrap to the figure's width (12 pt title, 72 pt an inch).
+    ax.set_title(textwrap.fill(title, width=max(20, int(width_in * 72 / (0.55 * 12)) - 4)))
+    ax.legend(fontsize="small")
+    return fig
+
+
+def bar_plot(path: Path, title: str, groups: list[str], series: dict[str, list[Ratio | None]],
+             ylabel: str, baseline: float | None = None) -> bool:
+    """:func:`bar_figure` saved as a PNG; False when matplotlib is absent."""
+    try:
+        fig = bar_figure(title, groups, series, ylabel, baseline)
+    except ImportError:
+        return False
+    import matplotlib.pyplot as plt
+
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return True
@@ -497,7 +597,7 @@ def latency(report: Report, args: argparse.Namespace, names: list[str], title: s
     header = (["model", "ours (ms)"] + [f"{lb} (ms)" for lb in labels]
               + [f"{lb} / ours" for lb in labels])
     rows: list[list[Any]] = []
-    ratios: dict[str, list[float | None]] = {f"{lb} / ours": [] for lb in labels}
+    ratios: dict[str, list[Ratio | None]] = {f"{lb} / ours": [] for lb in labels}
     workdir = report.out / "onnx"
     workdir.mkdir(exist_ok=True)
     for name in progress(names, title):
@@ -512,7 +612,7 @@ def latency(report: Report, args: argparse.Namespace, names: list[str], title: s
             continue
         expect = _as_array(exe(*inputs))
         t_ours = median_time(lambda exe=exe, inputs=inputs: exe(*inputs), args.runs, args.warmup)
-        peers: list[float | None] = []
+        peers: list[Timing | None] = []
         for label, factory, runs, warmup in peers_known:
             try:
                 run, convert = factory(name)
@@ -534,11 +634,11 @@ def latency(report: Report, args: argparse.Namespace, names: list[str], title: s
                 report.lack(f"{title}: {label} on {name}",
                             f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}")
                 peers.append(None)
-        r = [None if p is None else p / t_ours for p in peers]
+        r = [None if p is None else Ratio.of(p, t_ours) for p in peers]
         for lb, x in zip(labels, r):
             ratios[f"{lb} / ours"].append(x)
-        rows.append([name, t_ours * 1e3] + [None if p is None else p * 1e3 for p in peers]
-                    + [("—" if x is None else x) for x in r])
+        rows.append([name, t_ours.ms()] + [None if p is None else p.ms() for p in peers]
+                    + [("—" if x is None else x.cell()) for x in r])
     if not rows:
         raise Missing("no model could be measured (see the entries above)")
     rows = [[("—" if v is None else v) for v in row] for row in rows]
@@ -547,10 +647,11 @@ def latency(report: Report, args: argparse.Namespace, names: list[str], title: s
     plotted = bar_plot(png, f"{title}: peer latency / ours (higher is better for us)", done,
                        ratios, "ratio", baseline=1.0)
     body = table(header, rows)
-    body += (f"\n\nMedian of {args.runs} runs after {args.warmup} warm-up runs (the untuned "
-             f"TVM Relax floor: {min(args.runs, FLOOR_RUNS)} runs after 1; a configuration "
-             f"slower than {SLOW_SECONDS:g} s a run: {SLOW_RUNS} runs), batch 1, "
-             f"{THREADS} threads; ratios above 1 mean we are faster.")
+    body += (f"\n\nMedian [min–max] of {args.runs} runs after {args.warmup} warm-up runs (the "
+             f"untuned TVM Relax floor: {min(args.runs, FLOOR_RUNS)} runs after 1; a "
+             f"configuration slower than {SLOW_SECONDS:g} s a run: {SLOW_RUNS} runs), batch 1, "
+             f"{THREADS} threads; ratios above 1 mean we are faster (a ratio's range: the "
+             f"slowest run of one side over the fastest of the other, and back).")
     if plotted:
         body += f"\n\n![{title}]({png.name})"
     (report.out / f"{stem}.md").write_text(body + "\n")
@@ -559,9 +660,15 @@ def latency(report: Report, args: argparse.Namespace, names: list[str], title: s
 
 def interleaved_medians(fns: dict[str, Callable[[], Any]], runs: int, warmup: int
                         ) -> dict[str, float]:
-    """Median wall-clock seconds of each of several configurations of *our own* executables,
-    timed in turn, one run of each per round (at most :data:`SLOW_RUNS` rounds when a
-    warm-up run of any is slower than :data:`SLOW_SECONDS`).
+    """The medians of :func:`interleaved_timings`."""
+    return {key: t.median for key, t in interleaved_timings(fns, runs, warmup).items()}
+
+
+def interleaved_timings(fns: dict[str, Callable[[], Any]], runs: int, warmup: int
+                        ) -> dict[str, Timing]:
+    """Wall-clock seconds (median, min, max) of each of several configurations of *our own*
+    executables, timed in turn, one run of each per round (at most :data:`SLOW_RUNS` rounds
+    when a warm-up run of any is slower than :data:`SLOW_SECONDS`).
 
     On this shared machine a median drifts 30-80 % within minutes, so timing configurations in
     blocks measured the machine's phase as much as the configuration (the same ``-O3``
@@ -581,30 +688,33 @@ def interleaved_medians(fns: dict[str, Callable[[], Any]], runs: int, warmup: in
             start = time.perf_counter()
             fn()
             times[key].append(time.perf_counter() - start)
-    return {key: statistics.median(t) for key, t in times.items()}
+    return {key: Timing.of(t) for key, t in times.items()}
 
 
 # --- Fig. 10: optimization levels ------------------------------------------------------------
 
 def fig10(report: Report, args: argparse.Namespace, names: list[str]) -> None:
     rows: list[list[Any]] = []
-    series: dict[str, list[float | None]] = {"-O1": [], "-O2": [], "-O3": []}
+    series: dict[str, list[Ratio | None]] = {"-O1": [], "-O2": [], "-O3": []}
     for name in progress(names, "Fig. 10"):
         inputs = models.example_inputs(name)
         exes = [ours(name, level, "graph") for level in range(4)]
-        medians = interleaved_medians(
+        timings = interleaved_timings(
             {f"O{level}": (lambda exe=exe, a=inputs: exe(*a)) for level, exe in enumerate(exes)},
             args.runs, args.warmup)
         del exes
-        times = [medians[f"O{level}"] for level in range(4)]
-        speedups = [times[0] / t for t in times[1:]]
+        times = [timings[f"O{level}"] for level in range(4)]
+        speedups = [Ratio.of(times[0], t) for t in times[1:]]
         for key, s in zip(series, speedups):
             series[key].append(s)
-        rows.append([name, times[0] * 1e3] + speedups)
+        rows.append([name, times[0].ms()] + [s.cell() for s in speedups])
     png = report.out / "fig10.png"
     plotted = bar_plot(png, "Speedup over -O0 (TVM backend, graph executor)", names, series,
                        "speedup", baseline=1.0)
     body = table(["model", "-O0 (ms)", "-O1 speedup", "-O2 speedup", "-O3 speedup"], rows)
+    body += (f"\n\nMedian [min–max] of {args.runs} rounds after {args.warmup} warm-up rounds "
+             f"(the four levels timed in turn, a run of each per round); a speedup's range: "
+             f"the slowest -O0 run over the fastest run of the level, and back.")
     if plotted:
         body += "\n\n![Fig. 10](fig10.png)"
     (report.out / "fig10.md").write_text(body + "\n")
@@ -623,6 +733,10 @@ NOT_REPRODUCED = [
      "no GPU is available to this project: every number here is this machine's CPU"),
 ]
 """The paper's figures this command does not produce, with the reason (always listed)."""
+
+
+TIMED = ("fig10", "vision", "nlp")
+"""The steps whose figures are timings (their load average is reported)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -652,9 +766,13 @@ def main(argv: list[str] | None = None) -> int:
         ("nlp", NLP_TITLE, lambda: latency(report, args, nlp, NLP_TITLE, "nlp")),
     ]
     started = time.perf_counter()
-    for key, title, run in steps:
-        if key not in args.only:
-            continue
+    chosen_steps = [step for step in steps if step[0] in args.only]
+    for i, (key, title, run) in enumerate(chosen_steps, start=1):
+        before = load_average()
+        began = time.perf_counter()
+        print(f"[{i}/{len(chosen_steps)}] {title}: started (load average {_load(before)}, "
+              f"{os.cpu_count()} CPUs)", file=sys.stderr, flush=True)
+        sections = len(report.sections)
         try:
             run()
         except Missing as e:
@@ -662,6 +780,19 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:
             report.lack(title, f"failed: {type(e).__name__}: {e}")
             traceback.print_exc()
+        after = load_average()
+        if key in TIMED:
+            report.loads.append((title, before, after))
+            note = (f"\n1-minute load average before → after this figure: {_load(before)} → "
+                    f"{_load(after)} ({os.cpu_count()} CPUs).\n")
+            for j in range(sections, len(report.sections)):
+                report.sections[j] += note
+            figure = report.out / f"{key}.md"
+            if figure.exists():
+                with figure.open("a", encoding="utf-8") as f:
+                    f.write(note)
+        print(f"[{i}/{len(chosen_steps)}] {title}: done in {time.perf_counter() - began:.0f} s "
+              f"(load average {_load(after)})", file=sys.stderr, flush=True)
     header = (f"# The paper's figures, reproduced on this machine\n\nGenerated by "
               f"`bench/paper.py` in {time.perf_counter() - started:.0f} s "
               f"({os.cpu_count()} CPUs, {THREADS} threads per system). See REPRODUCING.md for "
