@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_BASE := $(VENV)/.installed-base
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test test-deep bench lint clean paper rules prove
+.PHONY: demo test test-deep bench lint clean paper rules prove install-all
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -18,6 +18,10 @@ $(STAMP_BASE): $(BIN)/python pyproject.toml
 $(STAMP_TEST): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test,tvm,torch,onnx,docs]'
 	touch $@
+
+# Every extra (README "Installing"): the TVM backend, both importers, the benchmarks' peers.
+install-all: $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[tvm,onnx,torch,bench,docs]'
 
 demo: $(STAMP_BASE)
 	$(BIN)/python examples/demo.py

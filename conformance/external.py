@@ -62,6 +62,7 @@ import queue
 import select
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -434,6 +435,18 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
+def _child_env() -> dict[str, str]:
+    """The implementation's environment: ours, with the directory of the Python running the kit
+    first on the ``PATH`` — so ``python`` in ``--impl "python impl.py"`` is this (virtual)
+    environment's interpreter, with the project importable, even when the environment was not
+    activated (``.venv/bin/relay conformance --impl ...``)."""
+    env = dict(os.environ)
+    bindir = os.path.dirname(sys.executable)
+    if bindir:
+        env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    return env
+
+
 class _Process:
     """One run of the implementation: pipes, reader threads and a group kill."""
 
@@ -441,7 +454,7 @@ class _Process:
         self.max_line_bytes = max_line_bytes
         self.proc = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     bufsize=0, start_new_session=True)
+                                     bufsize=0, start_new_session=True, env=_child_env())
         self.pgid = self.proc.pid           # leader of its own session and group
         # Bounded: an implementation printing lines faster than they are asked for blocks
         # on its own output instead of filling our memory.
