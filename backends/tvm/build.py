@@ -535,7 +535,7 @@ class KernelTable:
         for func, types in requests:
             try:
                 keys.append(store.key_of(func, types, spec))
-            except Exception:  # noqa: BLE001 - no key (a lowering that declines): none
+            except kernels.LoweringFailed:   # no key (a lowering that declines): none
                 keys.append(None)
         self.requested = len({k for k in keys if k is not None})
         return keys

@@ -82,6 +82,7 @@ from backends.tvm import blobs
 from backends.tvm.lower.base import ALIGNMENT as BYTE_ALIGNMENT
 from backends.tvm.lower.base import aligned_empty
 from backends.tvm.sched import KernelInfo, Scheduler, ScheduleReport, pick_schedule
+from backends.tvm.schedules import first_line
 from backends.tvm.target import TargetSpec, as_target, host_target, normalize_target, target_key
 from backends.tvm.te_build import Layout, LoweringFailed, build_te, param_types
 from semantics.expr import Attrs, Constant, Function
@@ -508,19 +509,24 @@ def _aligned_copy(a: np.ndarray) -> np.ndarray:
 _BUFFER_RE = re.compile(r'T\.Buffer\((\([^()]*\)), "(\w+)"\)')
 
 
-def _relax_alignment(prim: Any) -> tuple[Any, bool]:
+def _relax_alignment(prim: Any, notes: list[tuple[str, str]] | None = None
+                     ) -> tuple[Any, bool]:
     """``prim`` with element-aligned parameter buffers, and whether it still needs 64 bytes.
 
     The fast way (:func:`_relax_alignment_in_place`) gives each parameter buffer a new buffer
     type with ``align=1, offset_factor=1`` and a free ``elem_offset``; should that fail, the
     signature's ``T.Buffer`` annotations are rewritten in the function's TVMScript, which is
     parsed back (:func:`_relax_alignment_by_script`, about 0.2 s a kernel).  Both give
-    structurally equal functions (tested).
+    structurally equal functions (tested). Each way that fails is appended to ``notes`` as
+    ``(step, error)`` (the kernel's schedule report keeps them: a TVM upgrade that breaks the
+    fast way shows there, as does a kernel left needing 64-byte aligned arrays).
     """
     try:
         return _relax_alignment_in_place(prim), False
-    except Exception:  # noqa: BLE001 - any failure: the slow, printed way
-        return _relax_alignment_by_script(prim)
+    except Exception as err:  # noqa: BLE001 - any failure (TVM's reflection API is private):
+        if notes is not None:  # the slow, printed way
+            notes.append(("relax buffer alignment in place", first_line(err)))
+        return _relax_alignment_by_script(prim, notes)
 
 
 def _relax_alignment_in_place(prim: Any) -> Any:
@@ -564,7 +570,8 @@ def _type_fields(cls: type) -> dict[str, Any]:
     return out
 
 
-def _relax_alignment_by_script(prim: Any) -> tuple[Any, bool]:
+def _relax_alignment_by_script(prim: Any, notes: list[tuple[str, str]] | None = None
+                               ) -> tuple[Any, bool]:
     """The TVMScript round trip of :func:`_relax_alignment` (the fallback)."""
     import tvm
 
@@ -576,7 +583,10 @@ def _relax_alignment_by_script(prim: Any) -> tuple[Any, bool]:
         new_head = _BUFFER_RE.sub(r'T.Buffer(\1, "\2", align=1, offset_factor=1)', head)
         parsed = tvm.script.from_source(new_head + sep + body)
         return parsed, False
-    except Exception:  # noqa: BLE001 - any failure: keep the aligned buffers
+    except Exception as err:  # noqa: BLE001 - any failure: keep the aligned buffers
+        if notes is not None:
+            notes.append(("relax buffer alignment through TVMScript (the kernel keeps 64-byte "
+                          "aligned buffers: its calls take the careful lane)", first_line(err)))
         return prim, True
 
 
@@ -702,10 +712,13 @@ def _build_library(func: Function, arg_types: Sequence[Type], spec: dict[str, An
     name = f"relay_kernel_{key[:16]}"
     try:
         prim = te.create_prim_func([*lowered.inputs, *lowered.constants, *lowered.outputs])
-        prim, needs_alignment = _relax_alignment(prim)
+        notes: list[tuple[str, str]] = []
+        prim, needs_alignment = _relax_alignment(prim, notes)
         prim = prim.with_attr("global_symbol", name)
         mod = schedule(prim)
         report = schedule.report.to_json() if isinstance(schedule, Scheduler) else None
+        if report is not None:
+            report["refused"] = [list(n) for n in notes] + report["refused"]
         if name not in [g.name_hint for g in mod.get_global_vars()]:
             mod = tvm.IRModule({name: mod[mod.get_global_vars()[0]]})
         lib = tvm.compile(mod, target=as_target(spec))

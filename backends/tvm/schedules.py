@@ -67,12 +67,16 @@ def refused(step: str, err: BaseException) -> None:
         notes.append((step, first_line(err)))
 
 
-def schedule_error() -> type[Exception]:
-    """TVM's ``ScheduleError`` (raised when a schedule primitive does not apply to a block):
-    the one failure the recipes catch and carry on from; anything else is a broken recipe."""
+def schedule_error() -> tuple[type[Exception], ...]:
+    """What a schedule step raises when TVM refuses it for a block: ``ScheduleError`` (the
+    primitive does not apply) and ``InternalError`` (a failed check inside a primitive, e.g.
+    ``compute_inline`` of a reduction's block realize). The recipes catch these, record them
+    (:func:`refused`) and carry on without the step; anything else (a renamed API after a TVM
+    upgrade) is a broken recipe, which ``backends.tvm.sched.Scheduler`` records as failed."""
+    from tvm.error import InternalError
     from tvm.s_tir import ScheduleError
 
-    return ScheduleError  # type: ignore[no-any-return]
+    return (ScheduleError, InternalError)
 
 
 def first_line(err: BaseException) -> str:
@@ -110,8 +114,7 @@ def inline_blocks(sch: Any, skip: Callable[[str], bool]) -> None:
     """Inline every block that can be, except the outputs and the blocks whose name ``skip``
     accepts, repeated until nothing changes: an elementwise chain collapses into the block
     that consumes it (the fused group's "master" stage, or its output's write-back)."""
-    from tvm.s_tir import ScheduleError
-
+    refusals = schedule_error()
     root = sch.get_sblock("root") if _has_root(sch) else None
     changed = True
     while changed:
@@ -124,7 +127,7 @@ def inline_blocks(sch: Any, skip: Callable[[str], bool]) -> None:
             try:
                 sch.compute_inline(block)
                 changed = True
-            except ScheduleError:
+            except refusals:
                 continue  # a reduction, or a stage that cannot be inlined
 
 

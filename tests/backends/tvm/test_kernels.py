@@ -323,7 +323,7 @@ def test_kernels_take_unaligned_buffers_and_the_fallback_copies(
     (meta,) = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]  # type: ignore
     assert meta["needs_alignment"] is False      # buffers redeclared element-aligned
     # Should the redeclaration fail, kernels keep 64-byte buffers and copy what is unaligned.
-    monkeypatch.setattr(K, "_relax_alignment", lambda prim: (prim, True))
+    monkeypatch.setattr(K, "_relax_alignment", lambda prim, notes=None: (prim, True))
     kernel = compile_function(prim, types, cache=KernelCache(disk=False))
     rng = np.random.default_rng(6)
     x = np.zeros(40 * 5 + 1, np.float32)[1:].reshape(40, 5)
