@@ -50,7 +50,10 @@ import models  # noqa: E402
 from bench.paper import (  # noqa: E402
     THREADS,
     Missing,
-    interleaved_medians,
+    Ratio,
+    Timing,
+    interleaved_timings,
+    load_average,
     median_time,
     onnx_runtime,
     table,
@@ -130,7 +133,7 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
     inputs = models.example_inputs(name)
     mod, _ = models.get(name)
     flops = model_flops(mod)
-    times: dict[str, float | None] = {}
+    times: dict[str, Timing | None] = {}
     builds: dict[int, float] = {}
     want: np.ndarray | None = None
     exes = {}
@@ -145,7 +148,7 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
                          f"{float(np.abs(out - want).max()):.3g})")
         exes[f"O{level}"] = exe
     # -O0 and -O3 in turn: the machine's drift affects both alike (bench.paper)
-    times.update(interleaved_medians({key: (lambda exe=exe: exe(*inputs))
+    times.update(interleaved_timings({key: (lambda exe=exe: exe(*inputs))
                                       for key, exe in exes.items()}, args.runs, args.warmup))
     del exes
     assert want is not None
@@ -170,16 +173,16 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
     o0, o3 = times["O0"], times["O3"]
     assert o0 is not None and o3 is not None
     ort, pt = times["onnxruntime"], times["PyTorch"]
-    gflops = flops / o3 / 1e9
+    gflops = flops / o3.median / 1e9
 
-    def ms(t: float | None) -> Any:
-        return "—" if t is None else t * 1e3
+    def ms(t: Timing | None) -> Any:
+        return "—" if t is None else t.ms()
 
-    def ratio(t: float | None) -> Any:
-        return "—" if t is None else t / o3
+    def ratio(t: Timing | None) -> Any:
+        return "—" if t is None else Ratio.of(t, o3).cell()
 
-    return [name, flops / 1e9, ms(o0), ms(o3), o0 / o3, ms(ort), ratio(ort), ms(pt), ratio(pt),
-            gflops, 100 * gflops / args.peak, builds[0], builds[3]]
+    return [name, flops / 1e9, ms(o0), ms(o3), Ratio.of(o0, o3).cell(), ms(ort), ratio(ort),
+            ms(pt), ratio(pt), gflops, 100 * gflops / args.peak, builds[0], builds[3]]
 
 
 HEADER = ["model", "GFLOP", "-O0 (ms)", "-O3 (ms)", "-O3 speedup", "onnxruntime (ms)",
@@ -208,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     nominal = nominal_gflops(THREADS)
     rows: list[list[Any]] = []
     notes: list[str] = []
+    load_before = load_average()
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models:
             try:
@@ -217,9 +221,18 @@ def main(argv: list[str] | None = None) -> int:
                 notes.append(f"{name}: {e}")
             except Exception as e:  # noqa: BLE001 - reported, the other models still run
                 notes.append(f"{name}: our build or run failed: {type(e).__name__}: {e}")
+    load_after = load_average()
+    cpus = os.cpu_count() or 1
+    loads = f"{_load(load_before)} → {_load(load_after)}"
+    if any(x is not None and x > cpus for x in (load_before, load_after)):
+        print(f"> **Warning: the machine was loaded beyond its {cpus} CPUs** (1-minute load "
+              f"average before → after: {loads}): read the times with their [min–max] "
+              f"ranges.\n")
     print(table(HEADER, rows) if rows else "(no model measured)")
-    print(f"\nbatch 1, {THREADS} threads, median of {args.runs} runs after {args.warmup} "
-          f"warm-up runs; peak {args.peak:.0f} GFLOP/s (numpy's BLAS SGEMM, {THREADS} threads, "
+    print(f"\nbatch 1, {THREADS} threads, median [min–max] of {args.runs} runs after "
+          f"{args.warmup} warm-up runs (-O0 and -O3 timed in turn); 1-minute load average "
+          f"before → after: {loads} ({cpus} CPUs); GFLOP/s from the -O3 median; peak "
+          f"{args.peak:.0f} GFLOP/s (numpy's BLAS SGEMM, {THREADS} threads, "
           f"this run; nominal "
           f"{'unknown' if nominal is None else f'{nominal:.0f}'} GFLOP/s); "
           f"ratios above 1: we are faster; "
@@ -227,6 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     for note in notes:
         print(f"* {note}")
     return 0
+
+
+def _load(x: float | None) -> str:
+    return "unknown" if x is None else f"{x:.2f}"
 
 
 if __name__ == "__main__":
