@@ -70,7 +70,7 @@ def profile_command(args: argparse.Namespace) -> int:
 def profile_table(rows: list[Any]) -> str:
     """The per-kernel table of ``Executable.profile``'s rows, with a total line."""
     total = sum(r.seconds for r in rows)
-    lines = [f"{'#':>4}  {'kernel':26} {'operators':40} {'output shape':18} {'ms':>9} "
+    lines = [f"{'#':>4}  {'kernel':29} {'operators':40} {'output shape':18} {'ms':>9} "
              f"{'%':>6} {'GFLOP/s':>8}"]
     for r in rows:
         ops = "+".join(r.ops)
@@ -79,8 +79,8 @@ def profile_table(rows: list[Any]) -> str:
         shape = shape if len(shape) <= 18 else shape[:17] + "…"
         share = 100 * r.seconds / total if total > 0 else 0.0
         gflops = f"{r.gflops:8.1f}" if r.flops else f"{'':8}"
-        lines.append(f"{r.step:4}  {r.kernel[:26]:26} {ops:40} {shape:18} "
+        lines.append(f"{r.step:4}  {r.kernel[:29]:29} {ops:40} {shape:18} "
                      f"{r.seconds * 1e3:9.3f} {share:6.1f} {gflops}")
-    lines.append(f"{'':4}  {'total (' + str(len(rows)) + ' kernel calls)':26} {'':40} {'':18} "
+    lines.append(f"{'':4}  {'total (' + str(len(rows)) + ' kernel calls)':29} {'':40} {'':18} "
                  f"{total * 1e3:9.3f} {100.0 if rows else 0.0:6.1f}")
     return "\n".join(lines)

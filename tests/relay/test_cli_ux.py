@@ -123,3 +123,22 @@ def test_saving_a_result_that_is_not_tensors_is_a_user_error(tmp_path):
     assert "1.0: float64[1]" in line and "1.1: int32[]" in line
     with pytest.raises(RelayRuntimeError, match="cannot write"):
         save_result(np.zeros(2), str(tmp_path / "no-such-dir" / "x.npy"))
+
+
+def test_impl_python_is_the_kits_own_interpreter(monkeypatch, capsys):
+    """``--impl "python ..."`` works without an activated environment: the command runs with
+    the directory of the Python running the kit first on the PATH."""
+    import os
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")       # no virtual environment on the PATH
+    monkeypatch.setenv("PYTHONPATH", str(root))
+    code, out, err = relay(capsys, "conformance", "--impl",
+                           f"python {root / 'examples' / 'external' / 'good_impl.py'}",
+                           "--max-examples", "2")
+    assert code == 0, out + err
+    from conformance.external import _child_env
+
+    assert _child_env()["PATH"].split(os.pathsep)[0] == os.path.dirname(sys.executable)
