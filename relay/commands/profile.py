@@ -56,6 +56,10 @@ def profile_command(args: argparse.Namespace) -> int:
         if args.params is not None:
             raise RelayRuntimeError("--params: a saved build has its parameters bound already")
         exe = load(args.file)
+        if exe.executor != "graph":
+            raise RelayRuntimeError(
+                f"relay profile: {args.file} was built for the {exe.executor} executor; profile "
+                f"a graph build (relay build --executor graph) or the .relay file itself")
     else:
         mod = parse(read_source(args.file), source_name=args.file)
         with ProgressBar("compiling kernels") as progress:

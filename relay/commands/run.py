@@ -15,7 +15,8 @@ scalars as Relay literals, other tensors as ``array([...], dtype=...)``,
 ``Cons(1, Cons(2, Nil))``, ``<closure>``, ``ref(...)``. A tensor whose one-line form
 would be longer than :data:`ONE_LINE` characters is printed as numpy prints it: over
 several lines, and summarised (the first and last three items of each axis, ``...``
-between) when it has more than a thousand elements — ``--full`` prints every element.
+between) when it has more than :data:`SUMMARY_THRESHOLD` elements — ``--full`` prints
+every element.
 ``-o OUT.npy`` saves a tensor result instead of printing it; ``-o OUT.npz`` saves a tensor
 or a (nested) tuple of tensors, the fields named by their path (``0``, ``1.0``, ...).
 
@@ -38,6 +39,9 @@ _EXPR_WIDTH = 60
 _VALUE_WIDTH = 60
 ONE_LINE = 100
 """The widest tensor printed on one line; longer ones are printed as numpy prints them."""
+SUMMARY_THRESHOLD = 100
+"""Tensors of more elements are summarised (numpy's ``threshold``; its own default, 1,000,
+would print a classifier's 1,000 logits over 300 lines)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -157,7 +161,7 @@ def result_str(value: Any, full: bool = False) -> str:
 
     if type(value) is tuple and value and all(isinstance(f, np.ndarray) for f in value):
         fields = [result_str(f, full) for f in value]
-        with np.printoptions(threshold=sys.maxsize if full else 1000, edgeitems=3):
+        with np.printoptions(threshold=sys.maxsize if full else SUMMARY_THRESHOLD, edgeitems=3):
             short = value_str(value)
         if len(short) <= ONE_LINE and not any("\n" in f for f in fields):
             return short
@@ -165,7 +169,7 @@ def result_str(value: Any, full: bool = False) -> str:
         return "(\n" + inner + (",\n)" if len(fields) == 1 else "\n)")
     if not isinstance(value, np.ndarray) or value.ndim == 0:
         return value_str(value)
-    with np.printoptions(threshold=sys.maxsize if full else 1000, edgeitems=3):
+    with np.printoptions(threshold=sys.maxsize if full else SUMMARY_THRESHOLD, edgeitems=3):
         short = value_str(value)
         return short if len(short) <= ONE_LINE else repr(value)
 

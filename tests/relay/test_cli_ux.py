@@ -79,6 +79,8 @@ def test_large_tensors_print_summarised_over_lines_and_full_on_request():
     assert len(result_str(wide).splitlines()) > 1
     assert all(len(line) <= 80 for line in result_str(wide).splitlines())
     assert len(result_str(small)) <= ONE_LINE
+    logits = result_str(np.linspace(-1, 1, 1000, dtype="float32").reshape(1, 1000))
+    assert "..." in logits and logits.count("\n") <= 3      # not 300 lines of a classifier
 
 
 def test_run_prints_a_tuple_with_a_large_field_over_lines(tmp_path, capsys):

@@ -115,6 +115,12 @@ def test_relay_build_then_run_the_saved_directory(dense_files, capsys):
                                   [[0., 3., 6., 9.], [0., 0., 0., 0.]])
     assert main(["run", str(out_dir), str(d / "x.npy"), "--trace"]) == 2
     assert "a saved build takes no" in capsys.readouterr().err
+    vm_dir = d / "vm-build"
+    assert main(["build", str(d / "dense.relay"), "--params", str(d / "w.npz"), "-o",
+                 str(vm_dir)]) == 0
+    capsys.readouterr()
+    assert main(["profile", str(vm_dir), str(d / "x.npy")]) == 1
+    assert "built for the vm executor" in capsys.readouterr().err
     assert main(["run", str(d), "[1]"]) == 1          # a directory that is not a build
     assert "not a saved build" in capsys.readouterr().err
     assert main(["profile", str(out_dir), str(d / "x.npy"), "--repeat", "2"]) == 0
