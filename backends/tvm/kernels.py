@@ -764,8 +764,11 @@ def _compile(func: Function, arg_types: Sequence[Type], spec: dict[str, Any], ke
 
             module = tvm.runtime.load_module(str(so))
             artifact = so
-        except Exception:  # noqa: BLE001 - no linker, a full disk: TVM's JIT instead
+        except Exception as err:  # noqa: BLE001 - no linker, a full disk: TVM's JIT instead
             module = None
+            if report is not None:      # recorded with the kernel (``--show-kernels``)
+                report["refused"].append(["link the kernel into a shared library (TVM's JIT "
+                                          "runs it instead)", first_line(err)])
     try:
         if module is None:
             module = lib.jit()

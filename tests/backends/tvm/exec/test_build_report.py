@@ -138,3 +138,20 @@ def test_relay_profile_builds_with_the_graph_executor(dense_files, capsys):
     assert lines[0].split()[:3] == ["#", "kernel", "operators"]
     assert lines[1].split()[0] == "0" and "relay_kernel_" in lines[1]
     assert lines[-1].split()[0] == "total"
+
+
+def test_a_link_failure_is_recorded_with_the_kernel(tmp_path, monkeypatch):
+    """No linker (or a full disk): the kernel runs from TVM's JIT, and its report says so."""
+    from backends.tvm import kernels
+
+    def no_linker(lib, so):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(kernels, "_link", no_linker)
+    exe = build(DENSE, cache=KernelCache(tmp_path / "cache"))
+    [record] = exe.kernels.records
+    steps = [step for step, _ in record.schedule.refused]
+    assert any(step.startswith("link the kernel") for step in steps)
+    assert "No space left on device" in dict(record.schedule.refused)[steps[-1]]
+    x, w = np.ones((2, 3), "float32"), np.ones((4, 3), "float32")
+    np.testing.assert_array_equal(exe(x, w), np.full((2, 4), 3.0, "float32"))
