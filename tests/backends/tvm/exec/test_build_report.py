@@ -4,6 +4,10 @@ the way, time per phase, kernels compiled and cached, fallbacks; ``relay build``
 
 from __future__ import annotations
 
+import io
+import sys
+import time
+
 import numpy as np
 import pytest
 
@@ -155,3 +159,28 @@ def test_a_link_failure_is_recorded_with_the_kernel(tmp_path, monkeypatch):
     assert "No space left on device" in dict(record.schedule.refused)[steps[-1]]
     x, w = np.ones((2, 3), "float32"), np.ones((4, 3), "float32")
     np.testing.assert_array_equal(exe(x, w), np.full((2, 4), 3.0, "float32"))
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_progress_bar_draws_on_a_terminal_only(monkeypatch):
+    pytest.importorskip("tqdm", reason="the progress bar needs tqdm (extra `tvm`)")
+    from relay.commands.build import ProgressBar
+
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    with ProgressBar("compiling kernels") as progress:
+        assert progress is None                      # stdout is a pipe or a file
+    err = _Terminal()
+    monkeypatch.setattr(sys, "stdout", _Terminal())
+    monkeypatch.setattr(sys, "stderr", err)
+    with ProgressBar("compiling kernels") as progress:
+        assert progress is not None
+        for done in range(4):
+            time.sleep(0.15)                         # past tqdm's minimum redraw interval
+            progress(done, 3)
+    text = err.getvalue()
+    assert "compiling kernels" in text and "3/3" in text
