@@ -381,13 +381,20 @@ class BuildReport:
         phases: seconds per phase, in order (``prepare`` — or ``prepare (remembered)`` when
             the :class:`PrepareMemo` held the fused module —, ``kernels``, ``executor``).
         kernels_requested: distinct statically-shaped kernels the program needs.
-        kernels_compiled: those compiled by this build (the rest came from the cache, or
-            have no lowering: see ``Executable.fallbacks``).
+        kernels_compiled: those compiled by this build.
+        kernels_failed: those TVM could not compile (they run on the numpy references: see
+            ``Executable.fallbacks``); the rest came from the kernel cache.
     """
 
     phases: dict[str, float] = field(default_factory=dict)
     kernels_requested: int = 0
     kernels_compiled: int = 0
+    kernels_failed: int = 0
+
+    @property
+    def kernels_cached(self) -> int:
+        """Kernels the kernel cache held (neither compiled now nor failed)."""
+        return max(0, self.kernels_requested - self.kernels_compiled - self.kernels_failed)
 
 
 def _ops_of(func: Function) -> tuple[str, ...]:
@@ -416,6 +423,7 @@ class KernelTable:
         self.records: list[KernelRecord] = []
         self.requested = 0
         self.compiled_now = 0
+        self.failed = 0
         self._seen: dict[int, Any] = {}
 
     def kernel_for(self, func: Function) -> Any:
@@ -537,7 +545,9 @@ class KernelTable:
                 keys.append(store.key_of(func, types, spec))
             except kernels.LoweringFailed:   # no key (a lowering that declines): none
                 keys.append(None)
-        self.requested = len({k for k in keys if k is not None})
+        distinct = {k for k in keys if k is not None}
+        self.requested = len(distinct)
+        self.failed = sum(store.failure(k) is not None for k in distinct)
         return keys
 
     def fallback(self, func: Function, reason: str) -> FallbackKernel:
@@ -636,6 +646,7 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
     if memo is not None and not remembered and keys is not None:
         memo.save(fused, keys)
     report.kernels_requested, report.kernels_compiled = table.requested, table.compiled_now
+    report.kernels_failed = table.failed
     now = time.perf_counter()
     report.phases["kernels"] = now - start
     start = now

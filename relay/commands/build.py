@@ -136,9 +136,10 @@ def summary(exe: Any, output: str, phases: dict[str, float]) -> str:
              f"{compiled} compiled kernel{'s' if compiled != 1 else ''}, "
              f"{len(exe.fallbacks)} numpy fallback{'s' if len(exe.fallbacks) != 1 else ''}"]
     if report is not None:
-        cached = max(0, report.kernels_requested - report.kernels_compiled)
-        lines.append(f"  kernels: {report.kernels_compiled} compiled now, {cached} from the "
-                     f"kernel cache")
+        failed = (f", {report.kernels_failed} TVM could not compile"
+                  if report.kernels_failed else "")
+        lines.append(f"  kernels: {report.kernels_compiled} compiled now, "
+                     f"{report.kernels_cached} from the kernel cache{failed}")
     total = sum(phases.values())
     lines.append("  time: " + ", ".join(f"{name} {secs:.2f} s" for name, secs in phases.items())
                  + f" (total {total:.2f} s)")

@@ -184,3 +184,19 @@ def test_the_progress_bar_draws_on_a_terminal_only(monkeypatch):
             progress(done, 3)
     text = err.getvalue()
     assert "compiling kernels" in text and "3/3" in text
+
+
+def test_a_kernel_tvm_cannot_compile_is_counted_and_falls_back(tmp_path, monkeypatch):
+    from backends.tvm import kernels
+
+    def broken(*args, **kwargs):
+        raise kernels.NoLowering(kernels.COMPILE_FAILED,
+                                 "TVM could not compile the kernel of nn.dense, nn.relu: boom")
+
+    monkeypatch.setattr(kernels, "_compile", broken)
+    exe = build(DENSE, cache=KernelCache(tmp_path / "cache"))
+    assert (exe.report.kernels_requested, exe.report.kernels_compiled,
+            exe.report.kernels_failed, exe.report.kernels_cached) == (1, 0, 1, 0)
+    text = summary(exe, "out", exe.report.phases)
+    assert "0 compiled now, 0 from the kernel cache, 1 TVM could not compile" in text
+    assert "fell back to the numpy references" in text and "boom" in text
