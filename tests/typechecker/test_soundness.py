@@ -16,11 +16,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from tc_util import pretty, type_of, value_has_type
 
+from interpreter import evaluate
 from semantics import parse, parse_expr
 from semantics.errors import RelayRuntimeError, RelayTypeError
-
-interpreter = pytest.importorskip("interpreter")
-evaluate = interpreter.evaluate
 
 EXPRESSIONS = [
     # leaves, tuples, projections
