@@ -91,9 +91,11 @@ registry contract, not a user error).
 
 ``grad(e)`` is a macro (paper appendix): it is expanded by the function
 registered with :func:`register_grad_expander` (the ``ad`` package registers
-one) and the expansion is evaluated in place (Semantics-Grad). When no expander is
-registered, the first ``grad`` node evaluated imports ``ad`` as a plugin (which registers
-its expander), so ``evaluate`` of text using ``grad`` works without importing ``ad`` first.
+one) and the expansion is evaluated in place (Semantics-Grad). The interpreter never
+imports ``ad`` (it sits below it, docs/architecture.md "Layers"): when no expander is
+registered, :func:`grad_expander` runs the installed plugins of the entry-point group
+``relay.grad_expanders`` (``ad:register`` in pyproject.toml), so ``evaluate`` of text using
+``grad`` works without importing ``ad`` first whenever ``ad`` is installed.
 
 Modules
 -------
@@ -116,8 +118,7 @@ side with RULES.md. The rest of the evaluator is next to it:
 
 from __future__ import annotations
 
-import contextlib
-import importlib
+import importlib.metadata
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
@@ -180,7 +181,7 @@ from semantics.module import IRModule
 from semantics.ops.reference import RELAY_DTYPE_OF
 
 __all__ = ["INLINE_HEIGHT", "PENDING", "GradExpander", "Interpreter", "check_op_result",
-           "inline_plan", "register_grad_expander"]
+           "grad_expander", "inline_plan", "register_grad_expander"]
 
 
 # --- the grad hook ----------------------------------------------------------------------------
@@ -208,6 +209,31 @@ def register_grad_expander(fn: GradExpander | None) -> GradExpander | None:
     if fn is not None:
         _GRAD_EXPANDER.append(fn)
     return previous
+
+
+GRAD_PLUGINS = "relay.grad_expanders"
+
+
+def grad_expander() -> GradExpander | None:
+    """The expander of ``grad(e)`` nodes, or None when there is none.
+
+    When none is registered, the plugins of the entry-point group ``relay.grad_expanders``
+    are loaded first, in name order, until one has registered an expander: each entry
+    point names a function of no arguments that calls :func:`register_grad_expander`
+    (the ``ad`` package declares ``ad:register``). A plugin that is declared but cannot be
+    imported is passed over, as if it were not installed.
+    """
+    if not _GRAD_EXPANDER:
+        plugins = importlib.metadata.entry_points(group=GRAD_PLUGINS)
+        for plugin in sorted(plugins, key=lambda ep: ep.name):
+            try:
+                register = plugin.load()
+            except ImportError:
+                continue
+            register()
+            if _GRAD_EXPANDER:
+                break
+    return _GRAD_EXPANDER[0] if _GRAD_EXPANDER else None
 
 
 
@@ -786,15 +812,13 @@ class Interpreter(Machine):
         return Tail(expansion, Env({}, env, {} if shared else None, shared))
 
     def _expand_grad(self, e: Grad) -> Expr:
-        if not _GRAD_EXPANDER:  # a plugin, not an import (§2): loading `ad` registers it
-            with contextlib.suppress(ImportError):
-                importlib.import_module("ad")
-        if not _GRAD_EXPANDER:
+        expander = grad_expander()
+        if expander is None:
             raise RelayRuntimeError(
                 "grad(...) needs an automatic-differentiation expander (the `ad` package)",
                 e.span)
         try:
-            expansion = _GRAD_EXPANDER[0](e, self.mod, self.roots)
+            expansion = expander(e, self.mod, self.roots)
         except RelayError as err:
             err.with_span(e.span)
             raise

@@ -15,7 +15,7 @@ the same node object reachable along several paths of the DAG.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,12 +93,7 @@ class Expr:
     checked_type: Type | None = field(default=None, kw_only=True)
 
     def __repr__(self) -> str:
-        from semantics.printer import pretty
-
-        text = pretty(self)
-        if len(text) > 200:
-            text = text[:197] + "..."
-        return f"<{type(self).__name__} {text}>"
+        return f"<{type(self).__name__} {summary(self)}>"
 
 
 @dataclass(**_NODE)
@@ -206,9 +201,7 @@ class Pattern:
     span: Span | None = field(default=None, kw_only=True)
 
     def __repr__(self) -> str:
-        from semantics.printer import pretty
-
-        return f"<{type(self).__name__} {pretty(self)}>"
+        return f"<{type(self).__name__} {summary(self)}>"
 
 
 @dataclass(**_NODE)
@@ -379,3 +372,81 @@ def const(value: Any, dtype: str | None = None, *, span: Span | None = None) -> 
     else:
         arr = np.asarray(value, dtype=np.dtype(dtype))
     return Constant(arr, span=span)
+
+
+# --- repr: a short summary, never the whole program ------------------------------------------
+
+SUMMARY_DEPTH = 3     # nesting levels shown; deeper sub-expressions are written "…"
+SUMMARY_FIELDS = 4    # arguments/fields/clauses shown per node; the rest are counted
+SUMMARY_WIDTH = 200   # characters at most
+
+
+def summary(node: Expr | Pattern, depth: int = SUMMARY_DEPTH, width: int = SUMMARY_WIDTH) -> str:
+    """A one-line sketch of ``node`` for ``repr``: the first ``depth`` levels in the text
+    format's notation, at most :data:`SUMMARY_FIELDS` children per node and ``width``
+    characters. Costs O(fields ** depth), whatever the program's size (``repr`` of a
+    20,000-node program must not print it); :func:`semantics.pretty` prints in full.
+    """
+    text = _sketch(node, depth)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _sketch_all(items: Sequence[Expr | Pattern], depth: int) -> str:
+    shown = [_sketch(x, depth) for x in items[:SUMMARY_FIELDS]]
+    if len(items) > SUMMARY_FIELDS:
+        shown.append(f"…{len(items) - SUMMARY_FIELDS} more")
+    return ", ".join(shown)
+
+
+def _sketch(e: Expr | Pattern, depth: int) -> str:
+    if isinstance(e, Var):
+        return f"%{e.name_hint}"
+    if isinstance(e, GlobalVar):
+        return f"@{e.name_hint}"
+    if isinstance(e, (Op, Constructor)):
+        return e.name
+    if isinstance(e, Constant):
+        if e.data.ndim == 0:
+            dtype = e.data.dtype.name
+            return f"{e.data.item()!r}" + ("" if dtype in _PLAIN else f":{dtype}")
+        return f"meta[{'x'.join(map(str, e.data.shape))} {e.data.dtype.name}]"
+    if isinstance(e, PatternWildcard):
+        return "_"
+    if isinstance(e, PatternVar):
+        return f"%{e.var.name_hint}"
+    if depth <= 0:
+        return "…"
+    d = depth - 1
+    if isinstance(e, Call):
+        return f"{_sketch(e.op, d)}({_sketch_all(e.args, d)})"
+    if isinstance(e, Let):
+        return f"let %{e.var.name_hint} = {_sketch(e.value, d)}; {_sketch(e.body, d)}"
+    if isinstance(e, Function):
+        return f"fn ({_sketch_all(e.params, d)}) {{ {_sketch(e.body, d)} }}"
+    if isinstance(e, Tuple):
+        return f"({_sketch_all(e.fields, d)}{',' if len(e.fields) == 1 else ''})"
+    if isinstance(e, TupleGetItem):
+        return f"{_sketch(e.tuple_value, d)}.{e.index}"
+    if isinstance(e, If):
+        return (f"if ({_sketch(e.cond, d)}) {{ {_sketch(e.true_branch, d)} }} "
+                f"else {{ {_sketch(e.false_branch, d)} }}")
+    if isinstance(e, Match):
+        n = len(e.clauses)
+        return f"match{'' if e.complete else '?'} ({_sketch(e.data, d)}) {{ {n} clause(s) }}"
+    if isinstance(e, RefCreate):
+        return f"ref({_sketch(e.value, d)})"
+    if isinstance(e, RefRead):
+        return f"!{_sketch(e.ref, d)}"
+    if isinstance(e, RefWrite):
+        return f"{_sketch(e.ref, d)} := {_sketch(e.value, d)}"
+    if isinstance(e, Grad):
+        return f"grad({_sketch(e.func, d)})"
+    if isinstance(e, PatternConstructor):
+        inner = f"({_sketch_all(e.patterns, d)})" if e.patterns else ""
+        return f"{e.constructor.name}{inner}"
+    if isinstance(e, PatternTuple):
+        return f"({_sketch_all(e.patterns, d)})"
+    return type(e).__name__
+
+
+_PLAIN = frozenset({"int32", "float32", "bool"})
