@@ -1,6 +1,6 @@
 """Automatic differentiation: reverse and forward mode over the whole language (paper §4.2).
 
-Public API (ARCHITECTURE.md §4):
+Public API (docs/architecture.md#api):
 
 * :func:`grad` — ``grad(f, mode="reverse"|"forward", mod=None)``: the gradient function
   ``fn(T1..Tn) -> (O, (T1..Tn))`` of ``f`` (Type-Gradient), a closed :class:`Function`;

@@ -1,4 +1,4 @@
-"""The big-step interpreter: the oracle of the project (ARCHITECTURE.md §4, RULES.md "Evaluation").
+"""The big-step interpreter, the project's oracle (docs/architecture.md#api, RULES.md "Evaluation").
 
 ``evaluate(p, *args, ...)`` runs a module's entry function, an expression or
 program text; results are numpy arrays, tuples, :class:`ConstructorValue`,

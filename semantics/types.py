@@ -51,9 +51,7 @@ class Type:
     span: Span | None = field(default=None, kw_only=True)
 
     def __repr__(self) -> str:
-        from semantics.printing.types import type_summary
-
-        return f"<{type(self).__name__} {type_summary(self, 200)}>"
+        return f"<{type(self).__name__} {type_sketch(self)}>"
 
 
 @dataclass(**_NODE)
@@ -170,3 +168,53 @@ def type_children(t: Type) -> tuple[Type, ...]:
     if isinstance(t, TypeRelation):
         return t.args
     return ()
+
+
+# --- repr: a depth-capped sketch (the printer, semantics.printing.types, is a layer above) -----
+
+SKETCH_DEPTH = 4    # nesting levels shown; deeper types are written "…"
+SKETCH_FIELDS = 4   # fields/arguments shown per type; the rest are counted
+SKETCH_WIDTH = 200  # characters at most
+
+
+def type_sketch(t: Type, depth: int = SKETCH_DEPTH, width: int = SKETCH_WIDTH) -> str:
+    """A one-line sketch of ``t`` for ``repr``, close to the text format, at most ``depth``
+    levels, :data:`SKETCH_FIELDS` fields per level and ``width`` characters; its cost does
+    not grow with the type. Messages use :func:`semantics.printing.types.type_summary`."""
+    text = _sketch(t, depth)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _sketch_all(items: tuple[Type, ...], depth: int) -> str:
+    shown = [_sketch(x, depth) for x in items[:SKETCH_FIELDS]]
+    if len(items) > SKETCH_FIELDS:
+        shown.append(f"…{len(items) - SKETCH_FIELDS} more")
+    return ", ".join(shown)
+
+
+def _sketch(t: Type, depth: int) -> str:
+    if isinstance(t, TensorType):
+        if not t.shape:
+            return t.dtype
+        return f"Tensor[({', '.join(map(str, t.shape))}), {t.dtype}]"
+    if isinstance(t, (TypeVar, GlobalTypeVar)):
+        return t.name
+    if isinstance(t, IncompleteType):
+        return "_"
+    if depth <= 0:
+        return "…"
+    d = depth - 1
+    if isinstance(t, TupleType):
+        return f"({_sketch_all(t.fields, d)}{',' if len(t.fields) == 1 else ''})"
+    if isinstance(t, FuncType):
+        params = f"[{', '.join(p.name for p in t.type_params)}]" if t.type_params else ""
+        return f"fn {params}({_sketch_all(t.arg_types, d)}) -> {_sketch(t.ret_type, d)}"
+    if isinstance(t, RefType):
+        return f"Ref[{_sketch(t.value, d)}]"
+    if isinstance(t, TypeCall):
+        return f"{t.func.name}[{_sketch_all(t.args, d)}]"
+    if isinstance(t, TypeRelation):
+        return f"{getattr(t.relation, 'name', t.relation)}({_sketch_all(t.args, d)})"
+    if isinstance(t, TypeData):
+        return f"type {t.header.name}[{', '.join(v.name for v in t.type_vars)}]"
+    return type(t).__name__

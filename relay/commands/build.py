@@ -1,5 +1,5 @@
 """``relay build FILE -o DIR [-O0..-O3] [--executor vm|graph|aot] [--params P.npz]`` and the
-TVM side of ``relay run FILE --backend tvm [--params P.npz]`` (ARCHITECTURE.md §7).
+TVM side of ``relay run FILE --backend tvm [--params P.npz]`` (docs/architecture.md#cli).
 
 ``relay build`` compiles a program with ``backends.tvm.build`` (optimization at the
 chosen level, fusion, one kernel per fused group — the numpy fallback where a group does

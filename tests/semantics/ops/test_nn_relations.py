@@ -429,7 +429,7 @@ def test_only_value_constrained_operators_register_inputs():
 
 
 def test_tuple_input_operators_are_variadic_and_take_one_tuple():
-    # ARCHITECTURE.md §4: num_inputs is -1 for a tuple input; the relation wants one tuple.
+    # docs/architecture.md#api: num_inputs is -1 for a tuple input; the relation wants one tuple.
     for name in ("concatenate", "stack"):
         assert ops.get(name).num_inputs == -1
         t = TensorType((2, 3), "float32")
