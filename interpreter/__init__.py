@@ -10,7 +10,7 @@ returns the registered one (loading the ``relay.grad_expanders`` plugins if none
 from __future__ import annotations
 
 from interpreter.entry import evaluate, evaluate_recorded
-from interpreter.eval import grad_expander, register_grad_expander
+from interpreter.grad_hook import grad_expander, register_grad_expander
 from interpreter.values import Closure, ConstructorValue, RefValue
 
 __all__ = ["Closure", "ConstructorValue", "RefValue", "evaluate", "evaluate_recorded",

@@ -118,7 +118,6 @@ side with RULES.md. The rest of the evaluator is next to it:
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
@@ -126,6 +125,7 @@ import numpy as np
 
 from interpreter.codegen import hot_step, step_cache
 from interpreter.env import Env
+from interpreter.grad_hook import GradExpander, grad_expander, register_grad_expander
 from interpreter.machine import (
     MISSING,
     UNOBSERVED,
@@ -182,60 +182,6 @@ from semantics.ops.reference import RELAY_DTYPE_OF
 
 __all__ = ["INLINE_HEIGHT", "PENDING", "GradExpander", "Interpreter", "check_op_result",
            "grad_expander", "inline_plan", "register_grad_expander"]
-
-
-# --- the grad hook ----------------------------------------------------------------------------
-
-GradExpander = Callable[[Grad, IRModule, tuple[Expr, ...]], Expr]
-_GRAD_EXPANDER: list[GradExpander] = []
-
-
-def register_grad_expander(fn: GradExpander | None) -> GradExpander | None:
-    """Install the expansion of the ``grad(e)`` macro (Semantics-Grad).
-
-    Args:
-        fn: called as ``fn(grad_node, module, roots)``; returns the expression that
-            ``grad_node`` stands for (evaluated in ``grad_node``'s environment). ``roots``
-            are the program's code outside the module's globals (the expression passed to
-            ``evaluate``), where a ``let``-bound function that ``grad`` names may be defined.
-            The ``ad`` package registers its reverse-mode expander on import.
-            ``None`` removes the current expander.
-    Returns:
-        The expander this one replaces (None if there was none), so a caller that installs
-        one temporarily can put the previous one back.
-    """
-    previous = _GRAD_EXPANDER[0] if _GRAD_EXPANDER else None
-    _GRAD_EXPANDER.clear()
-    if fn is not None:
-        _GRAD_EXPANDER.append(fn)
-    return previous
-
-
-GRAD_PLUGINS = "relay.grad_expanders"
-
-
-def grad_expander() -> GradExpander | None:
-    """The expander of ``grad(e)`` nodes, or None when there is none.
-
-    When none is registered, the plugins of the entry-point group ``relay.grad_expanders``
-    are loaded first, in name order, until one has registered an expander: each entry
-    point names a function of no arguments that calls :func:`register_grad_expander`
-    (the ``ad`` package declares ``ad:register``). A plugin that is declared but cannot be
-    imported is passed over, as if it were not installed.
-    """
-    if not _GRAD_EXPANDER:
-        plugins = importlib.metadata.entry_points(group=GRAD_PLUGINS)
-        for plugin in sorted(plugins, key=lambda ep: ep.name):
-            try:
-                register = plugin.load()
-            except ImportError:
-                continue
-            register()
-            if _GRAD_EXPANDER:
-                break
-    return _GRAD_EXPANDER[0] if _GRAD_EXPANDER else None
-
-
 
 
 class _OpSite:

@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         write_exceptions(args.exceptions, tightened)
         print(f"{args.exceptions}: {len(tightened)} exceptions recorded")
     if violations:
-        print(f"size budget: {len(violations)} violation(s)", file=sys.stderr)
+        print(f"size budget: {len(violations)} violation(s)")
         return 1
     return 0
 

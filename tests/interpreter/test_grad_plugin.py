@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 import tomllib
 
-import interpreter.eval as interp_eval
+import interpreter.grad_hook as hook
 from interpreter import evaluate, grad_expander, register_grad_expander
 from semantics import RelayRuntimeError, parse_expr
 
 ROOT = Path(__file__).resolve().parents[2]
-GROUP = interp_eval.GRAD_PLUGINS
+GROUP = hook.GRAD_PLUGINS
 PROGRAM = parse_expr("fn (%x: float32) { grad(fn (%y: float32) { %y * %y })(%x) }")
 
 
