@@ -44,8 +44,8 @@ Metrics, precisely:
     ``isinstance(x, K)`` (tuples of kinds included), ``type(x) is K``, ``type(x) == K``
     or ``t is K`` where ``t`` is any name.
 ``type_ignores`` / ``type_ignores_attr_defined``
-    Occurrences of ``# type: ignore`` in every file; the second counts those whose
-    bracketed codes include ``attr-defined``.
+    Type-ignore comments (a ``#`` followed by ``type: ignore``) in every file; the second
+    counts those whose bracketed codes include ``attr-defined``.
 ``modules_over_800`` / ``functions_over_80``
     Files of more than 800 lines; functions (``def`` at any nesting, counted apart from
     the functions nested in them only by their own span: ``end_lineno - lineno + 1``)
