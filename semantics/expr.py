@@ -15,7 +15,7 @@ the same node object reachable along several paths of the DAG.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -399,54 +399,57 @@ def _sketch_all(items: Sequence[Expr | Pattern], depth: int) -> str:
 
 
 def _sketch(e: Expr | Pattern, depth: int) -> str:
-    if isinstance(e, Var):
-        return f"%{e.name_hint}"
-    if isinstance(e, GlobalVar):
-        return f"@{e.name_hint}"
-    if isinstance(e, (Op, Constructor)):
-        return e.name
-    if isinstance(e, Constant):
-        if e.data.ndim == 0:
-            dtype = e.data.dtype.name
-            return f"{e.data.item()!r}" + ("" if dtype in _PLAIN else f":{dtype}")
-        return f"meta[{'x'.join(map(str, e.data.shape))} {e.data.dtype.name}]"
-    if isinstance(e, PatternWildcard):
-        return "_"
-    if isinstance(e, PatternVar):
-        return f"%{e.var.name_hint}"
+    leaf = _LEAF_SKETCH.get(type(e))
+    if leaf is not None:
+        return leaf(e)
     if depth <= 0:
         return "…"
-    d = depth - 1
-    if isinstance(e, Call):
-        return f"{_sketch(e.op, d)}({_sketch_all(e.args, d)})"
-    if isinstance(e, Let):
-        return f"let %{e.var.name_hint} = {_sketch(e.value, d)}; {_sketch(e.body, d)}"
-    if isinstance(e, Function):
-        return f"fn ({_sketch_all(e.params, d)}) {{ {_sketch(e.body, d)} }}"
-    if isinstance(e, Tuple):
-        return f"({_sketch_all(e.fields, d)}{',' if len(e.fields) == 1 else ''})"
-    if isinstance(e, TupleGetItem):
-        return f"{_sketch(e.tuple_value, d)}.{e.index}"
-    if isinstance(e, If):
-        return (f"if ({_sketch(e.cond, d)}) {{ {_sketch(e.true_branch, d)} }} "
-                f"else {{ {_sketch(e.false_branch, d)} }}")
-    if isinstance(e, Match):
-        n = len(e.clauses)
-        return f"match{'' if e.complete else '?'} ({_sketch(e.data, d)}) {{ {n} clause(s) }}"
-    if isinstance(e, RefCreate):
-        return f"ref({_sketch(e.value, d)})"
-    if isinstance(e, RefRead):
-        return f"!{_sketch(e.ref, d)}"
-    if isinstance(e, RefWrite):
-        return f"{_sketch(e.ref, d)} := {_sketch(e.value, d)}"
-    if isinstance(e, Grad):
-        return f"grad({_sketch(e.func, d)})"
-    if isinstance(e, PatternConstructor):
-        inner = f"({_sketch_all(e.patterns, d)})" if e.patterns else ""
-        return f"{e.constructor.name}{inner}"
-    if isinstance(e, PatternTuple):
-        return f"({_sketch_all(e.patterns, d)})"
-    return type(e).__name__
+    inner = _INNER_SKETCH.get(type(e))
+    return type(e).__name__ if inner is None else inner(e, depth - 1)
 
+
+def _constant_sketch(e: Constant) -> str:
+    dtype = e.data.dtype.name
+    if e.data.ndim == 0:
+        return f"{e.data.item()!r}" + ("" if dtype in _PLAIN else f":{dtype}")
+    return f"meta[{'x'.join(map(str, e.data.shape))} {dtype}]"
+
+
+def _if_sketch(e: If, d: int) -> str:
+    return (f"if ({_sketch(e.cond, d)}) {{ {_sketch(e.true_branch, d)} }} "
+            f"else {{ {_sketch(e.false_branch, d)} }}")
+
+
+def _match_sketch(e: Match, d: int) -> str:
+    n = len(e.clauses)
+    return f"match{'' if e.complete else '?'} ({_sketch(e.data, d)}) {{ {n} clause(s) }}"
+
+
+# Nodes shown whatever the depth, and nodes with parts (shown while depth remains).
+_LEAF_SKETCH: dict[type, Callable[[Any], str]] = {
+    Var: lambda e: f"%{e.name_hint}",
+    GlobalVar: lambda e: f"@{e.name_hint}",
+    Op: lambda e: e.name,
+    Constructor: lambda e: e.name,
+    Constant: _constant_sketch,
+    PatternWildcard: lambda e: "_",
+    PatternVar: lambda e: f"%{e.var.name_hint}",
+}
+_INNER_SKETCH: dict[type, Callable[[Any, int], str]] = {
+    Call: lambda e, d: f"{_sketch(e.op, d)}({_sketch_all(e.args, d)})",
+    Let: lambda e, d: f"let %{e.var.name_hint} = {_sketch(e.value, d)}; {_sketch(e.body, d)}",
+    Function: lambda e, d: f"fn ({_sketch_all(e.params, d)}) {{ {_sketch(e.body, d)} }}",
+    Tuple: lambda e, d: f"({_sketch_all(e.fields, d)}{',' if len(e.fields) == 1 else ''})",
+    TupleGetItem: lambda e, d: f"{_sketch(e.tuple_value, d)}.{e.index}",
+    If: _if_sketch,
+    Match: _match_sketch,
+    RefCreate: lambda e, d: f"ref({_sketch(e.value, d)})",
+    RefRead: lambda e, d: f"!{_sketch(e.ref, d)}",
+    RefWrite: lambda e, d: f"{_sketch(e.ref, d)} := {_sketch(e.value, d)}",
+    Grad: lambda e, d: f"grad({_sketch(e.func, d)})",
+    PatternConstructor: lambda e, d: e.constructor.name + (
+        f"({_sketch_all(e.patterns, d)})" if e.patterns else ""),
+    PatternTuple: lambda e, d: f"({_sketch_all(e.patterns, d)})",
+}
 
 _PLAIN = frozenset({"int32", "float32", "bool"})

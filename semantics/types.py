@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -193,28 +194,37 @@ def _sketch_all(items: tuple[Type, ...], depth: int) -> str:
 
 
 def _sketch(t: Type, depth: int) -> str:
-    if isinstance(t, TensorType):
-        if not t.shape:
-            return t.dtype
-        return f"Tensor[({', '.join(map(str, t.shape))}), {t.dtype}]"
-    if isinstance(t, (TypeVar, GlobalTypeVar)):
-        return t.name
-    if isinstance(t, IncompleteType):
-        return "_"
+    leaf = _LEAF_SKETCH.get(type(t))
+    if leaf is not None:
+        return leaf(t)
     if depth <= 0:
         return "…"
-    d = depth - 1
-    if isinstance(t, TupleType):
-        return f"({_sketch_all(t.fields, d)}{',' if len(t.fields) == 1 else ''})"
-    if isinstance(t, FuncType):
-        params = f"[{', '.join(p.name for p in t.type_params)}]" if t.type_params else ""
-        return f"fn {params}({_sketch_all(t.arg_types, d)}) -> {_sketch(t.ret_type, d)}"
-    if isinstance(t, RefType):
-        return f"Ref[{_sketch(t.value, d)}]"
-    if isinstance(t, TypeCall):
-        return f"{t.func.name}[{_sketch_all(t.args, d)}]"
-    if isinstance(t, TypeRelation):
-        return f"{getattr(t.relation, 'name', t.relation)}({_sketch_all(t.args, d)})"
-    if isinstance(t, TypeData):
-        return f"type {t.header.name}[{', '.join(v.name for v in t.type_vars)}]"
-    return type(t).__name__
+    inner = _INNER_SKETCH.get(type(t))
+    return type(t).__name__ if inner is None else inner(t, depth - 1)
+
+
+def _tensor_sketch(t: TensorType) -> str:
+    return t.dtype if not t.shape else f"Tensor[({', '.join(map(str, t.shape))}), {t.dtype}]"
+
+
+def _func_sketch(t: FuncType, d: int) -> str:
+    params = f"[{', '.join(p.name for p in t.type_params)}]" if t.type_params else ""
+    return f"fn {params}({_sketch_all(t.arg_types, d)}) -> {_sketch(t.ret_type, d)}"
+
+
+# Types shown whatever the depth, and types with parts (shown while depth remains).
+_LEAF_SKETCH: dict[type, Callable[[Any], str]] = {
+    TensorType: _tensor_sketch,
+    TypeVar: lambda t: t.name,
+    GlobalTypeVar: lambda t: t.name,
+    IncompleteType: lambda t: "_",
+}
+_INNER_SKETCH: dict[type, Callable[[Any, int], str]] = {
+    TupleType: lambda t, d: f"({_sketch_all(t.fields, d)}{',' if len(t.fields) == 1 else ''})",
+    FuncType: _func_sketch,
+    RefType: lambda t, d: f"Ref[{_sketch(t.value, d)}]",
+    TypeCall: lambda t, d: f"{t.func.name}[{_sketch_all(t.args, d)}]",
+    TypeRelation: lambda t, d: f"{getattr(t.relation, 'name', t.relation)}"
+                               f"({_sketch_all(t.args, d)})",
+    TypeData: lambda t, d: f"type {t.header.name}[{', '.join(v.name for v in t.type_vars)}]",
+}
