@@ -63,6 +63,7 @@ $(STAMP_DEV): $(BIN)/python pyproject.toml
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check .
+	$(BIN)/python tools/size_budget.py
 	$(BIN)/mypy
 
 clean:

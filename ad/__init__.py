@@ -1,6 +1,6 @@
 """Automatic differentiation: reverse and forward mode over the whole language (paper §4.2).
 
-Public API (ARCHITECTURE.md §4):
+Public API (docs/architecture.md#api):
 
 * :func:`grad` — ``grad(f, mode="reverse"|"forward", mod=None)``: the gradient function
   ``fn(T1..Tn) -> (O, (T1..Tn))`` of ``f`` (Type-Gradient), a closed :class:`Function`;
@@ -10,8 +10,9 @@ Public API (ARCHITECTURE.md §4):
 * :func:`check_grads` — compare AD with central finite differences in float64 (JAX's name).
 
 The transformations are in :mod:`ad.reverse` (design note there) and :mod:`ad.forward`; the
-per-operator rules in :mod:`ad.rules`. Importing this package registers the reverse-mode
-expander of ``grad(e)`` nodes with the interpreter (Semantics-Grad).
+per-operator rules in :mod:`ad.rules`. :func:`register` installs the reverse-mode expander
+of ``grad(e)`` nodes in the interpreter (Semantics-Grad); it is the ``relay.grad_expanders``
+plugin entry point, and importing this package calls it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from semantics.errors import RelayTypeError
 from semantics.expr import Expr, Function, GlobalVar, Grad
 from semantics.module import IRModule
 
-__all__ = ["check_grads", "grad", "grad_module", "jvp"]
+__all__ = ["check_grads", "grad", "grad_module", "jvp", "register"]
 
 _MODES = ("reverse", "forward")
 
@@ -131,10 +132,17 @@ def _expand_grad_node(node: Grad, mod: IRModule, roots: tuple[Expr, ...] = ()) -
 _DEFS_CACHE: dict[tuple[int, tuple[int, ...]], tuple[IRModule, tuple[Expr, ...], Any]] = {}
 
 
-def _register() -> None:
-    from interpreter.eval import register_grad_expander
+def register() -> None:
+    """Give the interpreter's ``grad(e)`` nodes their meaning: install the reverse-mode
+    expander with :func:`interpreter.register_grad_expander`.
+
+    This is the ``relay.grad_expanders`` plugin entry point (pyproject.toml), which the
+    interpreter runs on the first ``grad`` node it meets with no expander; importing
+    ``ad`` also calls it.
+    """
+    from interpreter import register_grad_expander
 
     register_grad_expander(_expand_grad_node)
 
 
-_register()
+register()

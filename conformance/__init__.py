@@ -1,4 +1,4 @@
-"""The Relay conformance kit (ARCHITECTURE.md §4 "Conformance kit").
+"""The Relay conformance kit (docs/architecture.md#api "Conformance kit").
 
 A product of its own: people test their own Relay implementations and passes
 with it, and grade course assignments. It offers

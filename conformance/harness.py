@@ -1,4 +1,4 @@
-"""The differential harness: a pass or a backend against the oracle (ARCHITECTURE.md §4).
+"""The differential harness: a pass or a backend against the oracle (docs/architecture.md#api).
 
 ``assert_equivalent(transform)`` draws well-typed programs with inputs
 (:func:`conformance.strategies.programs.well_typed_modules`), runs the oracle
@@ -388,7 +388,7 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
                       exact_floats: bool = False, allow_errors: bool = False,
                       check_types: bool = True, name: str | None = None,
                       seed: int | None = None) -> None:
-    """Check that ``transform`` preserves the meaning of programs (ARCHITECTURE.md §4).
+    """Check that ``transform`` preserves the meaning of programs (docs/architecture.md#api).
 
     Args:
         transform: ``IRModule -> IRModule`` (a pass) or ``IRModule -> callable`` (a backend

@@ -1,4 +1,4 @@
-"""Crossing the boundary between Python and the interpreter (ARCHITECTURE.md §4, ``evaluate``).
+"""Crossing between Python and the interpreter (docs/architecture.md#api, ``evaluate``).
 
 * :func:`convert_arguments` turns the Python arguments of ``evaluate`` into
   runtime values (:mod:`interpreter.values`) and validates them against the

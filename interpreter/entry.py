@@ -1,4 +1,4 @@
-"""The public entry point of the interpreter: ``evaluate`` (ARCHITECTURE.md §4).
+"""The public entry point of the interpreter: ``evaluate`` (docs/architecture.md#api).
 
 :func:`evaluate` validates its options, dispatches on what it is given (an
 :class:`~semantics.module.IRModule` and its entry global, an expression, or program
@@ -40,7 +40,7 @@ _ENTRY_NODES = NodeCache(256)
 def evaluate(p: Any, *args: Any, entry: str = "main", check: bool = True,
              fuel: int | None = None, trace: Callable[[str, Any], Any] | None = None,
              max_depth: int = 100_000) -> Any:
-    """Run a program with the big-step semantics (ARCHITECTURE.md §4).
+    """Run a program with the big-step semantics (docs/architecture.md#api).
 
     Args:
         p: an :class:`IRModule` (its ``entry`` function is applied to ``args``), an

@@ -91,9 +91,11 @@ registry contract, not a user error).
 
 ``grad(e)`` is a macro (paper appendix): it is expanded by the function
 registered with :func:`register_grad_expander` (the ``ad`` package registers
-one) and the expansion is evaluated in place (Semantics-Grad). When no expander is
-registered, the first ``grad`` node evaluated imports ``ad`` as a plugin (which registers
-its expander), so ``evaluate`` of text using ``grad`` works without importing ``ad`` first.
+one) and the expansion is evaluated in place (Semantics-Grad). The interpreter never
+imports ``ad`` (it sits below it, docs/architecture.md "Layers"): when no expander is
+registered, :func:`grad_expander` runs the installed plugins of the entry-point group
+``relay.grad_expanders`` (``ad:register`` in pyproject.toml), so ``evaluate`` of text using
+``grad`` works without importing ``ad`` first whenever ``ad`` is installed.
 
 Modules
 -------
@@ -116,8 +118,6 @@ side with RULES.md. The rest of the evaluator is next to it:
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
@@ -125,6 +125,7 @@ import numpy as np
 
 from interpreter.codegen import hot_step, step_cache
 from interpreter.env import Env
+from interpreter.grad_hook import GradExpander, grad_expander, register_grad_expander
 from interpreter.machine import (
     MISSING,
     UNOBSERVED,
@@ -180,36 +181,7 @@ from semantics.module import IRModule
 from semantics.ops.reference import RELAY_DTYPE_OF
 
 __all__ = ["INLINE_HEIGHT", "PENDING", "GradExpander", "Interpreter", "check_op_result",
-           "inline_plan", "register_grad_expander"]
-
-
-# --- the grad hook ----------------------------------------------------------------------------
-
-GradExpander = Callable[[Grad, IRModule, tuple[Expr, ...]], Expr]
-_GRAD_EXPANDER: list[GradExpander] = []
-
-
-def register_grad_expander(fn: GradExpander | None) -> GradExpander | None:
-    """Install the expansion of the ``grad(e)`` macro (Semantics-Grad).
-
-    Args:
-        fn: called as ``fn(grad_node, module, roots)``; returns the expression that
-            ``grad_node`` stands for (evaluated in ``grad_node``'s environment). ``roots``
-            are the program's code outside the module's globals (the expression passed to
-            ``evaluate``), where a ``let``-bound function that ``grad`` names may be defined.
-            The ``ad`` package registers its reverse-mode expander on import.
-            ``None`` removes the current expander.
-    Returns:
-        The expander this one replaces (None if there was none), so a caller that installs
-        one temporarily can put the previous one back.
-    """
-    previous = _GRAD_EXPANDER[0] if _GRAD_EXPANDER else None
-    _GRAD_EXPANDER.clear()
-    if fn is not None:
-        _GRAD_EXPANDER.append(fn)
-    return previous
-
-
+           "grad_expander", "inline_plan", "register_grad_expander"]
 
 
 class _OpSite:
@@ -786,15 +758,13 @@ class Interpreter(Machine):
         return Tail(expansion, Env({}, env, {} if shared else None, shared))
 
     def _expand_grad(self, e: Grad) -> Expr:
-        if not _GRAD_EXPANDER:  # a plugin, not an import (§2): loading `ad` registers it
-            with contextlib.suppress(ImportError):
-                importlib.import_module("ad")
-        if not _GRAD_EXPANDER:
+        expander = grad_expander()
+        if expander is None:
             raise RelayRuntimeError(
                 "grad(...) needs an automatic-differentiation expander (the `ad` package)",
                 e.span)
         try:
-            expansion = _GRAD_EXPANDER[0](e, self.mod, self.roots)
+            expansion = expander(e, self.mod, self.roots)
         except RelayError as err:
             err.with_span(e.span)
             raise

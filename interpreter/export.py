@@ -1,4 +1,4 @@
-"""Results crossing back from the interpreter to Python (ARCHITECTURE.md §4, ``evaluate``).
+"""Results crossing back from the interpreter to Python (docs/architecture.md#api, ``evaluate``).
 
 :func:`export_value` prepares a result for the caller: arrays that came straight out
 of the program's constants (read-only) are copied, so every array a caller receives

@@ -1,4 +1,4 @@
-"""Linking a program with the prelude definitions it uses (ARCHITECTURE.md §4, ``evaluate``).
+"""Linking a program with the prelude definitions it uses (docs/architecture.md#api, ``evaluate``).
 
 :func:`prelude_for_expr` / :func:`with_prelude` supply the prelude definitions
 (:mod:`semantics.prelude`) that an expression or a hand-built module uses but does

@@ -1,4 +1,4 @@
-"""Program transformations (ARCHITECTURE.md §4, §8): the pass manager and the passes.
+"""Program transformations (docs/architecture.md#api, #toolchain): the pass manager and the passes.
 
 Every pass is a pure function ``program -> program`` over an ``IRModule`` or an
 expression (the same kind comes back; inputs are never mutated). Each pass

@@ -1,4 +1,4 @@
-"""``bind_params``: turn named parameters of ``main`` into constants (ARCHITECTURE.md §8).
+"""``bind_params``: named parameters of ``main`` become constants (docs/architecture.md#toolchain).
 
 Models and importers return ``(IRModule, params)``: ``main`` takes the data
 input(s) first, then the weights, and ``params`` maps the weights' parameter

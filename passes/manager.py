@@ -2,7 +2,7 @@
 
 Design note. The paper (§4): "between each pass, Relay performs type inference
 and checking". A pass here is a *pure function* ``program -> program``
-(ARCHITECTURE.md §4): it accepts an :class:`IRModule` or an expression and
+(docs/architecture.md#api): it accepts an :class:`IRModule` or an expression and
 returns the same kind, never mutating its input.
 
 * :class:`Pass` wraps a module-level transformation ``IRModule -> IRModule``

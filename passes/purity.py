@@ -74,7 +74,7 @@ class Effect:
     ALL = 15
 
 
-# Operators whose evaluation can raise on well-typed arguments (ARCHITECTURE.md §5).
+# Operators whose evaluation can raise on well-typed arguments (docs/architecture.md#decisions).
 _INT_FAILING_OPS = frozenset({"divide", "floor_divide", "mod", "floor_mod", "power"})
 _ALWAYS_FAILING_OPS = frozenset({"arange", "take"})
 

@@ -2,7 +2,7 @@
 
 What it does: ``let %x = v; body`` becomes ``body`` with every use of ``%x``
 replaced by the (rewritten) node ``v`` itself — one node referenced from
-each use site, a graph binding (ARCHITECTURE.md §3). Under Semantics-Shared
+each use site, a graph binding (docs/architecture.md#text). Under Semantics-Shared
 that node is evaluated once per activation, at its *first use*, instead of
 at the ``let``; so a binding is converted only when that move cannot be
 observed. Exactly these lets become graph nodes:

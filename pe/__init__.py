@@ -1,4 +1,4 @@
-"""The partial evaluator (paper §4.3 and appendix; ARCHITECTURE.md §4).
+"""The partial evaluator (paper §4.3 and appendix; docs/architecture.md#api).
 
 ``partial_evaluate(p, dce=True)`` evaluates the static parts of a program away
 — constant operator calls, static branches, known closures and globals,

@@ -1,4 +1,4 @@
-"""PartialEvaluate (``partial_evaluate``): the partial evaluator as a pass (ARCHITECTURE.md §4).
+"""PartialEvaluate (``partial_evaluate``): partial evaluation as a pass (docs/architecture.md#api).
 
 ``partial_evaluate(p, dce=True)`` partially evaluates every global function of
 ``p`` (an ``IRModule`` or an expression; the same kind comes back) with
@@ -55,7 +55,7 @@ def _partial_evaluate_pass(mod: IRModule) -> IRModule:
 
 
 def partial_evaluate(p: P, dce: bool = True, *, fuel: int = DEFAULT_FUEL) -> P:
-    """An equivalent program with its static parts evaluated away (ARCHITECTURE.md §4).
+    """An equivalent program with its static parts evaluated away (docs/architecture.md#api).
 
     Args:
         p: an ``IRModule`` or an expression (a closed expression; a non-function one is

@@ -1,4 +1,4 @@
-"""Machine-checked obligations (ARCHITECTURE.md §8): ``proofs.run(only=None)``.
+"""Machine-checked obligations (docs/architecture.md#toolchain): ``proofs.run(only=None)``.
 
 Three classes of obligations, each discharged by Z3 (SymPy translates symbolic dims):
 

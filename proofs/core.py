@@ -39,7 +39,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Obligation:
-    """One discharged obligation as ``proofs.run`` reports it (ARCHITECTURE.md §8)."""
+    """One discharged obligation as ``proofs.run`` reports it (docs/architecture.md#toolchain)."""
 
     name: str
     status: str

@@ -1,4 +1,4 @@
-"""One-import facade over the public API (ARCHITECTURE.md §4): ``import relay; relay.parse(...)``.
+"""One-import facade (docs/architecture.md#api): ``import relay; relay.parse(...)``.
 
 Components that are not installed yet are simply absent from the facade.
 """

@@ -1,4 +1,4 @@
-"""The ``relay`` command line (ARCHITECTURE.md §7).
+"""The ``relay`` command line (docs/architecture.md#cli).
 
 Each sub-command lives in ``relay/commands/<name>.py`` and exposes
 ``register(subparsers)`` (adds its parser, with ``func`` set to a callable

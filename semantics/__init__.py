@@ -1,6 +1,6 @@
 """The Relay language: AST, text format, structural operations, errors, operators, prelude.
 
-This package re-exports its part of the public API (ARCHITECTURE.md §4),
+This package re-exports its part of the public API (docs/architecture.md#api),
 loading each piece on first use so that submodules import independently.
 The AST lives in :mod:`semantics.expr` and :mod:`semantics.types`.
 """

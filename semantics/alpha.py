@@ -2,7 +2,7 @@
 
 :func:`alpha_equal` decides whether two programs (expressions, types,
 patterns, clauses or modules) are the same up to the names of bound
-variables (ARCHITECTURE.md §4); :func:`types_equal` compares types with
+variables (docs/architecture.md#api); :func:`types_equal` compares types with
 symbolic dims; :func:`structural_hash` is a hash with
 ``alpha_equal(a, b) ⇒ structural_hash(a) == structural_hash(b)``.
 
@@ -43,7 +43,7 @@ What is compared, node by node:
   mapped like free type variables (bijectively by :func:`alpha_equal`, by
   identity by :func:`types_equal`).
 * **Shape variables** are "implicitly bound at the enclosing definition"
-  (ARCHITECTURE.md §3): a global function — in a bare expression, an
+  (docs/architecture.md#text): a global function — in a bare expression, an
   outermost function literal — binds every shape variable written in it, and
   :func:`alpha_equal` compares them up to one consistent renaming per
   definition (``def @f(%x: Tensor[(n, 3), float32])`` equals the same with

@@ -7,7 +7,7 @@ before its clauses; duplicates are dropped, the first object per identity —
 or per name for globals and constructors — is kept):
 
 * :func:`free_vars` — the local variables used outside the scope of any of
-  their binders. Scoping follows the text format (ARCHITECTURE.md §3 and
+  their binders. Scoping follows the text format (docs/architecture.md#text and
   RULES.md, "Evaluation"): a function binds its parameters in its body; a
   ``let`` binds its variable in the body, and also in the value when the
   value is a function literal (recursive ``let``); a clause binds its

@@ -15,7 +15,7 @@ the same node object reachable along several paths of the DAG.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,12 +93,7 @@ class Expr:
     checked_type: Type | None = field(default=None, kw_only=True)
 
     def __repr__(self) -> str:
-        from semantics.printer import pretty
-
-        text = pretty(self)
-        if len(text) > 200:
-            text = text[:197] + "..."
-        return f"<{type(self).__name__} {text}>"
+        return f"<{type(self).__name__} {summary(self)}>"
 
 
 @dataclass(**_NODE)
@@ -206,9 +201,7 @@ class Pattern:
     span: Span | None = field(default=None, kw_only=True)
 
     def __repr__(self) -> str:
-        from semantics.printer import pretty
-
-        return f"<{type(self).__name__} {pretty(self)}>"
+        return f"<{type(self).__name__} {summary(self)}>"
 
 
 @dataclass(**_NODE)
@@ -379,3 +372,84 @@ def const(value: Any, dtype: str | None = None, *, span: Span | None = None) -> 
     else:
         arr = np.asarray(value, dtype=np.dtype(dtype))
     return Constant(arr, span=span)
+
+
+# --- repr: a short summary, never the whole program ------------------------------------------
+
+SUMMARY_DEPTH = 3     # nesting levels shown; deeper sub-expressions are written "…"
+SUMMARY_FIELDS = 4    # arguments/fields/clauses shown per node; the rest are counted
+SUMMARY_WIDTH = 200   # characters at most
+
+
+def summary(node: Expr | Pattern, depth: int = SUMMARY_DEPTH, width: int = SUMMARY_WIDTH) -> str:
+    """A one-line sketch of ``node`` for ``repr``: the first ``depth`` levels in the text
+    format's notation, at most :data:`SUMMARY_FIELDS` children per node and ``width``
+    characters. Costs O(fields ** depth), whatever the program's size (``repr`` of a
+    20,000-node program must not print it); :func:`semantics.pretty` prints in full.
+    """
+    text = _sketch(node, depth)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _sketch_all(items: Sequence[Expr | Pattern], depth: int) -> str:
+    shown = [_sketch(x, depth) for x in items[:SUMMARY_FIELDS]]
+    if len(items) > SUMMARY_FIELDS:
+        shown.append(f"…{len(items) - SUMMARY_FIELDS} more")
+    return ", ".join(shown)
+
+
+def _sketch(e: Expr | Pattern, depth: int) -> str:
+    leaf = _LEAF_SKETCH.get(type(e))
+    if leaf is not None:
+        return leaf(e)
+    if depth <= 0:
+        return "…"
+    inner = _INNER_SKETCH.get(type(e))
+    return type(e).__name__ if inner is None else inner(e, depth - 1)
+
+
+def _constant_sketch(e: Constant) -> str:
+    dtype = e.data.dtype.name
+    if e.data.ndim == 0:
+        return f"{e.data.item()!r}" + ("" if dtype in _PLAIN else f":{dtype}")
+    return f"meta[{'x'.join(map(str, e.data.shape))} {dtype}]"
+
+
+def _if_sketch(e: If, d: int) -> str:
+    return (f"if ({_sketch(e.cond, d)}) {{ {_sketch(e.true_branch, d)} }} "
+            f"else {{ {_sketch(e.false_branch, d)} }}")
+
+
+def _match_sketch(e: Match, d: int) -> str:
+    n = len(e.clauses)
+    return f"match{'' if e.complete else '?'} ({_sketch(e.data, d)}) {{ {n} clause(s) }}"
+
+
+# Nodes shown whatever the depth, and nodes with parts (shown while depth remains).
+_LEAF_SKETCH: dict[type, Callable[[Any], str]] = {
+    Var: lambda e: f"%{e.name_hint}",
+    GlobalVar: lambda e: f"@{e.name_hint}",
+    Op: lambda e: e.name,
+    Constructor: lambda e: e.name,
+    Constant: _constant_sketch,
+    PatternWildcard: lambda e: "_",
+    PatternVar: lambda e: f"%{e.var.name_hint}",
+}
+_INNER_SKETCH: dict[type, Callable[[Any, int], str]] = {
+    Call: lambda e, d: f"{_sketch(e.op, d)}({_sketch_all(e.args, d)})",
+    Let: lambda e, d: f"let %{e.var.name_hint} = {_sketch(e.value, d)}; {_sketch(e.body, d)}",
+    Function: lambda e, d: f"fn ({_sketch_all(e.params, d)}) {{ {_sketch(e.body, d)} }}",
+    Tuple: lambda e, d: f"({_sketch_all(e.fields, d)}{',' if len(e.fields) == 1 else ''})",
+    TupleGetItem: lambda e, d: f"{_sketch(e.tuple_value, d)}.{e.index}",
+    If: _if_sketch,
+    Match: _match_sketch,
+    RefCreate: lambda e, d: f"ref({_sketch(e.value, d)})",
+    RefRead: lambda e, d: f"!{_sketch(e.ref, d)}",
+    RefWrite: lambda e, d: f"{_sketch(e.ref, d)} := {_sketch(e.value, d)}",
+    Grad: lambda e, d: f"grad({_sketch(e.func, d)})",
+    PatternConstructor: lambda e, d: e.constructor.name + (
+        f"({_sketch_all(e.patterns, d)})" if e.patterns else ""),
+    PatternTuple: lambda e, d: f"({_sketch_all(e.patterns, d)})",
+}
+
+_PLAIN = frozenset({"int32", "float32", "bool"})

@@ -1,4 +1,4 @@
-"""The lexer of the Relay text format (ARCHITECTURE.md §3).
+"""The lexer of the Relay text format (docs/architecture.md#text).
 
 One compiled master regular expression with named groups cuts the text into
 tokens; the result is a :class:`Tokens` object holding three parallel lists

@@ -1,4 +1,4 @@
-"""The parser of the Relay text format (ARCHITECTURE.md §3).
+"""The parser of the Relay text format (docs/architecture.md#text).
 
 Entry points: :func:`parse` (a module), :func:`parse_expr` (an expression),
 :func:`parse_expr_with_module` (an expression and the prelude definitions it

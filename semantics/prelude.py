@@ -1,4 +1,4 @@
-"""The Relay prelude and the rule that merges it into parsed programs (ARCHITECTURE.md §4).
+"""The Relay prelude and the rule that merges it into parsed programs (docs/architecture.md#api).
 
 :file:`prelude.relay` defines, in Relay text, the ADTs ``List[A] { Cons,
 Nil }``, ``Option[A] { Some, None }``, ``Tree[A] { Rose }`` and the functions

@@ -1,4 +1,4 @@
-"""The printer of the Relay text format (ARCHITECTURE.md §3): ``pretty(node) -> str``.
+"""The printer of the Relay text format (docs/architecture.md#text): ``pretty(node) -> str``.
 
 Output is TVM Relay text 0.0.5 and always re-parses (:mod:`semantics.parser`)
 to a program alpha-equal to the input (:func:`semantics.alpha.alpha_equal`,

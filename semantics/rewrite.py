@@ -16,7 +16,7 @@ these few pieces (``docs/rewriting.md`` has examples):
 * :class:`LetList` — the A-normal-form builder (TVM's ``LetList``).
 * :func:`map_functions` — rewrite every global function of a module.
 
-Scoping is the text format's (ARCHITECTURE.md §3): a ``let`` binds its
+Scoping is the text format's (docs/architecture.md#text): a ``let`` binds its
 variable in its body and, when the value is a function literal, in the value
 too (recursive ``let``); a function binds its parameters in its body; a
 clause binds its pattern's variables in its right-hand side.

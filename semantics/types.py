@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -51,9 +52,7 @@ class Type:
     span: Span | None = field(default=None, kw_only=True)
 
     def __repr__(self) -> str:
-        from semantics.printing.types import type_summary
-
-        return f"<{type(self).__name__} {type_summary(self, 200)}>"
+        return f"<{type(self).__name__} {type_sketch(self)}>"
 
 
 @dataclass(**_NODE)
@@ -170,3 +169,62 @@ def type_children(t: Type) -> tuple[Type, ...]:
     if isinstance(t, TypeRelation):
         return t.args
     return ()
+
+
+# --- repr: a depth-capped sketch (the printer, semantics.printing.types, is a layer above) -----
+
+SKETCH_DEPTH = 4    # nesting levels shown; deeper types are written "…"
+SKETCH_FIELDS = 4   # fields/arguments shown per type; the rest are counted
+SKETCH_WIDTH = 200  # characters at most
+
+
+def type_sketch(t: Type, depth: int = SKETCH_DEPTH, width: int = SKETCH_WIDTH) -> str:
+    """A one-line sketch of ``t`` for ``repr``, close to the text format, at most ``depth``
+    levels, :data:`SKETCH_FIELDS` fields per level and ``width`` characters; its cost does
+    not grow with the type. Messages use :func:`semantics.printing.types.type_summary`."""
+    text = _sketch(t, depth)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _sketch_all(items: tuple[Type, ...], depth: int) -> str:
+    shown = [_sketch(x, depth) for x in items[:SKETCH_FIELDS]]
+    if len(items) > SKETCH_FIELDS:
+        shown.append(f"…{len(items) - SKETCH_FIELDS} more")
+    return ", ".join(shown)
+
+
+def _sketch(t: Type, depth: int) -> str:
+    leaf = _LEAF_SKETCH.get(type(t))
+    if leaf is not None:
+        return leaf(t)
+    if depth <= 0:
+        return "…"
+    inner = _INNER_SKETCH.get(type(t))
+    return type(t).__name__ if inner is None else inner(t, depth - 1)
+
+
+def _tensor_sketch(t: TensorType) -> str:
+    return t.dtype if not t.shape else f"Tensor[({', '.join(map(str, t.shape))}), {t.dtype}]"
+
+
+def _func_sketch(t: FuncType, d: int) -> str:
+    params = f"[{', '.join(p.name for p in t.type_params)}]" if t.type_params else ""
+    return f"fn {params}({_sketch_all(t.arg_types, d)}) -> {_sketch(t.ret_type, d)}"
+
+
+# Types shown whatever the depth, and types with parts (shown while depth remains).
+_LEAF_SKETCH: dict[type, Callable[[Any], str]] = {
+    TensorType: _tensor_sketch,
+    TypeVar: lambda t: t.name,
+    GlobalTypeVar: lambda t: t.name,
+    IncompleteType: lambda t: "_",
+}
+_INNER_SKETCH: dict[type, Callable[[Any, int], str]] = {
+    TupleType: lambda t, d: f"({_sketch_all(t.fields, d)}{',' if len(t.fields) == 1 else ''})",
+    FuncType: _func_sketch,
+    RefType: lambda t, d: f"Ref[{_sketch(t.value, d)}]",
+    TypeCall: lambda t, d: f"{t.func.name}[{_sketch_all(t.args, d)}]",
+    TypeRelation: lambda t, d: f"{getattr(t.relation, 'name', t.relation)}"
+                               f"({_sketch_all(t.args, d)})",
+    TypeData: lambda t, d: f"type {t.header.name}[{', '.join(v.name for v in t.type_vars)}]",
+}

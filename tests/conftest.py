@@ -1,6 +1,7 @@
 """Hypothesis profiles: ``ci`` (derandomized, bounded) and ``deep`` (long local runs).
 
-Select with ``HYPOTHESIS_PROFILE=ci|deep``; the default is ``dev``.
+Select with ``HYPOTHESIS_PROFILE=ci|deep``; the default is ``dev``. ``--update-golden``
+rewrites the golden files' expectations (``tests/golden.py``).
 
 Under pytest-xdist every worker process runs TVM kernels on one thread: the backend would
 otherwise give each worker a thread per core (``backends.tvm.target.use_every_core``), and
@@ -36,6 +37,18 @@ settings.register_profile(   # find failures fast: no shrinking (debugging a red
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite the golden files' expectations with what the run gives "
+                          "(tests/golden.py)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import golden  # tests/golden.py: this folder is on sys.path (rootdir conftest)
+
+    golden.set_update(bool(config.getoption("--update-golden")))
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The Relay type checker: kinding, inference with type relations, symbolic shapes.
 
-Public API (ARCHITECTURE.md §4): :func:`infer`, :func:`type_of`, :func:`check`.
+Public API (docs/architecture.md#api): :func:`infer`, :func:`type_of`, :func:`check`.
 The design follows the paper's §3.3.3 and RULES.md ("Kinding", "Typing"):
 
 * :mod:`typechecker.kinding` — Kind-* rules for written types and ADTs;

@@ -1,4 +1,4 @@
-"""The type checker's public entry points (ARCHITECTURE.md §4): ``infer``, ``type_of``, ``check``.
+"""The type checker's entry points (docs/architecture.md#api): ``infer``, ``type_of``, ``check``.
 
 * ``infer(p)`` — ``p`` an :class:`IRModule` or an expression; returns the
   same kind of program, rebuilt so that every expression node has its

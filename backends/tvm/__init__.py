@@ -1,4 +1,4 @@
-"""The TVM backend (ARCHITECTURE.md §8, issue 14): ``build`` and ``load``.
+"""The TVM backend (docs/architecture.md#toolchain, issue 14): ``build`` and ``load``.
 
 ``build(mod, params=None, target="llvm", opt_level=3, executor="vm")`` optimizes and
 fuses a Relay module, compiles each fused primitive function to a kernel

@@ -22,7 +22,7 @@ returns one Python function per global. In the generated code
   respected as in the VM: a shared node is evaluated once per activation (a local
   initialized to ``None`` and tested where its first evaluation does not dominate).
 
-Deep non-tail recursion (ARCHITECTURE.md §6: up to ``max_depth`` nested calls must work).
+Deep non-tail recursion (up to ``max_depth`` nested calls work: docs/architecture.md#robustness).
 Direct code uses Python's stack for non-tail calls (and for tail calls other than a
 function's calls of itself), which ends after about a thousand nested calls. So the module
 holds the program twice:

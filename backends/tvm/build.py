@@ -1,6 +1,6 @@
 """``build``: from a Relay module to an :class:`~backends.tvm.executable.Executable` (issue 14 §2).
 
-The pipeline (ARCHITECTURE.md §8):
+The pipeline (docs/architecture.md#toolchain):
 
 1. **Link and bind.** Module text is parsed; prelude definitions the program uses are
    linked in (as ``evaluate`` does); ``params`` are bound as constants
@@ -593,7 +593,7 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
           max_depth: int = 100_000, compile_kernels: bool = True,
           jobs: int | None = None,
           progress: Callable[[int, int], None] | None = None) -> Any:
-    """Compile a Relay module for the CPU (ARCHITECTURE.md §8).
+    """Compile a Relay module for the CPU (docs/architecture.md#toolchain).
 
     Args:
         mod: an ``IRModule`` or module text.

@@ -1,4 +1,4 @@
-"""``Executable``: a built program, its executor, and saving/loading builds (ARCHITECTURE.md §8).
+"""``Executable``: a build, its executor, saving and loading (docs/architecture.md#toolchain).
 
 An :class:`Executable` runs ``main`` with ``exe(*inputs)`` and any global with
 ``exe.run(entry, *args)``. Arguments and results convert exactly as

@@ -621,11 +621,10 @@ class Compiler:
         return v
 
     def _expand_grad(self, e: Grad) -> Expr | None:
-        from interpreter.eval import _GRAD_EXPANDER
+        from interpreter import grad_expander
 
-        if not _GRAD_EXPANDER:
-            return None
-        return _GRAD_EXPANDER[0](e, self.mod, ())
+        expander = grad_expander()
+        return None if expander is None else expander(e, self.mod, ())
 
 
 # --- liveness: registers released at non-tail calls -------------------------------------------

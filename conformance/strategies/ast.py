@@ -1,4 +1,4 @@
-"""Random ASTs over the whole grammar (ARCHITECTURE.md §3), well scoped but not necessarily typed.
+"""Random ASTs over the whole grammar (docs/architecture.md#text), well scoped, maybe ill-typed.
 
 These strategies feed syntax-level properties: ``parse(pretty(m))`` is
 alpha-equal to ``m``; every traversal accepts every node kind. They cover

@@ -1,7 +1,7 @@
 """Identifier strategies shared by the AST and program generators.
 
-Every name drawn here is a valid identifier of the text format (ARCHITECTURE.md
-§3) and never a reserved word, a dtype, a literal spelling (``inf``, ``nan``,
+Every name drawn here is a valid identifier of the text format (docs/architecture.md#text)
+and never a reserved word, a dtype, a literal spelling (``inf``, ``nan``,
 ``True``) or a name of the prelude, so that ``parse(pretty(m))`` can resolve it
 to the same binder. Pools are small on purpose: drawing from a handful of
 names makes shadowing and name collisions (which the printer must survive)

@@ -1,4 +1,4 @@
-"""Strategies for runtime values (ARCHITECTURE.md §4 "Results"): tensors, tuples, ADT values.
+"""Strategies for runtime values (docs/architecture.md#api "Results"): tensors, tuples, ADT values.
 
 * :func:`scalars` / :func:`arrays` — numpy data of *exactly* a Relay dtype,
   with the edge cases every implementation gets wrong: ``inf``, ``-inf``,

@@ -1,6 +1,6 @@
 """Elementwise and broadcast operators: arithmetic, math, logic, comparison, where, clip, cast.
 
-Family ``tensor`` of the operator registry (paper §3.3.2; ARCHITECTURE.md §5 for the
+Family ``tensor`` of the operator registry (paper §3.3.2; docs/architecture.md#decisions for the
 numeric semantics).  Names, attributes and pattern kinds are TVM's (≥ 0.8): unary ops are
 ``ELEMWISE`` with the ``Identity`` relation, binary ops ``BROADCAST`` with ``Broadcast`` /
 ``BroadcastCompare``; ``where`` is ``BROADCAST`` (``Where``), ``clip`` / ``cast`` /

@@ -11,7 +11,7 @@ fusion patterns are TVM's (``python/tvm/relay/op/transform.py``,
 Conventions
 -----------
 * ``concatenate`` and ``stack`` take ONE argument, a tuple of tensors (TVM's
-  convention); as ARCHITECTURE.md §4 prescribes for a tuple input, ``num_inputs`` is -1
+  convention); as docs/architecture.md#api prescribes for a tuple input, ``num_inputs`` is -1
   (variadic) and the relation checks that exactly one tuple argument is given. The
   reference receives a Python tuple.
 * ``split`` returns a tuple (a Python tuple of arrays; a ``TupleType``).

@@ -1,4 +1,4 @@
-"""The parser's state and the services every layer uses (ARCHITECTURE.md §3).
+"""The parser's state and the services every layer uses (docs/architecture.md#text).
 
 :class:`ParserBase` holds one parse of one text: the token arrays (read
 through local aliases for speed), the position, the scopes and what the parse

@@ -1,4 +1,4 @@
-"""Blocks of statements and function literals (ARCHITECTURE.md §3, "Statements and blocks").
+"""Blocks of statements and function literals (docs/architecture.md#text, "Statements and blocks").
 
 A block is ``stmt* expr`` where a statement is ``let %x[: T] = e;``, a graph
 binding ``%0 = e;``, ``free_var %x[: T];`` or ``e;`` (``Let(Var("_"), e, ...)``).

@@ -1,4 +1,4 @@
-"""The expression parser core (ARCHITECTURE.md §3, "Design" in :mod:`semantics.parser`).
+"""The expression parser core (docs/architecture.md#text, "Design" in :mod:`semantics.parser`).
 
 Infix operators by precedence -- an iterative shunting-yard loop, C-like
 precedence, left-associative (``:=`` builds ``RefWrite``); prefix ``-``

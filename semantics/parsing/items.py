@@ -1,4 +1,4 @@
-"""Whole texts: modules and their items, one expression, one type (ARCHITECTURE.md §3).
+"""Whole texts: modules and their items, one expression, one type (docs/architecture.md#text).
 
 :class:`ModuleParser` is the complete parser and holds the entry points
 :mod:`semantics.parser` calls. Modules are order-independent: a first pass

@@ -1,4 +1,4 @@
-"""Numeric literals and attribute values (ARCHITECTURE.md §3; "Literals" in semantics.parser).
+"""Numeric literals and attribute values (docs/architecture.md#text; semantics.parser "Literals").
 
 :meth:`LiteralParser.literal` turns a number token into a :class:`Constant`
 (int32/float32 by default, suffixes for the other dtypes, out-of-range values

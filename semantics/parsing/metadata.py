@@ -1,4 +1,4 @@
-"""The metadata section: ``meta[relay.Constant][i]`` and ``#[metadata]`` (ARCHITECTURE.md §3).
+"""The metadata section: ``meta[relay.Constant][i]``, ``#[metadata]`` (docs/architecture.md#text).
 
 :class:`MetadataReader` parses a ``meta[...]`` reference and decodes the
 section on first use (or up front, so a malformed section is always

@@ -1,4 +1,4 @@
-"""The patterns of ``match`` clauses (ARCHITECTURE.md §3).
+"""The patterns of ``match`` clauses (docs/architecture.md#text).
 
 ``_``, ``%x[: T]``, ``Ctor``, ``Ctor(p, ...)`` and ``(p, ...)`` (so ``(p)``
 is a one-element tuple pattern, as in TVM). Pattern variables are bound in

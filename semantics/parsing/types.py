@@ -1,4 +1,4 @@
-"""Types, shapes and type parameters (ARCHITECTURE.md §3, "Types" in :mod:`semantics.parser`).
+"""Types, shapes and type parameters (docs/architecture.md#text; semantics.parser, "Types").
 
 :class:`TypeParser` reads ``float32``, ``Tensor[(d, ...), dtype]``, tuple
 types, ``fn [A](T) -> U``, ``Ref[T]``/``ref(T)``, ADT calls ``List[T]``, type

@@ -7,7 +7,7 @@ are mapped bijectively or compared by identity; a bare ``GlobalTypeVar``
 ``Name`` equals the type call ``Name[]``. Also the hash key of a dim
 (:func:`dim_key`), consistent with :func:`dims_equal`.
 
-**Shape variables.** ARCHITECTURE.md §3 says a shape variable is "implicitly
+**Shape variables.** docs/architecture.md#text says a shape variable is "implicitly
 bound at the enclosing definition", so ``def @f(%x: Tensor[(n, 3), float32])``
 and the same with ``k`` are alpha-equal. A *definition* is a module's global
 function, or — in an expression compared on its own — an outermost function
@@ -38,7 +38,7 @@ round). A shape-kinded type parameter (``[n: Shape]``) pairs its name with its
 partner's.
 
 Free shape variables compare by name, and :func:`types_equal` on two
-standalone types treats all of them as free — as ARCHITECTURE.md §4 specifies
+standalone types treats all of them as free — as docs/architecture.md#api specifies
 ("shape dims compared symbolically"): a type on its own is not a definition,
 its shape variables refer to a definition we cannot see, so
 ``Tensor[(n), float32]`` and ``Tensor[(k), float32]`` are different types there

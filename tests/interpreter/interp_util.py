@@ -6,8 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from golden import directives, files
 
 from interpreter import evaluate
+
+__all__ = ["GOLDEN_FILES", "GOLDEN_IDS", "PROGRAMS", "assert_tensor", "directives",
+           "golden_call", "run", "scalar"]
 
 
 def run(program: Any, *args: Any, **kwargs: Any) -> Any:
@@ -30,21 +34,7 @@ def assert_tensor(value: Any, expected: Any, dtype: str) -> None:
 # --- golden programs (tests/interpreter/programs/*.relay) ----------------------------------
 
 PROGRAMS = Path(__file__).with_name("programs")
-GOLDEN_FILES = sorted(PROGRAMS.glob("*.relay"))
-GOLDEN_KEYS = ("expect", "error", "args", "entry", "check", "fuel", "max_depth")
-
-
-def directives(text: str) -> dict[str, str]:
-    """The ``// key: value`` expectations of a golden program."""
-    found: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith("//"):
-            continue
-        key, sep, value = line[2:].strip().partition(":")
-        if sep and key.strip() in GOLDEN_KEYS:
-            found[key.strip()] = value.strip()
-    return found
+GOLDEN_FILES, GOLDEN_IDS = files(PROGRAMS)
 
 
 def golden_call(spec: dict[str, str]) -> tuple[list[Any], dict[str, Any]]:

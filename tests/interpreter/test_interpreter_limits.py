@@ -1,4 +1,4 @@
-"""Robustness (ARCHITECTURE.md §6): deep programs, long loops, fuel and max_depth."""
+"""Robustness (docs/architecture.md#robustness): deep programs, long loops, fuel and max_depth."""
 
 from __future__ import annotations
 

@@ -405,7 +405,7 @@ def test_effect_heavy_programs(pass_, seed):
                       config=ProgramConfig(effects=3, max_let_chain=4), name=pass_.name)
 
 
-# --- depth (ARCHITECTURE.md §6) -----------------------------------------------------------------
+# --- depth (docs/architecture.md#robustness) ------------------------------------------------------
 
 def _let_chain(n: int) -> str:
     lines = ["def @main(%x0: int32) {"]

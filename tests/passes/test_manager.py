@@ -116,7 +116,7 @@ def test_duplicate_registration_is_rejected():
         register_pass("FoldConstant", "fold_constant_again")(lambda m: m)
 
 
-# --- depth (ARCHITECTURE.md §6) -----------------------------------------------------------------
+# --- depth (docs/architecture.md#robustness) ------------------------------------------------------
 
 def _let_chain(n: int) -> str:
     lines = ["def @main(%x0: int32) {"]

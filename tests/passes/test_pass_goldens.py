@@ -1,10 +1,11 @@
 """Pass goldens: ``golden/<pass>/<name>.in.relay`` rewritten by the pass is ``<name>.out.relay``.
 
 The directory name is the pass's function name. The comparison is
-``alpha_equal`` (bound names are free to differ, graph sharing must agree), and
-both files must also mean the same under the oracle when ``@main`` takes no
-arguments. Every registered pass in this issue has goldens (a completeness
-check below).
+``alpha_equal`` (bound names are free to differ, graph sharing must agree);
+``pytest --update-golden`` rewrites a disagreeing ``.out.relay`` with the pass's output
+(``tests/golden.py``, shared by every golden suite). Both files must also mean the same
+under the oracle when ``@main`` takes no arguments.
+Every registered pass has goldens (a completeness check below).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from golden import check_text, files
 
 import passes
 from interpreter import evaluate
@@ -19,10 +21,10 @@ from interpreter.values import value_str
 from semantics import alpha_equal, parse, pretty
 
 GOLDEN = Path(__file__).parent / "golden"
-CASES = sorted(GOLDEN.glob("*/*.in.relay"))
+CASES, IDS = files(GOLDEN, "*/*.in.relay")
 
 
-@pytest.mark.parametrize("path", CASES, ids=[f"{p.parent.name}/{p.stem[:-3]}" for p in CASES])
+@pytest.mark.parametrize("path", CASES, ids=[i.removesuffix(".in") for i in IDS])
 def test_golden(path: Path):
     pass_ = passes.get_pass(path.parent.name)
     source = parse(path.read_text(encoding="utf-8"), source_name=path.name)
@@ -31,7 +33,8 @@ def test_golden(path: Path):
     before = pretty(source)
     got = pass_(source)
     assert pretty(source) == before, "the pass mutated its input"
-    assert alpha_equal(got, expected), f"got:\n{pretty(got)}\nexpected:\n{pretty(expected)}"
+    shown = pretty(got)
+    check_text(expected_path, shown, alpha_equal(got, expected), shown)
     if not source["main"].params:
         assert value_str(evaluate(got)) == value_str(evaluate(source))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import ad
 from interpreter import evaluate
 from interpreter.values import values_equal
 from pe import partial_evaluate
@@ -18,8 +19,6 @@ from semantics import alpha_equal, parse_expr, pretty
 from semantics.expr import Call, Function, If, Match, Op, RefCreate, RefRead, RefWrite, Var
 from semantics.rewrite import substitute
 from semantics.visitor import post_order
-
-ad = pytest.importorskip("ad")
 
 
 def _straight_line(fn: Function) -> bool:

@@ -1,6 +1,6 @@
 """The ``relay`` command line under hostile conditions, each run as a real subprocess.
 
-ARCHITECTURE.md §7: user errors print one message and exit 1, usage errors exit 2, and no
+docs/architecture.md#cli: user errors print one message and exit 1, usage errors exit 2, and no
 traceback is ever shown. The cases: files that are not UTF-8, a closed standard input or
 output, a full disk (``/dev/full``), a reader that stops early, bad option values.
 """

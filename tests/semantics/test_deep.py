@@ -1,5 +1,5 @@
-"""Robustness (ARCHITECTURE.md §6): 20,000-deep programs print, parse, compare, hash and
-analyse without Python recursion; shared DAGs are handled in time linear in their size."""
+"""Robustness (docs/architecture.md#robustness): 20,000-deep programs print, parse, compare,
+hash and analyse without Python recursion; shared DAGs are handled in time linear in their size."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Deep types in the text format and in structural equality (ARCHITECTURE.md §6, issue 19).
+"""Deep types in the text format and structural equality (docs/architecture.md#robustness).
 
 A 20,000-deep type of every former — ``Ref[...]``, one-element and pair tuples,
 function types (nested in the result and in a parameter), ADT calls — parses,

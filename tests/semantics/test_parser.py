@@ -1,4 +1,4 @@
-"""The text-format parser (ARCHITECTURE.md §3): every construct, scoping, sharing, spans, depth."""
+"""The parser (docs/architecture.md#text): every construct, scoping, sharing, spans, depth."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shape variables are bound at their definition (ARCHITECTURE.md §3, issue 9 §4).
+"""Shape variables are bound at their definition (docs/architecture.md#text, issue 9 §4).
 
 ``alpha_equal`` compares the shape variables a definition binds up to one
 consistent renaming per definition; free ones (and all of them in

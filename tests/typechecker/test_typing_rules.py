@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from tc_util import assert_type, check, expect_type_error, module_types, pretty, ty, type_of
 
+from semantics import parse
 from semantics.expr import (
     Call,
     Constant,
@@ -244,7 +245,7 @@ def test_rigid_type_parameter_does_not_unify_with_a_concrete_type():
 # --- [Type-Function-Definition] -----------------------------------------------------------------
 
 def test_definition_result_annotation_mismatch():
-    err = expect_type_error(check, pytest.importorskip("semantics").parse(
+    err = expect_type_error(check, parse(
         "def @main(%x: int32) -> float32 { %x }"), prefix="type mismatch",
         rule="Type-Function-Definition")
     assert "@main" in err.message
@@ -323,8 +324,6 @@ def test_explicit_type_arguments_on_a_monomorphic_function():
 
 
 def test_explicit_type_arguments_on_a_global():
-    from semantics import parse
-
     mod = parse("def @id2[A](%x: A) -> A { %x }")
     call = Call(GlobalVar("id2"), (const(1.0),), type_args=(F32,))
     assert_type(call, "float32", mod)

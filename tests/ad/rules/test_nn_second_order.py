@@ -2,21 +2,19 @@
 the rules (reverse over reverse, and reverse over forward), against central differences.
 
 Uses the test-only reverse mode over rule outputs of ``tests/ad/rules/second_order.py`` (written
-with the tensor/reduce/transform rules, whose operators the nn rules emit): until those are on
-this branch, the test is skipped. Calls and inputs are those of :mod:`test_nn_rules` (every
-stride/padding/dilation/group/layout form; inputs away from kinks and ties).
+with the tensor/reduce/transform rules, whose operators the nn rules emit). Calls and inputs are
+those of :mod:`test_nn_rules` (every stride/padding/dilation/group/layout form; inputs away from
+kinks and ties).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import second_order
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_nn_rules import ALL_OPS, float64_calls, inputs
-
-second_order = pytest.importorskip(
-    "second_order", reason="needs the second-order harness and the other families' rules")
 
 
 @pytest.mark.parametrize("name", ALL_OPS)

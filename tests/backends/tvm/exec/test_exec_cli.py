@@ -1,4 +1,4 @@
-"""``relay build`` and ``relay run --backend tvm`` (ARCHITECTURE.md §7)."""
+"""``relay build`` and ``relay run --backend tvm`` (docs/architecture.md#cli)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The executors' fast paths keep the semantics (issues 14 and 16 §3).
 
-* deep non-tail recursion (ARCHITECTURE.md §6: up to ``max_depth`` works, deeper is a
+* deep non-tail recursion (docs/architecture.md#robustness: up to ``max_depth`` works, deeper is a
   ``RelayRuntimeError``) in the VM and the AoT code, whose trampolined code takes over when
   Python's stack runs out (and runs programs with reference writes from the start);
 * the AoT's trampolined code agrees with the oracle on generated programs;

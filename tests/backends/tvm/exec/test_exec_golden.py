@@ -11,25 +11,14 @@ import json
 from pathlib import Path
 
 import pytest
+from golden import directives, files
 
 from backends.tvm import build
 from interpreter.values import value_str
 from semantics import RelayError, parse
 
 PROGRAMS = Path(__file__).resolve().parents[3] / "interpreter" / "programs"
-FILES = sorted(PROGRAMS.glob("*.relay"))
-KEYS = ("expect", "error", "args", "entry", "check", "fuel", "max_depth")
-
-
-def directives(text: str) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("//"):
-            key, sep, value = line[2:].strip().partition(":")
-            if sep and key.strip() in KEYS:
-                found[key.strip()] = value.strip()
-    return found
+FILES, _ = files(PROGRAMS)
 
 
 def runnable(path: Path) -> bool:
