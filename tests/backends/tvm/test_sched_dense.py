@@ -392,7 +392,8 @@ def op_kernel(name: str, arg_type: TensorType, attrs: dict[str, Any]) -> Functio
 
 
 def check_op(name: str, shape: tuple[int, ...], attrs: dict[str, Any], cache: KernelCache,
-             close: Any, seed: int = 0, nans: bool = False) -> None:
+             close: Any, seed: int = 0, nans: bool = False,
+             target: Target | None = None) -> None:
     from semantics import ops
 
     rng = np.random.default_rng(seed)
@@ -400,7 +401,7 @@ def check_op(name: str, shape: tuple[int, ...], attrs: dict[str, Any], cache: Ke
     if nans:
         x.flat[rng.integers(0, x.size, max(1, x.size // 50))] = np.nan
     fn = op_kernel(name, TensorType(shape, "float32"), attrs)
-    got = compile_function(fn, [TensorType(shape, "float32")], cache=cache)(x)
+    got = compile_function(fn, [TensorType(shape, "float32")], cache=cache, target=target)(x)
     opdef = ops.get(name)
     want = opdef.reference(x, **opdef.normalize_attrs(Attrs(attrs)))
     close(got, np.asarray(want), {"float32": 1e-5})
@@ -490,17 +491,35 @@ def test_softmax_schedules_match_the_reference(name: str, shape: tuple[int, ...]
     check_op(name, shape, attrs, kernel_cache, close)
 
 
+@pytest.mark.parametrize("lanes", [w for w in WIDTHS if w != Target.host().lanes])
+def test_pools_and_softmax_on_every_width(lanes: int, kernel_cache: KernelCache, close: Any,
+                                          target_of_width: Any) -> None:
+    """At each forced width: a pool blocked by that width (AlterOpLayout's layout there),
+    rows around the width's tails."""
+    target = target_of_width(lanes)
+    a, b, c = lanes - 1, lanes + 1, 2 * lanes + 1
+    check_op("nn.max_pool2d", (1, 2, 5, b, lanes), {"pool_size": [3, 3], "strides": [2, 2],
+                                                    "padding": [1, 1, 1, 1],
+                                                    "layout": f"NCHW{lanes}c"},
+             kernel_cache, close, target=target)
+    check_op("nn.avg_pool2d", (1, 3, 4, c), {"pool_size": [2, 2], "strides": [1, 1]},
+             kernel_cache, close, target=target)
+    check_op("nn.softmax", (2, a), {"axis": -1}, kernel_cache, close, target=target)
+    check_op("nn.log_softmax", (3, c), {"axis": 1}, kernel_cache, close, target=target)
+
+
 @_SETTINGS
-@given(c=st.integers(1, 6), h=st.integers(1, 12), w=st.integers(1, 20),
-       k=st.integers(1, 3), s=st.integers(1, 2), pad=st.integers(0, 1),
-       op=st.sampled_from(["nn.max_pool2d", "nn.avg_pool2d"]))
+@given(c=st.integers(1, 6), h=st.integers(1, 12), w=st.integers(1, 20) | st.sampled_from(
+           [15, 17, 33]), k=st.integers(1, 3), s=st.integers(1, 2), pad=st.integers(0, 1),
+       op=st.sampled_from(["nn.max_pool2d", "nn.avg_pool2d"]), lanes=st.sampled_from(WIDTHS))
 def test_pool_schedules_on_drawn_shapes(c: int, h: int, w: int, k: int, s: int, pad: int,
-                                        op: str, kernel_cache: KernelCache,
-                                        close: Any) -> None:
+                                        op: str, lanes: int, kernel_cache: KernelCache,
+                                        close: Any, target_of_width: Any) -> None:
     if h + 2 * pad < k or w + 2 * pad < k or pad >= k:
         return
     check_op(op, (1, c, h, w), {"pool_size": [k, k], "strides": [s, s],
-                                "padding": [pad] * 4}, kernel_cache, close, seed=c * h * w)
+                                "padding": [pad] * 4}, kernel_cache, close, seed=c * h * w,
+             target=target_of_width(lanes))
 
 
 def _scheduled(name: str, shape: tuple[int, ...], attrs: dict[str, Any]) -> str:
