@@ -8,7 +8,9 @@ The pipeline (ARCHITECTURE.md §8):
 2. **Optimize** with ``passes.optimize(mod, opt_level)``: ``-O0`` runs nothing, ``-O1``
    Inline, DeadCodeElimination and FuseOps, ``-O2`` adds FoldConstant, ``-O3`` the DL
    passes (SimplifyInference, CanonicalizeOps, EliminateCommonSubexpr, FoldScaleAxis,
-   CombineParallelConv2D, AlterOpLayout). Globals that dead-code elimination drops
+   CombineParallelConv2D, AlterOpLayout — blocking by the target's lanes: ``target=`` is
+   read once into a :class:`~backends.tvm.target.Target` that every later step uses, see
+   :func:`pipeline`). Globals that dead-code elimination drops
    (unreachable from ``main``) are put back unoptimized: ``exe.run`` runs any global.
 3. **Fuse**: ``passes.fuse_ops`` — at ``-O0`` with ``fuse_opt_level=0``, so every operator
    call still becomes its own ``Primitive=1`` function (a kernel); above, FuseOps has
