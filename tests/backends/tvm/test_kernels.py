@@ -317,34 +317,6 @@ def test_host_target_names_the_cpu() -> None:
     assert target is Target.of("llvm") is Target.of(None) is Target.of({"kind": "llvm"})
 
 
-def test_the_target_record_reads_the_host_once_and_can_be_forced() -> None:
-    host = Target.host()
-    assert host.lanes in (4, 8, 16) and host.registers in (16, 32)
-    assert host.l1_bytes > 0 and host.l2_bytes >= host.l1_bytes and host.threads >= 1
-    assert (host.lanes == 16) == host.avx512 == (host.registers == 32)
-    forced = Target.of({"kind": "llvm", "mcpu": host.mcpu, "lanes": 4, "l2_bytes": 1 << 20})
-    assert (forced.lanes, forced.l2_bytes, forced.mcpu) == (4, 1 << 20, host.mcpu)
-    assert host.with_lanes(16).lanes == 16 and host.with_lanes(16).registers == host.registers
-    assert Target.of(forced.to_dict()) == forced             # build.json round trip
-    assert Target.of(host.with_lanes(16)).key() != host.key()
-    skx = Target.of("llvm -mcpu=skylake-avx512")
-    assert (skx.mcpu, skx.lanes, skx.registers, skx.avx512, skx.fma) == (
-        "skylake-avx512", 16, 32, True, True)
-    assert Target.of({"kind": "llvm", "mcpu": "cascadelake"}).vnni
-
-
-@pytest.mark.parametrize("spec,message", [
-    ({"kind": "cuda"}, "llvm only"), ("cuda", "llvm only"), ({"lanes": 12}, "lanes 12"),
-    ({"lanes": "8"}, "positive int"), ({"l2": 5}, "unknown target field"),
-    ("llvm -O3", "cannot read"), ({"avx512": 1}, "True or False"), (42, "bad target"),
-])
-def test_a_bad_target_is_a_relay_error(spec: object, message: str) -> None:
-    from semantics.errors import RelayTypeError
-
-    with pytest.raises(RelayTypeError, match=message):
-        Target.of(spec)
-
-
 def test_kernels_take_unaligned_buffers_and_the_fallback_copies(
         tmp_path: object, monkeypatch: pytest.MonkeyPatch, close: object) -> None:
     import json
