@@ -43,10 +43,9 @@ convolution whose output channels the block divides an ``NCHW{c}c`` output: ordi
    of 7 × 1; 10.1 → 7.8 ms each, measured here in one process).
 
 The tile comes from the target's vector unit (``KernelInfo.target``: lanes, registers, L2
-size),
-not from a search, so a kernel costs one LLVM compilation. A kernel the recipe does not
-recognize (not float32, another block structure, a non-blocked output) gets ``None``: the next
-rule, or the default recipe (:mod:`backends.tvm.schedules`), runs.
+size), not from a search, so a kernel costs one LLVM compilation. A kernel the recipe does
+not recognize (not float32, another block structure, a non-blocked output) gets ``None``:
+the next rule, or the default recipe (:mod:`backends.tvm.schedules`), runs.
 
 :func:`enable_isnan_vectorization` is applied once when this module schedules a kernel: it
 lets TVM vectorize ``tirx.isnan`` (used by the NaN-propagating ``max`` of ``nn.relu``), which
