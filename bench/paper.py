@@ -517,7 +517,7 @@ def relax_floor(name: str) -> tuple[Callable[..., Any], Callable[[tuple], tuple]
     with _quiet():
         ep = torch.export.export(net, _export_example(name, torch), dynamic_shapes=dynamic)
         rmod = from_exported_program(ep, keep_params_as_input=False)
-        lib = tvm.compile(rmod, target=tvm.target.Target(host_target()))
+        lib = tvm.compile(rmod, target=host_target().tvm())
     vm = relax.VirtualMachine(lib, tvm.cpu())
     main = vm["main"]
 

@@ -6,9 +6,11 @@ width of the vector unit: 16 float32 lanes for AVX-512). Our ``nn.conv2d``
 accepts those blocked layouts (``semantics.ops.nn``), so this pass does the
 same: the registered pass (what ``optimize`` runs at ``-O3``) moves every
 convolution whose channel counts the block divides to ``NCHW{c}c`` with the
-block :func:`conv_block_size` picks for the target — 16 with AVX-512, 8 with
-AVX2, else 4, the ``ic_bn``/``oc_bn`` the TVM backend's NCHWc conv schedule
-will want. Two kinds of convolutions the block does not fully divide still
+block of the target — 16 with AVX-512, 8 with AVX2, else 4, the ``ic_bn``/``oc_bn``
+the TVM backend's NCHWc conv schedule will want. The block is an argument, never
+read from the machine: ``backends.tvm.build`` runs :func:`alter_op_layout_pass`
+with its ``Target``'s lanes; the registered pass (``optimize`` alone) uses
+:data:`DEFAULT_BLOCK`, 16. Two kinds of convolutions the block does not fully divide still
 get a blocked output (``NCHW{c}c``), so a network stays blocked end to end:
 a depthwise convolution (``groups`` = channels, one input channel per group)
 runs in ``NCHW{c}c`` with an ``OIHW1i{c}o`` kernel, and one with few input
@@ -61,8 +63,7 @@ CanonicalizeOps first —, ``concatenate``) take their input in the original
 layout (a transform back is inserted before them); the program in
 graph form (values reached through ``let``-bound variables are not followed
 across the binding, but are rewritten correctly); one block size for data and
-kernel input/output channels (TVM may pick ``ic_bn != oc_bn`` per layer); the
-target is the host CPU (or ``$RELAY_TARGET``), not a compilation target object.
+kernel input/output channels (TVM may pick ``ic_bn != oc_bn`` per layer).
 
 Invariants: pure; one memoized, iterative walk per function; every node keeps
 its type (transforms back restore the original layout); values are the same
@@ -73,9 +74,7 @@ summation-order tolerance).
 
 from __future__ import annotations
 
-import os
 import re
-from functools import lru_cache
 from typing import TypeVar
 
 import numpy as np
@@ -90,7 +89,8 @@ from semantics.ops.transform_relations import parse_layout
 from semantics.types import TensorType
 from semantics.visitor import post_order
 
-__all__ = ["KERNEL_LAYOUTS", "alter_op_layout", "conv_block_size", "kernel_layout_for"]
+__all__ = ["BLOCKS", "DEFAULT_BLOCK", "KERNEL_LAYOUTS", "alter_op_layout", "alter_op_layout_pass",
+           "kernel_layout_for"]
 
 # The unblocked target data layouts and the kernel layout each goes with (TVM's pairs).
 KERNEL_LAYOUTS = {"NHWC": "HWIO", "NCHW": "OIHW"}
@@ -116,40 +116,32 @@ _BROADCAST_BINARY = frozenset((
 P = TypeVar("P", IRModule, Expr)
 
 
-def conv_block_size(target: str | None = None) -> int:
-    """The channel block of ``NCHW{c}c`` the TVM backend's x86 conv schedule will want.
+DEFAULT_BLOCK = 16
+"""The channel block of the registered pass (``optimize`` at ``-O3`` without a target, or
+``alter_op_layout(p)``): 16, TVM's choice for AVX-512. A build passes its target's block
+instead (:func:`alter_op_layout_pass`, ``Target.lanes``); the pass itself never looks at
+the machine or the environment."""
 
-    One block holds one vector register of float32 lanes: 16 with AVX-512, 8 with AVX2,
-    else 4 (SSE/NEON width).
+BLOCKS = (4, 8, 16)
+"""The channel blocks a target may ask for (float32 lanes of SSE/NEON, AVX2, AVX-512)."""
 
-    Args:
-        target: a target description searched for ``avx512`` / ``avx2`` (so TVM's
-            ``"llvm -mcpu=skylake-avx512"`` or ``"core-avx2"`` work, as do the plain
-            words); None: ``$RELAY_TARGET`` when set, else the host CPU's flags from
-            ``/proc/cpuinfo`` (``avx512f``, ``avx2``; no such file: 4).
-    Returns:
-        16, 8 or 4.
+
+def alter_op_layout_pass(block: int = DEFAULT_BLOCK) -> Pass:
+    """The AlterOpLayout pass with channel block ``block`` (what ``optimize`` runs in its
+    place when a build knows its target: ``backends.tvm.build`` passes ``Target.lanes``).
+
+    Raises:
+        ValueError: a block not in :data:`BLOCKS`.
     """
-    if target is None:
-        target = os.environ.get("RELAY_TARGET")
-    if target is None:
-        flags = _host_flags()
-        return 16 if "avx512f" in flags else 8 if "avx2" in flags else 4
-    text = target.lower()
-    return 16 if "avx512" in text else 8 if "avx2" in text else 4
-
-
-@lru_cache(maxsize=1)
-def _host_flags() -> frozenset[str]:
-    """The CPU feature flags of the host (the first ``flags`` line of /proc/cpuinfo)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return frozenset(line.partition(":")[2].split())
-    except OSError:
-        pass
-    return frozenset()
+    if isinstance(block, bool) or block not in BLOCKS:
+        raise ValueError(f"alter_op_layout: block {block!r} is not one of "
+                         f"{', '.join(map(str, BLOCKS))}")
+    if block == DEFAULT_BLOCK:
+        return ALTER_OP_LAYOUT
+    layout = f"NCHW{block}c"
+    return Pass(ALTER_OP_LAYOUT.name, ALTER_OP_LAYOUT.func_name,
+                lambda m: _alter_module(m, layout), ALTER_OP_LAYOUT.opt_level,
+                ALTER_OP_LAYOUT.doc)
 
 
 def kernel_layout_for(layout: str) -> str:
@@ -183,8 +175,8 @@ def _alter_module(mod: IRModule, layout: str) -> IRModule:
 
 @register_pass("AlterOpLayout", "alter_op_layout", opt_level=3)
 def _registered(mod: IRModule) -> IRModule:
-    """Move nn.conv2d to NCHW{c}c (c = conv_block_size()), eliding transforms between convs."""
-    return _alter_module(mod, f"NCHW{conv_block_size()}c")
+    """Move nn.conv2d to NCHW{c}c (c = 16, or the build target's lanes), eliding transforms."""
+    return _alter_module(mod, f"NCHW{DEFAULT_BLOCK}c")
 
 
 ALTER_OP_LAYOUT: Pass = _registered
@@ -198,7 +190,7 @@ def alter_op_layout(program: P, layout: str | None = None, *, block: int | None 
         layout: the target data layout: ``"NCHW{c}c"`` (kernels ``OIHW{c}i{c}o``),
             ``"NHWC"`` (kernels ``HWIO``) or ``"NCHW"`` (kernels ``OIHW``); None (and no
             ``block``): the registered pass's choice, ``NCHW{c}c`` with
-            ``c = conv_block_size()``.
+            ``c =`` :data:`DEFAULT_BLOCK` (16).
         block: shorthand for ``layout=f"NCHW{block}c"``.
     Returns:
         The program of the same kind.

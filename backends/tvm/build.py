@@ -8,7 +8,9 @@ The pipeline (docs/architecture.md#toolchain):
 2. **Optimize** with ``passes.optimize(mod, opt_level)``: ``-O0`` runs nothing, ``-O1``
    Inline, DeadCodeElimination and FuseOps, ``-O2`` adds FoldConstant, ``-O3`` the DL
    passes (SimplifyInference, CanonicalizeOps, EliminateCommonSubexpr, FoldScaleAxis,
-   CombineParallelConv2D, AlterOpLayout). Globals that dead-code elimination drops
+   CombineParallelConv2D, AlterOpLayout — blocking by the target's lanes: ``target=`` is
+   read once into a :class:`~backends.tvm.target.Target` that every later step uses, see
+   :func:`pipeline`). Globals that dead-code elimination drops
    (unreachable from ``main``) are put back unoptimized: ``exe.run`` runs any global.
 3. **Fuse**: ``passes.fuse_ops`` — at ``-O0`` with ``fuse_opt_level=0``, so every operator
    call still becomes its own ``Primitive=1`` function (a kernel); above, FuseOps has
@@ -63,13 +65,16 @@ __all__ = ["EXECUTORS", "BuildReport", "KernelRecord", "KernelSlot", "KernelTabl
 EXECUTORS = ("vm", "graph", "aot")
 
 
-def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 3) -> IRModule:
+def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 3,
+            target: Any = None) -> IRModule:
     """Steps 1–3 of the pipeline: the fused, type-annotated module.
 
     Args:
         mod: an ``IRModule`` or module text.
         params: weights of ``main`` by parameter name (bound as constants).
         opt_level: 0–3.
+        target: the build's target (``Target.of`` of it; None: the host): AlterOpLayout
+            blocks convolutions by its lanes.
     Returns:
         The module after optimization and fusion, with ``checked_type`` on every node.
     Raises:
@@ -93,7 +98,7 @@ def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 
         assert isinstance(bound, IRModule)
         mod = bound
     typechecker.check(mod)
-    optimized = passes.optimize(mod, opt_level)
+    optimized = passes.optimize(mod, opt_level, only=pipeline(opt_level, target))
     # Dead-code elimination drops globals main does not reach; every global stays runnable
     # (``exe.run(entry)``), so those come back as they were.
     missing = {name: fn for name, fn in mod.functions.items()
@@ -104,6 +109,20 @@ def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 
     if not isinstance(inferred, IRModule):
         raise InternalError("typechecker.infer of a module returned no module")
     return inferred
+
+
+def pipeline(opt_level: int, target: Any = None) -> list[Any]:
+    """The passes of ``optimize`` at ``opt_level`` for ``target``: AlterOpLayout with the
+    target's lanes as its channel block (the only pass that depends on the target)."""
+    from backends.tvm.target import Target
+    from passes.alter_op_layout import alter_op_layout_pass
+    from passes.manager import passes_at
+
+    chosen = passes_at(opt_level)
+    if any(p.name == "AlterOpLayout" for p in chosen):
+        altered = alter_op_layout_pass(Target.of(target).lanes)
+        chosen = [altered if p.name == "AlterOpLayout" else p for p in chosen]
+    return chosen
 
 
 MEMO_VERSION = "1"
@@ -135,22 +154,22 @@ def _kernel_digest() -> str:
     return f"{kernels.CACHE_VERSION}:{kernels.code_digest()}"
 
 
-def memo_key(mod: Any, params: Mapping[str, Any] | None, opt_level: int) -> str:
-    """The key of ``prepare(mod, params, opt_level)``'s result (hex digest).
+def memo_key(mod: Any, params: Mapping[str, Any] | None, opt_level: int,
+             target: Any = None) -> str:
+    """The key of ``prepare(mod, params, opt_level, target)``'s result (hex digest).
 
     Made of the module's text (``pretty``: every name, type and attribute), the parameters'
     names, dtypes, shapes and bytes (:func:`params_digest`), the opt level,
     :data:`MEMO_VERSION`, :func:`_pipeline_digest`, the kernel compiler's digest (the memo
-    records kernel keys, which change with it) and what the passes read from the
-    environment: the convolution block AlterOpLayout picks (``$RELAY_TARGET`` or the host
-    CPU).
+    records kernel keys, which change with it) and the target (``Target.key``: the passes'
+    choices and the kernels' keys depend on it).
     """
-    from passes.alter_op_layout import conv_block_size
+    from backends.tvm.target import Target
     from semantics.printer import pretty
 
     h = hashlib.sha256()
     h.update(json.dumps([MEMO_VERSION, _pipeline_digest(), _kernel_digest(),
-                         opt_level, conv_block_size()]).encode())
+                         opt_level, Target.of(target).key()]).encode())
     h.update(mod.encode() if isinstance(mod, str) else pretty(mod).encode())
     h.update(params_digest(params or {}).encode())
     return h.hexdigest()[:40]
@@ -220,12 +239,12 @@ class PrepareMemo:
     matched by identity), or for a module too deep to pickle; an unreadable memo is a miss.
 
     Args:
-        mod, params, opt_level: as for :func:`prepare`.
+        mod, params, opt_level, target: as for :func:`prepare`.
         cache: a ``backends.tvm.kernels.KernelCache`` or None (the default cache).
     """
 
     def __init__(self, mod: Any, params: Mapping[str, Any] | None, opt_level: int,
-                 cache: Any) -> None:
+                 cache: Any, target: Any = None) -> None:
         self.store: Any = None
         self.key: str | None = None
         self.kernel_keys: list[str | None] | None = None
@@ -238,7 +257,7 @@ class PrepareMemo:
                 or not isinstance(mod, (str, IRModule)):
             return
         try:
-            self.key = memo_key(mod, params, opt_level)
+            self.key = memo_key(mod, params, opt_level, target)
         except (TypeError, ValueError, RecursionError):
             return
         self.store = store
@@ -408,13 +427,16 @@ class KernelTable:
     """The kernels of one build: one per primitive function (see the module docstring).
 
     Args:
-        target: the TVM target (``"llvm"``: the host CPU with its features).
+        target: the build's :class:`~backends.tvm.target.Target`, or what ``Target.of``
+            takes (``"llvm"``: the host CPU with its features).
         cache: a ``backends.tvm.kernels.KernelCache`` (None: the compiler's default).
         compile_kernels: False runs every group with the numpy fallback (tests, baselines).
     """
 
     def __init__(self, target: Any = "llvm", cache: Any = None, compile_kernels: bool = True):
-        self.target = target
+        from backends.tvm.target import Target
+
+        self.target = Target.of(target)
         self.cache = cache
         self.compile_kernels = compile_kernels
         self.compiled = 0
@@ -456,9 +478,8 @@ class KernelTable:
             from backends.tvm import kernels
         except ImportError as exc:
             return self.fallback(func, f"no kernel compiler: {exc}")
-        target = None if self.target in (None, "llvm") else self.target
         try:
-            kernel = kernels.compile_function(func, list(arg_types), target=target,
+            kernel = kernels.compile_function(func, list(arg_types), target=self.target,
                                               cache=self.cache)
         except kernels.NoLowering as exc:
             return self.fallback(func, f"{exc.op}: {exc.reason}")
@@ -525,12 +546,10 @@ class KernelTable:
             return None
         try:
             from backends.tvm import kernels
-            from backends.tvm.target import normalize_target
         except ImportError:
             return None
         store = kernels.default_cache() if self.cache is None else self.cache
-        target = None if self.target in (None, "llvm") else self.target
-        spec = normalize_target(target)
+        spec = self.target
         requests = self.requests(module)
         if known_keys is not None and len(known_keys) == len(requests):
             for (func, types), key in zip(requests, known_keys):
@@ -598,7 +617,12 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
     Args:
         mod: an ``IRModule`` or module text.
         params: ``main``'s weights by parameter name (bound as constants).
-        target: the TVM target; ``"llvm"`` means the host CPU with its features.
+        target: the machine to compile for, read once into a
+            :class:`~backends.tvm.target.Target` that the passes, lowerings, schedules and
+            caches all use: ``"llvm"`` or None (the host CPU with its features), a string
+            ``"llvm -mcpu=<cpu>"``, a dict ``{"kind": "llvm", "mcpu": ..., "lanes": 8}``
+            (any field of the record forces it), or a ``Target``
+            (``Target.host().with_lanes(16)``).
         opt_level: 0–3 (the ``passes.optimize`` levels; fusion always happens).
         executor: ``"vm"`` (the whole language), ``"graph"`` (first-order dataflow, with
             memory planning) or ``"aot"`` (a generated Python module).
@@ -619,6 +643,7 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
             program the graph executor cannot run (it says to use ``executor="vm"``).
     """
     from backends.tvm.executable import Executable
+    from backends.tvm.target import Target
 
     if executor not in EXECUTORS:
         raise RelayTypeError(
@@ -632,15 +657,16 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
             kernels.prestart_workers(cache, jobs)
     report = BuildReport()
     start = time.perf_counter()
-    memo = PrepareMemo(mod, params, opt_level, cache) if compile_kernels else None
+    record = Target.of(target)
+    memo = PrepareMemo(mod, params, opt_level, cache, record) if compile_kernels else None
     fused = memo.load() if memo is not None else None
     remembered = fused is not None
     if fused is None:
-        fused = prepare(mod, params, opt_level)
+        fused = prepare(mod, params, opt_level, record)
     now = time.perf_counter()
     report.phases["prepare (remembered)" if remembered else "prepare"] = now - start
     start = now
-    table = KernelTable(target, cache, compile_kernels)
+    table = KernelTable(record, cache, compile_kernels)
     keys = table.precompile(fused, jobs, memo.kernel_keys if memo is not None else None,
                             progress)
     if memo is not None and not remembered and keys is not None:
@@ -650,7 +676,7 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
     now = time.perf_counter()
     report.phases["kernels"] = now - start
     start = now
-    exe = Executable.from_fused(fused, executor=executor, target=target, opt_level=opt_level,
+    exe = Executable.from_fused(fused, executor=executor, target=record, opt_level=opt_level,
                                 cache=cache, max_depth=max_depth,
                                 compile_kernels=compile_kernels)
     report.phases["executor"] = time.perf_counter() - start

@@ -75,6 +75,7 @@ class Executable:
         """The executable of an already fused and type-checked module (``build``, ``load``;
         ``aot_source``: a saved ``aot.py`` to import instead of generating the code)."""
         table = KernelTable(target, cache, compile_kernels)
+        target = table.target         # the Target record, read once
         runner: Any
         if executor == "vm":
             from backends.tvm.vm import VM, Compiler
@@ -194,7 +195,7 @@ class Executable:
             with open(os.path.join(path, "program.relay"), "w", encoding="utf-8") as f:
                 f.write(pretty(self.module))
             meta = {"format": FORMAT_VERSION, "executor": self.executor,
-                    "target": self.target, "opt_level": self.opt_level,
+                    "target": _saved_target(self.target), "opt_level": self.opt_level,
                     "max_depth": self.max_depth}
             with open(os.path.join(path, "build.json"), "w", encoding="utf-8") as f:
                 json.dump(meta, f, indent=2, default=str)
@@ -231,12 +232,11 @@ def _export_kernels(table: KernelTable, directory: str) -> int:
         return 0
     try:
         from backends.tvm import kernels
-        from backends.tvm.target import normalize_target
     except ImportError:
         return 0
     cache = table.cache if table.cache is not None else kernels.default_cache()
     cache.flush()   # the cache writes libraries in the background: wait for them
-    spec = normalize_target(None if table.target in (None, "llvm") else table.target)
+    spec = table.target
     os.makedirs(directory, exist_ok=True)
     copied = 0
     for func, types in table.compiled_specs:
@@ -247,6 +247,15 @@ def _export_kernels(table: KernelTable, directory: str) -> int:
                 shutil.copyfile(source, target)
         copied += bool(files)
     return copied
+
+
+def _saved_target(target: Any) -> Any:
+    """The target as ``build.json`` records it: ``"llvm"`` for the host (loading on another
+    machine then compiles for that one), else every field of the record (a forced target
+    stays forced)."""
+    from backends.tvm.target import Target
+
+    return "llvm" if target.key() == Target.host().key() else target.to_dict()
 
 
 def load(path: str | os.PathLike[str]) -> Executable:

@@ -83,7 +83,14 @@ from backends.tvm.lower.base import ALIGNMENT as BYTE_ALIGNMENT
 from backends.tvm.lower.base import aligned_empty
 from backends.tvm.sched import KernelInfo, Scheduler, ScheduleReport, pick_schedule
 from backends.tvm.schedules import first_line
-from backends.tvm.target import TargetSpec, as_target, host_target, normalize_target, target_key
+from backends.tvm.target import (
+    Target,
+    TargetSpec,
+    as_target,
+    host_target,
+    normalize_target,
+    target_key,
+)
 from backends.tvm.te_build import Layout, LoweringFailed, build_te, param_types
 from semantics.expr import Attrs, Constant, Function
 from semantics.ops.reference import concrete_shape
@@ -605,7 +612,7 @@ def _byte_view(a: np.ndarray) -> Any:
     return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
 
 
-def kernel_key(func: Function, arg_types: Sequence[Type], target: dict[str, Any]) -> str:
+def kernel_key(func: Function, arg_types: Sequence[Type], target: Target) -> str:
     """The cache key of ``func`` compiled for ``arg_types`` and ``target`` (hex digest)."""
     types = [(t.dtype, [int(d) if type(d) is int else str(d) for d in t.shape])
              for t in _flat_types(func, arg_types)]
@@ -631,7 +638,8 @@ def compile_function(func: Function, arg_types: Sequence[Type], *, target: Targe
         arg_types: the concrete types of the call's arguments — one per parameter (tuple
             types for tuple parameters) or one per flattened tensor; ``Any``/symbolic dims
             resolved by the caller.
-        target: a target dict, ``"llvm"`` or None (both: :func:`host_target`).
+        target: a :class:`~backends.tvm.target.Target`, or what ``Target.of`` takes (None
+            and ``"llvm"``: the host; a string; a dict).
         cache: the kernel cache (None: :func:`default_cache`).
         schedule: the scheduling function ``PrimFunc -> IRModule`` (default
             :func:`backends.tvm.sched.pick_schedule`: the kernel's anchor operator's registered
@@ -686,7 +694,7 @@ def _discard(workdir: Path | None) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _build_library(func: Function, arg_types: Sequence[Type], spec: dict[str, Any], key: str,
+def _build_library(func: Function, arg_types: Sequence[Type], spec: Target, key: str,
                    schedule: Callable[[Any], Any] | None
                    ) -> tuple[Any, Any, str, bool, dict[str, Any] | None]:
     """Lower, schedule and ``tvm.compile`` a function (no machine code yet: see :func:`_link`).
@@ -741,7 +749,7 @@ def _meta(lowered: Any, name: str, needs_alignment: bool,
             "ops": lowered.ops, "constants": lowered.constant_arrays, "schedule": schedule}
 
 
-def _compile(func: Function, arg_types: Sequence[Type], spec: dict[str, Any], key: str,
+def _compile(func: Function, arg_types: Sequence[Type], spec: Target, key: str,
              schedule: Callable[[Any], Any] | None, workdir: Path | None = None
              ) -> tuple[Kernel, Any, dict[str, Any]]:
     """Compile in this process: ``(kernel, artifact, meta)``.
@@ -834,14 +842,15 @@ def compile_many(requests: Sequence[tuple[Function, Sequence[Type]]], *,
     ``jobs - 1`` worker processes (:class:`_Worker`: started once, kept for later builds)
     compile the others, each writing its kernel's library into the cache directory (a
     temporary one for a memory-only cache) where this process loads it from. The workers
-    compile for the target dict computed here, with the same code, so their kernels are the
+    compile for the :class:`~backends.tvm.target.Target` computed here, with the same code,
+    so their kernels are the
     ones this process would build (tested byte for byte). A request the workers cannot take
     (a function too deep to pickle, a worker that died) is compiled here.
 
     Args:
         requests: ``(primitive function, argument types)`` pairs, as for
             :func:`compile_function`.
-        target: a target dict, ``"llvm"`` or None.
+        target: as for :func:`compile_function`.
         cache: the kernel cache (None: :func:`default_cache`).
         jobs: the number of simultaneous compilations (1: all in this process).
         progress: called as ``progress(done, total)`` once before the first compilation
@@ -931,7 +940,7 @@ def _default_jobs() -> int:
     return 1
 
 
-def _compile_here(func: Function, types: Sequence[Type], spec: dict[str, Any],
+def _compile_here(func: Function, types: Sequence[Type], spec: Target,
                   store: KernelCache) -> bool:
     try:
         compile_function(func, types, target=spec, cache=store)
@@ -941,7 +950,7 @@ def _compile_here(func: Function, types: Sequence[Type], spec: dict[str, Any],
 
 
 def _compile_parallel(work: list[tuple[str, tuple[Function, Sequence[Type]]]],
-                      spec: dict[str, Any], store: KernelCache, jobs: int,
+                      spec: Target, store: KernelCache, jobs: int,
                       tick: Callable[[], None]) -> int:
     """Share ``work`` between this process (from the back of the queue) and ``jobs - 1``
     worker processes (from the front), each fed by a thread of this process."""
@@ -1009,7 +1018,7 @@ class _FunctionPickler(pickle.Pickler):
     dispatch_table[Attrs] = lambda a: (Attrs, (a._items,))
 
 
-def _payload(func: Function, types: Sequence[Type], spec: dict[str, Any], key: str,
+def _payload(func: Function, types: Sequence[Type], spec: Target, key: str,
              directory: Path) -> bytes | None:
     """The pickled request for a worker, or None when the function is too deep to pickle."""
     buf = io.BytesIO()
@@ -1097,7 +1106,7 @@ class _Worker:
 
     It is started with the same interpreter, ``sys.path`` (as ``PYTHONPATH``) and
     environment as this process, plus ``TVM_NUM_THREADS=1`` (it runs no kernels), so it
-    imports the same lowering rules and schedules; the target dict comes with each request.
+    imports the same lowering rules and schedules; the target comes with each request.
     Unlike ``multiprocessing``'s ``spawn``, it never re-imports the user's main module.
     """
 
@@ -1235,7 +1244,7 @@ class KernelCache:
     def __len__(self) -> int:
         return len(self._memory)
 
-    def by_identity(self, func: Function, arg_types: Sequence[Type], target: dict[str, Any]
+    def by_identity(self, func: Function, arg_types: Sequence[Type], target: Target
                     ) -> _IdentityEntry:
         """The kernel compiled for this very function object and argument types, if any.
 
@@ -1251,7 +1260,7 @@ class KernelCache:
             return _IdentityEntry(self, sig, func, hit[1])
         return _IdentityEntry(self, sig, func, None)
 
-    def key_of(self, func: Function, arg_types: Sequence[Type], target: dict[str, Any]) -> str:
+    def key_of(self, func: Function, arg_types: Sequence[Type], target: Target) -> str:
         """:func:`kernel_key`, remembered per function object (hashing the constants of a
         large kernel costs milliseconds; a build asks twice: to compile, then to run)."""
         sig = (id(func), _types_signature(arg_types), target_key(target))
@@ -1266,7 +1275,7 @@ class KernelCache:
             self._keys[sig] = (func, key)
         return key
 
-    def seed_key(self, func: Function, arg_types: Sequence[Type], target: dict[str, Any],
+    def seed_key(self, func: Function, arg_types: Sequence[Type], target: Target,
                  key: str) -> None:
         """Tell :meth:`key_of` the key of ``func`` (known from a memo of the same input)."""
         sig = (id(func), _types_signature(arg_types), target_key(target))

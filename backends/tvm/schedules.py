@@ -41,7 +41,7 @@ import contextvars
 from collections.abc import Callable
 from typing import Any
 
-from backends.tvm.target import vector_bytes
+from backends.tvm.target import Target, vector_bytes
 
 PARALLEL_MIN = 1 << 16
 KEEP = "keep_"
@@ -263,16 +263,16 @@ def _schedule_block(sch: Any, block: Any, native: int = VECTOR_BYTES) -> None:
         sch.parallel(fused)
 
 
-def schedule_spatial(sch: Any, block: Any, target: dict[str, Any] | None = None) -> None:
+def schedule_spatial(sch: Any, block: Any, target: Target | None = None) -> None:
     """Steps 2–4 of the recipe for one block of ``sch`` (a rule's leftover blocks); a step
-    TVM rejects raises (the caller decides what to keep). ``target``: the kernel's target
-    dict (None: the host)."""
+    TVM rejects raises (the caller decides what to keep). ``target``: the kernel's
+    :class:`~backends.tvm.target.Target` (None: the host)."""
     _schedule_block(sch, block, vector_bytes(target))
 
 
-def default_schedule(func: Any, target: dict[str, Any] | None = None) -> Any:
+def default_schedule(func: Any, target: Target | None = None) -> Any:
     """The scheduled ``IRModule`` of a TensorIR ``PrimFunc`` (see the module docstring) for
-    ``target`` (a target dict; None: the host)."""
+    ``target`` (a :class:`~backends.tvm.target.Target`; None: the host)."""
     import tvm
     from tvm import s_tir
 

@@ -42,6 +42,7 @@ import numpy as np
 
 import backends.tvm.lower  # noqa: F401  (registers every lowering rule)
 from backends.tvm.lower.base import TARGET, OpCall, Unsupported, const
+from backends.tvm.target import Target
 from semantics.errors import RelayError
 from semantics.expr import Call, Constant, Expr, Function, Let, Op, Tuple, TupleGetItem, Var
 from semantics.ops.registry import get as get_op
@@ -127,9 +128,10 @@ def param_types(func: Function, arg_types: Sequence[Type]) -> list[Type]:
 
 
 def build_te(func: Function, arg_types: Sequence[Type],
-             target: dict[str, Any] | None = None) -> TeFunction:
+             target: Target | None = None) -> TeFunction:
     """Lower ``func`` specialized to ``arg_types`` (see the module docstring) for ``target``
-    (a target dict; None: the host), which rules may consult (vector widths).
+    (a :class:`~backends.tvm.target.Target`; None: the host), which rules read from
+    ``OpCall.target`` (vector lanes).
 
     Raises:
         LoweringFailed: an operator without a lowering, a declined call, or a body that is
@@ -137,6 +139,7 @@ def build_te(func: Function, arg_types: Sequence[Type],
     """
     from tvm import te
 
+    target = target if target is not None else Target.host()
     ptypes = param_types(func, arg_types)
     result = TeFunction(inputs=[], input_types=[])
     values: dict[int, Any] = {}
@@ -250,7 +253,7 @@ def _handle(t: Any) -> int:
 
 
 def _call(node: Call, value_of: Any, result: TeFunction, data: dict[int, np.ndarray],
-          target: dict[str, Any] | None, hide: Any) -> tuple[Any, Type]:
+          target: Target, hide: Any) -> tuple[Any, Type]:
     if not isinstance(node.op, Op):
         raise LoweringFailed("call", "a primitive function calls operators only")
     name = node.op.name

@@ -3,7 +3,8 @@ transforms elided between consecutive blocked convolutions, bound weights pre-tr
 convolutions the block does not divide left alone, and differential equivalence with the
 oracle on random small CNNs (float tolerance).
 
-``tests/passes/conftest.py`` pins ``RELAY_TARGET=avx512``: the registered pass blocks by 16.
+The registered pass blocks by ``DEFAULT_BLOCK`` (16) on every machine; a build passes its
+target's block (``alter_op_layout_pass``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import passes
 from conformance import assert_equivalent
 from conformance.strategies.programgen.config import Program
 from interpreter import evaluate
-from passes.alter_op_layout import conv_block_size
+from passes.alter_op_layout import BLOCKS, DEFAULT_BLOCK, alter_op_layout_pass
 from passes.manager import passes_at
 from semantics import IRModule, parse, pretty, types_equal
 from semantics.expr import Call, Constant, Op, Var
@@ -80,27 +81,34 @@ def @main(%x: Tensor[(1, 4, 5, 5), float32], %w1: Tensor[(8, 4, 3, 3), float32],
 
 # --- block sizes ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("target, block", [
-    ("llvm -mcpu=skylake-avx512", 16), ("avx512", 16), ("llvm -mcpu=core-avx2", 8),
-    ("AVX2", 8), ("llvm -mcpu=cortex-a72", 4), ("", 4),
-])
-def test_conv_block_size_per_target(target, block):
-    assert conv_block_size(target) == block
+@pytest.mark.parametrize("block", BLOCKS)
+def test_the_pass_takes_its_block_as_an_argument(block):
+    mod = parse("""
+    def @main(%x: Tensor[(1, 16, 4, 4), float32], %a: Tensor[(16, 16, 3, 3), float32]) {
+      nn.conv2d(%x, %a, padding=[1, 1])
+    }""")
+    out = alter_op_layout_pass(block)(mod)
+    assert [c.attrs["data_layout"] for c in calls(out, "nn.conv2d")] == [f"NCHW{block}c"]
+    assert alter_op_layout_pass(block).name == "AlterOpLayout"
 
 
-def test_conv_block_size_follows_the_environment_then_the_host(monkeypatch):
-    monkeypatch.setenv("RELAY_TARGET", "core-avx2")
-    assert conv_block_size() == 8
-    monkeypatch.delenv("RELAY_TARGET")
-    flags: set[str] = set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            flags = next((set(line.split(":", 1)[1].split()) for line in f
-                          if line.startswith("flags")), set())
-    except OSError:
-        pass
-    want = 16 if "avx512f" in flags else 8 if "avx2" in flags else 4
-    assert conv_block_size() == want
+@pytest.mark.parametrize("block", [0, 3, 32, True])
+def test_a_block_no_target_has_is_refused(block):
+    with pytest.raises(ValueError, match="block"):
+        alter_op_layout_pass(block)
+
+
+def test_the_pass_never_reads_the_environment(monkeypatch):
+    # $RELAY_TARGET used to choose the block; a pass now sees only its arguments.
+    mod = parse("""
+    def @main(%x: Tensor[(1, 16, 4, 4), float32], %a: Tensor[(16, 16, 3, 3), float32]) {
+      nn.conv2d(%x, %a, padding=[1, 1])
+    }""")
+    for value in ("core-avx2", "sse"):
+        monkeypatch.setenv("RELAY_TARGET", value)
+        out = passes.optimize(mod, 3)
+        assert [c.attrs["data_layout"] for c in calls(out, "nn.conv2d")] == [
+            f"NCHW{DEFAULT_BLOCK}c"]
 
 
 # --- examples ------------------------------------------------------------------------------------
@@ -235,7 +243,7 @@ def test_registered_pass_and_optimize_O3_block_by_the_target():
               %b: Tensor[(16, 32, 1, 1), float32]) {
       nn.conv2d(nn.relu(nn.conv2d(%x, %a, padding=[1, 1])), %b)
     }""")
-    assert conv_block_size() == 16  # conftest pins RELAY_TARGET=avx512
+    assert DEFAULT_BLOCK == 16
     for out in (passes.get_pass("alter_op_layout")(mod), passes.alter_op_layout(mod),
                 passes.optimize(mod, 3)):
         convs = calls(out, "nn.conv2d")

@@ -20,7 +20,8 @@ is a constant of the kernel (a bound weight), and ``call.add_constant(array)`` m
 hidden constant of the kernel from an array the rule prepared at build time (a weight in
 the layout its schedule streams: TVM's AlterOpLayout followed by FoldConstant, within one
 kernel); a constant no output reads any more is dropped from the kernel. ``call.target`` is
-the target dict being compiled for (vector widths differ between AVX2 and AVX-512).
+the :class:`~backends.tvm.target.Target` being compiled for (vector lanes differ between
+AVX2 and AVX-512, and a user may force them).
 
 A rule may refuse a particular call by raising :class:`Unsupported` with the reason (integer
 division, whose zero divisor must trap; ``take`` in mode ``fast``...).  The kernel compiler
@@ -42,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from backends.tvm.target import Target
 from semantics.expr import Attrs
 from semantics.ops.reference import concrete_shape
 from semantics.ops.tables import LOWERINGS
@@ -71,7 +73,8 @@ class OpCall:
     out_type: Type
     constants: tuple[Any, ...] = ()
     """Per argument: its array when it is a constant of the kernel, else None."""
-    target: dict[str, Any] | None = None
+    target: Target | None = None
+    """The build's target (``build_te`` always sets it; None: the host)."""
     hide: Callable[[Any, str], Any] | None = field(default=None, compare=False, repr=False)
     """Adds a hidden constant to the kernel being built (see :meth:`add_constant`)."""
 

@@ -53,7 +53,7 @@ from backends.tvm.lower.tensor import cast_expr
 from backends.tvm.lower.transform import reshape_to
 from backends.tvm.lower.vecmath import exp_nonpositive_f32
 from backends.tvm.schedules import KEEP
-from backends.tvm.target import vector_bytes
+from backends.tvm.target import Target
 from semantics.ops import nn_relations as N
 from semantics.ops import transform_relations as R
 
@@ -303,7 +303,7 @@ def _dense(call: OpCall) -> Any:
     rows = dense_rows(dshape)
     w_const = call.constant(1)
     if rows <= GEMV_MAX_ROWS and w_const is not None and call.hide is not None:
-        lanes = max(1, min(16, vector_bytes(call.target) * 8 // bits(odt)))
+        lanes = max(1, min(16, (call.target or Target.host()).vector_bytes * 8 // bits(odt)))
         tile = gemv_tile(n, rows, lanes)
         packed = call.add_constant(pack_gemv_weight(w_const, tile), "dense_packed")
         rk = te.reduce_axis((0, k), name="k")

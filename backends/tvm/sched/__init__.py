@@ -9,7 +9,7 @@ a module of this package registers, for an operator, a function
 * ``prim_func`` is the kernel's TensorIR ``PrimFunc`` (``te.create_prim_func`` of the
   lowered computation, global symbol set), and ``info`` a :class:`KernelInfo`: the
   operators of the kernel in post-order, the primitive Relay function, the concrete
-  argument types and the target dict;
+  argument types and the build's :class:`~backends.tvm.target.Target`;
 * it returns the scheduled ``IRModule``, or ``None`` when the recipe does not apply to this
   kernel (an unusual layout or shape): the next candidate is tried.
 
@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from backends.tvm.schedules import NOTES, default_schedule, first_line, refused
+from backends.tvm.target import Target
 from semantics.expr import Function
 from semantics.types import Type
 
@@ -51,12 +52,14 @@ DEFAULT_SCHEDULE = "default"
 
 @dataclass(frozen=True)
 class KernelInfo:
-    """What a schedule rule may look at besides the ``PrimFunc``."""
+    """What a schedule rule may look at besides the ``PrimFunc``: ``target`` is the build's
+    :class:`~backends.tvm.target.Target` (vector lanes, registers, caches), the only source of
+    machine facts a rule may use."""
 
     ops: tuple[str, ...]
     func: Function
     arg_types: tuple[Type, ...]
-    target: dict[str, Any]
+    target: Target
 
 
 ScheduleFn = Callable[[Any, KernelInfo], Any]

@@ -42,10 +42,10 @@ convolution whose output channels the block divides an ``NCHW{c}c`` output: ordi
    not the whole reduction's (VGG-16's 512→512 layers on 14×14: 2 columns × 4 blocks instead
    of 7 × 1; 10.1 → 7.8 ms each, measured here in one process).
 
-The tile comes from the machine's vector unit (:func:`machine`: lanes, registers, L2 size),
-not from a search, so a kernel costs one LLVM compilation. A kernel the recipe does not
-recognize (not float32, another block structure, a non-blocked output) gets ``None``: the next
-rule, or the default recipe (:mod:`backends.tvm.schedules`), runs.
+The tile comes from the target's vector unit (``KernelInfo.target``: lanes, registers, L2
+size), not from a search, so a kernel costs one LLVM compilation. A kernel the recipe does
+not recognize (not float32, another block structure, a non-blocked output) gets ``None``:
+the next rule, or the default recipe (:mod:`backends.tvm.schedules`), runs.
 
 :func:`enable_isnan_vectorization` is applied once when this module schedules a kernel: it
 lets TVM vectorize ``tirx.isnan`` (used by the NaN-propagating ``max`` of ``nn.relu``), which
@@ -54,17 +54,15 @@ TVM 0.27 otherwise scalarizes, turning every relu epilogue into gathers.
 
 from __future__ import annotations
 
-import functools
 import re
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
 from backends.tvm.schedules import inline_blocks, schedule_error
+from backends.tvm.target import Target
 
-__all__ = ["ACC_TARGET", "K_CHUNK", "K_CHUNK_SMALL", "Machine", "enable_isnan_vectorization",
-           "k_blocked", "k_chunk", "machine", "register_tile", "schedule_conv2d"]
+__all__ = ["ACC_TARGET", "K_CHUNK", "K_CHUNK_SMALL", "enable_isnan_vectorization",
+           "k_blocked", "k_chunk", "register_tile", "schedule_conv2d"]
 
 ACC_TARGET = 8
 """Accumulator registers a tile aims for: a fused multiply-add has a latency of about four
@@ -119,35 +117,8 @@ short reduction (depthwise: the taps of one channel) reads each input value a fe
 and the copy would double its memory traffic: its loads test the bounds instead."""
 
 
-@dataclass(frozen=True)
-class Machine:
-    """What the tile rule needs to know of the CPU the kernels run on."""
-
-    lanes: int          # float32 lanes of one vector register
-    registers: int      # vector registers
-    l2_bytes: int       # one core's L2 cache
-
-
-@functools.cache
-def machine() -> Machine:
-    """The host CPU: AVX-512 has 32 registers of 16 float32 lanes, AVX2 16 of 8, anything else
-    is treated as 16 registers of 4; the L2 size comes from sysfs (512 KiB when unknown)."""
-    from passes.alter_op_layout import conv_block_size
-
-    lanes = conv_block_size()
-    registers = 32 if lanes == 16 else 16
-    l2 = 512 * 1024
-    try:
-        text = Path("/sys/devices/system/cpu/cpu0/cache/index2/size").read_text().strip()
-        scale = {"K": 1024, "M": 1024 * 1024}.get(text[-1:], 1)
-        l2 = int(text.rstrip("KM")) * scale
-    except (OSError, ValueError):
-        pass
-    return Machine(lanes, registers, l2)
-
-
 def register_tile(width: int, channel_blocks: int, block_lanes: int, weight_block_bytes: int,
-                  cpu: Machine | None = None) -> tuple[int, int]:
+                  cpu: Target | None = None) -> tuple[int, int]:
     """The register tile of a blocked convolution: ``(columns, channel blocks)``.
 
     Among columns ``tw`` dividing ``width`` (at most :data:`MAX_COLUMNS`) and channel blocks
@@ -164,11 +135,11 @@ def register_tile(width: int, channel_blocks: int, block_lanes: int, weight_bloc
         weight_block_bytes: the weight bytes of one output-channel block that a tile walks
             before the next tile reuses them (one pass's share when the input channels are
             reduced in passes).
-        cpu: the machine (default :func:`machine`).
+        cpu: the target (its ``lanes``, ``registers`` and ``l2_bytes``; default the host).
     Returns:
         ``(tw, ocb)``, both >= 1.
     """
-    cpu = cpu or machine()
+    cpu = cpu or Target.host()
     per_block = max(1, block_lanes // cpu.lanes)
     budget = WEIGHT_SHARE_OF_L2 * cpu.l2_bytes
     best: tuple[tuple[float, ...], tuple[int, int]] | None = None
@@ -268,7 +239,7 @@ def schedule_conv2d(prim: Any, info: KernelInfo) -> Any:
         return None
     strided = any(int(v) > 1 for v in (attrs.get("strides") or (1, 1)))
     _tile_blocked(sch, conv, epilogue, spatial, reduction, _weight_block_bytes(info, spatial),
-                  strided)
+                  strided, info.target)
     if materialize:
         _materialize_pad(sch, spatial[-1])
     return sch.mod
@@ -300,7 +271,8 @@ def _weight_block_bytes(info: KernelInfo, spatial: list[int]) -> int:
 
 
 def _tile_blocked(sch: Any, conv: Any, epilogue: Any, spatial: list[int],
-                  reduction: list[int], weight_block_bytes: int, strided: bool) -> None:
+                  reduction: list[int], weight_block_bytes: int, strided: bool,
+                  target: Target) -> None:
     """``NCHW{c}c``: lanes over the channel block, a register tile of columns × channel
     blocks (:func:`register_tile`); the input channels in passes of :func:`k_chunk` blocks
     when :func:`k_blocked` says so."""
@@ -311,7 +283,7 @@ def _tile_blocked(sch: Any, conv: Any, epilogue: Any, spatial: list[int],
     passes_of = k_chunk(positions) if k_blocked(positions, in_blocks, strided) else in_blocks
     # the weights a tile walks before the next tile reuses them: one pass's share of a block
     tw, ocb = register_tile(spatial[3], spatial[1], spatial[-1],
-                            weight_block_bytes * passes_of // in_blocks)
+                            weight_block_bytes * passes_of // in_blocks, target)
     cbo, cbi = sch.split(cb, [None, ocb])
     owo, owi = sch.split(ow, [None, tw])
     if ic_block > 1:

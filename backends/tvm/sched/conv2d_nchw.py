@@ -33,7 +33,7 @@ broadcast, never repacked: a kernel costs no per-call work on its weights), in t
 2. **Tile**: output channels by ``oct`` and output columns by ``tw`` (:func:`choose_tile`),
    loops ``(n, oc outer, oh, ow outer) | rc, ry, rx | oc inner, ow inner``: the four outer
    loops fused and ``parallel`` (below :data:`PARALLEL_MIN` multiply-adds, serial); the
-   ``oct`` loop unrolled, the ``tw`` loop vectorized (``tw / 8`` AVX2 registers per
+   ``oct`` loop unrolled, the ``tw`` loop vectorized (``tw / lanes`` registers per
    channel): each step loads ``tw`` input columns once and broadcasts ``oct`` weights into
    ``oct × tw`` FMAs on an accumulator held in registers (a ``local`` buffer, initialized
    once per tile by ``decompose_reduction``).
@@ -48,14 +48,15 @@ Measured on this machine (AMD EPYC, 2 cores shared with other work, load 3-5; gr
 executor, median of 5 runs): at ``-O0`` ResNet-18 3.9 s → 0.14 s per inference, MobileNet
 1.1 s → 0.055 s, VGG-16 68 s → 1.5 s, DQN 5.1 ms → 2.3 ms. Per layer, the tile of 8
 channels × 8 columns was the fastest or within noise of the fastest among 4×8, 4×16, 2×32
-and 16×8 (24-column tiles ran 5-10x slower, see :data:`WIDTH_TILES`).
+and 16×8 (24-column tiles ran 5-10x slower, see :data:`WIDTH_MULTIPLES`).
 
-The tile is chosen by a small cost model of this machine (AMD Zen 3: AVX2 + FMA, 16 ``ymm``
-registers of 8 float32, two FMAs and three loads per cycle, FMA latency 4): at most
-:data:`ACCUMULATORS` accumulator registers, the estimated cycles of one reduction step the
-largest of the FMAs / 2, the loads / 3 and the FMA latency, and the useful lanes
-(``OW / OWp``) counted. Grouped and depthwise convolutions take the same recipe (a tile's
-channels may read different input channels); 1×1 convolutions too.
+The tile is chosen by a small cost model of the build's target (``KernelInfo.target``; on
+this machine AMD Zen 3: AVX2 + FMA, 16 ``ymm`` registers of 8 float32, two FMAs and three
+loads per cycle, FMA latency 4): at most :func:`accumulators` accumulator registers (the
+target's registers less four), the estimated cycles of one reduction step the largest of
+the FMAs / ``fma_per_cycle``, the loads / ``loads_per_cycle`` and the FMA latency, and the
+useful lanes (``OW / OWp``) counted. Grouped and depthwise convolutions take the same
+recipe (a tile's channels may read different input channels); 1×1 convolutions too.
 
 Anything else — not float32, not ``NCHW``/``OIHW``, a block structure the rewrite does not
 recognize, TVMScript that does not parse back — gets ``None`` (the next rule or the default
@@ -70,19 +71,14 @@ from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
 from backends.tvm.schedules import inline_blocks, refused, schedule_error
+from backends.tvm.target import Target
 
-__all__ = ["ACCUMULATORS", "ConvShape", "Tile", "choose_tile", "rewrite_conv",
+__all__ = ["ConvShape", "Tile", "accumulators", "choose_tile", "rewrite_conv",
            "schedule_conv2d_nchw"]
 
-LANES = 8
-"""float32 lanes of one vector register (AVX2)."""
-
-ACCUMULATORS = 12
-"""The most accumulator registers of a tile (of 16: the rest hold the input vectors and a
-broadcast weight)."""
-
-FMA_LATENCY = 4
-"""Cycles before an FMA's result feeds the next one on the same accumulator."""
+RESERVED_REGISTERS = 4
+"""Vector registers a tile leaves for the input vectors and a broadcast weight: the tile has
+at most ``target.registers - 4`` accumulators (12 of AVX2's 16)."""
 
 PARALLEL_MIN = 1 << 16
 """Multiply-adds below which a kernel stays single-threaded (waking TVM's thread pool costs
@@ -92,10 +88,15 @@ VECTORIZE_PAD = False
 """Let TVM vectorize the padding copies' column loops (off: LLVM's loop vectorizer does it,
 as fast here, while a 224-lane TVM vector cost 2 s of compilation)."""
 
-WIDTH_TILES = (8, 16, 32)
-"""The output-column tiles considered: powers of two times :data:`LANES` (a 24-lane vector
-measured 5-10x slower than 8 or 16 lanes here: LLVM does not split it into whole
-registers)."""
+WIDTH_MULTIPLES = (1, 2, 4)
+"""The output-column tiles considered, in vectors of ``target.lanes`` (AVX2: 8, 16 and 32
+columns; a 24-lane vector measured 5-10x slower than 8 or 16 lanes here: LLVM does not split
+it into whole registers)."""
+
+
+def accumulators(target: Target) -> int:
+    """The most accumulator registers of a tile on ``target`` (:data:`RESERVED_REGISTERS`)."""
+    return max(1, target.registers - RESERVED_REGISTERS)
 
 
 @dataclass(frozen=True)
@@ -142,32 +143,37 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def tile_cost(shape: ConvShape, tile: Tile) -> float:
-    """Estimated cycles per useful multiply-add lane of ``tile`` (lower is better)."""
-    vectors = tile.tw // LANES
+def tile_cost(shape: ConvShape, tile: Tile, target: Target | None = None) -> float:
+    """Estimated cycles per useful multiply-add lane of ``tile`` on ``target`` (default the
+    host; lower is better): the largest of the FMAs over ``target.fma_per_cycle``, the loads
+    over ``target.loads_per_cycle`` and ``target.fma_latency``."""
+    cpu = target or Target.host()
+    vectors = max(1, tile.tw // cpu.lanes)
     acc = tile.oct * vectors
     loads = tile.oct + (acc if shape.depthwise else vectors)
-    cycles = max(acc / 2, loads / 3, FMA_LATENCY)
+    cycles = max(acc / cpu.fma_per_cycle, loads / cpu.loads_per_cycle, cpu.fma_latency)
     useful = tile.oct * tile.tw * shape.ow / tile.padded_width(shape.ow)
     return cycles / useful
 
 
-def choose_tile(shape: ConvShape) -> Tile:
-    """The register tile of a convolution (see the module docstring's cost model): among
-    output-column tiles :data:`WIDTH_TILES` and channel tiles that divide the output
-    channels with at most :data:`ACCUMULATORS` accumulators, the cheapest per useful lane;
-    on a tie the larger tile."""
+def choose_tile(shape: ConvShape, target: Target | None = None) -> Tile:
+    """The register tile of a convolution on ``target`` (default the host; see the module
+    docstring's cost model): among output-column tiles of :data:`WIDTH_MULTIPLES` vectors
+    and channel tiles that divide the output channels with at most :func:`accumulators`
+    accumulators, the cheapest per useful lane; on a tie the larger tile."""
+    cpu = target or Target.host()
+    budget = accumulators(cpu)
     best: tuple[float, int, Tile] | None = None
-    for tw in WIDTH_TILES:
-        vectors = tw // LANES
-        fitting = [d for d in _divisors(shape.oc) if d * vectors <= ACCUMULATORS]
+    for vectors in WIDTH_MULTIPLES:
+        tw = vectors * cpu.lanes
+        fitting = [d for d in _divisors(shape.oc) if d * vectors <= budget]
         if not fitting:
             continue
         tile = Tile(max(fitting), tw)
-        key = (tile_cost(shape, tile), -tile.oct * tile.tw, tile)
+        key = (tile_cost(shape, tile, cpu), -tile.oct * tile.tw, tile)
         if best is None or key[:2] < best[:2]:
             best = key
-    return best[2] if best is not None else Tile(1, LANES)
+    return best[2] if best is not None else Tile(1, cpu.lanes)
 
 
 # --- recognizing the kernel -----------------------------------------------------------------
@@ -351,7 +357,7 @@ def schedule_conv2d_nchw(prim: Any, info: KernelInfo, tile: Tile | None = None) 
     Args:
         prim: the kernel's ``PrimFunc``.
         info: the kernel's operators, function, argument types and target.
-        tile: the register tile (default :func:`choose_tile`).
+        tile: the register tile (default :func:`choose_tile` for ``info.target``).
     Returns:
         The scheduled module, or None when the kernel is not one this recipe handles.
     """
@@ -361,7 +367,7 @@ def schedule_conv2d_nchw(prim: Any, info: KernelInfo, tile: Tile | None = None) 
     shape = conv_shape(info)
     if shape is None:
         return None
-    tile = choose_tile(shape) if tile is None else tile
+    tile = choose_tile(shape, info.target) if tile is None else tile
     sch = s_tir.Schedule(tvm.IRModule({"main": prim}))
     try:
         conv = sch.get_sblock("conv2d")

@@ -46,18 +46,21 @@ same way: the default recipe schedules the kernel.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
 from backends.tvm.schedules import KEEP, refused, schedule_error, schedule_spatial
-from backends.tvm.target import vector_bytes
+from backends.tvm.target import Target
 
-__all__ = ["GEMM_PARALLEL_MIN", "GEMM_ROWS_MAX", "gemm_tile", "gemv_parallel", "schedule_dense"]
+__all__ = ["GEMM_PARALLEL_MIN", "GEMM_ROWS_MAX", "box_row_tiles", "gemm_tile", "gemv_parallel",
+           "schedule_dense"]
 
 
-def gemv_parallel(elements: int, bits: int = 32) -> bool:
+def gemv_parallel(elements: int, bits: int = 32, target: Target | None = None) -> bool:
     """Whether a GEMV over a weight of ``elements`` values of ``bits`` bits is split over the
-    cores: when the weight does not fit one core's L2 cache (``sched.conv2d.machine``).
+    cores: when the weight does not fit one core's L2 cache (``target.l2_bytes``; default
+    the host).
 
     A GEMV is memory-bound. A weight that fits a core's L2 streams from it faster than the
     thread pool launches (measured on an AVX-512 machine with 1 MB of L2: 450×300 takes 7 µs
@@ -68,9 +71,7 @@ def gemv_parallel(elements: int, bits: int = 32) -> bool:
     other core is busy (another process), the static split waits for it: a 2600×650 GEMV
     took 2.3 ms with two threads against 0.26 ms with one, measured here under a load of 4.
     """
-    from backends.tvm.sched.conv2d import machine
-
-    return elements * bits // 8 > machine().l2_bytes
+    return elements * bits // 8 > (target or Target.host()).l2_bytes
 
 
 GEMM_PARALLEL_MIN = 1 << 18
@@ -180,7 +181,7 @@ def schedule_dense(prim: Any, info: KernelInfo) -> Any:
     if GEMV in names:
         return _packed_gemv(sch, info)
     if PARTIAL in names:
-        return _gemv(sch)
+        return _gemv(sch, info.target)
     if ACC in names:
         return _gemm(sch, info)
     return None
@@ -192,7 +193,7 @@ def _packed_gemv(sch: Any, info: KernelInfo) -> Any:
     acc = sch.get_sblock(GEMV)
     packed = next(r.source for r in sch.get(acc).reads if len(r.source.shape) == 3)
     tiles, k, tile = (int(d) for d in packed.shape)
-    lanes = max(1, min(tile, vector_bytes(info.target) * 8 // int(packed.dtype.bits)))
+    lanes = max(1, min(tile, info.target.vector_bytes * 8 // int(packed.dtype.bits)))
     while tile % lanes:
         lanes //= 2
     *rows, col, kk = sch.get_loops(acc)
@@ -209,7 +210,7 @@ def _packed_gemv(sch: Any, info: KernelInfo) -> Any:
         sch.unroll(lp)
     sch.unroll(ju)
     sch.vectorize(jl)
-    if gemv_parallel(tiles * tile * k, int(packed.dtype.bits)) and tiles >= 2:
+    if gemv_parallel(tiles * tile * k, int(packed.dtype.bits), info.target) and tiles >= 2:
         sch.parallel(jo)
     init = sch.decompose_reduction(acc, kk)
     iloops = sch.get_loops(init)[1:]
@@ -221,7 +222,7 @@ def _packed_gemv(sch: Any, info: KernelInfo) -> Any:
     return sch.mod
 
 
-def _gemv(sch: Any) -> Any:
+def _gemv(sch: Any, target: Target) -> Any:
     inline_into_consumers(sch, {PARTIAL, "dense"})
     partial = sch.get_sblock(PARTIAL)
     ploops = sch.get_loops(partial)
@@ -251,14 +252,14 @@ def _gemv(sch: Any) -> Any:
         _vectorize_tile(sch, sch.get_sblock(name), n_outer)
     outer = sch.get_loops(sch.get_sblock("dense"))[:n_outer]
     fused = sch.fuse(*outer) if len(outer) > 1 else outer[0]
-    if gemv_parallel(n * k_main, _bits(sch, partial)) and n // jb >= 2:
+    if gemv_parallel(n * k_main, _bits(sch, partial), target) and n // jb >= 2:
         sch.parallel(fused)
     init = sch.decompose_reduction(partial, ko)
     iloops = sch.get_loops(init)[1:]
     for lp in iloops[:-1]:
         sch.unroll(lp)
     sch.vectorize(iloops[-1])
-    _schedule_rest(sch, {PARTIAL, "dense", *moved})
+    _schedule_rest(sch, {PARTIAL, "dense", *moved}, target)
     return sch.mod
 
 
@@ -266,23 +267,46 @@ GEMM_ROWS_MAX = 8
 """The most data rows in one GEMM register tile."""
 
 
-def gemm_tile(m: int, np_: int, lanes: int, registers: int) -> tuple[int, int]:
+def box_row_tiles(rows: Sequence[int]) -> set[int]:
+    """The row tiles ``mb`` that cut the data rows ``rows`` (the extents of the leading axes,
+    fused row-major) into boxes: every run of ``mb`` consecutive fused rows starting at a
+    multiple of ``mb`` is a product of index ranges. Those are ``c × rows[j+1] × ...`` with
+    ``c`` dividing ``rows[j]``.
+
+    Only such a tile can be written back per tile: the write-back and the epilogue are
+    placed under the fused row loop (``reverse_compute_at``) over the original axes, and
+    they cover the bounding box of the tile's rows — with a tile that is not a box (7 rows
+    of a ``(7, 3)`` lead), rows of the neighbouring tiles were written from accumulators
+    that did not hold them (errors up to 18 on the AVX-512 tile of 7 rows, and on AVX2 with
+    a ``(5, 2)`` lead and a tile of 5)."""
+    out: set[int] = set()
+    inner = 1
+    for extent in reversed(list(rows)):
+        out.update(c * inner for c in range(1, extent + 1) if extent % c == 0)
+        inner *= extent
+    return out or {1}
+
+
+def gemm_tile(m: int, np_: int, lanes: int, registers: int,
+              rows: Sequence[int] | None = None) -> tuple[int, int]:
     """The register tile ``(mb, nb)`` of a GEMM with ``m`` data rows and ``np_`` packed columns
     (a multiple of 16), on a vector unit of ``lanes`` float32 lanes and ``registers`` vector
-    registers: ``mb`` divides ``m`` (at most :data:`GEMM_ROWS_MAX`), ``nb`` is 32 or 16 and
-    divides ``np_``, and the ``mb × nb / lanes`` accumulators leave four registers for the
-    broadcast row value and the weight vectors. Among those: the most accumulators, then the
-    fewest loads per multiply-add, then the taller tile. (On AVX2, 16 registers of 8 lanes:
-    35 rows × 2600 columns take 5 × 16; a 32-column tile of 8 rows would need 32
-    accumulators and spill.)"""
+    registers: ``mb`` divides ``m`` (at most :data:`GEMM_ROWS_MAX`) and is one of
+    :func:`box_row_tiles` of ``rows`` (the leading axes' extents; default ``(m,)``), ``nb``
+    is 32 or 16 and divides ``np_``, and the ``mb × nb / lanes`` accumulators leave four
+    registers for the broadcast row value and the weight vectors. Among those: the most
+    accumulators, then the fewest loads per multiply-add, then the taller tile. (On AVX2,
+    16 registers of 8 lanes: 35 rows × 2600 columns take 5 × 16; a 32-column tile of 8 rows
+    would need 32 accumulators and spill.)"""
     budget = max(1, registers - 4)
+    boxes = box_row_tiles(rows if rows is not None else (m,))
     best: tuple[tuple[float, ...], tuple[int, int]] | None = None
     for nb in (32, 16):
         if np_ % nb:
             continue
         per_row = max(1, nb // lanes)
         for mb in range(min(m, GEMM_ROWS_MAX), 0, -1):
-            if m % mb or (mb * per_row > budget and mb > 1):
+            if m % mb or mb not in boxes or (mb * per_row > budget and mb > 1):
                 continue
             acc = mb * per_row
             score = (acc, -(mb + per_row) / acc, mb)
@@ -295,8 +319,6 @@ def _gemm(sch: Any, info: KernelInfo) -> Any:
     """The GEMM (module docstring): the packed weight per call (``keep_dense_pack``) or a
     constant packed at build time; the tiles walk the columns outermost so each packed
     column block is read from memory once and reused by every row block."""
-    from backends.tvm.sched.conv2d import machine
-
     names = set(_block_names(sch))
     inline_into_consumers(sch, {PACKED, ACC, "dense"})
     acc = sch.get_sblock(ACC)
@@ -307,8 +329,7 @@ def _gemm(sch: Any, info: KernelInfo) -> Any:
     m, np_, kk = 1, ext[-2], ext[-1]
     for e in ext[:-2]:
         m *= e
-    lanes = max(1, vector_bytes(info.target) // 4)
-    mb, nb = gemm_tile(m, np_, lanes, machine().registers)
+    mb, nb = gemm_tile(m, np_, info.target.lanes, info.target.registers, ext[:-2])
     io, ii = sch.split(rows_fused, [None, mb])
     jo, ji = sch.split(col, [None, nb])
     sch.reorder(jo, io, k, ii, ji)
@@ -349,14 +370,15 @@ def _gemm(sch: Any, info: KernelInfo) -> Any:
         pack = sch.get_sblock(PACKED)
         ploops = sch.get_loops(pack)
         sch.vectorize(ploops[-1])
-        if gemv_parallel(np_ * kk, _bits(sch, pack)) and int(sch.get(ploops[0]).extent) >= 2:
+        if gemv_parallel(np_ * kk, _bits(sch, pack), info.target) \
+                and int(sch.get(ploops[0]).extent) >= 2:
             sch.parallel(ploops[0])
         done.add(PACKED)
-    _schedule_rest(sch, done)
+    _schedule_rest(sch, done, info.target)
     return sch.mod
 
 
-def _schedule_rest(sch: Any, done: set[str], target: dict[str, Any] | None = None) -> None:
+def _schedule_rest(sch: Any, done: set[str], target: Target) -> None:
     """The default recipe for the blocks the dense recipe did not place (other outputs)."""
     for name in _block_names(sch):
         if name in done:

@@ -17,12 +17,39 @@ import pytest
 pytest.importorskip("tvm", reason="apache-tvm is not installed (extra 'tvm')")
 
 from backends.tvm.kernels import KernelCache, compile_function  # noqa: E402
+from backends.tvm.target import LANES, Target  # noqa: E402
 from interpreter import evaluate  # noqa: E402
 from passes.fuse_ops import is_primitive  # noqa: E402
 from semantics.expr import Call, Constant, Function  # noqa: E402
 from semantics.module import IRModule  # noqa: E402
 from semantics.types import TensorType, TupleType, Type  # noqa: E402
 from semantics.visitor import post_order  # noqa: E402
+
+
+def width_target(lanes: int) -> Target:
+    """The host compiling schedules for a vector unit of ``lanes`` float32 lanes: the
+    schedule facts of such a machine (16 lanes: AVX-512's 32 registers; else 16) forced
+    through the :class:`~backends.tvm.target.Target` record. LLVM still emits the host's
+    instructions (it legalizes a 16-lane vector on AVX2 into two registers), so every width
+    runs here and must give the same numbers."""
+    return Target.host().replace(lanes=lanes, registers=32 if lanes == 16 else 16)
+
+
+LANE_WIDTHS = tuple(sorted({Target.host().lanes, *LANES}))
+"""The widths every schedule is tested on: the host's own, and 4, 8 and 16 forced (test
+modules, which do not import conftest, compute the same tuple from ``target.LANES``)."""
+
+
+@pytest.fixture(params=LANE_WIDTHS, ids=lambda n: f"lanes{n}")
+def lanes_target(request: pytest.FixtureRequest) -> Target:
+    """:func:`width_target` of each of :data:`LANE_WIDTHS`."""
+    return width_target(request.param)
+
+
+@pytest.fixture(scope="session")
+def target_of_width() -> object:
+    """:func:`width_target` as a fixture."""
+    return width_target
 
 
 @pytest.fixture(scope="session")
@@ -92,11 +119,12 @@ def concrete(t: Type) -> bool:
 
 
 def run_kernels_in_order(fused: IRModule, values: list[np.ndarray], cache: KernelCache,
-                         tolerance: dict[str, float] | None = None) -> list[Function]:
-    """Compile every primitive function called by ``fused``'s ``main`` and run it, in
-    dataflow order, on the oracle's values of its arguments (``values`` are ``main``'s);
-    each kernel's result must equal the oracle's (:func:`assert_close`). Returns the
-    primitive functions in the order they ran."""
+                         tolerance: dict[str, float] | None = None,
+                         target: Target | None = None) -> list[Function]:
+    """Compile every primitive function called by ``fused``'s ``main`` for ``target``
+    (None: the host) and run it, in dataflow order, on the oracle's values of its arguments
+    (``values`` are ``main``'s); each kernel's result must equal the oracle's
+    (:func:`assert_close`). Returns the primitive functions in the order they ran."""
     main = fused.functions["main"]
     env: dict[int, object] = {id(p): v for p, v in zip(main.params, values)}
     ran: list[Function] = []
@@ -106,7 +134,8 @@ def run_kernels_in_order(fused: IRModule, values: list[np.ndarray], cache: Kerne
             assert isinstance(prim, Function)
             args = [env[id(a)] for a in node.args]
             types = [p.type_annotation for p in prim.params]
-            kernel = compile_function(prim, types, cache=cache)  # type: ignore[arg-type]
+            kernel = compile_function(prim, types, cache=cache,  # type: ignore[arg-type]
+                                      target=target)
             want = evaluate(prim, *args)
             assert_close(kernel(*args), want, tolerance)  # type: ignore[arg-type]
             env[id(node)] = want

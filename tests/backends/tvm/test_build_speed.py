@@ -455,13 +455,17 @@ def test_the_memo_key_changes_with_the_kernel_compiler(monkeypatch: pytest.Monke
     assert memo_key(TWO_BLOCKS, params, 3) != base     # its kernel keys would be stale
 
 
-def test_the_memo_key_changes_with_the_convolution_block(monkeypatch: pytest.MonkeyPatch) -> None:
-    # AlterOpLayout blocks convolutions by the target's vector width ($RELAY_TARGET or the
-    # host): a memo prepared for another width would run the wrong layouts' kernels
+def test_the_memo_key_changes_with_the_target() -> None:
+    # AlterOpLayout blocks convolutions by the target's lanes: a memo prepared for another
+    # width would run the wrong layouts' kernels
     from backends.tvm.build import memo_key
+    from backends.tvm.target import Target
 
     params = _two_block_params(1)
-    monkeypatch.setenv("RELAY_TARGET", "avx512")
-    wide = memo_key(TWO_BLOCKS, params, 3)
-    monkeypatch.setenv("RELAY_TARGET", "core-avx2")
-    assert memo_key(TWO_BLOCKS, params, 3) != wide
+    host = memo_key(TWO_BLOCKS, params, 3)
+    assert memo_key(TWO_BLOCKS, params, 3, "llvm") == host
+    wide = memo_key(TWO_BLOCKS, params, 3, Target.host().with_lanes(16))
+    narrow = memo_key(TWO_BLOCKS, params, 3, {"kind": "llvm", "lanes": 4})
+    assert wide != narrow
+    for lanes, key in ((16, wide), (4, narrow)):
+        assert (key == host) == (Target.host().lanes == lanes)

@@ -24,6 +24,7 @@ from backends.tvm.kernels import (
     host_target,
     kernel_key,
 )
+from backends.tvm.target import Target
 from conformance.strategies.ops import fast_arrays
 from conformance.strategies.programs import (
     FLOAT_DTYPES,
@@ -275,7 +276,8 @@ def @main(%x: Tensor[(4), float32]) -> Tensor[(4), float32] {
 }"""
     def key(src: str, n: int = 4, target: dict | None = None) -> str:
         (prim,) = fused_main(src)
-        return kernel_key(prim, [TensorType((n,), "float32")], target or host_target())
+        return kernel_key(prim, [TensorType((n,), "float32")],
+                          Target.of(target) if target else host_target())
 
     base = key(text.replace("meta_const", "2f"))
     renamed = key(text.replace("meta_const", "2f").replace("%x", "%input"))
@@ -284,6 +286,10 @@ def @main(%x: Tensor[(4), float32]) -> Tensor[(4), float32] {
     assert key(text.replace("meta_const", "2f"), n=5) != base
     assert key(text.replace("meta_const", "2f"),
                target={"kind": "llvm", "mcpu": "x86-64"}) != base
+    # a forced schedule fact is part of the key; the thread count (run time only) is not
+    other = 16 if host_target().lanes != 16 else 8
+    assert key(text.replace("meta_const", "2f"), target={"kind": "llvm", "lanes": other}) != base
+    assert key(text.replace("meta_const", "2f"), target={"kind": "llvm", "threads": 7}) == base
 
 
 def test_unwritable_cache_directory_keeps_kernels_in_memory(tmp_path: object) -> None:
@@ -306,7 +312,9 @@ def test_the_cache_directory_comes_from_the_environment(monkeypatch: pytest.Monk
 
 def test_host_target_names_the_cpu() -> None:
     target = host_target()
-    assert target["kind"] == "llvm" and target["mcpu"] and target["mcpu"] != "generic"
+    assert target.kind == "llvm" and target.mcpu and target.mcpu != "generic"
+    assert target.llvm() == {"kind": "llvm", "mcpu": target.mcpu}
+    assert target is Target.of("llvm") is Target.of(None) is Target.of({"kind": "llvm"})
 
 
 def test_kernels_take_unaligned_buffers_and_the_fallback_copies(

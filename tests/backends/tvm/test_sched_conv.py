@@ -14,6 +14,7 @@ consecutive convolutions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,22 +27,25 @@ from backends.tvm.sched import KernelInfo, candidates
 from backends.tvm.sched.conv2d import (
     K_CHUNK,
     K_CHUNK_SMALL,
-    Machine,
     k_blocked,
     k_chunk,
     register_tile,
     schedule_conv2d,
 )
-from backends.tvm.target import host_target
+from backends.tvm.target import LANES, Target
 from backends.tvm.te_build import build_te
-from passes.alter_op_layout import conv_block_size
 from passes.fuse_ops import is_primitive
 from semantics.expr import Call, Constant, Function, Op
 from semantics.module import IRModule
 from semantics.types import TensorType
 from semantics.visitor import post_order
 
-BLOCK = conv_block_size()
+BLOCK = Target.host().lanes
+"""The host's channel block (AlterOpLayout blocks by the build target's lanes)."""
+
+WIDTHS = tuple(sorted({BLOCK, *LANES}))
+"""The vector widths the schedule runs on (the host's, and 4, 8, 16 forced through the
+Target record: conftest's ``width_target``)."""
 
 
 @dataclass(frozen=True)
@@ -126,28 +130,32 @@ def conv_of(prim: Function) -> Call | None:
     return None
 
 
-def scheduled_script(prim: Function) -> str | None:
-    """The TVMScript of ``prim``'s kernel scheduled by the conv rule (None: declined)."""
+def scheduled_script(prim: Function, target: Target | None = None) -> str | None:
+    """The TVMScript of ``prim``'s kernel scheduled by the conv rule for ``target`` (None:
+    the host) (None: declined)."""
     from tvm import te
 
+    target = target or Target.host()
     types = [p.type_annotation for p in prim.params]
-    lowered = build_te(prim, types)  # type: ignore[arg-type]
+    lowered = build_te(prim, types, target)  # type: ignore[arg-type]
     func = te.create_prim_func([*lowered.inputs, *lowered.constants, *lowered.outputs])
     mod = schedule_conv2d(func, KernelInfo(tuple(lowered.ops), prim, tuple(types),  # type: ignore[arg-type]
-                                           host_target()))
+                                           target))
     return None if mod is None else str(mod.script())
 
 
 def check(case: Conv, cache: KernelCache, run_kernels: object, *, seed: int = 0,
-          expect_scheduled: bool | None = None, inputs: list[np.ndarray] | None = None) -> int:
-    """Run every fused kernel of ``case`` at -O3 against the oracle; the number of kernels
-    the conv rule scheduled."""
+          expect_scheduled: bool | None = None, inputs: list[np.ndarray] | None = None,
+          target: Target | None = None) -> int:
+    """Run every fused kernel of ``case`` at -O3 for ``target`` (None: the host; its lanes
+    are AlterOpLayout's block) against the oracle; the number of kernels the conv rule
+    scheduled."""
     text, params = case.program(seed)
-    fused = prepare(text, params, 3)
+    fused = prepare(text, params, 3, target)
     values = case.inputs() if inputs is None else inputs
-    ran = run_kernels(fused, values, cache, {"float32": 1e-4})  # type: ignore[operator]
+    ran = run_kernels(fused, values, cache, {"float32": 1e-4}, target)  # type: ignore[operator]
     scheduled = sum(1 for prim in ran
-                    if conv_of(prim) is not None and scheduled_script(prim) is not None)
+                    if conv_of(prim) is not None and scheduled_script(prim, target) is not None)
     if expect_scheduled is not None:
         assert (scheduled > 0) == expect_scheduled
     return scheduled
@@ -180,6 +188,24 @@ def test_conv_kernels_match_the_oracle(name: str, kernel_cache: KernelCache,
                                        run_kernels: object) -> None:
     case, scheduled = CASES[name]
     check(case, kernel_cache, run_kernels, expect_scheduled=scheduled if BLOCK == 16 else None)
+
+
+WIDTH_CASES = ("prime width above the tile", "7x7 stride 2, 3 input channels",
+               "channels the block does not divide")
+"""The cases run on every width besides the host's (tails of the columns, few input
+channels, a block that does not divide — 4 lanes divide it); the drawn cases below draw
+the width too."""
+
+
+@pytest.mark.parametrize("lanes", [w for w in WIDTHS if w != BLOCK])
+@pytest.mark.parametrize("name", WIDTH_CASES)
+def test_conv_kernels_match_the_oracle_on_every_width(name: str, lanes: int,
+                                                      kernel_cache: KernelCache,
+                                                      run_kernels: object,
+                                                      target_of_width: Any) -> None:
+    case, scheduled = CASES[name]
+    check(case, kernel_cache, run_kernels, target=target_of_width(lanes),
+          expect_scheduled=scheduled if lanes == 16 else None)
 
 
 @pytest.mark.parametrize("epilogue", ["bias_relu", "residual", "none"])
@@ -250,8 +276,8 @@ def test_the_schedule_is_parallel_vectorized_and_register_tiled() -> None:
     assert rule_names[0].endswith("conv2d._rule")
 
 
-AVX2 = Machine(lanes=8, registers=16, l2_bytes=512 * 1024)
-AVX512 = Machine(lanes=16, registers=32, l2_bytes=1024 * 1024)
+AVX2 = Target.host().replace(lanes=8, registers=16, l2_bytes=512 * 1024)
+AVX512 = Target.host().replace(lanes=16, registers=32, l2_bytes=1024 * 1024)
 
 
 def test_register_tiles_for_avx2() -> None:
@@ -280,7 +306,7 @@ def test_register_tiles_for_avx512_and_wide_blocks() -> None:
 @given(st.integers(1, 300), st.integers(1, 64), st.sampled_from([4, 8, 16]),
        st.integers(0, 1 << 22), st.sampled_from([AVX2, AVX512]))
 def test_register_tiles_always_divide_and_fit(width: int, blocks: int, lanes: int,
-                                              weight_bytes: int, cpu: Machine) -> None:
+                                              weight_bytes: int, cpu: Target) -> None:
     tw, ocb = register_tile(width, blocks, lanes, weight_bytes, cpu)
     assert width % tw == 0 and blocks % ocb == 0
     per = max(1, lanes // cpu.lanes)
@@ -312,11 +338,14 @@ def conv_cases(draw: st.DrawFn) -> Conv:
 
 @settings(max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(case=conv_cases(), seed=st.integers(0, 2**16))
-def test_scheduled_convolutions_match_the_oracle(case: Conv, seed: int,
+@given(case=conv_cases(), seed=st.integers(0, 2**16), lanes=st.sampled_from(WIDTHS))
+def test_scheduled_convolutions_match_the_oracle(case: Conv, seed: int, lanes: int,
                                                  kernel_cache: KernelCache,
-                                                 run_kernels: object) -> None:
-    check(case, kernel_cache, run_kernels, seed=seed, expect_scheduled=BLOCK >= 4)
+                                                 run_kernels: object,
+                                                 target_of_width: Any) -> None:
+    # every width: the block (4, 8 or 16 channels) divides the drawn 16 or 32 channels
+    check(case, kernel_cache, run_kernels, seed=seed, expect_scheduled=True,
+          target=target_of_width(lanes))
 
 
 # --- weights packed at build time, no transforms between convolutions ------------------------

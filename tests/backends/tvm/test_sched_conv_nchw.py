@@ -14,6 +14,7 @@ the epilogue in the tile's write-back), and blocked layouts to be left to the bl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
@@ -30,7 +31,7 @@ from backends.tvm.sched.conv2d_nchw import (
     conv_shape,
     schedule_conv2d_nchw,
 )
-from backends.tvm.target import host_target
+from backends.tvm.target import LANES, Target
 from backends.tvm.te_build import build_te
 from passes.fuse_ops import is_primitive
 from semantics.expr import Call, Function, Op
@@ -110,30 +111,44 @@ def conv_of(prim: Function) -> Call | None:
     return None
 
 
-def scheduled_script(prim: Function, tile: Tile | None = None) -> str | None:
-    """The TVMScript of ``prim``'s kernel scheduled by the NCHW rule (None: declined)."""
+WIDTHS = tuple(sorted({Target.host().lanes, *LANES}))
+"""The vector widths the rule runs on (the host's, and 4, 8, 16 forced through the Target
+record: conftest's ``width_target``)."""
+
+
+ZEN3 = Target.host().replace(lanes=8, registers=16, loads_per_cycle=3, fma_per_cycle=2,
+                             fma_latency=4)
+"""The machine the cost model's expected choices were measured on (AMD Zen 3, AVX2)."""
+
+
+def scheduled_script(prim: Function, tile: Tile | None = None,
+                     target: Target | None = None) -> str | None:
+    """The TVMScript of ``prim``'s kernel scheduled by the NCHW rule for ``target`` (None:
+    the host) (None: declined)."""
     from tvm import te
 
+    target = target or Target.host()
     types = [p.type_annotation for p in prim.params]
-    lowered = build_te(prim, types)  # type: ignore[arg-type]
+    lowered = build_te(prim, types, target)  # type: ignore[arg-type]
     func = te.create_prim_func([*lowered.inputs, *lowered.constants, *lowered.outputs])
-    info = KernelInfo(tuple(lowered.ops), prim, tuple(types), host_target())  # type: ignore[arg-type]
+    info = KernelInfo(tuple(lowered.ops), prim, tuple(types), target)  # type: ignore[arg-type]
     mod = schedule_conv2d_nchw(func, info, tile)
     return None if mod is None else str(mod.script())
 
 
 def check(case: Conv, cache: KernelCache, run_kernels: object, *, seed: int = 0,
-          inputs: list[np.ndarray] | None = None) -> int:
-    """Run every fused kernel of ``case`` against the oracle; the number of convolution
-    kernels the NCHW rule scheduled (each is also checked to be scheduled as it should)."""
+          inputs: list[np.ndarray] | None = None, target: Target | None = None) -> int:
+    """Run every fused kernel of ``case`` for ``target`` (None: the host) against the
+    oracle; the number of convolution kernels the NCHW rule scheduled (each is also checked
+    to be scheduled as it should)."""
     text, params = case.program(seed)
-    fused: IRModule = prepare(text, params, case.level)
+    fused: IRModule = prepare(text, params, case.level, target)
     values = case.inputs() if inputs is None else inputs
-    ran = run_kernels(fused, values, cache, {"float32": 1e-4})  # type: ignore[operator]
+    ran = run_kernels(fused, values, cache, {"float32": 1e-4}, target)  # type: ignore[operator]
     scheduled = 0
     for prim in ran:
         if conv_of(prim) is not None:
-            script = scheduled_script(prim)
+            script = scheduled_script(prim, target=target)
             assert script is not None, "the NCHW rule declined"
             assert_scheduled(script)
             scheduled += 1
@@ -180,6 +195,34 @@ CASES = {
 def test_nchw_conv_kernels_match_the_oracle(name: str, kernel_cache: KernelCache,
                                             run_kernels: object) -> None:
     assert check(CASES[name], kernel_cache, run_kernels) == 1
+
+
+def width_cases() -> list[Any]:
+    """Per width ``L`` other than the host's: output widths around the column tiles' tails
+    (``L - 1``, ``L + 1``, ``2L + 1``), dense, grouped and depthwise, -O0 and -O1."""
+    out = []
+    for lanes in WIDTHS:
+        if lanes == Target.host().lanes:
+            continue
+        a, b, c = lanes - 1, lanes + 1, 2 * lanes + 1
+        for case in (Conv(8, 12, 5, b, epilogue="residual"),
+                     Conv(6, 8, 4, c, groups=2, level=0),
+                     Conv(16, 16, 6, a, epilogue="scale_clip", groups=16)):
+            out.append(pytest.param(lanes, case, id=f"lanes{lanes}-{case.c}x{case.o}-w{case.w}"))
+    return out
+
+
+@pytest.mark.parametrize("lanes,case", width_cases())
+def test_nchw_conv_kernels_match_the_oracle_on_every_width(lanes: int, case: Conv,
+                                                           kernel_cache: KernelCache,
+                                                           run_kernels: object,
+                                                           target_of_width: Any) -> None:
+    target = target_of_width(lanes)
+    assert check(case, kernel_cache, run_kernels, target=target) == 1
+    shape = ConvShape(case.batch, case.c, case.h, case.w, case.o, case.c // case.groups,
+                      case.kh, case.kw, *case.out_shape()[2:], case.strides, case.dilation,
+                      case.padding[0], case.padding[1], case.groups)
+    assert choose_tile(shape, target).tw % lanes == 0
 
 
 def test_nan_and_infinity_propagate(kernel_cache: KernelCache, run_kernels: object) -> None:
@@ -235,7 +278,7 @@ def @main(%x: Tensor[(1, 8, 6, 6), float16], %w: Tensor[(8, 8, 3, 3), float16]) 
 }""", None, 0)
     (prim,) = [n for n in post_order(f16.functions["main"]) if is_primitive(n)]
     types = [p.type_annotation for p in prim.params]  # type: ignore[attr-defined]
-    info = KernelInfo(("nn.conv2d",), prim, tuple(types), host_target())  # type: ignore[arg-type]
+    info = KernelInfo(("nn.conv2d",), prim, tuple(types), Target.host())  # type: ignore[arg-type]
     assert conv_shape(info) is None
 
 
@@ -243,17 +286,28 @@ def test_the_tile_fits_the_registers_and_divides_the_channels() -> None:
     for oc in (1, 3, 7, 12, 16, 20, 64, 96, 512, 1000):
         for ow in (1, 2, 7, 9, 14, 20, 28, 31, 56, 112, 224):
             shape = ConvShape(1, 8, ow, ow, oc, 8, 3, 3, ow, ow, (1, 1), (1, 1), 1, 1, 1)
-            tile = choose_tile(shape)
+            tile = choose_tile(shape, ZEN3)
             assert oc % tile.oct == 0 and tile.tw % 8 == 0
             assert tile.oct * tile.tw // 8 <= 12
     # The cost model's choices on common layers.
     def pick(oc: int, ow: int) -> tuple[int, int]:
         t = choose_tile(ConvShape(1, 64, ow, ow, oc, 64, 3, 3, ow, ow, (1, 1), (1, 1), 1, 1,
-                                  1))
+                                  1), ZEN3)
         return (t.oct, t.tw)
     assert pick(64, 56) == (8, 8)           # 56 = 7 × 8: no wasted lane
     assert pick(512, 7) == (8, 8)
     assert pick(96, 56) == (12, 8)
+
+
+def test_the_tile_follows_the_target() -> None:
+    """AVX-512's 16 lanes and 32 registers: column tiles of 16, up to 28 accumulators."""
+    wide = ZEN3.replace(lanes=16, registers=32)
+    for oc in (16, 64, 96, 512):
+        for ow in (7, 14, 17, 56):
+            shape = ConvShape(1, 8, ow, ow, oc, 8, 3, 3, ow, ow, (1, 1), (1, 1), 1, 1, 1)
+            tile = choose_tile(shape, wide)
+            assert oc % tile.oct == 0 and tile.tw % 16 == 0
+            assert tile.oct * tile.tw // 16 <= 28
 
 
 # --- the property ----------------------------------------------------------------------------
@@ -266,7 +320,9 @@ def conv_cases(draw: st.DrawFn) -> Conv:
     dil = draw(st.sampled_from([1, 1, 2]))
     pads = tuple(draw(st.integers(0, 2)) for _ in range(4))
     h = draw(st.integers(max(1, dil * (kh - 1) + 1 - pads[0] - pads[2]), 8))
-    w = draw(st.integers(max(1, dil * (kw - 1) + 1 - pads[1] - pads[3]), 19))
+    least = max(1, dil * (kw - 1) + 1 - pads[1] - pads[3])
+    w = draw(st.integers(least, 19) | st.sampled_from([7, 9, 15, 17, 33]).filter(
+        lambda v: v >= least))                    # around 8 and 16 lanes' column tails
     if kind == "dense":
         c, o, groups = draw(st.integers(1, 9)), draw(st.integers(1, 13)), 1
     elif kind == "depthwise":
@@ -282,8 +338,10 @@ def conv_cases(draw: st.DrawFn) -> Conv:
 
 @settings(max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(case=conv_cases(), seed=st.integers(0, 2**16))
-def test_scheduled_nchw_convolutions_match_the_oracle(case: Conv, seed: int,
+@given(case=conv_cases(), seed=st.integers(0, 2**16), lanes=st.sampled_from(WIDTHS))
+def test_scheduled_nchw_convolutions_match_the_oracle(case: Conv, seed: int, lanes: int,
                                                       kernel_cache: KernelCache,
-                                                      run_kernels: object) -> None:
-    assert check(case, kernel_cache, run_kernels, seed=seed) == 1
+                                                      run_kernels: object,
+                                                      target_of_width: Any) -> None:
+    assert check(case, kernel_cache, run_kernels, seed=seed,
+                 target=target_of_width(lanes)) == 1

@@ -30,7 +30,7 @@ def _compile(fn: Callable[[Any], Any]) -> Callable[[np.ndarray], np.ndarray]:
 
     a = te.placeholder((SIZE,), "float32", name="a")
     b = te.compute(a.shape, lambda i: fn(a[i]), name="b")
-    lib = tvm.compile(te.create_prim_func([a, b]), target=tvm.target.Target(host_target()))
+    lib = tvm.compile(te.create_prim_func([a, b]), target=host_target().tvm())
 
     def run(x: np.ndarray) -> np.ndarray:
         out = tvm.runtime.tensor(np.empty(SIZE, np.float32))
