@@ -10,7 +10,8 @@ integer epilogues to the simulated accelerator and runs the rest on the CPU;
 from __future__ import annotations
 
 from backends.vta import isa
+from backends.vta.build import VTAExecutable, build
 from backends.vta.config import Config
 from backends.vta.simulator import Simulator
 
-__all__ = ["Config", "Simulator", "isa"]
+__all__ = ["build", "Config", "Simulator", "isa", "VTAExecutable"]

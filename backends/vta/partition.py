@@ -1,0 +1,356 @@
+"""Which parts of a quantized Relay program run on VTA: the offloadable groups of ``main``.
+
+A *group* is an int8 ``nn.conv2d`` (NCHW/OIHW, ``groups=1``, no dilation, ``out_dtype``
+int32) or ``nn.dense`` (2-D data, ``out_dtype`` int32) followed by a chain of integer
+epilogue operators, each the only consumer of the previous one, ending with ``cast`` to
+int8 (the STORE's truncation):
+
+* ``add`` of an int32 scalar constant that fits 16 bits -> ALU ADD imm; of an operand that
+  varies only along the output channels (a bias) -> a per-channel ALU ADD; of any other
+  operand broadcastable to the output (a residual) -> loaded through ACC, ALU ADD;
+* ``subtract``/``multiply``/``maximum``/``minimum`` of a 16-bit scalar constant -> ALU
+  ADD (negated)/MUL/MAX/MIN imm;
+* ``right_shift``/``left_shift`` by a constant scalar in [0, 31] -> ALU SHR imm (negative for
+  the left shift);
+* ``clip`` with bounds in 16 bits -> MIN imm then MAX imm (``a_max`` floored, ``a_min``
+  ceiled); ``nn.relu`` -> MAX imm 0.
+
+A conv/dense whose chain does not reach a ``cast`` to int8 stays on the CPU (VTA can only
+store 8 bits), as does one no tile fits (:func:`backends.vta.lower.plan`).  The partitioner
+works on ``main`` as a dataflow graph (after ``to_gnf`` and type inference): variables,
+constants, operator calls, tuples and projections; ``let`` bindings are followed.  A ``main``
+with anything else (control flow, closures, references, calls of globals) is not partitioned
+(``Partition.reason`` says why) and runs wholly on the CPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from backends.vta import isa
+from backends.vta.config import Config
+from backends.vta.lower import ConvLayer, Plan, Step, plan
+from semantics.expr import Call, Constant, Expr, Let, Op, Tuple, TupleGetItem, Var
+from semantics.types import TensorType
+
+__all__ = ["Group", "Partition", "partition"]
+
+_I16 = (-(1 << 15), (1 << 15) - 1)
+
+
+@dataclass
+class Group:
+    """An offloaded conv2d/dense with its epilogue.
+
+    ``inputs`` are the nodes it reads: data, weight, then one per non-immediate step.
+    ``output`` is the final ``cast`` node; ``internal`` the chain's other nodes.
+    """
+
+    kind: str                      # "conv2d" | "dense"
+    root: Call
+    output: Expr
+    internal: list[Expr]
+    inputs: list[Expr]
+    layer: ConvLayer
+    plan: Plan
+    out_shape: tuple[int, ...]
+
+
+@dataclass
+class Partition:
+    """The dataflow graph of ``main`` in evaluation order and its groups."""
+
+    order: list[Expr] = field(default_factory=list)
+    groups: dict[int, Group] = field(default_factory=dict)    # id(output) -> group
+    internal: set[int] = field(default_factory=set)
+    body: Expr | None = None
+    reason: str = ""
+    cpu_ops: dict[str, int] = field(default_factory=dict)
+    rejected: list[str] = field(default_factory=list)
+
+
+def _shape(e: Expr) -> tuple[int, ...] | None:
+    t = getattr(e, "checked_type", None)
+    if not isinstance(t, TensorType):
+        return None
+    if not all(isinstance(d, int) for d in t.shape):
+        return None
+    return tuple(int(d) for d in t.shape)
+
+
+def _dtype(e: Expr) -> str | None:
+    t = getattr(e, "checked_type", None)
+    return t.dtype if isinstance(t, TensorType) else None
+
+
+def _scalar(e: Expr) -> int | None:
+    """The value of an integer constant with one element, else None."""
+    if not isinstance(e, Constant):
+        return None
+    v = np.asarray(e.data)
+    if v.size != 1 or v.dtype.kind not in "iu":
+        return None
+    return int(v.reshape(-1)[0])
+
+
+def _name(e: Expr) -> str | None:
+    return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
+
+
+def _flatten(body: Expr) -> tuple[list[Expr], dict[int, int], Expr, str]:
+    """Post-order of the dataflow graph (lets resolved), consumer counts, the root."""
+    alias: dict[int, Expr] = {}
+    node = body
+    while isinstance(node, Let):
+        alias[id(node.var)] = node.value
+        node = node.body
+    root = node
+
+    def resolve(e: Expr) -> Expr:
+        seen = 0
+        while isinstance(e, Var) and id(e) in alias:
+            e = alias[id(e)]
+            seen += 1
+            if seen > 1_000_000:
+                break
+        while isinstance(e, Let):
+            alias[id(e.var)] = e.value
+            e = e.body
+        return e
+
+    order: list[Expr] = []
+    done: set[int] = set()
+    users: dict[int, int] = {}
+    stack: list[tuple[Expr, bool]] = [(resolve(root), False)]
+    roots = [resolve(v) for v in alias.values()]
+    stack.extend((r, False) for r in roots)
+    while stack:
+        e, expanded = stack.pop()
+        if id(e) in done:
+            continue
+        if expanded:
+            done.add(id(e))
+            order.append(e)
+            continue
+        if isinstance(e, (Var, Constant)):
+            done.add(id(e))
+            order.append(e)
+            continue
+        if isinstance(e, Call) and isinstance(e.op, Op):
+            kids = list(e.args)
+        elif isinstance(e, Tuple):
+            kids = list(e.fields)
+        elif isinstance(e, TupleGetItem):
+            kids = [e.tuple_value]
+        else:
+            return [], {}, root, f"main contains a {type(e).__name__} (not a dataflow graph)"
+        stack.append((e, True))
+        for k in reversed(kids):
+            r = resolve(k)
+            users[id(r)] = users.get(id(r), 0) + 1
+            if id(r) not in done:
+                stack.append((r, False))
+    top = resolve(root)
+    users[id(top)] = users.get(id(top), 0) + 1
+    return order, users, top, ""
+
+
+def partition(fn_body: Expr, config: Config) -> Partition:
+    """The groups of a type-checked ``main`` body (see the module docstring)."""
+    order, users, top, reason = _flatten(fn_body)
+    part = Partition(body=top, reason=reason)
+    if reason:
+        return part
+    part.order = order
+    # consumers of each node, to walk chains forward
+    consumers: dict[int, list[Expr]] = {}
+    alias: dict[int, Expr] = {}
+    node = fn_body
+    while isinstance(node, Let):
+        alias[id(node.var)] = node.value
+        node = node.body
+
+    def resolve(e: Expr) -> Expr:
+        while isinstance(e, Var) and id(e) in alias:
+            e = alias[id(e)]
+        return e
+
+    for e in order:
+        if isinstance(e, Call):
+            for a in e.args:
+                consumers.setdefault(id(resolve(a)), []).append(e)
+        elif isinstance(e, Tuple):
+            for a in e.fields:
+                consumers.setdefault(id(resolve(a)), []).append(e)
+        elif isinstance(e, TupleGetItem):
+            consumers.setdefault(id(resolve(e.tuple_value)), []).append(e)
+    for e in order:
+        name = _name(e)
+        if name not in ("nn.conv2d", "nn.dense"):
+            continue
+        assert isinstance(e, Call)
+        group, why = _match(e, name, users, consumers, resolve, config)
+        if group is None:
+            part.rejected.append(f"{name}: {why}")
+            continue
+        part.groups[id(group.output)] = group
+        part.internal.update(id(x) for x in group.internal)
+    for e in order:
+        name = _name(e)
+        if name and id(e) not in part.internal and id(e) not in part.groups:
+            part.cpu_ops[name] = part.cpu_ops.get(name, 0) + 1
+    return part
+
+
+def _conv_padding(pad: Any) -> tuple[int, int, int, int] | None:
+    pad = tuple(int(p) for p in (pad if isinstance(pad, tuple) else (pad,)))
+    if len(pad) == 1:
+        return (pad[0],) * 4
+    if len(pad) == 2:
+        return (pad[0], pad[1], pad[0], pad[1])
+    if len(pad) == 4:
+        return pad  # type: ignore[return-value]
+    return None
+
+
+def _root_layer(e: Call, name: str, resolve: Any) -> tuple[dict[str, Any] | None, str]:
+    data, weight = resolve(e.args[0]), resolve(e.args[1])
+    if _dtype(data) != "int8" or _dtype(weight) != "int8":
+        return None, "data and weight are not int8"
+    if e.attrs.get("out_dtype", "") != "int32":
+        return None, "out_dtype is not int32"
+    ds, ws = _shape(data), _shape(weight)
+    if ds is None or ws is None:
+        return None, "shapes are not static"
+    if name == "nn.dense":
+        if len(ds) != 2 or len(ws) != 2:
+            return None, "dense data is not 2-D"
+        return {"n": 1, "c": ds[1], "h": ds[0], "w": 1, "o": ws[0], "kh": 1, "kw": 1,
+                "stride": (1, 1), "padding": (0, 0, 0, 0)}, ""
+    a = e.attrs
+    if a.get("data_layout", "NCHW") != "NCHW" or a.get("kernel_layout", "OIHW") != "OIHW" \
+            or a.get("out_layout", "") not in ("", "NCHW"):
+        return None, "layouts are not NCHW/OIHW"
+    if int(a.get("groups", 1)) != 1:
+        return None, "grouped convolution"
+    if tuple(int(d) for d in a.get("dilation", (1, 1))) != (1, 1):
+        return None, "dilated convolution"
+    pad = _conv_padding(a.get("padding", (0, 0)))
+    if pad is None:
+        return None, "unsupported padding"
+    strides = tuple(int(s) for s in a.get("strides", (1, 1)))
+    return {"n": ds[0], "c": ds[1], "h": ds[2], "w": ds[3], "o": ws[0], "kh": ws[2],
+            "kw": ws[3], "stride": strides, "padding": pad}, ""
+
+
+_COMMUTATIVE = {"add", "multiply", "maximum", "minimum"}
+_IMM_OPS = {"add": isa.ALU_ADD, "multiply": isa.ALU_MUL, "maximum": isa.ALU_MAX,
+            "minimum": isa.ALU_MIN}
+
+
+def _match(root: Call, name: str, users: dict[int, int], consumers: dict[int, list[Expr]],
+           resolve: Any, config: Config) -> tuple[Group | None, str]:
+    shape, why = _root_layer(root, name, resolve)
+    if shape is None:
+        return None, why
+    out_shape = _shape(root)
+    if out_shape is None:
+        return None, "shapes are not static"
+    steps: list[Step] = []
+    inputs: list[Expr] = [resolve(root.args[0]), resolve(root.args[1])]
+    internal: list[Expr] = [root]
+    node: Expr = root
+    while True:
+        if users.get(id(node), 0) != 1 or len(consumers.get(id(node), [])) != 1:
+            return None, "the int32 result has other uses before a cast to int8"
+        nxt = consumers[id(node)][0]
+        op = _name(nxt)
+        if op is None:
+            return None, "the result is not cast to int8"
+        assert isinstance(nxt, Call)
+        args = [resolve(a) for a in nxt.args]
+        if op == "cast":
+            dt = nxt.attrs.get("dtype")
+            if dt == "int8":
+                return _group(name, root, nxt, internal, inputs, steps, shape, out_shape,
+                              config)
+            if dt != "int32":
+                return None, f"cast to {dt}"
+            internal.append(nxt)
+            node = nxt
+            continue
+        if _dtype(nxt) != "int32":
+            return None, f"{op} does not stay in int32"
+        if op in _COMMUTATIVE or op == "subtract":
+            if len(args) != 2:
+                return None, f"{op} arity"
+            if args[0] is node:
+                other = args[1]
+            elif args[1] is node and op in _COMMUTATIVE:
+                other = args[0]
+            else:
+                return None, f"{op} of the result from the right"
+            value = _scalar(other)
+            if value is not None and op == "subtract":
+                value = -value
+            if value is not None and _I16[0] <= value <= _I16[1]:
+                steps.append(Step("imm", _IMM_OPS.get(op, isa.ALU_ADD), value))
+            elif op == "add":
+                oshape = _shape(other)
+                if oshape is None or _dtype(other) != "int32":
+                    return None, "add of an operand without a static int32 shape"
+                try:
+                    np.broadcast_shapes(oshape, out_shape)
+                except ValueError:
+                    return None, "add of an operand that does not broadcast"
+                if np.broadcast_shapes(oshape, out_shape) != out_shape:
+                    return None, "add broadcasts beyond the output"
+                steps.append(Step("channel" if _per_channel(oshape, out_shape, name)
+                                  else "tensor", operand=len(inputs) - 2))
+                inputs.append(other)
+            else:
+                return None, f"{op} by a non-constant or a constant beyond 16 bits"
+        elif op in ("right_shift", "left_shift"):
+            amount = _scalar(args[1]) if len(args) == 2 and args[0] is node else None
+            if amount is None or not 0 <= amount <= 31:
+                return None, f"{op} by something other than a constant in [0, 31]"
+            steps.append(Step("imm", isa.ALU_SHR, amount if op == "right_shift" else -amount))
+        elif op == "clip":
+            hi = math.floor(float(nxt.attrs.get("a_max")))
+            lo = math.ceil(float(nxt.attrs.get("a_min")))
+            if hi < (1 << 31) - 1:
+                if not _I16[0] <= hi <= _I16[1]:
+                    return None, "clip bound beyond 16 bits"
+                steps.append(Step("imm", isa.ALU_MIN, hi))
+            if lo > -(1 << 31):
+                if not _I16[0] <= lo <= _I16[1]:
+                    return None, "clip bound beyond 16 bits"
+                steps.append(Step("imm", isa.ALU_MAX, lo))
+        elif op == "nn.relu":
+            steps.append(Step("imm", isa.ALU_MAX, 0))
+        else:
+            return None, f"{op} in the epilogue"
+        internal.append(nxt)
+        node = nxt
+
+
+def _per_channel(oshape: tuple[int, ...], out_shape: tuple[int, ...], name: str) -> bool:
+    """Whether an operand broadcast to the output varies along the channel axis only."""
+    padded = (1,) * (len(out_shape) - len(oshape)) + tuple(oshape)
+    axis = 1
+    return all(d == 1 for i, d in enumerate(padded) if i != axis)
+
+
+def _group(name: str, root: Call, cast: Call, internal: list[Expr], inputs: list[Expr],
+           steps: list[Step], shape: dict[str, Any], out_shape: tuple[int, ...],
+           config: Config) -> tuple[Group | None, str]:
+    layer = ConvLayer(steps=tuple(steps), **shape)
+    p = plan(layer, config)
+    if p is None:
+        return None, "no tile fits the on-chip buffers"
+    return Group("dense" if name == "nn.dense" else "conv2d", root, cast, internal, inputs,
+                 layer, p, out_shape), ""
