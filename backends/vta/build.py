@@ -108,8 +108,9 @@ class VTAExecutable:
         out = []
         for g in self.partition.groups.values():
             lay = g.layer
-            ops = " ".join(s.kind if s.kind != "imm" else
-                           f"{isa.ALU_NAMES[s.alu_opcode]}({s.imm})" for s in lay.steps)
+            ops = " ".join(f"{isa.ALU_NAMES[s.alu_opcode]}({s.imm})" if s.kind == "imm" else
+                           f"round({s.imm},{s.shift})" if s.kind == "sign_round" else s.kind
+                           for s in lay.steps)
             out.append(f"{g.kind} {lay.n}x{lay.c}x{lay.h}x{lay.w} -> {lay.o} k{lay.kh}x{lay.kw}"
                        f" s{lay.stride[0]} [{ops}]")
         return out
@@ -204,7 +205,7 @@ class VTAExecutable:
             weight = weight[:, :, None, None]
             operands = [o.T[None, :, :, None] for o in operands]
         prepared = []
-        tensor_steps = [s for s in lay.steps if s.kind != "imm"]
+        tensor_steps = [s for s in lay.steps if s.kind in ("channel", "tensor")]
         for step, o in zip(tensor_steps, operands):
             prepared.append(o[0, :, 0, 0] if step.kind == "channel" else o)
         stream, words = self._compiled[id(g.output)]

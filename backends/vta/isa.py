@@ -26,7 +26,6 @@ instruction per line in the spirit of the runtime's ``DumpInsn``.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -340,8 +339,3 @@ def disassemble(stream: bytes | list[Insn], config: Config | None = None) -> str
     """A stream (bytes or decoded instructions) as text, one numbered line per instruction."""
     insns = decode_stream(stream, config) if isinstance(stream, (bytes, bytearray)) else stream
     return "\n".join(f"{i:5d}: {disassemble_one(insn)}" for i, insn in enumerate(insns))
-
-
-def replace(insn: Insn, **changes: int) -> Insn:
-    """A copy of an instruction with some fields changed."""
-    return dataclasses.replace(insn, **changes)

@@ -58,13 +58,15 @@ class Step:
 
     ``kind`` is ``"imm"`` (ALU ``alu_opcode`` with ``imm``), ``"channel"`` (ALU ADD of a
     per-output-channel int32 operand, ``operand`` indexing the layer's extra inputs) or
-    ``"tensor"`` (ALU ADD of an int32 operand of the output's shape, loaded through ACC).
+    ``"tensor"`` (ALU ADD of an int32 operand of the output's shape, loaded through ACC) or
+    ``"sign_round"`` (``x + imm + (x >> shift)`` through a scratch copy of the tile).
     """
 
     kind: str
     alu_opcode: int = isa.ALU_ADD
     imm: int = 0
     operand: int = -1
+    shift: int = 0
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,7 @@ def plan(layer: ConvLayer, config: Config) -> Plan | None:
     oh, ow = layer.oh, layer.ow
     sh, _ = layer.stride
     n_channel = sum(1 for s in layer.steps if s.kind == "channel")
-    n_tensor = sum(1 for s in layer.steps if s.kind == "tensor")
+    n_tensor = sum(1 for s in layer.steps if s.kind in ("tensor", "sign_round"))
     inp_half = min(cfg.INP_BUFF_DEPTH, cfg.ACC_BUFF_DEPTH) // 2
     wgt_half = cfg.WGT_BUFF_DEPTH // 2
     acc_half = cfg.ACC_BUFF_DEPTH // 2
@@ -272,6 +274,9 @@ def compile_layer(p: Plan) -> tuple[list[isa.Insn], np.ndarray]:
                 regions.append(region)
                 region += tco * npix
                 n_te += 1
+            elif step.kind == "sign_round":
+                regions.append(region)
+                region += tco * npix
             else:
                 regions.append(-1)
         one = s.kernel(("tile", acc_base), [isa.Uop(acc_base, 0, 0)])
@@ -289,12 +294,30 @@ def compile_layer(p: Plan) -> tuple[list[isa.Insn], np.ndarray]:
         if t + 2 < total:
             main.push_prev_dep = 1
         compute.append(main)
-        alus: list[isa.Insn] = []
+        alus: list[isa.GemmInsn | isa.AluInsn] = []
         for step, src in zip(layer.steps, regions):
             if step.kind == "imm":
                 alus.append(isa.AluInsn(alu_opcode=step.alu_opcode, use_imm=1, imm=step.imm,
                                         uop_bgn=one[0], uop_end=one[1], iter_out=tco,
                                         iter_in=npix, dst_factor_out=npix, dst_factor_in=1))
+            elif step.kind == "sign_round":
+                # scratch = 0; scratch += x; scratch >>= shift; x += imm; x += scratch
+                whole = {"iter_out": tco, "iter_in": npix, "dst_factor_out": npix,
+                         "dst_factor_in": 1}
+                copy = {**whole, "src_factor_out": npix, "src_factor_in": 1}
+                zero = s.kernel(("tile", src), [isa.Uop(src, 0, 0)])
+                into = s.kernel(("pair", src, acc_base), [isa.Uop(src, acc_base, 0)])
+                back = s.kernel(("pair", acc_base, src), [isa.Uop(acc_base, src, 0)])
+                alus.append(isa.GemmInsn(reset_reg=1, uop_bgn=zero[0], uop_end=zero[1],
+                                         **whole))
+                alus.append(isa.AluInsn(alu_opcode=isa.ALU_ADD, uop_bgn=into[0],
+                                        uop_end=into[1], **copy))
+                alus.append(isa.AluInsn(alu_opcode=isa.ALU_SHR, use_imm=1, imm=step.shift,
+                                        uop_bgn=zero[0], uop_end=zero[1], **whole))
+                alus.append(isa.AluInsn(alu_opcode=isa.ALU_ADD, use_imm=1, imm=step.imm,
+                                        uop_bgn=one[0], uop_end=one[1], **whole))
+                alus.append(isa.AluInsn(alu_opcode=isa.ALU_ADD, uop_bgn=back[0],
+                                        uop_end=back[1], **copy))
             else:
                 k2 = s.kernel(("pair", acc_base, src), [isa.Uop(acc_base, src, 0)])
                 per_pixel = 1 if step.kind == "tensor" else 0
@@ -399,7 +422,7 @@ def run_layer(p: Plan, stream: bytes, words: np.ndarray, data: np.ndarray, weigh
     put("data", pack_data(data, p))
     put("weight", pack_weight(weight, p))
     n_ch = n_te = 0
-    for step, value in zip([s for s in layer.steps if s.kind != "imm"], operands):
+    for step, value in zip([s for s in layer.steps if s.kind in ("channel", "tensor")], operands):
         if step.kind == "channel":
             put(f"channel{n_ch}", pack_channel(value.astype(np.int32), p))
             n_ch += 1

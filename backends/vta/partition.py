@@ -13,7 +13,10 @@ int8 (the STORE's truncation):
 * ``right_shift``/``left_shift`` by a constant scalar in [0, 31] -> ALU SHR imm (negative for
   the left shift);
 * ``clip`` with bounds in 16 bits -> MIN imm then MAX imm (``a_max`` floored, ``a_min``
-  ceiled); ``nn.relu`` -> MAX imm 0.
+  ceiled); ``nn.relu`` -> MAX imm 0;
+* ``add(add(x, C), right_shift(x, K))`` (realize's round-to-nearest: ``x`` used by exactly
+  those two) -> a scratch ACC copy of ``x`` (GEMM reset, ALU ADD), SHR imm K on it, ADD imm C,
+  ALU ADD of the scratch.
 
 A conv/dense whose chain does not reach a ``cast`` to int8 stays on the CPU (VTA can only
 store 8 bits), as does one no tile fits (:func:`backends.vta.lower.plan`).  The partitioner
@@ -265,6 +268,13 @@ def _match(root: Call, name: str, users: dict[int, int], consumers: dict[int, li
     internal: list[Expr] = [root]
     node: Expr = root
     while True:
+        rounded = _sign_round(node, users, consumers, resolve)
+        if rounded is not None:
+            step, joined, parts = rounded
+            steps.append(step)
+            internal.extend(parts)
+            node = joined
+            continue
         if users.get(id(node), 0) != 1 or len(consumers.get(id(node), [])) != 1:
             return None, "the int32 result has other uses before a cast to int8"
         nxt = consumers[id(node)][0]
@@ -336,6 +346,43 @@ def _match(root: Call, name: str, users: dict[int, int], consumers: dict[int, li
             return None, f"{op} in the epilogue"
         internal.append(nxt)
         node = nxt
+
+
+def _sign_round(node: Expr, users: dict[int, int], consumers: dict[int, list[Expr]],
+                resolve: Any) -> tuple[Step, Expr, list[Expr]] | None:
+    """``add(add(x, C), right_shift(x, K))`` (realize's rounding to nearest, the sign fixed by
+    ``x >> 31``) with ``x`` used by exactly those two: a ``"sign_round"`` step."""
+    uses = consumers.get(id(node), [])
+    if users.get(id(node), 0) != 2 or len(uses) != 2:
+        return None
+    adds = [u for u in uses if _name(u) == "add"]
+    shifts = [u for u in uses if _name(u) == "right_shift"]
+    if len(adds) != 1 or len(shifts) != 1:
+        return None
+    plus, shift = adds[0], shifts[0]
+    assert isinstance(plus, Call) and isinstance(shift, Call)
+    pargs = [resolve(a) for a in plus.args]
+    const = pargs[1] if pargs[0] is node else pargs[0] if pargs[1] is node else None
+    value = _scalar(const) if const is not None else None
+    sargs = [resolve(a) for a in shift.args]
+    amount = _scalar(sargs[1]) if sargs[0] is node else None
+    if value is None or amount is None or not _I16[0] <= value <= _I16[1] \
+            or not 0 <= amount <= 31:
+        return None
+    if _dtype(plus) != "int32" or _dtype(shift) != "int32":
+        return None
+    for part in (plus, shift):
+        if users.get(id(part), 0) != 1 or len(consumers.get(id(part), [])) != 1:
+            return None
+    joined = consumers[id(plus)][0]
+    if joined is not consumers[id(shift)][0] or _name(joined) != "add":
+        return None
+    assert isinstance(joined, Call)
+    jargs = [resolve(a) for a in joined.args]
+    if not ((jargs[0] is plus and jargs[1] is shift) or (jargs[0] is shift
+                                                         and jargs[1] is plus)):
+        return None
+    return Step("sign_round", isa.ALU_ADD, value, shift=amount), joined, [plus, shift, joined]
 
 
 def _per_channel(oshape: tuple[int, ...], out_shape: tuple[int, ...], name: str) -> bool:
