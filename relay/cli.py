@@ -25,7 +25,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-COMMANDS = ("run", "check", "fmt", "opt", "grad", "pe", "ops", "build", "conformance", "prove")
+COMMANDS = ("run", "check", "fmt", "opt", "grad", "pe", "ops", "build", "conformance", "prove",
+            "quantize")
 
 
 class StreamError(Exception):

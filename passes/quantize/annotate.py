@@ -44,7 +44,6 @@ from passes.fold_constant import fold_constant
 from passes.fold_scale_axis import fold_scale_axis
 from passes.quantize.config import QConfig, QuantizeError
 from passes.quantize.simq import (
-    INPUT,
     WEIGHT,
     clip_bounds,
     dom_scale_for,

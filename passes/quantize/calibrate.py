@@ -54,10 +54,25 @@ from semantics.rewrite import ScopedMutator
 from semantics.types import TensorType
 from semantics.visitor import post_order
 
-__all__ = ["calibrate", "collect_site_inputs", "simq_sites"]
+__all__ = ["calibrate", "collect_site_inputs", "operand_site", "simq_sites"]
 
 _MAX_DOUBLINGS = 64
 _ACCUMULATING = ("nn.conv2d", "nn.dense")
+# Operators that keep their argument's integers and scale (realize's [R-Forward]).
+_FORWARDING = frozenset(("nn.relu", "nn.max_pool2d", "reshape", "nn.batch_flatten",
+                         "transpose", "squeeze", "expand_dims", "strided_slice"))
+
+
+def operand_site(expr: Expr) -> Call | None:
+    """The simQ whose integers ``expr`` carries (through forwarding operators), or None."""
+    while type(expr) is Call:
+        if is_simq(expr):
+            return expr  # type: ignore[return-value]
+        op = expr.op  # type: ignore[attr-defined]
+        if type(op) is not Op or op.name not in _FORWARDING:
+            return None
+        expr = expr.args[0]  # type: ignore[attr-defined]
+    return None
 
 
 def simq_sites(fn: Function) -> list[Call]:
@@ -242,8 +257,10 @@ def _sweep(mod: IRModule, fn: Function, free: list[tuple[Call, SimQ]],
         accs: list[tuple[Expr, float]] = []
         for node in post_order(fn):
             if type(node) is Call and id(node) in probe.results:
-                lhs, rhs = node.args[0], node.args[1]  # type: ignore[attr-defined]
-                if is_simq(lhs) and is_simq(rhs) and id(lhs) in steps and id(rhs) in steps:
+                lhs = operand_site(node.args[0])  # type: ignore[attr-defined]
+                rhs = operand_site(node.args[1])  # type: ignore[attr-defined]
+                if lhs is not None and rhs is not None and id(lhs) in steps \
+                        and id(rhs) in steps:
                     accs.append((probe.results[id(node)], steps[id(lhs)] * steps[id(rhs)]))
         rows = _run_probe(mod, fn, site_outputs + [e for e, _ in accs], data)
         if not any(_overflows(row, free, steps, accs, acc_top) for row in rows):

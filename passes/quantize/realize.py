@@ -50,7 +50,7 @@ import numpy as np
 
 from passes.common import typed_or_same
 from passes.quantize.config import QConfig, QuantizeError
-from passes.quantize.simq import SIMQ, integer_dtype, is_simq, read_simq
+from passes.quantize.simq import SIMQ, integer_dtype, read_simq
 from semantics.expr import Attrs, Call, Constant, Expr, Function, Op, children, with_children
 from semantics.module import IRModule
 from semantics.rewrite import ScopedMutator, map_functions

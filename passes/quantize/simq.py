@@ -24,8 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from semantics.expr import Call, Constant, Expr, Op
-from semantics.expr import Attrs
+from semantics.expr import Attrs, Call, Constant, Expr, Op
 
 __all__ = [
     "ACTIVATION", "INPUT", "SIMQ", "WEIGHT", "SimQ", "clip_bounds", "dom_scale_for",
