@@ -93,6 +93,37 @@ def test_requantize_epilogue_with_right_shift():
     assert np.array_equal(exe(*args), evaluate(src, *args))
 
 
+REALIZED = """
+def @main(%x: Tensor[(1, 32, 9, 9), int8], %w: Tensor[(32, 32, 3, 3), int8],
+          %b: Tensor[(32, 1, 1), int32], %r: Tensor[(1, 32, 9, 9), int8]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], out_dtype="int32");
+  %1 = add(add(left_shift(%0, 3), %b), left_shift(cast(%r, dtype="int32"), 11));
+  %2 = nn.relu(%1);
+  cast(clip(right_shift(add(add(%2, 1024), right_shift(%2, 31)), 11), a_min=-127f,
+            a_max=127f), dtype="int8")
+}
+"""
+
+
+@pytest.mark.skipif(not exists("right_shift"), reason="right_shift is registered by the "
+                    "quantization operators (issue 30 depends on them)")
+@pytest.mark.parametrize("schedule", ["serial", "random"])
+def test_realize_shaped_block_with_residual_and_rounding(schedule):
+    """The shape passes.quantize gives a ResNet block: shift, bias, residual through ACC,
+    relu, round to nearest (x + 2^(s-1) + (x >> 31)) >> s, clip, cast — all on VTA."""
+    rng = np.random.default_rng(7)
+    args = [rng.integers(-128, 128, (1, 32, 9, 9), dtype=np.int8),
+            rng.integers(-128, 128, (32, 32, 3, 3), dtype=np.int8),
+            rng.integers(-50000, 50000, (32, 1, 1)).astype(np.int32),
+            rng.integers(-128, 128, (1, 32, 9, 9), dtype=np.int8)]
+    exe = build(REALIZED)
+    (line,) = exe.offloaded
+    assert "round(1024,31)" in line and "tensor" in line
+    assert exe.cpu_ops == {"cast": 1, "left_shift": 1}      # the residual's operand
+    exe.schedule, exe.seed = schedule, 3
+    assert np.array_equal(exe(*args), evaluate(REALIZED, *args))
+
+
 @settings(max_examples=10)
 @given(n=st.integers(1, 5), k=st.integers(1, 70), o=st.integers(1, 40),
        bias=st.booleans(), seed=st.integers(0, 2**31 - 1))
