@@ -61,7 +61,9 @@ def build(qmod: Any, params: dict[str, Any] | None = None,
         raise RelayTypeError(f"vta build expects an IRModule, got {type(mod).__name__}")
     if params:
         mod = passes.bind_params(mod, params)
-    mod = infer(passes.to_gnf(infer(mod)))
+    checked = infer(mod)
+    assert isinstance(checked, IRModule)
+    mod = infer(passes.to_gnf(checked))
     assert isinstance(mod, IRModule)
     main = mod.functions.get("main")
     if not isinstance(main, Function):
@@ -163,7 +165,9 @@ class VTAExecutable:
 
         part = self.partition
         values: dict[int, Any] = {}
-        alias = _let_aliases(self.module.functions["main"].body)  # type: ignore[union-attr]
+        main = self.module.functions["main"]
+        assert isinstance(main, Function)
+        alias = _let_aliases(main.body)
 
         def value(e: Expr) -> Any:
             while isinstance(e, Var) and id(e) in alias:

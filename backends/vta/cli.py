@@ -67,7 +67,8 @@ def _zeros_for(exe: Any) -> list[np.ndarray]:
         if not isinstance(t, TensorType) or not all(isinstance(d, int) for d in t.shape):
             raise RelayTypeError(f"relay build --target vta: parameter %{p.name_hint} needs a "
                                  f"static tensor type to estimate the statistics")
-        out.append(np.zeros(tuple(int(d) for d in t.shape), dtype=t.dtype))
+        out.append(np.zeros(tuple(int(d) for d in t.shape),  # type: ignore[arg-type]
+                            dtype=t.dtype))
     return out
 
 

@@ -385,7 +385,7 @@ def pack_weight(wt: np.ndarray, p: Plan) -> np.ndarray:
 def pack_channel(v: np.ndarray, p: Plan) -> np.ndarray:
     """A per-channel int32 vector -> (O/BO, B, BO), broadcast over the batch."""
     cfg = p.config
-    full = np.zeros(p.ocb * cfg.BLOCK_OUT, np.int32)
+    full: np.ndarray = np.zeros(p.ocb * cfg.BLOCK_OUT, np.int32)
     full[:v.size] = v
     blocks = full.reshape(p.ocb, 1, cfg.BLOCK_OUT)
     return np.broadcast_to(blocks, (p.ocb, cfg.BATCH, cfg.BLOCK_OUT))
@@ -395,7 +395,7 @@ def pack_output_like(v: np.ndarray, p: Plan, dtype: type) -> np.ndarray:
     """NCHW (output-shaped) -> (N/B, O/BO, OH, OW, B, BO)."""
     cfg = p.config
     n, o, oh, ow = v.shape
-    full = np.zeros((p.nb * cfg.BATCH, p.ocb * cfg.BLOCK_OUT, oh, ow), dtype)
+    full: np.ndarray = np.zeros((p.nb * cfg.BATCH, p.ocb * cfg.BLOCK_OUT, oh, ow), dtype)
     full[:n, :o] = v
     return full.reshape(p.nb, cfg.BATCH, p.ocb, cfg.BLOCK_OUT, oh, ow).transpose(
         0, 2, 4, 5, 1, 3)

@@ -82,7 +82,7 @@ def _shape(e: Expr) -> tuple[int, ...] | None:
         return None
     if not all(isinstance(d, int) for d in t.shape):
         return None
-    return tuple(int(d) for d in t.shape)
+    return tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
 
 
 def _dtype(e: Expr) -> str | None:
@@ -216,7 +216,7 @@ def _conv_padding(pad: Any) -> tuple[int, int, int, int] | None:
     if len(pad) == 2:
         return (pad[0], pad[1], pad[0], pad[1])
     if len(pad) == 4:
-        return pad  # type: ignore[return-value]
+        return (pad[0], pad[1], pad[2], pad[3])
     return None
 
 
@@ -330,8 +330,8 @@ def _match(root: Call, name: str, users: dict[int, int], consumers: dict[int, li
                 return None, f"{op} by something other than a constant in [0, 31]"
             steps.append(Step("imm", isa.ALU_SHR, amount if op == "right_shift" else -amount))
         elif op == "clip":
-            hi = math.floor(float(nxt.attrs.get("a_max")))
-            lo = math.ceil(float(nxt.attrs.get("a_min")))
+            hi = math.floor(float(nxt.attrs["a_max"]))
+            lo = math.ceil(float(nxt.attrs["a_min"]))
             if hi < (1 << 31) - 1:
                 if not _I16[0] <= hi <= _I16[1]:
                     return None, "clip bound beyond 16 bits"

@@ -208,10 +208,11 @@ class Simulator:
                 tokens[q] += 1
             if isinstance(insn, isa.FinishInsn):
                 finished = True
-        left = {q: n for q, n in tokens.items() if n}
-        if left:
+        leftover = {q: n for q, n in tokens.items() if n}
+        if leftover:
             raise RelayRuntimeError("deadlock: token(s) left in the dependency queues at the "
-                                    "end: " + ", ".join(f"{q}={n}" for q, n in left.items()))
+                                    "end: " + ", ".join(f"{q}={n}"
+                                                        for q, n in leftover.items()))
         counters.update(cycle_model(stream, cfg))
         return counters
 
