@@ -38,6 +38,7 @@ $(STAMP_BENCH): $(BIN)/python pyproject.toml
 paper: $(STAMP_BENCH)
 	$(BIN)/python bench/paper.py --out paper
 	$(BIN)/python bench/models.py > paper/models.md
+	$(BIN)/python bench/vta.py > paper/vta.md
 
 # semantics/RULES.md typeset as inference rules (PNG per section + PDF) in docs/rules/out/.
 rules: $(STAMP_BASE)
