@@ -13,6 +13,11 @@ from interpreter import evaluate
 from semantics.ops import exists
 
 EIGHT = Config(LOG_BLOCK=3, LOG_INP_BUFF_SIZE=14, LOG_WGT_BUFF_SIZE=16, LOG_ACC_BUFF_SIZE=16)
+# small buffers: small layers need many tiles, so double buffering and its tokens are exercised
+TINY = Config(LOG_INP_BUFF_SIZE=12, LOG_WGT_BUFF_SIZE=14, LOG_ACC_BUFF_SIZE=14,
+              LOG_UOP_BUFF_SIZE=13)
+TINY_BATCH2 = Config(LOG_BATCH=1, LOG_INP_BUFF_SIZE=13, LOG_WGT_BUFF_SIZE=14,
+                     LOG_ACC_BUFF_SIZE=15)
 
 
 def conv_program(n, c, h, w, o, k, stride, pad, epilogue, shift=False):
@@ -61,12 +66,13 @@ epilogues = st.lists(st.sampled_from(["bias", "residual", "round", "shift", "cli
                      max_size=5)
 
 
-@settings(max_examples=25)
-@given(n=st.integers(1, 2), c=st.integers(1, 40), hw=st.integers(1, 9), o=st.integers(1, 40),
+@settings(max_examples=30)
+@given(n=st.integers(1, 3), c=st.integers(1, 40), hw=st.integers(1, 12), o=st.integers(1, 40),
        k=st.sampled_from([1, 3]), stride=st.integers(1, 2),
        pad=st.tuples(*[st.integers(0, 2)] * 4), epilogue=epilogues,
-       schedule=st.sampled_from(["serial", "random"]), seed=st.integers(0, 2**31 - 1))
-def test_conv2d_matches_oracle(n, c, hw, o, k, stride, pad, epilogue, schedule, seed):
+       schedule=st.sampled_from(["serial", "random"]), seed=st.integers(0, 2**31 - 1),
+       config=st.sampled_from([Config(), TINY, EIGHT, TINY_BATCH2]))
+def test_conv2d_matches_oracle(n, c, hw, o, k, stride, pad, epilogue, schedule, seed, config):
     h = w = hw
     if h + pad[0] + pad[2] < k or w + pad[1] + pad[3] < k:
         return
@@ -74,8 +80,9 @@ def test_conv2d_matches_oracle(n, c, hw, o, k, stride, pad, epilogue, schedule, 
                                  shift=exists("right_shift"))
     rng = np.random.default_rng(seed)
     args = random_inputs(n, c, h, w, o, k, epilogue, oh, ow, rng)
-    exe = build(src)
-    assert len(exe.offloaded) == 1, exe.partition.rejected
+    exe = build(src, config=config)
+    if config is not TINY:
+        assert len(exe.offloaded) == 1, exe.partition.rejected
     exe.schedule, exe.seed = schedule, seed
     out = exe(*args)
     assert np.array_equal(out, evaluate(src, *args))
@@ -201,6 +208,22 @@ def test_eight_by_eight_core_is_honoured():
     assert EIGHT.INP_ELEM_BYTES == 8
 
 
+@pytest.mark.parametrize("schedule", ["serial", "random"])
+def test_many_tiles_double_buffered(schedule):
+    """A layer split into many tiles on small buffers (tokens on every pair of tiles)."""
+    epi = ["bias", "residual", "round", "clip", "relu"]
+    src, (oh, ow) = conv_program(2, 48, 12, 12, 64, 3, 1, (1, 1, 1, 1), epi)
+    args = random_inputs(2, 48, 12, 12, 64, 3, epi, oh, ow, np.random.default_rng(9))
+    exe = build(src, config=TINY)
+    (group,) = exe.partition.groups.values()
+    exe.schedule, exe.seed = schedule, 11
+    assert np.array_equal(exe(*args), evaluate(src, *args))
+    insns = isa.decode_stream(exe.instructions[0], TINY)
+    stores = [i for i in insns if isinstance(i, isa.MemInsn) and i.opcode == isa.OP_STORE]
+    assert len(stores) >= 8                                  # many tiles
+    assert exe.stats["gemm_counter"] == 2 * 48 * 64 * 9 * oh * ow // 256
+
+
 def test_dropped_token_in_compiled_stream_is_caught():
     """Removing the WAR pair compute->load (push g2l / pop g2l) lets a load overwrite inputs a
     GEMM still reads: some random schedule gives a wrong result."""
@@ -247,3 +270,32 @@ def @main(%x: Tensor[(1, 16, 4, 4), int8], %w: Tensor[(16, 16, 3, 3), int8]) {
             rng.integers(-128, 128, (16, 16, 3, 3), dtype=np.int8)]
     assert np.array_equal(exe(*args), evaluate(src, *args))
     assert exe.stats["invocations"] == 0
+
+
+def test_params_are_bound_and_other_globals_run_on_the_cpu():
+    src = """
+def @main(%x: Tensor[(1, 16, 5, 5), int8], %w: Tensor[(16, 16, 1, 1), int8]) {
+  %0 = nn.conv2d(%x, %w, out_dtype="int32");
+  cast(clip(%0, a_min=-127f, a_max=127f), dtype="int8")
+}
+def @twice(%y: Tensor[(3), int32]) { add(%y, %y) }
+"""
+    rng = np.random.default_rng(2)
+    x = rng.integers(-128, 128, (1, 16, 5, 5), dtype=np.int8)
+    w = rng.integers(-128, 128, (16, 16, 1, 1), dtype=np.int8)
+    exe = build(src, params={"w": w})
+    assert len(exe.offloaded) == 1
+    assert np.array_equal(exe(x), evaluate(src, x, w))
+    assert exe.run("twice", np.arange(3, dtype=np.int32)).tolist() == [0, 2, 4]
+
+
+def test_user_errors():
+    from semantics.errors import RelayRuntimeError, RelayTypeError
+
+    with pytest.raises(RelayTypeError):
+        build(42)
+    with pytest.raises(RelayTypeError):
+        build("def @main(%x: Tensor[(2), int8]) { %x }", config={"LOG_BLOCK": 3})
+    exe = build("def @main(%x: Tensor[(2), int8]) { %x }")
+    with pytest.raises(RelayRuntimeError, match="wrong number of arguments"):
+        exe()
