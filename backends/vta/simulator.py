@@ -329,14 +329,24 @@ class Simulator:
             return
         self._check(src, self.inp.shape[0], "INP", idx, insn)
         self._check(wgt, self.wgt.shape[0], "WGT", idx, insn)
-        rows, inverse = np.unique(dst, return_inverse=True)
+        # sort by destination so that each ACC row's products are one contiguous run
+        order = np.argsort(dst, kind="stable")
+        dst, src, wgt = dst[order], src[order], wgt[order]
+        rows, starts = np.unique(dst, return_index=True)
         sums = np.zeros((rows.size,) + self.acc.shape[1:], dtype=np.int64)
+        bounds = np.append(starts, dst.size)
         for start in range(0, dst.size, _GEMM_CHUNK):
-            part = slice(start, start + _GEMM_CHUNK)
-            a = self.inp[src[part]].astype(np.float32)              # [n, B, BI]
-            w = self.wgt[wgt[part]].astype(np.float32)              # [n, BO, BI]
+            stop = min(start + _GEMM_CHUNK, dst.size)
+            a = self.inp[src[start:stop]].astype(np.float32)        # [n, B, BI]
+            w = self.wgt[wgt[start:stop]].astype(np.float32)        # [n, BO, BI]
             prod = np.matmul(a, w.transpose(0, 2, 1)).astype(np.int64)  # [n, B, BO], exact
-            np.add.at(sums, inverse[part], prod)
+            first = int(np.searchsorted(bounds, start, side="right")) - 1
+            last = int(np.searchsorted(bounds, stop, side="left"))
+            cuts = np.clip(bounds[first:last], start, stop) - start
+            cuts = np.unique(cuts[cuts < stop - start])
+            partial = np.add.reduceat(prod, cuts, axis=0)
+            sums[first + np.searchsorted(bounds[first:last], cuts + start, side="right") - 1] \
+                += partial
         self.acc[rows] = (self.acc[rows].astype(np.int64) + sums).astype(np.int32)
 
     def _alu(self, insn: isa.AluInsn, idx: int, counters: dict[str, int]) -> None:

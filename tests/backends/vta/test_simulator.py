@@ -262,3 +262,37 @@ def test_counters_are_sums_over_instructions():
                                            for i in gemms)
     assert counters["out_store_nbytes"] == 2 * 16
     assert counters["cycles"] >= counters["compute_cycles"] > 0
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 50])
+def test_gemm_chunking_does_not_change_results(chunk, monkeypatch):
+    """The GEMM works in chunks of micro-op executions; any chunk size gives fsim's sums."""
+    import backends.vta.simulator as simulator
+
+    rng = np.random.default_rng(chunk)
+    inp = rng.integers(-128, 128, size=(16, 16), dtype=np.int8)
+    wgt = rng.integers(-128, 128, size=(8, 16, 16), dtype=np.int8)
+    uops = [isa.Uop(int(rng.integers(0, 4)), int(rng.integers(0, 15)), int(rng.integers(0, 8)))
+            for _ in range(9)]
+    results = []
+    for size in (chunk, 1 << 15):
+        monkeypatch.setattr(simulator, "_GEMM_CHUNK", size)
+        sim = Simulator()
+        put(sim, PAGE, inp)
+        put(sim, 2 * PAGE, wgt)
+        sim.run([load(isa.MEM_INP, 0, PAGE // 16, 1, 16, 16),
+                 load(isa.MEM_WGT, 0, 2 * PAGE // 256, 1, 8, 8, push_next_dep=1),
+                 load_uops(sim, 4 * PAGE, uops),
+                 isa.GemmInsn(pop_prev_dep=1, reset_reg=1, uop_end=9, iter_out=1, iter_in=1),
+                 isa.GemmInsn(uop_end=9, iter_out=2, iter_in=3, dst_factor_in=1,
+                              src_factor_out=1, wgt_factor_in=0),
+                 isa.FinishInsn()])
+        results.append(sim.acc[:8].copy())
+    assert np.array_equal(results[0], results[1])
+    expect = np.zeros((8, 16), np.int64)
+    for y in range(2):
+        for x in range(3):
+            for u in uops:
+                expect[u.dst_idx + x] += wgt[u.wgt_idx].astype(np.int64) @ \
+                    inp[u.src_idx + y].astype(np.int64)
+    assert np.array_equal(results[0][:, 0], expect.astype(np.int32))
