@@ -32,7 +32,8 @@ its STORE pops ``g2s`` and pushes ``s2g``.  The stream ends with one compute no-
 each remaining ``s2g`` token, then FINISH.  A tile's WGT load is skipped when the same half
 already holds those weights (tile ``t - 2`` of the same channel blocks).
 
-Padding up to 15 is done by the INP loads; more is padded on the host.  A layer that fits no
+The INP loads do padding up to 15 that is smaller than the kernel (so that no load is all
+padding); larger padding is done on the host.  A layer that fits no
 tile (e.g. a 7x7 stride-2 convolution of a 224-wide image) is not offloadable
 (:func:`plan` returns ``None``).
 """
