@@ -7,11 +7,12 @@ weight that is not a constant) takes a range from the calibrator ``config.calibr
 
 * ``global_scale`` — the paper's overflow-aware sweep (SysML §4.2): one power-of-two range
   for every site, starting at ``config.global_scale`` and doubling until, on every dataset
-  element, the *simulated* program clips at no site and no convolution or dense accumulator
-  leaves ``nbit_activation`` bits (the accumulator is the simulated result divided by the
-  product of its operands' steps, which is exactly the integer the realized program
-  computes). Each candidate costs one evaluation per dataset element. Without a dataset
-  the range is ``config.global_scale`` itself (TVM's fixed scale).
+  element, the *simulated* program clips at no site and no value realize computes in the
+  accumulator type (conv, dense, add, bias_add, multiply) leaves ``nbit_activation`` bits
+  (the integer is the simulated value divided by the scale realize gives it, which is
+  exactly what the realized program computes). Each candidate costs one evaluation per
+  dataset element. Without a dataset the range is ``config.global_scale`` itself (TVM's
+  fixed scale).
 * ``mse`` and ``kl`` — per-site ranges from the values each site receives in the *float*
   program (every simQ removed): :func:`passes.quantize.calibrators.mse_range` and
   :func:`~passes.quantize.calibrators.kl_range`. The statistics are collected in **one
@@ -23,8 +24,9 @@ oracle (:func:`interpreter.evaluate`); a probe needs every site's input to be co
 from ``main``'s parameters, so sites inside nested functions or under ``let`` are rejected
 with :class:`QuantizeError` (annotate's output of a dataflow program has none).
 
-Limits: the sweep checks conv/dense accumulators, not the integer additions after them
-(a residual add can still overflow an int16 accumulator). Pure and deterministic.
+Limits: the sweep guarantees no overflow on the dataset, not on other inputs; values after
+a global average pool (whose scale is divided by the window) are not checked. Pure and
+deterministic.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from semantics.visitor import post_order
 __all__ = ["calibrate", "collect_site_inputs", "operand_site", "simq_sites"]
 
 _MAX_DOUBLINGS = 64
-_ACCUMULATING = ("nn.conv2d", "nn.dense")
+_ACCUMULATING = ("nn.conv2d", "nn.dense", "add", "nn.bias_add", "multiply")
 # Operators that keep their argument's integers and scale (realize's [R-Forward]).
 _FORWARDING = frozenset(("nn.relu", "nn.max_pool2d", "reshape", "nn.batch_flatten",
                          "transpose", "squeeze", "expand_dims", "strided_slice"))
@@ -254,20 +256,44 @@ def _sweep(mod: IRModule, fn: Function, free: list[tuple[Call, SimQ]],
         probe = _Probe(steps)
         probe.mutate(fn)
         site_outputs = [probe.inputs[id(s)] for s, _ in free]
-        accs: list[tuple[Expr, float]] = []
-        for node in post_order(fn):
-            if type(node) is Call and id(node) in probe.results:
-                lhs = operand_site(node.args[0])  # type: ignore[attr-defined]
-                rhs = operand_site(node.args[1])  # type: ignore[attr-defined]
-                if lhs is not None and rhs is not None and id(lhs) in steps \
-                        and id(rhs) in steps:
-                    accs.append((probe.results[id(node)], steps[id(lhs)] * steps[id(rhs)]))
+        accs = [(probe.results[i], scale) for i, scale in _accumulator_scales(fn, steps)]
         rows = _run_probe(mod, fn, site_outputs + [e for e, _ in accs], data)
         if not any(_overflows(row, free, steps, accs, acc_top) for row in rows):
             return
         scale *= 2.0
     raise QuantizeError(f"calibrate: no power-of-two global scale from {config.global_scale} "
                         f"up to {scale} avoids clipping and {config.bits} overflow")
+
+
+def _accumulator_scales(fn: Function, steps: Mapping[int, float]) -> list[tuple[int, float]]:
+    """The calls computed in the accumulator type once realized, with their scales.
+
+    Scales propagate as realize assigns them: a simQ has its step, conv/dense/multiply the
+    product of their operands' scales, add/bias_add the smaller one, forwarding operators
+    their argument's. Values of unknown scale (float, or after an average pool) are skipped.
+    """
+    scale: dict[int, float] = {}
+    out = []
+    for node in post_order(fn):
+        if type(node) is not Call or type(node.op) is not Op:  # type: ignore[attr-defined]
+            continue
+        name = node.op.name  # type: ignore[attr-defined]
+        args = node.args  # type: ignore[attr-defined]
+        if is_simq(node):
+            if id(node) in steps:
+                scale[id(node)] = steps[id(node)]
+            continue
+        if name in _FORWARDING:
+            if id(args[0]) in scale:
+                scale[id(node)] = scale[id(args[0])]
+            continue
+        if name not in _ACCUMULATING or not all(id(a) in scale for a in args[:2]):
+            continue
+        a, b = scale[id(args[0])], scale[id(args[1])]
+        s = min(a, b) if name in ("add", "nn.bias_add") else a * b
+        scale[id(node)] = s
+        out.append((id(node), s))
+    return out
 
 
 def _overflows(row: list[np.ndarray], free: list[tuple[Call, SimQ]], steps: Mapping[int, float],

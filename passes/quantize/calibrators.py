@@ -11,8 +11,9 @@ data (all inputs concatenated) and return a *range* ``r``; the simQ's step is th
   folded into its end bins, ``Q`` is the window merged into ``num_quantized_bins`` bins and
   spread back evenly over the bins where ``P`` is non-zero; both are smoothed (zeros get a
   small mass taken from the non-zeros) and the threshold with the least ``KL(P || Q)`` wins.
-  The candidate loop is vectorised per candidate (``np.add.reduceat``), so a histogram of
-  2,049 bins costs a few milliseconds per candidate.
+  Each candidate costs a few vectorised numpy operations (``np.add.reduceat``); at most
+  ``max_candidates`` thresholds are tried (the windows from the widest down, evenly strided),
+  so one site costs about 0.1 s.
 * :func:`mse_range` — the range among ``candidates`` fractions of ``max|x|`` whose simQ
   (round to nearest, clip) has the least mean-squared error on the values (a deterministic
   subsample of at most ``max_samples``).
@@ -51,7 +52,7 @@ def _smooth(p: np.ndarray, eps: float = 1e-4) -> np.ndarray | None:
 
 
 def kl_range(x: np.ndarray, *, sign: bool = True, num_bins: int = 2049,
-             num_quantized_bins: int = 255) -> float:
+             num_quantized_bins: int = 255, max_candidates: int = 256) -> float:
     """The threshold minimizing ``KL(P || Q)`` between the values and their quantization.
 
     Args:
@@ -60,6 +61,9 @@ def kl_range(x: np.ndarray, *, sign: bool = True, num_bins: int = 2049,
             the non-negative half).
         num_bins: histogram bins (odd: one bin is centred on zero).
         num_quantized_bins: quantization levels of the signed range (255 for 8 bits).
+        max_candidates: the most thresholds tried, evenly spaced over the candidate windows
+            (every window when there are fewer; 256 of 2,049 bins' 897 windows resolve the
+            threshold to 0.4 % of the largest magnitude).
     Returns:
         The range (a positive float).
     """
@@ -78,7 +82,8 @@ def kl_range(x: np.ndarray, *, sign: bool = True, num_bins: int = 2049,
     half_q = num_quantized_bins // 2
     cumulative = np.concatenate(([0.0], np.cumsum(hist)))
     best, best_threshold = np.inf, top
-    for i in range(half_q, zero + 1):
+    stride = max(1, -(-(zero + 1 - half_q) // max_candidates))
+    for i in range(zero, half_q - 1, -stride):
         start, stop = zero - i, zero + i + 1
         window = hist[start:stop]
         p = window.copy()

@@ -15,8 +15,6 @@ from passes.quantize import INPUT, WEIGHT, QConfig, QuantizeError, annotate, cal
 from passes.quantize.calibrate import collect_site_inputs, simq_sites
 from passes.quantize.calibrators import kl_range, mse_range
 from passes.quantize.simq import read_simq
-from semantics.expr import Call
-from semantics.visitor import post_order
 
 # the module (the package's ``calibrate`` attribute is the function)
 calibrate_module = importlib.import_module("passes.quantize.calibrate")
@@ -28,18 +26,14 @@ def _input_scales(mod) -> list[float]:
 
 
 def _accumulators(mod, data) -> float:
-    """The largest |accumulator| of the simulated program's convs and denses on ``data``."""
+    """The largest |integer| realize computes in the accumulator type, on ``data``."""
     fn = mod["main"]
     probe = calibrate_module._Probe({})
     probe.mutate(fn)
-    exprs, steps = [], []
-    for node in post_order(fn):
-        if isinstance(node, Call) and id(node) in probe.results:
-            lhs, rhs = (calibrate_module.operand_site(a) for a in node.args[:2])
-            exprs.append(probe.results[id(node)])
-            steps.append(read_simq(lhs).dom_scale * read_simq(rhs).dom_scale)
-    rows = calibrate_module._run_probe(mod, fn, exprs, data)
-    return max(float(np.abs(v).max()) / s for row in rows for v, s in zip(row, steps))
+    steps = {id(s): read_simq(s).dom_scale for s in simq_sites(fn)}
+    accs = calibrate_module._accumulator_scales(fn, steps)
+    rows = calibrate_module._run_probe(mod, fn, [probe.results[i] for i, _ in accs], data)
+    return max(float(np.abs(v).max()) / s for row in rows for v, (_, s) in zip(row, accs))
 
 
 def clips(mod, data) -> bool:
