@@ -165,13 +165,8 @@ class VTAExecutable:
 
         part = self.partition
         values: dict[int, Any] = {}
-        main = self.module.functions["main"]
-        assert isinstance(main, Function)
-        alias = _let_aliases(main.body)
-
         def value(e: Expr) -> Any:
-            while isinstance(e, Var) and id(e) in alias:
-                e = alias[id(e)]
+            e = part.resolve(e)
             if isinstance(e, Var):
                 if id(e) not in env:
                     raise InternalError(f"free variable {e.name_hint} in main")
@@ -226,14 +221,3 @@ class VTAExecutable:
         if g.kind == "dense":
             return np.ascontiguousarray(out[0, :, :, 0].T)
         return out
-
-
-def _let_aliases(body: Expr) -> dict[int, Expr]:
-    from semantics.expr import Let
-
-    alias: dict[int, Expr] = {}
-    node = body
-    while isinstance(node, Let):
-        alias[id(node.var)] = node.value
-        node = node.body
-    return alias

@@ -74,6 +74,11 @@ class Partition:
     reason: str = ""
     cpu_ops: dict[str, int] = field(default_factory=dict)
     rejected: list[str] = field(default_factory=list)
+    alias: dict[int, Expr] = field(default_factory=dict)     # let-bound variable -> value
+
+    def resolve(self, e: Expr) -> Expr:
+        """The graph node an argument stands for (through let-bound variables and lets)."""
+        return _resolve(e, self.alias)
 
 
 def _shape(e: Expr) -> tuple[int, ...] | None:
@@ -104,33 +109,39 @@ def _name(e: Expr) -> str | None:
     return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
 
 
-def _flatten(body: Expr) -> tuple[list[Expr], dict[int, int], Expr, str]:
-    """Post-order of the dataflow graph (lets resolved), consumer counts, the root."""
-    alias: dict[int, Expr] = {}
-    node = body
-    while isinstance(node, Let):
-        alias[id(node.var)] = node.value
-        node = node.body
-    root = node
-
-    def resolve(e: Expr) -> Expr:
-        seen = 0
-        while isinstance(e, Var) and id(e) in alias:
+def _resolve(e: Expr, alias: dict[int, Expr], found: list[Expr] | None = None) -> Expr:
+    """The node a let-bound variable or a ``let`` expression stands for (lets recorded in
+    ``alias``; their bound values appended to ``found``: they are evaluated eagerly)."""
+    while True:
+        if isinstance(e, Var) and id(e) in alias:
             e = alias[id(e)]
-            seen += 1
-            if seen > 1_000_000:
-                break
-        while isinstance(e, Let):
+        elif isinstance(e, Let):
             alias[id(e.var)] = e.value
+            if found is not None:
+                found.append(e.value)
             e = e.body
-        return e
+        else:
+            return e
 
+
+def _flatten(body: Expr) -> tuple[list[Expr], dict[int, int], Expr, str, dict[int, Expr]]:
+    """Post-order of the dataflow graph (lets resolved), consumer counts, the root, the
+    reason it is not a dataflow graph (or ""), and the let aliases."""
+    alias: dict[int, Expr] = {}
+    found: list[Expr] = []
+    top = _resolve(body, alias, found)
     order: list[Expr] = []
     done: set[int] = set()
     users: dict[int, int] = {}
-    stack: list[tuple[Expr, bool]] = [(resolve(root), False)]
-    roots = [resolve(v) for v in alias.values()]
-    stack.extend((r, False) for r in roots)
+    stack: list[tuple[Expr, bool]] = [(top, False)]
+
+    def push_found() -> None:
+        while found:
+            value = _resolve(found.pop(), alias, found)
+            if id(value) not in done:
+                stack.append((value, False))
+
+    push_found()
     while stack:
         e, expanded = stack.pop()
         if id(e) in done:
@@ -150,37 +161,29 @@ def _flatten(body: Expr) -> tuple[list[Expr], dict[int, int], Expr, str]:
         elif isinstance(e, TupleGetItem):
             kids = [e.tuple_value]
         else:
-            return [], {}, root, f"main contains a {type(e).__name__} (not a dataflow graph)"
+            return [], {}, top, f"main contains a {type(e).__name__} (not a dataflow graph)", \
+                alias
         stack.append((e, True))
         for k in reversed(kids):
-            r = resolve(k)
+            r = _resolve(k, alias, found)
             users[id(r)] = users.get(id(r), 0) + 1
             if id(r) not in done:
                 stack.append((r, False))
-    top = resolve(root)
+        push_found()
     users[id(top)] = users.get(id(top), 0) + 1
-    return order, users, top, ""
+    return order, users, top, "", alias
 
 
 def partition(fn_body: Expr, config: Config) -> Partition:
     """The groups of a type-checked ``main`` body (see the module docstring)."""
-    order, users, top, reason = _flatten(fn_body)
-    part = Partition(body=top, reason=reason)
+    order, users, top, reason, alias = _flatten(fn_body)
+    part = Partition(body=top, reason=reason, alias=alias)
     if reason:
         return part
     part.order = order
     # consumers of each node, to walk chains forward
     consumers: dict[int, list[Expr]] = {}
-    alias: dict[int, Expr] = {}
-    node = fn_body
-    while isinstance(node, Let):
-        alias[id(node.var)] = node.value
-        node = node.body
-
-    def resolve(e: Expr) -> Expr:
-        while isinstance(e, Var) and id(e) in alias:
-            e = alias[id(e)]
-        return e
+    resolve = part.resolve
 
     for e in order:
         if isinstance(e, Call):

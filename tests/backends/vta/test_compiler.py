@@ -299,3 +299,12 @@ def test_user_errors():
     exe = build("def @main(%x: Tensor[(2), int8]) { %x }")
     with pytest.raises(RelayRuntimeError, match="wrong number of arguments"):
         exe()
+
+
+def test_cpu_path_agrees_with_the_oracle_on_random_programs():
+    """The conformance kit's random well-typed programs (mostly nothing to offload) through
+    vta build: the CPU walk of main's graph (lets, tuples, projections) or the whole-program
+    fallback gives the oracle's results."""
+    from conformance import assert_equivalent
+
+    assert_equivalent(lambda mod: build(mod), max_examples=15)
