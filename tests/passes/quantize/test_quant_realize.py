@@ -109,12 +109,14 @@ def test_skipped_conv_stays_float_and_the_rest_is_integer() -> None:
     assert [c.checked_type.dtype for c in convs] == ["float32", "int32"]
 
 
-@settings(max_examples=3)
-@given(hidden=st.sampled_from([2, 4]), size=st.sampled_from([4, 8]),
-       calibrator=st.sampled_from(["global_scale", "kl"]), seed=st.integers(0, 100))
-def test_oracle_and_tvm_agree_on_the_realized_program(hidden, size, calibrator, seed):
+@settings(max_examples=2)
+@given(hidden=st.sampled_from([2, 4]), calibrator=st.sampled_from(["global_scale", "kl"]),
+       seed=st.integers(0, 100))
+def test_oracle_and_tvm_agree_on_the_realized_program(hidden, calibrator, seed):
+    """Few small shapes: every new shape compiles its kernels (seconds each, cold)."""
     from backends.tvm import build
 
+    size = 4
     mod, params = qnets.conv_net(channels=2, size=size, hidden=hidden, seed=seed)
     config = QConfig(calibrate=calibrator, skip_conv_layers=())
     realized = quantize(mod, params, config, qnets.inputs(2, channels=2, size=size))
