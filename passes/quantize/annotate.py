@@ -110,7 +110,7 @@ class AnnotateContext:
             return done
         bits = self.bits(kind)
         if kind == WEIGHT and type(expr) is Constant:
-            value_range = weight_range(expr.data, self.config)  # type: ignore[attr-defined]
+            value_range = weight_range(expr.data, self.config)
         else:
             value_range = self.config.global_scale
         lo, hi = clip_bounds(bits, sign)

@@ -47,6 +47,7 @@ from passes.quantize.simq import (
     is_simq,
     read_simq,
     round_values,
+    static_shape,
     with_dom_scale,
 )
 from semantics.analysis import free_vars
@@ -69,11 +70,11 @@ def operand_site(expr: Expr) -> Call | None:
     """The simQ whose integers ``expr`` carries (through forwarding operators), or None."""
     while type(expr) is Call:
         if is_simq(expr):
-            return expr  # type: ignore[return-value]
-        op = expr.op  # type: ignore[attr-defined]
+            return expr
+        op = expr.op
         if type(op) is not Op or op.name not in _FORWARDING:
             return None
-        expr = expr.args[0]  # type: ignore[attr-defined]
+        expr = expr.args[0]
     return None
 
 
@@ -110,7 +111,7 @@ class _Probe(ScopedMutator):
                 return new.args[0]
             step = self.steps.get(id(old))
             return new if step is None else with_dom_scale(new, step)
-        if type(old.op) is Op and old.op.name in _ACCUMULATING:  # type: ignore[attr-defined]
+        if type(old.op) is Op and old.op.name in _ACCUMULATING:
             self.results[id(old)] = new
         return new
 
@@ -160,12 +161,12 @@ def _check_dataset(fn: Function, dataset: Any) -> list[np.ndarray]:
         raise QuantizeError("calibrate: the dataset is empty")
     param = fn.params[0]
     ty = param.type_annotation
+    shape = static_shape(ty)
     out = []
     for k, item in enumerate(dataset):
         arr = np.asarray(item)
         if isinstance(ty, TensorType):
-            shape = tuple(int(d) for d in ty.shape)  # type: ignore[call-overload]
-            if arr.shape != shape:
+            if shape is not None and arr.shape != shape:
                 raise QuantizeError(f"calibrate: dataset element {k} has shape {arr.shape}, "
                                     f"but %{param.name_hint} takes {shape}")
             if arr.dtype.kind not in "fiu":
@@ -275,10 +276,10 @@ def _accumulator_scales(fn: Function, steps: Mapping[int, float]) -> list[tuple[
     scale: dict[int, float] = {}
     out = []
     for node in post_order(fn):
-        if type(node) is not Call or type(node.op) is not Op:  # type: ignore[attr-defined]
+        if type(node) is not Call or type(node.op) is not Op:
             continue
-        name = node.op.name  # type: ignore[attr-defined]
-        args = node.args  # type: ignore[attr-defined]
+        name = node.op.name
+        args = node.args
         if is_simq(node):
             if id(node) in steps:
                 scale[id(node)] = steps[id(node)]

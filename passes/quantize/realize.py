@@ -50,7 +50,7 @@ import numpy as np
 
 from passes.common import typed_or_same
 from passes.quantize.config import QConfig, QuantizeError
-from passes.quantize.simq import SIMQ, integer_dtype, read_simq
+from passes.quantize.simq import SIMQ, integer_dtype, read_simq, static_shape
 from semantics.expr import Attrs, Call, Constant, Expr, Function, Op, children, with_children
 from semantics.module import IRModule
 from semantics.rewrite import ScopedMutator, map_functions
@@ -302,14 +302,11 @@ def _realize_forward(r: _Realize, new: Call, old: Call) -> Expr | None:
 # [R-AvgPool]
 def _realize_global_avg_pool(r: _Realize, new: Call, old: Call) -> Expr | None:
     value = r.q(new.args[0])
-    ty = old.args[0].checked_type
-    if value is None or new.attrs.get("layout", "NCHW") != "NCHW" \
-            or not isinstance(ty, TensorType) or len(ty.shape) != 4:
+    shape = static_shape(old.args[0].checked_type)
+    if value is None or new.attrs.get("layout", "NCHW") != "NCHW" or shape is None \
+            or len(shape) != 4:
         return None
-    try:
-        plane = int(ty.shape[2]) * int(ty.shape[3])  # type: ignore[call-overload]
-    except TypeError:
-        return None
+    plane = shape[2] * shape[3]
     summed = _call("sum", _cast(new.args[0], value.dtype, r.acc), axis=(2, 3), keepdims=True)
     return r._mark(summed, QValue(value.scale / plane, r.acc))
 

@@ -36,9 +36,21 @@ INPUT, WEIGHT, ACTIVATION = 1, 2, 3
 KIND_NAMES = {INPUT: "input", WEIGHT: "weight", ACTIVATION: "activation"}
 
 
+def static_shape(t: object) -> tuple[int, ...] | None:
+    """The shape of a tensor type whose dims are all integers, else None."""
+    from semantics.types import TensorType
+
+    if not isinstance(t, TensorType):
+        return None
+    dims = tuple(t.shape)
+    if not all(isinstance(d, (int, np.integer)) for d in dims):
+        return None
+    return tuple(int(d) for d in dims)  # type: ignore[arg-type]
+
+
 def is_simq(e: Expr) -> bool:
     """Whether ``e`` is a call of the simulated quantizer."""
-    return type(e) is Call and type(e.op) is Op and e.op.name == SIMQ  # type: ignore[attr-defined]
+    return type(e) is Call and type(e.op) is Op and e.op.name == SIMQ
 
 
 def clip_bounds(bits: int, sign: bool) -> tuple[int, int]:
@@ -101,9 +113,9 @@ def read_simq(call: Call) -> SimQ | None:
     """The parts of a simQ call, or None when a scalar input is not a constant."""
     scalars = []
     for arg in call.args[1:4]:
-        if type(arg) is not Constant or arg.data.size != 1:  # type: ignore[attr-defined]
+        if type(arg) is not Constant or arg.data.size != 1:
             return None
-        scalars.append(float(arg.data.reshape(())))  # type: ignore[attr-defined]
+        scalars.append(float(arg.data.reshape(())))
     attrs = call.attrs
     return SimQ(call.args[0], scalars[0], scalars[1], scalars[2], int(attrs.get("kind", 1)),
                 bool(attrs.get("sign", True)), str(attrs.get("rounding", "round")))

@@ -53,7 +53,7 @@ def load_dataset(path: str, mod: Any) -> list[np.ndarray]:
         QuantizeError: an unreadable archive, or arrays of the wrong shape.
     """
     from passes.quantize import QuantizeError
-    from semantics.types import TensorType
+    from passes.quantize.simq import static_shape
 
     try:
         if path.endswith(".npy"):
@@ -66,13 +66,9 @@ def load_dataset(path: str, mod: Any) -> list[np.ndarray]:
     main = mod["main"]
     if not main.params:
         raise QuantizeError("--data: main takes no input")
-    ty = main.params[0].type_annotation
-    if not isinstance(ty, TensorType):
-        raise QuantizeError("--data: main's first parameter is not a tensor")
-    try:
-        shape = tuple(int(d) for d in ty.shape)  # type: ignore[call-overload]
-    except TypeError:
-        raise QuantizeError("--data: main's first parameter has a symbolic shape") from None
+    shape = static_shape(main.params[0].type_annotation)
+    if shape is None:
+        raise QuantizeError("--data: main's first parameter is not a tensor of known shape")
     out: list[np.ndarray] = []
     for arr in arrays:
         if arr.shape == shape:
