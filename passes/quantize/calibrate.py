@@ -98,8 +98,10 @@ def _is_fixed_weight(info: SimQ) -> bool:
 class _Probe(ScopedMutator):
     """Rewrites sites (removed, or given new steps) and remembers the values to return."""
 
-    def __init__(self, steps: Mapping[int, float] | None) -> None:
+    def __init__(self, steps: Mapping[int, float] | None,
+                 clips: Mapping[int, tuple[float, float]] | None = None) -> None:
         self.steps = steps
+        self.clips = clips or {}
         self.inputs: dict[int, Expr] = {}
         self.results: dict[int, Expr] = {}
 
@@ -110,7 +112,9 @@ class _Probe(ScopedMutator):
             if self.steps is None:
                 return new.args[0]
             step = self.steps.get(id(old))
-            return new if step is None else with_dom_scale(new, step)
+            if step is None:
+                return new
+            return with_dom_scale(new, step, self.clips.get(id(old)))
         if type(old.op) is Op and old.op.name in _ACCUMULATING:
             self.results[id(old)] = new
         return new
@@ -230,7 +234,8 @@ def calibrate(annotated: IRModule, config: QConfig, dataset: Sequence[Any] | Non
             else:
                 rng = mse_range(values, bits=b, sign=info.sign)
             steps[id(site)] = dom_scale_for(rng, b, info.sign)
-    return annotated.with_function("main", _apply(fn, steps))
+    clips = _align_biases(fn, steps, config)
+    return annotated.with_function("main", _apply(fn, steps, clips))
 
 
 def _set_global(free: list[tuple[Call, SimQ]], steps: dict[int, float], scale: float,
@@ -239,8 +244,9 @@ def _set_global(free: list[tuple[Call, SimQ]], steps: dict[int, float], scale: f
         steps[id(site)] = dom_scale_for(scale, bits[info.kind], info.sign)
 
 
-def _apply(fn: Function, steps: Mapping[int, float]) -> Function:
-    probe = _Probe(steps)
+def _apply(fn: Function, steps: Mapping[int, float],
+           clips: Mapping[int, tuple[float, float]]) -> Function:
+    probe = _Probe(steps, clips)
     out = probe.mutate(fn)
     assert isinstance(out, Function)
     return out
@@ -254,7 +260,8 @@ def _sweep(mod: IRModule, fn: Function, free: list[tuple[Call, SimQ]],
     scale = config.global_scale
     for _ in range(_MAX_DOUBLINGS):
         _set_global(free, steps, scale, bits)
-        probe = _Probe(steps)
+        clips = _align_biases(fn, steps, config)
+        probe = _Probe(steps, clips)
         probe.mutate(fn)
         site_outputs = [probe.inputs[id(s)] for s, _ in free]
         accs = [(probe.results[i], scale) for i, scale in _accumulator_scales(fn, steps)]
@@ -264,6 +271,49 @@ def _sweep(mod: IRModule, fn: Function, free: list[tuple[Call, SimQ]],
         scale *= 2.0
     raise QuantizeError(f"calibrate: no power-of-two global scale from {config.global_scale} "
                         f"up to {scale} avoids clipping and {config.bits} overflow")
+
+
+def _align_biases(fn: Function, steps: dict[int, float], config: QConfig
+                  ) -> dict[int, tuple[float, float]]:
+    """Give a constant bias added to an accumulator the accumulator's scale (in place).
+
+    ``add(acc, simQ(bias))`` with ``acc`` of scale ``s`` (a conv/dense result): the bias's
+    simQ gets step ``s`` and the accumulator's clip range, so realize adds its integers
+    without rescaling — exactly as simulated (a bias at its own 8-bit scale would be
+    rounded again to ``s``, a second rounding the simulation does not have). Returns the
+    new clip bounds by site.
+    """
+    top = float(2 ** (config.nbit_activation - 1) - 1)
+    if float(np.float32(top)) > top:     # int32's top is no float32: take the one below it
+        top = float(np.nextafter(np.float32(top), np.float32(0)))
+    clips: dict[int, tuple[float, float]] = {}
+    scale: dict[int, float] = {}
+    for node in post_order(fn):
+        if type(node) is not Call or type(node.op) is not Op:
+            continue
+        name = node.op.name
+        args = node.args
+        if is_simq(node):
+            if id(node) in steps:
+                scale[id(node)] = steps[id(node)]
+            continue
+        if name in _FORWARDING:
+            if id(args[0]) in scale:
+                scale[id(node)] = scale[id(args[0])]
+            continue
+        if name in ("add", "nn.bias_add") and len(args) == 2:
+            for bias, other in ((args[1], args[0]), (args[0], args[1])):
+                info = read_simq(bias) if type(bias) is Call and is_simq(bias) else None
+                if info is not None and _is_fixed_weight(info) and not is_simq(other) \
+                        and id(other) in scale and id(bias) in steps:
+                    steps[id(bias)] = scale[id(bias)] = scale[id(other)]
+                    clips[id(bias)] = (-top, top)
+                    break
+        if name not in _ACCUMULATING or not all(id(a) in scale for a in args[:2]):
+            continue
+        a, b = scale[id(args[0])], scale[id(args[1])]
+        scale[id(node)] = min(a, b) if name in ("add", "nn.bias_add") else a * b
+    return clips
 
 
 def _accumulator_scales(fn: Function, steps: Mapping[int, float]) -> list[tuple[int, float]]:

@@ -121,9 +121,12 @@ def read_simq(call: Call) -> SimQ | None:
                 bool(attrs.get("sign", True)), str(attrs.get("rounding", "round")))
 
 
-def with_dom_scale(call: Call, dom_scale: float) -> Call:
-    """``call`` (a simQ) with another ``dom_scale``; its clip bounds and attributes kept."""
-    args = (call.args[0], _scalar(dom_scale), *call.args[2:])
+def with_dom_scale(call: Call, dom_scale: float,
+                   clip: tuple[float, float] | None = None) -> Call:
+    """``call`` (a simQ) with another ``dom_scale`` (and clip bounds, when given); its
+    attributes kept."""
+    bounds = tuple(call.args[2:4]) if clip is None else (_scalar(clip[0]), _scalar(clip[1]))
+    args = (call.args[0], _scalar(dom_scale), *bounds)
     return Call(call.op, args, call.attrs, call.type_args, span=call.span)
 
 

@@ -50,12 +50,11 @@ def test_power_of_two_scales_realize_exactly(seed, hidden, bits, rounding, pool,
 @given(seed=st.integers(0, 2 ** 16), calibrator=st.sampled_from(["kl", "mse"]),
        pool=st.sampled_from(["max", "avg"]))
 def test_other_scales_realize_within_the_quantization_error(seed, calibrator, pool):
-    """Fixed-point requantization: the realized program's relative error against float is
-    within 0.05 of the simulated program's (its quantization error), and their difference is
-    well below that error. They are not identical: a bias or residual brought to the
-    accumulator's scale by a fixed-point multiply is rounded to that scale (the simulation
-    adds it exactly), which moves a value on a rounding boundary of the next requantization
-    by one step."""
+    """Fixed-point requantization: the realized program differs from the simulated one by
+    at most 0.05 of the quantization error (the simulated program's distance to float), and
+    its relative error is within 0.05 of the simulated one's. (Biases take their
+    accumulator's scale, so adding them needs no rounding; an add of two values of unrelated
+    scales would round once.)"""
     mod, params = qnets.conv_net(hidden=4, seed=seed, pool=pool)
     config = QConfig(calibrate=calibrator, skip_conv_layers=())
     simulated, realized = _pipeline(mod, params, config, qnets.inputs(2, seed=seed))
@@ -69,8 +68,7 @@ def test_other_scales_realize_within_the_quantization_error(seed, calibrator, po
         return float(np.linalg.norm(a - f) / np.linalg.norm(f))
 
     assert abs(rel(r) - rel(s)) <= 0.05
-    # measured over 40 examples: median 0.003, largest 0.22
-    assert np.linalg.norm(r - s) <= 0.5 * np.linalg.norm(s - f)
+    assert np.linalg.norm(r - s) <= 0.05 * np.linalg.norm(s - f)
 
 
 def test_power_of_two_program_stays_in_integers() -> None:
