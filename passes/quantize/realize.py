@@ -31,9 +31,10 @@ integers, its :class:`QValue` — the real value is ``integer * scale`` — and 
 Consequence: with power-of-two scales a CNN of conv/dense/add/relu/max-pool/flatten stays
 in integers from its input quantization to the one dequantize at the output, and the
 realized program equals the simulated one up to float32 rounding of the simulation (the
-integers are exact; the simulation accumulates in float32). Non-power-of-two ratios round
-once per fixed-point multiply (ties of ``x * M / 2^sh`` may differ from simQ's rounding of
-the float quotient).
+integers are exact; the simulation computes in float32). A fixed-point requantization
+rounds the same real quotient simQ rounds (they differ only where the float32 simulation
+lands on a rounding boundary); an ``add`` of two values whose scale ratio is not an integer
+rounds once more (calibration gives biases their accumulator's scale, so bias adds do not).
 
 Limits: simQs on float32 data only (others stay simulated); stochastic rounding of an
 integer requantization rounds to nearest (only a float quantization draws). Pure: the
