@@ -92,3 +92,21 @@ def test_cli_errors(files, capsys, args, status, message) -> None:
     err = capsys.readouterr().err
     assert got == status and message in err
     assert "Traceback" not in err
+
+
+def test_deep_programs_need_no_python_recursion() -> None:
+    """2,000 operators between two dense layers: twice Python's default recursion limit."""
+    from semantics.expr import Call, Function, Op, Var
+    from semantics.module import IRModule
+    from semantics.types import TensorType
+
+    x = Var("x", TensorType((1, 4), "float32"))
+    w = Var("w", TensorType((4, 4), "float32"))
+    e = Call(Op("nn.dense"), (x, w))
+    for _ in range(2000):
+        e = Call(Op("nn.relu"), (e,))
+    mod = IRModule({"main": Function((x, w), Call(Op("nn.dense"), (e, w)))})
+    q = quantize(mod, {"w": np.eye(4, dtype=np.float32)}, QConfig(),
+                 [np.ones((1, 4), np.float32)])
+    out = evaluate(q, np.arange(4, dtype=np.float32).reshape(1, 4))
+    np.testing.assert_allclose(out, [[0, 1, 2, 3]], atol=0.05)
