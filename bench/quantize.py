@@ -137,8 +137,10 @@ def _onnx_digits(weights: dict[str, np.ndarray], calib: list[np.ndarray], x: np.
         )
     except ImportError as exc:
         return f"onnxruntime quantization unavailable ({exc})"
+    import logging
     import tempfile
 
+    logging.getLogger().setLevel(logging.ERROR)   # quantize_static's pre-processing advice
     inits = [numpy_helper.from_array(weights["w1"], "w1"),
              numpy_helper.from_array(weights["b1"].reshape(16), "b1"),
              numpy_helper.from_array(weights["w2"], "w2"),
@@ -208,7 +210,8 @@ def table2(epochs: int) -> int:
             qmod = quantize(mod, weights, config, calib)
             seconds = time.perf_counter() - t0
             acc = _accuracy(lambda b, q=qmod: evaluate(q, b), x_test, y_test)
-            note = "overflow-aware sweep" if name == "global_scale" else ""
+            note = "overflow-aware sweep" if name == "global_scale" else \
+                "per-layer ranges; accumulators unchecked"
             rows.append((f"{m}/{n}", name, acc, seconds, note))
     for m, n in ((8, 16), (16, 32)):
         config = QConfig(nbit_input=m, nbit_weight=m, nbit_activation=n, skip_conv_layers=())
