@@ -156,8 +156,9 @@ def collect_site_inputs(mod: IRModule, dataset: Sequence[np.ndarray]
 
 
 def _check_dataset(fn: Function, dataset: Any) -> list[np.ndarray]:
-    if not fn.params:
-        raise QuantizeError("calibrate: main takes no input to feed the dataset to")
+    if len(fn.params) != 1:
+        raise QuantizeError(f"calibrate: main takes {len(fn.params)} parameters; the dataset "
+                            "feeds exactly one (bind the weights through params)")
     if isinstance(dataset, np.ndarray) or not isinstance(dataset, Sequence):
         raise QuantizeError("calibrate: the dataset must be a list of arrays, each a whole "
                             "value for main's first parameter")

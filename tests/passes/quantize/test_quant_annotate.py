@@ -53,6 +53,13 @@ def test_skip_conv_layers_counts_in_visit_order(skip, expected) -> None:
     assert [_quantized(c) for c in _convs(out)] == expected
 
 
+def test_skip_dense_layer() -> None:
+    mod, params = qnets.conv_net()
+    dense = [n for n in post_order(annotate(mod, params, QConfig(skip_dense_layer=True))["main"])
+             if isinstance(n, Call) and isinstance(n.op, Op) and n.op.name == "nn.dense"]
+    assert len(dense) == 1 and not _quantized(dense[0])
+
+
 def test_kinds_and_scales_of_the_default_rules() -> None:
     mod, params = qnets.conv_net()
     out = annotate(mod, params, QConfig(skip_conv_layers=()))

@@ -163,5 +163,8 @@ def test_dataset_errors() -> None:
         calibrate(annotated, config, np.zeros((1, 3, 8, 8), np.float32))
     with pytest.raises(QuantizeError, match="shape"):
         calibrate(annotated, config, [np.zeros((1, 3, 4, 4), np.float32)])
+    unbound = annotate(mod, None, config)
+    with pytest.raises(QuantizeError, match="bind the weights"):
+        calibrate(unbound, config, qnets.inputs(1))
     with pytest.raises(QuantizeError, match="QConfig"):
         calibrate(annotated, "kl", [])  # type: ignore[arg-type]
