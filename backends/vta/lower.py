@@ -19,7 +19,9 @@ with its padding) go to INP, its weights (``tco * IC/BI * KH * KW`` elements) to
 outputs and tensor operands to ACC.  Every buffer is split in two halves and tiles alternate
 between them (double buffering); the tile shape is the largest that fits the halves and the
 micro-op buffer (``uop`` kernels per half and per tile shape).  The micro-op kernel of the GEMM
-enumerates (channel block, kw, output pixel) with the pixel innermost (VTA's hazard rule);
+enumerates (kw, channel block, output pixel) with the pixel innermost, so that no ACC row is
+written by two micro-ops less than three apart (VTA's hazard rule; a tile of fewer than three
+rows is padded with micro-ops into scratch rows, see :func:`_gemm_kernel`);
 ``iter_out`` runs over the input-channel blocks and ``iter_in`` over the kernel rows.  The
 epilogue runs as ALU instructions of one micro-op each over the whole tile (``iter_out`` =
 channel blocks, ``iter_in`` = pixels); the tile always ends with an ALU instruction before its
@@ -51,6 +53,8 @@ from backends.vta.simulator import Simulator
 __all__ = ["Step", "ConvLayer", "Plan", "plan", "compile_layer", "run_layer", "PAGE"]
 
 PAGE = 4096
+#: A GEMM micro-op must not write an ACC row either of the previous two wrote.
+HAZARD_DISTANCE = 2
 
 
 @dataclass(frozen=True)
@@ -156,7 +160,8 @@ def plan(layer: ConvLayer, config: Config) -> Plan | None:
             p = th * ow
             if icb * rin * wp > inp_half or rin * wp >= (1 << cfg.LOG_INP_BUFF_DEPTH):
                 continue
-            if tco * p * (1 + n_tensor) + tco * n_channel > acc_half:
+            # + HAZARD_DISTANCE scratch rows for the padding micro-ops of tiny tiles
+            if tco * p * (1 + n_tensor) + tco * n_channel + HAZARD_DISTANCE > acc_half:
                 continue
             if 4 * tco * layer.kw * p > uop_room or p > limit or tco > limit:
                 continue
@@ -284,11 +289,8 @@ def compile_layer(p: Plan) -> tuple[list[isa.Insn], np.ndarray]:
         compute.append(isa.GemmInsn(reset_reg=1, uop_bgn=one[0], uop_end=one[1],
                                     iter_out=tco, iter_in=npix, dst_factor_out=npix,
                                     dst_factor_in=1))
-        gemm_uops = [isa.Uop(acc_base + c * npix + pix,
-                             inp_base + (pix // ow) * sh * wp + (pix % ow) * sw + k,
-                             wgt_base + c * p.icb * kh * kw + k)
-                     for c in range(tco) for k in range(kw) for pix in range(npix)]
-        g = s.kernel(("gemm", half, th), gemm_uops)
+        g = s.kernel(("gemm", half, th), _gemm_kernel(p, acc_base, inp_base, wgt_base, npix,
+                                                      scratch=region))
         main = isa.GemmInsn(uop_bgn=g[0], uop_end=g[1], iter_out=p.icb, iter_in=kh,
                             src_factor_out=rin * wp, src_factor_in=wp,
                             wgt_factor_out=kh * kw, wgt_factor_in=kw)
@@ -360,6 +362,34 @@ def compile_layer(p: Plan) -> tuple[list[isa.Insn], np.ndarray]:
     return [head] + s.insns, words
 
 
+def _gemm_kernel(p: Plan, acc_base: int, inp_base: int, wgt_base: int, npix: int,
+                 scratch: int) -> list[isa.Uop]:
+    """The main GEMM's micro-ops of a tile: for each kernel column ``k``, each output-channel
+    block ``c``, each output pixel (innermost).  Every row of the tile (``tco * npix`` of
+    them) is written once per ``k`` block, and the blocks repeat with the same period across
+    ``iter_in``/``iter_out``, so a row is written again only ``tco * npix`` micro-ops later:
+    with 3 or more rows that keeps the hazard rule (no ACC row written by either of the two
+    micro-ops before).  A tile of 1 or 2 rows gets padding micro-ops that accumulate into
+    scratch rows (``scratch``, ``scratch + 1``: past the tile's regions, never stored)."""
+    layer = p.layer
+    sh, sw = layer.stride
+    kh, kw = layer.kh, layer.kw
+    ow = layer.ow
+    wp = p.w + p.pads[1] + p.pads[3]
+    rows = p.tco * npix
+    uops: list[isa.Uop] = []
+    for k in range(kw):
+        for c in range(p.tco):
+            for pix in range(npix):
+                uops.append(isa.Uop(acc_base + c * npix + pix,
+                                    inp_base + (pix // ow) * sh * wp + (pix % ow) * sw + k,
+                                    wgt_base + c * p.icb * kh * kw + k))
+        for j in range(max(0, HAZARD_DISTANCE + 1 - rows)):
+            last = uops[-1]
+            uops.append(isa.Uop(scratch + j, last.src_idx, last.wgt_idx))
+    return uops
+
+
 # -- host side: packing, running, unpacking ---------------------------------------------------
 
 def pack_data(x: np.ndarray, p: Plan) -> np.ndarray:
@@ -402,13 +432,15 @@ def pack_output_like(v: np.ndarray, p: Plan, dtype: type) -> np.ndarray:
         0, 2, 4, 5, 1, 3)
 
 
-def run_layer(p: Plan, stream: bytes, words: np.ndarray, data: np.ndarray, weight: np.ndarray,
-              operands: list[np.ndarray], sim: Simulator, schedule: str = "serial",
-              seed: int = 0) -> tuple[np.ndarray, dict[str, int]]:
+def run_layer(p: Plan, stream: bytes, words: np.ndarray, data: np.ndarray,
+              weight: np.ndarray | None, operands: list[np.ndarray], sim: Simulator,
+              schedule: str = "serial", seed: int = 0,
+              packed_weight: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, int]]:
     """Run a compiled layer: pack into ``sim.dram``, run, unpack the int8 NCHW output.
 
     ``operands`` are the epilogue's channel operands (1-D, length O) and tensor operands
-    (NCHW int32, the output's shape), in step order.
+    (NCHW int32, the output's shape), in step order.  ``packed_weight`` (``pack_weight``'s
+    result, packed once at build time) replaces ``weight``.
     """
     cfg, layer = p.config, p.layer
     if sim.dram.size < p.dram_bytes:
@@ -421,7 +453,10 @@ def run_layer(p: Plan, stream: bytes, words: np.ndarray, data: np.ndarray, weigh
         sim.dram[start:start + raw.size] = raw
 
     put("data", pack_data(data, p))
-    put("weight", pack_weight(weight, p))
+    if packed_weight is None:
+        assert weight is not None
+        packed_weight = pack_weight(weight, p)
+    put("weight", packed_weight)
     n_ch = n_te = 0
     for step, value in zip([s for s in layer.steps if s.kind in ("channel", "tensor")], operands):
         if step.kind == "channel":

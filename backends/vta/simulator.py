@@ -24,6 +24,13 @@ Semantics (``src/sim/sim_driver.cc``, ``sim_tlpp.cc``; docs/vta.md has the user'
   A shift of 32 or more either way is undefined in C; here it is a ``RelayRuntimeError``.
 * **STORE** writes the low 8 bits of ACC element ``sram_base + y*x_size + x`` to OUT element
   ``dram_base + y*x_stride + x`` (two's-complement truncation, not saturation).
+* **Hazards** (``strict=True`` only; fsim does not check them): the hardware's GEMM pipeline
+  reads and writes an ACC row in flight, so a GEMM micro-op must not write the row either of
+  the two micro-ops executed just before it wrote (TVM's runtime asserts this for each
+  micro-op kernel, ``UopKernel::VerifyDep``; the HLS core declares no inter-iteration
+  dependence on ``acc_mem``).  Strict mode checks the whole executed sequence of each GEMM
+  instruction (micro-op list x ``iter_out`` x ``iter_in``, resets included) and raises
+  ``RelayRuntimeError("... hazard ...")``.
 * **Counters** as fsim's profiler: ``*_load_nbytes`` add ``x_size*y_size*elem_bytes`` (padding
   is not counted), ``out_store_nbytes``, ``gemm_counter`` (resets excluded), ``alu_counter``.
 
@@ -140,9 +147,11 @@ class Simulator:
             ``uint32[depth]``).
     """
 
-    def __init__(self, config: Config | None = None, dram_bytes: int = 64 << 20):
+    def __init__(self, config: Config | None = None, dram_bytes: int = 64 << 20,
+                 strict: bool = False):
         cfg = config or Config()
         self.config = cfg
+        self.strict = strict
         self.dram = np.zeros(max(int(dram_bytes), 1 << 20), dtype=np.uint8)
         self.inp = np.zeros((cfg.INP_BUFF_DEPTH, cfg.BATCH, cfg.BLOCK_IN), np.int8)
         self.wgt = np.zeros((cfg.WGT_BUFF_DEPTH, cfg.BLOCK_OUT, cfg.BLOCK_IN), np.int8)
@@ -321,6 +330,8 @@ class Simulator:
     def _gemm(self, insn: isa.GemmInsn, idx: int, counters: dict[str, int]) -> None:
         dst, src, wgt = self._indices(insn, idx)
         self._check(dst, self.acc.shape[0], "ACC", idx, insn)
+        if self.strict:
+            self._hazard(dst, idx, insn)
         if insn.reset_reg:
             self.acc[dst] = 0
             return
@@ -348,6 +359,18 @@ class Simulator:
             sums[first + np.searchsorted(bounds[first:last], cuts + start, side="right") - 1] \
                 += partial
         self.acc[rows] = (self.acc[rows].astype(np.int64) + sums).astype(np.int32)
+
+    def _hazard(self, dst: np.ndarray, idx: int, insn: isa.GemmInsn) -> None:
+        """The hardware's rule (strict mode): a GEMM micro-op must not write the ACC row
+        one of the two micro-ops executed before it (in the same instruction) wrote."""
+        for gap in (1, 2):
+            same = np.flatnonzero(dst[gap:] == dst[:-gap]) if dst.size > gap else []
+            if len(same):
+                k = int(same[0]) + gap
+                raise self._fail(idx, insn, f"hazard: micro-op execution {k} writes ACC row "
+                                            f"{int(dst[k])}, as execution {k - gap} just "
+                                            f"before it did (the GEMM pipeline needs two "
+                                            f"other rows in between)")
 
     def _alu(self, insn: isa.AluInsn, idx: int, counters: dict[str, int]) -> None:
         dst, src, _ = self._indices(insn, idx)

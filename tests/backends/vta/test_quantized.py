@@ -4,11 +4,9 @@ on VTA (the first, float, stays on the CPU) and the result equals the oracle's b
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from backends.vta import build
 from interpreter import evaluate
-from semantics.ops import exists
 from semantics.parser import parse
 
 SOURCE = """
@@ -24,8 +22,6 @@ def @main(%data: Tensor[(1, 3, 16, 16), float32], %w0: Tensor[(16, 3, 3, 3), flo
 """
 
 
-@pytest.mark.skipif(not exists("right_shift"), reason="right_shift is registered by the "
-                    "quantization operators (issue 30 depends on them)")
 def test_quantized_residual_cnn_on_vta():
     from passes.quantize import QConfig, quantize
 
