@@ -296,3 +296,41 @@ def test_gemm_chunking_does_not_change_results(chunk, monkeypatch):
                 expect[u.dst_idx + x] += wgt[u.wgt_idx].astype(np.int64) @ \
                     inp[u.src_idx + y].astype(np.int64)
     assert np.array_equal(results[0][:, 0], expect.astype(np.int32))
+
+
+def _hazard_stream(sim, uops, iter_in=1, dst_factor_in=0):
+    put(sim, PAGE, np.ones((8, 16), np.int8))
+    put(sim, 2 * PAGE, np.ones((8, 16, 16), np.int8))
+    return isa.encode_stream([
+        load(isa.MEM_INP, 0, PAGE // 16, 1, 8, 8),
+        load(isa.MEM_WGT, 0, 2 * PAGE // 256, 1, 8, 8, push_next_dep=1),
+        load_uops(sim, 4 * PAGE, uops),
+        isa.GemmInsn(pop_prev_dep=1, uop_end=len(uops), iter_out=1, iter_in=iter_in,
+                     dst_factor_in=dst_factor_in),
+        isa.FinishInsn()])
+
+
+@pytest.mark.parametrize("dsts, iter_in, factor, hazard", [
+    ([0, 1, 2], 1, 0, False),        # three distinct rows
+    ([0, 1, 2], 4, 0, False),        # repeating with period 3: two others in between
+    ([0, 1, 0], 1, 0, True),         # row 0 again after one other
+    ([0, 0], 1, 0, True),            # twice in a row
+    ([0, 1], 3, 0, True),            # period 2 across iterations
+    ([0], 5, 1, False),              # one micro-op, the dst factor moves the row
+    ([0], 2, 0, True),               # one micro-op, the same row every iteration
+])
+def test_strict_mode_raises_on_the_gemm_hazard(dsts, iter_in, factor, hazard):
+    """fsim computes these streams the same either way; strict mode raises where the
+    hardware's GEMM pipeline would read an ACC row one of the two previous micro-ops is
+    still writing."""
+    uops = [isa.Uop(d, i, i) for i, d in enumerate(dsts)]
+    lax = Simulator()
+    lax.run(_hazard_stream(lax, uops, iter_in, factor))
+    strict = Simulator(strict=True)
+    stream = _hazard_stream(strict, uops, iter_in, factor)
+    if hazard:
+        with pytest.raises(RelayRuntimeError, match="hazard"):
+            strict.run(stream)
+    else:
+        strict.run(stream)
+        assert np.array_equal(strict.acc, lax.acc)
