@@ -194,6 +194,18 @@ class VTAExecutable:
             return []
         return [(st.index, st.reason) for st in self.program.stages if st.reason]
 
+    # -- saving ----------------------------------------------------------------------------
+    def save(self, path: Any) -> None:
+        """Write the build to the directory ``path``; ``backends.vta.load(path)`` reads it
+        back (see :mod:`backends.vta.saved`).
+
+        Raises:
+            RelayRuntimeError: the directory cannot be written.
+        """
+        from backends.vta.saved import save
+
+        save(self, path)
+
     # -- running ---------------------------------------------------------------------------
     def __call__(self, *inputs: Any) -> Any:
         """Run ``main`` on ``inputs``."""
