@@ -2,8 +2,9 @@
 (issue 30; the Relay paper's §5.4).
 
 For each model: ``models.get`` (batch 1), ``passes.quantize`` with the default ``QConfig``
-(one random calibration input), ``backends.vta.build`` with the default VTA configuration,
-one run on the simulator (checked against the oracle with ``--check``), then:
+(one random calibration input), ``backends.vta.build`` with the default VTA configuration (the CPU
+stages built with ``backends.tvm.build``, or ``--cpu oracle``), one run on the simulator
+(checked against the oracle with ``--check``), then:
 
 * what ran on VTA (conv2d/dense groups, GEMM micro-ops, MACs) and what stayed on the CPU;
 * the cycle model's estimate per board (the same instruction streams re-timed with
@@ -21,7 +22,8 @@ figure is our estimate, not a published measurement; elementwise operators are n
 either side.  The paper reports 2.5x-11.7x lower latency with VTA on its models; compare our
 ratio with that range only for plausibility.
 
-Usage: ``python bench/vta.py [--models resnet18 mobilenet] [--cpu-gflops G] [--check]``.
+Usage: ``python bench/vta.py [--models resnet18 mobilenet] [--cpu-gflops G] [--check]
+[--cpu tvm|oracle]``.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def cpu_macs(exe: Any) -> int:
     return total
 
 
-def measure(name: str, cpu_gflops: float, check: bool) -> dict[str, Any]:
+def measure(name: str, cpu_gflops: float, check: bool, cpu: str = "tvm") -> dict[str, Any]:
     import models
     from backends.vta import Config, isa
     from backends.vta import build as vta_build
@@ -74,18 +76,21 @@ def measure(name: str, cpu_gflops: float, check: bool) -> dict[str, Any]:
     t0 = time.time()
     qmod = quantize(mod, params, QConfig(), dataset=[x])
     t1 = time.time()
-    exe = vta_build(qmod)
+    exe = vta_build(qmod, cpu=cpu)
     t2 = time.time()
     out = exe(x)
     t3 = time.time()
     row: dict[str, Any] = {"model": name, "quantize_s": t1 - t0, "build_s": t2 - t1,
                            "simulate_s": t3 - t2, "stats": dict(exe.stats),
                            "offloaded": exe.offloaded, "cpu_ops": exe.cpu_ops,
-                           "rejected": exe.partition.rejected}
+                           "rejected": exe.partition.rejected, "cpu": cpu,
+                           "cpu_report": exe.cpu_report}
     if check:
         from interpreter import evaluate
 
+        t4 = time.time()
         row["equal_to_oracle"] = bool(np.array_equal(out, evaluate(qmod, x)))
+        row["oracle_s"] = time.time() - t4
     vta_macs = exe.stats["macs"]
     rest = cpu_macs(exe)
     row["vta_macs"], row["cpu_macs"] = vta_macs, rest
@@ -122,14 +127,20 @@ def report(rows: list[dict[str, Any]], cpu_gflops: float) -> str:
         lines.append(f"  on the CPU: {cpu}")
         for why in r["rejected"]:
             lines.append(f"    kept on the CPU: {why}")
+        stages = [x for x in r["cpu_report"] if x.startswith("stage")]
+        on_tvm = sum(" on TVM" in x for x in stages)
+        lines.append(f"  CPU part (cpu={r['cpu']}): {len(stages)} stages, {on_tvm} built with "
+                     f"backends.tvm, {len(stages) - on_tvm} on the oracle")
+        lines.extend(f"    {x}" for x in r["cpu_report"] if "oracle:" in x or "fallback" in x)
         for board in BOARDS:
             b = r[board]
             lines.append(f"  {board:8s}: {b['cycles']:,} cycles = {b['vta_ms']:.1f} ms on VTA "
                          f"(compute floor {b['floor_ms']:.1f} ms, MAC utilization "
                          f"{100 * b['utilization']:.0f}%); + CPU share = {b['total_ms']:.1f} ms"
                          f" vs CPU-only {r['cpu_only_ms']:.1f} ms: {b['speedup']:.1f}x")
+        oracle = f", oracle {r['oracle_s']:.0f} s" if "oracle_s" in r else ""
         lines.append(f"  (quantize {r['quantize_s']:.0f} s, build {r['build_s']:.0f} s, "
-                     f"simulate {r['simulate_s']:.0f} s)")
+                     f"run {r['simulate_s']:.0f} s (simulator + CPU stages){oracle})")
         lines.append("")
     lines.append("The paper reports 2.5x-11.7x (plausibility range only: our CPU figure is an "
                  "assumption and the cycle model's overheads are not calibrated).")
@@ -143,8 +154,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="assumed sustained GFLOP/s of the host CPU (default 6)")
     ap.add_argument("--check", action="store_true",
                     help="compare the output with the oracle's (adds the oracle's run time)")
+    ap.add_argument("--cpu", choices=["tvm", "oracle"], default="tvm",
+                    help="how the CPU stages run: backends.tvm.build (default) or the oracle")
     args = ap.parse_args(argv)
-    rows = [measure(name, args.cpu_gflops, args.check) for name in args.models]
+    rows = [measure(name, args.cpu_gflops, args.check, args.cpu) for name in args.models]
     print(report(rows, args.cpu_gflops))
     return 0
 

@@ -49,6 +49,7 @@ def format_stats(exe: Any) -> str:
     lines.extend(f"  {line}" for line in exe.offloaded)
     cpu = ", ".join(f"{k} x{v}" for k, v in sorted(exe.cpu_ops.items())) or "nothing"
     lines.append(f"on the CPU: {cpu}")
+    lines.extend(f"  {line}" for line in exe.cpu_report)
     if exe.partition.reason:
         lines.append(f"not partitioned: {exe.partition.reason}")
     for why in exe.partition.rejected:
