@@ -107,17 +107,17 @@ def test_skipped_conv_stays_float_and_the_rest_is_integer() -> None:
     assert [c.checked_type.dtype for c in convs] == ["float32", "int32"]
 
 
-@settings(max_examples=2)
-@given(hidden=st.sampled_from([2, 4]), calibrator=st.sampled_from(["global_scale", "kl"]),
-       seed=st.integers(0, 100))
-def test_oracle_and_tvm_agree_on_the_realized_program(hidden, calibrator, seed):
-    """Few small shapes: every new shape compiles its kernels (seconds each, cold)."""
+@settings(max_examples=3)
+@given(calibrator=st.sampled_from(["global_scale", "kl"]), seed=st.integers(0, 2 ** 16))
+def test_oracle_and_tvm_agree_on_the_realized_program(calibrator, seed):
+    """One shape, drawn weights and data, shifts (global_scale) or fixed-point multiplies
+    (kl): each variant compiles 6 kernels once (cold: ~20 s on a quiet machine, 80 s on a
+    loaded one), new weights reuse them."""
     from backends.tvm import build
 
-    size = 4
-    mod, params = qnets.conv_net(channels=2, size=size, hidden=hidden, seed=seed)
+    mod, params = qnets.conv_net(channels=2, size=4, hidden=4, seed=seed)
     config = QConfig(calibrate=calibrator, skip_conv_layers=())
-    realized = quantize(mod, params, config, qnets.inputs(2, channels=2, size=size))
+    realized = quantize(mod, params, config, qnets.inputs(2, channels=2, size=4, seed=seed))
     exe = build(realized)
-    for x in qnets.inputs(2, channels=2, size=size, seed=seed + 5):
+    for x in qnets.inputs(2, channels=2, size=4, seed=seed + 5):
         np.testing.assert_array_equal(exe(x), evaluate(realized, x))
