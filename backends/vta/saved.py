@@ -140,9 +140,11 @@ def load(path: str | os.PathLike[str]) -> Any:
     if not isinstance(digests, dict) or "arrays.npz" not in digests:
         raise refuse("build.json has no file digests")
     for name, digest in digests.items():
+        if not isinstance(name, str) or os.path.isabs(name) or ".." in name.split("/"):
+            raise refuse(f"build.json names a file outside the build: {name!r}")
         try:
-            with open(os.path.join(path, name), "rb") as f:
-                files[name] = f.read()
+            with open(os.path.join(path, name), "rb") as fb:
+                files[name] = fb.read()
         except OSError as exc:
             raise refuse(f"{name}: {exc}") from None
         if _digest(files[name]) != digest:

@@ -364,8 +364,10 @@ class Simulator:
         """The hardware's rule (strict mode): a GEMM micro-op must not write the ACC row
         one of the two micro-ops executed before it (in the same instruction) wrote."""
         for gap in (1, 2):
-            same = np.flatnonzero(dst[gap:] == dst[:-gap]) if dst.size > gap else []
-            if len(same):
+            if dst.size <= gap:
+                continue
+            same = np.flatnonzero(dst[gap:] == dst[:-gap])
+            if same.size:
                 k = int(same[0]) + gap
                 raise self._fail(idx, insn, f"hazard: micro-op execution {k} writes ACC row "
                                             f"{int(dst[k])}, as execution {k - gap} just "
