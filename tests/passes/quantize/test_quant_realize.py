@@ -107,12 +107,13 @@ def test_skipped_conv_stays_float_and_the_rest_is_integer() -> None:
     assert [c.checked_type.dtype for c in convs] == ["float32", "int32"]
 
 
-@settings(max_examples=3)
-@given(calibrator=st.sampled_from(["global_scale", "kl"]), seed=st.integers(0, 2 ** 16))
+@settings(max_examples=2, derandomize=True)
+@given(calibrator=st.sampled_from(["global_scale", "kl"]), seed=st.sampled_from([0, 1]))
 def test_oracle_and_tvm_agree_on_the_realized_program(calibrator, seed):
-    """One shape, drawn weights and data, shifts (global_scale) or fixed-point multiplies
-    (kl): each variant compiles 6 kernels once (cold: ~20 s on a quiet machine, 80 s on a
-    loaded one), new weights reuse them."""
+    """Shifts (global_scale) or fixed-point multiplies (kl) on one small CNN. The shift
+    amounts and multipliers are constants of the kernels, so every new network compiles
+    its 6 kernels (seconds each); the seeds come from a small set so that a warm kernel
+    cache makes the test fast (cold: about 20 s on a quiet machine, 80 s on a loaded one)."""
     from backends.tvm import build
 
     mod, params = qnets.conv_net(channels=2, size=4, hidden=4, seed=seed)
