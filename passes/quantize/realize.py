@@ -18,8 +18,21 @@ integers, its :class:`QValue` — the real value is ``integer * scale`` — and 
   ``out_dtype = int<nbit_activation>``; scale ``s_data * s_weight``.
 * [R-Add] ``add`` / ``nn.bias_add``: both sides cast to the accumulator type and brought to
   the smaller scale (left shift for a power-of-two ratio, an integer multiply for an integer
-  ratio, the fixed-point multiply otherwise). [R-Mul] ``multiply``: the product, scale
-  ``s_a * s_b``.
+  ratio). When the ratio is not an integer (two values of unrelated scales: ResNet's
+  downsampling shortcut) that rescale would round once more than the simulation, so the
+  add also keeps its *terms* ``(x_i, s_i)``: a simQ reached through [R-Forward] operators
+  only ([R-Sum]) requantizes the exact sum instead, and any other consumer reads the
+  rescaled add (one fixed-point rounding at the smaller scale). [R-Mul] ``multiply``: the
+  product, scale ``s_a * s_b``.
+* [R-Sum] a simQ of step ``d`` of a kept sum: ``clip(rnd(sum_i x_i * M_i / 2^sh))`` in
+  int64 with ``M_i = round(s_i / d * 2^sh)`` and ``sh`` the largest shift for which the
+  bounds below keep every product and the sum within int64 — one rounding of the real
+  ``sum_i x_i s_i / d``, as the simulation rounds its float sum. Each ``x_i`` is first
+  clipped to the magnitude past which the result clips whatever the other terms are (so
+  the clip does not change the result). The [R-Forward] operators between the add and the
+  simQ are applied *after* the requantization: they commute with a monotone rounding that
+  maps 0 to 0 followed by a clip whose range contains 0 (``nn.relu``, ``max_pool2d``) or
+  only move elements (the shape operators).
 * [R-Forward] ``nn.relu``, ``nn.max_pool2d``, ``reshape``, ``nn.batch_flatten``,
   ``transpose``, ``squeeze``, ``expand_dims``, ``strided_slice``: the same operator on the
   integers, the same scale.
@@ -33,8 +46,9 @@ in integers from its input quantization to the one dequantize at the output, and
 realized program equals the simulated one up to float32 rounding of the simulation (the
 integers are exact; the simulation computes in float32). A fixed-point requantization
 rounds the same real quotient simQ rounds (they differ only where the float32 simulation
-lands on a rounding boundary); an ``add`` of two values whose scale ratio is not an integer
-rounds once more (calibration gives biases their accumulator's scale, so bias adds do not).
+lands on a rounding boundary), and so does [R-Sum] for an ``add`` of two values whose scale
+ratio is not an integer (calibration gives biases their accumulator's scale, so bias adds
+need neither).
 
 Limits: simQs on float32 data only (others stay simulated); stochastic rounding of an
 integer requantization rounds to nearest (only a float quantization draws). Pure: the
@@ -58,6 +72,15 @@ from semantics.rewrite import ScopedMutator, map_functions
 from semantics.types import TensorType
 
 __all__ = ["QValue", "realize"]
+
+
+@dataclass(frozen=True)
+class _Sum:
+    """An integer add of unrelated scales kept exact: real value = ``post(sum_i x_i * s_i)``
+    with ``post`` the [R-Forward] calls applied since (operator, other arguments, attrs)."""
+
+    terms: tuple[tuple[Expr, QValue], ...]
+    post: tuple[Call, ...]
 
 
 @dataclass(frozen=True)
@@ -104,6 +127,7 @@ class _Realize(ScopedMutator):
         self.info: dict[int, QValue] = {}
         self.keep: list[Expr] = []
         self.dequantized: dict[int, Expr] = {}
+        self.sums: dict[int, _Sum] = {}
 
     # --- bookkeeping ---------------------------------------------------------------------
     def _mark(self, expr: Expr, value: QValue) -> Expr:
@@ -171,9 +195,49 @@ class _Realize(ScopedMutator):
             out = self._quantize_float(new, data, info.dom_scale, info.clip_min,
                                        info.clip_max, info.rounding, out_dtype)
         else:
-            out = self.requantize(data, value, info.dom_scale, info.clip_min, info.clip_max,
-                                  info.rounding, out_dtype)
+            pending = self.sums.get(id(data))
+            summed = None if pending is None else self._requantize_sum(
+                pending, info.dom_scale, info.clip_min, info.clip_max, info.rounding,
+                out_dtype)
+            out = summed if summed is not None else self.requantize(
+                data, value, info.dom_scale, info.clip_min, info.clip_max, info.rounding,
+                out_dtype)
         return self._mark(out, QValue(info.dom_scale, out_dtype))
+
+    # [R-Sum]
+    def _requantize_sum(self, pending: _Sum, step: float, lo: float, hi: float,
+                        rounding: str, dtype: str) -> Expr | None:
+        if rounding == "stochastic" or not lo <= 0 <= hi:
+            return None
+        ratios = [value.scale / step for _, value in pending.terms]
+        tops = [2 ** (_bits(value.dtype) - 1) for _, value in pending.terms]
+        edge = max(abs(lo), abs(hi)) + 1
+        reach = []
+        for i, (r, top) in enumerate(zip(ratios, tops)):
+            others = sum(rj * tj for j, (rj, tj) in enumerate(zip(ratios, tops)) if j != i)
+            reach.append(min(top, math.ceil((edge + others) / r) + 1))
+        # the largest sh with sum_i reach_i * M_i + 2^sh < 2^62
+        total = sum(n * r for n, r in zip(reach, ratios))
+        sh = 61 - math.ceil(math.log2(total + 1.0))
+        if sh < 1 or sh > 62:
+            return None
+        mults = [int(round(r * 2.0 ** sh)) for r in ratios]
+        if sum(n * m for n, m in zip(reach, mults)) + 2 ** sh >= 2 ** 62:
+            return None
+        acc: Expr | None = None
+        for (x, value), n, m, top in zip(pending.terms, reach, mults, tops):
+            y = _cast(x, value.dtype, "int64")
+            if n < top:
+                y = _call("clip", y, a_min=float(-n), a_max=float(n))
+            y = _call("multiply", y, _const(m, "int64"))
+            acc = y if acc is None else _call("add", acc, y)
+        assert acc is not None
+        out = self._shift_right(acc, sh, rounding, "int64")
+        out = _cast(_call("clip", out, a_min=float(lo), a_max=float(hi)), "int64", dtype)
+        for template in pending.post:
+            out = Call(template.op, (out, *template.args[1:]), template.attrs,
+                       span=template.span)
+        return out
 
     # [R-Quantize]
     def _quantize_float(self, call: Call, x: Expr, step: float, lo: float, hi: float,
@@ -278,6 +342,9 @@ def _realize_add(r: _Realize, new: Call, old: Call) -> Expr | None:
     scale = min(qa.scale, qb.scale)
     args = (r.rescale_up(a, qa, scale), r.rescale_up(b, qb, scale))
     out = Call(new.op, args, new.attrs, span=new.span)
+    ratio = max(qa.scale, qb.scale) / scale
+    if not ratio.is_integer() and max(_bits(qa.dtype), _bits(qb.dtype)) <= 32:
+        r.sums[id(out)] = _Sum(((a, qa), (b, qb)), ())
     return r._mark(out, QValue(scale, r.acc))
 
 
@@ -297,6 +364,9 @@ def _realize_forward(r: _Realize, new: Call, old: Call) -> Expr | None:
     value = r.q(new.args[0])
     if value is None or any(id(a) in r.info for a in new.args[1:]):
         return None
+    pending = r.sums.get(id(new.args[0]))
+    if pending is not None:
+        r.sums[id(new)] = _Sum(pending.terms, (*pending.post, new))
     return r._mark(new, value)
 
 
