@@ -26,9 +26,11 @@ simQ (TVM's dedup), so a value read by two convolutions is quantized once.
 (arguments before the call, left to right); the context's counter gives each ``nn.conv2d``
 its index once even when a rule is consulted for it.
 
-Limits: the walk sees dataflow; a value bound by ``let`` reaches its uses with kind None
-(float) and is quantized again where a rule wants it quantized — correct, less shared.
-Pure: the input module is not mutated.
+A variable bound by ``let`` has the kind of its (annotated) value, so a program in
+A-normal form is annotated as its dataflow form: a rule sees ``%x`` as the ACTIVATION its
+value is and quantizes the variable where it needs an INPUT (once, shared by every use),
+and realize carries the integers through the ``let``. Pure: the input module is not
+mutated.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from passes.quantize.simq import (
     power2_range,
 )
 from passes.simplify_inference import simplify_inference
-from semantics.expr import Call, Constant, Expr, Function, Op
+from semantics.expr import Call, Constant, Expr, Function, Let, Op, Var
 from semantics.module import IRModule
 from semantics.ops.tables import QUANT_ANNOTATIONS
 from semantics.rewrite import ScopedMutator, map_functions
@@ -152,8 +154,23 @@ class _Annotate(ScopedMutator):
         self.ctx = ctx
         self.kinds: dict[int, int] = {}
         self.keep: list[Expr] = []
+        self.rewritten: dict[int, Expr] = {}
+
+    def bind(self, var: Var, site: object) -> Var:
+        """A ``let`` variable takes its rewritten value's kind (the value is walked first)."""
+        if type(site) is Let:
+            value = self.rewritten.get(id(site.value))
+            kind = None if value is None else self.kinds.get(id(value))
+            if kind is not None:
+                self.kinds[id(var)] = kind
+        return var
 
     def visit_call(self, new: Expr, old: Expr) -> Expr:
+        out = self._annotate_call(new)
+        self.rewritten[id(old)] = out
+        return out
+
+    def _annotate_call(self, new: Expr) -> Expr:
         assert isinstance(new, Call)
         if type(new.op) is not Op or not QUANT_ANNOTATIONS.has(new.op.name):
             return new

@@ -21,8 +21,11 @@ weight that is not a constant) takes a range from the calibrator ``config.calibr
 
 Probes are built with one :class:`semantics.rewrite.ScopedMutator` walk each and run on the
 oracle (:func:`interpreter.evaluate`); a probe needs every site's input to be computable
-from ``main``'s parameters, so sites inside nested functions or under ``let`` are rejected
-with :class:`QuantizeError` (annotate's output of a dataflow program has none).
+from ``main``'s parameters and the variables of ``main``'s top-level ``let`` chain (the
+probe keeps that chain and returns the tuple in place of its tail: a program in A-normal
+form calibrates as its dataflow form does). Sites inside nested functions, branches or
+inner ``let`` s are rejected with :class:`QuantizeError`. Scales propagate through such a
+``let`` variable as through its value.
 
 Limits: the sweep guarantees no overflow on the dataset, not on other inputs; values after
 a global average pool (whose scale is divided by the window) are not checked. Pure and
@@ -51,7 +54,7 @@ from passes.quantize.simq import (
     with_dom_scale,
 )
 from semantics.analysis import free_vars
-from semantics.expr import Call, Constant, Expr, Function, Op, Tuple
+from semantics.expr import Call, Constant, Expr, Function, Let, Op, Tuple, Var
 from semantics.module import IRModule
 from semantics.rewrite import ScopedMutator
 from semantics.types import TensorType
@@ -76,6 +79,35 @@ def operand_site(expr: Expr) -> Call | None:
             return None
         expr = expr.args[0]
     return None
+
+
+def _let_values(fn: Function) -> dict[int, Expr]:
+    """The values of the variables bound by ``fn``'s top-level ``let`` chain, by variable."""
+    out: dict[int, Expr] = {}
+    body = fn.body
+    while type(body) is Let:
+        out[id(body.var)] = body.value
+        body = body.body
+    return out
+
+
+def _through(expr: Expr, lets: Mapping[int, Expr]) -> Expr:
+    """``expr`` with top-level ``let`` variables replaced by their values (repeatedly)."""
+    while type(expr) is Var and id(expr) in lets:
+        expr = lets[id(expr)]
+    return expr
+
+
+def _with_tail(body: Expr, tail: Expr) -> tuple[Expr, set[int]]:
+    """``body``'s top-level ``let`` chain ending in ``tail`` instead, and its variables."""
+    spine = []
+    while type(body) is Let:
+        spine.append(body)
+        body = body.body
+    out = tail
+    for let in reversed(spine):
+        out = Let(let.var, let.value, out, span=let.span)
+    return out, {id(let.var) for let in spine}
 
 
 def simq_sites(fn: Function) -> list[Call]:
@@ -122,16 +154,19 @@ class _Probe(ScopedMutator):
 
 def _run_probe(mod: IRModule, fn: Function, outputs: list[Expr],
                dataset: Sequence[np.ndarray]) -> list[list[np.ndarray]]:
-    """Evaluate ``main`` returning ``outputs`` on every dataset element (one run each)."""
+    """Evaluate ``fn`` (a rewritten ``main``) returning ``outputs`` instead of its result,
+    after its top-level ``let`` chain, on every dataset element (one run each)."""
     if not outputs:
         return [[] for _ in dataset]
-    allowed = {id(p) for p in fn.params}
+    body, bound = _with_tail(fn.body, Tuple(tuple(outputs)))
+    allowed = {id(p) for p in fn.params} | bound
     for out in outputs:
         if any(id(v) not in allowed for v in free_vars(out)):
-            raise QuantizeError("calibrate: a simulated_quantize under a let or inside a "
-                                "nested function cannot be calibrated (its input is not "
-                                "computable from main's parameters)", out.span)
-    probe = Function(fn.params, Tuple(tuple(outputs)), None, fn.type_params, fn.attrs)
+            raise QuantizeError("calibrate: a simulated_quantize under an inner let, a "
+                                "branch or a nested function cannot be calibrated (its "
+                                "input is not computable from main's parameters and "
+                                "top-level lets)", out.span)
+    probe = Function(fn.params, body, None, fn.type_params, fn.attrs)
     pmod = mod.with_function("main", probe)
     rows = []
     for x in dataset:
@@ -149,9 +184,10 @@ def collect_site_inputs(mod: IRModule, dataset: Sequence[np.ndarray]
     fn = mod["main"]
     sites = simq_sites(fn)
     probe = _Probe(None)
-    probe.mutate(fn)
+    removed = probe.mutate(fn)
+    assert isinstance(removed, Function)
     wanted = [i for i, s in enumerate(sites) if not _is_fixed_weight(_read(s))]
-    rows = _run_probe(mod, fn, [probe.inputs[id(sites[i])] for i in wanted], dataset)
+    rows = _run_probe(mod, removed, [probe.inputs[id(sites[i])] for i in wanted], dataset)
     return {i: [row[j] for row in rows] for j, i in enumerate(wanted)}
 
 
@@ -263,10 +299,11 @@ def _sweep(mod: IRModule, fn: Function, free: list[tuple[Call, SimQ]],
         _set_global(free, steps, scale, bits)
         clips = _align_biases(fn, steps, config)
         probe = _Probe(steps, clips)
-        probe.mutate(fn)
+        stepped = probe.mutate(fn)
+        assert isinstance(stepped, Function)
         site_outputs = [probe.inputs[id(s)] for s, _ in free]
         accs = [(probe.results[i], scale) for i, scale in _accumulator_scales(fn, steps)]
-        rows = _run_probe(mod, fn, site_outputs + [e for e, _ in accs], data)
+        rows = _run_probe(mod, stepped, site_outputs + [e for e, _ in accs], data)
         if not any(_overflows(row, free, steps, accs, acc_top) for row in rows):
             return
         scale *= 2.0
@@ -289,11 +326,12 @@ def _align_biases(fn: Function, steps: dict[int, float], config: QConfig
         top = float(np.nextafter(np.float32(top), np.float32(0)))
     clips: dict[int, tuple[float, float]] = {}
     scale: dict[int, float] = {}
+    lets = _let_values(fn)
     for node in post_order(fn):
         if type(node) is not Call or type(node.op) is not Op:
             continue
         name = node.op.name
-        args = node.args
+        args = tuple(_through(a, lets) for a in node.args)
         if is_simq(node):
             if id(node) in steps:
                 scale[id(node)] = steps[id(node)]
@@ -326,11 +364,12 @@ def _accumulator_scales(fn: Function, steps: Mapping[int, float]) -> list[tuple[
     """
     scale: dict[int, float] = {}
     out = []
+    lets = _let_values(fn)
     for node in post_order(fn):
         if type(node) is not Call or type(node.op) is not Op:
             continue
         name = node.op.name
-        args = node.args
+        args = tuple(_through(a, lets) for a in node.args)
         if is_simq(node):
             if id(node) in steps:
                 scale[id(node)] = steps[id(node)]

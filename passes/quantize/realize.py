@@ -11,7 +11,10 @@ integers, its :class:`QValue` — the real value is ``integer * scale`` — and 
 * [R-Requantize] a simQ of an integer value of scale ``s``: ``r = dom_scale / s``;
   ``r = 1``: clip; ``r = 2^k``: a right shift by ``k`` rounding as the simQ does (half away
   from zero: ``(x + 2^(k-1) + (x >> (w-1))) >> k``; floor: ``x >> k``; ceil:
-  ``(x + 2^k - 1) >> k``; ``round_for_shift=False`` truncates), then clip and cast;
+  ``(x + 2^k - 1) >> k``; ``round_for_shift=False`` truncates), then clip and cast. An
+  int32 ``x`` is first clipped at ``2^31 - 1 - bias`` (rounded down to a float32) so the
+  bias cannot overflow — harmless, as every value above rounds to ``clip_max`` or more —
+  or, when ``clip_max * 2^k`` reaches that bound, shifted in int64;
   ``r = 2^-k``: a left shift; any other ``r``: a fixed-point multiply in int64,
   ``(x * M + 2^(sh-1) + (x >> 63)) >> sh`` with ``M / 2^sh ≈ 1/r`` (31-bit ``M``), clip, cast.
 * [R-Conv], [R-Dense] integer operands (cast to the wider operand type) with
@@ -38,8 +41,12 @@ integers, its :class:`QValue` — the real value is ``integer * scale`` — and 
   integers, the same scale.
 * [R-AvgPool] ``nn.global_avg_pool2d`` (NCHW): ``sum`` over the plane in the accumulator
   type, scale ``s / (H * W)`` — exact, the division moves into the scale.
-* [R-Dequantize] before any other operator, in any other node (a tuple, a let, a branch)
-  and at a function's result: ``cast(x, float32) * scale``.
+* [R-Let] ``let %x = e; body`` with ``e`` an integer value: ``%x`` becomes a variable of
+  ``e``'s integer type with ``e``'s scale (and its kept sum, for [R-Sum]), so the rules
+  read it as they read ``e`` — no dequantize and requantize around the ``let``; a ``let``
+  whose body is an integer value is one too (dequantized where its consumer needs float).
+* [R-Dequantize] before any other operator, in any other node (a tuple, a branch, a
+  function's result): ``cast(x, float32) * scale``.
 
 Consequence: with power-of-two scales a CNN of conv/dense/add/relu/max-pool/flatten stays
 in integers from its input quantization to the one dequantize at the output, and the
@@ -50,7 +57,8 @@ lands on a rounding boundary), and so does [R-Sum] for an ``add`` of two values 
 ratio is not an integer (calibration gives biases their accumulator's scale, so bias adds
 need neither).
 
-Limits: simQs on float32 data only (others stay simulated); stochastic rounding of an
+Limits: [R-Let] applies to ``let`` s whose value is not a function literal; simQs on
+float32 data only (others stay simulated); stochastic rounding of an
 integer requantization rounds to nearest (only a float quantization draws). Pure: the
 input is not mutated; a module needs no prior type inference (it is inferred here).
 """
@@ -66,7 +74,18 @@ import numpy as np
 from passes.common import typed_or_same
 from passes.quantize.config import QConfig, QuantizeError
 from passes.quantize.simq import SIMQ, integer_dtype, read_simq, static_shape
-from semantics.expr import Attrs, Call, Constant, Expr, Function, Op, children, with_children
+from semantics.expr import (
+    Attrs,
+    Call,
+    Constant,
+    Expr,
+    Function,
+    Let,
+    Op,
+    Var,
+    children,
+    with_children,
+)
 from semantics.module import IRModule
 from semantics.rewrite import ScopedMutator, map_functions
 from semantics.types import TensorType
@@ -128,6 +147,7 @@ class _Realize(ScopedMutator):
         self.keep: list[Expr] = []
         self.dequantized: dict[int, Expr] = {}
         self.sums: dict[int, _Sum] = {}
+        self.rewritten: dict[int, Expr] = {}
 
     # --- bookkeeping ---------------------------------------------------------------------
     def _mark(self, expr: Expr, value: QValue) -> Expr:
@@ -157,7 +177,40 @@ class _Realize(ScopedMutator):
         return Call(call.op, args, call.attrs, call.type_args, span=call.span)
 
     # --- hooks ---------------------------------------------------------------------------
+    # [R-Let]
+    def bind(self, var: Var, site: object) -> Var:
+        if type(site) is not Let or type(site.value) is Function:
+            return var
+        value = self.rewritten.get(id(site.value))
+        q = None if value is None else self.q(value)
+        shape = static_shape(site.value.checked_type) if q is not None else None
+        if value is None or q is None or shape is None:
+            return var
+        out = Var(var.name_hint, TensorType(shape, q.dtype), span=var.span)
+        self._mark(out, q)
+        pending = self.sums.get(id(value))
+        if pending is not None:
+            self.sums[id(out)] = pending
+        return out
+
+    def visit_let(self, new: Expr, old: Expr) -> Expr:
+        assert isinstance(new, Let)
+        value = new.value
+        if id(value) in self.info and id(new.var) not in self.info:
+            value = self.dequantize(value)
+        out = new if value is new.value else Let(new.var, value, new.body, span=new.span)
+        body = self.q(new.body)
+        if body is not None:
+            self._mark(out, body)
+        self.rewritten[id(old)] = out
+        return out
+
     def visit_call(self, new: Expr, old: Expr) -> Expr:
+        out = self._visit_call(new, old)
+        self.rewritten[id(old)] = out
+        return out
+
+    def _visit_call(self, new: Expr, old: Expr) -> Expr:
         assert isinstance(new, Call) and isinstance(old, Call)
         if type(new.op) is Op:
             name = new.op.name
@@ -175,9 +228,12 @@ class _Realize(ScopedMutator):
 
     def visit_default(self, new: Expr, old: Expr) -> Expr:
         kids = children(new)
-        if not any(id(k) in self.info for k in kids):
-            return new
-        return with_children(new, tuple(self.dequantize(k) for k in kids))
+        if type(new) is Var or not any(id(k) in self.info for k in kids):
+            out = new
+        else:
+            out = with_children(new, tuple(self.dequantize(k) for k in kids))
+        self.rewritten[id(old)] = out
+        return out
 
     # --- simQ ----------------------------------------------------------------------------
     def _simq(self, new: Call, old: Call) -> Expr | None:
@@ -263,7 +319,14 @@ class _Realize(ScopedMutator):
             y, work = x, src
         elif k is not None and k > 0:
             work = "int64" if _bits(src) > 32 else "int32"
-            y = self._shift_right(_cast(x, src, work), k, rounding, work)
+            y = _cast(x, src, work)
+            if work == "int32" and _bits(src) == 32:
+                room = self._shift_room(k, rounding, hi)
+                if room is None:
+                    work, y = "int64", _cast(x, src, "int64")
+                elif room < 2 ** 31 - 1:
+                    y = _call("clip", y, a_min=float(-2 ** 31), a_max=float(room))
+            y = self._shift_right(y, k, rounding, work)
         elif k is not None and k < 0 and -k < 24:
             work = "int64" if _bits(src) > 32 else "int32"
             bound = 2 ** (_bits(work) - 1 + k) - 1
@@ -277,6 +340,21 @@ class _Realize(ScopedMutator):
         top = 2 ** (_bits(work) - 1)
         y = _call("clip", y, a_min=float(max(lo, -top)), a_max=float(min(hi, top - 1)))
         return _cast(y, work, dtype)
+
+    def _shift_room(self, k: int, rounding: str, hi: float) -> int | None:
+        """The int32 bound under which the rounding bias of a right shift by ``k`` cannot
+        overflow, when clipping there keeps the clipped result (every value above it
+        rounds to ``hi`` or more); None when it would not (shift in int64 instead). A
+        float32-exact bound, as ``clip``'s attributes may be read in float32. The
+        obligations ``quantize.realize_shift_*`` (``proofs/quantize_realize.py``) prove the
+        shift exact below the bound and the clip harmless above ``hi``'s threshold."""
+        if not self.config.round_for_shift or rounding == "floor":
+            return 2 ** 31 - 1                       # x >> k: no bias, no overflow
+        bias = 2 ** k - 1 if rounding == "ceil" else 2 ** (k - 1)
+        room = (2 ** 31 - 1 - bias) // 128 * 128     # float32 spacing near 2^31 is 128
+        top = math.floor(hi)
+        threshold = (top - 1) * 2 ** k + 1 if rounding == "ceil" else top * 2 ** k - bias
+        return room if threshold <= room else None
 
     def _shift_right(self, x: Expr, k: int, rounding: str, dtype: str) -> Expr:
         if not self.config.round_for_shift or rounding == "floor":
