@@ -82,6 +82,7 @@ def registered() -> dict[str, ObligationDef]:
 def _load() -> None:
     from proofs import (  # noqa: F401  (they register)
         quantize,
+        quantize_realize,
         relations,
         rewrites,
         soundness,
