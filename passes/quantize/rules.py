@@ -153,8 +153,51 @@ _REASONS = {
     "subtract": "TVM has no quantized subtract; it computes in float",
     "cast": "a cast to another type is the user's float arithmetic; it computes in float",
 }
-_DEFAULT_REASON = ("no integer form: realize dequantizes its quantized arguments and it "
-                   "computes in float")
+_FLOAT = "; realize dequantizes its quantized arguments and it computes in float"
+# Families of operators left float, each with why (the reason names the family).
+_FAMILY_REASONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("transcendental or otherwise nonlinear in the real value: its result is not an "
+     "integer times one scale, so it has no integer form" + _FLOAT,
+     ("exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "erf", "cos", "sin", "power",
+      "divide", "nn.softmax", "nn.log_softmax", "nn.lrn", "prod", "variance")),
+    ("shape or data movement without arithmetic: a pass-through candidate (it could keep "
+     "the integers and the scale, as [Q-Id] does for reshape) not yet ruled" + _FLOAT,
+     ("broadcast_to", "broadcast_to_like", "reshape_like", "layout_transform", "repeat",
+      "reverse", "tile", "take", "split", "copy")),
+    ("monotone (it commutes with quantization): a pass-through candidate, as max pooling "
+     "is, not yet ruled" + _FLOAT,
+     ("max", "min", "nn.global_max_pool2d")),
+    ("its operands would first need one shared scale (as add's), a rule not yet "
+     "written" + _FLOAT,
+     ("maximum", "minimum", "where", "stack", "nn.pad")),
+    ("a sum or mean: an integer-sum candidate (as global_avg_pool2d) not yet ruled" + _FLOAT,
+     ("sum", "mean")),
+    ("it depends on the real value's position between integers or its sign, not on a "
+     "scaled integer: it computes in float on dequantized values",
+     ("round", "floor", "ceil", "trunc", "sign", "abs", "negative", "floor_divide",
+      "floor_mod", "mod", "nn.leaky_relu")),
+    ("its result is boolean or an index, not a quantized value: it computes on "
+     "dequantized values",
+     ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and",
+      "logical_or", "logical_not", "all", "any", "argmax", "argmin")),
+    ("an integer bit operation (realize emits it on integers itself): annotate quantizes "
+     "float32 values only, so a program's own use has nothing to quantize",
+     ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")),
+    ("it creates a value from attributes or a shape, reading no quantizable data",
+     ("arange", "full", "full_like", "ones", "ones_like", "zeros", "zeros_like",
+      "shape_of")),
+    ("a training-time operator: quantize works on inference programs (SimplifyInference "
+     "removes it first, or AD emits it for gradients)",
+     ("nn.batch_norm", "nn.dropout", "nn.avg_pool2d_grad", "nn.conv2d_backward_weight",
+      "nn.max_pool2d_grad", "nn.max_pool2d_pick", "collapse_sum_like")),
+    ("realize has no integer transposed convolution" + _FLOAT,
+     ("nn.conv2d_transpose",)),
+)
+for _reason, _names in _FAMILY_REASONS:
+    for _name in _names:
+        _REASONS.setdefault(_name, _reason)
+# an operator registered later and not listed above
+_DEFAULT_REASON = "not classified for quantization yet" + _FLOAT
 
 
 def declare_float_operators() -> None:

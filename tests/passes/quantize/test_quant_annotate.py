@@ -43,6 +43,22 @@ def test_table_is_complete_with_reasons() -> None:
     assert QUANT_ANNOTATIONS.reason("nn.softmax")
 
 
+def test_every_float_operator_has_its_family_reason() -> None:
+    """No registered operator falls back to the generic reason; families say why."""
+    from passes.quantize.rules import _DEFAULT_REASON
+    from semantics.ops.registry import list_ops
+
+    generic = [n for n in list_ops() if QUANT_ANNOTATIONS.reason(n) == _DEFAULT_REASON]
+    assert generic == []
+    reason = QUANT_ANNOTATIONS.reason
+    for name in ("exp", "tanh", "nn.softmax"):
+        assert reason(name).startswith("transcendental")
+    for name in ("broadcast_to", "tile", "layout_transform"):
+        assert "pass-through candidate" in reason(name)
+    assert "boolean" in reason("greater") and "training" in reason("nn.dropout")
+    assert reason(name) != reason("max")
+
+
 @pytest.mark.parametrize(("skip", "expected"), [
     ((0,), [False, True]), ((), [True, True]), ((1,), [True, False]), ((0, 1), [False, False]),
 ])
