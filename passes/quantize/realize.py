@@ -11,10 +11,13 @@ integers, its :class:`QValue` — the real value is ``integer * scale`` — and 
 * [R-Requantize] a simQ of an integer value of scale ``s``: ``r = dom_scale / s``;
   ``r = 1``: clip; ``r = 2^k``: a right shift by ``k`` rounding as the simQ does (half away
   from zero: ``(x + 2^(k-1) + (x >> (w-1))) >> k``; floor: ``x >> k``; ceil:
-  ``(x + 2^k - 1) >> k``; ``round_for_shift=False`` truncates), then clip and cast. An
-  int32 ``x`` is first clipped at ``2^31 - 1 - bias`` (rounded down to a float32) so the
-  bias cannot overflow — harmless, as every value above rounds to ``clip_max`` or more —
-  or, when ``clip_max * 2^k`` reaches that bound, shifted in int64;
+  ``(x + 2^k - 1) >> k``; ``round_for_shift=False`` truncates), then clip and cast.
+  Exact for an int32 ``x <= 2^31 - 1 - bias`` (the obligations ``quantize.realize_shift_*``
+  in ``proofs/quantize_realize.py``), which every ``x`` the simQ does not clip meets when
+  ``(clip_max + 1) * 2^k <= 2^31`` — else the shift runs in int64. A value beyond the clip
+  range and within ``bias`` of int32's top (an accumulator about to wrap itself) is not
+  guarded: a clip before the shift would keep the conv/dense epilogue from VTA's 16-bit
+  ALU immediates;
   ``r = 2^-k``: a left shift; any other ``r``: a fixed-point multiply in int64,
   ``(x * M + 2^(sh-1) + (x >> 63)) >> sh`` with ``M / 2^sh ≈ 1/r`` (31-bit ``M``), clip, cast.
 * [R-Conv], [R-Dense] integer operands (cast to the wider operand type) with
@@ -319,14 +322,9 @@ class _Realize(ScopedMutator):
             y, work = x, src
         elif k is not None and k > 0:
             work = "int64" if _bits(src) > 32 else "int32"
-            y = _cast(x, src, work)
-            if work == "int32" and _bits(src) == 32:
-                room = self._shift_room(k, rounding, hi)
-                if room is None:
-                    work, y = "int64", _cast(x, src, "int64")
-                elif room < 2 ** 31 - 1:
-                    y = _call("clip", y, a_min=float(-2 ** 31), a_max=float(room))
-            y = self._shift_right(y, k, rounding, work)
+            if _bits(src) == 32 and (math.floor(hi) + 1) * 2 ** k > 2 ** 31:
+                work = "int64"     # unclipped values could reach the bias overflow bound
+            y = self._shift_right(_cast(x, src, work), k, rounding, work)
         elif k is not None and k < 0 and -k < 24:
             work = "int64" if _bits(src) > 32 else "int32"
             bound = 2 ** (_bits(work) - 1 + k) - 1
@@ -340,21 +338,6 @@ class _Realize(ScopedMutator):
         top = 2 ** (_bits(work) - 1)
         y = _call("clip", y, a_min=float(max(lo, -top)), a_max=float(min(hi, top - 1)))
         return _cast(y, work, dtype)
-
-    def _shift_room(self, k: int, rounding: str, hi: float) -> int | None:
-        """The int32 bound under which the rounding bias of a right shift by ``k`` cannot
-        overflow, when clipping there keeps the clipped result (every value above it
-        rounds to ``hi`` or more); None when it would not (shift in int64 instead). A
-        float32-exact bound, as ``clip``'s attributes may be read in float32. The
-        obligations ``quantize.realize_shift_*`` (``proofs/quantize_realize.py``) prove the
-        shift exact below the bound and the clip harmless above ``hi``'s threshold."""
-        if not self.config.round_for_shift or rounding == "floor":
-            return 2 ** 31 - 1                       # x >> k: no bias, no overflow
-        bias = 2 ** k - 1 if rounding == "ceil" else 2 ** (k - 1)
-        room = (2 ** 31 - 1 - bias) // 128 * 128     # float32 spacing near 2^31 is 128
-        top = math.floor(hi)
-        threshold = (top - 1) * 2 ** k + 1 if rounding == "ceil" else top * 2 ** k - bias
-        return room if threshold <= room else None
 
     def _shift_right(self, x: Expr, k: int, rounding: str, dtype: str) -> Expr:
         if not self.config.round_for_shift or rounding == "floor":
