@@ -42,7 +42,9 @@ def _quantized(seed, scale, calibrate):
     return quantize(parse(SOURCE), params, QConfig(calibrate=calibrate), dataset=[x]), rng
 
 
-@settings(max_examples=3, deadline=None)
+# derandomized: the same examples every run, so their TVM kernels come from the kernel cache
+# after the first (the calibrations give differently shaped stage programs)
+@settings(max_examples=3, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 10_000), scale=st.sampled_from([0.1, 0.3, 1.0]),
        calibrate=st.sampled_from(["global_scale", "kl"]))
 def test_quantized_conv_nets_on_tvm_and_vta_equal_the_oracle(seed, scale, calibrate):
