@@ -35,13 +35,15 @@ test-deep: $(STAMP_TEST)
 STAMP_BENCH := $(VENV)/.installed-bench
 
 $(STAMP_BENCH): $(BIN)/python pyproject.toml
-	$(BIN)/pip install --quiet -e '.[bench,tvm]'
+	$(BIN)/pip install --quiet -e '.[bench,tvm,quantize]'
 	touch $@
 
 # The paper's figures (Markdown tables + PNG plots) in paper/; see REPRODUCING.md.
 paper: $(STAMP_BENCH)
 	$(BIN)/python bench/paper.py --out paper
 	$(BIN)/python bench/models.py > paper/models.md
+	$(BIN)/python bench/vta.py > paper/vta.md
+	$(BIN)/python bench/quantize.py > paper/quantize.md
 
 # semantics/RULES.md typeset as inference rules (PNG per section + PDF) in docs/rules/out/.
 rules: $(STAMP_BASE)

@@ -728,7 +728,8 @@ NOT_REPRODUCED = [
      "needs the quantization flow (a later issue) and a Raspberry Pi 3 / RK3399; no ARM board "
      "is attached to this machine"),
     ("Fig. 14 (VTA on an Ultra-96 FPGA)",
-     "needs the VTA backend and simulator (a later issue); no FPGA is attached"),
+     "no FPGA is attached: bench/vta.py (paper/vta.md) gives the analogue from the VTA "
+     "simulator's cycle model against an assumed Cortex-A53, not a measurement"),
     ("GPU numbers (every figure of the paper ran on a GTX 1080 Ti or Titan-V)",
      "no GPU is available to this project: every number here is this machine's CPU"),
 ]

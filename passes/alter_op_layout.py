@@ -111,6 +111,7 @@ _POOLS = frozenset(("nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d",
 # Broadcasting binary operators: they commute with a re-layout of both operands.
 _BROADCAST_BINARY = frozenset((
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
+    "right_shift", "left_shift", "bitwise_and", "bitwise_or", "bitwise_xor",
 ))
 
 P = TypeVar("P", IRModule, Expr)

@@ -81,6 +81,8 @@ def registered() -> dict[str, ObligationDef]:
 
 def _load() -> None:
     from proofs import (  # noqa: F401  (they register)
+        quantize,
+        quantize_realize,
         relations,
         rewrites,
         soundness,
@@ -104,8 +106,8 @@ def select(only: str | None) -> list[ObligationDef]:
     if not picked:                         # else a plain prefix ("relation.Conv")
         picked = [d for n, d in defs.items() if n.startswith(only)]
     if not picked:
-        raise KeyError(f"no obligation named {only!r} (try a class: relation, rewrite, "
-                       f"soundness)")
+        raise KeyError(f"no obligation named {only!r} (try a class: quantize, relation, "
+                       f"rewrite, soundness)")
     return picked
 
 

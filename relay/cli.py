@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 COMMANDS = ("run", "check", "fmt", "opt", "grad", "pe", "ops", "build", "conformance", "prove",
-            "profile")
+            "profile", "quantize")
 
 
 class StreamError(Exception):

@@ -33,8 +33,13 @@ import numpy as np
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="compile a Relay program with the TVM backend")
     p.add_argument("file", help="a .relay file ('-' for standard input)")
-    p.add_argument("-o", "--output", required=True, metavar="DIR",
-                   help="the directory to write the build to")
+    p.add_argument("-o", "--output", default=None, metavar="DIR",
+                   help="the directory to write the build to (required for --target llvm)")
+    p.add_argument("--target", choices=("llvm", "vta"), default="llvm",
+                   help="llvm: the TVM backend (default); vta: the VTA accelerator "
+                        "(simulated), printing its statistics")
+    p.add_argument("--vta-config", nargs="+", metavar="K=V", default=None,
+                   help="--target vta: vta_config.json keys, e.g. TARGET=ultra96 LOG_BLOCK=4")
     for level in range(4):
         p.add_argument(f"-O{level}", dest="opt_level", action="store_const", const=level,
                        help=f"optimization level {level}" + (" (default)" if level == 3 else ""))
@@ -73,6 +78,13 @@ def build_command(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     mod = parse(read_source(args.file), source_name=args.file)
     parsed = time.perf_counter() - start
+    if args.target == "vta":
+        from backends.vta.cli import build_vta
+
+        return build_vta(mod, load_params(args.params), args.vta_config, args.output)
+    if args.output is None:
+        print("relay build: error: -o DIR is required", file=sys.stderr)
+        return 2
     with ProgressBar("compiling kernels") as progress:
         exe = build(mod, params=load_params(args.params), opt_level=args.opt_level,
                     executor=args.executor, progress=progress)

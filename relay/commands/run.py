@@ -58,8 +58,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="print the derivation (rule names, sub-expressions, values)")
     p.add_argument("--no-check", action="store_true",
                    help="do not type-check before running")
-    p.add_argument("--backend", choices=("interpreter", "tvm"), default="interpreter",
-                   help="interpreter (default) or tvm (compiled kernels, the VM executor)")
+    p.add_argument("--backend", choices=("interpreter", "tvm", "vta"), default="interpreter",
+                   help="interpreter (default), tvm (compiled kernels, the VM executor) or "
+                        "vta (the simulated accelerator; its statistics on stderr)")
+    p.add_argument("--vta-config", nargs="+", metavar="K=V", default=None,
+                   help="--backend vta: vta_config.json keys, e.g. TARGET=ultra96")
     p.add_argument("--params", metavar="P.npz", default=None,
                    help="main's weights by parameter name (as `relay import` writes them); "
                         "the ARGs are main's remaining (data) inputs")
@@ -102,6 +105,17 @@ def run(args: argparse.Namespace) -> int:
         print("relay run: error: --params binds main's parameters; it cannot be used with "
               "--entry", file=sys.stderr)
         return 2
+    if args.backend == "vta":
+        from backends.vta.cli import run_vta
+        from relay.commands.build import load_params
+
+        if args.trace or args.fuel is not None or args.no_check:
+            print("relay run: error: --backend vta takes no --trace, --fuel or --no-check",
+                  file=sys.stderr)
+            return 2
+        print(value_str(run_vta(mod, values, args.entry, load_params(args.params),
+                                args.vta_config)))
+        return 0
     if args.backend == "tvm":
         from relay.commands.build import run_tvm
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-FAMILIES = ("tensor", "creation", "reduce", "nn", "transform", "grad_ops", "extra")
+FAMILIES = ("tensor", "creation", "reduce", "nn", "transform", "grad_ops", "extra", "bitwise",
+            "annotation")
 
 for _name in FAMILIES:
     importlib.import_module(f"semantics.ops.{_name}")

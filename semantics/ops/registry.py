@@ -222,6 +222,22 @@ def register_op(name: str, *, num_inputs: int, relation: Relation, pattern: OpPa
     return op
 
 
+_ALIASES: dict[str, str] = {}
+
+
+def register_alias(alias: str, name: str) -> None:
+    """Let the text format accept ``alias`` for operator ``name`` (TVM's printed names, e.g.
+    ``relay.op.annotation.simulated_quantize``); programs always hold ``name``."""
+    if alias in _ALIASES or alias in _REGISTRY:
+        raise ValueError(f"operator alias {alias} registered twice")
+    _ALIASES[alias] = name
+
+
+def canonical_name(name: str) -> str:
+    """The registered name ``name`` stands for (itself unless it is an alias)."""
+    return _ALIASES.get(name, name)
+
+
 def get(name: str) -> OpDef:
     """The operator called ``name``; ``RelayTypeError`` "unknown operator" otherwise."""
     op = _REGISTRY.get(name)

@@ -36,6 +36,7 @@ from semantics.expr import (
     Tuple,
     TupleGetItem,
 )
+from semantics.ops.registry import canonical_name
 from semantics.parsing.base import ARG_END, Gen
 from semantics.parsing.literals import LiteralParser
 from semantics.parsing.metadata import MetadataReader
@@ -100,6 +101,7 @@ class ExprParser(PatternParser, LiteralParser, MetadataReader):
         operands.append((node, l_start, r_end))
 
     def operator(self, name: str, i: int) -> Op:
+        name = canonical_name(name)
         if not self.op_exists(name):
             raise self.error(f"unknown operator {name}", i)
         return Op(name, span=self.span(i))
@@ -197,8 +199,8 @@ class ExprParser(PatternParser, LiteralParser, MetadataReader):
             if not ctor.inputs and self.K[i + 1] != "(":
                 return Call(ctor, (), span=self.span(i))
             return ctor
-        if self.op_exists(name):
-            return Op(name, span=self.span(i))
+        if self.op_exists(canonical_name(name)):
+            return Op(canonical_name(name), span=self.span(i))
         if name == "_":
             raise self.error("`_` is only allowed in patterns", i)
         if dtypes.is_dtype(name) or name in self.type_names or name == "Tensor" or \

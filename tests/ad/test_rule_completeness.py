@@ -22,7 +22,8 @@ def test_the_operators_without_rules_are_the_non_differentiable_ones() -> None:
     # Each has a boolean, integer or index result: nothing a derivative could flow through.
     assert set(without) <= {"equal", "not_equal", "less", "less_equal", "greater",
                             "greater_equal", "logical_and", "logical_or", "logical_not", "all",
-                            "any", "argmax", "argmin", "shape_of"}
+                            "any", "argmax", "argmin", "shape_of", "right_shift",
+                            "left_shift", "bitwise_and", "bitwise_or", "bitwise_xor"}
 
 
 @pytest.mark.parametrize("mode", ["reverse", "forward"])

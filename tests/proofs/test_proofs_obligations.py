@@ -26,12 +26,14 @@ from semantics.types import TensorType
 # RelationCase to proofs.relations.CASES and its name here.
 KNOWN_RELATIONS = frozenset({
     "Arange", "ArgReduce", "BatchFlatten", "BatchMatmul", "BatchNorm", "BiasAdd", "Broadcast",
-    "BroadcastCompare", "BroadcastTo", "BroadcastToLike", "Cast", "Clip", "CollapseSumLike",
+    "BroadcastBitwise", "BroadcastCompare", "BroadcastShift", "BroadcastTo", "BroadcastToLike",
+    "Cast", "Clip", "CollapseSumLike",
     "Concatenate", "Conv2D", "Conv2DBackwardWeight", "Conv2DTranspose", "Dense", "Dropout",
     "ExpandDims", "Full", "FullLike", "GlobalPool2D", "Identity", "InitOp", "LayoutTransform",
     "LRN", "Pad", "Pool2D", "Pool2DGrad", "Pool2DPick", "Reduce", "Repeat", "Reshape",
     "ReshapeLike",
-    "Reverse", "ShapeOf", "Softmax", "Split", "Squeeze", "Stack", "StridedSlice", "Take",
+    "Reverse", "ShapeOf", "SimulatedQuantize", "Softmax", "Split", "Squeeze", "Stack",
+    "StridedSlice", "Take",
     "Tile", "Transpose", "Variance", "Where",
 })
 
@@ -59,7 +61,7 @@ def test_completeness_every_registered_relation_has_an_obligation():
 
 def test_every_class_is_present_and_run_selects_by_prefix():
     classes = {n.split(".")[0] for n in NAMES}
-    assert classes == {"relation", "rewrite", "soundness"}
+    assert classes == {"quantize", "relation", "rewrite", "soundness"}
     picked = proofs.run(only="rewrite.fold_scale_axis")
     assert picked and all(o.name.startswith("rewrite.fold_scale_axis.") for o in picked)
     assert all(isinstance(o, proofs.Obligation) and o.seconds >= 0 for o in picked)

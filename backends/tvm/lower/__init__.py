@@ -11,7 +11,16 @@ declared with ``LOWERINGS.declare_none(op, reason, "llvm")``; completeness is
 
 from __future__ import annotations
 
-from backends.tvm.lower import backward, creation, nn, reduce, tensor, transform  # noqa: F401
+from backends.tvm.lower import (  # noqa: F401
+    annotation,
+    backward,
+    bitwise,
+    creation,
+    nn,
+    reduce,
+    tensor,
+    transform,
+)
 from backends.tvm.lower.base import TARGET, OpCall, Unsupported, lowering, no_lowering
 
 __all__ = ["TARGET", "OpCall", "Unsupported", "lowering", "no_lowering"]

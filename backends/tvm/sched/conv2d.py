@@ -71,6 +71,11 @@ Measured here (Zen 3, one core, ResNet-18's 3×3 layers, GFLOP/s): 4 columns × 
 blocks 69–83, 2 × 4 60–81, 8 × 1 67–70, 7 × 1 (seven sums) 51–66; 14 or 16 sums spill on
 AVX2's 16 registers (43–51)."""
 
+ACCUMULATORS = ("float32", "int32")
+"""Accumulator dtypes the recipe schedules: float32, and int32 (integer convolutions with
+int8/int16 operands, ``out_dtype="int32"``: the products of sign-extended operands, which
+LLVM turns into ``vpmaddwd``; see docs/quantization_kernels.md)."""
+
 MAX_COLUMNS = 8
 """The widest column tile."""
 
@@ -218,7 +223,7 @@ def schedule_conv2d(prim: Any, info: KernelInfo) -> Any:
     except schedule_error():   # an empty convolution (no reduction block)
         return None
     shape = _conv_shape(sch, conv)
-    if shape is None or str(sch.get(conv).writes[0].source.dtype) != "float32":
+    if shape is None or str(sch.get(conv).writes[0].source.dtype) not in ACCUMULATORS:
         return None
     spatial, reduction = shape
     if not (_BLOCKED.fullmatch(out_layout) and len(spatial) == 5 and spatial[-1] >= 4):

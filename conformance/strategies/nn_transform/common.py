@@ -67,7 +67,8 @@ MATMUL_DTYPES = (("float32", "float32", ""), ("float64", "float64", ""),
                  ("float16", "float16", ""), ("int8", "int8", "int32"), ("int32", "int32", ""),
                  ("uint8", "int8", "int32"), ("int8", "int8", "float32"),
                  ("int16", "int16", "int8"), ("float16", "float16", "float32"),
-                 ("uint64", "uint64", ""))
+                 ("uint64", "uint64", ""), ("int8", "int8", "int16"),
+                 ("int16", "int16", "int32"))
 
 
 # --- helpers for invalid calls ------------------------------------------------------------------
