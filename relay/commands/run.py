@@ -113,9 +113,8 @@ def run(args: argparse.Namespace) -> int:
             print("relay run: error: --backend vta takes no --trace, --fuel or --no-check",
                   file=sys.stderr)
             return 2
-        print(value_str(run_vta(mod, values, args.entry, load_params(args.params),
-                                args.vta_config)))
-        return 0
+        return _show(run_vta(mod, values, args.entry, load_params(args.params),
+                             args.vta_config), args)
     if args.backend == "tvm":
         from relay.commands.build import run_tvm
 
