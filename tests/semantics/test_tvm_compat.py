@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import interpreter
 import typechecker
 from semantics import alpha_equal, pretty
-from semantics.errors import ParseError
+from semantics.errors import ParseError, RelayRuntimeError
 from semantics.expr import Call, Constant, Function, Let, Var
 from semantics.parser import parse, parse_expr
 
@@ -273,3 +273,19 @@ def test_a_definition_with_free_variables_prints_them_declared_and_parses_back()
     text = pretty(mod)
     assert "free_var %x;" in text
     assert alpha_equal(parse(text), mod)
+
+
+@pytest.mark.parametrize("dtype", ["uint1x4", "uint1", "int4", "int4x8", "uint2x16"])
+def test_sub_byte_and_vector_dtypes_parse_kind_and_print_but_are_not_evaluated(dtype):
+    mod = parse(f"def @main(%x: Tensor[(2), {dtype}]) {{ (%x, %x) }}")
+    assert alpha_equal(parse(pretty(mod)), mod)
+    assert pretty(typechecker.type_of(mod["main"])) == \
+        f"fn (Tensor[(2), {dtype}]) -> (Tensor[(2), {dtype}], Tensor[(2), {dtype}])"
+    with pytest.raises(RelayRuntimeError, match="cannot be evaluated"):
+        interpreter.evaluate(mod, np.zeros(2, np.uint8))
+
+
+@pytest.mark.parametrize("dtype", ["uint3", "int128", "uint1x0", "float8"])
+def test_other_bit_widths_are_still_not_dtypes(dtype):
+    with pytest.raises(ParseError, match="expected a dtype"):
+        parse(f"def @main(%x: Tensor[(2), {dtype}]) {{ %x }}")
