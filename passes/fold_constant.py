@@ -2,8 +2,9 @@
 
 Rewrites (children first, so folding cascades bottom-up):
 
-* **Fold-Call** — an operator call whose arguments are all constants becomes
-  the constant the oracle computes (``Semantics-Call-Op`` run at compile
+* **Fold-Call** — an operator call whose arguments are all constants (or
+  that has none: ``zeros(shape=[2], dtype="float32")``, whose value is fixed
+  by its attributes) becomes the constant the oracle computes (``Semantics-Call-Op`` run at compile
   time), with exactly the operator's result dtype; an operator returning a
   tuple (``split``) becomes a tuple of constants.
 * **Fold-Shape** — ``shape_of(e)`` of a statically shaped, removable ``e``
@@ -20,7 +21,8 @@ Never folded: anything reading, writing or allocating references, anything
 depending on a variable (a parameter or a non-constant binding), calls of
 closures or globals, and calls whose evaluation fails (``1 / 0`` stays, and
 fails at run time as the oracle says) or whose result is larger than
-:data:`MAX_FOLDED_ELEMENTS` elements (the program would grow).
+:data:`MAX_FOLDED_ELEMENTS` elements (the program would grow; a result
+whose typed shape is already too large is not even computed).
 
 Invariants: the result is equivalent to the input under the oracle
 (differential tests), folded constants keep the dtype the type rules give.
@@ -52,7 +54,7 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 from semantics.shapes import as_int, is_concrete
-from semantics.types import TensorType
+from semantics.types import TensorType, TupleType
 from semantics.visitor import post_order
 
 __all__ = ["MAX_FOLDED_ELEMENTS", "fold_constant"]
@@ -133,8 +135,10 @@ class _Folder:
             return call
         if op.name == "shape_of":
             return self._fold_shape_of(call, old)
-        if not call.args or not all(type(a) is Constant for a in call.args):
-            return call
+        if not all(type(a) is Constant for a in call.args):
+            return call  # (no arguments at all is "all constants": zeros(shape=[2]))
+        if _too_big(old.checked_type):
+            return call  # never computed: zeros(shape=[100000, 100000]) would take 40 GB
         result = _evaluate(call)
         return call if result is None else result
 
@@ -158,6 +162,15 @@ class _Folder:
             if i != item.index and not removable(self.analysis.flags(field)):
                 return item
         return tup.fields[item.index]
+
+
+def _too_big(ty: Any) -> bool:
+    """True when the call's (typed) result has a known shape beyond the folding limit."""
+    for t in (ty.fields if isinstance(ty, TupleType) else (ty,)):
+        if isinstance(t, TensorType) and all(is_concrete(d) for d in t.shape):
+            if int(np.prod([as_int(d) for d in t.shape], dtype=object)) > MAX_FOLDED_ELEMENTS:
+                return True
+    return False
 
 
 def _evaluate(call: Call) -> Expr | None:

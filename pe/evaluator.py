@@ -81,7 +81,12 @@ residual functions, pattern variables of residual matches) are instantiated
 with it; an annotation that still mentions a type or shape variable not in
 scope in the residual global is dropped, for type inference to recover. A
 constructor value whose fields leave a type parameter of its ADT open (``Nil``)
-is bound with its type as annotation.
+is bound with its type as annotation. A nullary constructor value is residualized
+as the call ``Nil()`` (``Call(Nil, ())``), never the bare ``Constructor`` node:
+that is what the parser builds from ``Nil`` (TVM's convention: a constructor
+is a function, the printer shows a zero-argument call of it by its name), so a
+printed residual parses back alpha-equal, and the interpreter, the type
+checker and the backends see the one form they already see in parsed text.
 
 **Robustness.** No Python recursion on program depth: every case is a
 generator that ``yield``s its premises to a driver with an explicit stack
@@ -418,7 +423,7 @@ class PartialEvaluator:
     def _nullary(self, c: Constructor, ty: Type | None) -> PValue:
         if isinstance(ty, TypeCall) and ty.args:
             return PValue(SCtor(c, (), ty), None, self.frame)  # bound with its type if needed
-        return PValue(SCtor(c, ()), c)
+        return PValue(SCtor(c, ()), Call(c, ()))
 
     def global_value(self, name: str) -> PValue:
         pv = self._globals.get(name)
@@ -858,7 +863,7 @@ class PartialEvaluator:
             if isinstance(s, STuple):
                 pv.atom = self._bind_in(pv.frame, Var("t"), Tuple(atoms))  # type: ignore[arg-type]
             else:
-                value = Call(s.ctor, atoms) if atoms else s.ctor  # type: ignore[arg-type]
+                value = Call(s.ctor, atoms)  # type: ignore[arg-type]
                 pv.atom = self._bind_in(pv.frame, Var("c", s.ty), value)
         return root.atom
 

@@ -3,7 +3,10 @@
 A dtype is a string as TVM spells it: ``bool``, ``int8/16/32/64``,
 ``uint8/16/32/64``, ``float16/32/64``, optionally with lanes (``float32x4``).
 Lanes are kinded (they are valid BaseTypes) but values with lanes > 1 are not
-evaluated.
+evaluated. So are TVM's sub-byte integers ``int1 int2 int4 uint1 uint2 uint4``
+(``uint1x4`` appears in TVM's own programs): they parse, print and kind, pass
+through functions that only move them, are no integer dtype for the operators'
+relations, and a value of one is refused (``RelayRuntimeError``).
 
 Literal suffixes (text format §3): ``i8 i16 i64 u8 u16 u32 u64`` for
 integers (bare integers are int32, ``i32`` is accepted), ``f``/``f32``,
@@ -30,7 +33,7 @@ UINT_DTYPES = ("uint8", "uint16", "uint32", "uint64")
 FLOAT_DTYPES = ("float16", "float32", "float64")
 
 _DTYPE_RE = re.compile(
-    r"^(bool|int(8|16|32|64)|uint(8|16|32|64)|float(16|32|64))(x([1-9][0-9]*))?$")
+    r"^(bool|u?int(1|2|4|8|16|32|64)|float(16|32|64))(x([1-9][0-9]*))?$")
 
 INT_SUFFIX = {"i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
               "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64"}

@@ -28,8 +28,12 @@ Design
 * **Names resolve while parsing.** A scope is a name → stack-of-bindings
   table with an undo log (O(1) bind and unbind). ``%x`` is the innermost
   binding (a :class:`Var` binder, or for a graph binding the bound node
-  itself, so every use of ``%0`` is the *same object*: sharing); an unbound
-  ``%x`` is a free ``Var``, one per name per parse. ``let %f = fn ...;``
+  itself, so every use of ``%0`` is the *same object*: sharing). A ``%x``
+  bound nowhere is a ``ParseError`` ("this local variable has not been
+  previously declared", TVM's message) unless declared ``free_var %x;``, or
+  parsed with ``open_terms=True`` (then it is a free ``Var``, one per name per
+  parse): :func:`parse` (programs) is strict by default, :func:`parse_expr`
+  (terms in a context) open by default. ``let %f = fn ...;``
   binds ``%f`` inside its value (recursion) exactly when the value is a
   function literal, decided by looking at the tokens before parsing it; any
   other let value sees the outer ``%f``. ``e1; e2`` is
@@ -152,7 +156,8 @@ __all__ = ["parse", "parse_expr", "parse_expr_with_module", "parse_type"]
 
 # --- public API ------------------------------------------------------------------------------
 
-def parse(text: str, source_name: str = "<string>", *, prelude: bool = True) -> IRModule:
+def parse(text: str, source_name: str = "<string>", *, prelude: bool = True,
+          open_terms: bool = False) -> IRModule:
     """Parse a module: ``def`` and ``type`` definitions (§3).
 
     Args:
@@ -161,36 +166,56 @@ def parse(text: str, source_name: str = "<string>", *, prelude: bool = True) -> 
         source_name: the file name used in spans and error messages.
         prelude: when True (the default), prelude definitions the text uses but does not
             define are added to the module (with their dependencies).
+        open_terms: when True, a ``%x`` bound nowhere is a free variable (one per name)
+            instead of a ``ParseError``; see :func:`parse_expr`.
     Returns:
         The :class:`IRModule`; ``mod["main"]`` is ``@main``.
     Raises:
-        ParseError: for any malformed text, with the span of the offending token.
+        ParseError: for any malformed text, with the span of the offending token; also for
+            a local variable used without a binder (as in TVM: "this local variable has not
+            been previously declared").
     """
-    return _run(text, source_name, prelude, _Parser.parse_module)
+    return _run(text, source_name, prelude, _Parser.parse_module, open_terms)
 
 
-def parse_expr(text: str, source_name: str = "<string>") -> Expr:
+def parse_expr(text: str, source_name: str = "<string>", *, open_terms: bool = True) -> Expr:
     """Parse one expression (statements such as ``let``/``free_var`` included).
 
     Prelude names resolve to the prelude's objects; use :func:`parse_expr_with_module`
     to also get the prelude definitions the expression needs.
 
+    Args:
+        text: the expression text.
+        source_name: the file name used in spans and error messages.
+        open_terms: True (the default for an expression, unlike :func:`parse`): an unbound
+            ``%x`` is a free :class:`Var` (the same object for every use of the name), so an
+            expression is a term in a context its caller supplies (substituted into,
+            type-checked against an environment, an open term of a free-variable analysis:
+            the type checker reports a free variable left unbound as ``RelayTypeError``).
+            False: every local must be bound (``let``, a parameter, a pattern, a graph
+            binding or ``free_var %x[: T];``), as TVM's parser requires and :func:`parse`
+            does by default. The printer declares every free variable with ``free_var``,
+            so printed text parses back either way.
     Raises:
-        ParseError: for any malformed text (including empty input).
+        ParseError: for any malformed text (including empty input), and for a local
+            variable used without a binder unless ``open_terms``.
     """
-    return parse_expr_with_module(text, source_name)[0]
+    return parse_expr_with_module(text, source_name, open_terms=open_terms)[0]
 
 
-def parse_expr_with_module(text: str, source_name: str = "<string>") -> tuple[Expr, IRModule]:
+def parse_expr_with_module(text: str, source_name: str = "<string>", *,
+                           open_terms: bool = True) -> tuple[Expr, IRModule]:
     """Parse an expression and return it with a module of the prelude definitions it uses.
 
+    Args:
+        text, source_name, open_terms: as for :func:`parse_expr`.
     Returns:
         ``(expr, mod)``: ``mod`` holds exactly the prelude functions and ADTs ``expr``
         needs (transitively); it is empty when none are needed.
     Raises:
         ParseError: for any malformed text (including empty input).
     """
-    return _run(text, source_name, True, _Parser.parse_expression)
+    return _run(text, source_name, True, _Parser.parse_expression, open_terms)
 
 
 def parse_type(text: str, source_name: str = "<string>") -> Type:
@@ -202,7 +227,8 @@ def parse_type(text: str, source_name: str = "<string>") -> Type:
     return _run(text, source_name, True, _Parser.parse_type_text)
 
 
-def _run(text: str, source_name: str, use_prelude: bool, entry: Any) -> Any:
+def _run(text: str, source_name: str, use_prelude: bool, entry: Any,
+         open_terms: bool = False) -> Any:
     """Tokenize ``text`` and run the parser method ``entry`` on it.
 
     The cyclic garbage collector is paused meanwhile: parsing allocates many objects and
@@ -220,7 +246,8 @@ def _run(text: str, source_name: str, use_prelude: bool, entry: Any) -> Any:
             from semantics.prelude import prelude_module
 
             prelude_module()   # parse (and cache) the prelude outside this parse
-        parser = _Parser(tokenize(text, source_name), use_prelude=use_prelude)
+        parser = _Parser(tokenize(text, source_name), use_prelude=use_prelude,
+                         open_terms=open_terms)
         try:
             return entry(parser)
         except RecursionError:

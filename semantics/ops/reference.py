@@ -56,11 +56,14 @@ def np_dtype(dtype: str) -> np.dtype:
     """The numpy dtype for a Relay dtype.
 
     Raises:
-        RelayRuntimeError: vector dtypes (``float32x4``) are kinded but not evaluated.
+        RelayRuntimeError: vector dtypes (``float32x4``) and sub-byte integers (``uint1``)
+            are kinded but not evaluated.
     """
     base, lanes = split_lanes(dtype)
     if lanes != 1 or not is_dtype(dtype):
         raise RelayRuntimeError(f"dtype {dtype} cannot be evaluated (vector lanes)")
+    if base not in SCALAR_DTYPES:
+        raise RelayRuntimeError(f"dtype {dtype} cannot be evaluated (sub-byte integers)")
     return np.dtype(base)
 
 

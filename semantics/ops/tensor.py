@@ -10,9 +10,12 @@ Dtype rules (the relations enforce them; TVM requires equal operand dtypes too):
 
 * arithmetic (``add subtract multiply divide power mod floor_divide floor_mod maximum
   minimum negative abs sign``): integers and floats, not bool;
-* transcendental math (``exp log sqrt rsqrt tanh sigmoid erf sin cos``): floats only — an
-  integer tensor is a type error (TVM's ``Identity`` relation accepts it, but its lowering
-  has no integer ``exp``/``log``/...: the program cannot be built);
+* transcendental math (``exp log sqrt rsqrt tanh sigmoid erf sin cos``): any numeric
+  dtype, as TVM's ``Identity`` relation (TVM's own programs apply ``log`` to integer
+  tensors). TVM's lowering has no integer ``log``, so the meaning of an integer operand is
+  ours: computed in float64, then converted back as ``cast`` does (truncate toward zero,
+  wrap, NaN/±inf to 0) — ``log(x)`` is ``cast(log(cast(x, "float64")), dtype)``; the TVM
+  backend lowers it so;
 * rounding (``floor ceil round trunc``): integers and floats; on integers they are the
   identity, as TVM's ``tir.floor``/``ceil``/``round``/``trunc`` return integer operands
   unchanged;
@@ -193,11 +196,19 @@ def power_int(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # --- float helpers ------------------------------------------------------------------------
 
 def _via_float64(f: Callable[[np.ndarray], Any]) -> Callable[..., np.ndarray]:
-    """Compute function: ``f`` evaluated in float64, rounded once to the operand dtype."""
+    """Compute function: ``f`` evaluated in float64, rounded once to the operand dtype.
+
+    An integer operand (TVM's relation of ``log``, ``exp``, ``sqrt``... accepts any dtype and
+    keeps it) is converted to float64, ``f`` computed there, and the result converted back
+    with :func:`cast_array`'s ``cast`` semantics: truncated toward zero, wrapped modulo
+    ``2**bits``, NaN and ±inf become 0 (``log(int32 0)`` is 0, ``sqrt(int32 10)`` is 3).
+    """
 
     def compute(out: Type, x: np.ndarray) -> np.ndarray:
         if x.dtype == np.float64:
             return np.asarray(f(x))
+        if x.dtype.kind in "iu":
+            return cast_array(np.asarray(f(x.astype(np.float64))), x.dtype.name)
         return np.asarray(f(x.astype(np.float64))).astype(x.dtype)
 
     return compute
@@ -414,7 +425,7 @@ for _name, _fn, _doc in _UNARY_NUMERIC:
 _UNARY_FLOAT: tuple[tuple[str, Callable, str], ...] = (
     ("exp", _via_float64(np.exp), "Elementwise e ** x (float)."),
     ("log", _via_float64(np.log), "Elementwise natural logarithm (float; log(0) = -inf)."),
-    ("sqrt", _ufunc(np.sqrt), "Elementwise square root (float; sqrt(-1) = nan)."),
+    ("sqrt", _via_float64(np.sqrt), "Elementwise square root (float; sqrt(-1) = nan)."),
     ("rsqrt", _via_float64(lambda x: 1.0 / np.sqrt(x)), "Elementwise 1 / sqrt(x) (float)."),
     ("tanh", _via_float64(np.tanh), "Elementwise hyperbolic tangent (float)."),
     ("sigmoid", _via_float64(lambda x: 1.0 / (1.0 + np.exp(-x))),
@@ -424,7 +435,10 @@ _UNARY_FLOAT: tuple[tuple[str, Callable, str], ...] = (
     ("cos", _via_float64(np.cos), "Elementwise cosine (float, radians)."),
 )
 for _name, _fn, _doc in _UNARY_FLOAT:
-    _register(_name, 1, IDENTITY_FLOAT, _E, _fn, _doc)
+    # any numeric dtype, as TVM's relation: integers computed in float64 and cast back
+    _register(_name, 1, IDENTITY_NUMERIC, _E, _fn,
+              _doc[:-1] + "; an integer operand is computed in float64 and cast back, "
+              "truncating).")
 
 _ROUNDING: tuple[tuple[str, Callable, str], ...] = (
     ("floor", _rounding(np.floor), "Elementwise round toward -inf (identity on integers)."),

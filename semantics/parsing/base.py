@@ -37,8 +37,9 @@ MAX_NESTING = 100   # types, shapes and attribute values (shallow by nature)
 class ParserBase:
     """One parse of one text. Token arrays are read through local aliases for speed."""
 
-    def __init__(self, toks: Tokens, *, use_prelude: bool):
+    def __init__(self, toks: Tokens, *, use_prelude: bool, open_terms: bool = False):
         self.toks = toks
+        self.open_terms = open_terms
         self.span = toks.span
         self.K = toks.kinds
         self.V = toks.texts
@@ -117,6 +118,9 @@ class ParserBase:
             return stack[-1]
         var = self.free_vars.get(name)
         if var is None:
+            if not self.open_terms:
+                raise self.error(f"{name}: this local variable has not been previously declared "
+                                 f"(bind it with `let`, a parameter, or `free_var {name};`)", i)
             var = Var(name[1:], span=self.span(i))
             self.free_vars[name] = var
         return var

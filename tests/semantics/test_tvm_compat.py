@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import interpreter
 import typechecker
 from semantics import alpha_equal, pretty
-from semantics.errors import ParseError
+from semantics.errors import ParseError, RelayRuntimeError
 from semantics.expr import Call, Constant, Function, Let, Var
 from semantics.parser import parse, parse_expr
 
@@ -215,3 +215,77 @@ def test_slash_in_global_names_prints_and_re_parses():
     again = parse(pretty(mod))
     assert set(again.functions) == {"net/block1", "main"}
     assert int(interpreter.evaluate(again)) == 3
+
+
+# --- issue #33 item 9: TVM's own programs --------------------------------------------------
+
+@pytest.mark.parametrize("op", ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin",
+                                "cos"])
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8"])
+def test_transcendentals_of_integer_tensors_type_check_and_cast_back(op, dtype):
+    """TVM's relation accepts any dtype; ours computes in float64 and casts back (``cast``)."""
+    mod = parse(f"def @main(%x: Tensor[(4), {dtype}]) {{ {op}(%x) }}")
+    assert pretty(typechecker.type_of(mod["main"])) == f"fn (Tensor[(4), {dtype}]) -> " \
+        f"Tensor[(4), {dtype}]"
+    x = np.array([0, 1, 10, 100], dtype=dtype)
+    got = interpreter.evaluate(mod, x)
+    via_cast = parse(f"def @main(%x: Tensor[(4), {dtype}]) {{ "
+                     f"cast({op}(cast(%x, dtype=\"float64\")), dtype=\"{dtype}\") }}")
+    want = interpreter.evaluate(via_cast, x)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_log_of_an_integer_tensor_truncates_and_log_of_zero_is_zero():
+    mod = parse("def @main(%x: Tensor[(3), int32]) { (log(%x), sqrt(%x)) }")
+    log, sqrt = interpreter.evaluate(mod, np.array([0, 10, 100], np.int32))
+    np.testing.assert_array_equal(log, np.array([0, 2, 4], np.int32))
+    np.testing.assert_array_equal(sqrt, np.array([0, 3, 10], np.int32))
+
+
+@pytest.mark.parametrize("text, name", [
+    ("def @main() { %zz }", "%zz"),
+    ("def @main() { %t.first }", "%t.first"),
+    ("def @main(%x: int32) { let %y = %x; %w }", "%w"),
+    ("def @main() { fn (%a: int32) { %b } }", "%b"),
+])
+def test_an_undeclared_local_is_a_parse_error_with_tvm_message(text, name):
+    with pytest.raises(ParseError, match="this local variable has not been previously "
+                                         "declared") as info:
+        parse(text)
+    span = info.value.span
+    assert span is not None and span.line == 1
+    assert text[span.column - 1:].startswith(name)
+
+
+def test_open_terms_are_opt_in_for_modules_and_opt_out_for_expressions():
+    with pytest.raises(ParseError, match="not been previously declared"):
+        parse_expr("%t.first", open_terms=False)
+    assert isinstance(parse_expr("free_var %x: int32; %x + 1", open_terms=False), Call)
+    e = parse_expr("%x + %x")
+    assert isinstance(e, Call) and e.args[0] is e.args[1]
+    mod = parse("def @main() { %zz }", open_terms=True)
+    assert isinstance(mod["main"].body, Var)
+
+
+def test_a_definition_with_free_variables_prints_them_declared_and_parses_back():
+    mod = parse("def @main(%a: int32) { %x + %a }", open_terms=True)
+    text = pretty(mod)
+    assert "free_var %x;" in text
+    assert alpha_equal(parse(text), mod)
+
+
+@pytest.mark.parametrize("dtype", ["uint1x4", "uint1", "int4", "int4x8", "uint2x16"])
+def test_sub_byte_and_vector_dtypes_parse_kind_and_print_but_are_not_evaluated(dtype):
+    mod = parse(f"def @main(%x: Tensor[(2), {dtype}]) {{ (%x, %x) }}")
+    assert alpha_equal(parse(pretty(mod)), mod)
+    assert pretty(typechecker.type_of(mod["main"])) == \
+        f"fn (Tensor[(2), {dtype}]) -> (Tensor[(2), {dtype}], Tensor[(2), {dtype}])"
+    with pytest.raises(RelayRuntimeError, match="cannot be evaluated"):
+        interpreter.evaluate(mod, np.zeros(2, np.uint8))
+
+
+@pytest.mark.parametrize("dtype", ["uint3", "int128", "uint1x0", "float8"])
+def test_other_bit_widths_are_still_not_dtypes(dtype):
+    with pytest.raises(ParseError, match="expected a dtype"):
+        parse(f"def @main(%x: Tensor[(2), {dtype}]) {{ %x }}")

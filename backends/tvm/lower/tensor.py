@@ -302,6 +302,8 @@ def _transcendental(op: str, fn_of: Any) -> None:
     @lowering(op)
     def rule(call: OpCall) -> Any:
         dtype = call.in_dtype(0)
+        if is_int(dtype):
+            return _integer_via_float64(call, fn_of("float64"), op)
         fn = fn_of("float32" if dtype == "float16" else dtype)
         x = call.inputs[0]
         if fn in (vecmath.sigmoid_f32, vecmath.tanh_f32):
@@ -406,9 +408,19 @@ _transcendental("rsqrt", _rsqrt)
 _transcendental("sigmoid", _sigmoid)
 
 
+def _integer_via_float64(call: OpCall, fn: Any, op: str) -> Any:
+    """An integer operand of a transcendental (the oracle's meaning, semantics/ops/tensor.py):
+    converted to float64, ``fn`` there, converted back with ``cast``'s semantics."""
+    dtype = call.in_dtype(0)
+    return map_compute(call.inputs[0], lambda a: cast_expr(
+        fn(cast_expr(a, dtype, "float64")), "float64", dtype), op)
+
+
 @lowering("sqrt")
 def _sqrt(call: OpCall) -> Any:
     dtype = call.in_dtype(0)
+    if is_int(dtype):
+        return _integer_via_float64(call, _tirx().sqrt, "sqrt")
     return map_compute(call.inputs[0], lambda a: _via_float32(dtype, _tirx().sqrt, a), "sqrt")
 
 

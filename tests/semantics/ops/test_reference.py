@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semantics import ops
+from semantics import ops, types_equal
 from semantics.errors import InternalError, RelayRuntimeError, RelayTypeError
 from semantics.ops import relations as R
-from semantics.ops.reference import reference, value_type
+from semantics.ops.reference import cast_array, reference, value_type
 from semantics.ops.registry import Relation
 from semantics.ops.tensor import erf_float64
 from semantics.shapes import ANY, canon_dim, dim_add, dim_mul, exact_div, floor_div, shape_var
@@ -161,13 +161,27 @@ ROUNDING = ("floor", "ceil", "round", "trunc")
 
 
 @pytest.mark.parametrize("name", TRANSCENDENTAL)
-@pytest.mark.parametrize("dtype", ["int32", "uint8", "int64", "bool"])
-def test_transcendental_math_on_integers_is_a_type_error(name, dtype):
+def test_transcendental_math_on_bool_is_a_type_error(name):
     op = ops.get(name)
-    with pytest.raises(RelayTypeError, match="float dtype"):
-        op.relation((TensorType((2,), dtype),), op.normalize_attrs({}))
-    with pytest.raises(RelayRuntimeError, match="float dtype"):
-        op.impl(np.zeros(2, dtype))
+    with pytest.raises(RelayTypeError, match="numeric dtype|float dtype"):
+        op.relation((TensorType((2,), "bool"),), op.normalize_attrs({}))
+    with pytest.raises(RelayRuntimeError, match="numeric dtype|float dtype"):
+        op.impl(np.zeros(2, "bool"))
+
+
+@pytest.mark.parametrize("name", TRANSCENDENTAL)
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "int64"])
+def test_transcendental_math_on_integers_is_float64_cast_back(name, dtype):
+    """As TVM's relation, any numeric dtype (issue #33): computed in float64, then ``cast``."""
+    op = ops.get(name)
+    t = TensorType((4,), dtype)
+    assert types_equal(op.relation((t,), op.normalize_attrs({})), t)
+    x = np.array([0, 1, 7, 100], dtype)
+    with np.errstate(all="ignore"):
+        want = cast_array(ops.get(name).impl(x.astype(np.float64)), dtype)
+    got = op.impl(x)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("name", ROUNDING)
