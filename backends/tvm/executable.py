@@ -38,7 +38,13 @@ import numpy as np
 from backends.tvm.build import KernelTable
 from interpreter.convert import convert_arguments
 from interpreter.export import export_value
-from semantics.errors import InternalError, RelayError, RelayRuntimeError, RelayTypeError
+from semantics.errors import (
+    InternalError,
+    RelayArgumentTypeError,
+    RelayError,
+    RelayRuntimeError,
+    RelayTypeError,
+)
 from semantics.module import IRModule
 
 __all__ = ["Executable", "load", "FORMAT_VERSION"]
@@ -333,8 +339,8 @@ def load(path: str | os.PathLike[str]) -> Executable:
     from semantics.parser import parse
 
     if not isinstance(path, (str, os.PathLike)):
-        raise RelayRuntimeError(f"load expects the path of a saved build's directory, not "
-                                f"{type(path).__name__} {path!r}")
+        raise RelayArgumentTypeError(f"load expects the path of a saved build's directory, "
+                                     f"not {type(path).__name__} {path!r}")
     path = os.fspath(path)
     if isinstance(path, bytes):
         path = os.fsdecode(path)

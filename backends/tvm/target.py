@@ -24,8 +24,11 @@ from __future__ import annotations
 import functools
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from semantics.errors import RelayArgumentTypeError, RelayArgumentValueError
 
 TargetSpec = dict[str, Any] | str | None
 
@@ -75,19 +78,29 @@ def normalize_target(target: TargetSpec) -> dict[str, Any]:
     (``tvm.target.Target(s).export()``); a dict is returned as a copy.
 
     Raises:
-        ValueError: a target whose kind is not ``llvm`` (the only lowering target).
+        RelayArgumentValueError: a target TVM does not know, or whose kind is not ``llvm``
+            (the only lowering target). RelayArgumentTypeError: neither a string nor a dict.
     """
     if target is None or target == "llvm":
         spec = host_target()
     elif isinstance(target, str):
         import tvm
 
-        exported = dict(tvm.target.Target(target).export())
+        try:
+            exported = dict(tvm.target.Target(target).export())
+        except Exception as exc:  # noqa: BLE001 - TVM's errors have no common public base
+            raise RelayArgumentValueError(
+                f"unknown target {target!r}: {str(exc).splitlines()[0] if str(exc) else exc}"
+            ) from None
         spec = {k: v for k, v in exported.items() if k in ("kind", "mcpu", "mattr", "mtriple")}
-    else:
+    elif isinstance(target, Mapping):
         spec = dict(target)
+    else:
+        raise RelayArgumentTypeError(f"a target is a string such as \"llvm\" or a dict, not "
+                                     f"{type(target).__name__} {target!r}")
     if spec.get("kind") != "llvm":
-        raise ValueError(f"the TVM backend compiles for llvm only, got target {spec!r}")
+        raise RelayArgumentValueError(
+            f"the TVM backend compiles for llvm only, got target {spec!r}")
     return spec
 
 
