@@ -2,7 +2,8 @@
 
 Rewrites (children first, so folding cascades bottom-up):
 
-* **Fold-Call** — an operator call whose arguments are all constants becomes
+* **Fold-Call** — an operator call whose arguments are all constants (or that
+  has none: ``zeros(shape=[2])``, so ``exp(zeros(...))`` folds too) becomes
   the constant the oracle computes (``Semantics-Call-Op`` run at compile
   time), with exactly the operator's result dtype; an operator returning a
   tuple (``split``) becomes a tuple of constants.
@@ -133,7 +134,7 @@ class _Folder:
             return call
         if op.name == "shape_of":
             return self._fold_shape_of(call, old)
-        if not call.args or not all(type(a) is Constant for a in call.args):
+        if not all(type(a) is Constant for a in call.args):   # none at all: zeros, ones
             return call
         result = _evaluate(call)
         return call if result is None else result

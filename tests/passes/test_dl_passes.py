@@ -905,3 +905,12 @@ def test_alter_op_layout_through_biases_and_residual_adds():
     bias = next(n for n in post_order(out["main"]) if type(n) is Constant and n.data.ndim == 4)
     assert bias.data.shape == (1, 1, 1, 2)
     assert_same_meaning(mod, out, _conv_inputs(mod, 15), "float32")
+
+
+def test_fold_constant_folds_calls_without_arguments():
+    """Issue 33: ``zeros``/``ones`` take no argument, and FoldConstant left them (and what
+    used them) unfolded."""
+    mod = parse('def @main() { exp(zeros(shape=[2], dtype="float32")) }')
+    out = passes.fold_constant(mod)
+    assert op_names(out) == []
+    np.testing.assert_array_equal(evaluate(out), np.ones(2, np.float32))
