@@ -221,6 +221,7 @@ def _run(text: str, source_name: str, use_prelude: bool, entry: Any) -> Any:
 
             prelude_module()   # parse (and cache) the prelude outside this parse
         parser = _Parser(tokenize(text, source_name), use_prelude=use_prelude)
+        parser.strict_locals = entry is _Parser.parse_module
         try:
             return entry(parser)
         except RecursionError:

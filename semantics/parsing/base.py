@@ -48,6 +48,9 @@ class ParserBase:
         self.tenv: dict[str, list[TypeVar]] = {}
         self.tundo: list[str] = []
         self.free_vars: dict[str, Var] = {}
+        # In a module (``parse``) every local must be bound or declared (``free_var``), as
+        # TVM's parser requires; ``parse_expr`` keeps undeclared locals as free variables.
+        self.strict_locals = False
         self.type_names: dict[str, int] = {}
         self.types: dict[str, TypeData] = {}
         self.ctors: dict[str, Constructor] = {}
@@ -117,6 +120,10 @@ class ParserBase:
             return stack[-1]
         var = self.free_vars.get(name)
         if var is None:
+            if self.strict_locals:
+                raise ParseError(f"this local variable has not been previously declared: "
+                                 f"{name} (bind it with `let`, a parameter or a pattern, or "
+                                 f"declare it with `free_var {name};`)", self.span(i))
             var = Var(name[1:], span=self.span(i))
             self.free_vars[name] = var
         return var
