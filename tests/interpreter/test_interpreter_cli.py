@@ -97,8 +97,8 @@ def test_trace_on_error_shows_the_open_judgments(program, capsys):
 
 def test_no_check(tmp_path, capsys):
     path = tmp_path / "bad.relay"
-    path.write_text("def @main() -> int32 { free_var %nope: int32; if (True) { 1 } else { %nope } }",
-                    encoding="utf-8")
+    path.write_text("def @main() -> int32 {\n  free_var %nope: int32;\n"
+                    "  if (True) { 1 } else { %nope }\n}\n", encoding="utf-8")
     code, _, err = relay(capsys, "run", str(path))
     assert code == 1 and "unbound variable %nope" in err
     assert relay(capsys, "run", str(path), "--no-check")[:2] == (0, "1\n")
