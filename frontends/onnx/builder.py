@@ -19,7 +19,7 @@ import numpy as np
 from semantics import ops
 from semantics.errors import RelayError
 from semantics.expr import Call, Constant, Expr, Op, Tuple, TupleGetItem
-from semantics.shapes import is_concrete
+from semantics.shapes import as_int, is_concrete
 from semantics.types import TensorType, TupleType, Type
 
 RELAY_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -168,7 +168,10 @@ def _small(t: Type) -> bool:
     for u in tensors:
         if not isinstance(u, TensorType) or not all(is_concrete(d) for d in u.shape):
             return False
-        total += int(np.prod([int(d) for d in u.shape], dtype=object)) if u.shape else 1
+        count = 1
+        for d in u.shape:
+            count *= as_int(d)
+        total += count
     return total <= FOLD_LIMIT
 
 
