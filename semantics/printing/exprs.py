@@ -347,18 +347,25 @@ class PrintUnit(TypeSyntax, SharingAnalysis):
         for v in reversed(lets):
             self.unbind_var(v)
 
-    def free_var_declarations(self, root: Expr, out: list[Any], ind: int) -> None:
-        """``free_var %x: T;`` for annotated free variables first used in this unit."""
+    def free_var_declarations(self, root: Expr, out: list[Any], ind: int,
+                              every: bool = False) -> None:
+        """``free_var %x: T;`` for annotated free variables first used in this unit; with
+        ``every`` (a module's definitions: the parser refuses undeclared locals there) also
+        ``free_var %x;`` for unannotated ones."""
         found = self.ctx.free_by_root.get(id(root))
         if found is None:
             self.ctx.name_free_vars([root])
             found = self.ctx.free_by_root[id(root)]
         nl = "\n" + "  " * ind
         for v in found:
-            if v.type_annotation is None or id(v) in self.ctx.declared:
+            if (v.type_annotation is None and not every) or id(v) in self.ctx.declared:
                 continue
             self.ctx.declared.add(id(v))
-            out.append(f"{nl}free_var {self.var_text(v)}: {self.type_text(v.type_annotation)};")
+            if v.type_annotation is None:
+                out.append(f"{nl}free_var {self.var_text(v)};")
+            else:
+                out.append(f"{nl}free_var {self.var_text(v)}: "
+                           f"{self.type_text(v.type_annotation)};")
 
     def top_expression(self, out: list[Any]) -> Gen:
         root = self._root
@@ -368,7 +375,7 @@ class PrintUnit(TypeSyntax, SharingAnalysis):
 
     def definition(self, name: str, fn: Function, out: list[Any]) -> Gen:
         decls: list[Any] = []
-        self.free_var_declarations(fn, decls, 1)
+        self.free_var_declarations(fn, decls, 1, every=True)
         tparams = self.type_params_text(fn.type_params)
         params: list[str] = []
         for p in fn.params:
