@@ -24,7 +24,7 @@ from ad.check import check_grads
 from ad.forward import forward_grad, jvp_function
 from ad.lift import Lifted, let_bound_functions
 from ad.reverse import reverse_grad
-from semantics.errors import RelayTypeError
+from semantics.errors import RelayArgumentValueError, RelayTypeError
 from semantics.expr import Expr, Function, GlobalVar, Grad
 from semantics.module import IRModule
 
@@ -73,7 +73,7 @@ def grad(f: Expr | str, mode: str = "reverse", mod: IRModule | None = None) -> F
 
 def _gradient(f: Expr | str, mode: str, mod: IRModule | None) -> Lifted:
     if mode not in _MODES:
-        raise ValueError(f"grad: mode must be one of {_MODES}, got {mode!r}")
+        raise RelayArgumentValueError(f"grad: mode must be one of {_MODES}, got {mode!r}")
     target = _target(f, mod)
     if mode == "forward":
         return forward_grad(target, mod)
@@ -110,7 +110,7 @@ def grad_module(mod: IRModule, entry: str = "main", mode: str = "reverse") -> IR
         RelayTypeError: as for :func:`grad`.
     """
     if mode not in _MODES:
-        raise ValueError(f"grad: mode must be one of {_MODES}, got {mode!r}")
+        raise RelayArgumentValueError(f"grad: mode must be one of {_MODES}, got {mode!r}")
     target = _target(entry, mod)
     if mode == "forward":
         return forward_grad(target, mod).module(mod)

@@ -299,6 +299,10 @@ def forward_grad(f: Expr, mod: IRModule | None = None, *,
             sums.append(ll.push(_output_sum(lifter, r, out_leaves, dtype), "s"))
         if dims == ():
             leaf_grads[(i, path)] = sums[0]
+        elif n == 0:
+            # a zero-size input: no sweep, and its gradient is the empty array of its shape
+            # (``stack`` of no tensor would be ill-typed)
+            leaf_grads[(i, path)] = Constant(np.zeros(dims, dtype=dtype))
         else:
             stacked = _op("stack", Tuple(tuple(sums)), axis=0)
             leaf_grads[(i, path)] = ll.push(_op("reshape", stacked, newshape=list(dims)), "grad")

@@ -31,6 +31,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator
 from typing import Any, NamedTuple
 
+from passes.defuse_ops import defuse_ops
 from passes.to_anf import to_anf
 from semantics.analysis import free_vars
 from semantics.errors import InternalError, RelayTypeError
@@ -380,7 +381,9 @@ def prepare(f: Expr, mod: IRModule | None,
     entry = Function(tuple(params), body, span=f.span)
     linked = with_prelude(base.with_function(ENTRY, entry))
     keep = [ENTRY, *reachable_globals(linked, entry)]
-    whole = linked.with_functions({name: linked[name] for name in keep})
+    # Fused functions (FuseOps' Primitive=1 kernels) are opaque to A-normal form: undo them
+    # first, so grad of a fused program differentiates its operators (passes.defuse_ops).
+    whole = defuse_ops(linked.with_functions({name: linked[name] for name in keep}))
     global _DEPTH
     if _DEPTH >= MAX_GRAD_NESTING:
         raise RelayTypeError(f"grad: more than {MAX_GRAD_NESTING} nested grad expansions "

@@ -23,6 +23,7 @@ The architectures are described in :mod:`models.vision` and :mod:`models.recurre
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,11 @@ import numpy as np
 from interpreter import ConstructorValue
 from models import recurrent, vision
 from semantics import IRModule, parse
+from semantics.errors import (
+    RelayArgumentTypeError,
+    RelayArgumentValueError,
+    RelayRuntimeError,
+)
 
 _BUILDERS: dict[str, Callable[[int, int], tuple[str, dict]]] = {
     "dqn": vision.dqn,
@@ -61,7 +67,8 @@ def _builder(name: str) -> Callable[[int, int], tuple[str, dict]]:
     try:
         return _BUILDERS[name]
     except KeyError:
-        raise ValueError(f"unknown model {name!r}; models: {', '.join(_BUILDERS)}") from None
+        raise RelayArgumentValueError(f"unknown model {name!r}; models: "
+                                      f"{', '.join(_BUILDERS)}") from None
 
 
 def text(name: str, batch: int = 1, seed: int = 0) -> str:
@@ -82,9 +89,18 @@ def get(name: str, batch: int = 1, seed: int = 0,
     Returns:
         ``(mod, params)``.
     Raises:
-        ValueError: an unknown name, an unsupported batch, or a weights file that does not fit.
+        RelayArgumentValueError: an unknown name, an unsupported batch, a negative seed, or a
+            weights file that does not fit. RelayArgumentTypeError: a name, batch or seed of
+            the wrong kind. RelayRuntimeError: an unreadable weights file.
     """
-    source, params = _builder(name)(batch, seed)
+    if not isinstance(name, str):
+        raise RelayArgumentTypeError(f"a model name is a string, not {type(name).__name__}")
+    for what, v in (("batch", batch), ("seed", seed)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)):
+            raise RelayArgumentTypeError(f"{what} must be an integer, not {v!r}")
+        if v < (1 if what == "batch" else 0):
+            raise RelayArgumentValueError(f"bad {what} {v}")
+    source, params = _builder(name)(int(batch), int(seed))
     if weights is not None:
         params = load_weights(weights, like=params)
     return parse(source, source_name=f"<model {name}>"), params
@@ -99,18 +115,26 @@ def load_weights(path: str | Path, like: dict[str, np.ndarray]) -> dict[str, np.
     """Read weights saved by :func:`save_weights`, checked against ``like`` (names, shapes).
 
     Raises:
-        ValueError: a missing or extra name, or a shape that differs.
+        RelayArgumentValueError: a missing or extra name, or a shape that differs.
+        RelayRuntimeError: the file cannot be read as an ``.npz`` archive.
     """
-    with np.load(Path(path)) as archive:
-        loaded = {k: archive[k] for k in archive.files}
+    if not isinstance(path, (str, Path)):
+        raise RelayArgumentTypeError(f"a weights file is a path, not {type(path).__name__}")
+    try:
+        with np.load(Path(path), allow_pickle=False) as archive:
+            loaded = {k: np.asarray(archive[k]) for k in archive.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError, AttributeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise RelayRuntimeError(f"cannot read the weights file {path}: {reason}") from None
     if set(loaded) != set(like):
         missing, extra = sorted(set(like) - set(loaded)), sorted(set(loaded) - set(like))
-        raise ValueError(f"weights file {path} does not fit: missing {missing}, extra {extra}")
+        raise RelayArgumentValueError(f"weights file {path} does not fit: missing {missing}, "
+                                      f"extra {extra}")
     out = {}
     for k, ref in like.items():
         if loaded[k].shape != ref.shape:
-            raise ValueError(f"weights file {path}: {k} has shape {loaded[k].shape}, "
-                             f"expected {ref.shape}")
+            raise RelayArgumentValueError(f"weights file {path}: {k} has shape "
+                                          f"{loaded[k].shape}, expected {ref.shape}")
         out[k] = np.ascontiguousarray(loaded[k], dtype=np.float32)
     return out
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from models._builder import Net, tensor_type
+from semantics.errors import RelayArgumentValueError
 
 LM_SIZE = 650
 CHAR_CATEGORIES = 18
@@ -112,7 +113,7 @@ def recurrent(kind: str, batch: int, seed: int) -> tuple[str, dict]:
 def char_rnn(batch: int, seed: int) -> tuple[str, dict]:
     """The CharRNN name generator; returns (module text, weights)."""
     if batch != 1:
-        raise ValueError("char_rnn generates one name at a time: batch must be 1")
+        raise RelayArgumentValueError("char_rnn generates one name at a time: batch must be 1")
     n = Net(seed)
     cat, let, hid = CHAR_CATEGORIES, CHAR_LETTERS, CHAR_HIDDEN
     combined = cat + let + hid
@@ -154,7 +155,7 @@ def char_rnn(batch: int, seed: int) -> tuple[str, dict]:
 def tree_lstm(batch: int, seed: int) -> tuple[str, dict]:
     """The child-sum TreeLSTM; returns (module text, weights)."""
     if batch != 1:
-        raise ValueError("tree_lstm runs on one tree at a time: batch must be 1")
+        raise RelayArgumentValueError("tree_lstm runs on one tree at a time: batch must be 1")
     n = Net(seed)
     x_dim, h = TREE_INPUT, TREE_HIDDEN
     for name, shape, fan_in in (("w_iou", (3 * h, x_dim), x_dim), ("u_iou", (3 * h, h), h),

@@ -13,6 +13,7 @@ from passes.canonicalize_ops import canonicalize_ops
 from passes.combine_parallel_conv2d import combine_parallel_conv2d
 from passes.cse import eliminate_common_subexpr
 from passes.dead_code import dead_code_elimination
+from passes.defuse_ops import defuse_ops
 from passes.fold_constant import fold_constant
 from passes.fold_scale_axis import fold_scale_axis
 from passes.fuse_ops import count_primitive_functions, fuse_ops
@@ -34,7 +35,7 @@ from passes.to_gnf import to_gnf
 __all__ = [
     "Pass", "PassError", "PassRecord", "Sequential", "alter_op_layout", "bind_params",
     "canonicalize_ops", "combine_parallel_conv2d", "count_primitive_functions",
-    "dead_code_elimination", "eliminate_common_subexpr", "fold_constant", "fold_scale_axis",
-    "fuse_ops", "get_pass", "inline", "list_passes", "mark_inline", "optimize", "register_pass",
-    "simplify_inference", "to_anf", "to_gnf",
+    "dead_code_elimination", "defuse_ops", "eliminate_common_subexpr", "fold_constant",
+    "fold_scale_axis", "fuse_ops", "get_pass", "inline", "list_passes", "mark_inline",
+    "optimize", "register_pass", "simplify_inference", "to_anf", "to_gnf",
 ]

@@ -36,7 +36,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from semantics.errors import InternalError, RelayTypeError
+import numpy as np
+
+from semantics.errors import (
+    InternalError,
+    RelayArgumentTypeError,
+    RelayArgumentValueError,
+    RelayTypeError,
+)
 from semantics.expr import Expr, Function
 from semantics.module import IRModule
 from semantics.visitor import post_order
@@ -87,7 +94,7 @@ class Pass:
             return self.run(program)  # type: ignore[return-value]  # P is IRModule here
         if isinstance(program, Expr):
             return _run_on_expr(self.run, program)
-        raise TypeError(f"pass {self.name}: expected an IRModule or an expression, "
+        raise RelayArgumentTypeError(f"pass {self.name}: expected an IRModule or an expression, "
                         f"got {type(program).__name__}")
 
     def __repr__(self) -> str:
@@ -132,9 +139,32 @@ def register_pass(name: str, func_name: str, *, opt_level: int | None = None,
     return deco
 
 
+PASS_PLUGINS = ("pe",)
+"""Packages above ``passes`` in ARCHITECTURE.md §2 that register passes when imported (``pe``:
+PartialEvaluate). :func:`get_pass` loads them by name when a name is not registered yet — a
+plugin, not an import (as the interpreter reaches ``ad`` for ``grad``), so ``passes`` never
+depends on them and ``get_pass("PartialEvaluate")`` works without importing ``pe`` first."""
+
+
+def _load_plugins() -> None:
+    import importlib
+
+    for module in PASS_PLUGINS:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            continue
+
+
 def get_pass(name: str) -> Pass:
-    """The pass called ``name`` (TVM's or ours); ``RelayTypeError`` "unknown pass" otherwise."""
+    """The pass called ``name`` (TVM's or ours, including the :data:`PASS_PLUGINS` ones);
+    ``RelayTypeError`` "unknown pass" otherwise."""
+    if not isinstance(name, str):
+        raise RelayArgumentTypeError(f"a pass name is a string, not {type(name).__name__}")
     found = _PASSES.get(name)
+    if found is None:
+        _load_plugins()
+        found = _PASSES.get(name)
     if found is None:
         known = ", ".join(p.func_name for p in list_passes())
         raise RelayTypeError(f"unknown pass {name!r} (known passes: {known})")
@@ -267,7 +297,10 @@ def optimize(program: P, opt_level: int = 2, *, check: bool = True,
     Raises:
         RelayTypeError: ill-typed input, or an opt_level outside 0–3.
     """
+    if type(opt_level) is not int and not isinstance(opt_level, np.integer):
+        raise RelayArgumentTypeError(f"bad opt_level {opt_level!r}: expected 0, 1, 2 or 3")
     if not 0 <= opt_level <= 3:
-        raise RelayTypeError(f"bad opt_level {opt_level}: expected 0, 1, 2 or 3")
+        raise RelayArgumentValueError(f"bad opt_level {opt_level}: expected 0, 1, 2 or 3")
+    opt_level = int(opt_level)
     chosen: list[Pass | str] = list(only) if only is not None else list(passes_at(opt_level))
     return Sequential(chosen, check=check, on_pass=on_pass, name=f"O{opt_level}")(program)

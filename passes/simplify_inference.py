@@ -3,14 +3,21 @@
 Rewrites, by name (``bn`` is ``nn.batch_norm(x, gamma, beta, mean, var,
 axis=a, epsilon=e, center=c, scale=s)`` with ``x`` of rank ``r``):
 
-* **Simp-BatchNorm** — ``bn.0`` becomes ``x * S + T`` where, in ``x``'s dtype,
-  ``std = sqrt(var + e)``, ``scale = gamma / std`` (``1 / std`` when ``s`` is
-  false), ``shift = negative(mean) * scale`` plus ``beta`` when ``c`` is true,
-  and ``S``/``T`` are ``scale``/``shift`` given ``r - a - 1`` trailing unit axes
-  (:func:`passes.canonicalize_ops.expand_to_axis`) so they broadcast along
-  axis ``a``. The per-channel ``scale``/``shift`` only involve the statistics:
-  once they are constants (after :func:`passes.bind_params`) FoldConstant
-  computes them at compile time, leaving one multiply and one add per element.
+* **Simp-BatchNorm** — ``bn.0`` becomes the operator's own arithmetic,
+  ``(x - M) / STD * G + B`` in ``x``'s dtype, where ``std = sqrt(var + e)`` and
+  ``M``/``STD``/``G``/``B`` are ``mean``/``std``/``gamma``/``beta`` given
+  ``r - a - 1`` trailing unit axes (:func:`passes.canonicalize_ops.expand_to_axis`)
+  so they broadcast along axis ``a``; ``* G`` is absent when ``s`` is false,
+  ``+ B`` when ``c`` is false. ``std`` only involves the statistics: once they
+  are constants (after :func:`passes.bind_params`) FoldConstant computes it at
+  compile time, leaving a subtract, a divide, a multiply and an add per element
+  (fused into the producer's kernel).
+* **Simp-BatchNorm-Scale** — when ``var`` is a constant (after
+  :func:`passes.bind_params`) and ``sqrt(var + e)`` is finite and non-zero in every
+  channel, ``bn.0`` becomes ``x * S + T`` instead, with ``S = gamma / std`` (``1 / std``
+  when ``s`` is false) and ``T = -mean * S`` (``+ beta`` when ``c`` is true): one
+  multiply and one add per element, and a per-channel scale FoldScaleAxis folds into a
+  preceding convolution's weights (and quantization into its integer arithmetic).
 * **Simp-Stats** — ``bn.1`` and ``bn.2`` become ``mean`` and ``var``: at
   inference the statistics pass through (the operator's semantics).
 * **Simp-Dropout** — ``nn.dropout(x).0`` becomes ``x`` (dropout is the identity
@@ -22,12 +29,16 @@ variables or constants (A-normal form); the rewritten projection then refers to
 those same arguments, which are in scope there. The original call stays where
 it was (it may have other uses); DeadCodeElimination drops it when unused.
 
-Numerics: ``x * S + T`` rounds differently from the oracle's
-``(x - mean) / std * gamma + beta``: results agree within floating-point
-tolerance (the differential tests compare with tolerances), not bitwise. With a
-zero standard deviation (``var + epsilon == 0``) ``S`` is infinite and ``T`` is
-``-mean * S``: a zero mean then gives NaN where the oracle gives ±inf (as TVM's
-rewrite does).
+Numerics: in the general form each step is the reference's step (RULES.md §5, ``(x - mean) /
+sqrt(var + epsilon) * gamma + beta``, in the same order and dtype), so the result
+is the oracle's — also where the standard deviation is zero (``var + epsilon ==
+0`` gives ±inf, or NaN for ``x == mean``). TVM's rewrite (and ours before) folds
+the statistics into one scale and shift, ``x * S + T`` with ``S = gamma / std``
+and ``T = beta - mean * S``; that rounds differently, and a zero ``std`` makes
+``S`` infinite and ``T`` NaN for a zero mean, so every output of the channel is
+NaN where the oracle gives ±inf. That is why the scale form is taken only when every
+standard deviation is known to be finite and non-zero: there it agrees with the oracle up
+to rounding (the differential tests compare -O3 with tolerances).
 
 Limits: needs the rank of ``x`` (the module is type-checked first with
 :func:`passes.common.typed_or_same`; untyped calls are left alone). TVM's
@@ -40,6 +51,8 @@ same tensor type).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -123,12 +136,34 @@ def _batch_norm_arithmetic(call: Call, data_type: TensorType, site: Expr) -> Exp
 
     eps = Constant(np.asarray(attrs["epsilon"], dtype=dtype), span=span)
     std = op("sqrt", op("add", var, eps))
+
+    def per_channel(stat: Expr) -> Expr:
+        return expand_to_axis(stat, ndim, axis, span)
+
+    if _positive_constant_std(var, attrs["epsilon"], dtype):
+        # [Simp-BatchNorm-Scale]: x * S + T, S and T folded from the statistics
+        if attrs["scale"]:
+            scale = op("divide", gamma, std)
+        else:
+            scale = op("divide", Constant(np.asarray(1, dtype=dtype), span=span), std)
+        shift = op("multiply", op("negative", mean), scale)
+        if attrs["center"]:
+            shift = op("add", shift, beta)
+        return op("add", op("multiply", data, per_channel(scale)), per_channel(shift))
+    out = op("divide", op("subtract", data, per_channel(mean)), per_channel(std))
     if attrs["scale"]:
-        scale = op("divide", gamma, std)
-    else:
-        scale = op("divide", Constant(np.asarray(1, dtype=dtype), span=span), std)
-    shift = op("multiply", op("negative", mean), scale)
+        out = op("multiply", out, per_channel(gamma))
     if attrs["center"]:
-        shift = op("add", shift, beta)
-    scaled = op("multiply", data, expand_to_axis(scale, ndim, axis, span))
-    return op("add", scaled, expand_to_axis(shift, ndim, axis, span))
+        out = op("add", out, per_channel(beta))
+    return out
+
+
+def _positive_constant_std(var: Expr, epsilon: Any, dtype: str) -> bool:
+    """Whether ``sqrt(var + epsilon)`` is known at compile time to be finite and non-zero in
+    every channel (``var`` a constant, as after ``bind_params``): then the scale-and-shift
+    form is exact up to rounding, and FoldScaleAxis can fold it into a convolution."""
+    if type(var) is not Constant:
+        return False
+    with np.errstate(all="ignore"):
+        std = np.sqrt(np.asarray(var.data, dtype=dtype) + np.asarray(epsilon, dtype=dtype))
+    return bool(np.all(np.isfinite(std)) and np.all(std > 0))

@@ -4,7 +4,10 @@ What it does: every function body, ``if`` branch and ``match`` clause body
 (a *scope*) becomes a chain ``let %x1 = c1; ...; let %xn = cn; a`` whose
 values ``ci`` are compound expressions (calls, tuples, projections, ``if``,
 ``match``, reference operations, ``grad``, function literals) with *atomic*
-operands, and whose tail ``a`` is an atom. Atoms are variables, constants,
+operands, and whose tail ``a`` is an atom — or a call of a function, an ``if``
+or a ``match`` with atomic operands, which stays in tail position: binding it (``let %x =
+f(...); %x``) would turn a tail call into a nested one, and a loop would grow
+every executor's stack (RULES.md §6; issue 33). Atoms are variables, constants,
 globals, operators and constructors. The bindings follow evaluation order
 (RULES.md: left to right, the callee and the arguments before the call, a
 ``let``'s value before its body, a condition or scrutinee before the
@@ -113,6 +116,17 @@ __all__ = ["is_atom", "to_anf"]
 
 _ATOMS = frozenset((Var, Constant, Op, Constructor, GlobalVar))
 _SIMPLE = frozenset((Call, Tuple, TupleGetItem, RefCreate, RefRead, RefWrite, Grad))
+_TAILS = frozenset((Call, If, Match))
+
+
+def _stays_in_tail(e: Expr) -> bool:
+    """What stays unbound in a scope's tail position (see ``_Normalizer.tail``): a call of a
+    function (not of an operator or a constructor, which are no tail calls), an ``if``, a
+    ``match`` (whose branches may end in tail calls)."""
+    t = type(e)
+    if t is Call:
+        return type(e.op) not in (Op, Constructor)  # type: ignore[attr-defined]
+    return t is If or t is Match
 _ROOT = ("root",)
 # Effects whose time of evaluation can be observed (allocation alone cannot: see below).
 _ORDERED = Effect.WRITES | Effect.READS | Effect.MAY_FAIL
@@ -341,7 +355,7 @@ class _Normalizer:
         self.act = _Activation(_Body(fn.body))
         sc, saved = self._open(_ROOT, -1, None)
         params = tuple(self._binder(p) for p in fn.params)
-        tail = yield self.atom(fn.body)
+        tail = yield self.tail(fn.body)
         self._close(sc, saved)
         self.act, self.scope = outer_act, outer_scope
         body = sc.ll.get(tail)
@@ -356,9 +370,25 @@ class _Normalizer:
         """``e`` normalized as a scope of its own (an ``if`` branch, a clause body)."""
         sc, saved = self._open(key, branch_of, self.scope)
         renamed = [self._binder(v) for v in binders]
-        tail = yield self.atom(e)
+        tail = yield self.tail(e)
         self._close(sc, saved)
         return sc.ll.get(tail), renamed
+
+    def tail(self, e: Expr) -> Gen:
+        """The tail of a scope: a call, ``if`` or ``match`` stays in tail position (its
+        operands atoms, its branches scopes with tails of their own), anything else becomes
+        an atom. Binding a tail call (``let %x = f(...); %x``) would make every loop grow
+        the executors' stacks (RULES.md §6: a call in tail position runs in constant space).
+        """
+        act = self.act
+        assert act is not None
+        if (type(e) in _TAILS or type(e) is Let) and id(e) not in act.body.shared:
+            value = yield self.value(e)       # a let chain: flattened, its tail kept
+            if _stays_in_tail(value) or type(value) in _ATOMS:
+                return value
+            assert self.scope is not None
+            return self.scope.ll.push(value, "x")
+        return (yield self.atom(e))
 
     def atom(self, e: Expr) -> Gen:
         """An atom with the value of ``e``; the bindings computing it go to their scopes."""
@@ -474,7 +504,8 @@ def _primitive(fn: Function) -> bool:
 
 
 def _is_anf(fn: Function) -> bool:
-    """Whether every scope of ``fn`` is ``let``s of compounds with atomic operands and an atom."""
+    """Whether every scope of ``fn`` is ``let``s of compounds with atomic operands and a tail
+    that is an atom, or a call, ``if`` or ``match`` with atomic operands."""
     if _primitive(fn):
         return True
     seen: set[int] = set()
@@ -489,7 +520,8 @@ def _is_anf(fn: Function) -> bool:
             if not _compound_ok(value, seen, scopes):
                 return False
             node = node.body
-        if type(node) not in _ATOMS:
+        if type(node) not in _ATOMS and (not _stays_in_tail(node)
+                                         or not _compound_ok(node, seen, scopes)):
             return False
     return True
 

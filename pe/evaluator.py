@@ -423,7 +423,9 @@ class PartialEvaluator:
     def _nullary(self, c: Constructor, ty: Type | None) -> PValue:
         if isinstance(ty, TypeCall) and ty.args:
             return PValue(SCtor(c, (), ty), None, self.frame)  # bound with its type if needed
-        return PValue(SCtor(c, ()), Call(c, ()))
+        # residualized as the call ``C()``, which is what ``C`` prints as and parses back to
+        # (a bare Constructor node would print the same but not be alpha-equal to the parse)
+        return PValue(SCtor(c, ()), Call(c, (), span=c.span))
 
     def global_value(self, name: str) -> PValue:
         pv = self._globals.get(name)

@@ -22,6 +22,8 @@ from typing import Any
 
 import z3
 
+from semantics.errors import RelayArgumentTypeError, RelayArgumentValueError
+
 PROVED = "proved"
 REFUTED = "refuted"
 UNKNOWN = "unknown"
@@ -90,24 +92,32 @@ def _load() -> None:
     )
 
 
+class UnknownObligation(RelayArgumentValueError, KeyError):
+    """``only`` names no obligation (also a ``KeyError``, as a lookup by name)."""
+
+
 def select(only: str | None) -> list[ObligationDef]:
     """The obligation named ``only``, else those under the class ``only.``, else those whose
     name starts with ``only`` (all when None).
 
     Raises:
-        KeyError: nothing matches ``only``.
+        UnknownObligation: nothing matches ``only`` (a ``RelayArgumentValueError`` and a
+            ``KeyError``). RelayArgumentTypeError: ``only`` is not a string.
     """
     defs = registered()
     if only is None:
         return list(defs.values())
+    if not isinstance(only, str):
+        raise RelayArgumentTypeError(f"only must be an obligation name or prefix (a string), "
+                                     f"not {type(only).__name__} {only!r}")
     if only in defs:                       # an exact name is that one obligation
         return [defs[only]]
     picked = [d for n, d in defs.items() if n.startswith(only + ".")]
     if not picked:                         # else a plain prefix ("relation.Conv")
         picked = [d for n, d in defs.items() if n.startswith(only)]
     if not picked:
-        raise KeyError(f"no obligation named {only!r} (try a class: quantize, relation, "
-                       f"rewrite, soundness)")
+        raise UnknownObligation(f"no obligation named {only!r} (try a class: quantize, "
+                                f"relation, rewrite, soundness)")
     return picked
 
 
@@ -130,7 +140,7 @@ def run(only: str | None = None) -> list[Obligation]:
     Returns:
         One :class:`Obligation` per selected obligation, in registration order.
     Raises:
-        KeyError: ``only`` matches nothing.
+        UnknownObligation: ``only`` matches nothing. RelayArgumentTypeError: not a string.
     """
     return [discharge(d) for d in select(only)]
 

@@ -229,19 +229,32 @@ def canon_bias_add(wrong: bool = False) -> Verdict:
 # --- SimplifyInference --------------------------------------------------------------------------
 
 def simplify_batch_norm(wrong: bool = False) -> Verdict:
-    """``(x - mean) / std * gamma + beta == x * S + T`` with ``std = sqrt(var + eps)``,
-    ``S = gamma / std``, ``T = -mean * S + beta`` (also without center / scale); side
-    condition ``var + eps > 0``."""
-    x, mean, var, eps, gamma, beta, std = z3.Reals("x mean var eps gamma beta std")
-    side = z3.And(var + eps > 0, std > 0, std * std == var + eps)
-    claims = []
+    """``batch_norm(x, gamma, beta, mean, var, axis=a).0 == (x - M) / STD * G + B`` for
+    **every rank** ``r >= 1`` and axis ``0 <= a < r`` (also without center / scale), where
+    ``M``, ``STD``, ``G``, ``B`` are the per-channel ``mean``, ``sqrt(var + eps)``,
+    ``gamma``, ``beta`` expanded by ``r - a - 1`` trailing unit axes: each is read at the
+    broadcast index of :func:`canon_bias_add` and the operator reads channel ``idx[a]``.
+    The arithmetic is the operator's own, step for step, so no side condition on
+    ``var + eps`` is needed (a zero ``std`` gives the oracle's ±inf). ``wrong``: a rewrite
+    that adds the mean instead of subtracting it."""
+    r, a, c = z3.Ints("r a C")
+    idx = z3.Array("idx", Z, Z)
+    shape = z3.Array("shape", Z, Z)
+    d = z3.Function("x", z3.ArraySort(Z, Z), R)
+    mean, std, gamma, beta = (tensor(n, 1) for n in ("mean", "std", "gamma", "beta"))
+    k = r - a - 1                                  # num_newaxis of expand_to_axis
+    lead = r - (k + 1)                             # data axis of the expanded first axis
+    side = z3.And(r >= 1, a >= 0, a < r, c >= 0, shape[a] == c, idx[a] >= 0, idx[a] < c)
+    read = z3.If(c == 1, z3.IntVal(0), idx[lead])
+    claims = [k >= 0, shape[lead] == c]
     for center in (True, False):
         for scale in (True, False):
-            g = gamma if scale else z3.RealVal(1)
-            bt = beta if center else z3.RealVal(0)
-            s_ = g / std
-            t_ = (mean if wrong else -mean) * s_ + bt
-            claims.append((x - mean) / std * g + bt == x * s_ + t_)
+            def norm(ch: z3.ArithRef, sign: int, scale: bool = scale,
+                     center: bool = center) -> z3.ArithRef:
+                out = (d(idx) - sign * mean(ch)) / std(ch)
+                out = out * gamma(ch) if scale else out
+                return out + beta(ch) if center else out
+            claims.append(norm(idx[a], 1) == norm(read, -1 if wrong else 1))
     return prove_valid(z3.Implies(side, z3.And(*claims)))
 
 
@@ -420,8 +433,9 @@ REWRITES: dict[str, tuple[str, Callable[[], Verdict]]] = {
     "canonicalize_ops.bias_add": ("Canon-BiasAdd: bias_add(d, b, a) == d + expand_dims(b, 1, "
                                   "r - a - 1) for every rank r and axis a < r",
                                   canon_bias_add),
-    "simplify_inference.batch_norm": ("Simp-BatchNorm: (x - mean)/std * gamma + beta == "
-                                      "x S + T (with/without center, scale); var + eps > 0",
+    "simplify_inference.batch_norm": ("Simp-BatchNorm: batch_norm(...).0 == (x - M) / STD * "
+                                      "G + B with per-channel statistics expanded to the "
+                                      "axis (any rank, with/without center, scale)",
                                       simplify_batch_norm),
     "combine_parallel_conv2d.split": ("Combine-Conv2D: split of the conv with concatenated "
                                       "filters gives each branch's conv (any number of "

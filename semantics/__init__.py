@@ -10,7 +10,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from semantics.errors import ParseError, RelayError, RelayRuntimeError, RelayTypeError
+from semantics.errors import (
+    ParseError,
+    RelayArgumentTypeError,
+    RelayArgumentValueError,
+    RelayError,
+    RelayRuntimeError,
+    RelayTypeError,
+)
 from semantics.module import IRModule
 
 _LAZY = {
@@ -22,7 +29,8 @@ _LAZY = {
 }
 
 __all__ = [
-    "IRModule", "ParseError", "RelayError", "RelayRuntimeError", "RelayTypeError",
+    "IRModule", "ParseError", "RelayArgumentTypeError", "RelayArgumentValueError",
+    "RelayError", "RelayRuntimeError", "RelayTypeError",
     "alpha_equal", "parse", "parse_expr", "parse_type", "pretty", "structural_hash",
     "types_equal",
 ]

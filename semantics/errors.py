@@ -68,6 +68,17 @@ class RelayRuntimeError(RelayError):
     """A failure while evaluating a program: a trap in the sense of the Wasm spec."""
 
 
+class RelayArgumentTypeError(RelayTypeError, TypeError):
+    """An argument of a Python API function of the wrong kind (``None`` for a program, a
+    float for an opt level, a list for a parameter dict). Also a ``TypeError``: Python's
+    category is kept, so ``except TypeError`` and ``except RelayError`` both catch it."""
+
+
+class RelayArgumentValueError(RelayTypeError, ValueError):
+    """An argument of a Python API function of the right kind but a bad value (an unknown
+    mode, target, model or obligation name; a negative count). Also a ``ValueError``."""
+
+
 class InternalError(Exception):
     """A broken invariant inside the implementation (never caused by valid user input)."""
 

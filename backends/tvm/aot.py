@@ -778,10 +778,16 @@ class AotRunner:
             if spec is None or spec.loader is None:
                 raise RelayRuntimeError(f"cannot import the AoT module {source_path}")
             module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            try:
+                with open(source_path, encoding="utf-8") as f:
+                    self.source = f.read()
+                spec.loader.exec_module(module)
+            except (OSError, ValueError, SyntaxError, RecursionError, MemoryError, ImportError,
+                    NameError, AttributeError, TypeError) as exc:
+                # UnicodeDecodeError is a ValueError: a file that is not UTF-8 text
+                raise RelayRuntimeError(f"cannot import the AoT module {source_path}: "
+                                        f"{type(exc).__name__}: {exc}") from None
             namespace = vars(module)
-            with open(source_path, encoding="utf-8") as f:
-                self.source = f.read()
         else:
             self.source = generate(mod)
             namespace = {"__name__": "relay_aot_program"}

@@ -52,7 +52,12 @@ from typing import Any
 import numpy as np
 
 from backends.tvm.fallback import FallbackKernel
-from semantics.errors import InternalError, RelayTypeError
+from semantics.errors import (
+    InternalError,
+    RelayArgumentTypeError,
+    RelayArgumentValueError,
+    RelayTypeError,
+)
 from semantics.expr import Constant, Function
 from semantics.module import IRModule
 from semantics.shapes import is_concrete
@@ -607,6 +612,37 @@ class KernelSlot:
         return k(*args, out=out) if out is not None else k(*args)
 
 
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _check_options(params: Any, target: Any, opt_level: Any, jobs: Any, max_depth: Any
+                   ) -> None:
+    """Refuse bad ``build`` options with a :class:`RelayArgumentTypeError` (wrong kind) or
+    :class:`RelayArgumentValueError` (bad value) before anything runs."""
+    if params is not None and not isinstance(params, Mapping):
+        raise RelayArgumentTypeError(f"params must be a dict of parameter name -> array, not "
+                                     f"{type(params).__name__}")
+    if params is not None and not all(isinstance(k, str) for k in params):
+        raise RelayArgumentTypeError("params must be keyed by parameter names (strings)")
+    if not _is_int(opt_level):
+        raise RelayArgumentTypeError(f"bad opt_level {opt_level!r}: expected 0, 1, 2 or 3")
+    if not 0 <= opt_level <= 3:
+        raise RelayArgumentValueError(f"bad opt_level {opt_level}: expected 0, 1, 2 or 3")
+    if jobs is not None and not _is_int(jobs):
+        raise RelayArgumentTypeError(f"jobs must be a positive integer or None, not {jobs!r}")
+    if jobs is not None and jobs < 1:
+        raise RelayArgumentValueError(f"jobs must be a positive integer, not {jobs}")
+    if not _is_int(max_depth):
+        raise RelayArgumentTypeError(f"max_depth must be a positive integer, not {max_depth!r}")
+    if max_depth < 1:
+        raise RelayArgumentValueError(f"max_depth must be a positive integer, not {max_depth}")
+    if target is not None and target != "llvm":
+        from backends.tvm.target import normalize_target
+
+        normalize_target(target)
+
+
 def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm",
           opt_level: int = 3, executor: str = "vm", *, cache: Any = None,
           max_depth: int = 100_000, compile_kernels: bool = True,
@@ -646,8 +682,9 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
     from backends.tvm.target import Target
 
     if executor not in EXECUTORS:
-        raise RelayTypeError(
+        raise RelayArgumentValueError(
             f"unknown executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
+    _check_options(params, target, opt_level, jobs, max_depth)
     if compile_kernels and jobs != 1:
         try:
             from backends.tvm import kernels

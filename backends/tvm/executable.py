@@ -12,17 +12,22 @@ tuples, ``ConstructorValue`` s, ``RefValue`` s and closures (opaque ``Closure`` 
 
 * ``program.relay`` — the optimized, fused program as Relay text (constants in the
   metadata section);
-* ``build.json`` — the executor, target and opt level;
+* ``build.json`` — the executor, target, opt level and depth budget, and the size and
+  SHA-256 of every other file of the build (written last);
 * ``aot.py`` — for ``executor="aot"``, the generated Python module;
 * ``kernels/`` — the compiled kernels' libraries (the kernel cache's disk directory, when
   the TVM kernel compiler is installed).
 
-``backends.tvm.load(path)`` re-reads the program (no optimization runs again) and
-resolves the kernels through the saved cache directory, so nothing recompiles.
+``backends.tvm.load(path)`` first checks every file against ``build.json`` (a missing,
+truncated or changed file — program, AoT module, a kernel's library, metadata or weights
+— is refused with a ``RelayRuntimeError`` naming it: nothing damaged is parsed, imported
+or mapped), then re-reads the program (no optimization runs again) and resolves the
+kernels through the saved cache directory, so nothing recompiles.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -33,12 +38,22 @@ import numpy as np
 from backends.tvm.build import KernelTable
 from interpreter.convert import convert_arguments
 from interpreter.export import export_value
-from semantics.errors import InternalError, RelayError, RelayRuntimeError, RelayTypeError
+from semantics.errors import (
+    InternalError,
+    RelayArgumentTypeError,
+    RelayError,
+    RelayRuntimeError,
+    RelayTypeError,
+)
 from semantics.module import IRModule
 
 __all__ = ["Executable", "load", "FORMAT_VERSION"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""Version of the saved-build layout (2: ``build.json`` lists every file's size and SHA-256).
+"""
+
+EXECUTORS = ("vm", "graph", "aot")
 
 
 class Executable:
@@ -194,16 +209,16 @@ class Executable:
             os.makedirs(path, exist_ok=True)
             with open(os.path.join(path, "program.relay"), "w", encoding="utf-8") as f:
                 f.write(pretty(self.module))
-            meta = {"format": FORMAT_VERSION, "executor": self.executor,
-                    "target": _saved_target(self.target), "opt_level": self.opt_level,
-                    "max_depth": self.max_depth}
-            with open(os.path.join(path, "build.json"), "w", encoding="utf-8") as f:
-                json.dump(meta, f, indent=2, default=str)
             source = self.source
             if source is not None:
                 with open(os.path.join(path, "aot.py"), "w", encoding="utf-8") as f:
                     f.write(source)
             _export_kernels(self.kernels, os.path.join(path, "kernels"))
+            meta = {"format": FORMAT_VERSION, "executor": self.executor,
+                    "target": _saved_target(self.target), "opt_level": self.opt_level,
+                    "max_depth": self.max_depth, "files": _manifest(path)}
+            with open(os.path.join(path, "build.json"), "w", encoding="utf-8") as f:
+                json.dump(meta, f, indent=2, default=str)
         except OSError as exc:
             raise RelayRuntimeError(f"cannot save the build to {path}: {exc}") from None
 
@@ -258,28 +273,102 @@ def _saved_target(target: Any) -> Any:
     return "llvm" if target.key() == Target.host().key() else target.to_dict()
 
 
+def _manifest(path: str) -> dict[str, dict[str, Any]]:
+    """Every file of the saved build in ``path`` but ``build.json``: its path relative to
+    ``path`` (``/``-separated) -> its size and SHA-256."""
+    files: dict[str, dict[str, Any]] = {}
+    for root, _dirs, names in os.walk(path):
+        for name in sorted(names):
+            full = os.path.join(root, name)
+            rel = os.path.relpath(full, path).replace(os.sep, "/")
+            if rel == "build.json" or not os.path.isfile(full):
+                continue
+            files[rel] = {"bytes": os.path.getsize(full), "sha256": _file_digest(full)}
+    return files
+
+
+def _file_digest(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _check_files(path: str, files: Any) -> None:
+    """Refuse a saved build one of whose listed files is missing, unreadable, or not the
+    bytes that were saved (see the module docstring)."""
+    if not isinstance(files, dict) or "program.relay" not in files:
+        raise RelayRuntimeError(f"not a saved build: {path}: build.json lists no files")
+    for rel, want in files.items():
+        if (not isinstance(rel, str) or not isinstance(want, dict) or rel.startswith("/")
+                or ".." in rel.split("/")):
+            raise RelayRuntimeError(f"damaged saved build {path}: build.json lists {rel!r}")
+        full = os.path.join(path, *rel.split("/"))
+        try:
+            size = os.path.getsize(full)
+            intact = size == want.get("bytes") and _file_digest(full) == want.get("sha256")
+        except OSError as exc:
+            raise RelayRuntimeError(f"damaged saved build {path}: {rel}: {exc.strerror or exc}"
+                                    ) from None
+        if not intact:
+            raise RelayRuntimeError(f"damaged saved build {path}: {rel} is not the file that "
+                                    f"was saved ({size} bytes, {want.get('bytes')!r} saved, "
+                                    f"or other contents)")
+
+
+def _checked_meta(path: str, meta: Any) -> tuple[str, Any, int, int]:
+    """``build.json``'s (executor, target, opt level, depth budget), each checked."""
+    if not isinstance(meta, dict):
+        raise RelayRuntimeError(f"not a saved build: {path}")
+    if meta.get("format") != FORMAT_VERSION:
+        raise RelayRuntimeError(f"not a saved build: {path}: unknown format "
+                                f"{meta.get('format')!r} (this version reads {FORMAT_VERSION})")
+    executor, target = meta.get("executor"), meta.get("target", "llvm")
+    opt_level, max_depth = meta.get("opt_level"), meta.get("max_depth")
+    if executor not in EXECUTORS:
+        raise RelayRuntimeError(f"damaged saved build {path}: build.json: executor "
+                                f"{executor!r} is not one of {', '.join(EXECUTORS)}")
+    if not isinstance(target, (str, dict)):
+        raise RelayRuntimeError(f"damaged saved build {path}: build.json: target {target!r}")
+    if type(opt_level) is not int or not 0 <= opt_level <= 3:
+        raise RelayRuntimeError(f"damaged saved build {path}: build.json: opt_level "
+                                f"{opt_level!r} is not an integer from 0 to 3")
+    if type(max_depth) is not int or max_depth < 1:
+        raise RelayRuntimeError(f"damaged saved build {path}: build.json: max_depth "
+                                f"{max_depth!r} is not a positive integer")
+    return executor, target, opt_level, max_depth
+
+
 def load(path: str | os.PathLike[str]) -> Executable:
     """Load a build saved by :meth:`Executable.save`.
 
     Raises:
         RelayRuntimeError: the directory is not a saved build (missing or unreadable
-            files, an unknown format version).
+            files, an unknown format version, bad values in ``build.json``) or is damaged
+            (a file missing or not the one saved: see the module docstring).
         ParseError, RelayTypeError: the saved program does not parse or type-check.
     """
     from semantics.parser import parse
 
+    if not isinstance(path, (str, os.PathLike)):
+        raise RelayArgumentTypeError(f"load expects the path of a saved build's directory, "
+                                     f"not {type(path).__name__} {path!r}")
     path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
     try:
         with open(os.path.join(path, "build.json"), encoding="utf-8") as f:
             meta = json.load(f)
+    except (OSError, ValueError, RecursionError) as exc:
+        raise RelayRuntimeError(f"not a saved build: {path}: {exc}") from None
+    executor, target, opt_level, max_depth = _checked_meta(path, meta)
+    _check_files(path, meta.get("files"))
+    try:
         with open(os.path.join(path, "program.relay"), encoding="utf-8") as f:
             text = f.read()
     except (OSError, ValueError) as exc:
         raise RelayRuntimeError(f"not a saved build: {path}: {exc}") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT_VERSION:
-        raise RelayRuntimeError(
-            f"not a saved build: {path}: unknown format {meta.get('format')!r}"
-            if isinstance(meta, dict) else f"not a saved build: {path}")
     import typechecker
 
     mod = parse(text, source_name=os.path.join(path, "program.relay"))
@@ -288,12 +377,10 @@ def load(path: str | os.PathLike[str]) -> Executable:
         raise InternalError("typechecker.infer of a module returned no module")
     kernel_dir = os.path.join(path, "kernels")
     cache = _kernel_cache(kernel_dir) if os.path.isdir(kernel_dir) else None
-    executor = str(meta.get("executor", "vm"))
     aot_path = os.path.join(path, "aot.py")
     return Executable.from_fused(
-        fused, executor=executor, target=meta.get("target", "llvm"),
-        opt_level=int(meta.get("opt_level", 3)), cache=cache,
-        max_depth=int(meta.get("max_depth", 100_000)),
+        fused, executor=executor, target=target, opt_level=opt_level, cache=cache,
+        max_depth=max_depth,
         aot_source=aot_path if executor == "aot" and os.path.exists(aot_path) else None)
 
 

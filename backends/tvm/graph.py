@@ -21,14 +21,18 @@ Plan (once per global, at build time; TVM's graph executor + its storage planner
    the blocks; ``intermediate_bytes`` the sum of all intermediate tensors' sizes, the
    memory a naive executor would allocate.
 
-Running: the blocks are allocated once per executable (64-byte aligned) and every
-intermediate tensor is a view into its block; each kernel is called with ``out=`` its
-output views. (An executable therefore runs one call at a time.)
+Running: the blocks are allocated once (64-byte aligned) and every intermediate tensor
+is a view into its block; each kernel is called with ``out=`` its output views. Calls from
+several threads at once are correct: a call takes a whole set of blocks for itself from
+the executable's free list (allocating a new set when every set is in use) and returns it
+when it ends, so two calls never share an intermediate buffer; one thread calling again
+and again reuses one set.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -259,30 +263,55 @@ def _plan_memory(plan: GraphPlan) -> None:
                 free.append(block)
 
 
+def _allocate_views(plan: GraphPlan) -> dict[int, np.ndarray]:
+    """One set of the plan's storage blocks: each planned tensor id -> its view."""
+    buffers = []
+    for size in plan.blocks:
+        raw = np.empty(size + _ALIGN, dtype=np.uint8)
+        offset = (-raw.ctypes.data) % _ALIGN
+        buffers.append(raw[offset:offset + size])
+    views: dict[int, np.ndarray] = {}
+    for tid, b in plan.storage.items():
+        layout = plan.layouts[tid]
+        assert layout is not None
+        dtype, shape = layout
+        n = _nbytes(layout)
+        views[tid] = buffers[b][:n].view(dtype).reshape(shape)
+    return views
+
+
 class _Bound:
-    """A plan with its storage allocated: the views each step writes into."""
+    """A plan with its storage: sets of views the steps write into, one set per running
+    call (see the module docstring). Invariant: a set is in ``_free`` or in use by
+    exactly one call."""
 
     def __init__(self, plan: GraphPlan):
         self.plan = plan
-        buffers = []
-        for size in plan.blocks:
-            raw = np.empty(size + _ALIGN, dtype=np.uint8)
-            offset = (-raw.ctypes.data) % _ALIGN
-            buffers.append(raw[offset:offset + size])
-        self.views: dict[int, np.ndarray] = {}
-        for tid, b in plan.storage.items():
-            layout = plan.layouts[tid]
-            assert layout is not None
-            dtype, shape = layout
-            n = _nbytes(layout)
-            self.views[tid] = buffers[b][:n].view(dtype).reshape(shape)
+        self._free: list[dict[int, np.ndarray]] = [_allocate_views(plan)]
+        self._lock = threading.Lock()
+
+    def _take(self) -> dict[int, np.ndarray]:
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+        return _allocate_views(self.plan)
+
+    def _give_back(self, views: dict[int, np.ndarray]) -> None:
+        with self._lock:
+            self._free.append(views)
 
     def run(self, args: list[Any]) -> Any:
+        views = self._take()
+        try:
+            return self._run(args, views)
+        finally:
+            self._give_back(views)
+
+    def _run(self, args: list[Any], views: dict[int, np.ndarray]) -> Any:
         plan = self.plan
         env: dict[int, Any] = dict(plan.consts)
         for desc, value in zip(plan.params, args):
             _bind(desc, value, env)
-        views = self.views
         layouts = plan.layouts
         for kernel, arg_desc, ids in plan.steps:
             outs = []
@@ -309,6 +338,14 @@ class _Bound:
         """Run the plan once, timing each step on its own: the median of ``repeat`` calls
         after one warm-up call, with the step's real inputs (see :meth:`GraphRunner.profile`).
         """
+        views = self._take()
+        try:
+            return self._profile(args, views, repeat)
+        finally:
+            self._give_back(views)
+
+    def _profile(self, args: list[Any], own: dict[int, np.ndarray], repeat: int
+                 ) -> list[StepProfile]:
         plan = self.plan
         env: dict[int, Any] = dict(plan.consts)
         for desc, value in zip(plan.params, args):
@@ -316,7 +353,7 @@ class _Bound:
         rows = []
         for i, ((kernel, arg_desc, ids), fn) in enumerate(zip(plan.steps, plan.funcs)):
             inputs = [_value(d, env) for d in arg_desc]
-            views = [self.views.get(tid) for tid in ids]
+            views = [own.get(tid) for tid in ids]
             # a result or a dynamic shape: the kernel allocates
             outs = None if any(v is None for v in views) else views
 
@@ -439,14 +476,18 @@ class GraphRunner:
         self.mod = mod
         self.table = table
         self.plans: dict[str, _Bound] = {}
+        self._planning = threading.Lock()
         if "main" in mod.functions:
             self._bound("main")
 
     def _bound(self, name: str) -> _Bound:
         b = self.plans.get(name)
         if b is None:
-            b = self.plans[name] = _Bound(plan_function(name, self.mod.functions[name],
-                                                        self.table))
+            with self._planning:        # two threads' first calls: one plan
+                b = self.plans.get(name)
+                if b is None:
+                    b = self.plans[name] = _Bound(plan_function(
+                        name, self.mod.functions[name], self.table))
         return b
 
     @property

@@ -45,8 +45,13 @@ inline, large ones as references to content-addressed ``<digest>.bin`` blobs, se
 ``.json`` last), so a reader never sees a partial entry; deleting the directory (or
 :meth:`KernelCache.clear`) is always safe.  ``<key>.module`` files beside them are
 ``backends.tvm.build``'s memos of fused modules (pickles whose large arrays are blobs too:
-a model's weights are on disk once, shared by its kernels and its memo; the directory is
-trusted like a ``__pycache__``).  A loaded kernel's constants are views of the blobs'
+a model's weights are on disk once, shared by its kernels and its memo).  Every file is
+verified before it is used: the ``.json`` carries the SHA-256 of its own contents and the
+size and SHA-256 of the library, checked before the library is mapped; a blob's bytes
+must hash to its name; a memo carries the SHA-256 of its pickle. A file that fails (a
+truncated, changed, deleted or unreadable one) is a cache miss: the kernel is compiled
+again and its entry rewritten, never loaded (a truncated library would crash the process
+with SIGBUS, a changed one run other code).  A loaded kernel's constants are views of the blobs'
 memory maps, handed to TVM through DLPack: loading a model copies none of its weights.
 
 Many kernels at once (:func:`compile_many`, what ``build`` uses): distinct keys only, shared
@@ -1448,7 +1453,7 @@ class KernelCache:
         entry is not complete on disk."""
         so, js = _entry_paths(self.directory, key)
         try:
-            meta = json.loads(js.read_text())
+            meta = _read_sealed(js)
             files = [blobs.blob_path(self.directory, d) for d in _entry_blobs(meta)]
         except (OSError, ValueError, TypeError, AttributeError, KeyError):
             return []
@@ -1486,14 +1491,52 @@ def _write_entry(directory: Path, key: str, artifact: Any, meta: dict[str, Any])
                 shutil.copyfile(artifact, tmp_so)
             else:
                 artifact.export_library(str(tmp_so))
+            library = {"bytes": tmp_so.stat().st_size, "sha256": blobs.file_digest(tmp_so)}
             os.replace(tmp_so, so)
             doc = {k: v for k, v in meta.items() if k != "constants"}
             doc["constants"] = constants
+            doc["library"] = library
             tmp_js = Path(tmp) / "kernel.json"
-            tmp_js.write_text(json.dumps(doc))
+            tmp_js.write_text(_sealed_json(doc))
             os.replace(tmp_js, js)     # written last: its presence means complete
     except (OSError, RuntimeError, ValueError):
         return
+
+
+def _sealed_json(doc: dict[str, Any]) -> str:
+    """``doc`` as JSON with a ``"sealed"`` field: the SHA-256 of the rest (canonical JSON),
+    which :func:`_read_sealed` checks, so a metadata file changed in place is a miss."""
+    body = json.dumps(doc, sort_keys=True)
+    return json.dumps({**doc, "sealed": hashlib.sha256(body.encode()).hexdigest()})
+
+
+def _read_sealed(path: Path) -> dict[str, Any]:
+    """The document :func:`_sealed_json` wrote to ``path``.
+
+    Raises:
+        OSError: unreadable. ValueError: not JSON, or not the document that was sealed.
+    """
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path.name}: not a kernel's metadata")
+    seal = doc.pop("sealed", None)
+    if seal != hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest():
+        raise ValueError(f"{path.name}: its contents are not the ones written")
+    return doc
+
+
+def _library_intact(so: Path, meta: dict[str, Any]) -> bool:
+    """Whether the library ``so`` has the size and SHA-256 its metadata recorded (checked
+    before the dynamic loader maps it: a truncated library crashes the process with SIGBUS
+    when its missing pages are touched, a changed one runs other code)."""
+    want = meta.get("library")
+    if not isinstance(want, dict):
+        return False
+    try:
+        return (so.stat().st_size == want.get("bytes")
+                and blobs.file_digest(so) == want.get("sha256"))
+    except OSError:
+        return False
 
 
 def _entry_blobs(meta: Any) -> list[str]:
@@ -1528,14 +1571,17 @@ def _write_module(directory: Path, key: str, module: Any) -> None:
 
 def _load_entry(directory: Path, key: str) -> Kernel | None:
     """The kernel of a complete cache entry in ``directory``, or None (no entry, or a
-    damaged one: unreadable metadata, a missing or truncated blob, a bad library)."""
+    damaged one: metadata unreadable or changed, a missing, truncated or changed blob, a
+    library whose size or SHA-256 is not the one recorded — checked before it is loaded)."""
     import tvm
 
     so, js = _entry_paths(directory, key)
     if not js.is_file() or not so.is_file():
         return None
     try:
-        meta = json.loads(js.read_text())
+        meta = _read_sealed(js)
+        if not _library_intact(so, meta):
+            return None
         constants = [blobs.constant_from_doc(directory, c) for c in meta["constants"]]
         lib = tvm.runtime.load_module(str(so))
         name = meta["name"]

@@ -51,10 +51,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from semantics.errors import RelayTypeError
+from semantics.errors import RelayArgumentTypeError, RelayArgumentValueError
 
-__all__ = ["LANES", "Target", "TargetSpec", "as_target", "default_threads", "host_cpu",
-           "host_target", "normalize_target", "target_key", "use_every_core", "vector_bytes"]
+__all__ = ["LANES", "Target", "TargetError", "TargetTypeError", "TargetSpec", "as_target",
+           "default_threads", "host_cpu", "host_target", "normalize_target", "target_key",
+           "use_every_core", "vector_bytes"]
+
+
+class TargetError(RelayArgumentValueError):
+    """A target the TVM backend cannot compile for (an unknown kind, field or value); a
+    ``RelayTypeError`` and a ``ValueError``."""
+
+
+class TargetTypeError(RelayArgumentTypeError):
+    """A target given as something other than a string, a dict or a :class:`Target`."""
 
 LANES = (4, 8, 16)
 """The float32 vector widths a :class:`Target` may have (SSE/NEON, AVX2, AVX-512)."""
@@ -238,24 +248,24 @@ class Target:
 
     def __post_init__(self) -> None:
         if self.kind != "llvm":
-            raise RelayTypeError(f"the TVM backend compiles for llvm only, got target kind "
+            raise TargetError(f"the TVM backend compiles for llvm only, got target kind "
                                  f"{self.kind!r}")
         if not isinstance(self.mcpu, str) or not self.mcpu:
-            raise RelayTypeError(f"bad target mcpu {self.mcpu!r}: expected an LLVM CPU name")
+            raise TargetError(f"bad target mcpu {self.mcpu!r}: expected an LLVM CPU name")
         for name in _INT_FIELDS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise RelayTypeError(f"bad target {name} {value!r}: expected a positive int")
+                raise TargetError(f"bad target {name} {value!r}: expected a positive int")
         for name in _BOOL_FIELDS:
             if not isinstance(getattr(self, name), bool):
-                raise RelayTypeError(f"bad target {name} {getattr(self, name)!r}: expected "
+                raise TargetError(f"bad target {name} {getattr(self, name)!r}: expected "
                                      f"True or False")
         if self.lanes not in LANES:
-            raise RelayTypeError(f"bad target lanes {self.lanes!r}: expected one of "
+            raise TargetError(f"bad target lanes {self.lanes!r}: expected one of "
                                  f"{', '.join(map(str, LANES))} (float32 lanes of a vector "
                                  f"register)")
         if not isinstance(self.mattr, tuple) or not all(isinstance(a, str) for a in self.mattr):
-            raise RelayTypeError(f"bad target mattr {self.mattr!r}: expected strings")
+            raise TargetError(f"bad target mattr {self.mattr!r}: expected strings")
 
     # -- building ----------------------------------------------------------------------------
     @staticmethod
@@ -284,7 +294,7 @@ class Target:
         """The record of a user's target (see the module docstring for the forms).
 
         Raises:
-            RelayTypeError: an unknown kind or field, a malformed string, a bad value.
+            TargetError: an unknown kind or field, a malformed string, a bad value.
         """
         if isinstance(spec, Target):
             return spec
@@ -293,24 +303,24 @@ class Target:
         if isinstance(spec, str):
             return Target.of(_parse_string(spec))
         if not isinstance(spec, dict):
-            raise RelayTypeError(f"bad target {spec!r}: expected \"llvm\", a dict such as "
-                                 f"{{\"kind\": \"llvm\", \"mcpu\": \"znver3\"}} or a Target")
+            raise TargetTypeError(f"bad target {spec!r}: expected \"llvm\", a dict such as "
+                                  f"{{\"kind\": \"llvm\", \"mcpu\": \"znver3\"}} or a Target")
         fields = {f.name for f in dataclasses.fields(Target)}
         unknown = sorted(set(spec) - fields)
         if unknown:
-            raise RelayTypeError(f"unknown target field(s) {', '.join(map(repr, unknown))} "
+            raise TargetError(f"unknown target field(s) {', '.join(map(repr, unknown))} "
                                  f"(known: {', '.join(sorted(fields))})")
         if spec.get("kind", "llvm") != "llvm":
-            raise RelayTypeError(f"the TVM backend compiles for llvm only, got target {spec!r}")
+            raise TargetError(f"the TVM backend compiles for llvm only, got target {spec!r}")
         mattr = spec.get("mattr", ())
         if isinstance(mattr, str):
             mattr = tuple(a for a in mattr.split(",") if a)
         if not isinstance(mattr, (list, tuple)):
-            raise RelayTypeError(f"bad target mattr {mattr!r}: expected a list of strings")
+            raise TargetError(f"bad target mattr {mattr!r}: expected a list of strings")
         mcpu = spec.get("mcpu", host_cpu())
         mtriple = spec.get("mtriple", "")
         if not isinstance(mcpu, str) or not isinstance(mtriple, str):
-            raise RelayTypeError(f"bad target {spec!r}: mcpu and mtriple are strings")
+            raise TargetError(f"bad target {spec!r}: mcpu and mtriple are strings")
         base = Target.host() if (mcpu, tuple(mattr), mtriple) == (host_cpu(), (), "") \
             else Target.for_cpu(mcpu, tuple(mattr), mtriple)
         forced = {k: v for k, v in spec.items() if k not in ("kind", "mcpu", "mattr", "mtriple")}
@@ -327,7 +337,7 @@ class Target:
         try:
             return dataclasses.replace(self, **changes)
         except TypeError as err:
-            raise RelayTypeError(f"bad target fields {sorted(changes)}: {err}") from None
+            raise TargetError(f"bad target fields {sorted(changes)}: {err}") from None
 
     # -- reading -----------------------------------------------------------------------------
     @property
@@ -384,13 +394,13 @@ def _parse_string(text: str) -> dict[str, Any]:
     (``"llvm"`` alone: the host)."""
     words = text.split()
     if not words or words[0] != "llvm":
-        raise RelayTypeError(f"bad target {text!r}: the TVM backend compiles for llvm only "
+        raise TargetError(f"bad target {text!r}: the TVM backend compiles for llvm only "
                              f"(\"llvm\" or \"llvm -mcpu=<cpu>\")")
     spec: dict[str, Any] = {"kind": "llvm"}
     for word in words[1:]:
         name, eq, value = word.lstrip("-").partition("=")
         if not eq or name not in ("mcpu", "mattr", "mtriple") or not value:
-            raise RelayTypeError(f"bad target {text!r}: cannot read {word!r} (expected "
+            raise TargetError(f"bad target {text!r}: cannot read {word!r} (expected "
                                  f"-mcpu=, -mattr= or -mtriple=)")
         spec[name] = value
     return spec

@@ -19,7 +19,7 @@ import numpy as np
 from semantics import ops
 from semantics.errors import RelayError
 from semantics.expr import Call, Constant, Expr, Op, Tuple, TupleGetItem
-from semantics.shapes import is_concrete
+from semantics.shapes import as_int, is_concrete
 from semantics.types import TensorType, TupleType, Type
 
 RELAY_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -108,7 +108,7 @@ def call(name: str, args: Sequence[Value], fold: bool = True, **attrs: Any) -> V
         raise Unsupported(f"{name}: {err.message}") from None
     if out is None:
         raise Unsupported(f"{name}: the argument types {arg_types} are not resolved")
-    if fold and args and all(_foldable(a) for a in args):
+    if fold and args and all(_foldable(a) for a in args) and _small(out):
         result = opdef.impl(*[a.const for a in args], **dict(norm))
         if isinstance(result, np.ndarray) or np.isscalar(result):
             return Value(out, None, np.asarray(result, dtype=getattr(out, "dtype", None)))
@@ -126,7 +126,7 @@ def call_tuple(name: str, fields: Sequence[Value], **attrs: Any) -> Value:
         raise Unsupported(f"{name}: {err.message}") from None
     if out is None:
         raise Unsupported(f"{name}: the argument types are not resolved")
-    if all(_foldable(f) for f in fields):
+    if all(_foldable(f) for f in fields) and _small(out):
         result = opdef.impl(tuple(f.const for f in fields), **dict(norm))
         return Value(out, None, np.asarray(result, dtype=getattr(out, "dtype", None)))
     return Value(out, Call(Op(name), (Tuple(tuple(f.expr for f in fields)),), norm))
@@ -157,6 +157,22 @@ def _one_int(v: Value) -> bool:
     t = v.type
     return (isinstance(t, TensorType) and t.dtype.startswith(("int", "uint"))
             and all(is_concrete(d) and d == 1 for d in t.shape))
+
+
+def _small(t: Type) -> bool:
+    """Whether a result of type ``t`` is small enough to fold at import time: every tensor
+    of it has a static shape of at most :data:`FOLD_LIMIT` elements (the inputs being small
+    says nothing: ``tile`` of a 10-element constant by ``[1e9, 1e9]`` is not)."""
+    tensors = list(t.fields) if isinstance(t, TupleType) else [t]
+    total = 0
+    for u in tensors:
+        if not isinstance(u, TensorType) or not all(is_concrete(d) for d in u.shape):
+            return False
+        count = 1
+        for d in u.shape:
+            count *= as_int(d)
+        total += count
+    return total <= FOLD_LIMIT
 
 
 def _foldable(v: Value) -> bool:

@@ -170,6 +170,64 @@ def _convert_nodes(ctx: Context, nodes: Any) -> None:
                 ctx.env[name] = v
 
 
+def _initializer_array(init: Any, base_dir: str | None) -> np.ndarray:
+    """An initializer's array, its stored size checked against its dims first.
+
+    Raises:
+        ImporterError: ``raw_data`` of another size than the dims say, external data that is
+            missing (or outside the model's directory, or of the wrong size), or an element
+            type numpy cannot hold.
+    """
+    from onnx import TensorProto, helper, numpy_helper
+
+    name = init.name
+    dims = [int(d) for d in init.dims]
+    if any(d < 0 for d in dims):
+        raise ImporterError(f"cannot import: initializer {name!r} has negative dims {dims}")
+    count = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    try:
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(init.data_type))
+    except Exception:  # noqa: BLE001 - onnx raises KeyError/ValueError for unknown types
+        raise ImporterError(f"cannot import: initializer {name!r}: unsupported element type "
+                            f"{init.data_type}") from None
+    if init.data_location == TensorProto.EXTERNAL:
+        info = {e.key: e.value for e in init.external_data}
+        if base_dir is None:
+            raise ImporterError(f"cannot import: initializer {name!r} keeps its data in an "
+                                f"external file ({info.get('location')!r}): import from the "
+                                f"model's path, not from bytes or a ModelProto")
+        location = info.get("location", "")
+        path = os.path.normpath(os.path.join(base_dir, location))
+        if not location or os.path.isabs(location) or not path.startswith(
+                os.path.normpath(base_dir) + os.sep):
+            raise ImporterError(f"cannot import: initializer {name!r}: external data location "
+                                f"{location!r} is not a file beside the model")
+        try:
+            offset = int(info.get("offset", 0))
+            length = int(info.get("length", count * dtype.itemsize))
+            with open(path, "rb") as f:
+                f.seek(offset)
+                raw = f.read(length)
+        except (OSError, ValueError) as exc:
+            raise ImporterError(f"cannot import: initializer {name!r}: external data "
+                                f"{location!r}: {exc}") from None
+        if len(raw) != count * dtype.itemsize or length != len(raw):
+            raise ImporterError(f"cannot import: initializer {name!r}: external data "
+                                f"{location!r} has {len(raw)} bytes, its dims {dims} need "
+                                f"{count * dtype.itemsize}")
+        return np.frombuffer(raw, dtype.newbyteorder("<")).astype(dtype).reshape(dims)
+    if init.HasField("raw_data") and dtype.kind != "U" and dtype != np.object_:
+        if len(init.raw_data) != count * dtype.itemsize:
+            raise ImporterError(f"cannot import: initializer {name!r}: raw_data has "
+                                f"{len(init.raw_data)} bytes, its dims {dims} need "
+                                f"{count * dtype.itemsize}")
+    try:
+        return np.asarray(numpy_helper.to_array(init))
+    except Exception as exc:  # noqa: BLE001 - a malformed tensor proto
+        raise ImporterError(f"cannot import: initializer {name!r}: {type(exc).__name__}: "
+                            f"{exc}") from None
+
+
 def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | None = None,
               freeze_params: bool = False) -> tuple[IRModule, dict[str, np.ndarray]]:
     """Import an ONNX model.
@@ -205,17 +263,26 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
 
     try:
         if isinstance(model_or_path, (str, os.PathLike)):
-            model = onnx.load(os.fspath(model_or_path))
-        elif isinstance(model_or_path, bytes):
-            model = onnx.load_from_string(model_or_path)
-        else:
+            model = onnx.load(os.fspath(model_or_path), load_external_data=False)
+            base_dir = os.path.dirname(os.fspath(model_or_path))
+        elif isinstance(model_or_path, (bytes, bytearray)):
+            model = onnx.load_from_string(bytes(model_or_path))
+            base_dir = None
+        elif isinstance(model_or_path, onnx.ModelProto):
             model = model_or_path
+            base_dir = None
+        else:
+            raise ImporterError(f"cannot import: expected an onnx.ModelProto, a path or bytes, "
+                                f"not {type(model_or_path).__name__}")
         graph = model.graph
-    except OSError:
+    except (OSError, ImporterError):
         raise
     except Exception as err:  # noqa: BLE001 - protobuf raises its own DecodeError
         raise ImporterError(f"cannot import: not an ONNX model ({type(err).__name__}: {err})") \
             from None
+    if not graph.node and not graph.output:
+        raise ImporterError("cannot import: an empty model (no graph: is the file empty or not "
+                            "an ONNX model?)")
     opset = 1
     for imp in model.opset_import:
         if imp.domain in ("", "ai.onnx"):
@@ -225,8 +292,7 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
     if problems:
         raise ImporterError(f"cannot import: {len(problems)} unsupported node(s):\n  "
                             + "\n  ".join(problems))
-    from onnx import numpy_helper
-    inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    inits = {i.name: _initializer_array(i, base_dir) for i in graph.initializer}
     const_inputs = dict(const_inputs or {})
     ctx = Context(opset)
     data_vars: list[Var] = []

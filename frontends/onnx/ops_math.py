@@ -54,11 +54,8 @@ def _binary(ctx: Context, node: Any, ins: list[Value | None],
 @converter("Div")
 def _div(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
     a, b = _req(ins, 0), _req(ins, 1)
-    if a.dtype.startswith(("int", "uint")):
-        # ONNX integer division truncates toward zero.
-        q = call("trunc", [call("divide", [call("cast", [a], dtype="float64"),
-                                          call("cast", [b], dtype="float64")])])
-        return [call("cast", [q], dtype=a.dtype)]
+    # ONNX integer division truncates toward zero, as Relay's integer divide does: exact in
+    # the dtype (it went through float64 before, wrong beyond 2**53)
     return [call("divide", [a, b])]
 
 

@@ -4,6 +4,7 @@ take them as attributes); ``Shape`` of a statically shaped tensor is such a know
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -281,7 +282,17 @@ def _range(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, An
     limit = static(ins[1], "the Range limit")
     delta = static(ins[2], "the Range delta")
     dtype = np.asarray(start).dtype
-    return [const(np.arange(start.item(), limit.item(), delta.item()).astype(dtype))]
+    first, last, step = start.item(), limit.item(), delta.item()
+    if step == 0 or step != step:
+        raise Unsupported(f"Range with delta {step}")
+    length = max(0, math.ceil((last - first) / step)) if math.isfinite(
+        (last - first) / step) else FOLD_LIMIT + 1
+    if length > FOLD_LIMIT:
+        # fold only what is small: a long range is computed at run time
+        return [call("arange", [const(np.asarray(first, dtype)), const(np.asarray(last, dtype)),
+                                const(np.asarray(step, dtype))], fold=False,
+                     dtype=dtype.name)]
+    return [const(np.arange(first, last, step).astype(dtype))]
 
 
 def _wrap_pad(x: Value, pads: list[int]) -> Value:

@@ -121,6 +121,12 @@ def _mul(a: Value, b: Any) -> Value:
 
 @aten("aten.div.Tensor", "aten.div.Scalar")
 def _div(a: Value, b: Any) -> Value:
+    """True division, as PyTorch's ``/``: integer (and bool) operands give the default float
+    dtype (float32), never a truncated integer."""
+    if not a.dtype.startswith("float"):
+        a = call("cast", [a], dtype="float32")
+        if isinstance(b, Value) and not b.dtype.startswith("float"):
+            b = call("cast", [b], dtype="float32")
     return call("divide", [a, _like(a, b)])
 
 
@@ -396,8 +402,13 @@ def from_exported_program(ep: Any, *, decompose: bool = True
             conversion fails.
     """
     import torch
-    from torch.export.graph_signature import InputKind
+    from torch.export.graph_signature import InputKind, OutputKind
 
+    if not isinstance(ep, torch.export.ExportedProgram):
+        hint = (": export the module first, torch.export.export(model, example_args)"
+                if isinstance(ep, torch.nn.Module) else "")
+        raise ImporterError(f"cannot import: expected a torch.export.ExportedProgram, got "
+                            f"{type(ep).__name__}{hint}")
     if decompose:
         ep = ep.run_decompositions()
     graph = ep.graph_module.graph
@@ -453,12 +464,18 @@ def from_exported_program(ep: Any, *, decompose: bool = True
                     from None
         elif node.op == "output":
             outs = node.args[0]
-            outs = outs if isinstance(outs, (list, tuple)) else [outs]
+            outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+            kinds = [s.kind for s in ep.graph_signature.output_specs]
+            if len(kinds) == len(outs):
+                # the values of in-place updates (x.add_(1)) come first: not results
+                outs = [o for o, k in zip(outs, kinds) if k == OutputKind.USER_OUTPUT]
             for o in outs:
-                v = env[o.name]
+                v = env.get(o.name) if hasattr(o, "name") else None
                 if not isinstance(v, Value):
-                    raise ImporterError(f"cannot import: output {o.name} is not a tensor")
+                    raise ImporterError(f"cannot import: output {o} is not a tensor")
                 outputs.append(v)
+    if not outputs:
+        raise ImporterError("cannot import: the model returns no tensor")
     body = outputs[0].expr if len(outputs) == 1 else Tuple(tuple(o.expr for o in outputs))
     main = Function(tuple(data_vars) + tuple(weight_vars), body)
     return IRModule({"main": main}), params

@@ -63,11 +63,18 @@ def load_params(path: str | None) -> dict[str, np.ndarray] | None:
 
     if path is None:
         return None
+    import zipfile
+
     try:
         with np.load(path, allow_pickle=False) as archive:
+            if not hasattr(archive, "files"):
+                raise ValueError("not an .npz archive (a single .npy array)")
             return {name: np.array(archive[name]) for name in archive.files}
-    except (OSError, ValueError, AttributeError) as exc:
-        raise RelayRuntimeError(f"--params: cannot read {path}: {exc}") from None
+    except (OSError, ValueError, AttributeError, EOFError, zipfile.BadZipFile, KeyError,
+            TypeError) as exc:
+        # an empty file is EOFError, a truncated archive BadZipFile (or OSError/ValueError)
+        reason = str(exc) or type(exc).__name__
+        raise RelayRuntimeError(f"--params: cannot read {path}: {reason}") from None
 
 
 def build_command(args: argparse.Namespace) -> int:

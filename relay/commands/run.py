@@ -236,8 +236,10 @@ def _argument(position: int, text: str) -> Any:
     if text.endswith(".npy"):
         try:
             return np.load(text, allow_pickle=False)
-        except ValueError as exc:
-            raise RelayRuntimeError(f"argument {position}: cannot read {text}: {exc}") from None
+        except (ValueError, EOFError) as exc:      # OSError: the CLI's file-error message
+            reason = str(exc) or type(exc).__name__
+            raise RelayRuntimeError(f"argument {position}: cannot read {text}: {reason}"
+                                    ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

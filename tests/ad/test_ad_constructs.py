@@ -406,3 +406,15 @@ def test_semantics_grad_fires():
     evaluate("def @main(%x: float32) { grad(fn (%y: float32) { %y * %y })(%x) }",
              np.float32(1.0), trace=lambda rule, node: fired.append(rule))
     assert fired.count("Semantics-Grad") == 1
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_zero_size_inputs_have_empty_gradients(mode):
+    """Issue 33: forward mode stacked the sweeps of a zero-size input (none) into an
+    ill-typed ``stack(())``; its gradient is the empty array of its shape, in both modes."""
+    f = parse_expr("fn (%x: Tensor[(0, 3), float32], %y: float32) { sum(%x) + %y * %y }")
+    value, (gx, gy) = evaluate(ad.grad(f, mode=mode), np.zeros((0, 3), "float32"),
+                               np.float32(3))
+    assert value == np.float32(9)
+    assert gx.shape == (0, 3) and gx.dtype == np.float32
+    assert gy == np.float32(6)

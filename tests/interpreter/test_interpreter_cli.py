@@ -97,7 +97,8 @@ def test_trace_on_error_shows_the_open_judgments(program, capsys):
 
 def test_no_check(tmp_path, capsys):
     path = tmp_path / "bad.relay"
-    path.write_text("def @main() -> int32 { if (True) { 1 } else { %nope } }", encoding="utf-8")
+    path.write_text("def @main() -> int32 {\n  free_var %nope: int32;\n"
+                    "  if (True) { 1 } else { %nope }\n}\n", encoding="utf-8")
     code, _, err = relay(capsys, "run", str(path))
     # an undeclared local is a parse error (issue #33), so even --no-check cannot run it
     assert code == 1 and "this local variable has not been previously declared" in err

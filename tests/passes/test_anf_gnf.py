@@ -19,6 +19,7 @@ from interpreter import evaluate
 from interpreter.values import value_str
 from semantics import alpha_equal, parse, pretty
 from semantics.expr import (
+    Call,
     Constant,
     Constructor,
     Expr,
@@ -74,6 +75,12 @@ def is_anf(program: IRModule | Expr) -> bool:
                 elif not all(isinstance(k, _ATOMS) for k in children(value)):
                     return False
                 node = node.body
+            if isinstance(node, (If, Match)) or (isinstance(node, Call) and not isinstance(
+                    node.op, (Op, Constructor))):
+                # a tail call (or a branching whose branches may end in one) stays in place
+                node = Let(Var("tail"), node, Var("tail"))
+                scopes.append(node)
+                continue
             if not isinstance(node, _ATOMS):
                 return False
     return True
@@ -93,7 +100,38 @@ def lets_in_order(e: Expr) -> list[Let]:
     return out
 
 
+def tail_of(e: Expr) -> Expr:
+    """The tail of the top scope of ``e`` (after its lets)."""
+    node = e.body if isinstance(e, Function) else e
+    while isinstance(node, Let):
+        node = node.body
+    return node
+
+
 # --- to_anf: what it does -----------------------------------------------------------------------
+
+LOOPS = """
+def @loop(%i: int32, %acc: int32) -> int32 {
+  if (%i == 0) { %acc } else { @loop(%i - 1, %acc + %i) }
+}
+def @main(%n: int32) -> int32 {
+  let %f = fn (%k: int32, %a: int32) -> int32 {
+    if (%k == 0) { %a } else { %f(%k - 1, %a + 2) }
+  };
+  @loop(%n, 0) + %f(%n, 0)
+}
+"""
+
+
+def test_tail_calls_stay_tail_calls_and_a_100000_iteration_loop_runs():
+    """Issue 33: ANF bound a tail call (``let %x = @loop(...); %x``), and the loop then
+    exhausted the stack. Calls of functions, ``if`` and ``match`` stay in tail position."""
+    out = to_anf(parse(LOOPS))
+    assert is_anf(out) and to_anf(out) is out
+    tail = tail_of(out["loop"])
+    assert isinstance(tail, If) and isinstance(tail_of(tail.false_branch), Call)
+    assert evaluate(out, 100_000) == evaluate(parse(LOOPS), 100_000)
+    assert evaluate(out, 100_000, 0, entry="loop", max_depth=2) == 705082704
 
 def test_every_intermediate_result_is_let_bound_in_evaluation_order():
     mod = parse("def @main(%x: int32) { multiply(add(%x, 1), subtract(%x, 2)) }")
@@ -127,12 +165,15 @@ def test_bindings_stay_inside_branches_and_functions():
     out = to_anf(mod)
     assert is_anf(out)
     top = lets_in_order(out["main"])
-    # At the top: %f, the condition, the if; nothing of the branches or of %f's body.
-    assert [type(let.value).__name__ for let in top] == ["Function", "Call", "If"]
+    # At the top: %f, the condition, and the if in tail position; nothing of the branches or
+    # of %f's body.
+    assert [type(let.value).__name__ for let in top] == ["Function", "Call"]
     fn_body = lets_in_order(top[0].value)
     assert [let.value.op.name for let in fn_body] == ["multiply", "add"]
-    branch = top[2].value
-    assert len(lets_in_order(branch.true_branch)) == 2
+    branch = tail_of(out["main"])
+    assert isinstance(branch, If)
+    assert len(lets_in_order(branch.true_branch)) == 1      # the argument; the call is the tail
+    assert isinstance(tail_of(branch.true_branch), Call)
     assert len(lets_in_order(branch.false_branch)) == 2
     for x in (1, 5):
         assert run(out, x) == run(mod, x)
@@ -173,7 +214,8 @@ def test_a_pure_shared_node_goes_to_the_scope_dominating_its_uses():
     }""")
     out = to_anf(mod)
     top = lets_in_order(out["main"])
-    assert [type(let.value).__name__ for let in top] == ["Call", "Call", "If"]
+    assert [type(let.value).__name__ for let in top] == ["Call", "Call"]
+    assert isinstance(tail_of(out["main"]), If)
     assert top[1].value.op.name == "multiply"
     for x in (1, 5):
         assert run(out, x) == run(mod, x)

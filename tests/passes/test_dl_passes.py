@@ -275,7 +275,7 @@ def test_simplify_inference_removes_batch_norm_and_dropout():
     out = passes.simplify_inference(mod)
     names = op_names(out)
     assert "nn.batch_norm" not in names and "nn.dropout" not in names
-    assert names.count("expand_dims") == 2 and "sqrt" in names
+    assert names.count("expand_dims") == 4 and "sqrt" in names
     # The statistics and dropout's data pass through as the very same variables.
     fields = out["main"].body.fields
     params = out["main"].params
@@ -339,8 +339,9 @@ def test_simplify_inference_then_fold_constant_precomputes_the_statistics():
                                                    strict=True)))
     out = passes.fold_constant(passes.simplify_inference(mod))
     names = op_names(out)
-    # x * S + T: one multiply, one add, and nothing computed from the statistics at run time.
-    assert names.count("multiply") == 1 and names.count("add") == 1 and "sqrt" not in names
+    # (x - M) / STD * G + B: one of each, and nothing computed from the statistics at run time.
+    assert [names.count(n) for n in ("subtract", "divide", "multiply", "add")] == [1, 1, 1, 1]
+    assert "sqrt" not in names
     assert_same_meaning(mod, out, _bn_inputs()[:1], "float32")
 
 
@@ -904,3 +905,12 @@ def test_alter_op_layout_through_biases_and_residual_adds():
     bias = next(n for n in post_order(out["main"]) if type(n) is Constant and n.data.ndim == 4)
     assert bias.data.shape == (1, 1, 1, 2)
     assert_same_meaning(mod, out, _conv_inputs(mod, 15), "float32")
+
+
+def test_fold_constant_folds_calls_without_arguments():
+    """Issue 33: ``zeros``/``ones`` take no argument, and FoldConstant left them (and what
+    used them) unfolded."""
+    mod = parse('def @main() { exp(zeros(shape=[2], dtype="float32")) }')
+    out = passes.fold_constant(mod)
+    assert op_names(out) == []
+    np.testing.assert_array_equal(evaluate(out), np.ones(2, np.float32))

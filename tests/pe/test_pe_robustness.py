@@ -63,3 +63,20 @@ def test_a_static_100000_iteration_loop_terminates_and_stays_correct():
     }""")
     out = partial_evaluate(mod)
     assert float(evaluate(out, np.float32(0))) == 100_000.0
+
+
+def test_a_residual_nullary_constructor_survives_print_and_parse():
+    """Issue 33: the residual held a bare ``ONone`` constructor, which prints like the call
+    ``ONone()`` the parser builds: the reparsed residual was not alpha-equal to it."""
+    from semantics import alpha_equal, pretty
+
+    mod = parse("""
+    type O { OSome(int32), ONone }
+    def @main(%x: int32) {
+      let %o = if (%x > 0) { OSome(%x) } else { ONone };
+      match (%o) { OSome(%v) => %v, ONone => 0 }
+    }""")
+    residual = partial_evaluate(mod)
+    assert alpha_equal(parse(pretty(residual)), residual)
+    for x in (-2, 3):
+        assert evaluate(residual, x) == evaluate(mod, x)

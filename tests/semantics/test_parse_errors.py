@@ -335,3 +335,24 @@ def test_numeric_pattern_explains_there_are_no_literal_patterns(pattern):
     with pytest.raises(ParseError, match=f"`{pattern}` is a numeric literal, and Relay has no "
                                          "literal patterns"):
         parse_expr(f"fn (%b: int32) {{ match (%b) {{ {pattern} => 1, _ => 0 }} }}")
+
+
+@pytest.mark.parametrize("text, name, column", [
+    ("def @main() { %zz }", "%zz", 15),
+    ("def @main(%t: (int32,)) { %t.first }", "%t.first", 27),
+    ("def @main(%x: int32) { let %y = %x; %x + %w }", "%w", 42),
+])
+def test_an_undeclared_local_in_a_module_is_a_parse_error(text, name, column):
+    """Issue 33: as TVM's parser, a local must be bound (let, parameter, pattern) or declared
+    with ``free_var``; ``parse_expr`` keeps undeclared locals as free variables."""
+    with pytest.raises(ParseError, match="this local variable has not been previously "
+                                         "declared") as info:
+        parse(text)
+    assert name in info.value.message
+    assert info.value.span is not None and info.value.span.column == column
+
+
+def test_declared_free_variables_and_expressions_keep_free_locals():
+    mod = parse("def @main() { free_var %a: int32; %a }")
+    assert mod["main"].body.name_hint == "a"
+    assert parse_expr("%x + 1").args[0].name_hint == "x"

@@ -93,7 +93,7 @@ def test_prelude_constructors_are_shared_objects():
     ("def @main() { Some(1) }", {"main"}, {"Option"}),
     ("def @main(%x: List[int32]) { %x }", {"main"}, {"List"}),
     ("def @main(%x: Tree[int32]) { %x }", {"main"}, {"Tree", "List"}),
-    ("def @main() { match (%o) { None => 0 } }", {"main"}, {"Option"}),
+    ("def @main(%o: Option[int32]) { match (%o) { None => 0 } }", {"main"}, {"Option"}),
     ("def @main() { add(1, 2) }", {"main"}, set()),
     ("def @main() { @undefined_global(1) }", {"main"}, set()),
 ])

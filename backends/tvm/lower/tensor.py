@@ -21,9 +21,9 @@ references of :mod:`semantics.ops.tensor` (§5):
   returns 0 below |x| ~ 1e-17);
 * ``maximum``/``minimum``/``clip`` propagate NaN (explicit selects, not LLVM's ``maxnum``);
   ``not_equal`` (and ``cast`` to bool, ``where``'s condition) is true for NaN operands, as
-  numpy (TVM would emit LLVM's ordered ``fcmp one``); ``equal``, ``less_equal`` and
-  ``greater_equal`` of floats also test ``isnan`` (TVM's simplifier folds ``x == x`` to
-  true, even for a NaN);
+  numpy (TVM would emit LLVM's ordered ``fcmp one``); the other float comparisons also test
+  ``isnan`` of both operands (TVM's simplifier folds ``x == x`` to true, even for a NaN, and
+  rewrites ``!(a < b)`` into ``a >= b``, false for a NaN);
 * ``round`` rounds halves away from zero by ``trunc`` and the sign of the remainder (TIR's
   ``round`` is not relied on); rounding functions are the identity on integers;
 * ``cast`` follows :func:`semantics.ops.reference.cast_array`: float to integer truncates,
@@ -171,16 +171,12 @@ def _minimum(call: OpCall) -> Any:
 
 # --- comparisons and logic ----------------------------------------------------------------
 
-def _compare(op: str, fn: Any, reflexive: bool = False) -> None:
+def _compare(op: str, fn: Any) -> None:
     """Register a comparison; bool operands are compared as int8 (TVM 0.27 would emit a
-    float comparison of ``i1`` values, which LLVM rejects).
-
-    A ``reflexive`` comparison holds for equal operands (``==``, ``<=``, ``>=``); TVM's
-    simplifier rewrites ``x == x`` (``x <= x``, ...) to true whatever the dtype — wrong for a
-    NaN. On floats it is compiled as ``fn(a, b) and not isnan(a)``: the same value whenever
-    nothing is folded (a NaN operand makes ``fn`` false anyway), and the right one when the
-    operands are the same expression (a tensor compared with itself, or two producers that
-    inlining makes equal)."""
+    float comparison of ``i1`` values, which LLVM rejects); floats go through
+    :func:`float_compare`, so that neither TVM's folding of ``x <= x`` to true nor its
+    rewriting of a negated comparison (``logical_not``, ``where`` of a negation, fused
+    into the same kernel) loses a NaN."""
     @lowering(op)
     def rule(call: OpCall) -> Any:
         tirx = _tirx()
@@ -188,17 +184,28 @@ def _compare(op: str, fn: Any, reflexive: bool = False) -> None:
         if dtype == "bool":
             return broadcast_compute(call, lambda a, b: fn(tirx.Cast("int8", a),
                                                            tirx.Cast("int8", b)))
-        if reflexive and is_float(dtype):
-            return broadcast_compute(call, lambda a, b: tirx.And(fn(a, b),
-                                                                 tirx.Not(tirx.isnan(a))))
+        if is_float(dtype):
+            return broadcast_compute(call, lambda a, b: float_compare(fn, a, b))
         return broadcast_compute(call, fn)
 
 
-_compare("equal", lambda a, b: a == b, reflexive=True)
+_compare("equal", lambda a, b: a == b)
 _compare("less", lambda a, b: a < b)
-_compare("less_equal", lambda a, b: a <= b, reflexive=True)
+_compare("less_equal", lambda a, b: a <= b)
 _compare("greater", lambda a, b: a > b)
-_compare("greater_equal", lambda a, b: a >= b, reflexive=True)
+_compare("greater_equal", lambda a, b: a >= b)
+
+
+def float_compare(fn: Any, a: Any, b: Any) -> Any:
+    """The float comparison ``fn(a, b)`` as ``fn(a, b) and not isnan(a) and not isnan(b)``.
+
+    The same value as ``fn(a, b)`` (a NaN operand makes every ordered comparison false), but
+    robust to TVM's simplifier, which treats float comparisons as total orders: it folds
+    ``x <= x`` to true even for a NaN, and rewrites a negated comparison ``!(a < b)`` into
+    ``a >= b`` — false for a NaN where the negation is true. Negating this form gives
+    ``!fn(a, b) or isnan(a) or isnan(b)`` under the same rewrite, which is right for NaN."""
+    tirx = _tirx()
+    return tirx.And(tirx.And(fn(a, b), tirx.Not(tirx.isnan(a))), tirx.Not(tirx.isnan(b)))
 
 
 def float_ne(a: Any, b: Any) -> Any:

@@ -1,16 +1,18 @@
 """Lowerings that TVM's algebraic simplifier would make wrong on IEEE special values.
 
 * ``x == x``, ``x <= x`` and ``x >= x`` are rewritten to true whatever the dtype; for a NaN the
-  answer is false. The lowering (``lower/tensor.py``) guards the reflexive comparisons with
+  answer is false. The lowering (``lower/tensor.py``) guards the float comparisons with
   ``isnan``; each comparison of a tensor with itself (and with a copy that fusion makes the
   same expression) is compared with the oracle.
 * ``x + 0`` is rewritten to ``x``, but ``-0.0 + 0.0`` is ``+0.0``: ``nn.batch_norm`` with
   ``epsilon=0`` over a variance of ``-0.0`` divides by ``+0`` (``lower/nn.py``). The operators
   ``add`` and ``multiply`` with zero constants are checked too (``inf * 0`` is NaN, ``-1 * 0``
   is ``-0.0``): their constants reach the kernels as buffers, not literals the simplifier
-  could fold. (At ``-O3``,
-  SimplifyInference rewrites ``batch_norm`` into ``x * S + T``, which rounds differently and
-  gives NaN where a zero standard deviation meets a zero mean: see its design note.)
+  could fold. At ``-O3`` SimplifyInference rewrites ``batch_norm`` into the operator's own
+  arithmetic, which keeps the ±inf of a zero standard deviation (issue 33).
+* A negated comparison fused into one kernel (``logical_not(a < b)``, ``where`` of it) is
+  rewritten by TVM into the complementary comparison (``a >= b``), false for NaN: float
+  comparisons are compiled with explicit ``isnan`` tests of both operands.
 * ``a - floor(a / b) * b`` is not the floored remainder when ``a / b`` rounds, and LLVM
   contracts it into an FMA that rounds differently again: ``floor_mod`` of floats is the
   exact remainder (``fmod`` corrected by the sign of ``b``) in the reference and the kernel.
@@ -127,3 +129,71 @@ def test_float64_tanh_of_tiny_values_is_the_value() -> None:
     got = build(text, opt_level=0, executor="vm")(x)
     np.testing.assert_allclose(got, np.tanh(x), rtol=1e-15, atol=0)
     assert np.array_equal(np.signbit(got[:-1]), np.signbit(np.tanh(x[:-1])))
+
+
+# --- issue 33 item 1: negated comparisons and batch_norm under -O3 -----------------------
+
+SUFFIX = {"float16": "f16", "float32": "f", "float64": "f64"}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("opt_level", [1, 3])
+def test_negated_comparisons_fused_with_nan_operands(dtype: str, opt_level: int) -> None:
+    """``logical_not(a < b)`` fused into one kernel: TVM's simplifier turns it into
+    ``a >= b``, false for a NaN operand where the negation is true. Every comparison,
+    negated directly, through ``where`` and in the scalar form, against the oracle."""
+    a, b = np.meshgrid(np.array(SPECIAL, dtype), np.array(SPECIAL, dtype))
+    a, b = a.ravel(), b.ravel()
+    n = a.size
+    one, zero = f"1{SUFFIX[dtype]}", f"0{SUFFIX[dtype]}"
+    negated = ", ".join(f"logical_not({op}(%a, %b))" for op in COMPARISONS)
+    selected = ", ".join(f"where(logical_not({op}(%a, %b)), {one}, {zero})"
+                         for op in COMPARISONS)
+    scalar = ", ".join(f"logical_not({op}(%s, %t))" for op in COMPARISONS)
+    text = (f"def @main(%a: Tensor[({n}), {dtype}], %b: Tensor[({n}), {dtype}], "
+            f"%s: {dtype}, %t: {dtype}) {{\n"
+            f"  ({negated}, {selected}, {scalar}, logical_not(%a < %b), "
+            f"logical_not(%s >= %t))\n}}\n")
+    fn = build(text, opt_level=opt_level, executor="vm")
+    names = [*COMPARISONS * 3, "infix <", "infix >="]
+    for s, t in ((0.0, np.nan), (np.nan, 1.0), (np.nan, np.nan), (-0.0, 0.0)):
+        args = (a, b, np.array(s, dtype), np.array(t, dtype))
+        want = evaluate(text, *args)
+        got = fn(*args)
+        for w, g, name in zip(want, got, names, strict=True):
+            np.testing.assert_array_equal(g, w, err_msg=f"{name} with s={s}, t={t}")
+
+
+@pytest.mark.parametrize("executor", ["vm", "graph"])
+def test_the_issue_negated_less_than_nan(executor: str) -> None:
+    text = ("def @main(%x: Tensor[(1), float32], %y: Tensor[(1), float32]) {"
+            " logical_not(%x < %y) }")
+    got = build(text, opt_level=1, executor=executor)(np.float32([0]), np.float32([np.nan]))
+    np.testing.assert_array_equal(got, [True])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("opt_level", [0, 3])
+@pytest.mark.parametrize("bind", [False, True])
+def test_batch_norm_with_zero_standard_deviation_after_simplify_inference(
+        dtype: str, opt_level: int, bind: bool) -> None:
+    """``epsilon=0`` over a zero variance: the oracle divides by zero (±inf, NaN for
+    ``x == mean``); SimplifyInference (-O3) must compute the same, with the statistics as
+    parameters or bound (folded at compile time)."""
+    text = (f"def @main(%x: Tensor[(2, 3), {dtype}], %g: Tensor[(3), {dtype}], "
+            f"%b: Tensor[(3), {dtype}], %m: Tensor[(3), {dtype}], %v: Tensor[(3), {dtype}]) {{\n"
+            f"  nn.batch_norm(%x, %g, %b, %m, %v, axis=1, epsilon=0).0\n}}\n")
+    x = np.array([[1, -1, 0], [2, 0, -3]], dtype)
+    g = np.array([1, 2, -1], dtype)
+    b = np.array([0, 1, 0.5], dtype)
+    m = np.array([0, 0, 1], dtype)
+    v = np.array([0, -0.0, 4], dtype)
+    with np.errstate(all="ignore"):
+        want = evaluate(text, x, g, b, m, v)
+        assert np.isinf(want[0, 0]) and np.isinf(want[0, 1])
+        if bind:
+            params = {"g": g, "b": b, "m": m, "v": v}
+            got = build(text, opt_level=opt_level, executor="vm", params=params)(x)
+        else:
+            got = build(text, opt_level=opt_level, executor="vm")(x, g, b, m, v)
+    np.testing.assert_array_equal(got, want)

@@ -225,3 +225,15 @@ def test_a_20000_deep_let_chain_compiles_and_runs():
     text = "def @main(%x0: int32) -> int32 { " + lets + f"%x{n} }}"
     # Kernels are not the point here (20,000 of them): the numpy fallback runs the groups.
     assert build(text, executor="vm", opt_level=0, compile_kernels=False)(1) == n + 1
+
+
+@pytest.mark.parametrize("executor", ALL)
+def test_tail_loops_of_100000_iterations_after_anf(executor):
+    """Issue 33: to_anf keeps tail calls in tail position, so the compiled executors still
+    run the loops in constant space after it."""
+    import passes
+    from semantics import parse
+
+    exe = build(passes.to_anf(parse(LOOP)), executor=executor)
+    assert exe.run("loop", 100_000, 0) == np.int32(705082704)
+    assert exe(100_000) == evaluate(LOOP, 100_000)
