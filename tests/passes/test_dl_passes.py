@@ -339,10 +339,29 @@ def test_simplify_inference_then_fold_constant_precomputes_the_statistics():
                                                    strict=True)))
     out = passes.fold_constant(passes.simplify_inference(mod))
     names = op_names(out)
-    # (x - M) / STD * G + B: one of each, and nothing computed from the statistics at run time.
-    assert [names.count(n) for n in ("subtract", "divide", "multiply", "add")] == [1, 1, 1, 1]
+    # Simp-BatchNorm-Scale (every std a finite non-zero constant): x * S + T, one multiply and
+    # one add, nothing computed from the statistics at run time.
+    assert [names.count(n) for n in ("subtract", "divide", "multiply", "add")] == [0, 0, 1, 1]
     assert "sqrt" not in names
     assert_same_meaning(mod, out, _bn_inputs()[:1], "float32")
+
+
+def test_simplify_inference_keeps_the_operators_arithmetic_for_a_zero_std():
+    """A constant variance with a zero std in some channel: the general form, so the result is
+    the oracle's ±inf there (the scale form would give NaN: issue 33)."""
+    gamma, beta, mean, var = _bn_inputs()[1:]
+    var = var.copy()
+    var[0] = 0.0
+    mod = passes.bind_params(parse(BN.replace("epsilon=0.01f", "epsilon=0.0f")),
+                             dict(zip(("g", "b", "mu", "v"), (gamma, beta, mean, var),
+                                      strict=True)))
+    out = passes.fold_constant(passes.simplify_inference(mod))
+    names = op_names(out)
+    assert [names.count(n) for n in ("subtract", "divide", "multiply", "add")] == [1, 1, 1, 1]
+    x = _bn_inputs()[0]
+    want, got = evaluate(mod, x)[0], evaluate(out, x)[0]
+    assert np.isinf(want[:, 0]).all()
+    np.testing.assert_allclose(got, want, rtol=1e-6)   # ±inf at the same places, same signs
 
 
 def test_simplify_inference_preserves_meaning_on_generated_programs():
