@@ -348,8 +348,9 @@ def compare_values(a: Any, b: Any, *, exact_floats: bool = False,
 
     Tensors: same dtype and shape; integers/bools exactly; floats within
     ``tolerances[dtype]`` (default :data:`TOLERANCES`), NaN equals NaN, infinities by
-    sign. With ``exact_floats`` floats compare bitwise up to NaN payloads (so ``-0.0``
-    differs from ``0.0``). Tuples and ADT values structurally, references by their
+    sign, a zero equals a zero of the same sign only (``x + 0 -> x`` is wrong at
+    ``-0.0``). With ``exact_floats`` floats compare bitwise up to NaN payloads. Tuples
+    and ADT values structurally, references by their
     contents (cycles cut), function values (closures, operators, constructor functions
     and instances of ``opaque``) are opaque: any two agree. Iterative.
 
@@ -438,6 +439,9 @@ def _tensors_agree(x: Any, y: Any, exact_floats: bool,
     inf_x, inf_y = np.isinf(xs), np.isinf(ys)
     if not np.array_equal(inf_x, inf_y) or not np.array_equal(xs[inf_x], ys[inf_y]):
         return False, f"infinity mismatch: {_first_diff(x, y)}"
+    zero_x, zero_y = xs == 0, ys == 0
+    if np.any(zero_x & zero_y & (np.signbit(xs) != np.signbit(ys))):
+        return False, f"sign of zero: {_first_diff(x, y, signed=True)}"
     rtol, atol = tol.get(x.dtype.name, (0.0, 0.0))
     fx, fy = xs[~inf_x].astype(np.float64), ys[~inf_y].astype(np.float64)
     if not np.all(np.abs(fx - fy) <= atol + rtol * np.abs(fy)):
