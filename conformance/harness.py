@@ -516,6 +516,8 @@ class _Search:
             self.first_failure = now
             self.found_after = now - self.start
         self.failures += 1
+        if self.best is not None and d.kind != self.best.kind:
+            return      # another failure met while shrinking: keep to the first one's kind
         size = _program_size(d)
         if self.best is None or size < self.best_size:
             self.best, self.best_size = d, size

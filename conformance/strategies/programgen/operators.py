@@ -30,6 +30,10 @@ _CLASSIC = {
 }
 
 
+# Operators with an identity element (the probes' ``x * 1``, ``x + 0``, ``x - 0``).
+_IDENTITY: dict[str, float] = {"multiply": 1, "divide": 1, "add": 0, "subtract": 0}
+
+
 def _empty(t: Type) -> bool:
     """A tensor (or tuple of tensors) type with a zero dimension."""
     if isinstance(t, TensorType):
@@ -191,7 +195,7 @@ class _OpGen(_GenBase):
             ``(call, result type)``, or None when no operator fits.
         """
         form = self.pick(("self", "unit", "chain", "broadcast", "self", "unit", "widen",
-                          "notcmp", "clip"))
+                          "notcmp", "clip", "widen"))
         tensors = [(v, t) for v, t in ctx.vars if isinstance(t, TensorType) and
                    all(isinstance(x, int) for x in t.shape)][::-1]
         if form == "broadcast":
@@ -256,9 +260,16 @@ class _OpGen(_GenBase):
         calls = opcalls.binary_calls(t, big, self.ops)
         if not calls:
             return None
-        classic = [c for c in calls if c.op in _CLASSIC["unit"]]
-        call = self.pick(classic) if classic and not self.coin(4) else self.pick_call(calls)
-        c = self._unit_constant(big)
+        # Mostly an operator with an identity element, and that element: the constant
+        # looks like a no-op, and only its shape makes it one no longer.
+        identity = [c for c in calls if c.op in _IDENTITY]
+        call = self.pick(identity) if identity and not self.coin(4) else self.pick_call(calls)
+        if call.op in _IDENTITY and not self.coin(4):
+            dt = np.dtype(t.dtype)
+            c = Constant(np.full(int_shape(big), _IDENTITY[call.op], dtype=dt))
+            self.s.pin(c)
+        else:
+            c = self._unit_constant(big)
         args = (x, c) if self.coin(2) else (c, x)
         return self._probe_node(call, args), call.result
 
