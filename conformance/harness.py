@@ -264,7 +264,9 @@ def check_program(transform: Callable[[IRModule], Any], module: IRModule,
             they do, both outcomes).
         TransformDeclined: ``allow_errors`` and the transform raised a RelayError.
     """
-    label = name or str(getattr(transform, "__name__", repr(transform)))
+    named = getattr(transform, "name", None)
+    label = name or str(getattr(transform, "__name__", None) or
+                        (named if isinstance(named, str) else repr(transform)))
     if oracle is None:
         oracle = run_oracle(module, inputs)
     if oracle.error == "RelayTypeError" or oracle.error == "ParseError":
@@ -485,7 +487,7 @@ def _normalize_programs(programs: Iterable[Any]) -> list[tuple[IRModule, tuple[A
     return out
 
 
-DEFAULT_SHRINK_TIME = 20.0
+DEFAULT_SHRINK_TIME = 15.0
 
 
 class _ShrinkBudgetSpent(BaseException):
@@ -603,7 +605,7 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
         name: the transform's name in messages.
         seed: a seed for the generator (default: the profile's derandomization / random).
         shrink_time: seconds spent minimising a counterexample once one is found (default
-            20; ``None``: no limit): three quarters for Hypothesis's shrinking, the rest
+            15; ``None``: no limit): three quarters for Hypothesis's shrinking, the rest
             (at least 2 s) for the program reducer (:mod:`conformance.reduce`). When the
             budget is spent the smallest counterexample found so far is reported.
     Raises:

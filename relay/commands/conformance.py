@@ -63,10 +63,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-failures", type=int, default=30, metavar="N",
                    help="crashes/malformed answers of an external implementation tolerated "
                         "while shrinking before the latest one is reported (default 30)")
-    p.add_argument("--shrink-time", type=float, default=20.0, metavar="S",
+    p.add_argument("--shrink-time", type=float, default=15.0, metavar="S",
                    help="seconds spent minimising a counterexample once found (Hypothesis's "
                         "shrinking, then the program reducer); the smallest so far is "
-                        "reported when they are spent (default 20)")
+                        "reported when they are spent (default 15)")
     p.add_argument("--json", dest="json_out", metavar="OUT",
                    help="also write a JSON report to OUT (each check: status, time, "
                         "counterexample)")
