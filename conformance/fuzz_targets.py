@@ -61,7 +61,7 @@ def use_shared_database() -> None:
     if not spec:
         return
     current = settings._current_profile  # noqa: SLF001 - Hypothesis keeps no public getter
-    settings.register_profile("relay-fuzz", parent=settings.get_profile(current),
+    settings.register_profile("relay-fuzz", parent=settings.get_profile(current or "default"),
                               database=fuzz_database(spec))
     settings.load_profile("relay-fuzz")
 

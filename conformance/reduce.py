@@ -92,7 +92,7 @@ def _static_tensor(node: Expr) -> TensorType | None:
 
 
 def _filled(t: TensorType, value: Any) -> Constant:
-    shape = tuple(int(d) for d in t.shape)
+    shape = tuple(d for d in t.shape if isinstance(d, int))
     return Constant(np.full(shape, value, dtype=t.dtype))
 
 

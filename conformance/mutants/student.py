@@ -11,6 +11,8 @@ bounds swapped are in :mod:`.special` and :mod:`.operators` already.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from conformance.mutants.core import Mutant, is_op, rewrite_sites
@@ -24,7 +26,7 @@ def _is_filled(node: Expr, value: float) -> bool:
         bool(np.all(node.data == value))
 
 
-def _drop_unit(op: str, unit: float):  # type: ignore[no-untyped-def]
+def _drop_unit(op: str, unit: float) -> Callable[[IRModule], IRModule]:
     """``op(x, u)`` and ``op(u, x)`` with ``u`` a constant filled with ``unit`` -> ``x``,
     whatever the shapes (the slip: the constant's shape is not looked at). Applied at every
     site even when the result no longer type-checks (a student's pass would emit it: the
