@@ -107,8 +107,8 @@ def run_oracle(mod: IRModule, inputs: Sequence[Any], *, fuel: int = ORACLE_FUEL,
 # --- value comparison (moved to interpreter.values; re-exported here) ---------------------
 
 def values_equal(a: Any, b: Any, *, exact_floats: bool = False,
-                 tolerances: dict[str, tuple[float, float]] | None = None
-                 ) -> tuple[bool, str]:
+                 tolerances: dict[str, tuple[float, float]] | None = None,
+                 signed_zeros: bool = True) -> tuple[bool, str]:
     """Compare two runtime values; returns ``(equal, where-and-why if not)``.
 
     :func:`interpreter.values.compare_values` with an external implementation's
@@ -121,7 +121,7 @@ def values_equal(a: Any, b: Any, *, exact_floats: bool = False,
     from conformance.external import OpaqueFunction
 
     return compare_values(a, b, exact_floats=exact_floats, tolerances=tolerances,
-                          opaque=(OpaqueFunction,))
+                          opaque=(OpaqueFunction,), signed_zeros=signed_zeros)
 
 
 _kind = value_kind
@@ -247,7 +247,7 @@ def check_program(transform: Callable[[IRModule], Any], module: IRModule,
                   check_types: bool = True, oracle: Outcome | None = None,
                   alternates: Sequence[Sequence[Any]] = (),
                   alternate_oracles: Sequence[Outcome] | None = None,
-                  fuel: int | None = None) -> None:
+                  fuel: int | None = None, signed_zeros: bool = True) -> None:
     """Run one program through the oracle and through ``transform``; raise on disagreement.
 
     Args:
@@ -259,6 +259,7 @@ def check_program(transform: Callable[[IRModule], Any], module: IRModule,
         alternate_oracles: the oracle's outcomes on ``alternates`` when already known.
         fuel: rule applications the transformed program may spend (default ten times
             :data:`ORACLE_FUEL`); running out is a disagreement.
+        signed_zeros: as in :func:`assert_equivalent`.
     Raises:
         AssertionError: the outcomes disagree (message: program text, the inputs on which
             they do, both outcomes).
@@ -292,19 +293,22 @@ def check_program(transform: Callable[[IRModule], Any], module: IRModule,
             module, inputs, oracle, _crash(err), None,
             traceback_text=_user_traceback(err)) from None
     budget = fuel if fuel is not None else 10 * ORACLE_FUEL
-    _compare_run(label, transformed, module, inputs, oracle, check_types, exact_floats, budget)
+    _compare_run(label, transformed, module, inputs, oracle, check_types, exact_floats, budget,
+                 signed_zeros)
     for i, alt in enumerate(alternates):
         expected = alternate_oracles[i] if alternate_oracles is not None else \
             run_oracle(module, alt)
         _compare_run(label, transformed, module, alt, expected, check_types, exact_floats,
-                     budget)
+                     budget, signed_zeros)
 
 
 def _compare_run(label: str, transformed: Any, module: IRModule, inputs: Sequence[Any],
-                 oracle: Outcome, check_types: bool, exact_floats: bool, fuel: int) -> None:
+                 oracle: Outcome, check_types: bool, exact_floats: bool, fuel: int,
+                 signed_zeros: bool = True) -> None:
     got = _run_transformed(transformed, module, inputs, check_types, fuel)
     if oracle.ok and got.ok:
-        equal, why = values_equal(oracle.value, got.value, exact_floats=exact_floats)
+        equal, why = values_equal(oracle.value, got.value, exact_floats=exact_floats,
+                                  signed_zeros=signed_zeros)
         if equal:
             return
         raise Disagreement(f"transform {label} computes a different value ({why})", "value",
@@ -536,7 +540,7 @@ def _program_size(d: Disagreement) -> int:
 
 def reduce_disagreement(transform: Callable[[IRModule], Any], d: Disagreement, *,
                         deadline: float, name: str | None = None, exact_floats: bool = False,
-                        check_types: bool = True) -> Disagreement:
+                        check_types: bool = True, signed_zeros: bool = True) -> Disagreement:
     """Run the reducer (:mod:`conformance.reduce`) on a counterexample until ``deadline``.
 
     A candidate is kept when ``transform`` still disagrees with the oracle on it in the
@@ -557,7 +561,7 @@ def reduce_disagreement(transform: Callable[[IRModule], Any], d: Disagreement, *
             return False
         try:
             check_program(transform, mod, args, name=name, exact_floats=exact_floats,
-                          check_types=check_types, oracle=oracle)
+                          check_types=check_types, oracle=oracle, signed_zeros=signed_zeros)
         except Disagreement as again:
             if again.kind != d.kind:
                 return False
@@ -584,7 +588,8 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
                       exact_floats: bool = False, allow_errors: bool = False,
                       check_types: bool = True, name: str | None = None,
                       seed: int | None = None,
-                      shrink_time: float | None = DEFAULT_SHRINK_TIME) -> None:
+                      shrink_time: float | None = DEFAULT_SHRINK_TIME,
+                      signed_zeros: bool = True) -> None:
     """Check that ``transform`` preserves the meaning of programs (ARCHITECTURE.md §4).
 
     Args:
@@ -608,6 +613,8 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
             15; ``None``: no limit): three quarters for Hypothesis's shrinking, the rest
             (at least 2 s) for the program reducer (:mod:`conformance.reduce`). When the
             budget is spent the smallest counterexample found so far is reported.
+        signed_zeros: ``-0.0`` and ``0.0`` differ (the default); ``False`` for a pass that
+            legitimately reassociates float arithmetic (e.g. FoldScaleAxis).
     Raises:
         AssertionError: a disagreement (a :class:`Disagreement`); the message holds the
             minimised counterexample as Relay text, its inputs and both outcomes.
@@ -618,7 +625,7 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
               alternates: Sequence[Sequence[Any]] = ()) -> None:
         check_program(transform, module, inputs, name=name, exact_floats=exact_floats,
                       allow_errors=allow_errors, check_types=check_types,
-                      alternates=alternates)
+                      alternates=alternates, signed_zeros=signed_zeros)
 
     if programs is not None:
         for module, inputs in _normalize_programs(programs):
@@ -670,7 +677,8 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
     reduce_budget = max(2.0, total - shrunk_for) if total != float("inf") else 60.0
     before = _program_size(search.best)
     best = reduce_disagreement(transform, search.best, deadline=time.monotonic() + reduce_budget,
-                               name=name, exact_floats=exact_floats, check_types=check_types)
+                               name=name, exact_floats=exact_floats, check_types=check_types,
+                               signed_zeros=signed_zeros)
     reduced_for = time.monotonic() - search.first_failure - shrunk_for
     best.shrink = (
         f"(found after {search.found_after:.1f} s; Hypothesis shrank it for {shrunk_for:.1f} s"
