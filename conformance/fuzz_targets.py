@@ -86,11 +86,11 @@ def _named(body: Callable[..., None], test_name: str) -> Callable[..., None]:
 
 
 def _differential(transform: Callable[[IRModule], Any], name: str, *,
-                  allow_errors: bool = False) -> Callable[..., None]:
+                  allow_errors: bool = False, signed_zeros: bool = True) -> Callable[..., None]:
     def body(program: Any) -> None:
         try:
             check_program(transform, program[0], program[1], name=name,
-                          allow_errors=allow_errors,
+                          allow_errors=allow_errors, signed_zeros=signed_zeros,
                           alternates=getattr(program, "alternates", ()))
         except TransformDeclined:
             reject()
@@ -123,9 +123,11 @@ def tvm_target(opt_level: int) -> Callable[..., None]:
 
         return tvm_build(mod, opt_level=opt_level, executor="vm")
 
-    body = _named(_differential(build, f"tvm-vm-O{opt_level}", allow_errors=True),
+    body = _named(_differential(build, f"tvm-vm-O{opt_level}", allow_errors=True,
+                                signed_zeros=False),
                   f"test_tvm_vm_O{opt_level}")
-    return fuzz_settings()(given(program=well_typed_modules())(body))
+    # No finite float extremes: the backend's reductions reassociate (docs/conformance.md).
+    return fuzz_settings()(given(program=well_typed_modules(finite_extremes=False))(body))
 
 
 def ad_target() -> Callable[..., None]:

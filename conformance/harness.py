@@ -22,6 +22,15 @@ raises ``AssertionError`` whose message holds the *shrunk* counterexample
 (Hypothesis minimizes it first) as Relay text, with its inputs and both
 outcomes.
 
+Compiled backends reassociate: a compiled sum, mean, pool, ``dense``, convolution or
+``softmax`` adds in another order than numpy, and a max/min reduction over ``-0.0`` and
+``0.0`` keeps whichever comes first. Over the finite float extremes (±max) such a sum
+cancels catastrophically and its value depends on the order, beyond any tolerance. So a
+backend is checked on programs drawn with ``ProgramConfig(finite_extremes=False)`` (edge
+cases NaN, ±inf and ``-0.0`` only, whose effect through a sum is order-free) and with
+``signed_zeros=False``; NaN and the infinities stay exact. Passes keep both (see
+docs/conformance.md, "Compiled backends reassociate").
+
 Also here: :func:`value_has_type` (the PRESERVATION property: a value
 inhabits a type). :func:`show_value` (exact, iterative value rendering) and the
 comparison behind :func:`values_equal` live in :mod:`interpreter.values` and are

@@ -171,7 +171,8 @@ def well_typed_modules(config: ProgramConfig | None = None, **overrides: Any
                                         bound=cfg.value_bound, max_size=cfg.max_dim,
                                         adt_depth=cfg.adt_depth, bindings=bindings,
                                         special=cfg.special_values, edge_odds=edge_odds,
-                                        narrow=narrow, ieee=ieee))
+                                        narrow=narrow,
+                                        ieee=ieee or not cfg.finite_extremes))
                          for t in types)
 
         n_own = len(arg_types) - len(lifted)

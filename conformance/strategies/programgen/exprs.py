@@ -126,7 +126,8 @@ class _ExprGen(_GenBase):
             # Directly (no per-constant composite strategy to build and validate).
             count = int(np.prod(shape)) if shape else 1
             return _seeded_array(self.draw, t.dtype, shape, count, self.cfg.value_bound,
-                                 self.cfg.float_mode, EDGE_ODDS)
+                                 self.cfg.float_mode, EDGE_ODDS,
+                                 ieee=not self.cfg.finite_extremes)
         return self.draw(arrays(t.dtype, shape, exact=True, bound=self.cfg.value_bound,
                                 fractional=self.cfg.float_mode))
 
