@@ -303,8 +303,10 @@ class _OpGen(_GenBase):
             else (0, 1, -1) if dt.kind == "i" else (0, 1))
         if dt.kind in "fiu" and self.coin(4):
             # One time in four an IEEE special or an extreme of the dtype instead.
-            units = (np.nan, np.inf, -np.inf, float(np.finfo(dt).max),
-                     float(np.finfo(dt).min)) if dt.kind == "f" else \
+            # (Without ``finite_extremes``: NaN and ±inf only, see ProgramConfig.)
+            extremes = (float(np.finfo(dt).max), float(np.finfo(dt).min)) \
+                if dt.kind == "f" and self.cfg.finite_extremes else ()
+            units = (np.nan, np.inf, -np.inf, *extremes) if dt.kind == "f" else \
                 (int(np.iinfo(dt).max), int(np.iinfo(dt).min))
         c = Constant(np.full(int_shape(t), self.pick(units), dtype=dt))
         self.s.pin(c)
@@ -343,13 +345,15 @@ class _OpGen(_GenBase):
     def _large_constant(self, t: TensorType) -> Constant:
         """A pinned constant of type ``t`` whose elements sit near the dtype's limits: for a
         float dtype ``±2**(p+1)`` (where the gap between neighbouring values grows to 2),
-        ``±0.75 * max`` and ``max``; for an integer dtype its extremes."""
+        ``±0.75 * max`` and ``max`` (these two only with ``finite_extremes``); for an integer
+        dtype its extremes."""
         dt = np.dtype(t.dtype)
         if dt.kind == "f":
             fi = np.finfo(dt)
             first = float(2 ** (fi.nmant + 1))
-            options: tuple[float | int, ...] = (first, -first, 0.75 * float(fi.max),
-                                                -0.75 * float(fi.max), float(fi.max))
+            options: tuple[float | int, ...] = (first, -first)
+            if self.cfg.finite_extremes:
+                options += (0.75 * float(fi.max), -0.75 * float(fi.max), float(fi.max))
         elif dt.kind in "iu":
             info = np.iinfo(dt)
             options = (int(info.max), int(info.min), int(info.max) // 2 + 1)
