@@ -41,9 +41,9 @@ class ProgramConfig:
     value_bound: int = 8          # |x| <= value_bound for exact-mode contents
     special_values: bool = True   # mix edge cases (NaN, ±inf, -0.0, extremes) into values
     # Float edge cases (inputs, constants, unit and large constants) include the subnormal
-    # and the finite extremes (±max, 0.75·max). False keeps them to NaN, ±inf and -0.0, whose result through a sum is
-    # the same in every order: for compiled backends, whose reductions reassociate (with ±max
-    # the sum cancels catastrophically and its value depends on the order).
+    # and the finite extremes (±max, 0.75·max). False keeps them to NaN, ±inf and -0.0,
+    # whose result through a sum is the same in every order: for compiled backends, whose
+    # reductions reassociate (over ±max a sum cancels and its value depends on the order).
     finite_extremes: bool = True
     recursion_bound: int = 3      # counter loops run at most this many times
     adt_depth: int = 3            # nesting of generated ADT input values
