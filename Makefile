@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_BASE := $(VENV)/.installed-base
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test test-deep bench lint clean paper rules prove install-all
+.PHONY: demo test test-deep bench lint clean paper rules prove install-all fuzz
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -31,6 +31,17 @@ test: $(STAMP_TEST)
 
 test-deep: $(STAMP_TEST)
 	HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest -q tests
+
+# Fuzz the differential properties (tests/fuzz) with HypoFuzz on every core, until stopped.
+# RELAY_FUZZ_DB=dir|redis://... shares the example database (docs/conformance.md).
+STAMP_FUZZ := $(VENV)/.installed-fuzz
+
+$(STAMP_FUZZ): $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet -e '.[test,tvm,fuzz]'
+	touch $@
+
+fuzz: $(STAMP_FUZZ)
+	$(BIN)/hypothesis fuzz --no-dashboard -- tests/fuzz
 
 STAMP_BENCH := $(VENV)/.installed-bench
 

@@ -22,6 +22,15 @@ raises ``AssertionError`` whose message holds the *shrunk* counterexample
 (Hypothesis minimizes it first) as Relay text, with its inputs and both
 outcomes.
 
+Compiled backends reassociate: a compiled sum, mean, pool, ``dense``, convolution or
+``softmax`` adds in another order than numpy, and a max/min reduction over ``-0.0`` and
+``0.0`` keeps whichever comes first. Over the finite float extremes (±max) such a sum
+cancels catastrophically and its value depends on the order, beyond any tolerance. So a
+backend is checked on programs drawn with ``ProgramConfig(finite_extremes=False)`` (edge
+cases NaN, ±inf and ``-0.0`` only, whose effect through a sum is order-free) and with
+``signed_zeros=False``; NaN and the infinities stay exact. Passes keep both (see
+docs/conformance.md, "Compiled backends reassociate").
+
 Also here: :func:`value_has_type` (the PRESERVATION property: a value
 inhabits a type). :func:`show_value` (exact, iterative value rendering) and the
 comparison behind :func:`values_equal` live in :mod:`interpreter.values` and are
@@ -33,6 +42,7 @@ stack.
 from __future__ import annotations
 
 import copy
+import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -57,8 +67,8 @@ from semantics.types import (
     TypeVar,
 )
 
-__all__ = ["assert_equivalent", "check_program", "values_equal", "value_has_type", "show_value",
-           "Outcome", "run_oracle", "TOLERANCES", "ORACLE_FUEL"]
+__all__ = ["assert_equivalent", "check_program", "Disagreement", "values_equal",
+           "value_has_type", "show_value", "Outcome", "run_oracle", "TOLERANCES", "ORACLE_FUEL"]
 
 
 # Rule applications the oracle may spend on one generated program (they all terminate in far
@@ -106,8 +116,8 @@ def run_oracle(mod: IRModule, inputs: Sequence[Any], *, fuel: int = ORACLE_FUEL,
 # --- value comparison (moved to interpreter.values; re-exported here) ---------------------
 
 def values_equal(a: Any, b: Any, *, exact_floats: bool = False,
-                 tolerances: dict[str, tuple[float, float]] | None = None
-                 ) -> tuple[bool, str]:
+                 tolerances: dict[str, tuple[float, float]] | None = None,
+                 signed_zeros: bool = True) -> tuple[bool, str]:
     """Compare two runtime values; returns ``(equal, where-and-why if not)``.
 
     :func:`interpreter.values.compare_values` with an external implementation's
@@ -120,7 +130,7 @@ def values_equal(a: Any, b: Any, *, exact_floats: bool = False,
     from conformance.external import OpaqueFunction
 
     return compare_values(a, b, exact_floats=exact_floats, tolerances=tolerances,
-                          opaque=(OpaqueFunction,))
+                          opaque=(OpaqueFunction,), signed_zeros=signed_zeros)
 
 
 _kind = value_kind
@@ -246,7 +256,7 @@ def check_program(transform: Callable[[IRModule], Any], module: IRModule,
                   check_types: bool = True, oracle: Outcome | None = None,
                   alternates: Sequence[Sequence[Any]] = (),
                   alternate_oracles: Sequence[Outcome] | None = None,
-                  fuel: int | None = None) -> None:
+                  fuel: int | None = None, signed_zeros: bool = True) -> None:
     """Run one program through the oracle and through ``transform``; raise on disagreement.
 
     Args:
@@ -258,55 +268,66 @@ def check_program(transform: Callable[[IRModule], Any], module: IRModule,
         alternate_oracles: the oracle's outcomes on ``alternates`` when already known.
         fuel: rule applications the transformed program may spend (default ten times
             :data:`ORACLE_FUEL`); running out is a disagreement.
+        signed_zeros: as in :func:`assert_equivalent`.
     Raises:
         AssertionError: the outcomes disagree (message: program text, the inputs on which
             they do, both outcomes).
         TransformDeclined: ``allow_errors`` and the transform raised a RelayError.
     """
-    label = name or str(getattr(transform, "__name__", repr(transform)))
+    named = getattr(transform, "name", None)
+    label = name or str(getattr(transform, "__name__", None) or
+                        (named if isinstance(named, str) else repr(transform)))
     if oracle is None:
         oracle = run_oracle(module, inputs)
     if oracle.error == "RelayTypeError" or oracle.error == "ParseError":
-        raise AssertionError(_report(
+        raise Disagreement(
             f"conformance kit: the oracle rejected the program ({oracle.describe()}); programs "
             "must be well typed (for a generated program this is a bug in the kit or the type "
-            "checker)", module, inputs, oracle, None, None))
+            "checker)", "oracle rejected", module, inputs, oracle, None, None)
     transformed: Any = None
     try:
         transformed = transform(module)
     except RelayError as err:
         if allow_errors:
             raise TransformDeclined(str(err)) from err
-        raise AssertionError(_report(
-            f"transform {label} raised {type(err).__name__} on a well-typed program",
+        raise Disagreement(
+            f"your pass raised {type(err).__name__}: transform {label} raised "
+            f"{type(err).__name__} on a well-typed program", "raised " + type(err).__name__,
             module, inputs, oracle, Outcome(error=type(err).__name__, message=err.message),
-            None)) from None
+            None, traceback_text=_user_traceback(err)) from None
     except Exception as err:  # noqa: BLE001 - any crash of the transform is a failure
-        raise AssertionError(_report(
-            f"transform {label} crashed with {type(err).__name__} (not a RelayError)",
-            module, inputs, oracle, _crash(err), None)) from None
+        raise Disagreement(
+            f"your pass raised {type(err).__name__}: {err} (transform {label} crashed with "
+            f"{type(err).__name__}, not a RelayError)", "raised " + type(err).__name__,
+            module, inputs, oracle, _crash(err), None,
+            traceback_text=_user_traceback(err)) from None
     budget = fuel if fuel is not None else 10 * ORACLE_FUEL
-    _compare_run(label, transformed, module, inputs, oracle, check_types, exact_floats, budget)
+    _compare_run(label, transformed, module, inputs, oracle, check_types, exact_floats, budget,
+                 signed_zeros)
     for i, alt in enumerate(alternates):
         expected = alternate_oracles[i] if alternate_oracles is not None else \
             run_oracle(module, alt)
         _compare_run(label, transformed, module, alt, expected, check_types, exact_floats,
-                     budget)
+                     budget, signed_zeros)
 
 
 def _compare_run(label: str, transformed: Any, module: IRModule, inputs: Sequence[Any],
-                 oracle: Outcome, check_types: bool, exact_floats: bool, fuel: int) -> None:
+                 oracle: Outcome, check_types: bool, exact_floats: bool, fuel: int,
+                 signed_zeros: bool = True) -> None:
     got = _run_transformed(transformed, module, inputs, check_types, fuel)
     if oracle.ok and got.ok:
-        equal, why = values_equal(oracle.value, got.value, exact_floats=exact_floats)
+        equal, why = values_equal(oracle.value, got.value, exact_floats=exact_floats,
+                                  signed_zeros=signed_zeros)
         if equal:
             return
-        raise AssertionError(_report(f"transform {label} computes a different value ({why})",
-                                     module, inputs, oracle, got, transformed))
+        raise Disagreement(f"transform {label} computes a different value ({why})", "value",
+                           module, inputs, oracle, got, transformed, why=why)
     if not oracle.ok and not got.ok and oracle.error == got.error == "RelayRuntimeError":
         return
-    raise AssertionError(_report(f"transform {label} disagrees with the oracle", module, inputs,
-                                 oracle, got, transformed))
+    kind = f"outcome {'value' if oracle.ok else oracle.error} vs " \
+        f"{'value' if got.ok else got.error}"
+    raise Disagreement(f"transform {label} disagrees with the oracle", kind, module, inputs,
+                       oracle, got, transformed)
 
 
 def _run_transformed(transformed: Any, module: IRModule, inputs: Sequence[Any],
@@ -349,18 +370,115 @@ def _pretty(node: Any) -> str:
         return f"<cannot print: {type(err).__name__}: {err}>"
 
 
-def _report(headline: str, module: IRModule, inputs: Sequence[Any], oracle: Outcome,
-            got: Outcome | None, transformed: Any) -> str:
-    params = module["main"].params if "main" in module else ()
-    shown = [f"  %{p.name_hint} = {show_value(v)}" for p, v in zip(params, inputs, strict=False)]
-    lines = [headline, "", "--- program (Relay text) ---", _pretty(module).rstrip(), "",
-             "--- inputs ---", *(shown or ["  (none)"]), "",
-             "--- oracle (interpreter.evaluate) ---", "  " + oracle.describe()]
-    if got is not None:
-        lines += ["--- transform ---", "  " + got.describe()]
-    if isinstance(transformed, IRModule):
-        lines += ["", "--- transformed program ---", _pretty(transformed).rstrip()]
-    return "\n".join(lines)
+def _user_traceback(err: BaseException) -> str:
+    """The traceback of an exception raised by the transform, from the transform's frame on
+    (the harness's own frame left out)."""
+    tb = err.__traceback__
+    if tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(err), err, tb)).rstrip()
+
+
+class Disagreement(AssertionError):
+    """A counterexample: the transform disagrees with the oracle on one program.
+
+    Attributes:
+        headline: one line saying what went wrong.
+        kind: ``"value"`` (different values), ``"raised X"`` (the transform raised ``X``),
+            ``"outcome A vs B"`` (a value on one side, an error on the other), ``"oracle
+            rejected"``; the reducer keeps a candidate only when its kind is the same.
+        module, inputs: the program and the arguments of its ``main`` on which it happens.
+        oracle, got: both outcomes (``got`` is None when the transform itself raised).
+        transformed: what the transform returned (an ``IRModule`` is printed too).
+        why: where the values differ (``at result.1: ...``), for ``kind == "value"``.
+        traceback_text: the transform's traceback when it raised.
+        shrink: how the counterexample was minimised (set by :func:`assert_equivalent`).
+    """
+
+    def __init__(self, headline: str, kind: str, module: IRModule, inputs: Sequence[Any],
+                 oracle: Outcome, got: Outcome | None, transformed: Any, *, why: str = "",
+                 traceback_text: str | None = None) -> None:
+        super().__init__(headline)
+        self.headline = headline
+        self.kind = kind
+        self.module = module
+        self.inputs = tuple(inputs)
+        self.oracle = oracle
+        self.got = got
+        self.transformed = transformed
+        self.why = why
+        self.traceback_text = traceback_text
+        self.shrink = ""
+        self.artifacts_dir: str | None = None
+        self._text: str | None = None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = self.render()
+        return self._text
+
+    def program_text(self) -> str:
+        """The program as parseable Relay text (with its ``#[metadata]`` section)."""
+        return _pretty(self.module)
+
+    def first_difference(self) -> str | None:
+        from conformance.report import first_difference
+
+        if self.got is None or not (self.oracle.ok and self.got.ok):
+            return None
+        return first_difference(self.oracle.value, self.got.value)
+
+    def render(self, artifacts_dir: str | None = None) -> str:
+        """The report: headline, program, inputs, both outcomes, the first difference."""
+        from conformance.report import Artifacts, readable_metadata, show_inputs, split_metadata
+
+        artifacts = Artifacts(artifacts_dir or self.artifacts_dir)
+        params = self.module["main"].params if "main" in self.module else ()
+        head, constants = split_metadata(_pretty(self.module))
+        lines = [self.headline]
+        if self.shrink:
+            lines += [self.shrink]
+        lines += ["", "--- program (Relay text) ---", head.rstrip()]
+        if constants:
+            lines += ["", "--- constants (the #[metadata] section) ---",
+                      *readable_metadata(constants, artifacts)]
+        names = [p.name_hint for p in params]
+        lines += ["", "--- inputs ---",
+                  *(show_inputs(names, self.inputs, artifacts) or ["  (none)"]), "",
+                  "--- oracle (interpreter.evaluate) ---", "  " + self.oracle.describe()]
+        if self.got is not None:
+            lines += ["--- transform ---", "  " + self.got.describe()]
+        diff = self.first_difference()
+        if diff:
+            lines += ["--- first differing element ---", "  " + diff]
+        if self.traceback_text:
+            lines += ["", "--- your pass raised (traceback) ---", self.traceback_text]
+        if isinstance(self.transformed, IRModule):
+            lines += ["", "--- transformed program ---",
+                      split_metadata(_pretty(self.transformed))[0].rstrip()]
+        if artifacts.files:
+            lines += ["", f"(large values written to {artifacts.directory})"]
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        """The counterexample as JSON-ready data (for ``relay conformance --json``)."""
+        from conformance.report import numpy_literal
+
+        def describe_input(v: Any) -> Any:
+            if isinstance(v, np.ndarray | np.generic):
+                arr = np.asarray(v)
+                return {"dtype": arr.dtype.name, "shape": list(arr.shape),
+                        "numpy": numpy_literal(arr) if arr.size <= 4096 else None,
+                        "relay": show_value(arr)}
+            return {"relay": show_value(v)}
+
+        return {"headline": self.headline, "kind": self.kind, "program": self.program_text(),
+                "inputs": [describe_input(v) for v in self.inputs],
+                "expected": self.oracle.describe(),
+                "got": self.got.describe() if self.got is not None else None,
+                "first_difference": self.first_difference(),
+                "traceback": self.traceback_text, "shrink": self.shrink,
+                "report": str(self)}
 
 
 # --- the property -------------------------------------------------------------------------------
@@ -382,12 +500,105 @@ def _normalize_programs(programs: Iterable[Any]) -> list[tuple[IRModule, tuple[A
     return out
 
 
+DEFAULT_SHRINK_TIME = 15.0
+
+
+class _ShrinkBudgetSpent(BaseException):
+    """Raised inside the property once the shrinking budget is spent: a ``BaseException``,
+    so Hypothesis stops at once instead of treating it as another failure to shrink."""
+
+
+class _Search:
+    """The smallest counterexample seen so far and the shrinking clock."""
+
+    def __init__(self, budget: float) -> None:
+        self.budget = budget
+        self.first_failure: float | None = None
+        self.found_after: float | None = None
+        self.start = time.monotonic()
+        self.best: Disagreement | None = None
+        self.best_size = 0
+        self.failures = 0
+
+    def tick(self) -> None:
+        if self.first_failure is not None and \
+                time.monotonic() - self.first_failure > self.budget:
+            raise _ShrinkBudgetSpent()
+
+    def record(self, d: Disagreement) -> None:
+        now = time.monotonic()
+        if self.first_failure is None:
+            self.first_failure = now
+            self.found_after = now - self.start
+        self.failures += 1
+        if self.best is not None and d.kind != self.best.kind:
+            return      # another failure met while shrinking: keep to the first one's kind
+        size = _program_size(d)
+        if self.best is None or size < self.best_size:
+            self.best, self.best_size = d, size
+
+
+def _program_size(d: Disagreement) -> int:
+    from semantics.visitor import pre_order
+
+    nodes = sum(len(pre_order(fn)) for fn in d.module.functions.values())
+    elements = sum(int(np.asarray(v).size) for v in d.inputs
+                   if isinstance(v, np.ndarray | np.generic))
+    return nodes + 8 * len(d.module.types) + elements
+
+
+def reduce_disagreement(transform: Callable[[IRModule], Any], d: Disagreement, *,
+                        deadline: float, name: str | None = None, exact_floats: bool = False,
+                        check_types: bool = True, signed_zeros: bool = True) -> Disagreement:
+    """Run the reducer (:mod:`conformance.reduce`) on a counterexample until ``deadline``.
+
+    A candidate is kept when ``transform`` still disagrees with the oracle on it in the
+    same way (the same :attr:`Disagreement.kind`; for a value, at the same component of
+    ``main``'s result when the program returns a tuple). Returns the smallest
+    counterexample found (``d`` itself when nothing could be removed).
+    """
+    from conformance.reduce import reduce_program
+    from conformance.report import result_component
+
+    if d.kind == "oracle rejected" or "main" not in d.module:
+        return d
+    last: list[Disagreement] = [d]
+
+    def still_fails(mod: IRModule, args: tuple[Any, ...]) -> bool:
+        oracle = run_oracle(mod, args)
+        if not oracle.ok and oracle.error != "RelayRuntimeError":
+            return False
+        try:
+            check_program(transform, mod, args, name=name, exact_floats=exact_floats,
+                          check_types=check_types, oracle=oracle, signed_zeros=signed_zeros)
+        except Disagreement as again:
+            if again.kind != d.kind:
+                return False
+            last.append(again)
+            return True
+        except (TransformDeclined, RelayError):
+            return False
+        except Exception:  # noqa: BLE001 - a candidate the harness cannot run: skip it
+            return False
+        return False
+
+    focus = result_component(d.why[3:]) if d.why.startswith("at ") else None
+    mod, args = reduce_program(d.module, d.inputs, still_fails, deadline=deadline,
+                               focus=focus)
+    for cand in reversed(last):
+        if cand.module is mod and cand.inputs == args:
+            return cand
+    return d
+
+
 def assert_equivalent(transform: Callable[[IRModule], Any], *,
                       programs: Iterable[Any] | None = None,
                       max_examples: int | None = None, config: Any = None, strategy: Any = None,
                       exact_floats: bool = False, allow_errors: bool = False,
                       check_types: bool = True, name: str | None = None,
-                      seed: int | None = None) -> None:
+                      seed: int | None = None,
+                      shrink_time: float | None = DEFAULT_SHRINK_TIME,
+                      signed_zeros: bool = True) -> None:
     """Check that ``transform`` preserves the meaning of programs (docs/architecture.md#api).
 
     Args:
@@ -399,15 +610,23 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
         max_examples: generated programs to try (default: the active Hypothesis profile's).
         config: a :class:`conformance.strategies.programs.ProgramConfig` for the generator.
         strategy: a Hypothesis strategy of ``Program`` s replacing the default generator.
-        exact_floats: compare floats bitwise instead of with :data:`TOLERANCES`.
+        exact_floats: compare floats bitwise instead of with :data:`TOLERANCES` (the
+            default comparison is already exact about NaN, the infinities and the sign of
+            zero: the tolerances apply to other finite values only).
         allow_errors: a ``RelayError`` raised by ``transform`` skips the program instead of
             failing (for backends that decline unsupported programs).
         check_types: type-check a transformed module before running it.
         name: the transform's name in messages.
         seed: a seed for the generator (default: the profile's derandomization / random).
+        shrink_time: seconds spent minimising a counterexample once one is found (default
+            15; ``None``: no limit): three quarters for Hypothesis's shrinking, the rest
+            (at least 2 s) for the program reducer (:mod:`conformance.reduce`). When the
+            budget is spent the smallest counterexample found so far is reported.
+        signed_zeros: ``-0.0`` and ``0.0`` differ (the default); ``False`` for a pass that
+            legitimately reassociates float arithmetic (e.g. FoldScaleAxis).
     Raises:
-        AssertionError: a disagreement; the message holds the shrunk counterexample as Relay
-            text, its inputs and both outcomes.
+        AssertionError: a disagreement (a :class:`Disagreement`); the message holds the
+            minimised counterexample as Relay text, its inputs and both outcomes.
     Note:
         Do not call this from inside a Hypothesis ``@given`` test (Hypothesis does not nest).
     """
@@ -415,7 +634,7 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
               alternates: Sequence[Sequence[Any]] = ()) -> None:
         check_program(transform, module, inputs, name=name, exact_floats=exact_floats,
                       allow_errors=allow_errors, check_types=check_types,
-                      alternates=alternates)
+                      alternates=alternates, signed_zeros=signed_zeros)
 
     if programs is not None:
         for module, inputs in _normalize_programs(programs):
@@ -430,6 +649,8 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
 
     from conformance.strategies.programs import well_typed_modules
 
+    total = float("inf") if shrink_time is None else max(0.0, float(shrink_time))
+    search = _Search(0.75 * total)
     strat = strategy if strategy is not None else well_typed_modules(config)
     base = settings.default or settings()
     conf = settings(base, max_examples=max_examples or base.max_examples, deadline=None,
@@ -439,15 +660,40 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
                                            HealthCheck.large_base_example])
 
     def conformance_property(program: Any) -> None:
+        search.tick()
         try:
             check(program[0], program[1], getattr(program, "alternates", ()))
         except TransformDeclined:
             reject()
+        except Disagreement as d:
+            search.record(d)
+            raise
 
     test = conf(given(program=strat)(conformance_property))
     if seed is not None:
         test = hseed(seed)(test)
-    test()
+    stopped = False
+    try:
+        test()
+    except _ShrinkBudgetSpent:
+        stopped = True
+    except Disagreement as final:
+        search.record(final)
+    if search.best is None:
+        return
+    assert search.first_failure is not None
+    shrunk_for = time.monotonic() - search.first_failure
+    reduce_budget = max(2.0, total - shrunk_for) if total != float("inf") else 60.0
+    before = _program_size(search.best)
+    best = reduce_disagreement(transform, search.best, deadline=time.monotonic() + reduce_budget,
+                               name=name, exact_floats=exact_floats, check_types=check_types,
+                               signed_zeros=signed_zeros)
+    reduced_for = time.monotonic() - search.first_failure - shrunk_for
+    best.shrink = (
+        f"(found after {search.found_after:.1f} s; Hypothesis shrank it for {shrunk_for:.1f} s"
+        + (" (time budget spent, smallest so far)" if stopped else "")
+        + f", the reducer for {reduced_for:.1f} s: size {before} -> {_program_size(best)})")
+    raise best from None
 
 
 # Re-exported for callers that catch the oracle's error classes.

@@ -343,13 +343,15 @@ TOLERANCES: dict[str, tuple[float, float]] = {
 
 def compare_values(a: Any, b: Any, *, exact_floats: bool = False,
                    tolerances: dict[str, tuple[float, float]] | None = None,
-                   opaque: tuple[type, ...] = ()) -> tuple[bool, str]:
+                   opaque: tuple[type, ...] = (), signed_zeros: bool = True
+                   ) -> tuple[bool, str]:
     """Compare two runtime values as the conformance harness does.
 
     Tensors: same dtype and shape; integers/bools exactly; floats within
     ``tolerances[dtype]`` (default :data:`TOLERANCES`), NaN equals NaN, infinities by
-    sign. With ``exact_floats`` floats compare bitwise up to NaN payloads (so ``-0.0``
-    differs from ``0.0``). Tuples and ADT values structurally, references by their
+    sign, a zero equals a zero of the same sign only (``x + 0 -> x`` is wrong at
+    ``-0.0``). With ``exact_floats`` floats compare bitwise up to NaN payloads. Tuples
+    and ADT values structurally, references by their
     contents (cycles cut), function values (closures, operators, constructor functions
     and instances of ``opaque``) are opaque: any two agree. Iterative.
 
@@ -359,6 +361,8 @@ def compare_values(a: Any, b: Any, *, exact_floats: bool = False,
         exact_floats: bitwise float comparison instead of tolerances.
         tolerances: ``dtype -> (rtol, atol)`` overriding :data:`TOLERANCES`.
         opaque: further classes of function values (e.g. an external implementation's).
+        signed_zeros: compare the sign of zeros (``False``: ``-0.0`` equals ``0.0``, for
+            passes that legitimately reassociate float arithmetic).
     Returns:
         ``(equal, where-and-why)``; the explanation is empty when equal.
     """
@@ -373,7 +377,7 @@ def compare_values(a: Any, b: Any, *, exact_floats: bool = False,
         if isinstance(y, np.generic):
             y = np.asarray(y)
         if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-            ok, why = _tensors_agree(x, y, exact_floats, tol)
+            ok, why = _tensors_agree(x, y, exact_floats, tol, signed_zeros)
             if not ok:
                 return False, f"at {path}: {why}"
             continue
@@ -414,7 +418,8 @@ def value_kind(x: Any) -> str:
 
 
 def _tensors_agree(x: Any, y: Any, exact_floats: bool,
-                   tol: dict[str, tuple[float, float]]) -> tuple[bool, str]:
+                   tol: dict[str, tuple[float, float]], signed_zeros: bool = True
+                   ) -> tuple[bool, str]:
     if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)):
         return False, f"{value_kind(x)} vs {value_kind(y)}"
     if x.dtype != y.dtype:
@@ -438,6 +443,9 @@ def _tensors_agree(x: Any, y: Any, exact_floats: bool,
     inf_x, inf_y = np.isinf(xs), np.isinf(ys)
     if not np.array_equal(inf_x, inf_y) or not np.array_equal(xs[inf_x], ys[inf_y]):
         return False, f"infinity mismatch: {_first_diff(x, y)}"
+    zero_x, zero_y = xs == 0, ys == 0
+    if signed_zeros and np.any(zero_x & zero_y & (np.signbit(xs) != np.signbit(ys))):
+        return False, f"sign of zero: {_first_diff(x, y, signed=True)}"
     rtol, atol = tol.get(x.dtype.name, (0.0, 0.0))
     fx, fy = xs[~inf_x].astype(np.float64), ys[~inf_y].astype(np.float64)
     if not np.all(np.abs(fx - fy) <= atol + rtol * np.abs(fy)):

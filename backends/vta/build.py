@@ -118,7 +118,7 @@ def build(qmod: Any, params: dict[str, Any] | None = None,
 
 
 class VTAExecutable:
-    """A program built for VTA (ARCHITECTURE.md §8's Executable interface).
+    """A program built for VTA (docs/architecture.md#toolchain's Executable interface).
 
     Attributes:
         module: the bound, type-checked program.

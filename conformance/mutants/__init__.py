@@ -9,7 +9,10 @@ Each :class:`~conformance.mutants.core.Mutant` is a deliberately wrong pass
   integer extremes (``x - x → 0``, ``x * 0 → 0``, saturating arithmetic, ...);
 * :mod:`~conformance.mutants.structural` — branches, tuples, projections, effects,
   binders, matches and call arguments rebuilt wrongly;
-* :mod:`~conformance.mutants.typelevel` — right value, wrong dtype.
+* :mod:`~conformance.mutants.typelevel` — right value, wrong dtype;
+* :mod:`~conformance.mutants.student` — a student's simplifier slips (``x + 0 -> x``,
+  ``x * 1 -> x`` under broadcasting, ``max_pool2d`` as ``avg_pool2d``, a CSE merging two
+  ``ref`` allocations), filed in the families above.
 
 Every mutant is non-equivalent: its ``witness`` program tells it apart from the oracle.
 :func:`~conformance.mutants.power.mutation_score` runs them against generated programs
@@ -24,9 +27,10 @@ from conformance.mutants.core import Mutant
 
 def all_mutants() -> list[Mutant]:
     """Every registered mutant, by family (operator, special-value, structural, type-level)."""
-    from conformance.mutants import operators, special, structural, typelevel
+    from conformance.mutants import operators, special, structural, student, typelevel
 
-    return [*operators.MUTANTS, *special.MUTANTS, *structural.MUTANTS, *typelevel.MUTANTS]
+    return [*operators.MUTANTS, *special.MUTANTS, *structural.MUTANTS, *typelevel.MUTANTS,
+            *student.MUTANTS]
 
 
 def get_mutant(name: str) -> Mutant:

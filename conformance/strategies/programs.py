@@ -82,6 +82,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from conformance.strategies.programgen.assembly import _Gen
@@ -158,6 +159,10 @@ def well_typed_modules(config: ProgramConfig | None = None, **overrides: Any
             main, arg_types, lifted = gen.lift_constants(main, arg_types)
         functions["main"] = main
         mod = IRModule(functions, {td.header.name: td for td in gen.s.adts})
+        # A safety net: the construction is type-directed, but an operator family whose
+        # valid-call strategy and type relation disagree would yield an ill-typed program,
+        # which every transform would then "fail" on. Such a draw is discarded.
+        assume(_type_checks(mod))
 
         def draw_inputs(types: tuple[Type, ...], edge_odds: int, narrow: bool = False,
                         ieee: bool = False) -> tuple[Any, ...]:
@@ -166,7 +171,8 @@ def well_typed_modules(config: ProgramConfig | None = None, **overrides: Any
                                         bound=cfg.value_bound, max_size=cfg.max_dim,
                                         adt_depth=cfg.adt_depth, bindings=bindings,
                                         special=cfg.special_values, edge_odds=edge_odds,
-                                        narrow=narrow, ieee=ieee))
+                                        narrow=narrow,
+                                        ieee=ieee or not cfg.finite_extremes))
                          for t in types)
 
         n_own = len(arg_types) - len(lifted)
@@ -188,6 +194,17 @@ def well_typed_modules(config: ProgramConfig | None = None, **overrides: Any
     # unique collection are not mutated, so every example is a novel program (300
     # examples: 300 distinct programs instead of about 210). Shrinking is unaffected.
     return st.lists(build(), min_size=1, max_size=1, unique_by=id).map(_only)
+
+
+def _type_checks(mod: IRModule) -> bool:
+    from semantics.errors import RelayError
+    from typechecker import check
+
+    try:
+        check(mod)
+    except RelayError:
+        return False
+    return True
 
 
 def _only(programs: list[Program]) -> Program:

@@ -1,4 +1,4 @@
-"""Generic quantization (the paper's §4.5; ARCHITECTURE.md §8, §9): annotate, calibrate,
+"""Generic quantization (the paper's §4.5; docs/architecture.md#toolchain): annotate, calibrate,
 realize, and ``quantize`` composing them; ``docs/quantization.md`` is the user guide.
 
 Importing this package fills ``semantics.ops.tables.QUANT_ANNOTATIONS`` with the default

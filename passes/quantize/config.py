@@ -1,6 +1,6 @@
 """``QConfig``: what a quantization means (bits, rounding, calibrator, skipped layers).
 
-Design note. The fields of ARCHITECTURE.md §8 with TVM's names where TVM has the concept
+Design note. The fields of docs/architecture.md#toolchain with TVM's names where TVM has the concept
 (``python/tvm/relay/quantize/quantize.py``), and one deliberate difference:
 
 * **"m/n" is a real accumulator width.** ``nbit_input = nbit_weight = m`` are the bits of

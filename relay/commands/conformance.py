@@ -3,6 +3,8 @@
 Usage::
 
     relay conformance --pass NAME [--pass NAME ...]   # registered transforms
+    relay conformance --pass MODULE:FUNCTION          # any callable IRModule -> IRModule
+    relay conformance --pass path/to/file.py:FUNCTION
     relay conformance --impl "CMD"                    # another implementation
     relay conformance --coverage                      # which rules/operators the generator reaches,
                                                       # per operator: argument kinds, value classes
@@ -11,7 +13,11 @@ Usage::
 Without ``--pass``/``--impl``/``--coverage`` every registered transform is checked.
 Exit status: 0 when everything agrees with the oracle, 1 on a disagreement (the
 shrunk counterexample is printed as Relay text with its inputs and both
-outcomes), 2 for usage errors (an unknown transform name).
+outcomes), 2 for usage errors (an unknown transform name, a ``--pass`` that cannot be
+loaded). ``--shrink-time S`` bounds the time spent minimising a counterexample;
+``--json OUT`` writes a machine-readable report (each check: pass/fail, time, the
+counterexample), ``--gradescope OUT`` the same results in the shape of Gradescope's
+autograder ``results.json`` (docs/assignments.md).
 
 An external implementation that hangs, crashes or breaks the protocol is a
 disagreement too, reported with a one-line verdict (``timeout after 1 s on
@@ -24,13 +30,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("conformance", help="differential-test a pass or an implementation "
                                            "against the oracle with generated programs")
     p.add_argument("--pass", dest="passes", action="append", default=[], metavar="NAME",
-                   help="a registered transform (repeatable); see --list")
+                   help="a registered transform (see --list), MODULE:FUNCTION or "
+                        "path/to/file.py:FUNCTION (a callable IRModule -> IRModule); "
+                        "repeatable")
     p.add_argument("--impl", metavar="CMD",
                    help="an external implementation speaking the JSON-lines protocol "
                         "(docs/conformance.md)")
@@ -54,6 +63,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-failures", type=int, default=30, metavar="N",
                    help="crashes/malformed answers of an external implementation tolerated "
                         "while shrinking before the latest one is reported (default 30)")
+    p.add_argument("--shrink-time", type=float, default=15.0, metavar="S",
+                   help="seconds spent minimising a counterexample once found (Hypothesis's "
+                        "shrinking, then the program reducer); the smallest so far is "
+                        "reported when they are spent (default 15)")
+    p.add_argument("--json", dest="json_out", metavar="OUT",
+                   help="also write a JSON report to OUT (each check: status, time, "
+                        "counterexample)")
+    p.add_argument("--gradescope", metavar="OUT",
+                   help="also write the results as a Gradescope autograder results.json")
     p.set_defaults(func=run)
 
 
@@ -71,10 +89,14 @@ def _transforms() -> list:
 
 
 def _transform(name: str) -> object:
-    """The transform or pass called ``name`` (a pass by TVM's name or ours)."""
+    """The transform or pass called ``name`` (a pass by TVM's name or ours), or the callable
+    ``MODULE:FUNCTION`` / ``path/to/file.py:FUNCTION`` names (``TransformLoadError``)."""
     import passes
-    from conformance.transforms import Transform, get_transform
+    from conformance.transforms import Transform, get_transform, load_transform
     from semantics.errors import RelayError
+
+    if ":" in name:
+        return load_transform(name)
 
     try:
         return get_transform(name)
@@ -112,8 +134,9 @@ def run(args: argparse.Namespace) -> int:
     from hypothesis.errors import HypothesisException
 
     from conformance.external import ImplementationAborted
-    from conformance.harness import assert_equivalent
+    from conformance.harness import Disagreement, assert_equivalent
     from conformance.strategies.programs import ProgramConfig
+    from semantics.errors import RelayError
 
     config = ProgramConfig(float_mode=args.float_mode)
     seed = args.seed if args.seed is not None else 0
@@ -125,6 +148,12 @@ def run(args: argparse.Namespace) -> int:
     except KeyError as err:
         print(f"error: {err.args[0]}", file=sys.stderr)
         return 2
+    except RelayError as err:
+        print(f"error: {err.message}", file=sys.stderr)
+        return 2
+    if args.shrink_time < 0:
+        print("error: --shrink-time must not be negative", file=sys.stderr)
+        return 2
     impl = None
     if args.impl:
         from conformance.external import ExternalImpl
@@ -135,27 +164,40 @@ def run(args: argparse.Namespace) -> int:
         checks.append((f"implementation {args.impl!r}", impl.transform))
     if not checks:
         checks = [(f"pass {t.name}", t) for t in _transforms()]
-    failed = 0
+    results: list[dict] = []
+    started = time.monotonic()
     try:
         for label, transform in checks:
+            t0 = time.monotonic()
+            result: dict = {"name": label, "status": "pass", "counterexample": None}
             try:
                 assert_equivalent(transform, config=config,  # type: ignore[arg-type]
                                   max_examples=args.max_examples, name=label,
-                                  exact_floats=args.exact_floats, seed=seed)
+                                  exact_floats=args.exact_floats, seed=seed,
+                                  shrink_time=args.shrink_time)
+            except Disagreement as err:
+                result["status"] = "fail"
+                result["counterexample"] = err.to_json()
+                result["report"] = str(err)
             except AssertionError as err:
-                failed += 1
-                print(f"FAIL {label}\n\n{err}\n")
+                result["status"] = "fail"
+                result["report"] = str(err)
             except ImplementationAborted as abort:
-                failed += 1
-                print(f"FAIL {label}\n\n{abort.report()}\n")
+                result["status"] = "fail"
+                result["report"] = abort.report()
             except HypothesisException as err:
                 # e.g. Flaky: a failure that did not happen again on replay.
-                failed += 1
                 inner = getattr(err, "exceptions", None) or ()
                 first = f"\n\nthe first failure:\n{inner[0]}" if inner else ""
-                print(f"FAIL {label}\n\nthe outcome is not reproducible (a nondeterministic "
-                      "or time-dependent implementation?): a failure did not happen again when "
-                      f"replayed ({type(err).__name__}){first}\n")
+                result["status"] = "fail"
+                result["report"] = (
+                    "the outcome is not reproducible (a nondeterministic or time-dependent "
+                    "implementation?): a failure did not happen again when replayed "
+                    f"({type(err).__name__}){first}")
+            result["seconds"] = round(time.monotonic() - t0, 3)
+            results.append(result)
+            if result["status"] == "fail":
+                print(f"FAIL {label}\n\n{result['report']}\n")
             else:
                 print(f"ok   {label}: {args.max_examples} generated programs agree "
                       "with the oracle")
@@ -163,5 +205,40 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if impl is not None:
             impl.close()
+    failed = sum(r["status"] == "fail" for r in results)
+    summary = {"ok": not failed, "passed": len(results) - failed, "failed": failed,
+               "seed": seed, "max_examples": args.max_examples,
+               "seconds": round(time.monotonic() - started, 3), "checks": results}
+    try:
+        if args.json_out:
+            _write_json(args.json_out, summary)
+        if args.gradescope:
+            _write_json(args.gradescope, gradescope_results(summary))
+    except OSError as err:
+        print(f"error: cannot write the report: {err}", file=sys.stderr)
+        return 2
     return 1 if failed else 0
 
+
+def _write_json(path: str, data: dict) -> None:
+    import json
+
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+
+
+def gradescope_results(summary: dict) -> dict:
+    """The summary of a run in the shape of Gradescope's autograder ``results.json``:
+    one test per check (score 1 when it passes), the counterexample as its output."""
+    tests = []
+    for r in summary["checks"]:
+        passed = r["status"] == "pass"
+        tests.append({"name": r["name"], "score": 1 if passed else 0, "max_score": 1,
+                      "status": "passed" if passed else "failed",
+                      "execution_time": r["seconds"],
+                      "output": (f"{summary['max_examples']} generated programs agree with "
+                                 "the oracle") if passed else r.get("report", "")})
+    return {"score": sum(t["score"] for t in tests), "max_score": len(tests),
+            "execution_time": summary["seconds"], "tests": tests,
+            "output": f"seed {summary['seed']}, {summary['max_examples']} programs per check"}

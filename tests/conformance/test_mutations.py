@@ -161,9 +161,20 @@ def test_mutant_is_not_equivalent(mutant: Mutant) -> None:
         assert_equivalent(mutant, programs=[(text, inputs)], name=mutant.name)
 
 
+# The simplifier slips of issue 31 §3. At 300 programs bench/kit_power.py catches every one
+# on each of seeds 0-4 (the latest: max_pool2d as avg_pool2d at 159 programs of seed 2); this
+# 100-program sample of seed 1 (not the first 100 of the 300-program one) caught six of the
+# seven when measured (``x / x -> 1`` not), so one may be missed here.
+STUDENT_SLIPS = ("x + 0 -> x", "x * 1 -> x (broadcast)", "x - x -> 0", "x / x -> 1",
+                 "clip bounds swapped", "max_pool2d as avg_pool2d",
+                 "CSE merges two ref allocations")
+
+
 def test_mutation_score_of_the_default_generator() -> None:
     sample = sample_programs(SCORE_EXAMPLES, seed=SCORE_SEED)
     _, kills = mutation_score(ALL_MUTANTS, sample)
     caught = [k.name for k in kills if k.caught]
     missed = [k.name for k in kills if not k.caught]
     assert len(caught) >= SCORE_BAR, f"caught {len(caught)}/{len(kills)}; missed: {missed}"
+    slips_missed = [name for name in STUDENT_SLIPS if name not in caught]
+    assert len(slips_missed) <= 1, f"student slips not caught: {slips_missed}"

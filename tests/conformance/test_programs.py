@@ -131,3 +131,43 @@ def test_inputs_match_main() -> None:
         assert "def @main" in repr(program)
 
     check()
+
+
+def test_without_finite_extremes_float_edge_cases_are_nan_inf_and_negative_zero() -> None:
+    """``finite_extremes=False`` (the backend properties): no ±max, 0.75·max or subnormal in
+    inputs or constants, so a reduction's value does not depend on its order; NaN and ±inf
+    remain."""
+    import numpy as np
+
+    from semantics.expr import Constant
+    from semantics.visitor import post_order
+
+    seen_special = []
+
+    def float_leaves(value: object) -> list[np.ndarray]:
+        out, stack = [], [value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+                out.append(v)
+            elif isinstance(v, (tuple, list)):
+                stack.extend(v)
+        return out
+
+    @settings(max_examples=60, database=None)
+    @given(well_typed_modules(finite_extremes=False))
+    def check(program: Program) -> None:
+        arrays = float_leaves([program.inputs, list(program.alternates)])
+        for fn in program.module.functions.values():
+            arrays += [n.data for n in post_order(fn)
+                       if isinstance(n, Constant) and n.data.dtype.kind == "f"]
+        for a in arrays:
+            finite = np.abs(a[np.isfinite(a)].astype(np.float64))
+            # At most the chains' rounding probe 2**(p+1) (where the float gap is 2).
+            limit = max(8.0, float(2 ** (np.finfo(a.dtype).nmant + 1)))
+            assert not finite.size or finite.max() <= limit, finite
+            assert not (finite[finite > 0] < 1 / 8).any(), finite   # no subnormals
+            seen_special.append(bool((~np.isfinite(a)).any()))
+
+    check()
+    assert any(seen_special)

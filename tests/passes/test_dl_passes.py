@@ -419,8 +419,10 @@ def test_dl_pass_preserves_type_and_meaning_of_cnn_programs(name, case):
 
 @pytest.mark.parametrize("name", DL_PASSES)
 def test_dl_pass_agrees_with_the_oracle_through_the_harness(name):
+    # FoldScaleAxis moves a scale across a convolution (reassociation): a zero's sign may
+    # flip, so it is compared without signed zeros (issue 31 made them exact by default).
     assert_equivalent(passes.get_pass(name), strategy=cnn_programs(), max_examples=25,
-                      name=name)
+                      name=name, signed_zeros=name != "fold_scale_axis")
 
 
 @settings(max_examples=20)

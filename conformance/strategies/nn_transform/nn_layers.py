@@ -180,7 +180,7 @@ def _batch_norm_call(draw: st.DrawFn) -> CallArgs:
     else:
         axis = attrs["axis"] = draw(st.integers(-len(s), len(s) - 1))
     if draw(st.booleans()):
-        attrs["epsilon"] = draw(st.sampled_from((1e-5, 1e-3, 0.1, 0)))
+        attrs["epsilon"] = draw(st.sampled_from((1e-5, 1e-3, 0.1, 0, 0)))
     for key in ("center", "scale"):
         if draw(st.booleans()):
             attrs[key] = draw(st.booleans())

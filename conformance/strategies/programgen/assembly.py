@@ -131,9 +131,14 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
             steps += [("probe", None)] * self.draw(_ints(0, self.cfg.max_probes))
         steps += [("global", g) for g in self.s.globals]
         steps += [("any", None)] * self.draw(_ints(0, self.cfg.max_let_chain))
+        if "ref" in self.f and self.coin(4):
+            steps.insert(self.draw(_ints(0, len(steps))), ("refpair", None))
         if self.cfg.effects and "ref" in self.f:
             steps += [("ref", None)] + [("effect", None)] * self.cfg.effects
         for step, arg in steps:
+            if step == "refpair":
+                ctx = self._ref_pair(ctx, bindings)
+                continue
             if step == "op":
                 call = self.random_op_call(ctx, d - 1, arg)
                 if call is None:
@@ -188,6 +193,22 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
         for var, value in reversed(bindings):
             body = Let(var, value, body)
         return Function(tuple(params), body, None), arg_types
+
+    def _ref_pair(self, ctx: _Ctx, bindings: list[tuple[Var, Expr]]) -> _Ctx:
+        """``let %r1 = ref(c); let %r2 = ref(c); %r2 := v``: two allocations with equal
+        initial values (a CSE must not merge them: ``main`` reads ``%r1`` at its end)."""
+        t = self.tensor_type()
+        c = self.literal(t, ctx, 0)
+        if not isinstance(c, Constant):
+            return ctx
+        again = Constant(c.data.copy())
+        self.s.pin(c, again)
+        rt = RefType(t)
+        r1, r2 = self.var(rt), self.var(rt)
+        bindings.append((r1, RefCreate(c)))
+        bindings.append((r2, RefCreate(again)))
+        bindings.append((Var("_"), RefWrite(r2, self.literal(t, ctx, 0))))
+        return ctx.child([(r1, rt), (r2, rt)])
 
     def lift_constants(self, main: Function, arg_types: tuple[Type, ...]
                        ) -> tuple[Function, tuple[Type, ...], list[Any]]:

@@ -40,6 +40,11 @@ class ProgramConfig:
     float_mode: bool = False      # moderate real float values (compare with tolerances)
     value_bound: int = 8          # |x| <= value_bound for exact-mode contents
     special_values: bool = True   # mix edge cases (NaN, ±inf, -0.0, extremes) into values
+    # Float edge cases (inputs, constants, unit and large constants) include the subnormal
+    # and the finite extremes (±max, 0.75·max). False keeps them to NaN, ±inf and -0.0,
+    # whose result through a sum is the same in every order: for compiled backends, whose
+    # reductions reassociate (over ±max a sum cancels and its value depends on the order).
+    finite_extremes: bool = True
     recursion_bound: int = 3      # counter loops run at most this many times
     adt_depth: int = 3            # nesting of generated ADT input values
     features: frozenset[str] = FEATURES

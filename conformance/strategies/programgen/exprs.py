@@ -32,6 +32,7 @@ from semantics.expr import (
     If,
     Let,
     RefCreate,
+    RefWrite,
     Tuple,
     TupleGetItem,
     Var,
@@ -125,7 +126,8 @@ class _ExprGen(_GenBase):
             # Directly (no per-constant composite strategy to build and validate).
             count = int(np.prod(shape)) if shape else 1
             return _seeded_array(self.draw, t.dtype, shape, count, self.cfg.value_bound,
-                                 self.cfg.float_mode, EDGE_ODDS)
+                                 self.cfg.float_mode, EDGE_ODDS,
+                                 ieee=not self.cfg.finite_extremes)
         return self.draw(arrays(t.dtype, shape, exact=True, bound=self.cfg.value_bound,
                                 fractional=self.cfg.float_mode))
 
@@ -172,9 +174,27 @@ class _ExprGen(_GenBase):
             if refs and self.coin(2):
                 v, rt = self.pick(refs)       # an alias of an existing reference
                 return self.var(rt), v, rt
+            inits = self.s.ref_inits
+            if inits and self.coin(3):
+                # A second allocation with the same initial value as an earlier one: two
+                # references that a CSE must not merge (their writes are independent).
+                first, content = self.pick(inits[self.pick(sorted(inits))])
+                again = Constant(first.data.copy())
+                self.s.pin(again)
+                rt = RefType(content)
+                # Written at once (``let %t = ref(c); %t := v; %t``): were the two merged,
+                # the earlier reference, which ``main`` reads at its end, would see ``v``.
+                fresh = self.var(rt)
+                write = RefWrite(fresh, self.literal(content, ctx, 0))
+                return self.var(rt), Let(fresh, RefCreate(again),
+                                         Let(Var("_"), write, fresh)), rt
             content = self.rand_type(ctx, 1, first_order=True, allow_ref=False)
             rt = RefType(content)
-            return self.var(rt), RefCreate(self.gen(content, ctx, d)), rt
+            init = self.gen(content, ctx, d)
+            if isinstance(init, Constant):
+                self.s.pin(init)
+                inits.setdefault(type_key(content), []).append((init, content))
+            return self.var(rt), RefCreate(init), rt
         if kind == "loop":
             loop_var, fn, ft = self.counter_loop(ctx, d, target)
             return loop_var, fn, ft

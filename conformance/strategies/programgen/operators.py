@@ -16,7 +16,7 @@ from conformance.strategies.programgen.base import _GenBase
 from conformance.strategies.programgen.scope import _Ctx, _ints, _is_pure
 from conformance.strategies.typeutil import int_shape, type_key
 from semantics.dtypes import is_float
-from semantics.expr import Call, Constant, Expr, Op, Tuple
+from semantics.expr import Attrs, Call, Constant, Expr, Op, Tuple
 from semantics.types import TensorType, TupleType, Type, TypeVar
 
 _DIVISIONS = ("divide", "floor_divide", "mod", "floor_mod")
@@ -28,6 +28,10 @@ _CLASSIC = {
              "maximum", "floor_mod"),
     "unit": ("multiply", "add", "subtract", "divide", "minimum", "maximum", "power"),
 }
+
+
+# Operators with an identity element (the probes' ``x * 1``, ``x + 0``, ``x - 0``).
+_IDENTITY: dict[str, float] = {"multiply": 1, "divide": 1, "add": 0, "subtract": 0}
 
 
 def _empty(t: Type) -> bool:
@@ -88,6 +92,13 @@ class _OpGen(_GenBase):
         return Call(Op(op), tuple(args), call.attrs), call.result
 
     def _op_arg(self, call: opcalls.OpCall, i: int, t: Type, ctx: _Ctx, d: int) -> Expr:
+        if call.op == "nn.batch_norm" and i == 4 and isinstance(t, TensorType) and \
+                self.coin(2):
+            # A zero variance (with ``epsilon=0`` a division by zero: ±inf or NaN, which
+            # SimplifyInference-style rewrites get wrong).
+            zero = Constant(np.zeros(int_shape(t), dtype=t.dtype))
+            self.s.pin(zero)
+            return zero
         if call.arg_values is not None and call.arg_values[i] is not None:
             value = call.arg_values[i]
             if isinstance(value, tuple):
@@ -183,7 +194,8 @@ class _OpGen(_GenBase):
         Returns:
             ``(call, result type)``, or None when no operator fits.
         """
-        form = self.pick(("self", "unit", "chain", "broadcast", "self", "unit"))
+        form = self.pick(("self", "unit", "chain", "broadcast", "self", "unit", "widen",
+                          "notcmp", "clip", "widen"))
         tensors = [(v, t) for v, t in ctx.vars if isinstance(t, TensorType) and
                    all(isinstance(x, int) for x in t.shape)][::-1]
         if form == "broadcast":
@@ -202,6 +214,16 @@ class _OpGen(_GenBase):
                 t = TensorType((k, k), t.dtype)
             x = self.literal(t, ctx, 0)
         assert isinstance(t, TensorType)
+        if form == "clip":
+            if "clip" not in self.ops or t.dtype == "bool":
+                return None
+            lo = float(self.draw(_ints(-2, 1)))
+            hi = lo + float(self.draw(_ints(1, 3)))
+            return Call(Op("clip"), (x,), Attrs({"a_min": lo, "a_max": hi})), t
+        if form == "notcmp":
+            return self._not_comparison(x, t, ctx)
+        if form == "widen":
+            return self._widening(x, t)
         if form == "broadcast":
             low = TensorType(t.shape[1:], t.dtype)
             recent = ctx.by_key.get(type_key(low), [])[::-1][:3]
@@ -229,6 +251,47 @@ class _OpGen(_GenBase):
         args = (x, c) if self.coin(2) else (c, x)
         return self._probe_node(call, args), call.result
 
+    def _widening(self, x: Expr, t: TensorType) -> tuple[Expr, Type] | None:
+        """``op(%x, c)`` or ``op(c, %x)`` with ``c`` a unit constant of a *bigger* shape
+        (``(k, *shape)``): the call broadcasts ``%x``, so ``x * 1 -> x`` or ``x + 0 -> x``
+        changes the result's shape."""
+        k = self.draw(_ints(2, 3))
+        big = TensorType((k, *t.shape), t.dtype)
+        calls = opcalls.binary_calls(t, big, self.ops)
+        if not calls:
+            return None
+        # Mostly an operator with an identity element, and that element: the constant
+        # looks like a no-op, and only its shape makes it one no longer.
+        identity = [c for c in calls if c.op in _IDENTITY]
+        call = self.pick(identity) if identity and not self.coin(4) else self.pick_call(calls)
+        if call.op in _IDENTITY and not self.coin(4):
+            dt = np.dtype(t.dtype)
+            c = Constant(np.full(int_shape(big), _IDENTITY[call.op], dtype=dt))
+            self.s.pin(c)
+        else:
+            c = self._unit_constant(big)
+        args = (x, c) if self.coin(2) else (c, x)
+        return self._probe_node(call, args), call.result
+
+    def _not_comparison(self, x: Expr, t: TensorType, ctx: _Ctx) -> tuple[Expr, Type] | None:
+        """A fused comparison chain: ``logical_not(cmp(%x, y))``, half of the time inside
+        ``where(..., %x, y)`` — wrong when a compiler turns ``!(a < b)`` into ``a >= b``,
+        which differs at NaN (``y``: a recent variable, a special constant or ``%x``)."""
+        cmps = [c for c in opcalls.binary_calls(t, t, self.ops)
+                if c.op in ("less", "less_equal", "greater", "greater_equal", "equal",
+                            "not_equal")]
+        if not cmps or "logical_not" not in self.ops:
+            return None
+        recent = ctx.by_key.get(type_key(t), [])[::-1][:3]
+        choice = self.draw(_ints(0, 2))
+        y: Expr = self.pick(recent) if choice == 0 and recent else \
+            self._unit_constant(t) if choice < 2 else x
+        cmp = self.pick(cmps)
+        mask: Expr = Call(Op("logical_not"), (Call(Op(cmp.op), (x, y), cmp.attrs),))
+        if "where" in self.ops and self.coin(2):
+            return Call(Op("where"), (mask, x, y)), t
+        return mask, TensorType(t.shape, "bool")
+
     def _probe_node(self, call: opcalls.OpCall, args: tuple[Expr, ...]) -> Expr:
         return Call(Op(call.op), self._safe_divisor(call.op, args, call.arg_types), call.attrs)
 
@@ -238,6 +301,13 @@ class _OpGen(_GenBase):
         units: tuple[float | int | bool, ...] = (
             (False, True) if dt.kind == "b" else (0, 1, -1, -0.0) if dt.kind == "f"
             else (0, 1, -1) if dt.kind == "i" else (0, 1))
+        if dt.kind in "fiu" and self.coin(4):
+            # One time in four an IEEE special or an extreme of the dtype instead.
+            # (Without ``finite_extremes``: NaN and ±inf only, see ProgramConfig.)
+            extremes = (float(np.finfo(dt).max), float(np.finfo(dt).min)) \
+                if dt.kind == "f" and self.cfg.finite_extremes else ()
+            units = (np.nan, np.inf, -np.inf, *extremes) if dt.kind == "f" else \
+                (int(np.iinfo(dt).max), int(np.iinfo(dt).min))
         c = Constant(np.full(int_shape(t), self.pick(units), dtype=dt))
         self.s.pin(c)
         return c
@@ -275,13 +345,15 @@ class _OpGen(_GenBase):
     def _large_constant(self, t: TensorType) -> Constant:
         """A pinned constant of type ``t`` whose elements sit near the dtype's limits: for a
         float dtype ``±2**(p+1)`` (where the gap between neighbouring values grows to 2),
-        ``±0.75 * max`` and ``max``; for an integer dtype its extremes."""
+        ``±0.75 * max`` and ``max`` (these two only with ``finite_extremes``); for an integer
+        dtype its extremes."""
         dt = np.dtype(t.dtype)
         if dt.kind == "f":
             fi = np.finfo(dt)
             first = float(2 ** (fi.nmant + 1))
-            options: tuple[float | int, ...] = (first, -first, 0.75 * float(fi.max),
-                                                -0.75 * float(fi.max), float(fi.max))
+            options: tuple[float | int, ...] = (first, -first)
+            if self.cfg.finite_extremes:
+                options += (0.75 * float(fi.max), -0.75 * float(fi.max), float(fi.max))
         elif dt.kind in "iu":
             info = np.iinfo(dt)
             options = (int(info.max), int(info.min), int(info.max) // 2 + 1)

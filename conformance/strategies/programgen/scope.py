@@ -96,6 +96,9 @@ class _State:
     # id is never reused by another constant while generation runs).
     pinned: set[int] = field(default_factory=set)
     pinned_nodes: list[Any] = field(default_factory=list)
+    # Constant initial values of the references created so far, by content type key (a
+    # later ``ref`` may get an equal one: two allocations a CSE must not merge).
+    ref_inits: dict[str, list[tuple[Any, Type]]] = field(default_factory=dict)
 
     def pin(self, *nodes: Any) -> None:
         self.pinned.update(id(n) for n in nodes)

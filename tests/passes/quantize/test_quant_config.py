@@ -1,4 +1,4 @@
-"""QConfig: defaults (ARCHITECTURE.md §8), validation naming the field."""
+"""QConfig: defaults (docs/architecture.md#toolchain), validation naming the field."""
 
 from __future__ import annotations
 

@@ -3,6 +3,12 @@
 ``conformance.assert_equivalent`` draws well-typed modules with inputs, runs the oracle
 (``interpreter.evaluate``) and ``backends.tvm.build(module, executor=...)`` on them and
 compares the outcomes (float tolerances by dtype, integers exactly; traps must agree).
+Inputs and constants carry NaN, ±inf and -0.0 (compared exactly) but not the finite float
+extremes (``finite_extremes=False``): a compiled reduction sums in another order than numpy's,
+and over ±max the sum cancels catastrophically, so its value depends on the order. The sign
+of a zero is not compared (``signed_zeros=False``): a max/min reduction over a window holding
+both -0.0 and 0.0 returns whichever it meets first (numpy's ``max`` too), so it depends on the
+order as well. Two real disagreements found this way are kept visible as strict xfails below.
 The VM and AoT run the whole generator (closures, ADTs, ``match``, references,
 recursion, sharing); the graph executor runs its first-order dataflow subset.
 """
@@ -13,41 +19,83 @@ import pytest
 
 pytest.importorskip("tvm", reason="the TVM backend needs apache-tvm (extra `tvm`)")
 
+import numpy as np  # noqa: E402
+
 from backends.tvm import build  # noqa: E402
 from conformance import ProgramConfig, assert_equivalent  # noqa: E402
+from interpreter import evaluate  # noqa: E402
+from semantics.errors import InternalError  # noqa: E402
+from semantics.expr import Constant, Function, Let, Tuple, TupleGetItem, Var  # noqa: E402
+from semantics.module import IRModule  # noqa: E402
+from semantics.parser import parse  # noqa: E402
+from semantics.types import TensorType  # noqa: E402
 
-GRAPH_SUBSET = ProgramConfig().with_features("let", "tuple", "op", "sharing")
+BACKEND = ProgramConfig(finite_extremes=False)
+GRAPH_SUBSET = BACKEND.with_features("let", "tuple", "op", "sharing")
+# At -O3 without "sharing": shared values hit the known planner bug pinned by
+# test_graph_executor_binds_every_let_of_a_shared_value (the -O0 run keeps sharing).
+GRAPH_SUBSET_O3 = BACKEND.with_features("let", "tuple", "op")
 
 
 @pytest.mark.parametrize("opt_level", [0, 3])
 def test_vm_agrees_with_the_oracle(opt_level):
     assert_equivalent(lambda mod: build(mod, opt_level=opt_level, executor="vm"),
-                      max_examples=25, name=f"tvm-vm-O{opt_level}")
+                      config=BACKEND, signed_zeros=False, max_examples=25,
+                      name=f"tvm-vm-O{opt_level}")
 
 
 @pytest.mark.parametrize("opt_level", [0, 3])
 def test_aot_agrees_with_the_oracle(opt_level):
     assert_equivalent(lambda mod: build(mod, opt_level=opt_level, executor="aot"),
-                      max_examples=20, name=f"tvm-aot-O{opt_level}")
+                      config=BACKEND, signed_zeros=False, max_examples=20,
+                      name=f"tvm-aot-O{opt_level}")
 
 
 @pytest.mark.parametrize("opt_level", [0, 3])
 def test_graph_executor_agrees_with_the_oracle_on_dataflow_programs(opt_level):
     assert_equivalent(lambda mod: build(mod, opt_level=opt_level, executor="graph"),
-                      config=GRAPH_SUBSET, max_examples=20, name=f"tvm-graph-O{opt_level}")
+                      config=GRAPH_SUBSET if opt_level == 0 else GRAPH_SUBSET_O3,
+                      signed_zeros=False, max_examples=20, name=f"tvm-graph-O{opt_level}")
 
 
 def test_vm_agrees_on_programs_rich_in_closures_adts_and_references():
-    config = ProgramConfig(max_depth=3, effects=2).with_features(
+    config = ProgramConfig(max_depth=3, effects=2, finite_extremes=False).with_features(
         "let", "if", "tuple", "closure", "higher_order", "global", "adt", "match", "ref", "op",
         "recursion", "let_rec", "sharing")
-    assert_equivalent(lambda mod: build(mod, executor="vm"), config=config, max_examples=20,
-                      name="tvm-vm-rich")
-    assert_equivalent(lambda mod: build(mod, executor="aot"), config=config, max_examples=20,
-                      name="tvm-aot-rich")
+    assert_equivalent(lambda mod: build(mod, executor="vm"), config=config, signed_zeros=False,
+                      max_examples=20, name="tvm-vm-rich")
+    assert_equivalent(lambda mod: build(mod, executor="aot"), config=config, signed_zeros=False,
+                      max_examples=20, name="tvm-aot-rich")
 
 
 def test_vm_agrees_in_float_mode():
     assert_equivalent(lambda mod: build(mod, executor="vm"),
-                      config=ProgramConfig(float_mode=True), max_examples=15,
-                      name="tvm-vm-float")
+                      config=ProgramConfig(float_mode=True, finite_extremes=False),
+                      signed_zeros=False, max_examples=15, name="tvm-vm-float")
+
+
+@pytest.mark.xfail(strict=True, raises=InternalError, reason=(
+    "known bug, found by issue 31's special-value generator: at -O3 two lets bind one shared "
+    "value object (after CSE), and the graph planner's let map (keyed by the value's id) keeps "
+    "only the outer variable, so the inner one is 'unbound'"))
+def test_graph_executor_binds_every_let_of_a_shared_value():
+    c = Constant(np.zeros((2,), dtype="bool"))
+    t3, t4 = Var("t3"), Var("t4")
+    p = Var("p", TensorType((2,), "float32"))
+    body = Let(t3, Tuple((c,)),
+               Let(t4, TupleGetItem(Tuple((Tuple((c,)),)), 0), Tuple((p, t3, t4))))
+    mod = IRModule({"main": Function((p,), body)})
+    x = np.ones(2, "float32")
+    got = build(mod, opt_level=3, executor="graph")(x)
+    assert repr(got) == repr(evaluate(mod, x))
+
+
+@pytest.mark.parametrize("executor", ["vm", "graph"])
+@pytest.mark.xfail(strict=True, reason=(
+    "known disagreement, found by issue 31's special-value generator: sign(-0.0) is 0.0 in the "
+    "oracle (semantics/ops/tensor.py: -1, 0 or 1) but -0.0 in the TVM kernels, every executor "
+    "and opt level"))
+def test_sign_of_negative_zero_is_positive_zero(executor):
+    mod = parse('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2), float32]) { sign(%x) }')
+    got = build(mod, executor=executor)(np.array([-0.0, 0.0], "float32"))
+    assert np.signbit(got).tolist() == [False, False]

@@ -1,0 +1,20 @@
+"""The fuzz targets of :mod:`conformance.fuzz_targets`, collected by pytest and HypoFuzz.
+
+``pytest tests/fuzz`` runs each differential property on ``RELAY_FUZZ_EXAMPLES`` programs
+(default 3: a smoke test) and first replays every failing example saved in the shared
+database (``RELAY_FUZZ_DB``); ``hypothesis fuzz -- tests/fuzz`` (``make fuzz``) fuzzes
+them without end. The TVM targets are left out when TVM is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from conformance.fuzz_targets import targets
+
+_HAVE_TVM = importlib.util.find_spec("tvm") is not None
+
+for _name, _test in targets().items():
+    if _name.startswith("test_tvm") and not _HAVE_TVM:
+        continue
+    globals()[_name] = _test
