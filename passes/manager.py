@@ -140,7 +140,7 @@ def register_pass(name: str, func_name: str, *, opt_level: int | None = None,
 
 
 PASS_PLUGINS = ("pe",)
-"""Packages above ``passes`` in docs/architecture.md#layers that register passes when imported (``pe``:
+"""Packages above ``passes`` (docs/architecture.md#layers) that register passes on import (``pe``:
 PartialEvaluate). :func:`get_pass` loads them by name when a name is not registered yet — a
 plugin, not an import (as the interpreter reaches ``ad`` for ``grad``), so ``passes`` never
 depends on them and ``get_pass("PartialEvaluate")`` works without importing ``pe`` first."""
