@@ -169,10 +169,10 @@ def plan_function(name: str, fn: Function, table: KernelTable) -> GraphPlan:
         plan.params.append(pdesc)
         values[id(p)] = pdesc
     plan.n_inputs = next_id
-    let_vars: dict[int, Var] = {}
-    for node in post_order(fn.body, descend=lambda n: type(n) is not Function):
-        if isinstance(node, Let):
-            let_vars[id(node.value)] = node.var
+    let_vars: dict[int, list[Var]] = {}   # a value's id -> every let binding it (a shared
+    for node in post_order(fn.body, descend=lambda n: type(n) is not Function):  # value may
+        if isinstance(node, Let):                                           # be bound twice)
+            let_vars.setdefault(id(node.value), []).append(node.var)
     for node in post_order(fn.body, descend=lambda n: type(n) is not Function):
         t = type(node)
         desc: Desc
@@ -212,8 +212,7 @@ def plan_function(name: str, fn: Function, table: KernelTable) -> GraphPlan:
         else:
             raise _reject(name, f"a {t.__name__} expression", node)
         values[id(node)] = desc
-        var = let_vars.get(id(node))
-        if var is not None:
+        for var in let_vars.get(id(node), ()):
             values[id(var)] = desc
     plan.result = values[id(fn.body)]
     _plan_memory(plan)

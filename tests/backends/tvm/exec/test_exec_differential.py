@@ -24,7 +24,6 @@ import numpy as np  # noqa: E402
 from backends.tvm import build  # noqa: E402
 from conformance import ProgramConfig, assert_equivalent  # noqa: E402
 from interpreter import evaluate  # noqa: E402
-from semantics.errors import InternalError  # noqa: E402
 from semantics.expr import Constant, Function, Let, Tuple, TupleGetItem, Var  # noqa: E402
 from semantics.module import IRModule  # noqa: E402
 from semantics.parser import parse  # noqa: E402
@@ -32,9 +31,6 @@ from semantics.types import TensorType  # noqa: E402
 
 BACKEND = ProgramConfig(finite_extremes=False)
 GRAPH_SUBSET = BACKEND.with_features("let", "tuple", "op", "sharing")
-# At -O3 without "sharing": shared values hit the known planner bug pinned by
-# test_graph_executor_binds_every_let_of_a_shared_value (the -O0 run keeps sharing).
-GRAPH_SUBSET_O3 = BACKEND.with_features("let", "tuple", "op")
 
 
 @pytest.mark.parametrize("opt_level", [0, 3])
@@ -54,7 +50,7 @@ def test_aot_agrees_with_the_oracle(opt_level):
 @pytest.mark.parametrize("opt_level", [0, 3])
 def test_graph_executor_agrees_with_the_oracle_on_dataflow_programs(opt_level):
     assert_equivalent(lambda mod: build(mod, opt_level=opt_level, executor="graph"),
-                      config=GRAPH_SUBSET if opt_level == 0 else GRAPH_SUBSET_O3,
+                      config=GRAPH_SUBSET,
                       signed_zeros=False, max_examples=20, name=f"tvm-graph-O{opt_level}")
 
 
@@ -74,11 +70,10 @@ def test_vm_agrees_in_float_mode():
                       signed_zeros=False, max_examples=15, name="tvm-vm-float")
 
 
-@pytest.mark.xfail(strict=True, raises=InternalError, reason=(
-    "known bug, found by issue 31's special-value generator: at -O3 two lets bind one shared "
-    "value object (after CSE), and the graph planner's let map (keyed by the value's id) keeps "
-    "only the outer variable, so the inner one is 'unbound'"))
 def test_graph_executor_binds_every_let_of_a_shared_value():
+    """Two lets binding one shared value object (as CSE leaves them at -O3, found by issue 31's
+    special-value generator): the planner binds both variables (it kept only one, and the
+    other was 'unbound': an InternalError)."""
     c = Constant(np.zeros((2,), dtype="bool"))
     t3, t4 = Var("t3"), Var("t4")
     p = Var("p", TensorType((2,), "float32"))
