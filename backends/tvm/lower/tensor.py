@@ -286,7 +286,9 @@ def _sign(call: OpCall) -> Any:
     minus = const(-1, dtype) if not dtype.startswith("uint") else zero
 
     def sign(a: Any) -> Any:
-        rest = a if is_float(dtype) else zero     # 0 stays 0, NaN stays NaN
+        # ±0 gives +0 (numpy's and the oracle's sign), NaN stays NaN (isnan: the simplifier
+        # folds a == a to true even for a NaN)
+        rest = tirx.Select(tirx.isnan(a), a, zero) if is_float(dtype) else zero
         return tirx.Select(a > zero, one, tirx.Select(a < zero, minus, rest))
 
     return map_compute(call.inputs[0], sign, "sign")
