@@ -17,6 +17,7 @@ See ``docs/proofs.md`` for what each verdict means and what is proved versus tes
 
 from __future__ import annotations
 
-from proofs.core import PROVED, REFUTED, UNKNOWN, Obligation, Verdict, registered, run
+from proofs.core import PROVED, REFUTED, UNKNOWN, Obligation, Verdict
+from proofs.runner import registered, run
 
 __all__ = ["PROVED", "REFUTED", "UNKNOWN", "Obligation", "Verdict", "registered", "run"]

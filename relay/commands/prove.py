@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import proofs
-    from proofs.core import discharge, select
+    from proofs.runner import discharge, select
 
     try:
         chosen = select(args.only)

@@ -1,4 +1,4 @@
-"""The fuzz targets of :mod:`conformance.fuzz_targets`, collected by pytest and HypoFuzz.
+"""The fuzz targets of ``tests/fuzz/fuzz_targets.py``, collected by pytest and HypoFuzz.
 
 ``pytest tests/fuzz`` runs each differential property on ``RELAY_FUZZ_EXAMPLES`` programs
 (default 3: a smoke test) and first replays every failing example saved in the shared
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from conformance.fuzz_targets import targets
+from fuzz_targets import targets
 
 _HAVE_TVM = importlib.util.find_spec("tvm") is not None
 

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 import proofs
 from proofs import relations, rewrites, soundness
-from proofs.core import PROVED, REFUTED, registered
+from proofs.core import PROVED, REFUTED
 from proofs.relcheck import Config, RelationCase, check_case
+from proofs.runner import registered
 from proofs.symbolic import as_int, to_z3
 from relay.cli import main
 from semantics import ops
