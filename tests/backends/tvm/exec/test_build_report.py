@@ -61,7 +61,9 @@ def test_a_failing_recipe_is_recorded_and_the_default_schedules_the_kernel():
 
 def test_build_records_schedules_phases_and_the_cache(tmp_path):
     w = np.arange(12, dtype="float32").reshape(4, 3)
-    exe = build(DENSE, params={"w": w}, cache=KernelCache(tmp_path / "cache"))
+    cache = KernelCache(tmp_path / "cache")
+    exe = build(DENSE, params={"w": w}, cache=cache)
+    cache.flush()   # the kernel and the memo are written in the background
     report = exe.report
     assert list(report.phases) == ["prepare", "kernels", "executor"]
     assert all(s >= 0 for s in report.phases.values())
