@@ -1,5 +1,5 @@
 """The VTA backend (issue 30): the accelerator's ISA, a bit-exact functional simulator with a
-cycle model, and a compiler from quantized Relay (ARCHITECTURE.md §8, §9; docs/vta.md).
+cycle model, and a compiler from quantized Relay (docs/architecture.md#toolchain; docs/vta.md).
 
 ``build(qmod, params=None, config=None)`` offloads int8 ``nn.conv2d``/``nn.dense`` with their
 integer epilogues to the simulated accelerator and runs the rest on the CPU;
@@ -11,9 +11,8 @@ and read a build.
 from __future__ import annotations
 
 from backends.vta import isa
-from backends.vta.build import VTAExecutable, build
+from backends.vta.build import VTAExecutable, build, load
 from backends.vta.config import Config
-from backends.vta.saved import load
 from backends.vta.simulator import Simulator
 
 __all__ = ["build", "load", "Config", "Simulator", "isa", "VTAExecutable"]
