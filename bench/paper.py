@@ -48,13 +48,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import textwrap
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +64,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import models  # noqa: E402
+from bench.report import Ratio, Report, Timing, format_load, load_average, table  # noqa: E402
 from models import recurrent  # noqa: E402
 from semantics import pretty  # noqa: E402
 
@@ -76,115 +75,12 @@ class Missing(Exception):
     """A figure (or one system's column) cannot be produced here; the message says why."""
 
 
-@dataclass(frozen=True)
-class Timing:
-    """Wall-clock seconds of one configuration: the median, minimum and maximum over its
-    ``runs`` timed runs."""
-
-    median: float
-    low: float
-    high: float
-    runs: int
-
-    @staticmethod
-    def of(times: list[float]) -> Timing:
-        return Timing(statistics.median(times), min(times), max(times), len(times))
-
-    def ms(self) -> str:
-        """``median [min–max]`` in milliseconds, for a table cell."""
-        return f"{_num(self.median * 1e3)} [{_num(self.low * 1e3)}–{_num(self.high * 1e3)}]"
-
-
-@dataclass(frozen=True)
-class Ratio:
-    """``numerator / denominator`` of two timings: the ratio of the medians, and the range of
-    the ratio of any two of their runs (lowest over highest, highest over lowest)."""
-
-    value: float
-    low: float
-    high: float
-
-    @staticmethod
-    def of(numerator: Timing, denominator: Timing) -> Ratio:
-        return Ratio(numerator.median / denominator.median, numerator.low / denominator.high,
-                     numerator.high / denominator.low)
-
-    def cell(self) -> str:
-        return f"{_num(self.value)} [{_num(self.low)}–{_num(self.high)}]"
-
-
-def _num(v: float) -> str:
-    return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
-
-
-def load_average() -> float | None:
-    """The 1-minute load average (None where the system does not report one)."""
-    try:
-        return os.getloadavg()[0]
-    except (OSError, AttributeError):
-        return None
-
-
-@dataclass
-class Report:
-    out: Path
-    sections: list[str] = field(default_factory=list)
-    missing: list[tuple[str, str]] = field(default_factory=list)
-    loads: list[tuple[str, float | None, float | None]] = field(default_factory=list)
-
-    def add(self, title: str, body: str) -> None:
-        self.sections.append(f"## {title}\n\n{body}\n")
-
-    def lack(self, what: str, why: str) -> None:
-        self.missing.append((what, why))
-
-    def overloaded(self) -> list[tuple[str, float | None, float | None]]:
-        """The figures whose load average before or after exceeded the number of CPUs."""
-        cpus = os.cpu_count() or 1
-        return [(t, a, b) for t, a, b in self.loads
-                if any(x is not None and x > cpus for x in (a, b))]
-
-    def write(self, header: str) -> Path:
-        lines = [header, ""]
-        busy = self.overloaded()
-        if busy:
-            cpus = os.cpu_count() or 1
-            lines += [f"> **Warning: the machine was loaded beyond its {cpus} CPUs** while "
-                      f"{len(busy)} figure(s) ran (1-minute load average before → after: "
-                      + "; ".join(f"{t}: {_load(a)} → {_load(b)}" for t, a, b in busy)
-                      + "). Other work competed for the CPUs: read the times with their "
-                      "[min–max] ranges, and rerun on an idle machine before trusting a "
-                      "ratio.", ""]
-        lines += self.sections
-        if self.missing:
-            lines.append("## Missing\n")
-            lines += [f"* **{what}**: {why}" for what, why in self.missing]
-            lines.append("")
-        path = self.out / "README.md"
-        path.write_text("\n".join(lines))
-        return path
-
-
-def _load(x: float | None) -> str:
-    return "unknown" if x is None else f"{x:.2f}"
-
-
 def progress(items: Iterable[Any], desc: str) -> Iterable[Any]:
     try:
         from tqdm import tqdm
     except ImportError:
         return items
     return tqdm(list(items), desc=desc, leave=False)
-
-
-def table(header: list[str], rows: list[list[Any]]) -> str:
-    def cell(v: Any) -> str:
-        if isinstance(v, float):
-            return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
-        return str(v)
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(out)
 
 
 SLOW_SECONDS = 1.0
@@ -771,7 +667,7 @@ def main(argv: list[str] | None = None) -> int:
     for i, (key, title, run) in enumerate(chosen_steps, start=1):
         before = load_average()
         began = time.perf_counter()
-        print(f"[{i}/{len(chosen_steps)}] {title}: started (load average {_load(before)}, "
+        print(f"[{i}/{len(chosen_steps)}] {title}: started (load average {format_load(before)}, "
               f"{os.cpu_count()} CPUs)", file=sys.stderr, flush=True)
         sections = len(report.sections)
         try:
@@ -784,8 +680,8 @@ def main(argv: list[str] | None = None) -> int:
         after = load_average()
         if key in TIMED:
             report.loads.append((title, before, after))
-            note = (f"\n1-minute load average before → after this figure: {_load(before)} → "
-                    f"{_load(after)} ({os.cpu_count()} CPUs).\n")
+            note = (f"\n1-minute load average before → after this figure: {format_load(before)} → "
+                    f"{format_load(after)} ({os.cpu_count()} CPUs).\n")
             for j in range(sections, len(report.sections)):
                 report.sections[j] += note
             figure = report.out / f"{key}.md"
@@ -793,7 +689,7 @@ def main(argv: list[str] | None = None) -> int:
                 with figure.open("a", encoding="utf-8") as f:
                     f.write(note)
         print(f"[{i}/{len(chosen_steps)}] {title}: done in {time.perf_counter() - began:.0f} s "
-              f"(load average {_load(after)})", file=sys.stderr, flush=True)
+              f"(load average {format_load(after)})", file=sys.stderr, flush=True)
     header = (f"# The paper's figures, reproduced on this machine\n\nGenerated by "
               f"`bench/paper.py` in {time.perf_counter() - started:.0f} s "
               f"({os.cpu_count()} CPUs, {THREADS} threads per system). See REPRODUCING.md for "

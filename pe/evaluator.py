@@ -112,6 +112,7 @@ from typing import Any
 
 import numpy as np
 
+from pe.static_ops import MAX_STATIC_ELEMENTS, evaluate_op, static_tensors
 from pe.values import (
     Env,
     Frame,
@@ -128,7 +129,7 @@ from pe.values import (
     STuple,
 )
 from semantics.analysis import free_shape_vars, free_type_vars
-from semantics.errors import InternalError, RelayError
+from semantics.errors import InternalError
 from semantics.expr import (
     Call,
     Clause,
@@ -162,8 +163,8 @@ from semantics.types import FuncType, RefType, TupleType, Type, TypeCall, TypeVa
 from semantics.visitor import post_order
 from typechecker.unify import substitute as substitute_type
 
-__all__ = ["DEFAULT_FUEL", "KEY_DEPTH", "MAX_ACTIVE", "MAX_SPECS", "UNROLL_LIMIT",
-           "PartialEvaluator", "drive", "visit_limit"]
+__all__ = ["DEFAULT_FUEL", "KEY_DEPTH", "MAX_ACTIVE", "MAX_SPECS", "MAX_STATIC_ELEMENTS",
+           "UNROLL_LIMIT", "PartialEvaluator", "drive", "visit_limit"]
 
 DEFAULT_FUEL = 200_000
 """Compound-node visits with unfolding allowed (the termination backstop)."""
@@ -179,9 +180,6 @@ MAX_SPECS = 4
 
 KEY_DEPTH = 3
 """How deep a tuple argument's structure is kept in a specialization key."""
-
-MAX_STATIC_ELEMENTS = 1 << 20
-"""A static operator result larger than this stays a residual call (the program would grow)."""
 
 _UNKNOWN = object()  # a static match that cannot be decided
 
@@ -500,9 +498,9 @@ class PartialEvaluator:
 
     # Semantics-Call-Op. All arguments static: the oracle's reference at partial-evaluation time.
     def _call_op(self, op: Op, args: list[PValue], call: Call) -> Any:
-        arrays = [_static_tensors(a) for a in args]
+        arrays = [static_tensors(a) for a in args]
         if all(a is not None for a in arrays):
-            result = _evaluate_op(op, arrays, call)
+            result = evaluate_op(op, arrays, call)
             if result is not None:
                 return self.static_result(result, call)
         return self._residual_op(op, args, call)
@@ -940,49 +938,3 @@ def _instantiation(fn: Function, call: Call, caller: Env) -> dict[TypeVar, Type]
         _match_types(p.type_annotation or p.checked_type, seen(a.checked_type), params, out)
     _match_types(fn.ret_type, seen(call.checked_type), params, out)
     return out
-
-
-def _static_tensors(pv: PValue) -> Any:
-    """The Python value of a static tensor (or tuple of them) as an operator takes it, or None."""
-    s = pv.static
-    if type(s) is STensor:
-        return s.data
-    if type(s) is STuple:
-        out = []
-        for x in s.fields:
-            if not isinstance(x.static, STensor):
-                return None
-            out.append(x.static.data)
-        return tuple(out)
-    return None
-
-
-def _evaluate_op(op: Op, arrays: list[Any], call: Call) -> Any:
-    """``⟦op⟧(arrays; attrs)`` with the registry's reference, or None when it fails or is large.
-
-    A failure is left for run time, where the oracle reports it.
-    """
-    from semantics import ops
-
-    try:
-        opdef = ops.get(op.name)
-        if opdef.num_inputs >= 0 and len(arrays) != opdef.num_inputs:
-            return None
-        attrs = dict(opdef.normalize_attrs(call.attrs))
-        result = opdef.impl(*arrays, **attrs)
-    except RelayError:
-        return None
-    except (ArithmeticError, ValueError, TypeError, IndexError, MemoryError):
-        return None
-    return _checked(result)
-
-
-def _checked(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        value = np.asarray(value)
-    if isinstance(value, np.ndarray):
-        return value if value.size <= MAX_STATIC_ELEMENTS else None
-    if type(value) is tuple:
-        parts = [_checked(v) for v in value]
-        return None if any(p is None for p in parts) else tuple(parts)
-    return None

@@ -52,10 +52,10 @@ fixed order (so a saved ``aot.py`` is imported with the kernels of the saved pro
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
+from backends.tvm.aot_saved import import_saved_program
 from backends.tvm.build import KernelTable
 from backends.tvm.fallback import OpKernel
 from backends.tvm.vm import (
@@ -774,20 +774,7 @@ class AotRunner:
         gen_counts = None
         namespace: dict[str, Any]
         if source_path is not None:
-            spec = importlib.util.spec_from_file_location("relay_aot_program", source_path)
-            if spec is None or spec.loader is None:
-                raise RelayRuntimeError(f"cannot import the AoT module {source_path}")
-            module = importlib.util.module_from_spec(spec)
-            try:
-                with open(source_path, encoding="utf-8") as f:
-                    self.source = f.read()
-                spec.loader.exec_module(module)
-            except (OSError, ValueError, SyntaxError, RecursionError, MemoryError, ImportError,
-                    NameError, AttributeError, TypeError) as exc:
-                # UnicodeDecodeError is a ValueError: a file that is not UTF-8 text
-                raise RelayRuntimeError(f"cannot import the AoT module {source_path}: "
-                                        f"{type(exc).__name__}: {exc}") from None
-            namespace = vars(module)
+            self.source, namespace = import_saved_program(source_path)
         else:
             self.source = generate(mod)
             namespace = {"__name__": "relay_aot_program"}

@@ -83,7 +83,8 @@ from typing import Any
 
 import numpy as np
 
-from backends.tvm import blobs
+from backends.tvm import blobs, kernel_cache
+from backends.tvm.kernel_cache import cache_directory
 from backends.tvm.lower.base import ALIGNMENT as BYTE_ALIGNMENT
 from backends.tvm.lower.base import aligned_empty
 from backends.tvm.sched import KernelInfo, Scheduler, ScheduleReport, pick_schedule
@@ -748,8 +749,8 @@ def _compile_failed(ops: Sequence[str], err: BaseException) -> NoLowering:
 
 def _meta(lowered: Any, name: str, needs_alignment: bool,
           schedule: dict[str, Any] | None) -> dict[str, Any]:
-    return {"name": name, "inputs": [_type_json(t) for t in lowered.input_types],
-            "outputs": [_type_json(t) for t in lowered.output_types],
+    return {"name": name, "inputs": [kernel_cache.type_json(t) for t in lowered.input_types],
+            "outputs": [kernel_cache.type_json(t) for t in lowered.output_types],
             "layout": lowered.layout, "needs_alignment": needs_alignment,
             "ops": lowered.ops, "constants": lowered.constant_arrays, "schedule": schedule}
 
@@ -1054,7 +1055,8 @@ def _worker_compile(payload: bytes) -> tuple[Any, ...]:
             _link(lib, so)
         except Exception as err:  # noqa: BLE001 - TVM's errors have no common public base
             raise _compile_failed(lowered.ops, err) from err
-        _write_entry(Path(directory), key, so, _meta(lowered, name, needs_alignment, report))
+        kernel_cache.write_entry(Path(directory), key, so,
+                                 _meta(lowered, name, needs_alignment, report))
     except NoLowering as err:
         return ("failed", err.op, err.reason)
     finally:
@@ -1195,25 +1197,7 @@ def shutdown_workers() -> None:
         w.stop()
 
 
-def _type_json(t: TensorType) -> list[Any]:
-    return [t.dtype, list(concrete_shape(t))]
-
-
-def _type_from_json(j: list[Any]) -> TensorType:
-    return TensorType(tuple(int(d) for d in j[1]), str(j[0]))
-
-
-def _layout_from_json(j: Any) -> Layout:
-    return j if isinstance(j, int) else tuple(_layout_from_json(x) for x in j)
-
-
 # --- the cache ----------------------------------------------------------------------------
-
-def cache_directory() -> Path:
-    """``$RELAY_TVM_CACHE``, or ``~/.cache/relay-ref/tvm``."""
-    env = os.environ.get("RELAY_TVM_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "relay-ref" / "tvm"
-
 
 class KernelCache:
     """Compiled kernels by key (see :func:`kernel_key`), in memory and in a directory.
@@ -1315,7 +1299,7 @@ class KernelCache:
                 return True
         if not self.disk:
             return False
-        so, js = _entry_paths(self.directory, key)
+        so, js = kernel_cache.entry_paths(self.directory, key)
         return js.is_file() and so.is_file()
 
     def failure(self, key: str) -> tuple[str, str] | None:
@@ -1396,10 +1380,8 @@ class KernelCache:
         if not self.disk:
             return None
         try:
-            data = (self.directory / f"{key}.module").read_bytes()
-            head, digest, payload = data[:len(_MODULE_MAGIC)], \
-                data[len(_MODULE_MAGIC):len(_MODULE_MAGIC) + 32], data[len(_MODULE_MAGIC) + 32:]
-            if head != _MODULE_MAGIC or hashlib.sha256(payload).digest() != digest:
+            payload = kernel_cache.module_payload((self.directory / f"{key}.module").read_bytes())
+            if payload is None:
                 return None
             return blobs.BlobUnpickler(io.BytesIO(payload), self.directory).load()
         except Exception:  # noqa: BLE001 - a damaged or stale memo (or blob) is a miss
@@ -1409,13 +1391,15 @@ class KernelCache:
         """Pickle ``module`` (an immutable IR module) as ``<key>.module`` in the background
         (best effort: too deep to pickle, or an unwritable directory, writes nothing).
 
-        The file is :data:`_MODULE_MAGIC`, the SHA-256 of the pickle, and the pickle (whose
-        large arrays are blobs): :meth:`load_module` returns None for any file whose pickle
-        is not the one written, so a loaded memo is exactly what was saved."""
+        The file is :data:`~backends.tvm.kernel_cache.MODULE_MAGIC`, the SHA-256 of the pickle,
+        and the pickle (whose large arrays are blobs): :meth:`load_module` returns None for
+        any file whose pickle is not the one written, so a loaded memo is exactly what was
+        saved."""
         if not self.disk:
             return
         with self._lock:
-            self._pending.append(_writer().submit(_write_module, self.directory, key, module))
+            self._pending.append(_writer().submit(kernel_cache.write_module, self.directory,
+                                                  key, module))
 
     def flush(self) -> None:
         """Wait until every kernel compiled so far is written to disk."""
@@ -1451,10 +1435,10 @@ class KernelCache:
         """The files of ``key``'s entry on disk, the ``.json`` last (it marks an entry
         complete): the blobs of its constants, its library, its metadata. Empty when the
         entry is not complete on disk."""
-        so, js = _entry_paths(self.directory, key)
+        so, js = kernel_cache.entry_paths(self.directory, key)
         try:
-            meta = _read_sealed(js)
-            files = [blobs.blob_path(self.directory, d) for d in _entry_blobs(meta)]
+            meta = kernel_cache.read_sealed(js)
+            files = [blobs.blob_path(self.directory, d) for d in kernel_cache.entry_blobs(meta)]
         except (OSError, ValueError, TypeError, AttributeError, KeyError):
             return []
         files += [so, js]
@@ -1463,7 +1447,7 @@ class KernelCache:
     def _store(self, key: str, artifact: Any, meta: dict[str, Any],
                workdir: Path | None) -> None:
         try:
-            _write_entry(self.directory, key, artifact, meta)
+            kernel_cache.write_entry(self.directory, key, artifact, meta)
         finally:
             _discard(workdir)
 
@@ -1471,123 +1455,19 @@ class KernelCache:
         return _load_entry(self.directory, key)
 
 
-def _entry_paths(directory: Path, key: str) -> tuple[Path, Path]:
-    return directory / f"{key}.so", directory / f"{key}.json"
-
-
-def _write_entry(directory: Path, key: str, artifact: Any, meta: dict[str, Any]) -> None:
-    """Write a cache entry: the constants (:func:`backends.tvm.blobs.constant_doc`: large
-    ones as shared blobs, small ones inline), the library (``artifact``: a linked ``.so``
-    path, copied, or TVM's module, exported), and the ``.json`` last (its presence means
-    complete). Errors (an unwritable directory, no C compiler) leave no entry and are not
-    raised."""
-    so, js = _entry_paths(directory, key)
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        constants = [blobs.constant_doc(directory, c) for c in meta["constants"]]
-        with tempfile.TemporaryDirectory(dir=directory) as tmp:
-            tmp_so = Path(tmp) / "kernel.so"
-            if isinstance(artifact, Path):
-                shutil.copyfile(artifact, tmp_so)
-            else:
-                artifact.export_library(str(tmp_so))
-            library = {"bytes": tmp_so.stat().st_size, "sha256": blobs.file_digest(tmp_so)}
-            os.replace(tmp_so, so)
-            doc = {k: v for k, v in meta.items() if k != "constants"}
-            doc["constants"] = constants
-            doc["library"] = library
-            tmp_js = Path(tmp) / "kernel.json"
-            tmp_js.write_text(_sealed_json(doc))
-            os.replace(tmp_js, js)     # written last: its presence means complete
-    except (OSError, RuntimeError, ValueError):
-        return
-
-
-def _sealed_json(doc: dict[str, Any]) -> str:
-    """``doc`` as JSON with a ``"sealed"`` field: the SHA-256 of the rest (canonical JSON),
-    which :func:`_read_sealed` checks, so a metadata file changed in place is a miss."""
-    body = json.dumps(doc, sort_keys=True)
-    return json.dumps({**doc, "sealed": hashlib.sha256(body.encode()).hexdigest()})
-
-
-def _read_sealed(path: Path) -> dict[str, Any]:
-    """The document :func:`_sealed_json` wrote to ``path``.
-
-    Raises:
-        OSError: unreadable. ValueError: not JSON, or not the document that was sealed.
-    """
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(doc, dict):
-        raise ValueError(f"{path.name}: not a kernel's metadata")
-    seal = doc.pop("sealed", None)
-    if seal != hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest():
-        raise ValueError(f"{path.name}: its contents are not the ones written")
-    return doc
-
-
-def _library_intact(so: Path, meta: dict[str, Any]) -> bool:
-    """Whether the library ``so`` has the size and SHA-256 its metadata recorded (checked
-    before the dynamic loader maps it: a truncated library crashes the process with SIGBUS
-    when its missing pages are touched, a changed one runs other code)."""
-    want = meta.get("library")
-    if not isinstance(want, dict):
-        return False
-    try:
-        return (so.stat().st_size == want.get("bytes")
-                and blobs.file_digest(so) == want.get("sha256"))
-    except OSError:
-        return False
-
-
-def _entry_blobs(meta: Any) -> list[str]:
-    """The digests of the blobs a kernel's metadata refers to."""
-    return [c["blob"] for c in meta.get("constants", ()) if isinstance(c, dict) and "blob" in c]
-
-
-_MODULE_MAGIC = b"relay-memo 2\n"
-"""The first bytes of a ``.module`` file (see :meth:`KernelCache.save_module`)."""
-
-
-def _write_module(directory: Path, key: str, module: Any) -> None:
-    """Write ``<key>.module`` (see :meth:`KernelCache.save_module`): large arrays go to
-    blobs first, so a complete ``.module`` never refers to a missing one."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        buf = io.BytesIO()
-        blobs.BlobPickler(buf, directory).dump(module)
-        payload = buf.getvalue()
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix="tmp", suffix=".partial")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(_MODULE_MAGIC + hashlib.sha256(payload).digest() + payload)
-            os.replace(tmp, directory / f"{key}.module")
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    except (OSError, RecursionError, pickle.PicklingError, TypeError, AttributeError,
-            ValueError):
-        return
-
-
 def _load_entry(directory: Path, key: str) -> Kernel | None:
     """The kernel of a complete cache entry in ``directory``, or None (no entry, or a
-    damaged one: metadata unreadable or changed, a missing, truncated or changed blob, a
-    library whose size or SHA-256 is not the one recorded — checked before it is loaded)."""
-    import tvm
-
-    so, js = _entry_paths(directory, key)
-    if not js.is_file() or not so.is_file():
-        return None
+    damaged one: see :func:`backends.tvm.kernel_cache.read_entry`)."""
     try:
-        meta = _read_sealed(js)
-        if not _library_intact(so, meta):
+        entry = kernel_cache.read_entry(directory, key)
+        if entry is None:
             return None
-        constants = [blobs.constant_from_doc(directory, c) for c in meta["constants"]]
-        lib = tvm.runtime.load_module(str(so))
+        meta, constants, lib = entry
         name = meta["name"]
-        kernel = Kernel(name, lib[name], lib, [_type_from_json(t) for t in meta["inputs"]],
-                        [_type_from_json(t) for t in meta["outputs"]],
-                        _layout_from_json(meta["layout"]), constants,
+        kernel = Kernel(name, lib[name], lib,
+                        [kernel_cache.type_from_json(t) for t in meta["inputs"]],
+                        [kernel_cache.type_from_json(t) for t in meta["outputs"]],
+                        kernel_cache.layout_from_json(meta["layout"]), constants,
                         bool(meta["needs_alignment"]))
         kernel.ops = tuple(str(op) for op in meta.get("ops", ()))
         kernel.schedule = ScheduleReport.from_json(meta.get("schedule"))

@@ -11,9 +11,8 @@ and read a build.
 from __future__ import annotations
 
 from backends.vta import isa
-from backends.vta.build import VTAExecutable, build
+from backends.vta.build import VTAExecutable, build, load
 from backends.vta.config import Config
-from backends.vta.saved import load
 from backends.vta.simulator import Simulator
 
 __all__ = ["build", "load", "Config", "Simulator", "isa", "VTAExecutable"]

@@ -23,6 +23,7 @@ record per invocation (kind, shape, MACs, counters) and ``exe.cpu_ops`` what ran
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,7 @@ from semantics.errors import InternalError, RelayError, RelayRuntimeError, Relay
 from semantics.expr import Constant, Function
 from semantics.module import IRModule
 
-__all__ = ["build", "VTAExecutable", "Offload"]
+__all__ = ["build", "load", "VTAExecutable", "Offload"]
 
 
 @dataclass
@@ -115,6 +116,19 @@ def build(qmod: Any, params: dict[str, Any] | None = None,
         for stage in program.stages:
             stage.compile(cpu)
     return VTAExecutable(mod, cfg, offloads, program, part, cpu)
+
+
+def load(path: str | os.PathLike[str]) -> VTAExecutable:
+    """Load a build written by :meth:`VTAExecutable.save` (:mod:`backends.vta.saved`).
+
+    Raises:
+        RelayRuntimeError: not a saved VTA build, or a damaged one (a missing file, a
+            digest that does not match, an unknown format version, a malformed stream).
+    """
+    from backends.vta.saved import read
+
+    exe: VTAExecutable = read(path, Offload, VTAExecutable)
+    return exe
 
 
 class VTAExecutable:

@@ -197,16 +197,26 @@ def compile_layer(p: Plan) -> tuple[list[isa.Insn], np.ndarray]:
     DRAM addresses are those of ``p.addresses`` (set here: data, weights, channel and tensor
     operands, output, micro-ops), all 4 KiB aligned from ``PAGE``.
     """
+    addr = _assign_addresses(p)
+    s = _Stream(p.config)
+    oh = p.layer.oh
+    rows_per_tile = [min(p.th, oh - r) for r in range(0, oh, p.th)]
+    tiles = [(n, co, r0, th) for n in range(p.nb) for co in range(0, p.ocb, p.tco)
+             for r0, th in zip(range(0, oh, p.th), rows_per_tile)]
+    held_wgt: dict[int, int] = {}
+    for t, tile in enumerate(tiles):
+        _emit_tile(p, s, t, len(tiles), tile, held_wgt)
+    return _finish_stream(p, s, addr, len(tiles))
+
+
+def _assign_addresses(p: Plan) -> int:
+    """Lay out the layer's DRAM operands page-aligned from ``PAGE`` into ``p.addresses``;
+    returns the first free address after them (where the micro-ops go)."""
     cfg, layer = p.config, p.layer
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     oh, ow = layer.oh, layer.ow
-    sh, sw = layer.stride
-    kh, kw = layer.kh, layer.kw
-    wp = p.w + p.pads[1] + p.pads[3]
-    rows_per_tile = [min(p.th, oh - r) for r in range(0, oh, p.th)]
-    # DRAM layout
     sizes = {"data": p.nb * p.icb * p.h * p.w * B * BI,
-             "weight": p.ocb * p.icb * kh * kw * BO * BI,
+             "weight": p.ocb * p.icb * layer.kh * layer.kw * BO * BI,
              "output": p.nb * p.ocb * oh * ow * B * BO}
     for i in range(p.n_channel):
         sizes[f"channel{i}"] = p.ocb * B * BO * 4
@@ -216,135 +226,175 @@ def compile_layer(p: Plan) -> tuple[list[isa.Insn], np.ndarray]:
     for name, size in sizes.items():
         p.addresses[name] = addr
         addr += _ceil_div(size, PAGE) * PAGE
-    # ACC/INP/WGT halves
-    inp_half = min(cfg.INP_BUFF_DEPTH, cfg.ACC_BUFF_DEPTH) // 2
-    wgt_half = cfg.WGT_BUFF_DEPTH // 2
-    acc_half = cfg.ACC_BUFF_DEPTH // 2
-    s = _Stream(cfg)
-    tiles = [(n, co, r0, th) for n in range(p.nb) for co in range(0, p.ocb, p.tco)
-             for r0, th in zip(range(0, oh, p.th), rows_per_tile)]
-    total = len(tiles)
-    held_wgt: dict[int, int] = {}
-    for t, (n, co, r0, th) in enumerate(tiles):
-        half = t % 2
-        tco = p.tco
-        npix = th * ow
-        rin = (th - 1) * sh + kh
-        inp_base, wgt_base, acc_base = half * inp_half, half * wgt_half, half * acc_half
-        # -- load module
-        loads: list[isa.Insn] = []
-        if held_wgt.get(half) != co:
-            count = tco * p.icb * kh * kw
-            loads.append(isa.MemInsn(opcode=isa.OP_LOAD, memory_type=isa.MEM_WGT,
-                                     sram_base=wgt_base,
-                                     dram_base=p.addresses["weight"] // cfg.WGT_ELEM_BYTES
-                                     + co * p.icb * kh * kw,
-                                     y_size=1, x_size=count, x_stride=count))
-            held_wgt[half] = co
-        top = r0 * sh - p.pads[0]
-        ypad0 = max(0, -top)
-        ypad1 = max(0, top + rin - p.h)
-        ysize = rin - ypad0 - ypad1
-        for ic in range(p.icb):
-            base = p.addresses["data"] // cfg.INP_ELEM_BYTES + ((n * p.icb + ic) * p.h
-                                                                  + max(top, 0)) * p.w
-            loads.append(isa.MemInsn(opcode=isa.OP_LOAD, memory_type=isa.MEM_INP,
-                                     sram_base=inp_base + ic * rin * wp, dram_base=base,
-                                     y_size=ysize, x_size=p.w if ysize else 0, x_stride=p.w,
-                                     y_pad_0=ypad0, y_pad_1=ypad1, x_pad_0=p.pads[1],
-                                     x_pad_1=p.pads[3]))
-        if t >= 2:
-            loads[0].pop_next_dep = 1
-        loads[-1].push_next_dep = 1
-        s.insns.extend(loads)
-        # -- compute module
-        compute: list[isa.Insn] = []
-        regions: list[int] = []
-        region = acc_base + tco * npix
-        n_ch = n_te = 0
-        for step in layer.steps:
-            if step.kind == "channel":
-                compute.append(isa.MemInsn(
-                    opcode=isa.OP_LOAD, memory_type=isa.MEM_ACC, sram_base=region,
-                    dram_base=p.addresses[f"channel{n_ch}"] // cfg.ACC_ELEM_BYTES + co,
-                    y_size=1, x_size=tco, x_stride=tco))
-                regions.append(region)
-                region += tco
-                n_ch += 1
-            elif step.kind == "tensor":
-                compute.append(isa.MemInsn(
-                    opcode=isa.OP_LOAD, memory_type=isa.MEM_ACC, sram_base=region,
-                    dram_base=p.addresses[f"tensor{n_te}"] // cfg.ACC_ELEM_BYTES
-                    + ((n * p.ocb + co) * oh + r0) * ow,
-                    y_size=tco, x_size=npix, x_stride=oh * ow))
-                regions.append(region)
-                region += tco * npix
-                n_te += 1
-            elif step.kind == "sign_round":
-                regions.append(region)
-                region += tco * npix
-            else:
-                regions.append(-1)
-        one = s.kernel(("tile", acc_base), [isa.Uop(acc_base, 0, 0)])
-        compute.append(isa.GemmInsn(reset_reg=1, uop_bgn=one[0], uop_end=one[1],
+    return addr
+
+
+def _emit_tile(p: Plan, s: _Stream, t: int, total: int, tile: tuple[int, int, int, int],
+               held_wgt: dict[int, int]) -> None:
+    """Emit the load, compute and store instructions of tile number ``t`` (of ``total``),
+    double-buffered: even tiles use the lower halves of the buffers, odd tiles the upper."""
+    cfg, layer = p.config, p.layer
+    n, co, r0, th = tile
+    oh, ow = layer.oh, layer.ow
+    half = t % 2
+    npix = th * ow
+    rin = (th - 1) * layer.stride[0] + layer.kh
+    inp_base = half * (min(cfg.INP_BUFF_DEPTH, cfg.ACC_BUFF_DEPTH) // 2)
+    wgt_base = half * (cfg.WGT_BUFF_DEPTH // 2)
+    acc_base = half * (cfg.ACC_BUFF_DEPTH // 2)
+    loads = _tile_loads(p, tile, rin, inp_base, wgt_base, held_wgt.get(half) != co)
+    held_wgt[half] = co
+    if t >= 2:
+        loads[0].pop_next_dep = 1
+    loads[-1].push_next_dep = 1
+    s.insns.extend(loads)
+    compute, regions, scratch = _acc_operand_loads(p, tile, acc_base)
+    one = s.kernel(("tile", acc_base), [isa.Uop(acc_base, 0, 0)])
+    compute.append(isa.GemmInsn(reset_reg=1, uop_bgn=one[0], uop_end=one[1],
+                                iter_out=p.tco, iter_in=npix, dst_factor_out=npix,
+                                dst_factor_in=1))
+    g = s.kernel(("gemm", half, th), _gemm_kernel(p, acc_base, inp_base, wgt_base, npix,
+                                                  scratch=scratch))
+    wp = p.w + p.pads[1] + p.pads[3]
+    main = isa.GemmInsn(uop_bgn=g[0], uop_end=g[1], iter_out=p.icb, iter_in=layer.kh,
+                        src_factor_out=rin * wp, src_factor_in=wp,
+                        wgt_factor_out=layer.kh * layer.kw, wgt_factor_in=layer.kw)
+    if t + 2 < total:
+        main.push_prev_dep = 1
+    compute.append(main)
+    alus = _tile_alus(p, s, regions, acc_base, one, npix)
+    alus[-1].push_next_dep = 1
+    compute.extend(alus)
+    compute[0].pop_prev_dep = 1
+    if t >= 2:
+        compute[0].pop_next_dep = 1
+    s.insns.extend(compute)
+    s.insns.append(isa.MemInsn(
+        opcode=isa.OP_STORE, memory_type=isa.MEM_OUT, sram_base=acc_base,
+        dram_base=p.addresses["output"] // cfg.OUT_ELEM_BYTES
+        + ((n * p.ocb + co) * oh + r0) * ow,
+        y_size=p.tco, x_size=npix, x_stride=oh * ow, pop_prev_dep=1, push_prev_dep=1))
+
+
+def _tile_loads(p: Plan, tile: tuple[int, int, int, int], rin: int, inp_base: int,
+                wgt_base: int, load_weights: bool) -> list[isa.Insn]:
+    """The load module's instructions of a tile: its weight block (unless that half of the
+    weight buffer already holds it) and ``rin`` padded input rows per input-channel block."""
+    cfg, layer = p.config, p.layer
+    n, co, r0, _ = tile
+    kh, kw = layer.kh, layer.kw
+    wp = p.w + p.pads[1] + p.pads[3]
+    loads: list[isa.Insn] = []
+    if load_weights:
+        count = p.tco * p.icb * kh * kw
+        loads.append(isa.MemInsn(opcode=isa.OP_LOAD, memory_type=isa.MEM_WGT,
+                                 sram_base=wgt_base,
+                                 dram_base=p.addresses["weight"] // cfg.WGT_ELEM_BYTES
+                                 + co * p.icb * kh * kw,
+                                 y_size=1, x_size=count, x_stride=count))
+    top = r0 * layer.stride[0] - p.pads[0]
+    ypad0 = max(0, -top)
+    ypad1 = max(0, top + rin - p.h)
+    ysize = rin - ypad0 - ypad1
+    for ic in range(p.icb):
+        base = p.addresses["data"] // cfg.INP_ELEM_BYTES + ((n * p.icb + ic) * p.h
+                                                              + max(top, 0)) * p.w
+        loads.append(isa.MemInsn(opcode=isa.OP_LOAD, memory_type=isa.MEM_INP,
+                                 sram_base=inp_base + ic * rin * wp, dram_base=base,
+                                 y_size=ysize, x_size=p.w if ysize else 0, x_stride=p.w,
+                                 y_pad_0=ypad0, y_pad_1=ypad1, x_pad_0=p.pads[1],
+                                 x_pad_1=p.pads[3]))
+    return loads
+
+
+def _acc_operand_loads(p: Plan, tile: tuple[int, int, int, int],
+                       acc_base: int) -> tuple[list[isa.Insn], list[int], int]:
+    """Loads of a tile's per-channel and per-pixel epilogue operands into the accumulator
+    buffer above the tile's own rows.  Returns the instructions, each step's operand region
+    (``-1`` for immediate steps) and the first free accumulator row (GEMM scratch)."""
+    cfg, layer = p.config, p.layer
+    n, co, r0, th = tile
+    oh, ow = layer.oh, layer.ow
+    tco, npix = p.tco, th * ow
+    compute: list[isa.Insn] = []
+    regions: list[int] = []
+    region = acc_base + tco * npix
+    n_ch = n_te = 0
+    for step in layer.steps:
+        if step.kind == "channel":
+            compute.append(isa.MemInsn(
+                opcode=isa.OP_LOAD, memory_type=isa.MEM_ACC, sram_base=region,
+                dram_base=p.addresses[f"channel{n_ch}"] // cfg.ACC_ELEM_BYTES + co,
+                y_size=1, x_size=tco, x_stride=tco))
+            regions.append(region)
+            region += tco
+            n_ch += 1
+        elif step.kind == "tensor":
+            compute.append(isa.MemInsn(
+                opcode=isa.OP_LOAD, memory_type=isa.MEM_ACC, sram_base=region,
+                dram_base=p.addresses[f"tensor{n_te}"] // cfg.ACC_ELEM_BYTES
+                + ((n * p.ocb + co) * oh + r0) * ow,
+                y_size=tco, x_size=npix, x_stride=oh * ow))
+            regions.append(region)
+            region += tco * npix
+            n_te += 1
+        elif step.kind == "sign_round":
+            regions.append(region)
+            region += tco * npix
+        else:
+            regions.append(-1)
+    return compute, regions, region
+
+
+def _tile_alus(p: Plan, s: _Stream, regions: list[int], acc_base: int,
+               one: tuple[int, int], npix: int) -> list[isa.GemmInsn | isa.AluInsn]:
+    """The epilogue of a tile: one or more ALU instructions per layer step (an identity
+    shift when there are none, so the store always has an instruction to wait on)."""
+    tco = p.tco
+    alus: list[isa.GemmInsn | isa.AluInsn] = []
+    for step, src in zip(p.layer.steps, regions):
+        if step.kind == "imm":
+            alus.append(isa.AluInsn(alu_opcode=step.alu_opcode, use_imm=1, imm=step.imm,
+                                    uop_bgn=one[0], uop_end=one[1], iter_out=tco,
+                                    iter_in=npix, dst_factor_out=npix, dst_factor_in=1))
+        elif step.kind == "sign_round":
+            # scratch = 0; scratch += x; scratch >>= shift; x += imm; x += scratch
+            whole = {"iter_out": tco, "iter_in": npix, "dst_factor_out": npix,
+                     "dst_factor_in": 1}
+            copy = {**whole, "src_factor_out": npix, "src_factor_in": 1}
+            zero = s.kernel(("tile", src), [isa.Uop(src, 0, 0)])
+            into = s.kernel(("pair", src, acc_base), [isa.Uop(src, acc_base, 0)])
+            back = s.kernel(("pair", acc_base, src), [isa.Uop(acc_base, src, 0)])
+            alus.append(isa.GemmInsn(reset_reg=1, uop_bgn=zero[0], uop_end=zero[1],
+                                     **whole))
+            alus.append(isa.AluInsn(alu_opcode=isa.ALU_ADD, uop_bgn=into[0],
+                                    uop_end=into[1], **copy))
+            alus.append(isa.AluInsn(alu_opcode=isa.ALU_SHR, use_imm=1, imm=step.shift,
+                                    uop_bgn=zero[0], uop_end=zero[1], **whole))
+            alus.append(isa.AluInsn(alu_opcode=isa.ALU_ADD, use_imm=1, imm=step.imm,
+                                    uop_bgn=one[0], uop_end=one[1], **whole))
+            alus.append(isa.AluInsn(alu_opcode=isa.ALU_ADD, uop_bgn=back[0],
+                                    uop_end=back[1], **copy))
+        else:
+            k2 = s.kernel(("pair", acc_base, src), [isa.Uop(acc_base, src, 0)])
+            per_pixel = 1 if step.kind == "tensor" else 0
+            alus.append(isa.AluInsn(alu_opcode=isa.ALU_ADD, uop_bgn=k2[0], uop_end=k2[1],
                                     iter_out=tco, iter_in=npix, dst_factor_out=npix,
-                                    dst_factor_in=1))
-        g = s.kernel(("gemm", half, th), _gemm_kernel(p, acc_base, inp_base, wgt_base, npix,
-                                                      scratch=region))
-        main = isa.GemmInsn(uop_bgn=g[0], uop_end=g[1], iter_out=p.icb, iter_in=kh,
-                            src_factor_out=rin * wp, src_factor_in=wp,
-                            wgt_factor_out=kh * kw, wgt_factor_in=kw)
-        if t + 2 < total:
-            main.push_prev_dep = 1
-        compute.append(main)
-        alus: list[isa.GemmInsn | isa.AluInsn] = []
-        for step, src in zip(layer.steps, regions):
-            if step.kind == "imm":
-                alus.append(isa.AluInsn(alu_opcode=step.alu_opcode, use_imm=1, imm=step.imm,
-                                        uop_bgn=one[0], uop_end=one[1], iter_out=tco,
-                                        iter_in=npix, dst_factor_out=npix, dst_factor_in=1))
-            elif step.kind == "sign_round":
-                # scratch = 0; scratch += x; scratch >>= shift; x += imm; x += scratch
-                whole = {"iter_out": tco, "iter_in": npix, "dst_factor_out": npix,
-                         "dst_factor_in": 1}
-                copy = {**whole, "src_factor_out": npix, "src_factor_in": 1}
-                zero = s.kernel(("tile", src), [isa.Uop(src, 0, 0)])
-                into = s.kernel(("pair", src, acc_base), [isa.Uop(src, acc_base, 0)])
-                back = s.kernel(("pair", acc_base, src), [isa.Uop(acc_base, src, 0)])
-                alus.append(isa.GemmInsn(reset_reg=1, uop_bgn=zero[0], uop_end=zero[1],
-                                         **whole))
-                alus.append(isa.AluInsn(alu_opcode=isa.ALU_ADD, uop_bgn=into[0],
-                                        uop_end=into[1], **copy))
-                alus.append(isa.AluInsn(alu_opcode=isa.ALU_SHR, use_imm=1, imm=step.shift,
-                                        uop_bgn=zero[0], uop_end=zero[1], **whole))
-                alus.append(isa.AluInsn(alu_opcode=isa.ALU_ADD, use_imm=1, imm=step.imm,
-                                        uop_bgn=one[0], uop_end=one[1], **whole))
-                alus.append(isa.AluInsn(alu_opcode=isa.ALU_ADD, uop_bgn=back[0],
-                                        uop_end=back[1], **copy))
-            else:
-                k2 = s.kernel(("pair", acc_base, src), [isa.Uop(acc_base, src, 0)])
-                per_pixel = 1 if step.kind == "tensor" else 0
-                alus.append(isa.AluInsn(alu_opcode=isa.ALU_ADD, uop_bgn=k2[0], uop_end=k2[1],
-                                        iter_out=tco, iter_in=npix, dst_factor_out=npix,
-                                        dst_factor_in=1,
-                                        src_factor_out=npix if per_pixel else 1,
-                                        src_factor_in=per_pixel))
-        if not alus:
-            alus.append(isa.AluInsn(alu_opcode=isa.ALU_SHR, use_imm=1, imm=0, uop_bgn=one[0],
-                                    uop_end=one[1], iter_out=tco, iter_in=npix,
-                                    dst_factor_out=npix, dst_factor_in=1))
-        alus[-1].push_next_dep = 1
-        compute.extend(alus)
-        compute[0].pop_prev_dep = 1
-        if t >= 2:
-            compute[0].pop_next_dep = 1
-        s.insns.extend(compute)
-        # -- store module
-        s.insns.append(isa.MemInsn(
-            opcode=isa.OP_STORE, memory_type=isa.MEM_OUT, sram_base=acc_base,
-            dram_base=p.addresses["output"] // cfg.OUT_ELEM_BYTES
-            + ((n * p.ocb + co) * oh + r0) * ow,
-            y_size=tco, x_size=npix, x_stride=oh * ow, pop_prev_dep=1, push_prev_dep=1))
+                                    dst_factor_in=1,
+                                    src_factor_out=npix if per_pixel else 1,
+                                    src_factor_in=per_pixel))
+    if not alus:
+        alus.append(isa.AluInsn(alu_opcode=isa.ALU_SHR, use_imm=1, imm=0, uop_bgn=one[0],
+                                uop_end=one[1], iter_out=tco, iter_in=npix,
+                                dst_factor_out=npix, dst_factor_in=1))
+    return alus
+
+
+def _finish_stream(p: Plan, s: _Stream, addr: int,
+                   total: int) -> tuple[list[isa.Insn], np.ndarray]:
+    """Close the stream of ``total`` tiles (drain the dependence tokens, FINISH), encode the
+    micro-ops, place them at ``addr`` and prepend the one load of all of them."""
+    cfg = p.config
     for _ in range(min(total, 2)):
         s.insns.append(isa.MemInsn(opcode=isa.OP_LOAD, memory_type=isa.MEM_UOP,
                                    pop_next_dep=1))

@@ -260,6 +260,9 @@ _IMM_OPS = {"add": isa.ALU_ADD, "multiply": isa.ALU_MUL, "maximum": isa.ALU_MAX,
 
 def _match(root: Call, name: str, users: dict[int, int], consumers: dict[int, list[Expr]],
            resolve: Any, config: Config) -> tuple[Group | None, str]:
+    """The VTA group rooted at the int32 convolution/dense ``root``: follow its single-use
+    chain of int32 epilogue operators up to the cast to int8.  Returns the group, or ``None``
+    and why the pattern does not match."""
     shape, why = _root_layer(root, name, resolve)
     if shape is None:
         return None, why
@@ -298,57 +301,78 @@ def _match(root: Call, name: str, users: dict[int, int], consumers: dict[int, li
             continue
         if _dtype(nxt) != "int32":
             return None, f"{op} does not stay in int32"
-        if op in _COMMUTATIVE or op == "subtract":
-            if len(args) != 2:
-                return None, f"{op} arity"
-            if args[0] is node:
-                other = args[1]
-            elif args[1] is node and op in _COMMUTATIVE:
-                other = args[0]
-            else:
-                return None, f"{op} of the result from the right"
-            value = _scalar(other)
-            if value is not None and op == "subtract":
-                value = -value
-            if value is not None and _I16[0] <= value <= _I16[1]:
-                steps.append(Step("imm", _IMM_OPS.get(op, isa.ALU_ADD), value))
-            elif op == "add":
-                oshape = _shape(other)
-                if oshape is None or _dtype(other) != "int32":
-                    return None, "add of an operand without a static int32 shape"
-                try:
-                    np.broadcast_shapes(oshape, out_shape)
-                except ValueError:
-                    return None, "add of an operand that does not broadcast"
-                if np.broadcast_shapes(oshape, out_shape) != out_shape:
-                    return None, "add broadcasts beyond the output"
-                steps.append(Step("channel" if _per_channel(oshape, out_shape, name)
-                                  else "tensor", operand=len(inputs) - 2))
-                inputs.append(other)
-            else:
-                return None, f"{op} by a non-constant or a constant beyond 16 bits"
-        elif op in ("right_shift", "left_shift"):
-            amount = _scalar(args[1]) if len(args) == 2 and args[0] is node else None
-            if amount is None or not 0 <= amount <= 31:
-                return None, f"{op} by something other than a constant in [0, 31]"
-            steps.append(Step("imm", isa.ALU_SHR, amount if op == "right_shift" else -amount))
-        elif op == "clip":
-            hi = math.floor(float(nxt.attrs["a_max"]))
-            lo = math.ceil(float(nxt.attrs["a_min"]))
-            if hi < (1 << 31) - 1:
-                if not _I16[0] <= hi <= _I16[1]:
-                    return None, "clip bound beyond 16 bits"
-                steps.append(Step("imm", isa.ALU_MIN, hi))
-            if lo > -(1 << 31):
-                if not _I16[0] <= lo <= _I16[1]:
-                    return None, "clip bound beyond 16 bits"
-                steps.append(Step("imm", isa.ALU_MAX, lo))
-        elif op == "nn.relu":
-            steps.append(Step("imm", isa.ALU_MAX, 0))
-        else:
-            return None, f"{op} in the epilogue"
+        why = _epilogue_step(op, nxt, args, node, out_shape, name, inputs, steps)
+        if why:
+            return None, why
         internal.append(nxt)
         node = nxt
+
+
+def _epilogue_step(op: str, nxt: Call, args: list[Expr], node: Expr,
+                   out_shape: tuple[int, ...], name: str, inputs: list[Expr],
+                   steps: list[Step]) -> str:
+    """Append to ``steps`` (and ``inputs``, for a tensor operand) the ALU step of the int32
+    epilogue operator ``nxt`` (named ``op``, resolved ``args``) applied to ``node``.
+    Returns why it cannot run on VTA, or ``""`` when it was appended."""
+    if op in _COMMUTATIVE or op == "subtract":
+        return _binary_step(op, args, node, out_shape, name, inputs, steps)
+    elif op in ("right_shift", "left_shift"):
+        amount = _scalar(args[1]) if len(args) == 2 and args[0] is node else None
+        if amount is None or not 0 <= amount <= 31:
+            return f"{op} by something other than a constant in [0, 31]"
+        steps.append(Step("imm", isa.ALU_SHR, amount if op == "right_shift" else -amount))
+    elif op == "clip":
+        hi = math.floor(float(nxt.attrs["a_max"]))
+        lo = math.ceil(float(nxt.attrs["a_min"]))
+        if hi < (1 << 31) - 1:
+            if not _I16[0] <= hi <= _I16[1]:
+                return "clip bound beyond 16 bits"
+            steps.append(Step("imm", isa.ALU_MIN, hi))
+        if lo > -(1 << 31):
+            if not _I16[0] <= lo <= _I16[1]:
+                return "clip bound beyond 16 bits"
+            steps.append(Step("imm", isa.ALU_MAX, lo))
+    elif op == "nn.relu":
+        steps.append(Step("imm", isa.ALU_MAX, 0))
+    else:
+        return f"{op} in the epilogue"
+    return ""
+
+
+def _binary_step(op: str, args: list[Expr], node: Expr, out_shape: tuple[int, ...], name: str,
+                 inputs: list[Expr], steps: list[Step]) -> str:
+    """The step of ``add``/``subtract``/``multiply``/``maximum``/``minimum`` of ``node`` by a
+    16-bit constant (an immediate) or, for ``add``, by an int32 tensor broadcasting to the
+    output (a per-channel or per-pixel operand).  Returns why not, or ``""``."""
+    if len(args) != 2:
+        return f"{op} arity"
+    if args[0] is node:
+        other = args[1]
+    elif args[1] is node and op in _COMMUTATIVE:
+        other = args[0]
+    else:
+        return f"{op} of the result from the right"
+    value = _scalar(other)
+    if value is not None and op == "subtract":
+        value = -value
+    if value is not None and _I16[0] <= value <= _I16[1]:
+        steps.append(Step("imm", _IMM_OPS.get(op, isa.ALU_ADD), value))
+    elif op == "add":
+        oshape = _shape(other)
+        if oshape is None or _dtype(other) != "int32":
+            return "add of an operand without a static int32 shape"
+        try:
+            np.broadcast_shapes(oshape, out_shape)
+        except ValueError:
+            return "add of an operand that does not broadcast"
+        if np.broadcast_shapes(oshape, out_shape) != out_shape:
+            return "add broadcasts beyond the output"
+        steps.append(Step("channel" if _per_channel(oshape, out_shape, name)
+                          else "tensor", operand=len(inputs) - 2))
+        inputs.append(other)
+    else:
+        return f"{op} by a non-constant or a constant beyond 16 bits"
+    return ""
 
 
 def _sign_round(node: Expr, users: dict[int, int], consumers: dict[int, list[Expr]],

@@ -39,7 +39,7 @@ from semantics.errors import InternalError, RelayError, RelayRuntimeError
 from semantics.expr import Function
 from semantics.module import IRModule
 
-__all__ = ["save", "load", "FORMAT_VERSION"]
+__all__ = ["save", "read", "FORMAT_VERSION"]
 
 FORMAT_VERSION = 1
 _FORMAT_NAME = "relay-vta-build"
@@ -112,15 +112,15 @@ def save(exe: Any, path: str | os.PathLike[str]) -> None:
         raise RelayRuntimeError(f"cannot save the VTA build to {path}: {exc}") from None
 
 
-def load(path: str | os.PathLike[str]) -> Any:
-    """Load a build written by ``VTAExecutable.save``.
+def read(path: str | os.PathLike[str], offload_cls: Any, exe_cls: Any) -> Any:
+    """Read a build written by ``VTAExecutable.save`` (``backends.vta.build.load`` passes
+    its ``Offload`` and ``VTAExecutable`` classes, so this module does not import the
+    compiler).
 
     Raises:
         RelayRuntimeError: not a saved VTA build, or a damaged one (a missing file, a
             digest that does not match, an unknown format version, a malformed stream).
     """
-    from backends.vta.build import Offload, VTAExecutable
-
     path = os.fspath(path)
 
     def refuse(why: str) -> RelayRuntimeError:
@@ -150,7 +150,7 @@ def load(path: str | os.PathLike[str]) -> Any:
         if _digest(files[name]) != digest:
             raise refuse(f"{name} is damaged (its SHA-256 digest does not match)")
     try:
-        return _rebuild(meta, files, path, Offload, VTAExecutable)
+        return _rebuild(meta, files, path, offload_cls, exe_cls)
     except RelayError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, InternalError) as exc:

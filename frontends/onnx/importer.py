@@ -228,6 +228,36 @@ def _initializer_array(init: Any, base_dir: str | None) -> np.ndarray:
                             f"{exc}") from None
 
 
+def _load_model(model_or_path: Any) -> tuple[Any, str | None]:
+    """The ``onnx.ModelProto`` of ``from_onnx``'s argument (a model, a path or bytes) and the
+    folder external data is read from (``None`` unless a path), checked to be a non-empty
+    ONNX model: anything else is an :class:`ImporterError`, never a protobuf traceback."""
+    import onnx
+
+    try:
+        if isinstance(model_or_path, (str, os.PathLike)):
+            model = onnx.load(os.fspath(model_or_path), load_external_data=False)
+            base_dir = os.path.dirname(os.fspath(model_or_path))
+        elif isinstance(model_or_path, (bytes, bytearray)):
+            model = onnx.load_from_string(bytes(model_or_path))
+            base_dir = None
+        elif isinstance(model_or_path, onnx.ModelProto):
+            model = model_or_path
+            base_dir = None
+        else:
+            raise ImporterError(f"cannot import: expected an onnx.ModelProto, a path or bytes, "
+                                f"not {type(model_or_path).__name__}")
+    except (OSError, ImporterError):
+        raise
+    except Exception as err:  # noqa: BLE001 - protobuf raises its own DecodeError
+        raise ImporterError(f"cannot import: not an ONNX model ({type(err).__name__}: {err})") \
+            from None
+    if not model.graph.node and not model.graph.output:
+        raise ImporterError("cannot import: an empty model (no graph: is the file empty or not "
+                            "an ONNX model?)")
+    return model, base_dir
+
+
 def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | None = None,
               freeze_params: bool = False) -> tuple[IRModule, dict[str, np.ndarray]]:
     """Import an ONNX model.
@@ -248,7 +278,6 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
         ImporterError: (a ``RelayError``) naming every unsupported node or attribute, or the
             first node whose conversion fails (e.g. a value Relay needs statically is dynamic).
     """
-    import onnx
 
     from frontends.onnx import (  # noqa: F401 - the families register their converters
         control,
@@ -261,28 +290,8 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
         ops_tensor,
     )
 
-    try:
-        if isinstance(model_or_path, (str, os.PathLike)):
-            model = onnx.load(os.fspath(model_or_path), load_external_data=False)
-            base_dir = os.path.dirname(os.fspath(model_or_path))
-        elif isinstance(model_or_path, (bytes, bytearray)):
-            model = onnx.load_from_string(bytes(model_or_path))
-            base_dir = None
-        elif isinstance(model_or_path, onnx.ModelProto):
-            model = model_or_path
-            base_dir = None
-        else:
-            raise ImporterError(f"cannot import: expected an onnx.ModelProto, a path or bytes, "
-                                f"not {type(model_or_path).__name__}")
-        graph = model.graph
-    except (OSError, ImporterError):
-        raise
-    except Exception as err:  # noqa: BLE001 - protobuf raises its own DecodeError
-        raise ImporterError(f"cannot import: not an ONNX model ({type(err).__name__}: {err})") \
-            from None
-    if not graph.node and not graph.output:
-        raise ImporterError("cannot import: an empty model (no graph: is the file empty or not "
-                            "an ONNX model?)")
+    model, base_dir = _load_model(model_or_path)
+    graph = model.graph
     opset = 1
     for imp in model.opset_import:
         if imp.domain in ("", "ai.onnx"):

@@ -401,23 +401,9 @@ def from_exported_program(ep: Any, *, decompose: bool = True
         ImporterError: naming every unsupported ATen operator, or the first node whose
             conversion fails.
     """
-    import torch
     from torch.export.graph_signature import InputKind, OutputKind
 
-    if not isinstance(ep, torch.export.ExportedProgram):
-        hint = (": export the module first, torch.export.export(model, example_args)"
-                if isinstance(ep, torch.nn.Module) else "")
-        raise ImporterError(f"cannot import: expected a torch.export.ExportedProgram, got "
-                            f"{type(ep).__name__}{hint}")
-    if decompose:
-        ep = ep.run_decompositions()
-    graph = ep.graph_module.graph
-    missing = sorted({str(n.target) for n in graph.nodes
-                      if n.op == "call_function" and str(n.target) not in ATEN
-                      and n.target is not _getitem()})
-    if missing:
-        raise ImporterError(f"cannot import: {len(missing)} unsupported ATen operator(s): "
-                            + ", ".join(missing))
+    ep, graph = _checked_program(ep, decompose)
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
     env: dict[str, Any] = {}
     data_vars: list[Var] = []
@@ -438,18 +424,9 @@ def from_exported_program(ep: Any, *, decompose: bool = True
             params[name] = arr
             env[node.name] = Value(var.type_annotation, var)  # type: ignore[arg-type]
             continue
-        if not isinstance(meta, torch.Tensor):
-            raise ImporterError(f"cannot import: input {node.name} is not a tensor")
-        dims: list[Any] = []
-        for d in meta.shape:
-            if isinstance(d, torch.SymInt):
-                dims.append(shape_var(_ident(str(d))))
-            else:
-                dims.append(int(d))
-        ty = TensorType(tuple(dims), _dtype(meta.dtype))
-        var = Var(_ident(node.name), ty)
+        var = _data_input(node.name, meta)
         data_vars.append(var)
-        env[node.name] = Value(ty, var)
+        env[node.name] = Value(var.type_annotation, var)  # type: ignore[arg-type]
     outputs: list[Value] = []
     for node in graph.nodes:
         if node.op == "call_function":
@@ -479,6 +456,45 @@ def from_exported_program(ep: Any, *, decompose: bool = True
     body = outputs[0].expr if len(outputs) == 1 else Tuple(tuple(o.expr for o in outputs))
     main = Function(tuple(data_vars) + tuple(weight_vars), body)
     return IRModule({"main": main}), params
+
+
+def _checked_program(ep: Any, decompose: bool) -> tuple[Any, Any]:
+    """``from_exported_program``'s argument checked to be an ``ExportedProgram`` (decomposed
+    to core ATen when asked) whose every ATen operator has a converter, and its FX graph;
+    anything else is an :class:`ImporterError` naming every unsupported operator."""
+    import torch
+
+    if not isinstance(ep, torch.export.ExportedProgram):
+        hint = (": export the module first, torch.export.export(model, example_args)"
+                if isinstance(ep, torch.nn.Module) else "")
+        raise ImporterError(f"cannot import: expected a torch.export.ExportedProgram, got "
+                            f"{type(ep).__name__}{hint}")
+    if decompose:
+        ep = ep.run_decompositions()
+    graph = ep.graph_module.graph
+    missing = sorted({str(n.target) for n in graph.nodes
+                      if n.op == "call_function" and str(n.target) not in ATEN
+                      and n.target is not _getitem()})
+    if missing:
+        raise ImporterError(f"cannot import: {len(missing)} unsupported ATen operator(s): "
+                            + ", ".join(missing))
+    return ep, graph
+
+
+def _data_input(name: str, meta: Any) -> Var:
+    """The Relay parameter of the user input ``name`` from its fake tensor ``meta``: dims the
+    export marked dynamic (``SymInt``) become shape variables."""
+    import torch
+
+    if not isinstance(meta, torch.Tensor):
+        raise ImporterError(f"cannot import: input {name} is not a tensor")
+    dims: list[Any] = []
+    for d in meta.shape:
+        if isinstance(d, torch.SymInt):
+            dims.append(shape_var(_ident(str(d))))
+        else:
+            dims.append(int(d))
+    return Var(_ident(name), TensorType(tuple(dims), _dtype(meta.dtype)))
 
 
 def _getitem() -> Any:

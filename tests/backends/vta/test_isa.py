@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 
 from backends.vta import Config, isa
-from conformance.strategies.vta import configs, instructions, uops
+from vta_strategies import configs, instructions, uops
 
 
 def test_default_config_derived_values():
