@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
+from vta_strategies import configs, instructions, uops
 
 from backends.vta import Config, isa
-from vta_strategies import configs, instructions, uops
 
 
 def test_default_config_derived_values():
