@@ -644,7 +644,35 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
                 continue
         return
 
-    from hypothesis import HealthCheck, given, reject, settings
+    _check_generated(transform, check, max_examples=max_examples, config=config,
+                     strategy=strategy, seed=seed, shrink_time=shrink_time, name=name,
+                     exact_floats=exact_floats, check_types=check_types,
+                     signed_zeros=signed_zeros)
+
+
+def _search_settings(max_examples: int | None) -> Any:
+    """The Hypothesis settings of a conformance search: the active profile's, with
+    ``max_examples`` (when given), no deadline, no database and the health checks a
+    program generator trips suppressed."""
+    from hypothesis import HealthCheck, settings
+
+    base = settings.default or settings()
+    return settings(base, max_examples=max_examples or base.max_examples, deadline=None,
+                    database=None, report_multiple_bugs=False, print_blob=False,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.filter_too_much,
+                                           HealthCheck.large_base_example])
+
+
+def _check_generated(transform: Callable[[IRModule], Any],
+                     check: Callable[[IRModule, Sequence[Any], Sequence[Sequence[Any]]], None],
+                     *, max_examples: int | None, config: Any, strategy: Any,
+                     seed: int | None, shrink_time: float | None, name: str | None,
+                     exact_floats: bool, check_types: bool, signed_zeros: bool) -> None:
+    """The generated-programs half of :func:`assert_equivalent`: search with Hypothesis
+    (``check`` checks one program), then minimise the best counterexample found and raise
+    it (a :class:`Disagreement`); return when every program agrees."""
+    from hypothesis import given, reject
     from hypothesis import seed as hseed
 
     from conformance.strategies.programs import well_typed_modules
@@ -652,12 +680,7 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
     total = float("inf") if shrink_time is None else max(0.0, float(shrink_time))
     search = _Search(0.75 * total)
     strat = strategy if strategy is not None else well_typed_modules(config)
-    base = settings.default or settings()
-    conf = settings(base, max_examples=max_examples or base.max_examples, deadline=None,
-                    database=None, report_multiple_bugs=False, print_blob=False,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.filter_too_much,
-                                           HealthCheck.large_base_example])
+    conf = _search_settings(max_examples)
 
     def conformance_property(program: Any) -> None:
         search.tick()
@@ -681,7 +704,17 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
         search.record(final)
     if search.best is None:
         return
-    assert search.first_failure is not None
+    raise _minimised(transform, search, stopped, total, name=name, exact_floats=exact_floats,
+                     check_types=check_types, signed_zeros=signed_zeros) from None
+
+
+def _minimised(transform: Callable[[IRModule], Any], search: _Search, stopped: bool,
+               total: float, *, name: str | None, exact_floats: bool, check_types: bool,
+               signed_zeros: bool) -> Disagreement:
+    """The search's best counterexample run through the program reducer with what is left
+    of the ``total`` shrink budget, its ``shrink`` note telling how long each stage took
+    (``stopped``: Hypothesis's shrinking ran out of time)."""
+    assert search.best is not None and search.first_failure is not None
     shrunk_for = time.monotonic() - search.first_failure
     reduce_budget = max(2.0, total - shrunk_for) if total != float("inf") else 60.0
     before = _program_size(search.best)
@@ -693,7 +726,7 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
         f"(found after {search.found_after:.1f} s; Hypothesis shrank it for {shrunk_for:.1f} s"
         + (" (time budget spent, smallest so far)" if stopped else "")
         + f", the reducer for {reduced_for:.1f} s: size {before} -> {_program_size(best)})")
-    raise best from None
+    return best
 
 
 # Re-exported for callers that catch the oracle's error classes.

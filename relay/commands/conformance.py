@@ -109,32 +109,41 @@ def _transform(name: str) -> object:
         return Transform(p.func_name, p, p.doc)
 
 
+def _usage_error(args: argparse.Namespace) -> str | None:
+    """The message of a usage error in the numeric options, or ``None``."""
+    if args.max_examples < 1:
+        return "--max-examples must be at least 1"
+    if args.timeout <= 0 or args.startup_timeout < 0 or args.max_failures < 1:
+        return ("--timeout must be positive, --startup-timeout not negative and "
+                "--max-failures at least 1")
+    return None
+
+
+def _coverage(args: argparse.Namespace) -> int:
+    """``--coverage``: print the generator's coverage report; 1 when a rule or an operator
+    is never reached."""
+    from conformance.coverage import coverage
+    from conformance.strategies.programs import ProgramConfig as CoverageConfig
+
+    report = coverage(max_examples=args.max_examples,
+                      config=CoverageConfig(float_mode=True) if args.float_mode else None)
+    print(report)
+    return 0 if not report.rules_missing and not report.ops_missing else 1
+
+
 def run(args: argparse.Namespace) -> int:
 
-    if args.max_examples < 1:
-        print("error: --max-examples must be at least 1", file=sys.stderr)
-        return 2
-    if args.timeout <= 0 or args.startup_timeout < 0 or args.max_failures < 1:
-        print("error: --timeout must be positive, --startup-timeout not negative and "
-              "--max-failures at least 1", file=sys.stderr)
+    problem = _usage_error(args)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     if args.list:
         for t in _transforms():
             print(f"{t.name:<26} {t.doc}")
         return 0
     if args.coverage:
-        from conformance.coverage import coverage
-        from conformance.strategies.programs import ProgramConfig as CoverageConfig
+        return _coverage(args)
 
-        report = coverage(max_examples=args.max_examples,
-                          config=CoverageConfig(float_mode=True) if args.float_mode else None)
-        print(report)
-        return 0 if not report.rules_missing and not report.ops_missing else 1
-
-    from hypothesis.errors import HypothesisException
-
-    from conformance.external import ImplementationAborted
-    from conformance.harness import Disagreement, assert_equivalent
     from conformance.strategies.programs import ProgramConfig
     from semantics.errors import RelayError
 
@@ -168,33 +177,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         for label, transform in checks:
-            t0 = time.monotonic()
-            result: dict = {"name": label, "status": "pass", "counterexample": None}
-            try:
-                assert_equivalent(transform, config=config,  # type: ignore[arg-type]
-                                  max_examples=args.max_examples, name=label,
-                                  exact_floats=args.exact_floats, seed=seed,
-                                  shrink_time=args.shrink_time)
-            except Disagreement as err:
-                result["status"] = "fail"
-                result["counterexample"] = err.to_json()
-                result["report"] = str(err)
-            except AssertionError as err:
-                result["status"] = "fail"
-                result["report"] = str(err)
-            except ImplementationAborted as abort:
-                result["status"] = "fail"
-                result["report"] = abort.report()
-            except HypothesisException as err:
-                # e.g. Flaky: a failure that did not happen again on replay.
-                inner = getattr(err, "exceptions", None) or ()
-                first = f"\n\nthe first failure:\n{inner[0]}" if inner else ""
-                result["status"] = "fail"
-                result["report"] = (
-                    "the outcome is not reproducible (a nondeterministic or time-dependent "
-                    "implementation?): a failure did not happen again when replayed "
-                    f"({type(err).__name__}){first}")
-            result["seconds"] = round(time.monotonic() - t0, 3)
+            result = _check(label, transform, args, config, seed)
             results.append(result)
             if result["status"] == "fail":
                 print(f"FAIL {label}\n\n{result['report']}\n")
@@ -209,6 +192,53 @@ def run(args: argparse.Namespace) -> int:
     summary = {"ok": not failed, "passed": len(results) - failed, "failed": failed,
                "seed": seed, "max_examples": args.max_examples,
                "seconds": round(time.monotonic() - started, 3), "checks": results}
+    if not _write_reports(args, summary):
+        return 2
+    return 1 if failed else 0
+
+
+def _check(label: str, transform: object, args: argparse.Namespace, config: object,
+           seed: int) -> dict:
+    """One check of the run: ``transform`` against the oracle on generated programs; its
+    result (name, status, counterexample, report, seconds) as the JSON report holds it."""
+    from hypothesis.errors import HypothesisException
+
+    from conformance.external import ImplementationAborted
+    from conformance.harness import Disagreement, assert_equivalent
+
+    t0 = time.monotonic()
+    result: dict = {"name": label, "status": "pass", "counterexample": None}
+    try:
+        assert_equivalent(transform, config=config,  # type: ignore[arg-type]
+                          max_examples=args.max_examples, name=label,
+                          exact_floats=args.exact_floats, seed=seed,
+                          shrink_time=args.shrink_time)
+    except Disagreement as err:
+        result["status"] = "fail"
+        result["counterexample"] = err.to_json()
+        result["report"] = str(err)
+    except AssertionError as err:
+        result["status"] = "fail"
+        result["report"] = str(err)
+    except ImplementationAborted as abort:
+        result["status"] = "fail"
+        result["report"] = abort.report()
+    except HypothesisException as err:
+        # e.g. Flaky: a failure that did not happen again on replay.
+        inner = getattr(err, "exceptions", None) or ()
+        first = f"\n\nthe first failure:\n{inner[0]}" if inner else ""
+        result["status"] = "fail"
+        result["report"] = (
+            "the outcome is not reproducible (a nondeterministic or time-dependent "
+            "implementation?): a failure did not happen again when replayed "
+            f"({type(err).__name__}){first}")
+    result["seconds"] = round(time.monotonic() - t0, 3)
+    return result
+
+
+def _write_reports(args: argparse.Namespace, summary: dict) -> bool:
+    """Write the ``--json`` and ``--gradescope`` reports asked for; ``False`` (after an
+    error message) when one cannot be written."""
     try:
         if args.json_out:
             _write_json(args.json_out, summary)
@@ -216,8 +246,8 @@ def run(args: argparse.Namespace) -> int:
             _write_json(args.gradescope, gradescope_results(summary))
     except OSError as err:
         print(f"error: cannot write the report: {err}", file=sys.stderr)
-        return 2
-    return 1 if failed else 0
+        return False
+    return True
 
 
 def _write_json(path: str, data: dict) -> None:

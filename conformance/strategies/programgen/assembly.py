@@ -119,6 +119,36 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
         d = self.cfg.max_depth
         bindings: list[tuple[Var, Expr]] = []
         observed: list[Var] = []
+        for step, arg in self._main_steps():
+            if step == "refpair":
+                ctx = self._ref_pair(ctx, bindings)
+                continue
+            made = self._main_binding(step, arg, ctx, d)
+            if made is None:
+                continue
+            var, value, vt = made
+            bindings.append((var, value))
+            ctx = self._read_back(value, ctx, bindings, observed)
+            if var.name_hint == "_":
+                continue
+            ctx = ctx.child([(var, vt)])
+            if is_first_order(vt) and not _has_ref(vt):
+                observed.append(var)
+        ret = self.rand_type(root, 1, first_order=True)
+        result = self.gen(ret, ctx, d)
+        # Reading every reference main bound makes the effects on it observable.
+        reads = [RefRead(v) for v, t in ctx.vars if isinstance(t, RefType) and v not in params]
+        if observed or reads:
+            result = Tuple((result, *observed, *reads))
+        body = result
+        for var, value in reversed(bindings):
+            body = Let(var, value, body)
+        return Function(tuple(params), body, None), arg_types
+
+    def _main_steps(self) -> list[tuple[str, Any]]:
+        """The plan of ``main``'s let chain: ``(kind, argument)`` steps (the focus operators,
+        operator calls, control flow, probes, a call of each global, arbitrary bindings,
+        maybe a reference pair, the effects), drawn in a fixed order."""
         steps: list[tuple[str, Any]] = []
         if self.cfg.focus_op is not None and self.cfg.focus_op in self.ops:
             steps.append(("op", self.cfg.focus_op))
@@ -135,64 +165,55 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
             steps.insert(self.draw(_ints(0, len(steps))), ("refpair", None))
         if self.cfg.effects and "ref" in self.f:
             steps += [("ref", None)] + [("effect", None)] * self.cfg.effects
-        for step, arg in steps:
-            if step == "refpair":
-                ctx = self._ref_pair(ctx, bindings)
-                continue
-            if step == "op":
-                call = self.random_op_call(ctx, d - 1, arg)
-                if call is None:
-                    continue
-                value, vt = call
-                var = self.var(vt)
-            elif step == "flow":
-                flow = self.flow_call(ctx, d - 1)
-                if flow is None:
-                    continue
-                value, vt = flow
-                var = self.var(vt)
-            elif step == "probe":
-                probe = self.probe_call(ctx, d - 1)
-                if probe is None:
-                    continue
-                value, vt = probe
-                var = self.var(vt)
-            elif step == "global":
-                value, vt = self._poly_call(arg, ctx, d - 1)
-                var = self.var(vt, prefix="o")
-            elif step == "ref":
-                vt = RefType(self.tensor_type())
-                var, value = self.var(vt), RefCreate(self.gen(vt.value, ctx, d - 1))
-            elif step == "effect":
-                var, value, vt = Var("_"), self._gen_ref_write(TupleType(()), ctx, d - 1), \
-                    TupleType(())
-            else:
-                var, value, vt = self.binding(ctx, d - 1, None)
-            bindings.append((var, value))
-            if isinstance(value, RefWrite) and isinstance(value.ref, Var) and self.coin(2):
-                # The written reference read back at once: a write dropped, or moved past
-                # the next binding, changes what this read observes.
-                rt = next((t for v, t in ctx.vars if v is value.ref), None)
-                if isinstance(rt, RefType):
-                    seen = self.var(rt.value)
-                    bindings.append((seen, RefRead(value.ref)))
-                    ctx = ctx.child([(seen, rt.value)])
-                    observed.append(seen)
-            if var.name_hint == "_":
-                continue
-            ctx = ctx.child([(var, vt)])
-            if is_first_order(vt) and not _has_ref(vt):
-                observed.append(var)
-        ret = self.rand_type(root, 1, first_order=True)
-        result = self.gen(ret, ctx, d)
-        # Reading every reference main bound makes the effects on it observable.
-        reads = [RefRead(v) for v, t in ctx.vars if isinstance(t, RefType) and v not in params]
-        if observed or reads:
-            result = Tuple((result, *observed, *reads))
-        body = result
-        for var, value in reversed(bindings):
-            body = Let(var, value, body)
-        return Function(tuple(params), body, None), arg_types
+        return steps
+
+    def _main_binding(self, step: str, arg: Any, ctx: _Ctx,
+                      d: int) -> tuple[Var, Expr, Type] | None:
+        """The ``(var, value, type)`` binding of one step of ``main``'s plan (not
+        ``refpair``), or ``None`` when an operator, flow or probe step finds nothing to
+        generate in ``ctx``."""
+        if step == "op":
+            call = self.random_op_call(ctx, d - 1, arg)
+            if call is None:
+                return None
+            value, vt = call
+            return self.var(vt), value, vt
+        if step == "flow":
+            flow = self.flow_call(ctx, d - 1)
+            if flow is None:
+                return None
+            value, vt = flow
+            return self.var(vt), value, vt
+        if step == "probe":
+            probe = self.probe_call(ctx, d - 1)
+            if probe is None:
+                return None
+            value, vt = probe
+            return self.var(vt), value, vt
+        if step == "global":
+            value, vt = self._poly_call(arg, ctx, d - 1)
+            return self.var(vt, prefix="o"), value, vt
+        if step == "ref":
+            rt = RefType(self.tensor_type())
+            var = self.var(rt)
+            return var, RefCreate(self.gen(rt.value, ctx, d - 1)), rt
+        if step == "effect":
+            return Var("_"), self._gen_ref_write(TupleType(()), ctx, d - 1), TupleType(())
+        return self.binding(ctx, d - 1, None)
+
+    def _read_back(self, value: Expr, ctx: _Ctx, bindings: list[tuple[Var, Expr]],
+                   observed: list[Var]) -> _Ctx:
+        """After a write to a reference bound in ``ctx``, maybe a binding reading it back at
+        once (observed): a write dropped, or moved past the next binding, changes what this
+        read sees. The context extended with the read's variable."""
+        if isinstance(value, RefWrite) and isinstance(value.ref, Var) and self.coin(2):
+            rt = next((t for v, t in ctx.vars if v is value.ref), None)
+            if isinstance(rt, RefType):
+                seen = self.var(rt.value)
+                bindings.append((seen, RefRead(value.ref)))
+                ctx = ctx.child([(seen, rt.value)])
+                observed.append(seen)
+        return ctx
 
     def _ref_pair(self, ctx: _Ctx, bindings: list[tuple[Var, Expr]]) -> _Ctx:
         """``let %r1 = ref(c); let %r2 = ref(c); %r2 := v``: two allocations with equal
