@@ -100,9 +100,7 @@ def test_build_rejects_what_the_graph_executor_cannot_run(program, capsys, tmp_p
 
 
 def test_build_needs_an_output_directory(program, capsys):
-    with pytest.raises(SystemExit) as exit_:
-        main(["build", program])
-    assert exit_.value.code == 2
+    assert main(["build", program]) == 2      # a usage error (only --target vta needs no -o)
     assert "-o" in capsys.readouterr().err
 
 
