@@ -167,10 +167,11 @@ def first_difference(expected: Any, got: Any) -> str | None:
                         (np.isnan(x) & np.isnan(y))
             else:
                 same = x == y
-            bad = np.argwhere(~np.asarray(same))
-            if bad.size == 0:
+            bad = ~np.asarray(same)
+            if not bad.any():
                 continue
-            idx = tuple(int(i) for i in bad[0])
+            # (np.argwhere of a 0-d array has no columns: a scalar's index is ())
+            idx = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
             ex, gy = x[idx], y[idx]
             where = f"{path}[{', '.join(map(str, idx))}]" if idx else path
             if x.dtype.kind == "f":

@@ -55,11 +55,10 @@ def test_report_helpers() -> None:
 
 
 def test_a_student_slip_is_reported_small_and_fast() -> None:
-    """``x - x -> 0`` (wrong at NaN and ±inf): found, shrunk and reduced (no time budget here,
-    so the outcome does not depend on the machine's speed; the budget has its own test and
-    docs/assignments.md reports measured times)."""
+    """``x - x -> 0`` (wrong at NaN and ±inf): found, shrunk and reduced within the budget
+    (no wall-time assertion: times are measured in docs/assignments.md, not tested)."""
     with pytest.raises(Disagreement) as info:
-        assert_equivalent(get_mutant("x - x -> 0"), max_examples=300, seed=1, shrink_time=None)
+        assert_equivalent(get_mutant("x - x -> 0"), max_examples=300, seed=1, shrink_time=8)
     d = info.value
     message = str(d)
     assert "--- first differing element ---" in message, message

@@ -166,7 +166,8 @@ def test_without_finite_extremes_float_edge_cases_are_nan_inf_and_negative_zero(
             # At most the chains' rounding probe 2**(p+1) (where the float gap is 2).
             limit = max(8.0, float(2 ** (np.finfo(a.dtype).nmant + 1)))
             assert not finite.size or finite.max() <= limit, finite
-            assert not (finite[finite > 0] < 1 / 8).any(), finite   # no subnormals
+            tiny = float(np.finfo(a.dtype).tiny)                   # the smallest normal
+            assert not (finite[finite > 0] < tiny).any(), finite   # no subnormals
             seen_special.append(bool((~np.isfinite(a)).any()))
 
     check()
