@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_BASE := $(VENV)/.installed-base
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test test-deep bench lint clean paper rules prove install-all fuzz
+.PHONY: demo test test-slow test-deep bench lint clean paper rules prove install-all fuzz
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,6 +28,10 @@ demo: $(STAMP_BASE)
 
 test: $(STAMP_TEST)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -n 2 tests
+
+# The long model tests (marked `slow`), skipped by `make test`.
+test-slow: $(STAMP_TEST)
+	RELAY_SLOW=1 HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -n 2 -m slow tests
 
 test-deep: $(STAMP_TEST)
 	HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest -q tests

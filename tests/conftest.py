@@ -45,6 +45,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "(tests/golden.py)")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` run only under ``make test-slow`` (``RELAY_SLOW=1``)."""
+    if os.environ.get("RELAY_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow: run with `make test-slow` (RELAY_SLOW=1)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     import golden  # tests/golden.py: this folder is on sys.path (rootdir conftest)
 
