@@ -44,6 +44,7 @@ from interpreter.values import (
     RefValue,
     value_str,
 )
+from semantics import errors
 from semantics.dtypes import SCALAR_DTYPES, is_bool, is_float, is_int, split_lanes
 from semantics.errors import RelayRuntimeError
 from semantics.expr import Constructor, Var
@@ -90,7 +91,7 @@ def convert_arguments(params: Sequence[Var], args: Sequence[Any], mod: IRModule,
     """
     if len(args) != len(params):
         raise RelayRuntimeError(
-            f"wrong number of arguments: {where} expects {len(params)}, got {len(args)}")
+            errors.wrong_arity(where, len(params), len(args)))
     conv = _Converter(mod)
     values = []
     for i, (param, arg) in enumerate(zip(params, args)):

@@ -23,6 +23,7 @@ from interpreter.export import export_value
 from interpreter.linking import prelude_for_expr, with_prelude
 from interpreter.machine import CallbackError, NodeCache, Recorder, Rule
 from interpreter.values import Closure, ConstructorFunction, OpValue, value_str
+from semantics import errors
 from semantics.errors import InternalError, RelayError, RelayRuntimeError
 from semantics.expr import Expr, Function, GlobalVar
 from semantics.module import IRModule
@@ -122,7 +123,7 @@ def _evaluate(p: Any, args: tuple[Any, ...], entry: str, check: bool, fuel: int 
         where = "@" + entry.lstrip("@")
         if len(args) != len(fn.params):
             raise RelayRuntimeError(
-                f"wrong number of arguments: {where} expects {len(fn.params)}, got {len(args)}",
+                errors.wrong_arity(where, len(fn.params), len(args)),
                 fn.span)
         param_types = _type_check(mod, fn, entry.lstrip("@")) if check else None
         values = convert_arguments(fn.params, args, mod, where, param_types)

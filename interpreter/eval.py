@@ -142,9 +142,11 @@ from interpreter.values import (
     ConstructorValue,
     OpValue,
     RefValue,
+    construct,
+    not_a_function,
     value_str,
 )
-from semantics import ops
+from semantics import errors, ops
 from semantics.errors import (
     InternalError,
     RelayError,
@@ -589,9 +591,8 @@ class Interpreter(Machine):
         a value, or the :class:`Tail` of a closure's body."""
         applier = self.APPLIERS.get(type(f))
         if applier is None:
-            raise RelayRuntimeError(
-                f"cannot call a value that is not a function: {value_str(f, limit=60)}",
-                (e.op.span or e.span) if type(e) is Call else getattr(e, "span", None))
+            raise not_a_function(
+                f, (e.op.span or e.span) if type(e) is Call else getattr(e, "span", None))
         return applier(self, f, args, e)
 
     # [Semantics-Call]   Γ ⊢ e0 ⇓ c = ⟨fn(x1, ..., xn) { body }, Γc (, f)⟩
@@ -603,8 +604,8 @@ class Interpreter(Machine):
         params = fn.params
         if len(args) != len(params):
             raise RelayRuntimeError(
-                f"wrong number of arguments: {c.name or 'the function'} expects "
-                f"{len(params)}, got {len(args)}", getattr(e, "span", None))
+                errors.wrong_arity(c.name or "the function", len(params), len(args)),
+                getattr(e, "span", None))
         frame: dict[Var, Any] = dict(zip(params, args))
         if c.self_var is not None and c.self_var not in frame:
             frame[c.self_var] = c
@@ -622,8 +623,8 @@ class Interpreter(Machine):
         opdef = f.opdef
         if opdef.num_inputs >= 0 and len(args) != opdef.num_inputs:
             raise RelayRuntimeError(
-                f"wrong number of arguments: operator {f.name} expects {opdef.num_inputs}, "
-                f"got {len(args)}", getattr(e, "span", None))
+                errors.wrong_arity(f"operator {f.name}", opdef.num_inputs, len(args)),
+                getattr(e, "span", None))
         site = self._sites.get(e)
         if site is None or site.opdef is not opdef or site.impl is not opdef.impl:
             site = self.op_site(opdef, e)
@@ -681,17 +682,9 @@ class Interpreter(Machine):
     # [Semantics-ADT-Constructor]   Γ ⊢ e0 ⇓ C    Γ ⊢ e1 ⇓ v1  ...  Γ ⊢ en ⇓ vn    n = arity(C)
     #                               ⟹   Γ ⊢ e0(e1, ..., en) ⇓ C(v1, ..., vn)
     def _call_constructor(self, f: Any, args: list[Any], e: Any) -> Any:
-        ctor = f.constructor
-        if ctor is None or (type(f) is ConstructorValue and (f.fields or ctor.inputs)):
-            raise RelayRuntimeError(
-                f"cannot call a value that is not a function: {value_str(f, limit=60)}",
-                getattr(e, "span", None))
-        if len(args) != len(ctor.inputs):
-            raise RelayRuntimeError(
-                f"wrong number of arguments: constructor {ctor.name} expects "
-                f"{len(ctor.inputs)}, got {len(args)}", getattr(e, "span", None))
-        self.fired(Rule.SEMANTICS_ADT_CONSTRUCTOR, e if e is not None else ctor)
-        return ConstructorValue(ctor.name, tuple(args), ctor)
+        value = construct(f, args, getattr(e, "span", None))
+        self.fired(Rule.SEMANTICS_ADT_CONSTRUCTOR, e if e is not None else value.constructor)
+        return value
 
     def _eval_match(self, e: Match, env: Env) -> Any:
         return self.premise(e, env, e.data, Interpreter._match)

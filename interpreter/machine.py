@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 from interpreter.env import Env
-from interpreter.values import value_str
+from interpreter.values import not_a_function
 from semantics.errors import InternalError, RelayRuntimeError
 from semantics.expr import Constant, Constructor, Expr, Function, GlobalVar, Op, Var
 from semantics.module import IRModule
@@ -453,9 +453,7 @@ class Machine:
         """Apply a function value to argument values (an application made from Python)."""
         applier = self.appliers.get(type(f))
         if applier is None:
-            raise RelayRuntimeError(
-                f"cannot call a value that is not a function: {value_str(f, limit=60)}",
-                getattr(node, "span", None))
+            raise not_a_function(f, getattr(node, "span", None))
         outcome = applier(self, f, args, node)
         if type(outcome) is Tail:
             if self.max_depth < 1:

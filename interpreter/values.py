@@ -30,22 +30,25 @@ comparison (:func:`values_equal`, :func:`compare_values`) keep their own stacks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from semantics import errors
 from semantics.dtypes import SCALAR_DTYPES, literal
+from semantics.errors import RelayRuntimeError
 
 if TYPE_CHECKING:
     from interpreter.env import Env
     from semantics.expr import Constructor, Function, Var
     from semantics.ops.registry import OpDef
+    from semantics.span import Span
 
 __all__ = [
     "Closure", "ConstructorFunction", "ConstructorValue", "OpValue", "RefValue",
     "is_value", "value_str", "values_equal", "compare_values", "show_value", "value_kind",
-    "TOLERANCES",
+    "TOLERANCES", "not_a_function", "construct",
 ]
 
 
@@ -187,6 +190,25 @@ class ConstructorValue:
 _RELAY_DTYPE_NAMES = frozenset(SCALAR_DTYPES)
 _VALUE_TYPES = (np.ndarray, tuple, Closure, RefValue, OpValue, ConstructorFunction,
                 ConstructorValue)
+
+
+def not_a_function(f: Any, span: Span | None) -> RelayRuntimeError:
+    """The error of calling ``f``, a value that is not a function (every executor's)."""
+    return RelayRuntimeError(errors.not_a_function(value_str(f, limit=60)), span)
+
+
+def construct(f: ConstructorFunction | ConstructorValue, args: Sequence[Any],
+              span: Span | None) -> ConstructorValue:
+    """Apply a constructor value to ``args`` (Semantics-ADT-Constructor), for every executor:
+    a nullary constructor's value or an unresolved name is not a function, and the number
+    of arguments must be the constructor's arity."""
+    ctor = f.constructor
+    if ctor is None or (type(f) is ConstructorValue and (f.fields or ctor.inputs)):
+        raise not_a_function(f, span)
+    if len(args) != len(ctor.inputs):
+        raise RelayRuntimeError(
+            errors.wrong_arity(f"constructor {ctor.name}", len(ctor.inputs), len(args)), span)
+    return ConstructorValue(ctor.name, tuple(args), ctor)
 
 
 def is_value(x: Any) -> bool:

@@ -104,3 +104,11 @@ def non_exhaustive_match(missing: str = "") -> str:
 
 def relation_failed(relation: str, types: str, why: str) -> str:
     return f"relation {relation} failed for {types}: {why}"
+
+
+def not_a_function(callee: str) -> str:
+    return f"cannot call a value that is not a function: {callee}"
+
+
+def wrong_arity(callee: str, expected: int, got: int) -> str:
+    return f"wrong number of arguments: {callee} expects {expected}, got {got}"

@@ -72,8 +72,11 @@ from interpreter.values import (
     ConstructorValue,
     OpValue,
     RefValue,
+    construct,
+    not_a_function,
     value_str,
 )
+from semantics import errors
 from semantics.errors import (
     InternalError,
     RelayRuntimeError,
@@ -173,8 +176,7 @@ class Runtime:
         if t is AotClosure:
             if len(args) != f.arity:
                 raise RelayRuntimeError(
-                    f"wrong number of arguments: {f.name or 'the function'} expects "
-                    f"{f.arity}, got {len(args)}", span)
+                    errors.wrong_arity(f.name or "the function", f.arity, len(args)), span)
             if f.owner is not self:
                 self.foreign = True
             return f.fn(*args)
@@ -184,16 +186,7 @@ class Runtime:
                 k = self._ops[f.name] = OpKernel(f.name)
             return k(*args)
         if t is ConstructorFunction or t is ConstructorValue:
-            ctor = f.constructor
-            if ctor is None or (t is ConstructorValue and (f.fields or ctor.inputs)):
-                raise RelayRuntimeError(
-                    f"cannot call a value that is not a function: {value_str(f, limit=60)}",
-                    span)
-            if len(args) != len(ctor.inputs):
-                raise RelayRuntimeError(
-                    f"wrong number of arguments: constructor {ctor.name} expects "
-                    f"{len(ctor.inputs)}, got {len(args)}", span)
-            return ConstructorValue(ctor.name, tuple(args), ctor)
+            return construct(f, args, span)
         if isinstance(f, Closure):
             from interpreter.eval import Interpreter
             from interpreter.linking import with_prelude
@@ -201,8 +194,7 @@ class Runtime:
             self.foreign = True
             return Interpreter(with_prelude(self.mod), max_depth=self.max_depth).apply(
                 f, list(args), node)
-        raise RelayRuntimeError(
-            f"cannot call a value that is not a function: {value_str(f, limit=60)}", span)
+        raise not_a_function(f, span)
 
     def gcall(self, f: Any, args: tuple[Any, ...], node: Any) -> Any:
         """Trampolined code's call of a computed value: the callee's generator (the driver

@@ -38,6 +38,7 @@ import numpy as np
 from backends.tvm.build import KernelTable
 from interpreter.convert import convert_arguments
 from interpreter.export import export_value
+from semantics import errors
 from semantics.errors import (
     InternalError,
     RelayArgumentTypeError,
@@ -166,7 +167,7 @@ class Executable:
         where = "@" + name
         if len(args) != len(fn.params):
             raise RelayRuntimeError(
-                f"wrong number of arguments: {where} expects {len(fn.params)}, got {len(args)}",
+                errors.wrong_arity(where, len(fn.params), len(args)),
                 fn.span)
         types = self._param_types.get(name)
         if types is None:

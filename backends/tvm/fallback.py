@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from semantics import ops
+from semantics import errors, ops
 from semantics.errors import InternalError, RelayError, RelayRuntimeError
 from semantics.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
 from semantics.visitor import post_order
@@ -68,8 +68,7 @@ class OpKernel:
     def __call__(self, *args: Any) -> Any:
         if self.num_inputs >= 0 and len(args) != self.num_inputs:
             raise RelayRuntimeError(
-                f"wrong number of arguments: operator {self.name} expects {self.num_inputs}, "
-                f"got {len(args)}")
+                errors.wrong_arity(f"operator {self.name}", self.num_inputs, len(args)))
         try:
             last = self.last
             if last is not None:
@@ -146,8 +145,7 @@ class FallbackKernel:
     def __call__(self, *args: Any, out: list[np.ndarray] | None = None) -> Any:
         if len(args) != self._nparams:
             raise RelayRuntimeError(
-                f"wrong number of arguments: kernel {self.name} expects {self._nparams}, "
-                f"got {len(args)}")
+                errors.wrong_arity(f"kernel {self.name}", self._nparams, len(args)))
         slots: list[Any] = [None] * self._nslots
         slots[:self._nparams] = args
         for step in self._program:

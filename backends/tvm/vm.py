@@ -70,8 +70,11 @@ from interpreter.values import (
     ConstructorValue,
     OpValue,
     RefValue,
+    construct,
+    not_a_function,
     value_str,
 )
+from semantics import errors
 from semantics.analysis import free_vars
 from semantics.errors import (
     InternalError,
@@ -845,8 +848,7 @@ class VM:
         code = c.code
         if len(args) != code.nparams:
             raise RelayRuntimeError(
-                f"wrong number of arguments: {c.name or 'the function'} expects "
-                f"{code.nparams}, got {len(args)}", span)
+                errors.wrong_arity(c.name or "the function", code.nparams, len(args)), span)
         regs: list[Any] = [None] * code.nregs
         regs[:code.nparams] = args
         if c.captured:
@@ -868,16 +870,7 @@ class VM:
             except RelayError as err:
                 raise err.with_span(span) from None
         if t is ConstructorFunction or t is ConstructorValue:
-            ctor = f.constructor
-            if ctor is None or (t is ConstructorValue and (f.fields or ctor.inputs)):
-                raise RelayRuntimeError(
-                    f"cannot call a value that is not a function: {value_str(f, limit=60)}",
-                    span)
-            if len(args) != len(ctor.inputs):
-                raise RelayRuntimeError(
-                    f"wrong number of arguments: constructor {ctor.name} expects "
-                    f"{len(ctor.inputs)}, got {len(args)}", span)
-            return ConstructorValue(ctor.name, tuple(args), ctor)
+            return construct(f, args, span)
         if isinstance(f, Closure) and t is not VMClosure:
             # A closure made by the oracle (an argument from Python): the oracle applies it.
             from interpreter.eval import Interpreter
@@ -887,8 +880,7 @@ class VM:
                 f, args, node)
         if t is VMClosure:
             return self._run(f, args)
-        raise RelayRuntimeError(
-            f"cannot call a value that is not a function: {value_str(f, limit=60)}", span)
+        raise not_a_function(f, span)
 
     def _run(self, entry: VMClosure, args: list[Any]) -> Any:
         code = entry.code

@@ -35,6 +35,7 @@ from backends.vta.cpu import CPU_MODES, GroupStep, Program, Stage, split
 from backends.vta.lower import ConvLayer, Plan, compile_layer, pack_weight, run_layer
 from backends.vta.partition import Partition, partition
 from backends.vta.simulator import COUNTERS, Simulator
+from semantics import errors
 from semantics.errors import InternalError, RelayError, RelayRuntimeError, RelayTypeError
 from semantics.expr import Constant, Function
 from semantics.module import IRModule
@@ -241,8 +242,8 @@ class VTAExecutable:
         fn = self.module.functions["main"]
         assert isinstance(fn, Function)
         if len(args) != len(fn.params):
-            raise RelayRuntimeError(f"wrong number of arguments: @main expects "
-                                    f"{len(fn.params)}, got {len(args)}", fn.span)
+            raise RelayRuntimeError(
+                errors.wrong_arity("@main", len(fn.params), len(args)), fn.span)
         types = [p.type_annotation if p.type_annotation is not None else p.checked_type
                  for p in fn.params]
         values = convert_arguments(fn.params, args, self.module, "@main", types)
