@@ -55,14 +55,22 @@ _IMM_WIDTH = 16
 
 
 @dataclass(slots=True)
-class MemInsn:
-    """LOAD (opcode 0) or STORE (opcode 1): a 2-D strided, padded transfer (``VTAMemInsn``)."""
+class _Insn:
+    """The fields every instruction starts with: the opcode and the four dependence-queue
+    flags (``VTAGenericInsn``)."""
 
-    opcode: int = OP_LOAD
+    opcode: int = OP_FINISH
     pop_prev_dep: int = 0
     pop_next_dep: int = 0
     push_prev_dep: int = 0
     push_next_dep: int = 0
+
+
+@dataclass(slots=True)
+class MemInsn(_Insn):
+    """LOAD (opcode 0) or STORE (opcode 1): a 2-D strided, padded transfer (``VTAMemInsn``)."""
+
+    opcode: int = OP_LOAD
     memory_type: int = MEM_INP
     sram_base: int = 0
     dram_base: int = 0
@@ -76,14 +84,10 @@ class MemInsn:
 
 
 @dataclass(slots=True)
-class GemmInsn:
-    """GEMM (opcode 2) over ``iter_out x iter_in x [uop_bgn, uop_end)`` (``VTAGemInsn``)."""
+class _LoopInsn(_Insn):
+    """The fields GEMM and ALU share: a two-level loop over a micro-op range, with the
+    destination and source index factors of each level."""
 
-    opcode: int = OP_GEMM
-    pop_prev_dep: int = 0
-    pop_next_dep: int = 0
-    push_prev_dep: int = 0
-    push_next_dep: int = 0
     reset_reg: int = 0
     uop_bgn: int = 0
     uop_end: int = 0
@@ -93,42 +97,30 @@ class GemmInsn:
     dst_factor_in: int = 0
     src_factor_out: int = 0
     src_factor_in: int = 0
+
+
+@dataclass(slots=True)
+class GemmInsn(_LoopInsn):
+    """GEMM (opcode 2) over ``iter_out x iter_in x [uop_bgn, uop_end)`` (``VTAGemInsn``)."""
+
+    opcode: int = OP_GEMM
     wgt_factor_out: int = 0
     wgt_factor_in: int = 0
 
 
 @dataclass(slots=True)
-class AluInsn:
+class AluInsn(_LoopInsn):
     """ALU (opcode 4): ``acc[dst] = op(acc[dst], imm | acc[src])`` (``VTAAluInsn``)."""
 
     opcode: int = OP_ALU
-    pop_prev_dep: int = 0
-    pop_next_dep: int = 0
-    push_prev_dep: int = 0
-    push_next_dep: int = 0
-    reset_reg: int = 0
-    uop_bgn: int = 0
-    uop_end: int = 0
-    iter_out: int = 0
-    iter_in: int = 0
-    dst_factor_out: int = 0
-    dst_factor_in: int = 0
-    src_factor_out: int = 0
-    src_factor_in: int = 0
     alu_opcode: int = ALU_SHR
     use_imm: int = 0
     imm: int = 0
 
 
 @dataclass(slots=True)
-class FinishInsn:
+class FinishInsn(_Insn):
     """FINISH (opcode 3): the end of a stream (``VTAGenericInsn`` with only the flags)."""
-
-    opcode: int = OP_FINISH
-    pop_prev_dep: int = 0
-    pop_next_dep: int = 0
-    push_prev_dep: int = 0
-    push_next_dep: int = 0
 
 
 @dataclass(slots=True)
