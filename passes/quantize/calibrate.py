@@ -34,7 +34,7 @@ deterministic.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -325,45 +325,37 @@ def _align_biases(fn: Function, steps: dict[int, float], config: QConfig
     if float(np.float32(top)) > top:     # int32's top is no float32: take the one below it
         top = float(np.nextafter(np.float32(top), np.float32(0)))
     clips: dict[int, tuple[float, float]] = {}
-    scale: dict[int, float] = {}
-    lets = _let_values(fn)
-    for node in post_order(fn):
-        if type(node) is not Call or type(node.op) is not Op:
-            continue
-        name = node.op.name
-        args = tuple(_through(a, lets) for a in node.args)
-        if is_simq(node):
-            if id(node) in steps:
-                scale[id(node)] = steps[id(node)]
-            continue
-        if name in _FORWARDING:
-            if id(args[0]) in scale:
-                scale[id(node)] = scale[id(args[0])]
-            continue
-        if name in ("add", "nn.bias_add") and len(args) == 2:
-            for bias, other in ((args[1], args[0]), (args[0], args[1])):
-                info = read_simq(bias) if type(bias) is Call and is_simq(bias) else None
-                if info is not None and _is_fixed_weight(info) and not is_simq(other) \
-                        and id(other) in scale and id(bias) in steps:
-                    steps[id(bias)] = scale[id(bias)] = scale[id(other)]
-                    clips[id(bias)] = (-top, top)
-                    break
-        if name not in _ACCUMULATING or not all(id(a) in scale for a in args[:2]):
-            continue
-        a, b = scale[id(args[0])], scale[id(args[1])]
-        scale[id(node)] = min(a, b) if name in ("add", "nn.bias_add") else a * b
+
+    def align(args: tuple[Expr, ...], scale: dict[int, float]) -> None:
+        for bias, other in ((args[1], args[0]), (args[0], args[1])):
+            info = read_simq(bias) if type(bias) is Call and is_simq(bias) else None
+            if info is not None and _is_fixed_weight(info) and not is_simq(other) \
+                    and id(other) in scale and id(bias) in steps:
+                steps[id(bias)] = scale[id(bias)] = scale[id(other)]
+                clips[id(bias)] = (-top, top)
+                return
+
+    list(_scale_flow(fn, steps, on_add=align))
     return clips
 
 
 def _accumulator_scales(fn: Function, steps: Mapping[int, float]) -> list[tuple[int, float]]:
-    """The calls computed in the accumulator type once realized, with their scales.
+    """The calls computed in the accumulator type once realized, with their scales."""
+    return [(id(node), s) for node, s in _scale_flow(fn, steps)]
 
-    Scales propagate as realize assigns them: a simQ has its step, conv/dense/multiply the
-    product of their operands' scales, add/bias_add the smaller one, forwarding operators
-    their argument's. Values of unknown scale (float, or after an average pool) are skipped.
+
+def _scale_flow(fn: Function, steps: Mapping[int, float],
+                on_add: Callable[[tuple[Expr, ...], dict[int, float]], None] | None = None
+                ) -> Iterator[tuple[Call, float]]:
+    """Propagate scales through ``fn`` as realize assigns them, yielding each call computed in
+    the accumulator type with its scale.
+
+    A simQ has its step, conv/dense/multiply the product of their operands' scales,
+    add/bias_add the smaller one, forwarding operators their argument's. Values of unknown
+    scale (float, or after an average pool) are skipped. ``on_add(args, scale)`` sees each
+    binary ``add``/``nn.bias_add`` before its scale is computed (and may set its operands').
     """
     scale: dict[int, float] = {}
-    out = []
     lets = _let_values(fn)
     for node in post_order(fn):
         if type(node) is not Call or type(node.op) is not Op:
@@ -378,13 +370,14 @@ def _accumulator_scales(fn: Function, steps: Mapping[int, float]) -> list[tuple[
             if id(args[0]) in scale:
                 scale[id(node)] = scale[id(args[0])]
             continue
+        if on_add is not None and name in ("add", "nn.bias_add") and len(args) == 2:
+            on_add(args, scale)
         if name not in _ACCUMULATING or not all(id(a) in scale for a in args[:2]):
             continue
         a, b = scale[id(args[0])], scale[id(args[1])]
         s = min(a, b) if name in ("add", "nn.bias_add") else a * b
         scale[id(node)] = s
-        out.append((id(node), s))
-    return out
+        yield node, s
 
 
 def _overflows(row: list[np.ndarray], free: list[tuple[Call, SimQ]], steps: Mapping[int, float],

@@ -13,26 +13,17 @@ from __future__ import annotations
 import argparse
 import sys
 
+from relay.commands.run import fuel_count
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pe", help="partially evaluate a Relay file and print the result")
     p.add_argument("file", help="a .relay file ('-' for standard input)")
     p.add_argument("--no-dce", action="store_true",
                    help="keep the residual program as the partial evaluator leaves it")
-    p.add_argument("--fuel", type=_fuel, default=None, metavar="N",
+    p.add_argument("--fuel", type=fuel_count, default=None, metavar="N",
                    help="node visits with unfolding allowed (the termination backstop)")
     p.set_defaults(func=run)
-
-
-def _fuel(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") \
-            from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

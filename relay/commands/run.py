@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("args", nargs="*", metavar="ARG",
                    help="an argument: a .npy file or a JSON literal (e.g. 3, [1.5, 2], [[1, 2]])")
     p.add_argument("--entry", default="main", help="the global to run (default: main)")
-    p.add_argument("--fuel", type=_fuel, default=None, metavar="N",
+    p.add_argument("--fuel", type=fuel_count, default=None, metavar="N",
                    help="stop with an error after N rule applications")
     p.add_argument("--trace", action="store_true",
                    help="print the derivation (rule names, sub-expressions, values)")
@@ -74,7 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _fuel(text: str) -> int:
+def fuel_count(text: str) -> int:
     """The ``--fuel`` value: a non-negative integer (anything else is a usage error, exit 2)."""
     try:
         value = int(text)
@@ -82,7 +82,7 @@ def _fuel(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") \
             from None
     if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
     return value
 
 
