@@ -519,27 +519,23 @@ def _aligned_copy(a: np.ndarray) -> np.ndarray:
 
 # --- compilation --------------------------------------------------------------------------
 
-_BUFFER_RE = re.compile(r'T\.Buffer\((\([^()]*\)), "(\w+)"\)')
-
-
 def _relax_alignment(prim: Any, notes: list[tuple[str, str]] | None = None
                      ) -> tuple[Any, bool]:
     """``prim`` with element-aligned parameter buffers, and whether it still needs 64 bytes.
 
-    The fast way (:func:`_relax_alignment_in_place`) gives each parameter buffer a new buffer
-    type with ``align=1, offset_factor=1`` and a free ``elem_offset``; should that fail, the
-    signature's ``T.Buffer`` annotations are rewritten in the function's TVMScript, which is
-    parsed back (:func:`_relax_alignment_by_script`, about 0.2 s a kernel).  Both give
-    structurally equal functions (tested). Each way that fails is appended to ``notes`` as
-    ``(step, error)`` (the kernel's schedule report keeps them: a TVM upgrade that breaks the
-    fast way shows there, as does a kernel left needing 64-byte aligned arrays).
+    Each parameter buffer gets a new buffer type with ``align=1, offset_factor=1`` and a free
+    ``elem_offset`` (:func:`_relax_alignment_in_place`). Should that fail (TVM's reflection
+    API is private, a TVM upgrade may change it), the kernel keeps its 64-byte aligned buffers
+    — its calls then take the careful lane, which copies unaligned arrays — and the failure
+    is appended to ``notes`` as ``(step, error)``: the kernel's schedule report shows it.
     """
     try:
         return _relax_alignment_in_place(prim), False
-    except Exception as err:  # noqa: BLE001 - any failure (TVM's reflection API is private):
-        if notes is not None:  # the slow, printed way
-            notes.append(("relax buffer alignment in place", first_line(err)))
-        return _relax_alignment_by_script(prim, notes)
+    except Exception as err:  # noqa: BLE001 - any failure: keep the aligned buffers, say why
+        if notes is not None:
+            notes.append(("relax buffer alignment in place (the kernel keeps 64-byte aligned "
+                          "buffers: its calls take the careful lane)", first_line(err)))
+        return prim, True
 
 
 def _relax_alignment_in_place(prim: Any) -> Any:
@@ -581,26 +577,6 @@ def _type_fields(cls: type) -> dict[str, Any]:
             out.setdefault(f.name, f)
         info = info.parent_type_info
     return out
-
-
-def _relax_alignment_by_script(prim: Any, notes: list[tuple[str, str]] | None = None
-                               ) -> tuple[Any, bool]:
-    """The TVMScript round trip of :func:`_relax_alignment` (the fallback)."""
-    import tvm
-
-    try:
-        text = prim.script()
-        head, sep, body = text.partition("):\n")
-        if not sep:
-            return prim, True
-        new_head = _BUFFER_RE.sub(r'T.Buffer(\1, "\2", align=1, offset_factor=1)', head)
-        parsed = tvm.script.from_source(new_head + sep + body)
-        return parsed, False
-    except Exception as err:  # noqa: BLE001 - any failure: keep the aligned buffers
-        if notes is not None:
-            notes.append(("relax buffer alignment through TVMScript (the kernel keeps 64-byte "
-                          "aligned buffers: its calls take the careful lane)", first_line(err)))
-        return prim, True
 
 
 def _constants_digest(func: Function) -> str:
