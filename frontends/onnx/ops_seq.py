@@ -161,15 +161,17 @@ def is_complete(t: Type) -> bool:
     return True
 
 
-def onnx_type(tp: Any, name: str, hint: Any = None, in_sequence: bool = False) -> Type:
+def onnx_type(tp: Any, name: str, hint: Any = None, in_sequence: bool = False,
+              strict: bool = True) -> Type:
     """The Relay type of an ONNX ``TypeProto`` (tensor, sequence, optional). Inside a
     sequence a symbolic dim is ``?`` (each element may have its own size). ``hint`` gives
     the dims where the proto has none (for a sequence or optional: its element's)."""
     kind = tp.WhichOneof("value")
     if kind == "sequence_type":
-        return list_type(onnx_type(tp.sequence_type.elem_type, name, hint, True))
+        return list_type(onnx_type(tp.sequence_type.elem_type, name, hint, True, strict))
     if kind == "optional_type":
-        return option_type(onnx_type(tp.optional_type.elem_type, name, hint, in_sequence))
+        return option_type(onnx_type(tp.optional_type.elem_type, name, hint, in_sequence,
+                                     strict))
     if kind != "tensor_type":
         raise Unsupported(f"input {name!r}: values of kind {kind} are not supported")
     tt = tp.tensor_type
@@ -177,6 +179,9 @@ def onnx_type(tp: Any, name: str, hint: Any = None, in_sequence: bool = False) -
     if hint is not None:
         return TensorType(tuple(ANY if d is None or (isinstance(d, int) and d < 0) else int(d)
                                 for d in hint), dtype)
+    if in_sequence and tt.HasField("shape") and not tt.shape.dim and not strict:
+        # An element shape written as empty: unknown, inferred from the sequence's use.
+        return IncompleteType()
     if not tt.HasField("shape") or (in_sequence and not tt.shape.dim):
         raise Unsupported(
             f"input {name!r}: the shape of its {'elements' if in_sequence else 'tensor'} is "
@@ -521,4 +526,4 @@ def from_relay_value(v: Any) -> Any:
 
 def input_type(tp: Any, name: str, shapes: Mapping[str, Any] | None) -> Type:
     """The Relay type of a graph input of sequence or optional type (see :func:`onnx_type`)."""
-    return onnx_type(tp, name, (shapes or {}).get(name))
+    return onnx_type(tp, name, (shapes or {}).get(name), strict=False)
