@@ -151,7 +151,7 @@ def _stack(acc: Value, reverse: bool) -> Value:
     elem = elem_type(acc)
     empty = None
     if isinstance(elem, TensorType) and all(is_concrete(d) for d in elem.shape):
-        empty = const(np.zeros((0,) + tuple(int(d) for d in elem.shape), elem.dtype))
+        empty = const(np.zeros((0,) + _static_dims(elem), elem.dtype))
     return concat_list(acc, 0, True, reverse=not reverse, empty=empty)
 
 

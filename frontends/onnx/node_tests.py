@@ -156,7 +156,7 @@ def run_case(case: Any) -> Outcome:
                 current = {n: np.asarray(v) for n, v in zip(names, inputs) if n in frozen}
                 if any(not np.array_equal(current[n], frozen[n]) for n in frozen):
                     mod, params = from_onnx(model, const_inputs=current, shapes=hints)
-            args = [to_relay_value(a, p.type_annotation)
+            args = [to_relay_value(a, p.type_annotation) if p.type_annotation else a
                     for a, p in zip(args, mod["main"].params)]
             args += [params[k] for k in params]
             result = from_relay_value(evaluate(mod, *args))

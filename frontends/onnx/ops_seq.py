@@ -27,13 +27,22 @@ from typing import Any
 
 import numpy as np
 
-from frontends.onnx.builder import ImporterError, Unsupported, Value, call, call_tuple, const, project
+from frontends.onnx.builder import (
+    ImporterError,
+    Unsupported,
+    Value,
+    call,
+    call_tuple,
+    const,
+    project,
+)
 from frontends.onnx.importer import Context, converter, onnx_dtype
 from frontends.onnx.ops_math import _req
 from semantics.expr import (
     Call,
     Clause,
     Constructor,
+    Expr,
     Function,
     GlobalVar,
     Let,
@@ -45,7 +54,15 @@ from semantics.expr import (
     Var,
 )
 from semantics.shapes import ANY, is_concrete
-from semantics.types import FuncType, IncompleteType, TensorType, TupleType, Type, TypeCall, scalar_type
+from semantics.types import (
+    FuncType,
+    IncompleteType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    scalar_type,
+)
 
 _HELPERS_TEXT = """
 def @onnx_seq_length[A](%xs: List[A], %acc: int64) -> int64 {
@@ -188,9 +205,8 @@ def onnx_type(tp: Any, name: str, hint: Any = None, in_sequence: bool = False,
             f"not declared; give it with from_onnx(..., shapes={{{name!r}: (d0, d1, ...)}}) "
             f"(None or -1 for a dimension that varies)")
     if not in_sequence:
-        from semantics.shapes import shape_var
-
         from frontends.onnx.importer import _ident
+        from semantics.shapes import shape_var
         dims = [int(d.dim_value) if d.HasField("dim_value")
                 else shape_var(_ident(d.dim_param or f"{_ident(name)}_d{i}"))
                 for i, d in enumerate(tt.shape.dim)]
@@ -400,6 +416,7 @@ def concat_list(seq: Value, axis: int, new_axis: bool, reverse: bool = False,
         Clause(PatternConstructor(_ctor("Cons"), (PatternVar(h_var), PatternVar(t_var))), recur),
         Clause(PatternConstructor(_ctor("Nil"), ()), acc_var)))
     fn = Function((acc_var, xs_var), body, acc_t)
+    start: Expr
     if empty is not None:
         start = Call(f_var, (empty.expr, seq.expr))
     else:
