@@ -27,6 +27,7 @@ class Outcome:
     op: str
     status: str          # pass | unsupported | import | type | runtime | mismatch | crash
     reason: str = ""
+    in_scope: bool = False
     frozen: bool = False
     seconds: float = 0.0
 
@@ -35,6 +36,28 @@ def collect() -> list[Any]:
     """All node test cases the installed ``onnx`` ships."""
     from onnx.backend.test.case.node import collect_testcases
     return list(collect_testcases())
+
+
+#: The acceptance scope: every node in the default domain, a model of default opset 9–21.
+SCOPE = (9, 21)
+
+
+def _nodes(graph: Any) -> Any:
+    for node in graph.node:
+        yield node
+        for a in node.attribute:
+            if a.HasField("g"):
+                yield from _nodes(a.g)
+            for g in a.graphs:
+                yield from _nodes(g)
+
+
+def in_scope(case: Any) -> bool:
+    """Whether a case is in the acceptance scope (:data:`SCOPE`)."""
+    versions = [i.version for i in case.model.opset_import if i.domain in ("", "ai.onnx")]
+    if not versions or not SCOPE[0] <= versions[0] <= SCOPE[1]:
+        return False
+    return all(n.domain in ("", "ai.onnx") for n in _nodes(case.model.graph))
 
 
 def _op_of(case: Any) -> str:
@@ -121,7 +144,7 @@ def run_case(case: Any) -> Outcome:
     from semantics.errors import RelayError, RelayRuntimeError, RelayTypeError
 
     start = time.perf_counter()
-    out = Outcome(case.name, _op_of(case), "pass")
+    out = Outcome(case.name, _op_of(case), "pass", in_scope=in_scope(case))
     model = case.model
     inits = {i.name for i in model.graph.initializer}
     names = [vi.name for vi in model.graph.input if vi.name not in inits]
