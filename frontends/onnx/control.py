@@ -1,18 +1,27 @@
-"""ONNX control flow and sequences → Relay: ``If`` → ``if``, ``Loop`` → a let-bound
-tail-recursive function (the paper's Fig. 2 conversion), sequences → the prelude's ``List``.
+"""ONNX control flow → Relay: ``If`` → ``if``, ``Loop`` and ``Scan`` → let-bound
+tail-recursive functions (the paper's Fig. 2 conversion), one per loop, never unrolled.
 
-``Loop(M, cond, v...)`` with body ``(i, c, v...) -> (c', v'..., )`` becomes::
+``Loop(M, cond, v...)`` with body ``(i, c, v...) -> (c', v'..., s...)`` becomes::
 
-    let %loop = fn (%i: int64, %c: bool, %v: T...) -> (T...,) {
-      if (%c && %i < M) { <body>; %loop(%i + 1i64, c', v'...) } else { (%v...,) }
+    let %loop = fn (%i: int64, %c: bool, %v: T..., %acc: A...) -> (T..., A...) {
+      if (%c && %i < M) { <body>; %loop(%i + 1i64, c', v'..., acc'...) } else { (%v..., %acc...) }
     };
-    %loop(0i64, cond, v...)
+    %loop(0i64, cond, v..., acc0...)
 
-Scan outputs of ``Loop`` are supported when the number of iterations is static (a constant
-trip count and a condition that stays true): each is an accumulator of shape
-``(trips, *elem)`` carried through the recursion, row ``i`` written at iteration ``i``. With a
-data-dependent iteration count their shape is dynamic; they, and the ``Scan`` operator, are
-reported as unsupported.
+Loop-carried values: the body is converted with the initial values' types; while an output's
+type differs from its input's (a value that grows each iteration), the carried type becomes
+their join (``?`` where dims differ, see ``ops_seq.join``) and the body is converted again.
+
+Scan outputs ``s``: when the number of iterations is static (a constant trip count and a
+condition that stays true) and ``s`` has a static shape, an accumulator of shape
+``(trips, *s)`` whose row ``i`` is written at iteration ``i``; otherwise a ``List`` the
+iterations cons onto, stacked after the loop (a recursive function, ``ops_seq.concat_list``)
+into a ``Tensor[(?, *s)]`` — zero iterations give ``(0, *s)`` when ``s``'s shape is static.
+
+``Scan`` (opset 9 on) is the same recursion over the scanned axis: iteration ``i`` takes
+element ``i`` (``T - 1 - i`` for a reverse input) of every scan input with ``take``; scan
+outputs are lists stacked in iteration order (reversed for a reverse output), reshaped to
+their static shape when the length is static, and moved to their ``scan_output_axes``.
 """
 
 from __future__ import annotations
