@@ -270,15 +270,52 @@ def test_scan_matches_the_reference(in_dir, out_dir, in_axis, out_axis):
     assert_same(list(got), want)
 
 
-def test_the_tvm_vm_runs_a_data_dependent_loop_and_sequences():
+def _vm_cases():
+    seq_model = model([
+        helper.make_node("SequenceAt", ["s", "p"], ["x"]),
+        helper.make_node("SequenceInsert", ["s", "x"], ["s2"]),
+        helper.make_node("ConcatFromSequence", ["s2"], ["c"], axis=0),
+    ], [seq("s", F, ["N"]), tensor("p", I64, [])], [tensor("c", F, None)])
+    body = helper.make_graph([helper.make_node("Add", ["a", "b"], ["c"])], "body",
+                             [tensor("a", F, ["N"]), tensor("b", F, [])],
+                             [tensor("c", F, ["N"])])
+    map_model = model([helper.make_node("SequenceMap", ["s", "t"], ["r"], body=body)],
+                      [seq("s", F, ["N"]), tensor("t", F, [])], [seq("r", F, ["N"])])
+    scan_body = helper.make_graph([helper.make_node("Add", ["s_in", "x"], ["s_out"]),
+                                   helper.make_node("Mul", ["s_out", "x"], ["y"])], "body",
+                                  [tensor("s_in", F, [2]), tensor("x", F, [2])],
+                                  [tensor("s_out", F, [2]), tensor("y", F, [2])])
+    scan_model = model([helper.make_node("Scan", ["s", "xs"], ["sf", "ys"], body=scan_body,
+                                         num_scan_inputs=1, scan_input_directions=[1])],
+                       [tensor("s", F, [2]), tensor("xs", F, [5, 2])],
+                       [tensor("sf", F, [2]), tensor("ys", F, None)], opset=16)
+    items = [np.arange(3, dtype=np.float32), np.ones(2, np.float32)]
+    return {
+        "while-loop": (doubling_loop(), [{"cond": np.bool_(True), "x": np.array(
+            [1, 2, 3], np.float32), "limit": np.float32(lim)} for lim in (5.0, 3000.0)]),
+        "growing-loop": (growing_loop(), [{"n": np.int64(n), "x": np.array([9], np.float32)}
+                                          for n in (0, 4)]),
+        "sequences": (seq_model, [{"s": items, "p": np.int64(p)} for p in (-1, 0)]),
+        "sequence-map": (map_model, [{"s": items, "t": np.float32(10)}]),
+        "scan": (scan_model, [{"s": np.ones(2, np.float32),
+                               "xs": np.arange(10, dtype=np.float32).reshape(5, 2)}]),
+    }
+
+
+@pytest.mark.parametrize("name", [
+    # growing-loop compiles a kernel per length the loop reaches (~35 s cold): slow
+    pytest.param(n, marks=pytest.mark.slow) if n == "growing-loop" else n
+    for n in sorted(_vm_cases())])
+def test_the_tvm_vm_runs_loops_sequences_and_scan_as_the_oracle(name):
     pytest.importorskip("tvm", reason="apache-tvm is not installed (extra `tvm`)")
     from backends.tvm import build
-    m = doubling_loop()
+    m, feed_sets = _vm_cases()[name]
     mod, params = from_onnx(m)
     exe = build(mod, params=params, executor="vm")
-    for limit in (5.0, 100.0, 3000.0):
-        args = (np.bool_(True), np.array([1, 2, 3], np.float32), np.float32(limit))
-        want = evaluate(mod, *args)
-        got = exe(*args)
-        for g, w in zip(got, want):
-            np.testing.assert_allclose(g, w)
+    for feeds in feed_sets:
+        args = [to_relay_value(feeds[vi.name], p.type_annotation)
+                for vi, p in zip(m.graph.input, mod["main"].params)]
+        want = from_relay_value(evaluate(mod, *args, *params.values()))
+        got = from_relay_value(exe(*args))
+        assert_same(list(got) if isinstance(got, tuple) else got,
+                    list(want) if isinstance(want, tuple) else want)
