@@ -45,6 +45,7 @@ from semantics.expr import (
     Expr,
     Function,
     GlobalVar,
+    If,
     Let,
     Match,
     PatternConstructor,
@@ -270,8 +271,9 @@ def module_definitions(main: Function) -> tuple[dict[str, Function], dict[str, A
     from semantics.prelude import needed_definitions
     from semantics.visitor import post_order
 
-    names = {n.name_hint for n in post_order(main) if isinstance(n, GlobalVar)}
-    adts = any(isinstance(n, (Constructor, Match)) for n in post_order(main)) or any(
+    nodes = post_order(main)
+    names = {n.name_hint for n in nodes if isinstance(n, GlobalVar)}
+    adts = any(isinstance(n, (Constructor, Match)) for n in nodes) or any(
         isinstance(p.type_annotation, TypeCall) for p in main.params)
     if not names and not adts:
         return {}, {}
@@ -344,11 +346,13 @@ def _split_to_sequence(ctx: Context, node: Any, ins: list[Value | None],
     axis = int(attrs.get("axis", 0))
     axis = axis + x.ndim if axis < 0 else axis
     dim = x.shape[axis]
-    if not is_concrete(dim):
-        raise Unsupported(f"SplitToSequence needs a static length along axis {axis}, got "
-                          f"{x.shape}")
-    n = int(dim)
     split = ins[1] if len(ins) > 1 else None
+    if not is_concrete(dim):
+        if split is not None:
+            raise Unsupported(f"SplitToSequence with a split input needs a static length "
+                              f"along axis {axis}, got {x.shape}")
+        return [_unstack(x, axis, bool(attrs.get("keepdims", 1)))]
+    n = int(dim)
     if split is None:
         sizes = [1] * n
     else:
@@ -372,6 +376,28 @@ def _split_to_sequence(ctx: Context, node: Any, ins: list[Value | None],
         parts.append(part)
         start += s
     return [from_values(parts, None if parts else _empty_elem(x, axis))]
+
+
+def _unstack(x: Value, axis: int, keepdims: bool) -> Value:
+    """The list of ``x[..., i, ...]`` along ``axis`` of run-time length: a recursion from the
+    last index down, consing each slice (``take``) onto the list of the following ones."""
+    i64 = scalar_type("int64")
+    i_var = Var("i", i64)
+    i_val = Value(i64, i_var)
+    item = call("take", [x, i_val], axis=axis)
+    if keepdims:
+        item = call("expand_dims", [item], axis=axis)
+    lt = list_type(item.type)
+    acc_var = Var("acc", lt)
+    f_var = Var("unstack", FuncType((i64, lt), lt))
+    recur = Call(f_var, (call("subtract", [i_val, const(np.int64(1))]).expr,
+                         cons(item, Value(lt, acc_var)).expr))
+    body = If(call("less", [i_val, const(np.int64(0))]).expr, acc_var, recur)
+    n = call("cast", [call("take", [call("shape_of", [x]), const(np.int64(axis))], axis=0)],
+             dtype="int64")
+    last = call("subtract", [n, const(np.int64(1))])
+    fn = Function((i_var, acc_var), body, lt)
+    return Value(lt, Let(f_var, fn, Call(f_var, (last.expr, nil(item.type).expr))))
 
 
 def _empty_elem(x: Value, axis: int) -> Type:

@@ -319,3 +319,20 @@ def test_the_tvm_vm_runs_loops_sequences_and_scan_as_the_oracle(name):
         got = from_relay_value(exe(*args))
         assert_same(list(got) if isinstance(got, tuple) else got,
                     list(want) if isinstance(want, tuple) else want)
+
+
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_split_to_sequence_of_a_run_time_length_is_a_recursion(keepdims):
+    """The batch dim is symbolic: one import runs for every length, no unrolling."""
+    m = model([helper.make_node("SplitToSequence", ["x"], ["s"], axis=0, keepdims=keepdims),
+               helper.make_node("SequenceLength", ["s"], ["n"]),
+               helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0,
+                                new_axis=1 - keepdims)],
+              [tensor("x", F, ["batch", 2])], [tensor("n", I64, []), tensor("y", F, None)])
+    mod, params = from_onnx(m)
+    assert len(local_functions(mod)) == 2   # the split and the concatenation
+    for batch in (1, 3, 5):
+        x = np.arange(2 * batch, dtype=np.float32).reshape(batch, 2)
+        want = reference(m, {"x": x})
+        _, got = run_relay(m, {"x": x})
+        assert_same(list(got), want)
