@@ -73,10 +73,18 @@ def @onnx_seq_length[A](%xs: List[A], %acc: int64) -> int64 {
   }
 }
 
+// A position outside the sequence stops the program here (a non-exhaustive match).
+def @onnx_seq_out_of_range(%position: int64) -> int64 {
+  let %position_out_of_range: List[int64] = Nil;
+  match? (%position_out_of_range) {
+    Cons(%q, _) => %q,
+  }
+}
+
 def @onnx_seq_position[A](%xs: List[A], %p: int64, %extra: int64) -> int64 {
   let %n = @onnx_seq_length(%xs, 0i64);
   let %q = if (%p < 0i64) { %p + %n } else { %p };
-  if (logical_and(%q >= 0i64, %q < %n + %extra)) { %q } else { @hd(Nil) }
+  if (logical_and(%q >= 0i64, %q < %n + %extra)) { %q } else { @onnx_seq_out_of_range(%p) }
 }
 
 def @onnx_seq_at[A](%xs: List[A], %n: int64) -> A {

@@ -106,8 +106,9 @@ def test_a_position_out_of_range_is_a_runtime_error():
     from semantics.errors import RelayRuntimeError
     m = model([helper.make_node("SequenceAt", ["s", "p"], ["x"])],
               [seq("s", F, [2]), tensor("p", I64, [])], [tensor("x", F, [2])])
-    with pytest.raises(RelayRuntimeError):
-        run_relay(m, {"s": [np.zeros(2, np.float32)], "p": np.int64(3)})
+    for p in (1, 3, -2):
+        with pytest.raises(RelayRuntimeError, match="position_out_of_range"):
+            run_relay(m, {"s": [np.zeros(2, np.float32)], "p": np.int64(p)})
 
 
 @pytest.mark.parametrize("axis,new_axis,keepdims,split", [
