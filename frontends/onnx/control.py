@@ -22,6 +22,7 @@ into a ``Tensor[(?, *s)]`` — zero iterations give ``(0, *s)`` when ``s``'s sha
 element ``i`` (``T - 1 - i`` for a reverse input) of every scan input with ``take``; scan
 outputs are lists stacked in iteration order (reversed for a reverse output), reshaped to
 their static shape when the length is static, and moved to their ``scan_output_axes``.
+Scan-8 (a leading batch axis) runs that recursion on each row of its static batch.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from frontends.onnx.builder import Unsupported, Value, call, const, project
+from frontends.onnx.builder import Unsupported, Value, call, call_tuple, const, project
 from frontends.onnx.importer import Context, converter
 from frontends.onnx.ops_math import _req
 from frontends.onnx.ops_seq import concat_list, cons, elem_type, join, list_type, nil
@@ -165,19 +166,45 @@ def _stack(acc: Value, reverse: bool) -> Value:
 
 
 @converter("Scan", attrs=("body", "num_scan_inputs", "scan_input_axes", "scan_input_directions",
-                          "scan_output_axes", "scan_output_directions"))
+                          "scan_output_axes", "scan_output_directions", "directions"))
 def _scan(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
-    if ctx.opset < 9:
-        raise Unsupported("Scan before opset 9 (with a batch axis and sequence_lens) is not "
-                          "supported")
     body = attrs["body"]
     m = int(attrs["num_scan_inputs"])
+    if ctx.opset < 9:
+        return _scan8(ctx, body, m, ins, list(attrs.get("directions", [0] * m)))
     vals = [_req(ins, k) for k in range(len(ins))]
     states, xs = vals[:len(vals) - m], vals[len(vals) - m:]
     n_out = len(body.output) - len(states)
     in_axes = [a % x.ndim for a, x in zip(attrs.get("scan_input_axes", [0] * m), xs)]
     in_dirs = list(attrs.get("scan_input_directions", [0] * m))
     out_dirs = list(attrs.get("scan_output_directions", [0] * n_out))
+    out_axes = list(attrs.get("scan_output_axes", [0] * n_out))
+    return _scan_core(ctx, body, states, xs, in_axes, in_dirs, out_dirs, out_axes)
+
+
+def _scan8(ctx: Context, body: Any, m: int, ins: list[Value | None],
+           dirs: list[int]) -> list[Value]:
+    """Scan-8: states ``(B, ...)`` and scan inputs ``(B, T, ...)``; the opset-9 scan of each
+    batch row (a static batch), stacked. Per-row ``sequence_lens`` are not supported."""
+    if ins and ins[0] is not None:
+        raise Unsupported("Scan-8 with sequence_lens is not supported")
+    vals = [_req(ins, k) for k in range(1, len(ins))]
+    states, xs = vals[:len(vals) - m], vals[len(vals) - m:]
+    batch = xs[0].shape[0]
+    if not is_concrete(batch):
+        raise Unsupported(f"Scan-8 needs a static batch size, got {xs[0].shape}")
+    n_out = len(body.output) - len(states)
+    rows = []
+    for b in range(int(batch)):
+        row = [call("take", [v, const(np.int64(b))], axis=0) for v in states + xs]
+        rows.append(_scan_core(ctx, body, row[:len(states)], row[len(states):], [0] * m, dirs,
+                               [0] * n_out, [0] * n_out))
+    return [call_tuple("stack", [r[k] for r in rows], axis=0) for k in range(len(rows[0]))]
+
+
+def _scan_core(ctx: Context, body: Any, states: list[Value], xs: list[Value],
+               in_axes: list[int], in_dirs: list[int], out_dirs: list[int],
+               out_axes: list[int]) -> list[Value]:
     i64 = scalar_type("int64")
     i_var = Var("i", i64)
     i_val = Value(i64, i_var)
@@ -212,7 +239,6 @@ def _scan(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any
                  + tuple(nil(s.type).expr for s in scans))
     result = Value(ret, Let(f_var, fn, start))
     finals = [project(result, k) for k in range(len(state_types))]
-    out_axes = list(attrs.get("scan_output_axes", [0] * n_out))
     for k, (acc, scan) in enumerate(zip(finals[len(states):], scans)):
         y = _stack(acc, reverse=bool(out_dirs[k]))
         if is_concrete(dim) and _is_static(scan):

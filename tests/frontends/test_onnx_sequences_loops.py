@@ -337,3 +337,21 @@ def test_split_to_sequence_of_a_run_time_length_is_a_recursion(keepdims):
         want = reference(m, {"x": x})
         _, got = run_relay(m, {"x": x})
         assert_same(list(got), want)
+
+
+@pytest.mark.parametrize("direction", [0, 1])
+def test_scan8_runs_the_scan_on_each_batch_row(direction):
+    body = helper.make_graph([helper.make_node("Add", ["s_in", "x"], ["s_out"]),
+                              helper.make_node("Identity", ["s_out"], ["y"])], "body",
+                             [tensor("s_in", F, [2]), tensor("x", F, [2])],
+                             [tensor("s_out", F, [2]), tensor("y", F, [2])])
+    m = model([helper.make_node("Scan", ["", "s", "xs"], ["sf", "ys"], body=body,
+                                num_scan_inputs=1, directions=[direction])],
+              [tensor("s", F, [3, 2]), tensor("xs", F, [3, 4, 2])],
+              [tensor("sf", F, [3, 2]), tensor("ys", F, [3, 4, 2])], opset=8)
+    rng = np.random.default_rng(direction)
+    feeds = {"s": rng.standard_normal((3, 2)).astype(np.float32),
+             "xs": rng.standard_normal((3, 4, 2)).astype(np.float32)}
+    want = reference(m, feeds)
+    _, got = run_relay(m, feeds)
+    assert_same(list(got), want)
