@@ -4,9 +4,9 @@ through ``frontends.onnx.from_onnx`` and the reference interpreter.
 Prints the pass rate over the supported cases (those whose operators the importer knows),
 the acceptance scope (every node in the default domain, a model of default opset 9–21: its
 count, how many pass, and each that does not with the reason), the failures grouped by
-operator with their reasons, and the cases that are not supported grouped by operator. ``--write-list`` rewrites ``tests/frontends/onnx_node_passing.txt``,
-the checked-in list of passing cases that ``tests/frontends/test_onnx_node_cases.py`` keeps
-from regressing. Usage::
+operator with their reasons, and the cases that are not supported grouped by operator.
+``--write-list`` rewrites ``tests/frontends/onnx_node_passing.txt``, the checked-in list
+of passing cases that ``tests/frontends/test_onnx_node_cases.py`` keeps from regressing. Usage::
 
     PYTHONPATH=. python bench/onnx_node_tests.py [--write-list] [--only SUBSTRING]
 """
