@@ -14,9 +14,11 @@ from frontends.onnx import (  # noqa: F401 - the families register their convert
     ops_nn,
     ops_pool,
     ops_rnn,
+    ops_seq,
     ops_tensor,
 )
 from frontends.onnx.builder import ImporterError
 from frontends.onnx.importer import CONVERTERS, from_onnx
+from frontends.onnx.ops_seq import from_relay_value, to_relay_value
 
-__all__ = ["CONVERTERS", "ImporterError", "from_onnx"]
+__all__ = ["CONVERTERS", "ImporterError", "from_onnx", "from_relay_value", "to_relay_value"]

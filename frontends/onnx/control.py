@@ -1,18 +1,28 @@
-"""ONNX control flow and sequences → Relay: ``If`` → ``if``, ``Loop`` → a let-bound
-tail-recursive function (the paper's Fig. 2 conversion), sequences → the prelude's ``List``.
+"""ONNX control flow → Relay: ``If`` → ``if``, ``Loop`` and ``Scan`` → let-bound
+tail-recursive functions (the paper's Fig. 2 conversion), one per loop, never unrolled.
 
-``Loop(M, cond, v...)`` with body ``(i, c, v...) -> (c', v'..., )`` becomes::
+``Loop(M, cond, v...)`` with body ``(i, c, v...) -> (c', v'..., s...)`` becomes::
 
-    let %loop = fn (%i: int64, %c: bool, %v: T...) -> (T...,) {
-      if (%c && %i < M) { <body>; %loop(%i + 1i64, c', v'...) } else { (%v...,) }
+    let %loop = fn (%i: int64, %c: bool, %v: T..., %acc: A...) -> (T..., A...) {
+      if (%c && %i < M) { <body>; %loop(%i + 1i64, c', v'..., acc'...) } else { (%v..., %acc...) }
     };
-    %loop(0i64, cond, v...)
+    %loop(0i64, cond, v..., acc0...)
 
-Scan outputs of ``Loop`` are supported when the number of iterations is static (a constant
-trip count and a condition that stays true): each is an accumulator of shape
-``(trips, *elem)`` carried through the recursion, row ``i`` written at iteration ``i``. With a
-data-dependent iteration count their shape is dynamic; they, and the ``Scan`` operator, are
-reported as unsupported.
+Loop-carried values: the body is converted with the initial values' types; while an output's
+type differs from its input's (a value that grows each iteration), the carried type becomes
+their join (``?`` where dims differ, see ``ops_seq.join``) and the body is converted again.
+
+Scan outputs ``s``: when the number of iterations is static (a constant trip count and a
+condition that stays true) and ``s`` has a static shape, an accumulator of shape
+``(trips, *s)`` whose row ``i`` is written at iteration ``i``; otherwise a ``List`` the
+iterations cons onto, stacked after the loop (a recursive function, ``ops_seq.concat_list``)
+into a ``Tensor[(?, *s)]`` — zero iterations give ``(0, *s)`` when ``s``'s shape is static.
+
+``Scan`` (opset 9 on) is the same recursion over the scanned axis: iteration ``i`` takes
+element ``i`` (``T - 1 - i`` for a reverse input) of every scan input with ``take``; scan
+outputs are lists stacked in iteration order (reversed for a reverse output), reshaped to
+their static shape when the length is static, and moved to their ``scan_output_axes``.
+Scan-8 (a leading batch axis) runs that recursion on each row of its static batch.
 """
 
 from __future__ import annotations
@@ -21,11 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from frontends.onnx.builder import Unsupported, Value, call, const, project, static_ints
+from frontends.onnx.builder import Unsupported, Value, call, call_tuple, const, project
 from frontends.onnx.importer import Context, converter
 from frontends.onnx.ops_math import _req
-from semantics.expr import Call, Function, GlobalVar, If, Let, Tuple, Var
-from semantics.types import FuncType, TensorType, TupleType, TypeCall, scalar_type
+from frontends.onnx.ops_seq import concat_list, cons, elem_type, join, list_type, nil
+from semantics.expr import Call, Function, If, Let, Tuple, Var
+from semantics.shapes import is_concrete
+from semantics.types import FuncType, TensorType, TupleType, Type, scalar_type
 
 
 def _scalar_cond(v: Value) -> Value:
@@ -57,64 +69,187 @@ def _if(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any])
     then_outs = ctx.convert_graph(attrs["then_branch"], [])
     else_outs = ctx.convert_graph(attrs["else_branch"], [])
     t, e = _pack(then_outs), _pack(else_outs)
-    if str(t.type) != str(e.type):
-        raise Unsupported(f"If branches have different types: {t.type} and {e.type}")
+    try:
+        ty = join(t.type, e.type)
+    except Unsupported:
+        raise Unsupported(f"If branches have different types: {t.type} and {e.type}") from None
     n = len(node.output)
-    return _unpack(Value(t.type, If(cond.expr, t.expr, e.expr)), n)
+    return _unpack(Value(ty, If(cond.expr, t.expr, e.expr)), n)
 
 
 @converter("Loop", attrs=("body",))
 def _loop(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
     body = attrs["body"]
-    carried = [v for v in ins[2:]]
-    if any(v is None for v in carried):
+    if any(v is None for v in ins[2:]):
         raise Unsupported("missing loop-carried input")
-    vs: list[Value] = [v for v in carried if v is not None]
+    vs: list[Value] = [v for v in ins[2:] if v is not None]
     n_scan = len(body.output) - 1 - len(vs)
-    i64 = scalar_type("int64")
-    boolean = scalar_type("bool")
-    i_var = Var("i", i64)
-    c_var = Var("cond", boolean)
-    v_vars = [Var(f"v{k}", v.type) for k, v in enumerate(vs)]
+    i64, boolean = scalar_type("int64"), scalar_type("bool")
+    i_var, c_var = Var("i", i64), Var("cond", boolean)
     i_val, c_val = Value(i64, i_var), Value(boolean, c_var)
-    v_vals = [Value(v.type, var) for v, var in zip(vs, v_vars)]
-    outs = ctx.convert_graph(body, [i_val, c_val] + v_vals)
+
+    def convert(types: list[Type]) -> tuple[list[Var], list[Value]]:
+        v_vars = [Var(f"v{k}", t) for k, t in enumerate(types)]
+        outs = ctx.convert_graph(body, [i_val, c_val] + [Value(t, x) for t, x in
+                                                         zip(types, v_vars)])
+        return v_vars, outs
+
+    v_vars, outs, types = _settle(convert, [v.type for v in vs], 1)
     m = ins[0]
     trips = _static_trip_count(m, ins[1], outs[0], c_var) if n_scan else None
-    if n_scan and trips is None:
-        raise Unsupported("Loop scan outputs need a static trip count and a loop condition "
-                          "that stays true (the number of iterations fixes their shape)")
-    # Scan outputs: an accumulator of shape (trips, *elem) per output, row i written at
-    # iteration i.
     scans = outs[1 + len(vs):]
-    acc_vars = [Var(f"scan{k}", _scan_type(trips or 0, s)) for k, s in enumerate(scans)]
-    acc_vals = [Value(var.type_annotation, var) for var in acc_vars]  # type: ignore[arg-type]
-    state_types = tuple(v.type for v in vs) + tuple(a.type for a in acc_vals)
+    static = trips is not None and all(_is_static(s) for s in scans)
+    # Scan outputs: with a static trip count, an accumulator of shape (trips, *elem) whose
+    # row i is written at iteration i; otherwise a list the iterations cons onto, stacked
+    # (in iteration order) after the loop into a tensor with a leading ``?`` dimension.
+    acc_types: list[Type] = ([_scan_type(trips or 0, s) for s in scans] if static
+                             else [list_type(s.type) for s in scans])
+    acc_vars = [Var(f"scan{k}", t) for k, t in enumerate(acc_types)]
+    acc_vals = [Value(t, var) for t, var in zip(acc_types, acc_vars)]
+    state_types = tuple(types) + tuple(acc_types)
     ret = TupleType(state_types)
     loop_var = Var("loop", FuncType((i64, boolean) + state_types, ret))
     next_i = call("add", [i_val, const(np.int64(1))])
     next_c = _scalar_cond(outs[0])
-    for k, (new, old) in enumerate(zip(outs[1:], vs)):
-        if str(new.type) != str(old.type):
-            raise Unsupported(f"loop-carried value {k} changes type: {old.type} -> {new.type}")
-    next_accs = [_write_row(acc, elem, i_val, trips or 0) for acc, elem in zip(acc_vals, scans)]
+    next_accs = ([_write_row(acc, elem, i_val, trips or 0) for acc, elem in zip(acc_vals, scans)]
+                 if static else [cons(elem, acc) for acc, elem in zip(acc_vals, scans)])
     recur = Call(loop_var, (next_i.expr, next_c.expr)
                  + tuple(o.expr for o in outs[1:1 + len(vs)])
                  + tuple(a.expr for a in next_accs))
     done = Tuple(tuple(v_vars) + tuple(acc_vars))
     guard: Value | None = c_val if ins[1] is not None else None
     if m is not None:
-        below = call("less", [i_val, call("reshape", [m], newshape=())])
+        below = call("less", [i_val, call("cast", [call("reshape", [m], newshape=())],
+                                              dtype="int64")])
         guard = below if guard is None else call("logical_and", [guard, below])
     if guard is None:
         raise Unsupported("a Loop without trip count and condition never ends")
     fn = Function(tuple([i_var, c_var] + v_vars + acc_vars), If(guard.expr, recur, done), ret)
     c0 = _scalar_cond(ins[1]) if ins[1] is not None else const(np.bool_(True))
-    acc0 = [const(np.zeros(_static_dims(a.type), a.dtype)) for a in acc_vals]
+    acc0 = ([const(np.zeros(_static_dims(t), t.dtype)) for t in acc_types  # type: ignore
+             ] if static else [nil(s.type) for s in scans])
     start = Call(loop_var, (const(np.int64(0)).expr, c0.expr) + tuple(v.expr for v in vs)
                  + tuple(a.expr for a in acc0))
     result = Value(ret, Let(loop_var, fn, start))
-    return [project(result, k) for k in range(len(state_types))]
+    finals = [project(result, k) for k in range(len(state_types))]
+    if not static:
+        finals[len(vs):] = [_stack(acc, reverse=False) for acc in finals[len(vs):]]
+    return finals
+
+
+def _settle(convert: Any, types: list[Type], skip: int) -> tuple[list[Var], list[Value],
+                                                                   list[Type]]:
+    """Convert a loop body until the types of its loop-carried values settle: a value whose
+    shape changes between iterations gets the join of its types (``?`` where dims differ).
+    ``skip`` outputs come before the carried ones."""
+    for _ in range(8):
+        v_vars, outs = convert(types)
+        new = [join(t, o.type) for t, o in zip(types, outs[skip:skip + len(types)])]
+        if all(str(a) == str(b) for a, b in zip(new, types)):
+            return v_vars, outs, types
+        types = new
+    raise Unsupported("the types of the loop-carried values do not settle")
+
+
+def _is_static(v: Value) -> bool:
+    return isinstance(v.type, TensorType) and all(is_concrete(d) for d in v.type.shape)
+
+
+def _stack(acc: Value, reverse: bool) -> Value:
+    """The tensors of list ``acc`` (the last iteration first) stacked along a new axis 0 in
+    iteration order (``reverse``: the last iteration first)."""
+    elem = elem_type(acc)
+    empty = None
+    if isinstance(elem, TensorType) and all(is_concrete(d) for d in elem.shape):
+        empty = const(np.zeros((0,) + _static_dims(elem), elem.dtype))
+    return concat_list(acc, 0, True, reverse=not reverse, empty=empty)
+
+
+@converter("Scan", attrs=("body", "num_scan_inputs", "scan_input_axes", "scan_input_directions",
+                          "scan_output_axes", "scan_output_directions", "directions"))
+def _scan(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
+    body = attrs["body"]
+    m = int(attrs["num_scan_inputs"])
+    if ctx.opset < 9:
+        return _scan8(ctx, body, m, ins, list(attrs.get("directions", [0] * m)))
+    vals = [_req(ins, k) for k in range(len(ins))]
+    states, xs = vals[:len(vals) - m], vals[len(vals) - m:]
+    n_out = len(body.output) - len(states)
+    in_axes = [a % x.ndim for a, x in zip(attrs.get("scan_input_axes", [0] * m), xs)]
+    in_dirs = list(attrs.get("scan_input_directions", [0] * m))
+    out_dirs = list(attrs.get("scan_output_directions", [0] * n_out))
+    out_axes = list(attrs.get("scan_output_axes", [0] * n_out))
+    return _scan_core(ctx, body, states, xs, in_axes, in_dirs, out_dirs, out_axes)
+
+
+def _scan8(ctx: Context, body: Any, m: int, ins: list[Value | None],
+           dirs: list[int]) -> list[Value]:
+    """Scan-8: states ``(B, ...)`` and scan inputs ``(B, T, ...)``; the opset-9 scan of each
+    batch row (a static batch), stacked. Per-row ``sequence_lens`` are not supported."""
+    if ins and ins[0] is not None:
+        raise Unsupported("Scan-8 with sequence_lens is not supported")
+    vals = [_req(ins, k) for k in range(1, len(ins))]
+    states, xs = vals[:len(vals) - m], vals[len(vals) - m:]
+    batch = xs[0].shape[0]
+    if not is_concrete(batch):
+        raise Unsupported(f"Scan-8 needs a static batch size, got {xs[0].shape}")
+    n_out = len(body.output) - len(states)
+    rows = []
+    for b in range(int(batch)):
+        row = [call("take", [v, const(np.int64(b))], axis=0) for v in states + xs]
+        rows.append(_scan_core(ctx, body, row[:len(states)], row[len(states):], [0] * m, dirs,
+                               [0] * n_out, [0] * n_out))
+    return [call_tuple("stack", [r[k] for r in rows], axis=0) for k in range(len(rows[0]))]
+
+
+def _scan_core(ctx: Context, body: Any, states: list[Value], xs: list[Value],
+               in_axes: list[int], in_dirs: list[int], out_dirs: list[int],
+               out_axes: list[int]) -> list[Value]:
+    i64 = scalar_type("int64")
+    i_var = Var("i", i64)
+    i_val = Value(i64, i_var)
+    dim = xs[0].shape[in_axes[0]]
+    trips = (const(np.int64(int(dim))) if is_concrete(dim) else call("cast", [call(
+        "take", [call("shape_of", [xs[0]]), const(np.int64(in_axes[0]))], axis=0)],
+        dtype="int64"))
+    last = call("subtract", [trips, const(np.int64(1))])
+    elems = [call("take", [x, call("subtract", [last, i_val]) if d else i_val], axis=a)
+             for x, a, d in zip(xs, in_axes, in_dirs)]
+
+    def convert(types: list[Type]) -> tuple[list[Var], list[Value]]:
+        s_vars = [Var(f"s{k}", t) for k, t in enumerate(types)]
+        outs = ctx.convert_graph(body, [Value(t, v) for t, v in zip(types, s_vars)] + elems)
+        return s_vars, outs
+
+    s_vars, outs, types = _settle(convert, [s.type for s in states], 0)
+    scans = outs[len(states):]
+    acc_types = [list_type(s.type) for s in scans]
+    acc_vars = [Var(f"scan{k}", t) for k, t in enumerate(acc_types)]
+    state_types = tuple(types) + tuple(acc_types)
+    ret = TupleType(state_types)
+    f_var = Var("scan", FuncType((i64,) + state_types, ret))
+    recur = Call(f_var, (call("add", [i_val, const(np.int64(1))]).expr,)
+                 + tuple(o.expr for o in outs[:len(states)])
+                 + tuple(cons(o, Value(t, a)).expr for o, t, a in zip(scans, acc_types,
+                                                                      acc_vars)))
+    done = Tuple(tuple(s_vars) + tuple(acc_vars))
+    guard = call("less", [i_val, trips])
+    fn = Function(tuple([i_var] + s_vars + acc_vars), If(guard.expr, recur, done), ret)
+    start = Call(f_var, (const(np.int64(0)).expr,) + tuple(s.expr for s in states)
+                 + tuple(nil(s.type).expr for s in scans))
+    result = Value(ret, Let(f_var, fn, start))
+    finals = [project(result, k) for k in range(len(state_types))]
+    for k, (acc, scan) in enumerate(zip(finals[len(states):], scans)):
+        y = _stack(acc, reverse=bool(out_dirs[k]))
+        if is_concrete(dim) and _is_static(scan):
+            y = call("reshape", [y], newshape=(int(dim),) + tuple(int(d) for d in scan.shape))
+        axis = out_axes[k] % (scan.ndim + 1)
+        if axis:
+            perm = list(range(1, scan.ndim + 1))
+            perm.insert(axis, 0)
+            y = call("transpose", [y], axes=tuple(perm))
+        finals[len(states) + k] = y
+    return finals
 
 
 def _static_trip_count(m: Value | None, cond: Value | None, cond_out: Value,
@@ -147,84 +282,4 @@ def _write_row(acc: Value, elem: Value, i: Value, trips: int) -> Value:
     mask = call("equal", [rows, i])
     return call("where", [mask, call("expand_dims", [elem], axis=0), acc])
 
-
-# --- sequences as List ---------------------------------------------------------------------
-
-def _prelude() -> Any:
-    from semantics.prelude import prelude_module
-    return prelude_module()
-
-
-def _list_type(elem: Any) -> TypeCall:
-    mod = _prelude()
-    gtv = mod.types["List"].header
-    return TypeCall(gtv, (elem,))
-
-
-def _cons(head: Value, tail: Value) -> Value:
-    ctor = _prelude().constructors["Cons"]
-    return Value(tail.type, Call(ctor, (head.expr, tail.expr)))
-
-
-def _nil(elem: Any) -> Value:
-    ctor = _prelude().constructors["Nil"]
-    return Value(_list_type(elem), Call(ctor, ()))
-
-
-def _elem_type(seq: Value) -> Any:
-    t = seq.type
-    if not isinstance(t, TypeCall):
-        raise Unsupported(f"expected a sequence, got {t}")
-    return t.args[0]
-
-
-def _global(name: str) -> GlobalVar:
-    return GlobalVar(name)
-
-
-@converter("SequenceConstruct")
-def _seq_construct(ctx: Context, node: Any, ins: list[Value | None],
-                   attrs: dict[str, Any]) -> list[Value]:
-    vals = [v for v in ins if v is not None]
-    acc = _nil(vals[0].type)
-    for v in reversed(vals):
-        if str(v.type) != str(vals[0].type):
-            raise Unsupported("sequence elements of different types")
-        acc = _cons(v, acc)
-    return [acc]
-
-
-@converter("SequenceEmpty", attrs=("dtype",))
-def _seq_empty(ctx: Context, node: Any, ins: list[Value | None],
-               attrs: dict[str, Any]) -> list[Value]:
-    raise Unsupported("an empty sequence's element shape is unknown to a static importer")
-
-
-@converter("SequenceAt")
-def _seq_at(ctx: Context, node: Any, ins: list[Value | None],
-            attrs: dict[str, Any]) -> list[Value]:
-    seq = _req(ins, 0)
-    pos = static_ints(ins[1], "the SequenceAt position")[0]
-    if pos < 0:
-        raise Unsupported("negative SequenceAt positions are not supported")
-    idx = const(np.int32(pos))
-    return [Value(_elem_type(seq), Call(_global("nth"), (seq.expr, idx.expr)))]
-
-
-@converter("SequenceLength")
-def _seq_length(ctx: Context, node: Any, ins: list[Value | None],
-                attrs: dict[str, Any]) -> list[Value]:
-    seq = _req(ins, 0)
-    n = Value(scalar_type("int32"), Call(_global("length"), (seq.expr,)))
-    return [call("cast", [n], dtype="int64")]
-
-
-@converter("SequenceInsert")
-def _seq_insert(ctx: Context, node: Any, ins: list[Value | None],
-                attrs: dict[str, Any]) -> list[Value]:
-    seq, v = _req(ins, 0), _req(ins, 1)
-    if len(ins) > 2 and ins[2] is not None:
-        raise Unsupported("SequenceInsert at a position is not supported (only appending)")
-    single = _cons(v, _nil(v.type))
-    return [Value(seq.type, Call(_global("concat"), (seq.expr, single.expr)))]
 

@@ -66,11 +66,12 @@ def onnx_dtype(elem_type: int) -> str:
     return name
 
 
-def _value_type(vi: Any) -> Type:
-    """The Relay type of an ONNX ValueInfo (tensor types only)."""
+def _value_type(vi: Any, shapes: Mapping[str, Any] | None = None) -> Type:
+    """The Relay type of an ONNX ValueInfo (sequences and optionals: ``ops_seq``)."""
     t = vi.type
     if t.WhichOneof("value") != "tensor_type":
-        raise Unsupported(f"input {vi.name!r}: only tensor inputs are supported")
+        from frontends.onnx.ops_seq import input_type
+        return input_type(t, vi.name, shapes)
     tt = t.tensor_type
     dims: list[Any] = []
     for i, d in enumerate(tt.shape.dim):
@@ -259,7 +260,8 @@ def _load_model(model_or_path: Any) -> tuple[Any, str | None]:
 
 
 def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | None = None,
-              freeze_params: bool = False) -> tuple[IRModule, dict[str, np.ndarray]]:
+              freeze_params: bool = False, shapes: Mapping[str, Any] | None = None,
+              ) -> tuple[IRModule, dict[str, np.ndarray]]:
     """Import an ONNX model.
 
     Args:
@@ -267,6 +269,8 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
         const_inputs: graph inputs to treat as known constants (their values), e.g. the
             ``shape`` input of a ``Reshape`` that Relay needs statically.
         freeze_params: embed initializers as constants instead of parameters.
+        shapes: for sequence and optional inputs, the shape of their elements where the
+            model does not declare it (``None`` or -1 for a dimension that varies).
 
     Returns:
         ``(mod, params)``: ``mod["main"]`` takes the data inputs (graph inputs that are not
@@ -287,6 +291,7 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
         ops_nn,
         ops_pool,
         ops_rnn,
+        ops_seq,
         ops_tensor,
     )
 
@@ -315,7 +320,7 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
                 raise ImporterError(f"cannot import: input {vi.name!r}: {err}") from None
             continue
         try:
-            ty = _value_type(vi)
+            ty = _value_type(vi, shapes)
         except Unsupported as err:
             raise ImporterError(f"cannot import: {err}") from None
         var = Var(_ident(vi.name), ty)
@@ -341,24 +346,10 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
     used = [n for n, v in weight_vars.items() if ctx.env[n].materialized]  # type: ignore[attr-defined]
     params = {_ident(n): inits[n] for n in used}
     main = Function(tuple(data_vars) + tuple(weight_vars[n] for n in used), body)
-    functions: dict[str, Function] = {}
-    types: dict[str, Any] = {}
-    if _uses_sequences(graph):
-        from semantics.prelude import needed_definitions
-        functions, types = needed_definitions(
-            {"nth": None, "length": None, "concat": None}, {"List": None})
+    from frontends.onnx.ops_seq import module_definitions
+    functions, types = module_definitions(main)
     functions["main"] = main
     return IRModule(functions, types), params
-
-
-def _uses_sequences(graph: Any) -> bool:
-    for node in graph.node:
-        if node.op_type.startswith("Sequence"):
-            return True
-        for a in node.attribute:
-            if a.HasField("g") and _uses_sequences(a.g):
-                return True
-    return False
 
 
 _RELAY_DTYPES = RELAY_DTYPES

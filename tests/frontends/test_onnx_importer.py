@@ -286,10 +286,21 @@ def test_loop_scan_outputs_with_a_static_trip_count_match_onnxruntime():
         np.testing.assert_allclose(g, w, rtol=1e-6)
 
 
-def test_loop_scan_outputs_with_a_data_dependent_count_are_reported():
+@pytest.mark.parametrize("n,limit", [(0, 100.0), (10, 100.0), (10, 1e6), (3, 1e6)])
+def test_loop_scan_outputs_with_a_data_dependent_count_match_onnxruntime(n, limit):
+    """Scan outputs are a list the iterations cons onto, stacked after the loop into a
+    ``Tensor[(?, 3)]``."""
     m = _loop_model()
     body = m.graph.node[0].attribute[0].g
     body.output.append(helper.make_tensor_value_info("y_out", F, [3]))
     m.graph.node[0].output.append("ys")
-    with pytest.raises(ImporterError, match="scan outputs need a static trip count"):
-        from_onnx(m)
+    m.graph.output.append(helper.make_tensor_value_info("ys", F, None))
+    mod, params = from_onnx(m)
+    assert _has_recursive_let(mod["main"])
+    feeds = {"n": np.array(n, np.int64), "c": np.array(True), "x": np.ones(3, np.float32),
+             "limit": np.array(limit, np.float32)}
+    want = run_ort(m, feeds)
+    got = evaluate(mod, *feeds.values())
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-6)
