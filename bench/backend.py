@@ -94,7 +94,7 @@ import sys, time
 sys.path.insert(0, {root!r})
 import models
 from backends.tvm import build
-from backends.tvm.kernels import KernelCache
+from backends.tvm.kernel.cache import KernelCache
 import tvm  # noqa: F401 - imported before the clock starts, as by a program that builds
 mod, params = models.get({name!r})
 t = time.perf_counter()
@@ -138,8 +138,8 @@ def compile_times(mod: Any, params: dict[str, np.ndarray], inputs: list[np.ndarr
     """
     from backends.tvm import build
     from backends.tvm.build import KernelTable, PrepareMemo, memo_key, prepare
-    from backends.tvm.executable import Executable
-    from backends.tvm.kernels import KernelCache
+    from backends.tvm.exec.executable import Executable
+    from backends.tvm.kernel.cache import KernelCache
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -213,7 +213,7 @@ class _CountingList(list[Any]):
 
 
 def _codes(exe: Any) -> list[Any]:
-    from backends.tvm.vm import Code
+    from backends.tvm.exec.vm import Code
 
     seen: dict[int, Any] = {}
     work = [c.code for c in exe._runner.closures.values()]
@@ -228,7 +228,7 @@ def _codes(exe: Any) -> list[Any]:
 
 
 def _kernels_of(code: Any) -> list[tuple[int, int]]:
-    from backends.tvm.vm import KERNEL, KERNEL1, KERNEL2
+    from backends.tvm.exec.vm import KERNEL, KERNEL1, KERNEL2
 
     return [(i, 2) for i, ins in enumerate(code.instrs) if ins[0] in (KERNEL, KERNEL1, KERNEL2)]
 
@@ -284,7 +284,8 @@ def kernel_call_cost(n: int = 20_000) -> list[tuple[str, float]]:
     blocks of ``n / 10`` calls)."""
     import tvm
 
-    from backends.tvm.kernels import KernelCache, compile_function
+    from backends.tvm.kernel.cache import KernelCache
+    from backends.tvm.kernel.compile import compile_function
     from semantics import parse_expr
 
     # The kernel itself (the VM runs a scalar integer add by a host rule, not a kernel).

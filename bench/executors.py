@@ -116,7 +116,7 @@ def build_timed(mod: Any, params: dict[str, np.ndarray], executor: str
 
 def ours(name: str, executor: str, runs: int, warmup: int) -> dict[str, Any]:
     from backends.tvm import build
-    from backends.tvm.kernels import default_cache
+    from backends.tvm.kernel.cache import default_cache
 
     mod, params, inputs = workload(name)
     exe = build(mod, params=params, executor=executor)

@@ -53,7 +53,7 @@ def anchor(ops: tuple[str, ...]) -> str:
 def profile(name: str, opt_level: int, repeat: int) -> tuple[list[Any], float]:
     """The step profiles of one run of ``name`` and the end-to-end median seconds."""
     from backends.tvm import build
-    from backends.tvm.kernels import default_cache
+    from backends.tvm.kernel.cache import default_cache
 
     mod, params = models.get(name)
     exe = build(mod, params=params, opt_level=opt_level, executor="graph")

@@ -108,7 +108,7 @@ def _build(name: str, opt_level: int, cold: bool) -> tuple[Any, float]:
     """Our graph-executor build of ``name`` at ``opt_level`` and its build seconds."""
     try:
         from backends.tvm import build
-        from backends.tvm.kernels import KernelCache, default_cache
+        from backends.tvm.kernel.cache import KernelCache, default_cache
     except ImportError as e:
         raise Missing(f"the TVM backend is not available ({e})") from e
     mod, params = models.get(name)

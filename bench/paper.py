@@ -282,7 +282,7 @@ def ours(name: str, opt_level: int, executor: str) -> Callable[..., Any]:
         from backends.tvm import build
     except ImportError as e:
         raise Missing(f"the TVM backend is not available ({e})") from e
-    from backends.tvm.kernels import default_cache
+    from backends.tvm.kernel.cache import default_cache
 
     mod, params = models.get(name)
     exe = build(mod, params=params, opt_level=opt_level, executor=executor)

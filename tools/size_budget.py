@@ -11,8 +11,7 @@ inside the function that holds them).
 The exceptions (``tools/size_budget_exceptions.txt``) are the files and functions that
 were over budget when the budget was introduced, each with its size then, one a line::
 
-    backends/tvm/kernels.py 1543
-    backends/tvm/vm.py::VM._run 136
+    backends/tvm/exec/vm.py::VM._run 136
 
 A function is named by its path and qualified name (``Class.method``,
 ``outer.inner``), so moving it within its file keeps its entry. Exceptions may only

@@ -2,7 +2,7 @@
 
 ``build(mod, params=None, target="llvm", opt_level=3, executor="vm")`` optimizes and
 fuses a Relay module, compiles each fused primitive function to a kernel
-(``backends.tvm.kernels``; the numpy fallback for what does not lower) and returns an
+(``backends.tvm.kernel``; the numpy fallback for what does not lower) and returns an
 :class:`Executable` for one of three executors: ``"vm"`` (the whole language),
 ``"graph"`` (first-order dataflow with memory planning) or ``"aot"`` (a generated
 Python module). ``load(path)`` reads a build written by ``Executable.save``.
@@ -41,6 +41,6 @@ use_every_core()
 _import_tvm_without_torch()
 
 from backends.tvm.build import build  # noqa: E402
-from backends.tvm.executable import Executable, load  # noqa: E402
+from backends.tvm.exec.executable import Executable, load  # noqa: E402
 
 __all__ = ["Executable", "build", "load"]

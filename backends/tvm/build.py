@@ -1,4 +1,5 @@
-"""``build``: from a Relay module to an :class:`~backends.tvm.executable.Executable` (issue 14 §2).
+"""``build``: from a Relay module to an
+:class:`~backends.tvm.exec.executable.Executable` (issue 14 §2).
 
 The pipeline (docs/architecture.md#toolchain):
 
@@ -21,7 +22,7 @@ The pipeline (docs/architecture.md#toolchain):
    and runs no pass (the warm build's fast path).
 4. **Resolve a kernel per primitive function** (:class:`KernelTable`): a function whose
    parameters are tensors of concrete shapes is compiled now by
-   ``backends.tvm.kernels.compile_function`` (through its :class:`KernelCache`: memory and
+   ``backends.tvm.kernel.compile_function`` (through its :class:`KernelCache`: memory and
    disk, so a model compiles once); one with ``Any`` or symbolic dimensions gets a
    :class:`KernelSlot` that compiles a kernel per actual argument signature at run time.
    When the kernel compiler declines (``NoLowering``: an operator without a lowering, a
@@ -30,11 +31,11 @@ The pipeline (docs/architecture.md#toolchain):
    :class:`~backends.tvm.fallback.FallbackKernel` over the numpy references; the table
    keeps the reasons (``exe.fallbacks``).
    Before the executor asks, :meth:`KernelTable.precompile` compiles every such kernel at
-   once (``backends.tvm.kernels.compile_many``: equal kernels once, ``jobs`` at a time in
+   once (``backends.tvm.kernel.compile_many``: equal kernels once, ``jobs`` at a time in
    worker processes and this one).
-5. **Compile the program** for the chosen executor: ``"vm"`` (:mod:`backends.tvm.vm`),
-   ``"graph"`` (:mod:`backends.tvm.graph`, first-order dataflow only) or ``"aot"``
-   (:mod:`backends.tvm.aot`).
+5. **Compile the program** for the chosen executor: ``"vm"`` (:mod:`backends.tvm.exec.vm`),
+   ``"graph"`` (:mod:`backends.tvm.exec.graph`, first-order dataflow only) or ``"aot"``
+   (:mod:`backends.tvm.exec.aot`).
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ def _kernel_digest() -> str:
     """The kernel compiler's version and code digest (a memo holds kernel keys: they change
     with it), or ``""`` without the kernel compiler."""
     try:
-        from backends.tvm import kernels
+        from backends.tvm import kernel as kernels
     except ImportError:
         return ""
     return f"{kernels.CACHE_VERSION}:{kernels.code_digest()}"
@@ -245,7 +246,7 @@ class PrepareMemo:
 
     Args:
         mod, params, opt_level, target: as for :func:`prepare`.
-        cache: a ``backends.tvm.kernels.KernelCache`` or None (the default cache).
+        cache: a ``backends.tvm.kernel.KernelCache`` or None (the default cache).
     """
 
     def __init__(self, mod: Any, params: Mapping[str, Any] | None, opt_level: int,
@@ -254,7 +255,7 @@ class PrepareMemo:
         self.key: str | None = None
         self.kernel_keys: list[str | None] | None = None
         try:
-            from backends.tvm import kernels
+            from backends.tvm import kernel as kernels
         except ImportError:
             return
         store = kernels.default_cache() if cache is None else cache
@@ -362,7 +363,7 @@ def _tensor_result(t: Any) -> bool:
 
 
 def _is_primitive(e: Any) -> bool:
-    """A function literal marked ``Primitive=1`` (as ``backends.tvm.vm`` decides)."""
+    """A function literal marked ``Primitive=1`` (as ``backends.tvm.exec.vm`` decides)."""
     return type(e) is Function and bool(e.attrs) and e.attrs.get("Primitive") in (1, True, "1")
 
 
@@ -434,7 +435,7 @@ class KernelTable:
     Args:
         target: the build's :class:`~backends.tvm.target.Target`, or what ``Target.of``
             takes (``"llvm"``: the host CPU with its features).
-        cache: a ``backends.tvm.kernels.KernelCache`` (None: the compiler's default).
+        cache: a ``backends.tvm.kernel.KernelCache`` (None: the compiler's default).
         compile_kernels: False runs every group with the numpy fallback (tests, baselines).
     """
 
@@ -480,7 +481,7 @@ class KernelTable:
         if reason is not None:
             return self.fallback(func, reason)
         try:
-            from backends.tvm import kernels
+            from backends.tvm import kernel as kernels
         except ImportError as exc:
             return self.fallback(func, f"no kernel compiler: {exc}")
         try:
@@ -533,7 +534,7 @@ class KernelTable:
                    progress: Callable[[int, int], None] | None = None
                    ) -> list[str | None] | None:
         """Compile, in parallel, every kernel of :meth:`requests` (see
-        ``backends.tvm.kernels.compile_many``): the executors' ``kernel_for`` then finds them
+        ``backends.tvm.kernel.compile_many``): the executors' ``kernel_for`` then finds them
         in the cache.
 
         Args:
@@ -550,7 +551,8 @@ class KernelTable:
         if not self.compile_kernels:
             return None
         try:
-            from backends.tvm import kernels
+            from backends.tvm import kernel as kernels
+            from backends.tvm.te_build import LoweringFailed
         except ImportError:
             return None
         store = kernels.default_cache() if self.cache is None else self.cache
@@ -567,7 +569,7 @@ class KernelTable:
         for func, types in requests:
             try:
                 keys.append(store.key_of(func, types, spec))
-            except kernels.LoweringFailed:   # no key (a lowering that declines): none
+            except LoweringFailed:   # no key (a lowering that declines): none
                 keys.append(None)
         distinct = {k for k in keys if k is not None}
         self.requested = len(distinct)
@@ -662,7 +664,7 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
         opt_level: 0–3 (the ``passes.optimize`` levels; fusion always happens).
         executor: ``"vm"`` (the whole language), ``"graph"`` (first-order dataflow, with
             memory planning) or ``"aot"`` (a generated Python module).
-        cache: a ``backends.tvm.kernels.KernelCache`` for the kernels (default: the
+        cache: a ``backends.tvm.kernel.KernelCache`` for the kernels (default: the
             compiler's own memory + disk cache).
         max_depth: the bound on nested non-tail calls at run time ("stack exhausted").
         compile_kernels: False runs every fused group with the numpy fallback (no TVM).
@@ -671,14 +673,14 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
         progress: called as ``progress(done, total)`` as kernels compile (``relay build``'s
             progress bar); not called when every kernel is cached.
     Returns:
-        An :class:`~backends.tvm.executable.Executable`; its ``report`` is a
+        An :class:`~backends.tvm.exec.executable.Executable`; its ``report`` is a
         :class:`BuildReport` (time per phase, kernels compiled and cached) and its
         ``kernels.records`` list every kernel with its schedule or fallback reason.
     Raises:
         ParseError, RelayTypeError: a malformed or ill-typed program, bad options, or a
             program the graph executor cannot run (it says to use ``executor="vm"``).
     """
-    from backends.tvm.executable import Executable
+    from backends.tvm.exec.executable import Executable
     from backends.tvm.target import Target
 
     if executor not in EXECUTORS:
@@ -687,7 +689,7 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
     _check_options(params, target, opt_level, jobs, max_depth)
     if compile_kernels and jobs != 1:
         try:
-            from backends.tvm import kernels
+            from backends.tvm import kernel as kernels
         except ImportError:
             pass
         else:

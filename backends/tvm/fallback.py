@@ -1,6 +1,6 @@
 """The numpy fallback kernel: a primitive function run with the operators' references.
 
-When :func:`backends.tvm.kernels.compile_function` cannot lower a ``Primitive=1``
+When :func:`backends.tvm.kernel.compile_function` cannot lower a ``Primitive=1``
 function (it raises ``NoLowering``: an operator without a TVM lowering, a parameter
 that is a tuple, a dtype TVM does not handle), the executors run the function with
 :class:`FallbackKernel` instead. It is *Kernel-compatible*: it has a ``name`` and is

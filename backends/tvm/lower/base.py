@@ -25,7 +25,7 @@ AVX2 and AVX-512, and a user may force them).
 
 A rule may refuse a particular call by raising :class:`Unsupported` with the reason (integer
 division, whose zero divisor must trap; ``take`` in mode ``fast``...).  The kernel compiler
-turns that into :class:`backends.tvm.kernels.NoLowering`, and the executors run the
+turns that into :class:`backends.tvm.kernel.NoLowering`, and the executors run the
 primitive function through the operators' numpy references instead, which raise the
 oracle's ``RelayRuntimeError``.  So a compiled kernel never has to report an error: every
 call a rule accepts is total.

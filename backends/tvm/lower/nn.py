@@ -52,7 +52,7 @@ from backends.tvm.lower.base import (
 from backends.tvm.lower.tensor import cast_expr
 from backends.tvm.lower.transform import reshape_to
 from backends.tvm.lower.vecmath import exp_nonpositive_f32
-from backends.tvm.schedules import KEEP
+from backends.tvm.sched.default import KEEP
 from backends.tvm.target import Target
 from semantics.ops import nn_relations as N
 from semantics.ops import transform_relations as R

@@ -52,7 +52,7 @@ from backends.tvm.lower.base import (
     nan_max,
     nan_min,
 )
-from backends.tvm.schedules import KEEP
+from backends.tvm.sched.default import KEEP
 
 
 def _tirx() -> Any:

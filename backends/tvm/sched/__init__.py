@@ -15,7 +15,7 @@ a module of this package registers, for an operator, a function
 
 :func:`pick_schedule` ranks the registered rules by ``priority`` (higher first; a
 convolution before the elementwise epilogue it carries) among the operators of the
-kernel, and falls back to :func:`backends.tvm.schedules.default_schedule` — also when a
+kernel, and falls back to :func:`backends.tvm.sched.default.default_schedule` — also when a
 rule raises: a schedule recipe must never make a kernel fail to compile, only slower.
 Every module of this package is part of the kernel cache's code digest (editing a schedule
 invalidates the kernels it built).
@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from backends.tvm.schedules import NOTES, default_schedule, first_line, refused
+from backends.tvm.sched.default import NOTES, default_schedule, first_line, refused
 from backends.tvm.target import Target
 from semantics.expr import Function
 from semantics.types import Type

@@ -45,7 +45,7 @@ convolution whose output channels the block divides an ``NCHW{c}c`` output: ordi
 The tile comes from the target's vector unit (``KernelInfo.target``: lanes, registers, L2
 size), not from a search, so a kernel costs one LLVM compilation. A kernel the recipe does
 not recognize (not float32, another block structure, a non-blocked output) gets ``None``:
-the next rule, or the default recipe (:mod:`backends.tvm.schedules`), runs.
+the next rule, or the default recipe (:mod:`backends.tvm.sched.default`), runs.
 
 :func:`enable_isnan_vectorization` is applied once when this module schedules a kernel: it
 lets TVM vectorize ``tirx.isnan`` (used by the NaN-propagating ``max`` of ``nn.relu``), which
@@ -58,7 +58,7 @@ import re
 from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
-from backends.tvm.schedules import inline_blocks, schedule_error
+from backends.tvm.sched.default import inline_blocks, schedule_error
 from backends.tvm.target import Target
 
 __all__ = ["ACC_TARGET", "K_CHUNK", "K_CHUNK_SMALL", "enable_isnan_vectorization",

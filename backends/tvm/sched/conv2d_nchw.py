@@ -70,7 +70,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
-from backends.tvm.schedules import inline_blocks, refused, schedule_error
+from backends.tvm.sched.default import inline_blocks, refused, schedule_error
 from backends.tvm.target import Target
 
 __all__ = ["ConvShape", "Tile", "accumulators", "choose_tile", "rewrite_conv",

@@ -50,7 +50,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
-from backends.tvm.schedules import KEEP, refused, schedule_error, schedule_spatial
+from backends.tvm.sched.default import KEEP, refused, schedule_error, schedule_spatial
 from backends.tvm.target import Target
 
 __all__ = ["GEMM_PARALLEL_MIN", "GEMM_ROWS_MAX", "box_row_tiles", "gemm_tile", "gemv_parallel",

@@ -7,7 +7,7 @@ discards.  The default recipe fuses every output loop into one parallel loop of 
 elements each and accumulates in the output buffer; here:
 
 * **windowed pools**: the output loops but the innermost are fused into the row loop
-  (``parallel`` above :data:`backends.tvm.schedules.PARALLEL_MIN` window taps); the innermost
+  (``parallel`` above :data:`backends.tvm.sched.default.PARALLEL_MIN` window taps); the innermost
   output axis (``W`` in ``NCHW``) is split by the vector width, its lanes below the (unrolled)
   window loops, and the accumulators of a vector of outputs live in a local buffer
   (``cache_write``), written back once; the average's division runs in the same tile;
@@ -32,8 +32,8 @@ from __future__ import annotations
 from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
+from backends.tvm.sched.default import PARALLEL_MIN, refused, schedule_error, schedule_spatial
 from backends.tvm.sched.dense import attach_epilogue, inline_into_consumers
-from backends.tvm.schedules import PARALLEL_MIN, refused, schedule_error, schedule_spatial
 
 __all__ = ["column_tile", "schedule_pool"]
 

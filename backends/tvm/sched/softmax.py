@@ -7,7 +7,7 @@ sum's logarithm).  The default recipe runs each stage over the whole tensor and 
 reductions into vector partial sums with ``rfactor``; here a row is the unit of work:
 
 * the rows are fused into one loop — ``parallel`` when the tensor has at least
-  :data:`backends.tvm.schedules.PARALLEL_MIN` elements and more than one row — and every stage
+  :data:`backends.tvm.sched.default.PARALLEL_MIN` elements and more than one row — and every stage
   is computed under it (``compute_at``), so the row stays in L1 between the stages and the
   intermediate buffers shrink to one row;
 * ``softmax_exp`` is materialized for ``softmax`` (the result and the sum both read it: inlining
@@ -28,8 +28,8 @@ from __future__ import annotations
 from typing import Any
 
 from backends.tvm.sched import KernelInfo, register_schedule
+from backends.tvm.sched.default import PARALLEL_MIN, refused, schedule_error, schedule_spatial
 from backends.tvm.sched.dense import attach_epilogue, inline_into_consumers
-from backends.tvm.schedules import PARALLEL_MIN, refused, schedule_error, schedule_spatial
 
 __all__ = ["schedule_softmax"]
 

@@ -3,7 +3,7 @@
 Compiled kernels are cached on disk across test sessions, in ``$RELAY_TVM_CACHE`` when set,
 else in a directory beside pytest's per-session temporary directories (pytest keeps their
 parent, ``/tmp/pytest-of-<user>``): a rerun compiles only what changed.  Cache keys include
-:data:`backends.tvm.kernels.CACHE_VERSION` and the target, so a stale entry is never used.
+:data:`backends.tvm.kernel.CACHE_VERSION` and the target, so a stale entry is never used.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import pytest
 
 pytest.importorskip("tvm", reason="apache-tvm is not installed (extra 'tvm')")
 
-from backends.tvm.kernels import KernelCache, compile_function  # noqa: E402
+from backends.tvm.kernel.cache import KernelCache
+from backends.tvm.kernel.compile import compile_function
 from backends.tvm.target import LANES, Target  # noqa: E402
 from interpreter import evaluate  # noqa: E402
 from passes.fuse_ops import is_primitive  # noqa: E402

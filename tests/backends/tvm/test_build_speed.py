@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +22,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import backends.tvm.kernel as KP
 import passes
 from backends.tvm import build
-from backends.tvm import kernels as K
-from backends.tvm.kernels import KernelCache, NoLowering, compile_function, compile_many
+from backends.tvm.kernel import cache as KCache
+from backends.tvm.kernel import compile as KC
+from backends.tvm.kernel import workers as K
+from backends.tvm.kernel.cache import KernelCache, kernel_key
+from backends.tvm.kernel.compile import compile_function
+from backends.tvm.kernel.runtime import NoLowering
+from backends.tvm.kernel.workers import compile_many
 from backends.tvm.target import normalize_target
 from conformance.strategies.ops import fast_arrays
 from conformance.strategies.programs import FLOAT_DTYPES, ProgramConfig, well_typed_modules
@@ -95,7 +102,7 @@ def test_the_relaxation_redeclares_every_parameter_element_aligned() -> None:
                                     *lowered.outputs])  # type: ignore[attr-defined]
         assert any(p.data_alignment != 1 for p in prim.params)   # TE's default: aligned
         notes: list[tuple[str, str]] = []
-        relaxed, needs_alignment = K._relax_alignment(prim, notes)
+        relaxed, needs_alignment = KC._relax_alignment(prim, notes)
         assert needs_alignment is False and notes == []
         assert all(p.data_alignment == 1 and p.offset_factor == 1 for p in relaxed.params)
 
@@ -105,10 +112,10 @@ def test_a_failed_relaxation_keeps_the_aligned_buffers_and_says_why(
     def broken(prim: object) -> object:
         raise AttributeError("no field 'ty'")
 
-    monkeypatch.setattr(K, "_relax_alignment_in_place", broken)
+    monkeypatch.setattr(KC, "_relax_alignment_in_place", broken)
     notes: list[tuple[str, str]] = []
     marker = object()
-    assert K._relax_alignment(marker, notes) == (marker, True)
+    assert KC._relax_alignment(marker, notes) == (marker, True)
     ((step, error),) = notes
     assert step.startswith("relax buffer alignment in place") and "no field 'ty'" in error
 
@@ -120,7 +127,7 @@ def test_equal_kernels_compile_once_and_workers_build_the_in_process_bytes(
     funcs = primitives(TWO_BLOCKS)
     reqs = requests(funcs)
     spec = normalize_target(None)
-    keys = [K.kernel_key(f, t, spec) for f, t in reqs]
+    keys = [kernel_key(f, t, spec) for f, t in reqs]
     distinct = len(set(keys))
     assert distinct < len(keys)          # the two conv blocks are the same kernel
     here = KernelCache(tmp_path / "here")
@@ -148,7 +155,7 @@ def test_entries_written_by_a_worker_are_adopted_here(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     reqs = requests(primitives(TWO_BLOCKS))
     spec = normalize_target(None)
-    unique = {K.kernel_key(f, t, spec): (f, t) for f, t in reqs}
+    unique = {kernel_key(f, t, spec): (f, t) for f, t in reqs}
     (worker,) = K._workers(1)
     for key, (func, types) in unique.items():
         payload = K._payload(func, types, spec, key, tmp_path)
@@ -211,7 +218,7 @@ def test_generated_programs_compile_alike_in_workers_and_here(tmp_path_factory: 
 
 def test_a_memory_cache_compiles_in_parallel_through_a_scratch_directory(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(K.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     reqs = requests(primitives(TWO_BLOCKS))
     cache = KernelCache(disk=False)
     n = compile_many(reqs, cache=cache, jobs=2)
@@ -227,7 +234,7 @@ def test_a_dead_worker_hands_its_requests_back(tmp_path: Path,
     monkeypatch.setattr(K._Worker, "run", lambda self, payload: None)
     reqs = requests(primitives(TWO_BLOCKS))
     cache = KernelCache(tmp_path)
-    distinct = len({K.kernel_key(f, t, normalize_target(None)) for f, t in reqs})
+    distinct = len({kernel_key(f, t, normalize_target(None)) for f, t in reqs})
     assert compile_many(reqs, cache=cache, jobs=2) == distinct
     assert len(cache) == distinct
 
@@ -239,7 +246,7 @@ def @main(%x: Tensor[(4), float32]) -> Tensor[(4), float32] { exp(%x) }
     types = [TensorType((4,), "float32")]
     spec = normalize_target(None)
     cache = KernelCache(tmp_path)
-    key = K.kernel_key(prim, types, spec)
+    key = kernel_key(prim, types, spec)
     cache.remember_failure(key, NoLowering("exp", "a test's reason"))
     assert cache.holds(key)
     assert compile_many([(prim, types)], cache=cache, jobs=2) == 0
@@ -271,7 +278,7 @@ def test_a_worker_reports_a_lowering_failure_and_the_cache_keeps_it(tmp_path: Pa
     cache = KernelCache(tmp_path / "c")
     assert compile_many([(prim, types), (twin, types), *requests(primitives(TWO_BLOCKS))],
                         cache=cache, jobs=2) > 0
-    assert cache.failure(K.kernel_key(prim, types, spec)) == (here.value.op, here.value.reason)
+    assert cache.failure(kernel_key(prim, types, spec)) == (here.value.op, here.value.reason)
     with pytest.raises(NoLowering) as again:
         compile_function(twin, types, cache=cache)
     assert again.value.reason == here.value.reason
@@ -297,9 +304,10 @@ def test_a_script_without_a_main_guard_builds_once(tmp_path: Path) -> None:
     script = tmp_path / "script.py"
     script.write_text(f"""
 import sys
+import tempfile
 print("RAN", flush=True)
 from backends.tvm import build
-from backends.tvm.kernels import KernelCache
+from backends.tvm.kernel.cache import KernelCache
 exe = build({TWO_BLOCKS!r}, executor="graph", cache=KernelCache({str(tmp_path / 'c')!r}),
             jobs=2)
 print("BUILT", exe.kernels.compiled, flush=True)
@@ -367,10 +375,10 @@ def test_a_second_build_of_the_same_input_runs_no_pass(tmp_path: Path,
         raise AssertionError("the pass pipeline ran")
 
     hashed: list[object] = []
-    real_key = K.kernel_key
+    real_key = KCache.kernel_key
     with monkeypatch.context() as m:
         m.setattr(B, "prepare", no_passes)
-        m.setattr(K, "kernel_key", lambda *a: hashed.append(a) or real_key(*a))
+        m.setattr(KCache, "kernel_key", lambda *a: hashed.append(a) or real_key(*a))
         cache = KernelCache(tmp_path)
         second = build(TWO_BLOCKS, params=params, executor="vm", cache=cache, jobs=1)
     assert not hashed                       # the memo gave every kernel's key
@@ -460,7 +468,7 @@ def test_the_memo_key_changes_with_the_kernel_compiler(monkeypatch: pytest.Monke
 
     params = _two_block_params(1)
     base = memo_key(TWO_BLOCKS, params, 3)
-    monkeypatch.setattr(K, "code_digest", lambda: "another")
+    monkeypatch.setattr(KP, "code_digest", lambda: "another")
     assert memo_key(TWO_BLOCKS, params, 3) != base     # its kernel keys would be stale
 
 

@@ -1,4 +1,4 @@
-"""The kernel cache's store of weights (``backends.tvm.blobs``) and the build memo on it.
+"""The kernel cache's store of weights (``backends.tvm.kernel.blobs``) and the build memo on it.
 
 * constants round-trip exactly (dtype, shape, bytes; inline or as blobs), a blob is named by
   its bytes and written once, and readers share one memory map (no copy);
@@ -20,8 +20,10 @@ import numpy as np
 import pytest
 
 import passes
-from backends.tvm import blobs, build, load
-from backends.tvm.kernels import Kernel, KernelCache
+from backends.tvm import build, load
+from backends.tvm.kernel import blobs
+from backends.tvm.kernel.cache import KernelCache
+from backends.tvm.kernel.runtime import Kernel
 from interpreter import evaluate
 from semantics import parse, types_equal
 from semantics.expr import Constant

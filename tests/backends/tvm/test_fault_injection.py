@@ -30,8 +30,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backends.tvm import blobs, build, load
-from backends.tvm.kernels import KernelCache
+from backends.tvm import build, load
+from backends.tvm.kernel import blobs
+from backends.tvm.kernel.cache import KernelCache
 from interpreter import evaluate
 from semantics import RelayError
 

@@ -1,4 +1,4 @@
-"""The output pool of :class:`backends.tvm.kernels.Kernel` (small results reused by reference
+"""The output pool of :class:`backends.tvm.kernel.Kernel` (small results reused by reference
 count, arguments passed as their TVM twins): a buffer anybody still refers to is never
 written again, whatever holds it, and the results are the ones fresh buffers would get.
 """
@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 pytest.importorskip("tvm", reason="apache-tvm is not installed (extra 'tvm')")
 
 import typechecker  # noqa: E402
-from backends.tvm import kernels  # noqa: E402
-from backends.tvm.kernels import POOL_SIZE, KernelCache, compile_function  # noqa: E402
+from backends.tvm.kernel import runtime as kernels  # noqa: E402
+from backends.tvm.kernel.cache import KernelCache
+from backends.tvm.kernel.compile import compile_function
+from backends.tvm.kernel.runtime import POOL_SIZE
 from semantics import parse  # noqa: E402
 from semantics.types import TensorType  # noqa: E402
 

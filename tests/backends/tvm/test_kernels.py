@@ -15,16 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import passes
-from backends.tvm.kernels import (
-    COMPILE_FAILED,
-    Kernel,
-    KernelCache,
-    NoLowering,
-    compile_function,
-    host_target,
-    kernel_key,
-)
-from backends.tvm.target import Target
+from backends.tvm.kernel.cache import KernelCache, kernel_key
+from backends.tvm.kernel.compile import compile_function
+from backends.tvm.kernel.runtime import COMPILE_FAILED, Kernel, NoLowering
+from backends.tvm.target import Target, host_target
 from conformance.strategies.ops import fast_arrays
 from conformance.strategies.programs import (
     FLOAT_DTYPES,
@@ -321,7 +315,7 @@ def test_kernels_take_unaligned_buffers_and_the_fallback_copies(
         tmp_path: object, monkeypatch: pytest.MonkeyPatch, close: object) -> None:
     import json
 
-    import backends.tvm.kernels as K
+    import backends.tvm.kernel.compile as K
 
     (prim,) = fused_main(ELEMWISE)
     types = [TensorType((40, 5), "float32"), TensorType((5,), "float32")]
@@ -351,8 +345,8 @@ def test_kernels_take_unaligned_buffers_and_the_fallback_copies(
 def test_the_default_schedule_is_parallel_and_vectorized(text: str) -> None:
     from tvm import te
 
-    from backends.tvm.kernels import _relax_alignment
-    from backends.tvm.schedules import default_schedule
+    from backends.tvm.kernel.compile import _relax_alignment
+    from backends.tvm.sched.default import default_schedule
     from backends.tvm.te_build import build_te
 
     (prim,) = fused_main(f"""
@@ -369,8 +363,8 @@ def @main(%x: Tensor[(256, 512), float32], %w: Tensor[(128, 512), float32]) {{
 def test_the_default_schedule_of_a_convolution_and_a_pool() -> None:
     from tvm import te
 
-    from backends.tvm.kernels import _relax_alignment
-    from backends.tvm.schedules import default_schedule
+    from backends.tvm.kernel.compile import _relax_alignment
+    from backends.tvm.sched.default import default_schedule
     from backends.tvm.te_build import build_te
 
     for prim in fused_main(CONV_BLOCK.replace("(1, 3, 8, 8)", "(1, 3, 128, 128)")

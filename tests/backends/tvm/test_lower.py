@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backends.tvm.kernels import COMPILE_FAILED, NoLowering, compile_function
+from backends.tvm.kernel.compile import compile_function
+from backends.tvm.kernel.runtime import COMPILE_FAILED, NoLowering
 from backends.tvm.lower import TARGET
 from conformance.strategies.ops import fast_arrays, op_call_args, op_inputs
 from semantics import ops

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backends.tvm.kernels import compile_function
+from backends.tvm.kernel.compile import compile_function
 from semantics import ops
 from semantics.expr import Attrs, Call, Function, Op, Var
 from semantics.types import TensorType

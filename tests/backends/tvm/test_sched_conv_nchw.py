@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backends.tvm.build import prepare
-from backends.tvm.kernels import KernelCache
+from backends.tvm.kernel.cache import KernelCache
 from backends.tvm.sched import KernelInfo, candidates
 from backends.tvm.sched.conv2d_nchw import (
     ConvShape,

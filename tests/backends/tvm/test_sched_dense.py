@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 import passes
 import typechecker
-from backends.tvm.kernels import KernelCache, compile_function
+from backends.tvm.kernel.cache import KernelCache
+from backends.tvm.kernel.compile import compile_function
 from backends.tvm.sched import KernelInfo, candidates
 from backends.tvm.sched.dense import schedule_dense
 from backends.tvm.sched.pool import column_tile as pool_column_tile

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from backends.tvm import build, load
-from backends.tvm.kernels import KernelCache
+from backends.tvm.kernel.cache import KernelCache
 from backends.tvm.target import Target
 from semantics.expr import Call, Op
 from semantics.visitor import post_order

@@ -115,7 +115,8 @@ def test_dense_ranges(name: str, scale: float, seed: int) -> None:
 def test_the_lowering_uses_them_for_float32() -> None:
     """The ``sigmoid``/``tanh`` kernels of float32 compute through vecmath (their results are
     the vecmath functions' bit for bit, and within 4 ulp of the definition)."""
-    from backends.tvm.kernels import KernelCache, compile_function
+    from backends.tvm.kernel.cache import KernelCache
+    from backends.tvm.kernel.compile import compile_function
     from semantics import parse_expr
     from semantics.types import TensorType
 
@@ -140,7 +141,8 @@ def test_a_transcendental_of_a_transcendental_reads_a_kept_stage(body: str, cut:
     inlines) reads it from a kept stage: nested ``Let`` values make TVM's code generation
     exponential (``tanh(tanh(x))`` compiled in 69 s). The kernel still computes the
     composition: each stage is the vecmath function bit for bit."""
-    from backends.tvm.kernels import KernelCache, compile_function
+    from backends.tvm.kernel.cache import KernelCache
+    from backends.tvm.kernel.compile import compile_function
     from backends.tvm.te_build import build_te
     from semantics import parse_expr
     from semantics.types import TensorType

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from backends.tvm import build
-from backends.tvm.graph import plan_function
-from backends.tvm.vm import VMClosure
+from backends.tvm.exec.graph import plan_function
+from backends.tvm.exec.vm import VMClosure
 from interpreter import Closure, ConstructorValue, RefValue, evaluate
 from semantics import RelayRuntimeError, RelayTypeError
 

@@ -21,10 +21,9 @@ from hypothesis import strategies as st
 pytest.importorskip("tvm", reason="the TVM backend needs apache-tvm (extra `tvm`)")
 
 from backends.tvm import build  # noqa: E402
-from backends.tvm.aot import AotRunner  # noqa: E402
 from backends.tvm.build import FlatArgs  # noqa: E402
-from backends.tvm.kernels import Kernel  # noqa: E402
-from backends.tvm.vm import (  # noqa: E402
+from backends.tvm.exec.aot import AotRunner  # noqa: E402
+from backends.tvm.exec.vm import (  # noqa: E402
     KERNEL,
     KERNEL1,
     KERNEL2,
@@ -36,6 +35,7 @@ from backends.tvm.vm import (  # noqa: E402
     is_primitive_function,
     pattern_plan,
 )
+from backends.tvm.kernel.runtime import Kernel
 from conformance import ProgramConfig, assert_equivalent  # noqa: E402
 from interpreter import ConstructorValue, RefValue, evaluate  # noqa: E402
 from semantics import RelayRuntimeError, RelayTypeError, parse  # noqa: E402

@@ -88,7 +88,7 @@ def test_loading_something_else_is_a_runtime_error(tmp_path):
 
 def test_saved_kernels_load_from_the_build_directory(tmp_path):
     pytest.importorskip("tvm", reason="compiled kernels need apache-tvm (extra `tvm`)")
-    from backends.tvm.kernels import KernelCache
+    from backends.tvm.kernel.cache import KernelCache
 
     exe = build(DATAFLOW, executor="graph", cache=KernelCache(tmp_path / "cache"))
     assert exe.kernels.compiled >= 1

@@ -1,4 +1,4 @@
-"""The files of a kernel-cache entry (``backends.tvm.kernels.KernelCache``) and their
+"""The files of a kernel-cache entry (``backends.tvm.kernel.KernelCache``) and their
 integrity.
 
 An entry ``<key>`` is a linked library ``<key>.so`` and its metadata ``<key>.json`` (types,
@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from backends.tvm import blobs
+from backends.tvm.kernel import blobs
 from backends.tvm.te_build import Layout
 from semantics.ops.reference import concrete_shape
 from semantics.types import TensorType

@@ -1,5 +1,5 @@
 """Importing a saved ``aot.py`` (the Python module the AoT executor generated for a program,
-written by :meth:`~backends.tvm.executable.Executable.save`) instead of generating it again.
+written by :meth:`~backends.tvm.exec.executable.Executable.save`) instead of generating it again.
 
 Any failure to read or import it — a missing or unreadable file, text that is not UTF-8, a
 module that does not compile or fails while it runs — is a ``RelayRuntimeError`` naming the

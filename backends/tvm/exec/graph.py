@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from backends.tvm.build import KernelTable, is_static_tensor
-from backends.tvm.vm import is_primitive_function
+from backends.tvm.exec.vm import is_primitive_function
 from semantics.errors import InternalError, RelayTypeError
 from semantics.expr import (
     Call,
@@ -465,7 +465,7 @@ def _value(desc: Desc, env: dict[int, Any]) -> Any:
 
 
 class GraphRunner:
-    """The graph executor behind an :class:`~backends.tvm.executable.Executable`.
+    """The graph executor behind an :class:`~backends.tvm.exec.executable.Executable`.
 
     ``main`` is planned at construction (a program the graph executor cannot run is
     rejected then); other globals when first run.

@@ -48,9 +48,9 @@ message). Runtime errors carry the span of the instruction's node.
 
 Cost (``bench/backend.py``, a scalar loop of 100,000 iterations): about 2.5 µs per
 instruction including the kernel calls, of which the VM's own dispatch is about 0.3 µs;
-the rest is the kernel call (:class:`backends.tvm.kernels.Kernel`'s fast lane).
+the rest is the kernel call (:class:`backends.tvm.kernel.Kernel`'s fast lane).
 
-Not here: argument and result conversion (:mod:`backends.tvm.executable`), kernels
+Not here: argument and result conversion (:mod:`backends.tvm.exec.executable`), kernels
 (:mod:`backends.tvm.build`).
 """
 
@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 
 from backends.tvm.fallback import FallbackKernel, OpKernel
-from backends.tvm.kernels import register_constant
+from backends.tvm.kernel.runtime import register_constant
 from backends.tvm.lower.scalar import scalar_program
 from interpreter.values import (
     Closure,
@@ -719,7 +719,7 @@ def release_dead_registers(code: Code) -> None:
 
     A suspended frame would otherwise keep every value it ever computed alive until the
     call returns (a non-tail recursion holds all of them); clearing the dead ones lets the
-    kernels' output pools (:class:`backends.tvm.kernels.Kernel`) reuse their buffers.
+    kernels' output pools (:class:`backends.tvm.kernel.Kernel`) reuse their buffers.
     Unobservable: a cleared register is read by no later instruction on any path (an
     ``ISSET`` test is a read, so a shared node's register is never cleared before it).
     """

@@ -94,16 +94,16 @@ class Executable:
         target = table.target         # the Target record, read once
         runner: Any
         if executor == "vm":
-            from backends.tvm.vm import VM, Compiler
+            from backends.tvm.exec.vm import VM, Compiler
 
             closures = Compiler(fused, table.kernel_for).compile_all()
             runner = _VMRunner(VM(fused, max_depth), closures)
         elif executor == "graph":
-            from backends.tvm.graph import GraphRunner
+            from backends.tvm.exec.graph import GraphRunner
 
             runner = GraphRunner(fused, table)
         elif executor == "aot":
-            from backends.tvm.aot import AotRunner
+            from backends.tvm.exec.aot import AotRunner
 
             runner = AotRunner(fused, table, max_depth, source_path=aot_source)
         else:
@@ -142,7 +142,7 @@ class Executable:
 
         Every kernel is called once to warm up and ``repeat`` more times on its real inputs;
         the median is reported. Returns one
-        :class:`~backends.tvm.graph.StepProfile` per kernel call, in evaluation order
+        :class:`~backends.tvm.exec.graph.StepProfile` per kernel call, in evaluation order
         (kernel name, operators, output shapes, seconds, FLOPs of its convolutions and
         dense products).
 
@@ -231,7 +231,7 @@ class Executable:
 def _kernel_cache(directory: str) -> Any:
     """A kernel cache on ``directory``, or None without the TVM kernel compiler."""
     try:
-        from backends.tvm import kernels
+        from backends.tvm import kernel as kernels
     except ImportError:
         return None
     return kernels.KernelCache(directory)
@@ -247,7 +247,7 @@ def _export_kernels(table: KernelTable, directory: str) -> int:
     if not table.compiled_specs:
         return 0
     try:
-        from backends.tvm import kernels
+        from backends.tvm import kernel as kernels
     except ImportError:
         return 0
     cache = table.cache if table.cache is not None else kernels.default_cache()

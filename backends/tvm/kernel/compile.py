@@ -1,0 +1,299 @@
+"""The kernel compiler: a ``Primitive=1`` function compiled to a callable CPU kernel.
+
+:func:`compile_function` ``(func, arg_types, *, target=None, cache=None) -> Kernel`` lowers the
+function specialized to the concrete argument types (:mod:`backends.tvm.te_build`), schedules
+it (:mod:`backends.tvm.sched`), compiles it with ``tvm.compile`` for the build's
+:class:`~backends.tvm.target.Target` and wraps it (:mod:`backends.tvm.kernel.runtime`); the
+cache (:mod:`backends.tvm.kernel.cache`) is asked first.
+
+Facts about apache-tvm 0.27 this module relies on (measured):
+
+* ``te.create_prim_func`` declares its buffers 64-byte aligned and LLVM then emits aligned
+  vector loads: an unaligned array **crashes the process**. The kernel's buffers are therefore
+  redeclared with element alignment (``align=1``, ``offset_factor=1``): each parameter ``Var``
+  of the ``PrimFunc`` gets a new buffer type in place (the body refers to that very ``Var``);
+  should that fail, the kernel keeps the 64-byte buffers, copies every unaligned argument into
+  an aligned one, and its schedule report says why;
+* the machine code is the expensive part of ``tvm.compile``'s output, and both TVM's JIT and
+  ``export_library`` generate it: a kernel's object file is written once and linked with
+  ``ld -shared`` (about ten times cheaper than the C compiler driver ``export_library``
+  runs), and the kernel runs from that library, which the cache keeps.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from backends.tvm.kernel import entries
+from backends.tvm.kernel.cache import KernelCache, _discard, default_cache
+from backends.tvm.kernel.runtime import COMPILE_FAILED, Kernel, NoLowering
+from backends.tvm.sched import KernelInfo, Scheduler, ScheduleReport, pick_schedule
+from backends.tvm.sched.default import first_line
+from backends.tvm.target import (
+    Target,
+    TargetSpec,
+    as_target,
+    normalize_target,
+)
+from backends.tvm.te_build import LoweringFailed, build_te
+from semantics.expr import Function
+from semantics.types import Type
+
+__all__ = ["compile_function"]
+
+
+def _relax_alignment(prim: Any, notes: list[tuple[str, str]] | None = None
+                     ) -> tuple[Any, bool]:
+    """``prim`` with element-aligned parameter buffers, and whether it still needs 64 bytes.
+
+    Each parameter buffer gets a new buffer type with ``align=1, offset_factor=1`` and a free
+    ``elem_offset`` (:func:`_relax_alignment_in_place`). Should that fail (TVM's reflection
+    API is private, a TVM upgrade may change it), the kernel keeps its 64-byte aligned buffers
+    — its calls then take the careful lane, which copies unaligned arrays — and the failure
+    is appended to ``notes`` as ``(step, error)``: the kernel's schedule report shows it.
+    """
+    try:
+        return _relax_alignment_in_place(prim), False
+    except Exception as err:  # noqa: BLE001 - any failure: keep the aligned buffers, say why
+        if notes is not None:
+            notes.append(("relax buffer alignment in place (the kernel keeps 64-byte aligned "
+                          "buffers: its calls take the careful lane)", first_line(err)))
+        return prim, True
+
+
+def _relax_alignment_in_place(prim: Any) -> Any:
+    """``prim`` (just created by ``te.create_prim_func``, not shared) with relaxed buffers.
+
+    In TVM 0.27 a parameter buffer is a ``Var`` whose type (a ``BufferType``) carries the
+    alignment, and the body refers to that very ``Var``: replacing the type of each parameter
+    ``Var`` relaxes the buffer everywhere without rebuilding the body.  The ``Var`` fields are
+    frozen for Python code, so the type goes in through the field's reflection setter; the new
+    type comes from ``decl_buffer`` (the parameter's shape, dtype, strides and scope, a fresh
+    ``elem_offset`` variable), exactly what the TVMScript parser makes of
+    ``T.Buffer(shape, dtype, align=1, offset_factor=1)``.
+    """
+    from tvm import tirx
+
+    setter = None
+    for param in prim.params:
+        ty = param.ty
+        if not isinstance(ty, tirx.buffer.BufferType) or ty.layout is not None \
+                or list(ty.allocated_addr):
+            raise ValueError("not a plain buffer parameter")
+        fresh = tirx.decl_buffer(ty.shape, ty.dtype, param.name,
+                                 strides=list(ty.strides) or None,
+                                 scope=ty.storage_scope, data_alignment=1, offset_factor=1,
+                                 layout=None)
+        if setter is None:
+            fields = _type_fields(type(param))
+            setter = fields["ty"].setter
+        setter(param, fresh.ty)
+    return prim
+
+
+def _type_fields(cls: type) -> dict[str, Any]:
+    """The reflected fields of a TVM object class, its ancestors' included, by name."""
+    out: dict[str, Any] = {}
+    info = getattr(cls, "__tvm_ffi_type_info__", None)
+    while info is not None:
+        for f in info.fields:
+            out.setdefault(f.name, f)
+        info = info.parent_type_info
+    return out
+
+
+def compile_function(func: Function, arg_types: Sequence[Type], *, target: TargetSpec = None,
+                     cache: KernelCache | None = None,
+                     schedule: Callable[[Any], Any] | None = None) -> Kernel:
+    """Compile a ``Primitive=1`` function for concrete argument types.
+
+    Args:
+        func: the primitive function (any ``fuse_opt_level``), over tensor or
+            tuple-of-tensor parameters.
+        arg_types: the concrete types of the call's arguments — one per parameter (tuple
+            types for tuple parameters) or one per flattened tensor; ``Any``/symbolic dims
+            resolved by the caller.
+        target: a :class:`~backends.tvm.target.Target`, or what ``Target.of`` takes (None
+            and ``"llvm"``: the host; a string; a dict).
+        cache: the kernel cache (None: :func:`default_cache`).
+        schedule: the scheduling function ``PrimFunc -> IRModule`` (default
+            :func:`backends.tvm.sched.pick_schedule`: the kernel's anchor operator's registered
+            recipe, else the default one); kernels built with a custom
+            schedule are not cached.
+    Returns:
+        The compiled :class:`Kernel`.
+    Raises:
+        NoLowering: an operator without a lowering for the target, a call its rule declines,
+            or a function that is not a primitive dataflow function.
+    """
+    spec = normalize_target(target)
+    store = default_cache() if cache is None else cache
+    fast = None
+    if schedule is None:
+        fast = store.by_identity(func, arg_types, spec)
+        if fast.kernel is not None:
+            return fast.kernel
+    try:
+        key = store.key_of(func, arg_types, spec)
+    except LoweringFailed as err:
+        raise NoLowering(err.op, err.reason) from None
+    if fast is not None:
+        kernel = store.get(key)
+        if kernel is not None:
+            fast.remember(kernel)
+            return kernel
+        failed = store.failure(key)
+        if failed is not None:
+            raise NoLowering(*failed)
+    workdir = store.workdir() if fast is not None else None
+    try:
+        kernel, artifact, meta = _compile(func, arg_types, spec, key, schedule, workdir)
+    except NoLowering as err:
+        if fast is not None:
+            store.remember_failure(key, err)
+        _discard(workdir)
+        raise
+    except BaseException:
+        _discard(workdir)
+        raise
+    if fast is not None:
+        store.put(key, kernel, artifact, meta, workdir)
+        fast.remember(kernel)
+    else:
+        _discard(workdir)
+    return kernel
+
+
+def _build_library(func: Function, arg_types: Sequence[Type], spec: Target, key: str,
+                   schedule: Callable[[Any], Any] | None
+                   ) -> tuple[Any, Any, str, bool, dict[str, Any] | None]:
+    """Lower, schedule and ``tvm.compile`` a function (no machine code yet: see :func:`_link`).
+
+    Returns:
+        ``(library, lowered, name, needs_alignment, schedule)``: TVM's executable, the
+        :class:`~backends.tvm.te_build` lowering, the kernel's symbol, whether its
+        buffers kept the 64-byte alignment, and the
+        :class:`~backends.tvm.sched.ScheduleReport` as JSON (None for a caller's own
+        ``schedule`` function).
+    Raises:
+        NoLowering: see :func:`compile_function`.
+    """
+    import tvm
+    from tvm import te
+
+    try:
+        lowered = build_te(func, arg_types, spec)
+    except LoweringFailed as err:
+        raise NoLowering(err.op, err.reason) from None
+    if schedule is None:
+        schedule = pick_schedule(KernelInfo(tuple(lowered.ops), func, tuple(arg_types), spec))
+    name = f"relay_kernel_{key[:16]}"
+    try:
+        prim = te.create_prim_func([*lowered.inputs, *lowered.constants, *lowered.outputs])
+        notes: list[tuple[str, str]] = []
+        prim, needs_alignment = _relax_alignment(prim, notes)
+        prim = prim.with_attr("global_symbol", name)
+        mod = schedule(prim)
+        report = schedule.report.to_json() if isinstance(schedule, Scheduler) else None
+        if report is not None:
+            report["refused"] = [list(n) for n in notes] + report["refused"]
+        if name not in [g.name_hint for g in mod.get_global_vars()]:
+            mod = tvm.IRModule({name: mod[mod.get_global_vars()[0]]})
+        lib = tvm.compile(mod, target=as_target(spec))
+    except Exception as err:  # noqa: BLE001 - TVM's errors have no common public base
+        raise _compile_failed(lowered.ops, err) from err
+    return lib, lowered, name, needs_alignment, report
+
+
+def _compile_failed(ops: Sequence[str], err: BaseException) -> NoLowering:
+    first = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+    return NoLowering(COMPILE_FAILED, f"TVM could not compile the kernel of "
+                      f"{', '.join(sorted(set(ops)))}: {first}")
+
+
+def _meta(lowered: Any, name: str, needs_alignment: bool,
+          schedule: dict[str, Any] | None) -> dict[str, Any]:
+    return {"name": name, "inputs": [entries.type_json(t) for t in lowered.input_types],
+            "outputs": [entries.type_json(t) for t in lowered.output_types],
+            "layout": lowered.layout, "needs_alignment": needs_alignment,
+            "ops": lowered.ops, "constants": lowered.constant_arrays, "schedule": schedule}
+
+
+def _compile(func: Function, arg_types: Sequence[Type], spec: Target, key: str,
+             schedule: Callable[[Any], Any] | None, workdir: Path | None = None
+             ) -> tuple[Kernel, Any, dict[str, Any]]:
+    """Compile in this process: ``(kernel, artifact, meta)``.
+
+    With a ``workdir`` the machine code is generated once, into ``workdir/kernel.so``
+    (:func:`_link`), and the kernel runs from that library (the artifact: the cache moves it
+    into place); without one, or should linking fail, TVM's JIT runs the kernel and the
+    artifact is TVM's module (the cache exports it).
+    """
+    lib, lowered, name, needs_alignment, report = _build_library(func, arg_types, spec, key,
+                                                                 schedule)
+    meta = _meta(lowered, name, needs_alignment, report)
+    artifact: Any = lib
+    module: Any = None
+    if workdir is not None:
+        so = workdir / "kernel.so"
+        try:
+            _link(lib, so)
+            import tvm
+
+            module = tvm.runtime.load_module(str(so))
+            artifact = so
+        except Exception as err:  # noqa: BLE001 - no linker, a full disk: TVM's JIT instead
+            module = None
+            if report is not None:      # recorded with the kernel (``--show-kernels``)
+                report["refused"].append(["link the kernel into a shared library (TVM's JIT "
+                                          "runs it instead)", first_line(err)])
+    try:
+        if module is None:
+            module = lib.jit()
+        fn = module[name]
+    except Exception as err:  # noqa: BLE001 - TVM's errors have no common public base
+        raise _compile_failed(lowered.ops, err) from err
+    kernel = Kernel(name, fn, module, lowered.input_types, lowered.output_types,
+                    lowered.layout, lowered.constant_arrays, needs_alignment)
+    kernel.ops = tuple(lowered.ops)
+    kernel.schedule = ScheduleReport.from_json(report)
+    return kernel, artifact, meta
+
+
+def _link(lib: Any, so: Path) -> None:
+    """Generate the machine code of ``lib`` and link it into the shared library ``so``.
+
+    TVM's JIT and ``export_library`` would each generate the machine code (the most
+    expensive step of a compilation after lowering); the object file is written once here
+    and linked with ``ld -shared`` directly (the C compiler driver TVM calls costs about
+    ten times as much). A host module that imports others (none do today), or a failing
+    ``ld``, goes through ``export_library``.
+
+    Raises:
+        OSError, RuntimeError, subprocess.CalledProcessError: the library cannot be made.
+    """
+    mod = lib.mod if hasattr(lib, "mod") else lib
+    ld = _linker()
+    if ld is None or mod.kind != "llvm" or len(mod.imports):
+        lib.export_library(str(so))
+        return
+    obj = so.with_suffix(".o")
+    mod.write_to_file(str(obj))
+    try:
+        subprocess.run([ld, "-shared", "-o", str(so), str(obj), "-lm"], check=True,
+                       capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        lib.export_library(str(so))
+    finally:
+        obj.unlink(missing_ok=True)
+
+
+@functools.cache
+def _linker() -> str | None:
+    """``ld`` on the PATH (None: link through TVM's ``export_library``)."""
+    return shutil.which("ld")

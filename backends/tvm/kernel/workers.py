@@ -1,0 +1,412 @@
+"""Many kernels at once: :func:`compile_many`, what ``build`` uses.
+
+Distinct cache keys only, compiled in this process and in worker processes (:class:`_Worker`,
+each a ``python`` process reading pickled requests on its standard input), which write cache
+entries that this process loads (:mod:`backends.tvm.kernel.cache`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import copyreg
+import io
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from backends.tvm.kernel import entries
+from backends.tvm.kernel.cache import KernelCache, code_digest, default_cache
+from backends.tvm.kernel.compile import (
+    _build_library,
+    _compile_failed,
+    _link,
+    _meta,
+    compile_function,
+)
+from backends.tvm.kernel.runtime import NoLowering
+from backends.tvm.target import (
+    Target,
+    TargetSpec,
+    normalize_target,
+)
+from backends.tvm.te_build import LoweringFailed
+from semantics.expr import Attrs, Function
+from semantics.types import Type
+
+__all__ = ["compile_many", "prestart_workers", "shutdown_workers"]
+
+
+def compile_many(requests: Sequence[tuple[Function, Sequence[Type]]], *,
+                 target: TargetSpec = None, cache: KernelCache | None = None,
+                 jobs: int | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> int:
+    """Compile every kernel of ``requests`` that the cache does not hold, in parallel.
+
+    The kernels go into ``cache`` (memory, and its directory): a following
+    :func:`compile_function` for any of the requests finds them there. Requests with
+    equal keys (the same kernel twice in a model) are compiled once; kernels already on
+    disk are not loaded here (the executors load them when they ask for them).
+
+    Parallelism: ``jobs`` compilations at a time (default ``$RELAY_TVM_JOBS``, else 1, see
+    :func:`_default_jobs`): this process compiles, and
+    ``jobs - 1`` worker processes (:class:`_Worker`: started once, kept for later builds)
+    compile the others, each writing its kernel's library into the cache directory (a
+    temporary one for a memory-only cache) where this process loads it from. The workers
+    compile for the :class:`~backends.tvm.target.Target` computed here, with the same code,
+    so their kernels are the
+    ones this process would build (tested byte for byte). A request the workers cannot take
+    (a function too deep to pickle, a worker that died) is compiled here.
+
+    Args:
+        requests: ``(primitive function, argument types)`` pairs, as for
+            :func:`compile_function`.
+        target: as for :func:`compile_function`.
+        cache: the kernel cache (None: :func:`default_cache`).
+        jobs: the number of simultaneous compilations (1: all in this process).
+        progress: called as ``progress(done, total)`` once before the first compilation
+            (``done`` 0) and after each one, failed or not (``total``: the distinct
+            kernels the cache did not hold); from this process's threads, one at a time.
+    Returns:
+        The number of kernels compiled (not counting those the cache held, nor failures).
+    """
+    spec = normalize_target(target)
+    store = default_cache() if cache is None else cache
+    todo: dict[str, tuple[Function, Sequence[Type]]] = {}
+    for func, types in requests:
+        if store.by_identity(func, types, spec).kernel is not None:
+            continue
+        try:
+            key = store.key_of(func, types, spec)
+        except LoweringFailed:
+            continue
+        if key in todo or store.holds(key):
+            continue
+        todo[key] = (func, types)
+    if not todo:
+        return 0
+    jobs = _default_jobs() if jobs is None else max(1, int(jobs))
+    work = list(todo.items())
+    tick = _Progress(progress, len(work))
+    if jobs <= 1 or len(work) < 2:
+        compiled = 0
+        for _, (func, types) in work:
+            compiled += _compile_here(func, types, spec, store)
+            tick()
+        return compiled
+    return _compile_parallel(work, spec, store, jobs, tick)
+
+
+class _Progress:
+    """Counts finished compilations for a ``progress(done, total)`` callback (thread-safe)."""
+
+    def __init__(self, callback: Callable[[int, int], None] | None, total: int):
+        self.callback = callback
+        self.total = total
+        self.done = 0
+        self.lock = threading.Lock()
+        if callback is not None:
+            callback(0, total)
+
+    def __call__(self) -> None:
+        if self.callback is None:
+            return
+        with self.lock:
+            self.done += 1
+            self.callback(self.done, self.total)
+
+
+def prestart_workers(cache: KernelCache | None = None, jobs: int | None = None) -> int:
+    """Start the compile workers now when a build is likely to compile (the number started).
+
+    A worker takes seconds to import TVM; ``build`` calls this before its pass pipeline
+    runs, so that the import overlaps the passes. It starts workers only when the cache's
+    directory holds no kernel at all (a first build: everything will compile); otherwise
+    :func:`compile_many` starts them when it finds kernels to compile.
+    """
+    store = default_cache() if cache is None else cache
+    jobs = _default_jobs() if jobs is None else max(1, int(jobs))
+    if jobs <= 1 or not store.disk:
+        return 0
+    try:
+        with os.scandir(store.directory) as entries:
+            if any(e.name.endswith(".json") for e in entries):
+                return 0
+    except OSError:
+        pass                              # no directory yet: a first build
+    return len(_workers(jobs - 1))
+
+
+def _default_jobs() -> int:
+    """``$RELAY_TVM_JOBS``, else 1 (every kernel compiled in this process).
+
+    Measured on a shared 2-CPU machine (load 1.5 to 6): a worker costs seconds of CPU to
+    start (it imports ``semantics`` and TVM) and gave no gain on models of 7 to 44
+    kernels, whose compilation in one process takes 1.5 to 20 s; on an idle machine with
+    more CPUs, or for larger models, set ``jobs`` (or the variable) to use workers.
+    """
+    env = os.environ.get("RELAY_TVM_JOBS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return 1
+
+
+def _compile_here(func: Function, types: Sequence[Type], spec: Target,
+                  store: KernelCache) -> bool:
+    try:
+        compile_function(func, types, target=spec, cache=store)
+    except NoLowering:
+        return False
+    return True
+
+
+def _compile_parallel(work: list[tuple[str, tuple[Function, Sequence[Type]]]],
+                      spec: Target, store: KernelCache, jobs: int,
+                      tick: Callable[[], None]) -> int:
+    """Share ``work`` between this process (from the back of the queue) and ``jobs - 1``
+    worker processes (from the front), each fed by a thread of this process."""
+    import collections
+
+    directory, scratch = store.shared_directory()
+    queue = collections.deque(work)
+    lock = threading.Lock()
+    results: dict[str, tuple[Any, ...]] = {}
+
+    def feed(worker: _Worker) -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                key, item = queue.popleft()
+            payload = _payload(item[0], item[1], spec, key, directory)
+            outcome = worker.run(payload) if payload is not None else None
+            with lock:
+                if outcome is None:         # not picklable, or the worker died: do it here
+                    queue.append((key, item))
+                    if payload is not None:
+                        return
+                else:
+                    results[key] = outcome
+            if outcome is not None:
+                tick()
+
+    feeders = [threading.Thread(target=feed, args=(w,), daemon=True,
+                                name="relay-kernel-feeder") for w in _workers(jobs - 1)]
+    for t in feeders:
+        t.start()
+    compiled = 0
+    try:
+        while True:
+            with lock:
+                item = queue.pop() if queue else None
+            if item is None:
+                break
+            compiled += _compile_here(item[1][0], item[1][1], spec, store)
+            tick()
+        for t in feeders:
+            t.join()
+        while queue:                        # handed back by a worker that died at the end
+            key, (func, types) = queue.pop()
+            compiled += _compile_here(func, types, spec, store)
+            tick()
+        for key, outcome in results.items():
+            if outcome[0] == "ok":
+                compiled += store.adopt(key, directory) is not None
+            elif outcome[0] == "failed":
+                store.remember_failure(key, NoLowering(outcome[1], outcome[2]))
+    finally:
+        if scratch is not None:
+            for t in feeders:
+                t.join()
+            shutil.rmtree(scratch, ignore_errors=True)
+    return compiled
+
+
+class _FunctionPickler(pickle.Pickler):
+    """Pickles Relay functions (``Attrs`` by its items: its ``__getattr__`` defeats pickle)."""
+
+    dispatch_table = copyreg.dispatch_table.copy()
+    dispatch_table[Attrs] = lambda a: (Attrs, (a._items,))
+
+
+def _payload(func: Function, types: Sequence[Type], spec: Target, key: str,
+             directory: Path) -> bytes | None:
+    """The pickled request for a worker, or None when the function is too deep to pickle."""
+    buf = io.BytesIO()
+    try:
+        _FunctionPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(
+            (func, list(types), spec, key, str(directory), code_digest()))
+    except (RecursionError, pickle.PicklingError, TypeError, AttributeError):
+        return None
+    return buf.getvalue()
+
+
+def _worker_compile(payload: bytes) -> tuple[Any, ...]:
+    """In a worker: compile one request into its directory as a cache entry.
+
+    Returns ``("ok",)``, or ``("failed", op, reason)`` for :class:`NoLowering`.
+    """
+    func, types, spec, key, directory, digest = pickle.loads(payload)
+    if digest != code_digest():
+        # The backend's sources changed since the requesting process read them: this
+        # worker would build another kernel than the key names. The requester compiles it.
+        return ("error", "the backend's sources differ from the requesting process's")
+    workdir = Path(tempfile.mkdtemp(dir=directory))
+    try:
+        lib, lowered, name, needs_alignment, report = _build_library(func, types, spec, key,
+                                                                     None)
+        so = workdir / "kernel.so"
+        try:
+            _link(lib, so)
+        except Exception as err:  # noqa: BLE001 - TVM's errors have no common public base
+            raise _compile_failed(lowered.ops, err) from err
+        entries.write_entry(Path(directory), key, so,
+                                 _meta(lowered, name, needs_alignment, report))
+    except NoLowering as err:
+        return ("failed", err.op, err.reason)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return ("ok",)
+
+
+_HEADER = 8
+
+
+def _read_exactly(stream: Any, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        chunk = stream.read(n)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _worker_main() -> None:
+    """The loop of a compile worker process (see :class:`_Worker`).
+
+    Reads length-prefixed pickled requests on stdin and answers each with a pickled
+    outcome on the original stdout; anything else written to stdout (by TVM, say) goes to
+    stderr. ``tvm_ffi`` imports torch when it can (about 1.5 s); a worker never converts
+    torch tensors, so that import is refused here. Ends at the end of its input.
+    """
+    sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
+    inp = os.fdopen(os.dup(0), "rb")
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    import tvm  # noqa: F401 - imported before the first request arrives
+
+    while True:
+        head = _read_exactly(inp, _HEADER)
+        if head is None:
+            return
+        body = _read_exactly(inp, int.from_bytes(head, "little"))
+        if body is None:
+            return
+        try:
+            outcome = _worker_compile(body)
+        except Exception as err:  # noqa: BLE001 - report, and stay alive for the next one
+            outcome = ("error", f"{type(err).__name__}: {err}")
+        data = pickle.dumps(outcome)
+        out.write(len(data).to_bytes(_HEADER, "little") + data)
+        out.flush()
+
+
+class _Worker:
+    """A compile worker: a ``python`` process running :func:`_worker_main`.
+
+    It is started with the same interpreter, ``sys.path`` (as ``PYTHONPATH``) and
+    environment as this process, plus ``TVM_NUM_THREADS=1`` (it runs no kernels), so it
+    imports the same lowering rules and schedules; the target comes with each request.
+    Unlike ``multiprocessing``'s ``spawn``, it never re-imports the user's main module.
+    """
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env["TVM_NUM_THREADS"] = "1"
+        self.lock = threading.Lock()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from backends.tvm.kernel.workers import _worker_main; "
+                                   "_worker_main()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=env, close_fds=True)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def run(self, payload: bytes) -> tuple[Any, ...] | None:
+        """Send one request and wait for its outcome (None: the worker is gone)."""
+        stdin, stdout = self.proc.stdin, self.proc.stdout
+        assert stdin is not None and stdout is not None
+        with self.lock:
+            try:
+                stdin.write(len(payload).to_bytes(_HEADER, "little") + payload)
+                stdin.flush()
+                head = _read_exactly(stdout, _HEADER)
+                body = _read_exactly(stdout, int.from_bytes(head, "little")) if head else None
+            except (OSError, ValueError):
+                return None
+        if body is None:
+            return None
+        outcome = pickle.loads(body)
+        return None if outcome[0] == "error" else outcome
+
+    def stop(self) -> None:
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+
+
+_WORKERS: list[_Worker] = []
+
+
+_WORKERS_LOCK = threading.Lock()
+
+
+def _workers(n: int) -> list[_Worker]:
+    """``n`` live compile workers (started on first use, kept for later builds).
+
+    A forked child does not share its parent's workers (their pipes are the parent's):
+    it starts its own.
+    """
+    with _WORKERS_LOCK:
+        if _OWNER and _OWNER[0] != os.getpid():
+            _WORKERS.clear()
+        _OWNER[:] = [os.getpid()]
+        _WORKERS[:] = [w for w in _WORKERS if w.alive()]
+        while len(_WORKERS) < n:
+            try:
+                _WORKERS.append(_Worker())
+            except OSError:
+                break
+        if _WORKERS and not _EXIT_HOOK:
+            atexit.register(shutdown_workers)
+            _EXIT_HOOK.append(True)
+        return list(_WORKERS[:n])
+
+
+_EXIT_HOOK: list[bool] = []
+
+
+_OWNER: list[int] = []
+
+
+def shutdown_workers() -> None:
+    """Stop the compile worker processes (they start again when needed)."""
+    with _WORKERS_LOCK:
+        workers, _WORKERS[:] = list(_WORKERS), []
+        if _OWNER and _OWNER[0] != os.getpid():
+            return                        # a forked child: the workers are the parent's
+    for w in workers:
+        w.stop()
