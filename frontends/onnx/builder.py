@@ -51,6 +51,10 @@ class Value:
     #: ``base + k`` (e.g. a loop counter plus one), so that a ``Slice`` from ``base + i`` to
     #: ``base + j`` has the static length ``j - i``.
     offset_of: tuple[Value, int] | None = None
+    #: For a run-time integer tensor computed from tensor shapes (``Shape``, then ``Gather``,
+    #: ``Concat``, arithmetic...): its elements as dims (ints, shape variables, ``?``), an
+    #: object array of the value's shape (see :mod:`frontends.onnx.shape_values`).
+    sym: np.ndarray | None = None
 
     @property
     def expr(self) -> Expr:

@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 
 from frontends.onnx.builder import RELAY_DTYPES, ImporterError, Unsupported, Value, const
+from frontends.onnx.shape_values import propagate
 from semantics.expr import Function, Tuple, Var
 from semantics.module import IRModule
-from semantics.shapes import shape_var
+from semantics.shapes import ANY, shape_var
 from semantics.types import TensorType, Type
 
 Converter = Callable[["Context", Any, list[Value | None], dict[str, Any]], list[Value]]
@@ -72,6 +73,8 @@ def _value_type(vi: Any) -> Type:
     if t.WhichOneof("value") != "tensor_type":
         raise Unsupported(f"input {vi.name!r}: only tensor inputs are supported")
     tt = t.tensor_type
+    if not tt.HasField("shape"):
+        raise Unsupported(f"input {vi.name!r} has no shape (an unknown rank): give it one")
     dims: list[Any] = []
     for i, d in enumerate(tt.shape.dim):
         if d.HasField("dim_value"):
@@ -96,6 +99,25 @@ class Context:
     parent: Context | None = None
     initializers: dict[str, np.ndarray] = field(default_factory=dict)
     used_params: dict[str, Var] = field(default_factory=dict)
+    #: symbolic dim → a value of this scope with that dim, and the axis (see ``like_tensor``)
+    dim_sources: dict[Any, tuple[Value, int]] = field(default_factory=dict)
+
+    def note_dims(self, v: Value) -> None:
+        """Remember ``v`` as a source of each of its symbolic dims not yet known."""
+        if not isinstance(v.type, TensorType):
+            return
+        for axis, d in enumerate(v.type.shape):
+            if not isinstance(d, int) and d is not ANY and self.dim_source(d) is None:
+                self.dim_sources[d] = (v, axis)
+
+    def dim_source(self, d: Any) -> tuple[Value, int] | None:
+        """A value in scope having the symbolic dim ``d``, and its axis."""
+        ctx: Context | None = self
+        while ctx is not None:
+            if d in ctx.dim_sources:
+                return ctx.dim_sources[d]
+            ctx = ctx.parent
+        return None
 
     def lookup(self, name: str) -> Value:
         ctx: Context | None = self
@@ -153,7 +175,8 @@ def _convert_nodes(ctx: Context, nodes: Any) -> None:
         entry = CONVERTERS[node.op_type]
         try:
             ins: list[Value | None] = [ctx.lookup(n) if n else None for n in node.input]
-            outs = entry.fn(ctx, node, ins, _attrs(node))
+            attrs = _attrs(node)
+            outs = propagate(node.op_type, attrs, ins, entry.fn(ctx, node, ins, attrs))
         except Unsupported as err:
             raise ImporterError(
                 f"cannot import: {node.op_type} node {node.name or i!r} "
@@ -321,6 +344,7 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
         var = Var(_ident(vi.name), ty)
         data_vars.append(var)
         ctx.env[vi.name] = Value(ty, var)
+        ctx.note_dims(ctx.env[vi.name])
     weight_vars: dict[str, Var] = {}
     for name, arr in inits.items():
         if arr.dtype.name not in _RELAY_DTYPES:

@@ -18,6 +18,8 @@ import numpy as np
 from frontends.onnx.builder import Unsupported, Value, call, const, project
 from frontends.onnx.importer import Context, converter
 from frontends.onnx.ops_math import _req, scalar
+from frontends.onnx.shape_values import reshape_to
+from semantics.shapes import dim_prod
 
 _CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
 
@@ -269,9 +271,8 @@ def _flatten(ctx: Context, node: Any, ins: list[Value | None],
     axis = int(attrs.get("axis", 1))
     if axis < 0:
         axis += x.ndim
-    shape = x.static_shape()
-    lead = int(np.prod(shape[:axis])) if axis else 1
-    return [call("reshape", [x], newshape=(lead, int(np.prod(shape[axis:]))))]
+    shape = x.shape
+    return [reshape_to(x, [dim_prod(shape[:axis]), dim_prod(shape[axis:])])]
 
 
 

@@ -24,7 +24,8 @@ from frontends.onnx.builder import (
 )
 from frontends.onnx.importer import Context, converter
 from frontends.onnx.ops_math import _req, scalar
-from semantics.shapes import is_concrete
+from frontends.onnx.shape_values import dims_of, dims_equal, like_tensor, reshape_to, shape_value
+from semantics.shapes import ANY, is_concrete
 
 
 @converter("Constant", attrs=("value", "value_float", "value_floats", "value_int",
@@ -56,10 +57,11 @@ def _shape(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, An
     dims = shape[start:end]
     if all(is_concrete(d) for d in dims):
         return [const(np.asarray([int(d) for d in dims], dtype=np.int64))]
+    ctx.note_dims(x)
     full = call("shape_of", [x], dtype="int64")
     if (start, end) != (0, r):
         full = call("strided_slice", [full], begin=(start,), end=(end,), strides=(1,))
-    return [full]
+    return [shape_value(x, dims, full)]
 
 
 @converter("Size")
@@ -72,13 +74,14 @@ def _reshape(ctx: Context, node: Any, ins: list[Value | None],
              attrs: dict[str, Any]) -> list[Value]:
     x = _req(ins, 0)
     if ctx.opset < 5:
-        shape = [int(s) for s in attrs["shape"]]
+        shape: list[Any] = [int(s) for s in attrs["shape"]]
     else:
-        shape = static_ints(ins[1] if len(ins) > 1 else None, "the Reshape shape")
+        shape = dims_of(ins[1] if len(ins) > 1 else None, "the Reshape shape")
     allowzero = bool(attrs.get("allowzero", 0))
     if not allowzero:
-        shape = [int(x.shape[i]) if s == 0 else s for i, s in enumerate(shape)]
-    return [call("reshape", [x], newshape=tuple(shape), allowzero=allowzero)]
+        shape = [x.shape[i] if isinstance(s, int) and s == 0 and i < x.ndim
+                 and isinstance(x.shape[i], int) else s for i, s in enumerate(shape)]
+    return [reshape_to(x, shape, allowzero)]
 
 
 @converter("Transpose", attrs=("perm",))
