@@ -35,7 +35,7 @@ def sym_array(v: Value | None) -> np.ndarray | None:
     """``v``'s elements as an object array of dims (ints for a known value), or None."""
     if v is None:
         return None
-    if v.const is not None and not v.param and v.const.dtype.kind in "iub":
+    if v.const is not None and v.const.dtype.kind in "iub":
         return np.asarray(v.const).astype(object)
     return v.sym
 
