@@ -101,6 +101,8 @@ class Context:
     used_params: dict[str, Var] = field(default_factory=dict)
     #: symbolic dim → a value of this scope with that dim, and the axis (see ``like_tensor``)
     dim_sources: dict[Any, tuple[Value, int]] = field(default_factory=dict)
+    #: outputs of nodes that failed to convert (see ``_convert_nodes``)
+    poisoned: set[str] = field(default_factory=set)
 
     def note_dims(self, v: Value) -> None:
         """Remember ``v`` as a source of each of its symbolic dims not yet known."""
@@ -124,6 +126,8 @@ class Context:
         while ctx is not None:
             if name in ctx.env:
                 return ctx.env[name]
+            if name in ctx.poisoned:
+                raise _Poisoned(name)
             ctx = ctx.parent
         raise Unsupported(f"value {name!r} is not defined")
 
@@ -151,10 +155,10 @@ def _attrs(node: Any) -> dict[str, Any]:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
-def _check_supported(graph: Any, problems: list[str]) -> None:
+def _check_supported(graph: Any, problems: list[str], where: str = "") -> None:
     """Collect every unknown operator or attribute in ``graph`` and its subgraphs."""
     for i, node in enumerate(graph.node):
-        label = f"{node.op_type} node {node.name or i!r} (outputs {list(node.output)})"
+        label = where + _label(node, i)
         if node.domain not in ("", "ai.onnx"):
             problems.append(f"{label}: operator domain {node.domain!r} is not supported")
             continue
@@ -167,30 +171,54 @@ def _check_supported(graph: Any, problems: list[str]) -> None:
             problems.append(f"{label}: attribute(s) {', '.join(extra)} not supported")
         for a in node.attribute:
             if a.g is not None and a.HasField("g"):
-                _check_supported(a.g, problems)
+                _check_supported(a.g, problems, f"{where}{node.op_type} node {i} "
+                                                f"{a.name}: ")
+
+
+def _label(node: Any, i: int) -> str:
+    """How errors name a node: operator, index in its graph, name when it has one, outputs."""
+    name = f" {node.name!r}" if node.name else ""
+    return f"{node.op_type} node {i}{name} (outputs {list(node.output)})"
+
+
+class _Poisoned(Unsupported):
+    """An input of a node is the output of a node that failed (reported there)."""
 
 
 def _convert_nodes(ctx: Context, nodes: Any) -> None:
+    """Convert ``nodes`` in order. A node that fails is recorded and its outputs poisoned
+    (the nodes using them are skipped, their failure being a consequence); every failure is
+    reported together in one :class:`ImporterError` at the end."""
+    problems: list[str] = []
     for i, node in enumerate(nodes):
         entry = CONVERTERS[node.op_type]
         try:
             ins: list[Value | None] = [ctx.lookup(n) if n else None for n in node.input]
             attrs = _attrs(node)
             outs = propagate(node.op_type, attrs, ins, entry.fn(ctx, node, ins, attrs))
-        except Unsupported as err:
-            raise ImporterError(
-                f"cannot import: {node.op_type} node {node.name or i!r} "
-                f"(outputs {list(node.output)}): {err}") from None
+        except _Poisoned:
+            ctx.poisoned.update(n for n in node.output if n)
+            continue
+        except (Unsupported, ImporterError) as err:
+            text = err.message if isinstance(err, ImporterError) else str(err)
+            problems.append(f"{_label(node, i)}: {text}")
+            ctx.poisoned.update(n for n in node.output if n)
+            continue
         except (KeyError, IndexError, ValueError, TypeError, AttributeError,
                 ArithmeticError) as err:
             # A node missing a required attribute or input, or with values of the wrong
             # kind: the model is malformed.
-            raise ImporterError(
-                f"cannot import: malformed {node.op_type} node {node.name or i!r} "
-                f"(outputs {list(node.output)}): {type(err).__name__}: {err}") from None
+            problems.append(f"malformed {_label(node, i)}: {type(err).__name__}: {err}")
+            ctx.poisoned.update(n for n in node.output if n)
+            continue
         for name, v in zip(node.output, outs):
             if name:
                 ctx.env[name] = v
+    if len(problems) == 1:
+        raise ImporterError(f"cannot import: {problems[0]}")
+    if problems:
+        raise ImporterError(f"cannot import: {len(problems)} nodes failed:\n  "
+                            + "\n  ".join(problems))
 
 
 def _initializer_array(init: Any, base_dir: str | None) -> np.ndarray:
