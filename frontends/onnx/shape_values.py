@@ -117,7 +117,12 @@ def _gather(args: list[np.ndarray | None], attrs: dict[str, Any], ins: list[Valu
         return None
     axis = int(attrs.get("axis", 0)) % data.ndim
     index = np.asarray(ins[1].const).astype(np.int64)  # type: ignore[union-attr]
-    return np.take(data, np.where(index < 0, index + data.shape[axis], index), axis=axis)
+    picked = np.take(data, np.where(index < 0, index + data.shape[axis], index), axis=axis)
+    if isinstance(picked, np.ndarray):
+        return picked
+    out_arr = np.empty((), dtype=object)     # one element (a scalar index): a 0-d array
+    out_arr[()] = picked
+    return out_arr
 
 
 def _concat(args: list[np.ndarray | None], attrs: dict[str, Any], ins: list[Value | None],
