@@ -24,7 +24,7 @@ import numpy as np
 
 from frontends.onnx.builder import RELAY_DTYPES, ImporterError, Unsupported, Value, const
 from frontends.onnx.shape_values import propagate
-from semantics.expr import Function, Tuple, Var
+from semantics.expr import Constant, Expr, Function, Let, Tuple, Var
 from semantics.module import IRModule
 from semantics.shapes import ANY, shape_var
 from semantics.types import TensorType, Type
@@ -103,6 +103,18 @@ class Context:
     dim_sources: dict[Any, tuple[Value, int]] = field(default_factory=dict)
     #: outputs of nodes that failed to convert (see ``_convert_nodes``)
     poisoned: set[str] = field(default_factory=set)
+    #: the main graph's ``let`` bindings in node order (None in subgraphs, kept as trees)
+    bindings: list[tuple[Var, Expr]] | None = None
+
+    def bind(self, name: str, v: Value) -> None:
+        """Bind a node output computed at run time to a ``let`` variable named after it, so
+        that the imported program reads one node a line."""
+        if self.bindings is None or v.const is not None or v.expr_ is None \
+                or isinstance(v.expr_, (Var, Constant, Function)):
+            return
+        var = Var(_ident(name))
+        self.bindings.append((var, v.expr_))
+        v.expr_ = var
 
     def note_dims(self, v: Value) -> None:
         """Remember ``v`` as a source of each of its symbolic dims not yet known."""
@@ -213,6 +225,7 @@ def _convert_nodes(ctx: Context, nodes: Any) -> None:
             continue
         for name, v in zip(node.output, outs):
             if name:
+                ctx.bind(name, v)
                 ctx.env[name] = v
     if len(problems) == 1:
         raise ImporterError(f"cannot import: {problems[0]}")
@@ -354,7 +367,7 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
                             + "\n  ".join(problems))
     inits = {i.name: _initializer_array(i, base_dir) for i in graph.initializer}
     const_inputs = dict(const_inputs or {})
-    ctx = Context(opset)
+    ctx = Context(opset, bindings=[])
     data_vars: list[Var] = []
     for vi in graph.input:
         if vi.name in inits:
@@ -390,6 +403,8 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
     except Unsupported as err:
         raise ImporterError(f"cannot import: {err}") from None
     body = outs[0].expr if len(outs) == 1 else Tuple(tuple(o.expr for o in outs))
+    for var, value in reversed(ctx.bindings or []):
+        body = Let(var, value, body)
     used = [n for n, v in weight_vars.items() if ctx.env[n].materialized]  # type: ignore[attr-defined]
     params = {_ident(n): inits[n] for n in used}
     main = Function(tuple(data_vars) + tuple(weight_vars[n] for n in used), body)
