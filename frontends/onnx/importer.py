@@ -345,6 +345,7 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
 
     from frontends.onnx import (  # noqa: F401 - the families register their converters
         control,
+        ops_dynamic,
         ops_extra,
         ops_gather,
         ops_math,

@@ -237,3 +237,35 @@ def test_dynamic_batch_cnn_runs_every_batch_on_the_tvm_vm():
         with torch.no_grad():
             want = net(torch.from_numpy(x)).numpy()
         np.testing.assert_allclose(np.asarray(exe(x)), want, rtol=1e-4, atol=1e-5)
+
+
+# --- data-dependent results: TopK, NonZero ------------------------------------------------------
+
+@given(n=st.integers(1, 3), extent=st.integers(1, 6), data=st.data())
+@settings(max_examples=30, deadline=None)
+def test_topk_matches_onnxruntime_ties_and_infinities_included(n, extent, data):
+    k = data.draw(st.integers(0, extent), label="k")
+    axis = data.draw(st.sampled_from([1, -1, 2]), label="axis")
+    largest = data.draw(st.integers(0, 1), label="largest")
+    pool = st.sampled_from([0.0, 1.0, -1.0, 2.5, np.inf, -np.inf])
+    x = np.asarray(data.draw(st.lists(pool, min_size=n * extent * 2, max_size=n * extent * 2)),
+                   np.float32).reshape(n, extent, 2) if axis == 1 else \
+        np.asarray(data.draw(st.lists(pool, min_size=n * 2 * extent,
+                                      max_size=n * 2 * extent)), np.float32).reshape(n, 2, extent)
+    m = model([helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)],
+              [vi("x", F, ["n", *x.shape[1:]])], [vi("v", F, None), vi("i", I64, None)],
+              [ints("k", [k])])
+    assert_matches_ort(m, {"x": x})
+
+
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3), seed=st.integers(0, 99),
+       density=st.sampled_from([0.0, 0.3, 1.0]))
+@settings(max_examples=30, deadline=None)
+def test_nonzero_has_a_data_dependent_length_and_matches_onnxruntime(shape, seed, density):
+    x = (np.random.default_rng(seed).random(shape) < density).astype(np.float32)
+    m = model([helper.make_node("NonZero", ["x"], ["y"])], [vi("x", F, shape)],
+              [vi("y", I64, None)])
+    mod, params = from_onnx(m)
+    ret = type_of(mod["main"]).ret_type
+    assert len(ret.shape) == 2 and ret.shape[0] == len(shape)
+    assert_matches_ort(m, {"x": x}, mod, params)
