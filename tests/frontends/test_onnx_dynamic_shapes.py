@@ -269,3 +269,26 @@ def test_nonzero_has_a_data_dependent_length_and_matches_onnxruntime(shape, seed
     ret = type_of(mod["main"]).ret_type
     assert len(ret.shape) == 2 and ret.shape[0] == len(shape)
     assert_matches_ort(m, {"x": x}, mod, params)
+
+
+def test_symbolic_fills_topk_and_nonzero_run_on_the_tvm_vm():
+    pytest.importorskip("tvm", reason="the TVM backend needs the `tvm` extra")
+    from backends.tvm import build
+
+    m = fills_model()
+    mod, params = from_onnx(m, freeze_params=True)
+    exe = build(mod, params=params, executor="vm")
+    for n in (1, 3):
+        x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+        for got, want in zip(exe(x), run_ort(m, {"x": x})):
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+    m = model([helper.make_node("NonZero", ["x"], ["nz"]),
+               helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1)],
+              [vi("x", F, [3, 4])], [vi("nz", I64, None), vi("v", F, None), vi("i", I64, None)],
+              [ints("k", [2])])
+    mod, params = from_onnx(m, freeze_params=True)
+    exe = build(mod, params=params, executor="vm")
+    for seed in (0, 1):
+        x = np.random.default_rng(seed).integers(0, 3, (3, 4)).astype(np.float32)
+        for got, want in zip(exe(x), run_ort(m, {"x": x})):
+            np.testing.assert_array_equal(np.asarray(got), want)
