@@ -322,6 +322,31 @@ def _load_model(model_or_path: Any) -> tuple[Any, str | None]:
     return model, base_dir
 
 
+def _bind_inputs(ctx: Context, graph: Any, inits: dict[str, np.ndarray],
+                 const_inputs: dict[str, Any]) -> list[Var]:
+    """Bind the graph inputs that are not initializers: the given constants, else new
+    parameters of ``@main`` (returned) whose symbolic dims ``ctx`` notes."""
+    data_vars: list[Var] = []
+    for vi in graph.input:
+        if vi.name in inits:
+            continue
+        if vi.name in const_inputs:
+            try:
+                ctx.env[vi.name] = const(np.asarray(const_inputs[vi.name]))
+            except Unsupported as err:
+                raise ImporterError(f"cannot import: input {vi.name!r}: {err}") from None
+            continue
+        try:
+            ty = _value_type(vi)
+        except Unsupported as err:
+            raise ImporterError(f"cannot import: {err}") from None
+        var = Var(_ident(vi.name), ty)
+        data_vars.append(var)
+        ctx.env[vi.name] = Value(ty, var)
+        ctx.note_dims(ctx.env[vi.name])
+    return data_vars
+
+
 def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | None = None,
               freeze_params: bool = False) -> tuple[IRModule, dict[str, np.ndarray]]:
     """Import an ONNX model.
@@ -345,7 +370,6 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
 
     from frontends.onnx import (  # noqa: F401 - the families register their converters
         control,
-        ops_dynamic,
         ops_extra,
         ops_gather,
         ops_math,
@@ -369,24 +393,7 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
     inits = {i.name: _initializer_array(i, base_dir) for i in graph.initializer}
     const_inputs = dict(const_inputs or {})
     ctx = Context(opset, bindings=[])
-    data_vars: list[Var] = []
-    for vi in graph.input:
-        if vi.name in inits:
-            continue
-        if vi.name in const_inputs:
-            try:
-                ctx.env[vi.name] = const(np.asarray(const_inputs[vi.name]))
-            except Unsupported as err:
-                raise ImporterError(f"cannot import: input {vi.name!r}: {err}") from None
-            continue
-        try:
-            ty = _value_type(vi)
-        except Unsupported as err:
-            raise ImporterError(f"cannot import: {err}") from None
-        var = Var(_ident(vi.name), ty)
-        data_vars.append(var)
-        ctx.env[vi.name] = Value(ty, var)
-        ctx.note_dims(ctx.env[vi.name])
+    data_vars = _bind_inputs(ctx, graph, inits, const_inputs)
     weight_vars: dict[str, Var] = {}
     for name, arr in inits.items():
         if arr.dtype.name not in _RELAY_DTYPES:

@@ -341,7 +341,8 @@ def _expand(ctx: Context, node: Any, ins: list[Value | None],
     x = _req(ins, 0)
     shape = dims_of(ins[1] if len(ins) > 1 else None, "the Expand shape")
     if all(isinstance(d, int) for d in (*x.shape, *shape)):
-        out = tuple(int(d) for d in np.broadcast_shapes(x.static_shape(), tuple(shape)))
+        ints = tuple(d for d in shape if isinstance(d, int))
+        out = tuple(int(d) for d in np.broadcast_shapes(x.static_shape(), ints))
         return [call("broadcast_to", [x], shape=out)]
     rank = max(x.ndim, len(shape))
     xs = [1] * (rank - x.ndim) + list(x.shape)
@@ -371,7 +372,7 @@ def _constant_of_shape(ctx: Context, node: Any, ins: list[Value | None],
         # A symbolic shape: the fill broadcast to a tensor built from the dims' sources.
         like = like_tensor(ctx, dims, value.dtype.name)
         return [call("broadcast_to_like", [const(value[0]), like])]
-    shape = [int(d) for d in dims]
+    shape = [d for d in dims if isinstance(d, int)]
     if int(np.prod(shape)) > FOLD_LIMIT:
         # A large fill (weights of models exported with constant fills, as the light
         # models): a ``full`` call, O(1) in the program, not a materialized constant.
