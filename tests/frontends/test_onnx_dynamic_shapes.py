@@ -185,7 +185,7 @@ def test_gather_on_a_symbolic_axis_takes_negative_indices_from_the_end(n, idx):
 
 # --- a dynamic-batch CNN exported from PyTorch ---------------------------------------------------
 
-def _cnn_onnx(view: bool):
+def _cnn_onnx(view: bool, dynamo: bool = False):
     torch = pytest.importorskip("torch", reason="torch is not installed (extra `torch`)")
 
     class CNN(torch.nn.Module):
@@ -202,6 +202,12 @@ def _cnn_onnx(view: bool):
 
     torch.manual_seed(0)
     net = CNN().eval()
+    if dynamo:      # the torch.export-based exporter: the batch a torch.export.Dim
+        pytest.importorskip("onnxscript", reason="the dynamo exporter needs onnxscript")
+        batch = torch.export.Dim("batch", min=1, max=64)
+        prog = torch.onnx.export(net, (torch.randn(2, 3, 8, 8),),
+                                 dynamic_shapes={"x": {0: batch}}, dynamo=True)
+        return torch, net, prog.model_proto.SerializeToString()
     buf = io.BytesIO()
     torch.onnx.export(net, (torch.randn(2, 3, 8, 8),), buf, input_names=["x"],
                       output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
@@ -209,9 +215,10 @@ def _cnn_onnx(view: bool):
     return torch, net, buf.getvalue()
 
 
-@pytest.mark.parametrize("view", [False, True], ids=["flatten", "view"])
-def test_dynamic_batch_cnn_imports_once_and_runs_every_batch_on_the_oracle(view):
-    torch, net, data = _cnn_onnx(view)
+@pytest.mark.parametrize("view,dynamo", [(False, False), (True, False), (True, True)],
+                         ids=["flatten", "view", "view-dynamo-exporter"])
+def test_dynamic_batch_cnn_imports_once_and_runs_every_batch_on_the_oracle(view, dynamo):
+    torch, net, data = _cnn_onnx(view, dynamo)
     mod, params = from_onnx(data)
     assert tuple(mod["main"].params[0].type_annotation.shape) == (shape_var("batch"), 3, 8, 8)
     sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
