@@ -24,6 +24,7 @@ import numpy as np
 
 from frontends.onnx.builder import RELAY_DTYPES, ImporterError, Unsupported, Value, const
 from frontends.onnx.shape_values import propagate
+from semantics.errors import RelayError
 from semantics.expr import Constant, Expr, Function, Let, Tuple, Var
 from semantics.module import IRModule
 from semantics.shapes import ANY, shape_var
@@ -217,7 +218,7 @@ def _convert_nodes(ctx: Context, nodes: Any) -> None:
             ctx.poisoned.update(n for n in node.output if n)
             continue
         except (KeyError, IndexError, ValueError, TypeError, AttributeError,
-                ArithmeticError) as err:
+                ArithmeticError, RelayError) as err:
             # A node missing a required attribute or input, or with values of the wrong
             # kind: the model is malformed.
             problems.append(f"malformed {_label(node, i)}: {type(err).__name__}: {err}")
@@ -411,8 +412,7 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
     except Unsupported as err:
         raise ImporterError(f"cannot import: {err}") from None
     body = outs[0].expr if len(outs) == 1 else Tuple(tuple(o.expr for o in outs))
-    for var, value in reversed(ctx.bindings or []):
-        body = Let(var, value, body)
+    body = _let_chain(ctx.bindings or [], body)
     used = [n for n, v in weight_vars.items() if ctx.env[n].materialized]  # type: ignore[attr-defined]
     params = {_ident(n): inits[n] for n in used}
     main = Function(tuple(data_vars) + tuple(weight_vars[n] for n in used), body)
@@ -424,6 +424,22 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
             {"nth": None, "length": None, "concat": None}, {"List": None})
     functions["main"] = main
     return IRModule(functions, types), params
+
+
+def _let_chain(bindings: list[tuple[Var, Expr]], body: Expr) -> Expr:
+    """``let``s of the bindings ``body`` uses (directly or through other bindings), in node
+    order; the others (shape arithmetic only read at import time) are dropped."""
+    from semantics.analysis import free_vars
+
+    live = {id(v) for v in free_vars(body)}
+    kept: list[tuple[Var, Expr]] = []
+    for var, value in reversed(bindings):
+        if id(var) in live:
+            kept.append((var, value))
+            live.update(id(v) for v in free_vars(value))
+    for var, value in kept:
+        body = Let(var, value, body)
+    return body
 
 
 def _uses_sequences(graph: Any) -> bool:

@@ -298,7 +298,9 @@ def _split(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, An
         sizes = static_ints(ins[1], "the Split sizes")
     else:
         n = len(node.output)
-        total = int(x.static_shape()[axis])
+        total = x.shape[axis]
+        if not isinstance(total, int):
+            raise Unsupported(f"Split into {n} equal parts of an axis of unknown extent {total}")
         chunk = -(-total // n)
         sizes = [min(chunk, total - i * chunk) for i in range(n)]
     if any(s <= 0 for s in sizes) or len(sizes) == 1 or x.const is not None:

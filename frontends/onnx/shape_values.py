@@ -224,6 +224,8 @@ def reshape_to(x: Value, target: Sequence[Dim], allowzero: bool = False) -> Valu
     """``x`` reshaped to ONNX's ``target`` (``0`` copies unless ``allowzero``, ``-1`` infers),
     whose symbolic entries become Relay's codes: ``0`` where the entry equals ``x``'s dim at
     the same position, ``-1`` for one other entry."""
+    # ``allowzero`` only matters for a literal 0: without one, code 0 may copy a dim.
+    allowzero = allowzero and any(isinstance(d, int) and d == 0 for d in target)
     codes: list[int | None] = []
     for i, d in enumerate(target):
         if isinstance(d, int):
