@@ -222,7 +222,7 @@ def _merge_batch(x: Value) -> Value:
     return x
 
 
-def _symbolic_batch_matmul(a: Value, b: Value, acc: str) -> Value:
+def _symbolic_batch_matmul(a: Value, b: Value, acc: str | None) -> Value:
     """``matmul`` of two tensors with the same (symbolic) batch dims: the batch merged into
     one dim, ``nn.batch_matmul``, then the batch dims read back from ``a``."""
     if a.ndim != b.ndim or not all(dims_equal(x, y) for x, y in zip(a.shape[:-2],
