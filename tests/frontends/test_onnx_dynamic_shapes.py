@@ -299,3 +299,76 @@ def test_symbolic_fills_topk_and_nonzero_run_on_the_tvm_vm():
         x = np.random.default_rng(seed).integers(0, 3, (3, 4)).astype(np.float32)
         for got, want in zip(exe(x), run_ort(m, {"x": x})):
             np.testing.assert_array_equal(np.asarray(got), want)
+
+
+# --- a GPT-style block with a symbolic batch and sequence length --------------------------------
+
+def _block_onnx(dynamo: bool):
+    torch = pytest.importorskip("torch", reason="torch is not installed (extra `torch`)")
+
+    class Block(torch.nn.Module):
+        def __init__(self, d=16, heads=4):
+            super().__init__()
+            self.heads = heads
+            self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+            self.qkv, self.out = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+            self.ff = torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(),
+                                          torch.nn.Linear(4 * d, d))
+
+        def forward(self, x):
+            b, t, d = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+            q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+                       for z in (q, k, v))
+            att = torch.softmax(q @ k.transpose(-2, -1) / (d // self.heads) ** 0.5, dim=-1)
+            y = (att @ v).transpose(1, 2).contiguous().view(b, t, d)
+            x = x + self.out(y)
+            return x + self.ff(self.ln2(x))
+
+    torch.manual_seed(0)
+    net = Block().eval()
+    example = (torch.randn(2, 5, 16),)
+    if dynamo:
+        pytest.importorskip("onnxscript", reason="the dynamo exporter needs onnxscript")
+        dims = {0: torch.export.Dim("batch", min=1, max=64),
+                1: torch.export.Dim("seq", min=2, max=64)}
+        prog = torch.onnx.export(net, example, dynamic_shapes={"x": dims}, dynamo=True)
+        return torch, net, prog.model_proto.SerializeToString()
+    buf = io.BytesIO()
+    torch.onnx.export(net, example, buf, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}},
+                      opset_version=17, dynamo=False)
+    return torch, net, buf.getvalue()
+
+
+SHAPES = [(1, 2), (3, 5), (8, 7)]
+
+
+@pytest.mark.parametrize("dynamo", [
+    False, pytest.param(True, marks=pytest.mark.slow)],   # the dynamo export alone takes ~15 s
+    ids=["torchscript-exporter", "dynamo-exporter"])
+def test_transformer_block_with_symbolic_batch_and_sequence_on_the_oracle(dynamo):
+    torch, net, data = _block_onnx(dynamo)
+    mod, params = from_onnx(data)
+    assert tuple(type_of(mod["main"]).ret_type.shape) == (shape_var("batch"), shape_var("seq"), 16)
+    for b, t in SHAPES:
+        x = np.random.default_rng(b).standard_normal((b, t, 16)).astype(np.float32)
+        with torch.no_grad():
+            want = net(torch.from_numpy(x)).numpy()
+        np.testing.assert_allclose(np.asarray(evaluate(mod, x, *params.values())), want,
+                                   rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_transformer_block_with_symbolic_batch_and_sequence_on_the_tvm_vm():
+    pytest.importorskip("tvm", reason="the TVM backend needs the `tvm` extra")
+    from backends.tvm import build
+
+    torch, net, data = _block_onnx(dynamo=False)
+    mod, params = from_onnx(data)
+    exe = build(mod, params=params, executor="vm")
+    for b, t in SHAPES + SHAPES[:1]:
+        x = np.random.default_rng(b).standard_normal((b, t, 16)).astype(np.float32)
+        with torch.no_grad():
+            want = net(torch.from_numpy(x)).numpy()
+        np.testing.assert_allclose(np.asarray(exe(x)), want, rtol=1e-4, atol=1e-5)
