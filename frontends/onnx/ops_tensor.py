@@ -33,7 +33,7 @@ from frontends.onnx.shape_values import (
     shape_value,
     sym_array,
 )
-from semantics.shapes import ANY, canon_dim, is_concrete
+from semantics.shapes import ANY, canon_dim, dim_prod, is_concrete
 
 
 @converter("Constant", attrs=("value", "value_float", "value_floats", "value_int",
@@ -74,7 +74,13 @@ def _shape(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, An
 
 @converter("Size")
 def _size(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any]) -> list[Value]:
-    return [const(np.int64(int(np.prod(_req(ins, 0).static_shape()))))]
+    x = _req(ins, 0)
+    if all(isinstance(d, int) for d in x.shape):
+        return [const(np.int64(int(np.prod(x.static_shape()))))]
+    ctx.note_dims(x)
+    count = call("prod", [call("shape_of", [x], dtype="int64")], axis=None)
+    count.sym = np.asarray(dim_prod(x.shape), dtype=object)
+    return [count]
 
 
 @converter("Reshape", attrs=("allowzero",))

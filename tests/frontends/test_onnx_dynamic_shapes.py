@@ -372,3 +372,13 @@ def test_transformer_block_with_symbolic_batch_and_sequence_on_the_tvm_vm():
         with torch.no_grad():
             want = net(torch.from_numpy(x)).numpy()
         np.testing.assert_allclose(np.asarray(exe(x)), want, rtol=1e-4, atol=1e-5)
+
+
+@given(n=st.integers(1, 5))
+@settings(max_examples=4, deadline=None)
+def test_size_of_a_symbolic_tensor_is_computed_at_run_time(n):
+    m = model([helper.make_node("Size", ["x"], ["s"]),
+               helper.make_node("Cast", ["s"], ["f"], to=F),
+               helper.make_node("Mul", ["x", "f"], ["y"])],
+              [vi("x", F, ["n", 3])], [vi("y", F, None)])
+    assert_matches_ort(m, {"x": np.ones((n, 3), np.float32)})
