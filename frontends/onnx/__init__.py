@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from frontends.onnx import (  # noqa: F401 - the families register their converters
     control,
+    ops_dynamic,
     ops_extra,
     ops_gather,
     ops_math,

@@ -51,6 +51,10 @@ class Value:
     #: ``base + k`` (e.g. a loop counter plus one), so that a ``Slice`` from ``base + i`` to
     #: ``base + j`` has the static length ``j - i``.
     offset_of: tuple[Value, int] | None = None
+    #: For a run-time integer tensor computed from tensor shapes (``Shape``, then ``Gather``,
+    #: ``Concat``, arithmetic...): its elements as dims (ints, shape variables, ``?``), an
+    #: object array of the value's shape (see :mod:`frontends.onnx.shape_values`).
+    sym: np.ndarray | None = None
 
     @property
     def expr(self) -> Expr:
@@ -97,10 +101,19 @@ def const(array: Any, dtype: str | None = None) -> Value:
     return Value(TensorType(tuple(int(d) for d in arr.shape), arr.dtype.name), None, arr)
 
 
+def _attrs_of(opdef: Any, attrs: dict[str, Any]) -> Any:
+    """The operator's normalized attributes; an invalid one (e.g. a symbolic dim where Relay
+    wants an int) is ``Unsupported`` for the node."""
+    try:
+        return opdef.normalize_attrs({k: v for k, v in attrs.items() if v is not None})
+    except RelayError as err:
+        raise Unsupported(f"{opdef.name}: {err.message}") from None
+
+
 def call(name: str, args: Sequence[Value], fold: bool = True, **attrs: Any) -> Value:
     """``name(args..., attrs)`` with its type from the operator's relation (folded if known)."""
     opdef = ops.get(name)
-    norm = opdef.normalize_attrs({k: v for k, v in attrs.items() if v is not None})
+    norm = _attrs_of(opdef, attrs)
     arg_types = tuple(a.type for a in args)
     try:
         out = opdef.relation(arg_types, norm)
@@ -118,7 +131,7 @@ def call(name: str, args: Sequence[Value], fold: bool = True, **attrs: Any) -> V
 def call_tuple(name: str, fields: Sequence[Value], **attrs: Any) -> Value:
     """``name((fields...), attrs)`` for operators taking one tuple argument (concatenate)."""
     opdef = ops.get(name)
-    norm = opdef.normalize_attrs({k: v for k, v in attrs.items() if v is not None})
+    norm = _attrs_of(opdef, attrs)
     tt = TupleType(tuple(f.type for f in fields))
     try:
         out = opdef.relation((tt,), norm)

@@ -23,9 +23,11 @@ from typing import Any
 import numpy as np
 
 from frontends.onnx.builder import RELAY_DTYPES, ImporterError, Unsupported, Value, const
-from semantics.expr import Function, Tuple, Var
+from frontends.onnx.shape_values import propagate
+from semantics.errors import RelayError
+from semantics.expr import Constant, Expr, Function, Let, Tuple, Var
 from semantics.module import IRModule
-from semantics.shapes import shape_var
+from semantics.shapes import ANY, shape_var
 from semantics.types import TensorType, Type
 
 Converter = Callable[["Context", Any, list[Value | None], dict[str, Any]], list[Value]]
@@ -73,6 +75,8 @@ def _value_type(vi: Any, shapes: Mapping[str, Any] | None = None) -> Type:
         from frontends.onnx.ops_seq import input_type
         return input_type(t, vi.name, shapes)
     tt = t.tensor_type
+    if not tt.HasField("shape"):
+        raise Unsupported(f"input {vi.name!r} has no shape (an unknown rank): give it one")
     dims: list[Any] = []
     for i, d in enumerate(tt.shape.dim):
         if d.HasField("dim_value"):
@@ -97,12 +101,47 @@ class Context:
     parent: Context | None = None
     initializers: dict[str, np.ndarray] = field(default_factory=dict)
     used_params: dict[str, Var] = field(default_factory=dict)
+    #: symbolic dim → a value of this scope with that dim, and the axis (see ``like_tensor``)
+    dim_sources: dict[Any, tuple[Value, int]] = field(default_factory=dict)
+    #: outputs of nodes that failed to convert (see ``_convert_nodes``)
+    poisoned: set[str] = field(default_factory=set)
+    #: the main graph's ``let`` bindings in node order (None in subgraphs, kept as trees)
+    bindings: list[tuple[Var, Expr]] | None = None
+
+    def bind(self, name: str, v: Value) -> None:
+        """Bind a node output computed at run time to a ``let`` variable named after it, so
+        that the imported program reads one node a line."""
+        if self.bindings is None or v.const is not None or v.expr_ is None \
+                or isinstance(v.expr_, (Var, Constant, Function)):
+            return
+        var = Var(_ident(name))
+        self.bindings.append((var, v.expr_))
+        v.expr_ = var
+
+    def note_dims(self, v: Value) -> None:
+        """Remember ``v`` as a source of each of its symbolic dims not yet known."""
+        if not isinstance(v.type, TensorType):
+            return
+        for axis, d in enumerate(v.type.shape):
+            if not isinstance(d, int) and d is not ANY and self.dim_source(d) is None:
+                self.dim_sources[d] = (v, axis)
+
+    def dim_source(self, d: Any) -> tuple[Value, int] | None:
+        """A value in scope having the symbolic dim ``d``, and its axis."""
+        ctx: Context | None = self
+        while ctx is not None:
+            if d in ctx.dim_sources:
+                return ctx.dim_sources[d]
+            ctx = ctx.parent
+        return None
 
     def lookup(self, name: str) -> Value:
         ctx: Context | None = self
         while ctx is not None:
             if name in ctx.env:
                 return ctx.env[name]
+            if name in ctx.poisoned:
+                raise _Poisoned(name)
             ctx = ctx.parent
         raise Unsupported(f"value {name!r} is not defined")
 
@@ -130,10 +169,10 @@ def _attrs(node: Any) -> dict[str, Any]:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
-def _check_supported(graph: Any, problems: list[str]) -> None:
+def _check_supported(graph: Any, problems: list[str], where: str = "") -> None:
     """Collect every unknown operator or attribute in ``graph`` and its subgraphs."""
     for i, node in enumerate(graph.node):
-        label = f"{node.op_type} node {node.name or i!r} (outputs {list(node.output)})"
+        label = where + _label(node, i)
         if node.domain not in ("", "ai.onnx"):
             problems.append(f"{label}: operator domain {node.domain!r} is not supported")
             continue
@@ -146,29 +185,55 @@ def _check_supported(graph: Any, problems: list[str]) -> None:
             problems.append(f"{label}: attribute(s) {', '.join(extra)} not supported")
         for a in node.attribute:
             if a.g is not None and a.HasField("g"):
-                _check_supported(a.g, problems)
+                _check_supported(a.g, problems, f"{where}{node.op_type} node {i} "
+                                                f"{a.name}: ")
+
+
+def _label(node: Any, i: int) -> str:
+    """How errors name a node: operator, index in its graph, name when it has one, outputs."""
+    name = f" {node.name!r}" if node.name else ""
+    return f"{node.op_type} node {i}{name} (outputs {list(node.output)})"
+
+
+class _Poisoned(Unsupported):
+    """An input of a node is the output of a node that failed (reported there)."""
 
 
 def _convert_nodes(ctx: Context, nodes: Any) -> None:
+    """Convert ``nodes`` in order. A node that fails is recorded and its outputs poisoned
+    (the nodes using them are skipped, their failure being a consequence); every failure is
+    reported together in one :class:`ImporterError` at the end."""
+    problems: list[str] = []
     for i, node in enumerate(nodes):
         entry = CONVERTERS[node.op_type]
         try:
             ins: list[Value | None] = [ctx.lookup(n) if n else None for n in node.input]
-            outs = entry.fn(ctx, node, ins, _attrs(node))
-        except Unsupported as err:
-            raise ImporterError(
-                f"cannot import: {node.op_type} node {node.name or i!r} "
-                f"(outputs {list(node.output)}): {err}") from None
+            attrs = _attrs(node)
+            outs = propagate(node.op_type, attrs, ins, entry.fn(ctx, node, ins, attrs))
+        except _Poisoned:
+            ctx.poisoned.update(n for n in node.output if n)
+            continue
+        except (Unsupported, ImporterError) as err:
+            text = err.message if isinstance(err, ImporterError) else str(err)
+            problems.append(f"{_label(node, i)}: {text}")
+            ctx.poisoned.update(n for n in node.output if n)
+            continue
         except (KeyError, IndexError, ValueError, TypeError, AttributeError,
-                ArithmeticError) as err:
+                ArithmeticError, RelayError) as err:
             # A node missing a required attribute or input, or with values of the wrong
             # kind: the model is malformed.
-            raise ImporterError(
-                f"cannot import: malformed {node.op_type} node {node.name or i!r} "
-                f"(outputs {list(node.output)}): {type(err).__name__}: {err}") from None
+            problems.append(f"malformed {_label(node, i)}: {type(err).__name__}: {err}")
+            ctx.poisoned.update(n for n in node.output if n)
+            continue
         for name, v in zip(node.output, outs):
             if name:
+                ctx.bind(name, v)
                 ctx.env[name] = v
+    if len(problems) == 1:
+        raise ImporterError(f"cannot import: {problems[0]}")
+    if problems:
+        raise ImporterError(f"cannot import: {len(problems)} nodes failed:\n  "
+                            + "\n  ".join(problems))
 
 
 def _initializer_array(init: Any, base_dir: str | None) -> np.ndarray:
@@ -259,6 +324,32 @@ def _load_model(model_or_path: Any) -> tuple[Any, str | None]:
     return model, base_dir
 
 
+def _bind_inputs(ctx: Context, graph: Any, inits: dict[str, np.ndarray],
+                 const_inputs: dict[str, Any], shapes: Mapping[str, Any] | None = None
+                 ) -> list[Var]:
+    """Bind the graph inputs that are not initializers: the given constants, else new
+    parameters of ``@main`` (returned) whose symbolic dims ``ctx`` notes."""
+    data_vars: list[Var] = []
+    for vi in graph.input:
+        if vi.name in inits:
+            continue
+        if vi.name in const_inputs:
+            try:
+                ctx.env[vi.name] = const(np.asarray(const_inputs[vi.name]))
+            except Unsupported as err:
+                raise ImporterError(f"cannot import: input {vi.name!r}: {err}") from None
+            continue
+        try:
+            ty = _value_type(vi, shapes)
+        except Unsupported as err:
+            raise ImporterError(f"cannot import: {err}") from None
+        var = Var(_ident(vi.name), ty)
+        data_vars.append(var)
+        ctx.env[vi.name] = Value(ty, var)
+        ctx.note_dims(ctx.env[vi.name])
+    return data_vars
+
+
 def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | None = None,
               freeze_params: bool = False, shapes: Mapping[str, Any] | None = None,
               ) -> tuple[IRModule, dict[str, np.ndarray]]:
@@ -308,24 +399,8 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
                             + "\n  ".join(problems))
     inits = {i.name: _initializer_array(i, base_dir) for i in graph.initializer}
     const_inputs = dict(const_inputs or {})
-    ctx = Context(opset)
-    data_vars: list[Var] = []
-    for vi in graph.input:
-        if vi.name in inits:
-            continue
-        if vi.name in const_inputs:
-            try:
-                ctx.env[vi.name] = const(np.asarray(const_inputs[vi.name]))
-            except Unsupported as err:
-                raise ImporterError(f"cannot import: input {vi.name!r}: {err}") from None
-            continue
-        try:
-            ty = _value_type(vi, shapes)
-        except Unsupported as err:
-            raise ImporterError(f"cannot import: {err}") from None
-        var = Var(_ident(vi.name), ty)
-        data_vars.append(var)
-        ctx.env[vi.name] = Value(ty, var)
+    ctx = Context(opset, bindings=[])
+    data_vars = _bind_inputs(ctx, graph, inits, const_inputs, shapes)
     weight_vars: dict[str, Var] = {}
     for name, arr in inits.items():
         if arr.dtype.name not in _RELAY_DTYPES:
@@ -343,6 +418,7 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
     except Unsupported as err:
         raise ImporterError(f"cannot import: {err}") from None
     body = outs[0].expr if len(outs) == 1 else Tuple(tuple(o.expr for o in outs))
+    body = _let_chain(ctx.bindings or [], body)
     used = [n for n, v in weight_vars.items() if ctx.env[n].materialized]  # type: ignore[attr-defined]
     params = {_ident(n): inits[n] for n in used}
     main = Function(tuple(data_vars) + tuple(weight_vars[n] for n in used), body)
@@ -350,6 +426,22 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
     functions, types = module_definitions(main)
     functions["main"] = main
     return IRModule(functions, types), params
+
+
+def _let_chain(bindings: list[tuple[Var, Expr]], body: Expr) -> Expr:
+    """``let``s of the bindings ``body`` uses (directly or through other bindings), in node
+    order; the others (shape arithmetic only read at import time) are dropped."""
+    from semantics.analysis import free_vars
+
+    live = {id(v) for v in free_vars(body)}
+    kept: list[tuple[Var, Expr]] = []
+    for var, value in reversed(bindings):
+        if id(var) in live:
+            kept.append((var, value))
+            live.update(id(v) for v in free_vars(value))
+    for var, value in kept:
+        body = Let(var, value, body)
+    return body
 
 
 _RELAY_DTYPES = RELAY_DTYPES

@@ -18,6 +18,8 @@ import numpy as np
 from frontends.onnx.builder import Unsupported, Value, call, const, project
 from frontends.onnx.importer import Context, converter
 from frontends.onnx.ops_math import _req, scalar
+from frontends.onnx.shape_values import dims_equal, reshape_to
+from semantics.shapes import dim_prod
 
 _CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
 
@@ -187,7 +189,13 @@ def matmul(a: Value, b: Value) -> Value:
         a2 = call("reshape", [a], newshape=(-1, ash[-1]))
         y2 = _from_acc(call("nn.dense", [a2, call("transpose", [b], axes=(1, 0))],
                             out_dtype=acc), a)
-        y = call("reshape", [y2], newshape=tuple(ash[:-1]) + (b.shape[-1],))
+        if all(isinstance(d, int) for d in ash[:-1]):
+            y = call("reshape", [y2], newshape=tuple(ash[:-1]) + (b.shape[-1],))
+        else:   # symbolic rows: the leading dims read back from ``a``
+            y = call("reshape_like", [y2, a], lhs_begin=0, lhs_end=1, rhs_begin=0,
+                     rhs_end=a.ndim - 1)
+    elif not all(isinstance(d, int) for d in (*a.shape, *b.shape)):
+        y = _symbolic_batch_matmul(a, b, acc)
     else:
         ash, bsh = a.static_shape(), b.static_shape()
         batch = tuple(np.broadcast_shapes(ash[:-2], bsh[:-2]))
@@ -203,6 +211,28 @@ def matmul(a: Value, b: Value) -> Value:
     if squeeze_b:
         y = call("squeeze", [y], axis=(y.ndim - 1,))
     return y
+
+
+def _merge_batch(x: Value) -> Value:
+    """``(d1, ..., dk, m, n)`` → ``(d1 * ... * dk, m, n)`` by ``-3`` (merge two) codes."""
+    while x.ndim > 3:
+        x = call("reshape", [x], newshape=(-3,) + (0,) * (x.ndim - 2))
+    if x.ndim == 2:
+        x = call("expand_dims", [x], axis=0)
+    return x
+
+
+def _symbolic_batch_matmul(a: Value, b: Value, acc: str | None) -> Value:
+    """``matmul`` of two tensors with the same (symbolic) batch dims: the batch merged into
+    one dim, ``nn.batch_matmul``, then the batch dims read back from ``a``."""
+    if a.ndim != b.ndim or not all(dims_equal(x, y) for x, y in zip(a.shape[:-2],
+                                                                   b.shape[:-2])):
+        raise Unsupported(f"MatMul of {a.shape} and {b.shape}: broadcasting symbolic batch "
+                          f"dimensions")
+    y3 = _from_acc(call("nn.batch_matmul", [_merge_batch(a), _merge_batch(b)],
+                        transpose_b=False, out_dtype=acc), a)
+    return call("reshape_like", [y3, a], lhs_begin=0, lhs_end=1, rhs_begin=0,
+                rhs_end=a.ndim - 2)
 
 
 @converter("MatMul")
@@ -269,9 +299,8 @@ def _flatten(ctx: Context, node: Any, ins: list[Value | None],
     axis = int(attrs.get("axis", 1))
     if axis < 0:
         axis += x.ndim
-    shape = x.static_shape()
-    lead = int(np.prod(shape[:axis])) if axis else 1
-    return [call("reshape", [x], newshape=(lead, int(np.prod(shape[axis:]))))]
+    shape = x.shape
+    return [reshape_to(x, [dim_prod(shape[:axis]), dim_prod(shape[axis:])])]
 
 
 
