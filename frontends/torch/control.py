@@ -163,7 +163,9 @@ def _scan_loop(ctx: Any, node: Any, gm: Any, init: list[Value], xs: list[Value],
     state = tuple(v.type for v in init) + tuple(acc_types)
     ret = TupleType(state)
     loop = Var(node.name, FuncType((i64,) + state, ret))
-    more = call("less", [i_val, n.runtime])
+    # the trip count, computed once outside the recursion
+    n_var = Var(f"{node.name}_n", i64)
+    more = call("less", [i_val, n.runtime if n.is_static else Value(i64, n_var)])
     one = const(np.int64(1))
     step = Call(loop, (call("add", [i_val, one]).expr,) + tuple(c.expr for c in new_c)
                 + tuple(a.expr for a in next_acc))
@@ -172,7 +174,8 @@ def _scan_loop(ctx: Any, node: Any, gm: Any, init: list[Value], xs: list[Value],
     acc0 = [const(np.zeros((static_n or 0, *_static(y)), y.dtype)) for y in ys]
     start = Call(loop, (const(np.int64(0)).expr,) + tuple(v.expr for v in init)
                  + tuple(a.expr for a in acc0))
-    result = Value(ret, Let(loop, fn, start))
+    body = Let(loop, fn, start)
+    result = Value(ret, body if n.is_static else Let(n_var, n.runtime.expr, body))
     return [project(result, k) for k in range(len(state))]
 
 

@@ -48,6 +48,8 @@ def location(node: Any) -> str:
     parts: list[str] = []
     frames = _FRAME.findall(node.meta.get("stack_trace") or "")
     real = [f for f in frames if not f[0].startswith("<")]
+    # the user's own code rather than torch.nn's modules, when the trace has both
+    real = [f for f in real if not _in_torch(f[0])] or real
     if real:
         path, line, fn = real[-1]
         parts.append(f"{path}:{line} in {fn}")
@@ -58,6 +60,14 @@ def location(node: Any) -> str:
         if path:
             parts.append(f"module {path} ({kind})")
     return ", ".join(parts)
+
+
+def _in_torch(path: str) -> bool:
+    import os
+
+    import torch
+
+    return path.startswith(os.path.dirname(torch.__file__) + os.sep)
 
 
 class GraphConverter:
@@ -136,9 +146,9 @@ class GraphConverter:
         if _contains_failed(args) or _contains_failed(list(kwargs.values())):
             return FAILED
         try:
-            _check_available(args)
             if name == "operator.getitem":
                 return args[0][args[1]]
+            _check_available(args)
             if name in NO_OPS:
                 return None
             if name in HIGHER_ORDER:

@@ -181,7 +181,9 @@ def _mean_all(x: Value, dtype: Any = None) -> Value:
 
 @aten("aten.var.correction")
 def _var(x: Value, dims: Any = None, *, correction: Any = 1, keepdim: bool = False) -> Value:
-    return call("variance", [x], axis=_axes(x, dims), keepdims=bool(keepdim),
+    axes = _axes(x, dims)
+    mean = call("mean", [x], axis=axes, keepdims=True)
+    return call("variance", [x, mean], axis=axes, keepdims=bool(keepdim),
                 unbiased=bool(correction))
 
 
@@ -192,7 +194,7 @@ def _layer_norm(x: Value, shape: Any, w: Value | None, b: Value | None,
                 eps: float) -> list[Any]:
     axes = tuple(range(x.ndim - len(ints(shape)), x.ndim))
     mean = call("mean", [x], axis=axes, keepdims=True)
-    var = call("variance", [x], axis=axes, keepdims=True)
+    var = call("variance", [x, mean], axis=axes, keepdims=True)
     rstd = call("rsqrt", [call("add", [var, like(x, float(eps))])])
     y = call("multiply", [call("subtract", [x, mean]), rstd])
     if w is not None:

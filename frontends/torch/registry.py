@@ -151,8 +151,8 @@ def _from_sympy(e: Any) -> Any:
 def size_of(x: Value, axis: int) -> SymValue:
     """The size of ``x``'s dimension ``axis``: static, or computed from ``shape_of(x)``."""
     d = canon_dim(x.shape[axis])
-    if is_concrete(d):
-        return sym_const(int(d))
+    if isinstance(d, int):
+        return sym_const(d)
     shape = call("shape_of", [x], dtype="int64")
     return SymValue(d, call("take", [shape, const(np.int64(axis))], axis=0))
 

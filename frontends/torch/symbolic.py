@@ -41,7 +41,7 @@ def same_dim(a: Dim, b: Dim) -> bool:
         return False
     if a == b:
         return True
-    return bool(sympy.simplify(sympy.sympify(a) - sympy.sympify(b)) == 0)
+    return bool(sympy.expand(sympy.sympify(a) - sympy.sympify(b)) == 0)
 
 
 def as_sym(v: Any) -> SymValue:
@@ -80,7 +80,7 @@ def _arith(py: Callable[[Any, Any], Any], relay: str) -> Callable[[Any, Any], Sy
             dim = sympy.Mod(sympy.sympify(x.dim), sympy.sympify(y.dim))
         else:
             dim = py(sympy.sympify(x.dim), sympy.sympify(y.dim))
-        return SymValue(canon_dim(sympy.simplify(dim)),
+        return SymValue(canon_dim(dim),
                         call(relay, [x.runtime, y.runtime]))
     return convert
 
@@ -98,8 +98,9 @@ ATEN["torch.sym_min"] = _arith(lambda a, b: sympy.Min(a, b) if not isinstance(a,
 @aten("operator.neg")
 def _neg(a: Any) -> SymValue:
     x = as_sym(a)
-    return sym_const(-int(x)) if x.is_static else SymValue(-x.dim, call("negative",
-                                                                        [x.runtime]))
+    if x.is_static:
+        return sym_const(-int(x))
+    return SymValue(canon_dim(-sympy.sympify(x.dim)), call("negative", [x.runtime]))
 
 
 @aten("math.ceil", "math.floor", "math.trunc")
