@@ -41,6 +41,10 @@ class Failed:
 FAILED = Failed()
 
 
+class SubgraphFailed(Unsupported):
+    """A subgraph of a higher-order operator has a node that failed (and is recorded)."""
+
+
 def location(node: Any) -> str:
     """Where ``node`` comes from in the user's code: ``file:line in function`` of the last
     frame of its stack trace that is a real file, and its innermost ``nn.Module``; empty
@@ -76,17 +80,20 @@ class GraphConverter:
     def __init__(self) -> None:
         self.errors: dict[str, str] = {}
         self.where: list[str] = []
+        #: the qualified names of subgraphs (``true_graph_0``, ``body_graph_0.cond_graph_0``)
+        self.scopes: dict[int, str] = {}
 
     # --- errors ---------------------------------------------------------------------------
 
     def record(self, node: Any, message: str) -> None:
         loc = location(node) or (self.where[-1] if self.where else "")
-        key = f"{node.name}|{node.target}"
         at = f" at {loc}" if loc else ""
-        self.errors.setdefault(key, f"node {node.name} ({target_name(node.target)}){at}: "
-                                    f"{message}")
+        scope = self.scopes.get(id(node.graph), "")
+        name = f"{scope}.{node.name}" if scope else node.name
+        self.errors.setdefault(str(id(node)), f"node {name} ({target_name(node.target)})"
+                                              f"{at}: {message}")
 
-    def scan_unsupported(self, gm: Any) -> None:
+    def scan_unsupported(self, gm: Any, scope: str = "") -> None:
         """Record every node of ``gm`` and of its subgraphs whose target has no converter."""
         for node in gm.graph.nodes:
             if node.op == "call_function" and not is_supported(target_name(node.target)):
@@ -94,8 +101,10 @@ class GraphConverter:
             elif node.op == "get_attr":
                 sub = getattr(gm, node.target, None)
                 if sub is not None and hasattr(sub, "graph"):
+                    inner = f"{scope}.{node.target}" if scope else str(node.target)
+                    self.scopes[id(sub.graph)] = inner
                     self.where.append(location(node))
-                    self.scan_unsupported(sub)
+                    self.scan_unsupported(sub, inner)
                     self.where.pop()
 
     def raise_errors(self) -> None:
@@ -133,7 +142,7 @@ class GraphConverter:
             self.where.pop()
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
         if any(_contains_failed(o) for o in outs):
-            raise Unsupported("a node of its subgraph cannot be converted (listed)")
+            raise SubgraphFailed("a node of its subgraph cannot be converted")
         return outs
 
     def _node(self, node: Any, env: dict[str, Any]) -> Any:
@@ -156,6 +165,8 @@ class GraphConverter:
             out = ATEN[name](*args, **kwargs)
             _check_type(node, out)
             return out
+        except SubgraphFailed:
+            pass                 # the failing node inside is recorded
         except Unsupported as err:
             self.record(node, str(err))
         except RelayError as err:

@@ -234,7 +234,7 @@ def _conv2d(x: Value, w: Value, b: Value | None = None, stride: Any = 1, padding
 @aten("aten._native_batch_norm_legit_no_training.default")
 def _bn_no_training(x: Value, w: Value | None, b: Value | None, mean: Value, var: Value,
                     momentum: float, eps: float) -> list[Value]:
-    c = x.static_shape()[1] if isinstance(x.shape[1], int) else mean.static_shape()[0]
+    c = mean.static_shape()[0]
     ones = const(np.ones(c, x.dtype))
     zeros = const(np.zeros(c, x.dtype))
     t = call("nn.batch_norm", [x, w or ones, b or zeros, mean, var], axis=1, epsilon=float(eps))
