@@ -11,8 +11,8 @@
       };
       %while(init...)
 
-  A carried value whose shape changes between iterations is typed with ``?`` in the
-  changing dims (the body is converted once more with those types).
+  PyTorch requires (and checks when exporting) that the carried values keep their shapes;
+  a symbolic shape stays symbolic through the loop.
 * ``scan(combine_fn, init, xs, additional)`` → the same recursion over a counter ``%i`` up
   to ``xs``'s leading size: the carries pass through, ``xs[i]`` is a ``take``, and each
   per-step output is written into an accumulator: row ``i`` of a ``(n, ...)`` tensor when
@@ -32,7 +32,7 @@ from frontends.onnx.builder import Unsupported, Value, call, call_tuple, const, 
 from frontends.torch.registry import SymValue, higher_order, size_of
 from semantics.expr import Call, Function, If, Let, Tuple, Var
 from semantics.shapes import ANY, is_concrete
-from semantics.types import FuncType, TensorType, TupleType, Type, scalar_type
+from semantics.types import FuncType, TensorType, TupleType, scalar_type
 
 
 def _predicate(v: Any) -> Value | bool:
@@ -81,44 +81,26 @@ def _cond(ctx: Any, node: Any, pred: Any, true_gm: Any, false_gm: Any,
     return [project(both, k) for k in range(len(then_outs))]
 
 
-def _general(old: Type, new: Type) -> Type | None:
-    """The type covering both ``old`` and ``new`` (``?`` where dims differ), or None when
-    rank or dtype differ."""
-    if str(old) == str(new):
-        return old
-    if not (isinstance(old, TensorType) and isinstance(new, TensorType)) \
-            or old.dtype != new.dtype or len(old.shape) != len(new.shape):
-        return None
-    return TensorType(tuple(a if str(a) == str(b) else ANY
-                            for a, b in zip(old.shape, new.shape)), old.dtype)
-
-
 @higher_order("higher_order.while_loop")
 def _while_loop(ctx: Any, node: Any, cond_gm: Any, body_gm: Any, carried: Any,
                 additional: Any) -> list[Value]:
     init = _tensors(list(carried), "while_loop carried values")
     extra = list(additional)
-    types: list[Type] = [v.type for v in init]
-    for _attempt in range(3):
-        vs = [Var(f"{node.name}_v{k}", t) for k, t in enumerate(types)]
-        vals = [Value(t, var) for t, var in zip(types, vs)]
-        (cond,) = ctx.subgraph(cond_gm, vals + extra, node)
-        new = _tensors(ctx.subgraph(body_gm, vals + extra, node), "while_loop results")
-        merged = [_general(t, n.type) for t, n in zip(types, new)]
-        if any(m is None for m in merged):
-            bad = [k for k, m in enumerate(merged) if m is None]
-            raise Unsupported(f"while_loop carried value {bad[0]} changes rank or dtype")
-        if all(str(m) == str(t) for m, t in zip(merged, types)):
-            break
-        types = [m for m in merged if m is not None]
-    else:
-        raise Unsupported("while_loop carried types do not settle")
+    types = [v.type for v in init]
+    vs = [Var(f"{node.name}_v{k}", t) for k, t in enumerate(types)]
+    vals = [Value(t, var) for t, var in zip(types, vs)]
+    (cond,) = ctx.subgraph(cond_gm, vals + extra, node)
+    new = _tensors(ctx.subgraph(body_gm, vals + extra, node), "while_loop results")
+    for k, (t, n) in enumerate(zip(types, new)):
+        if str(t) != str(n.type):      # PyTorch checks this too when it exports
+            raise Unsupported(f"while_loop carried value {k} changes type: {t} -> {n.type}")
     p = _predicate(cond)
+    if p is False:
+        return init                    # a condition false from the start: no iteration
+    if p is True:
+        raise Unsupported("the while_loop condition is constantly true: it never ends")
     ret = TupleType(tuple(types))
     loop = Var(node.name, FuncType(tuple(types), ret))
-    if isinstance(p, bool):
-        raise Unsupported("a while_loop whose condition is constant (it runs forever or "
-                          "never)") if p else Unsupported("while_loop never runs")
     step = Call(loop, tuple(n.expr for n in new))
     fn = Function(tuple(vs), If(p.expr, step, Tuple(tuple(vs))), ret)
     result = Value(ret, Let(loop, fn, Call(loop, tuple(v.expr for v in init))))
