@@ -24,7 +24,7 @@ import numpy as np
 import frontends.torch.control  # noqa: F401  (registers the higher-order converters)
 import frontends.torch.ops_math  # noqa: F401  (registers the ATen converters)
 import frontends.torch.ops_shape  # noqa: F401
-from frontends.onnx.builder import ImporterError, Value
+from frontends.onnx.builder import ImporterError, Unsupported, Value
 from frontends.torch.graph import GraphConverter, value_of
 from frontends.torch.registry import dim_of, dtype_name, ident
 from semantics.expr import Function, Tuple, Var
@@ -125,6 +125,6 @@ def _data_input(name: str, meta: Any) -> Var:
     try:
         dims = tuple(dim_of(d) for d in meta.shape)
         dtype = dtype_name(meta.dtype)
-    except Exception as err:  # Unsupported: a dtype or size Relay cannot type
+    except Unsupported as err:  # a dtype or size Relay cannot type
         raise ImporterError(f"cannot import: input {name}: {err}") from None
     return Var(ident(name), TensorType(dims, dtype))

@@ -12,7 +12,7 @@ import numpy as np
 from frontends.onnx.builder import Unsupported, Value, call, call_tuple, const, project
 from frontends.torch.registry import SymValue, aten, dtype_name, ints
 from frontends.torch.symbolic import as_sym, expand_to, reshape_codes, slice_bound
-from semantics.shapes import Dim, is_concrete
+from semantics.shapes import Dim, as_int, is_concrete
 
 
 @aten("aten.view.default", "aten.reshape.default", "aten._unsafe_view.default")
@@ -66,18 +66,23 @@ def _unsqueeze(x: Value, dim: int) -> Value:
 
 @aten("aten.slice.Tensor")
 def _slice(x: Value, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Value:
+    """``x[start:end:step]`` along ``dim``: ``strided_slice`` on that axis only. On a
+    symbolic axis a slice that is not the whole axis has the type ``?``."""
     d = dim % x.ndim
     n: Dim = x.shape[d]
-    s = slice_bound(start, n, 0)
-    e = slice_bound(end, n, n)
-    if s == 0 and e is n and int(step) == 1:
+    s = slice_bound(start, n, 0) or 0
+    e = slice_bound(end, n, None)
+    if s == 0 and e is None and int(step) == 1:
         return x
-    if not (is_concrete(s) and is_concrete(e)):
-        raise Unsupported(f"slice [{s}:{e}] of the symbolic axis {n}")
-    if is_concrete(n):
-        e = max(int(e), int(s))  # type: ignore[arg-type]
-    return call("strided_slice", [x], begin=(int(s),), end=(int(e),),  # type: ignore[arg-type]
-                strides=(int(step),), axes=(d,))
+    if e is None:
+        e = as_int(n) if is_concrete(n) else _TO_THE_END
+    elif is_concrete(n) and s >= 0:
+        e = max(e, s)
+    return call("strided_slice", [x], begin=(s,), end=(e,), strides=(int(step),), axes=(d,))
+
+
+#: ``strided_slice``'s end for "to the end of a symbolic axis" (clamped at run time).
+_TO_THE_END = 2**31 - 1
 
 
 @aten("aten.select.int")
@@ -98,8 +103,9 @@ def _select(x: Value, dim: int, index: Any) -> Value:
 def _split(x: Value, sizes: Any, dim: int = 0) -> list[Value]:
     d = dim % x.ndim
     if isinstance(sizes, (int, SymValue)):
-        n = x.static_shape()[d] if not is_concrete(x.shape[d]) else int(x.shape[d])
-        step = int(sizes)
+        if not is_concrete(x.shape[d]):
+            raise Unsupported(f"split of the symbolic axis {x.shape[d]} into chunks")
+        n, step = int(x.shape[d]), int(sizes)
         sizes = [min(step, n - i) for i in range(0, n, step)]
     sizes = [int(s) for s in sizes]
     idx = tuple(int(i) for i in np.cumsum(sizes)[:-1])

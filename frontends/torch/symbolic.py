@@ -192,21 +192,21 @@ def expand_to(x: Value, shape: Any) -> Value:
     return call("multiply", [x, const(np.ones(ones_shape, x.dtype))])
 
 
-def slice_bound(v: Any, n: Dim, default: int | Dim) -> Dim:
-    """A ``slice`` start or end as a dim of an axis of size ``n`` (clamped, negatives from
-    the end); symbolic only when it is the axis size itself."""
+def slice_bound(v: Any, n: Dim, default: int | None) -> int | None:
+    """A ``slice`` start or end on an axis of size ``n``: ``None`` for "to the end" (absent,
+    ``sys.maxsize``, or the axis size itself, symbolic or not); static ints otherwise,
+    clamped when ``n`` is static (a negative bound on a symbolic axis stays negative:
+    ``strided_slice`` counts it from the end at run time)."""
     if v is None:
         return default
     s = as_sym(v)
     if not s.is_static:
         if same_dim(s.dim, n):
-            return n
+            return None
         raise Unsupported(f"slice bound {s.dim} on an axis of size {n} (a run-time bound)")
     b = int(s)
-    if b >= sys.maxsize or (is_concrete(n) and b >= int(n)):   # type: ignore[arg-type]
-        return n
-    if b < 0:
-        if not is_concrete(n):
-            raise Unsupported(f"negative slice bound {b} on the symbolic axis {n}")
+    if b >= sys.maxsize or (is_concrete(n) and b >= int(n)):  # type: ignore[arg-type]
+        return None
+    if b < 0 and is_concrete(n):
         return max(int(n) + b, 0)  # type: ignore[arg-type]
     return b

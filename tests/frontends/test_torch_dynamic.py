@@ -146,6 +146,22 @@ def test_symbolic_size_arithmetic_matches_pytorch(batch, seed):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+class Slices(torch.nn.Module):
+    def forward(self, x):
+        return x[1:] * 2, x[:, 1:3], x[-2:], x[:2].sum(0)
+
+
+@pytest.mark.parametrize("rows", [3, 4, 9])
+def test_slices_of_a_symbolic_axis_match_pytorch(rows):
+    ep = _export(Slices(), (torch.randn(5, 4),), ({0: torch.export.Dim("n", min=3)},))
+    mod, params = from_exported_program(ep)
+    check(mod)
+    x = np.random.default_rng(rows).standard_normal((rows, 4)).astype(np.float32)
+    for got, want in zip(_ours(mod, params, x), _torch(Slices(), x)):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 # --- errors ---------------------------------------------------------------------------------
 
 def test_every_unsupported_node_is_named_with_its_target_and_line():
