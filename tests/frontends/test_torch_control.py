@@ -223,3 +223,22 @@ def test_while_loop_and_cond_run_on_the_tvm_vm():
                 want = [w.numpy() for w in _outs_torch(module.eval()(torch.from_numpy(x)))]
             for g, w in zip(got, want):
                 np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_scan_runs_on_the_tvm_vm(symbolic):
+    pytest.importorskip("tvm", reason="tvm is not installed (extra `tvm`)")
+    from backends.tvm import build
+
+    module = _Scan()
+    dims = (None, {0: torch.export.Dim("steps", min=1, max=32)}, None) if symbolic else None
+    mod, params = _export(module, (torch.zeros(3), torch.ones(5, 3), torch.ones(3)), dims)
+    exe = build(mod, params=params)
+    rng = np.random.default_rng(0)
+    for steps in ((2, 5) if symbolic else (5,)):
+        arrays = [rng.standard_normal(s).astype(np.float32) for s in ((3,), (steps, 3), (3,))]
+        with torch.no_grad():
+            want = [w.numpy() for w in _outs_torch(module(*map(torch.from_numpy, arrays)))]
+        for g, w in zip(_outs(exe(*arrays)), want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
