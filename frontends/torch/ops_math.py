@@ -14,7 +14,16 @@ from typing import Any
 import numpy as np
 
 from frontends.onnx.builder import Unsupported, Value, call, const, project
-from frontends.torch.registry import ATEN, Unavailable, aten, dtype_name, ints, like, pair
+from frontends.torch.registry import (
+    ATEN,
+    Unavailable,
+    aten,
+    dtype_name,
+    ints,
+    like,
+    pair,
+    promote,
+)
 from semantics.shapes import is_concrete
 
 # --- element-wise --------------------------------------------------------------------------
@@ -36,19 +45,24 @@ _BINARY = {"aten.maximum.default": "maximum", "aten.minimum.default": "minimum",
            "aten.pow.Tensor_Tensor": "power", "aten.pow.Tensor_Scalar": "power",
            "aten.remainder.Tensor": "floor_mod", "aten.remainder.Scalar": "floor_mod",
            "aten.fmod.Tensor": "mod", "aten.fmod.Scalar": "mod"}
+def _binary(relay: str) -> Any:
+    def convert(a: Value, b: Any) -> Value:
+        return call(relay, list(promote(a, b)))
+    return convert
+
+
 for _n, _r in _BINARY.items():
-    ATEN[_n] = (lambda r: lambda a, b: call(r, [a, like(a, b)]))(_r)
+    ATEN[_n] = _binary(_r)
 
 _COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
             "gt": "greater", "ge": "greater_equal"}
 for _n, _r in _COMPARE.items():
-    ATEN[f"aten.{_n}.Tensor"] = ATEN[f"aten.{_n}.Scalar"] = \
-        (lambda r: lambda a, b: call(r, [a, like(a, b)]))(_r)
+    ATEN[f"aten.{_n}.Tensor"] = ATEN[f"aten.{_n}.Scalar"] = _binary(_r)
 
 
 @aten("aten.add.Tensor", "aten.add.Scalar")
 def _add(a: Value, b: Any, alpha: Any = 1) -> Value:
-    b = like(a, b)
+    a, b = promote(a, b)
     if alpha != 1:
         b = call("multiply", [b, like(b, alpha)])
     return call("add", [a, b])
@@ -56,7 +70,7 @@ def _add(a: Value, b: Any, alpha: Any = 1) -> Value:
 
 @aten("aten.sub.Tensor", "aten.sub.Scalar")
 def _sub(a: Value, b: Any, alpha: Any = 1) -> Value:
-    b = like(a, b)
+    a, b = promote(a, b)
     if alpha != 1:
         b = call("multiply", [b, like(b, alpha)])
     return call("subtract", [a, b])
@@ -69,18 +83,17 @@ def _rsub(a: Value, b: Any, alpha: Any = 1) -> Value:
 
 @aten("aten.mul.Tensor", "aten.mul.Scalar")
 def _mul(a: Value, b: Any) -> Value:
-    return call("multiply", [a, like(a, b)])
+    return call("multiply", list(promote(a, b)))
 
 
 @aten("aten.div.Tensor", "aten.div.Scalar")
 def _div(a: Value, b: Any) -> Value:
     """True division, as PyTorch's ``/``: integer (and bool) operands give the default float
     dtype (float32), never a truncated integer."""
+    a, b = promote(a, b)
     if not a.dtype.startswith("float"):
-        a = call("cast", [a], dtype="float32")
-        if isinstance(b, Value) and not b.dtype.startswith("float"):
-            b = call("cast", [b], dtype="float32")
-    return call("divide", [a, like(a, b)])
+        a, b = (call("cast", [v], dtype="float32") for v in (a, b))
+    return call("divide", [a, b])
 
 
 @aten("aten.bitwise_not.default")
@@ -94,7 +107,7 @@ def _bitwise_not(x: Value) -> Value:
 def _where(cond: Value, a: Any, b: Any) -> Value:
     if not isinstance(a, Value):
         a = like(b, a)
-    return call("where", [cond, a, like(a, b)])
+    return call("where", [cond, *promote(a, b)])
 
 
 @aten("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from frontends.onnx.builder import Unsupported, Value, call, call_tuple, const, project
-from frontends.torch.registry import SymValue, aten, dtype_name, ints
+from frontends.torch.registry import SymValue, aten, dtype_name, ints, like
 from frontends.torch.symbolic import as_sym, expand_to, reshape_codes, slice_bound
 from semantics.shapes import Dim, as_int, is_concrete
 
@@ -184,3 +184,22 @@ def _arange(*args: Any, dtype: Any = None, **kw: Any) -> Value:
     dt = dtype_name(dtype) if dtype is not None else \
         ("float32" if any(isinstance(b, float) for b in nums) else "int64")
     return const(np.arange(*nums).astype(dt))
+
+
+@aten("aten.full_like.default")
+def _full_like(x: Value, value: Any, dtype: Any = None, **kw: Any) -> Value:
+    """A tensor of ``x``'s shape (symbolic or not) filled with ``value``."""
+    dt = dtype_name(dtype) if dtype is not None else x.dtype
+    base = x if dt == x.dtype else call("cast", [x], dtype=dt)
+    fill = value.runtime if isinstance(value, SymValue) else value
+    return call("full_like", [base, like(const(np.zeros((), dt)), fill)])
+
+
+@aten("aten.zeros_like.default")
+def _zeros_like(x: Value, dtype: Any = None, **kw: Any) -> Value:
+    return _full_like(x, 0, dtype)
+
+
+@aten("aten.ones_like.default")
+def _ones_like(x: Value, dtype: Any = None, **kw: Any) -> Value:
+    return _full_like(x, 1, dtype)

@@ -185,6 +185,30 @@ def like(x: Value, v: Any) -> Value:
     return const(np.asarray(v, dtype=x.dtype))
 
 
+def _category(dtype: str) -> int:
+    return 0 if dtype == "bool" else 2 if dtype.startswith("float") else 1
+
+
+def promote(a: Value, b: Any) -> tuple[Value, Value]:
+    """``a`` and ``b`` (a Value, a symbolic integer or a number) cast to one dtype by
+    PyTorch's rule: a number takes ``a``'s dtype; between tensors the higher category (bool
+    < integer < float) wins, a dimensioned tensor's dtype over a 0-d one's within a category,
+    numpy's promotion otherwise."""
+    if not isinstance(b, Value):
+        return a, like(a, b)
+    if a.dtype == b.dtype:
+        return a, b
+    ca, cb = _category(a.dtype), _category(b.dtype)
+    if ca != cb:
+        dt = a.dtype if ca > cb else b.dtype
+    elif (a.ndim == 0) != (b.ndim == 0):
+        dt = b.dtype if a.ndim == 0 else a.dtype
+    else:
+        dt = np.promote_types(a.dtype, b.dtype).name
+    cast = [v if v.dtype == dt else call("cast", [v], dtype=dt) for v in (a, b)]
+    return cast[0], cast[1]
+
+
 def ints(v: Any) -> tuple[int, ...]:
     if isinstance(v, (list, tuple)):
         return tuple(int(x) for x in v)

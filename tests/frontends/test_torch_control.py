@@ -160,6 +160,25 @@ def test_while_loop_closes_over_outer_values():
            np.array([0.25, -3.0], np.float32))
 
 
+def test_nested_while_loops_are_two_recursions():
+    class Nested(torch.nn.Module):
+        """The inner loop's trip count is the outer counter; the body mixes the int64
+        counter into float data (PyTorch's promotion: a cast)."""
+
+        def forward(self, x):
+            def outer(i, x):
+                def inner(j, y):
+                    return j + 1, y * 1.5 + i
+                _, y = while_loop(lambda j, y: j < i, inner, (torch.zeros_like(i), x))
+                return i + 1, y
+            return while_loop(lambda i, x: i < 4, outer, (torch.tensor(0), x))
+
+    mod, params = _export(Nested(), (torch.ones(3),))
+    text = pretty(mod)
+    assert len(re.findall(r"let %\w+: fn", text)) == 2 and text.count("multiply(") == 1
+    _agree(mod, params, Nested(), np.array([1.0, -2.0, 0.5], np.float32))
+
+
 # --- scan and map -----------------------------------------------------------------------------
 
 class _Scan(torch.nn.Module):
