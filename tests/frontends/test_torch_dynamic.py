@@ -162,6 +162,28 @@ def test_slices_of_a_symbolic_axis_match_pytorch(rows):
         np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+# --- PyTorch's dtype promotion ---------------------------------------------------------
+
+class Mixed(torch.nn.Module):
+    def forward(self, a, b):
+        return a + b, a * b, b - a, (a > b)
+
+
+@pytest.mark.parametrize("a,b", [
+    (("float32", (3,)), ("int64", ())), (("int32", (3,)), ("float32", ())),
+    (("int32", (3,)), ("int64", (3,))), (("uint8", (3,)), ("int32", ())),
+    (("int64", ()), ("float32", (3,))), (("float64", ()), ("float32", (3,)))])
+def test_mixed_dtypes_promote_as_pytorch_does(a, b):
+    rng = np.random.default_rng(0)
+    arrays = [np.asarray(rng.standard_normal(shape) * 4).astype(dt) for dt, shape in (a, b)]
+    ep = _export(Mixed(), tuple(torch.from_numpy(np.asarray(x)) for x in arrays))
+    mod, params = from_exported_program(ep)
+    check(mod)
+    for got, want in zip(_ours(mod, params, *arrays), _torch(Mixed(), *arrays)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 # --- errors ---------------------------------------------------------------------------------
 
 def test_every_unsupported_node_is_named_with_its_target_and_line():
