@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from frontends.onnx.builder import ImporterError, Unsupported, Value, const
+from frontends.onnx.builder import ImporterError, Unsupported, Value, call, const
 from frontends.torch.registry import (
     ATEN,
     HIGHER_ORDER,
@@ -24,6 +24,7 @@ from frontends.torch.registry import (
     SymValue,
     Unavailable,
     dim_of,
+    dtype_name,
     is_supported,
     target_name,
 )
@@ -163,8 +164,7 @@ class GraphConverter:
             if name in HIGHER_ORDER:
                 return HIGHER_ORDER[name](self, node, *args, **kwargs)
             out = ATEN[name](*args, **kwargs)
-            _check_type(node, out)
-            return out
+            return _checked(node, out)
         except SubgraphFailed:
             pass                 # the failing node inside is recorded
         except Unsupported as err:
@@ -202,20 +202,23 @@ def _check_available(a: Any) -> None:
             _check_available(x)
 
 
-def _check_type(node: Any, out: Any) -> None:
-    """The converted value's shape agrees with PyTorch's (``node.meta["val"]``): a
-    converter's mistake is reported at the node that made it."""
+def _checked(node: Any, out: Any) -> Any:
+    """``out`` checked against PyTorch's value of the node (``node.meta["val"]``): a shape
+    that differs is a converter's mistake, reported at the node that made it; a dtype that
+    differs (``sum`` of int32 is int64 in PyTorch) is cast to PyTorch's."""
     import torch
 
     meta = node.meta.get("val")
     if not isinstance(out, Value) or not isinstance(meta, torch.Tensor):
-        return
+        return out
     ours = out.shape
     theirs = [dim_of(d) for d in meta.shape]
     if len(ours) != len(theirs) or not all(
             a is ANY or same_dim(a, b) for a, b in zip(ours, theirs)):
         raise Unsupported(f"the converted shape {tuple(ours)} differs from PyTorch's "
                           f"{tuple(theirs)}")
+    dtype = dtype_name(meta.dtype)
+    return out if out.dtype == dtype else call("cast", [out], dtype=dtype)
 
 
 def value_of(v: Any, what: str) -> Value:

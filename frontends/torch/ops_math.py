@@ -170,10 +170,21 @@ def _axes(x: Value, dims: Any) -> tuple[int, ...] | None:
     return tuple(d % x.ndim for d in ints(dims))
 
 
+def _accumulated(relay: str, x: Value, dtype: Any) -> Value:
+    """``x`` in the dtype PyTorch reduces it in: ``dtype`` when given; int64 for a ``sum``
+    or ``prod`` of bools or integers."""
+    if dtype is not None:
+        return call("cast", [x], dtype=dtype_name(dtype))
+    if relay in ("sum", "prod") and not x.dtype.startswith("float") and x.dtype != "int64":
+        return call("cast", [x], dtype="int64")
+    return x
+
+
 def _reduction(relay: str) -> Any:
-    def convert(x: Value, dims: Any = None, keepdim: bool = False, *rest: Any,
+    def convert(x: Value, dims: Any = None, keepdim: bool = False, dtype: Any = None,
                 **kw: Any) -> Value:
-        return call(relay, [x], axis=_axes(x, dims), keepdims=bool(keepdim))
+        return call(relay, [_accumulated(relay, x, dtype)], axis=_axes(x, dims),
+                    keepdims=bool(keepdim))
     return convert
 
 
@@ -184,12 +195,12 @@ for _n, _r in {"aten.mean.dim": "mean", "aten.sum.dim_IntList": "sum", "aten.ama
 
 @aten("aten.sum.default")
 def _sum_all(x: Value, dtype: Any = None) -> Value:
-    return call("sum", [x])
+    return call("sum", [_accumulated("sum", x, dtype)])
 
 
 @aten("aten.mean.default")
 def _mean_all(x: Value, dtype: Any = None) -> Value:
-    return call("mean", [x])
+    return call("mean", [_accumulated("mean", x, dtype)])
 
 
 @aten("aten.var.correction")

@@ -184,6 +184,20 @@ def test_mixed_dtypes_promote_as_pytorch_does(a, b):
         np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+def test_integer_and_bool_sums_accumulate_in_int64_as_pytorch_does():
+    class Sums(torch.nn.Module):
+        def forward(self, a, m):
+            return a.sum(0), m.sum(), (a > 0).sum(1), a.to(torch.float32).mean()
+
+    a = np.arange(12, dtype=np.int32).reshape(3, 4) - 5
+    m = np.array([True, False, True])
+    mod, params = from_exported_program(_export(Sums(), (torch.from_numpy(a),
+                                                          torch.from_numpy(m))))
+    for got, want in zip(_ours(mod, params, a, m), _torch(Sums(), a, m)):
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want)
+
+
 # --- errors ---------------------------------------------------------------------------------
 
 def test_every_unsupported_node_is_named_with_its_target_and_line():
