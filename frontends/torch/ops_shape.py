@@ -11,7 +11,7 @@ import numpy as np
 
 from frontends.onnx.builder import Unsupported, Value, call, call_tuple, const, project
 from frontends.torch.registry import SymValue, aten, dtype_name, ints, like
-from frontends.torch.symbolic import as_sym, expand_to, reshape_codes, slice_bound
+from frontends.torch.symbolic import as_sym, expand_to, filled, reshape_codes, slice_bound
 from semantics.shapes import Dim, as_int, is_concrete
 
 
@@ -146,23 +146,15 @@ def _to_copy(x: Value, dtype: Any = None, **kw: Any) -> Value:
     return call("cast", [x], dtype=dtype_name(dtype)) if dtype is not None else x
 
 
-def _static_size(size: Any) -> tuple[int, ...]:
-    dims = [as_sym(s) for s in (size if isinstance(size, (list, tuple)) else [size])]
-    if not all(s.is_static for s in dims):
-        raise Unsupported("a tensor created with a symbolic size "
-                          f"[{', '.join(str(s.dim) for s in dims)}] (Relay's creation "
-                          "operators take static shapes)")
-    return tuple(int(s) for s in dims)
-
-
 @aten("aten.full.default")
 def _full(size: Any, value: Any, dtype: Any = None, **kw: Any) -> Value:
     dt = dtype_name(dtype) if dtype is not None else "float32"
-    shape = _static_size(size)
-    if isinstance(value, SymValue) and not value.is_static:
-        return call("broadcast_to", [call("cast", [value.runtime], dtype=dt)], shape=shape)
-    return const(np.full(shape, int(value) if isinstance(value, SymValue) else value,
-                         dtype=dt))
+    sizes = [as_sym(s) for s in (size if isinstance(size, (list, tuple)) else [size])]
+    if isinstance(value, SymValue):
+        if not value.is_static:
+            return call("add", [filled(sizes, 0, dt), call("cast", [value.runtime], dtype=dt)])
+        value = int(value)
+    return filled(sizes, value, dt)
 
 
 @aten("aten.zeros.default")

@@ -91,6 +91,9 @@ class SymValue:
 
     dim: Dim
     runtime: Value
+    #: ``(x, axis)`` when the integer is the size of ``x``'s dimension ``axis`` (a tensor
+    #: with that dimension, for creating tensors of a symbolic shape)
+    origin: tuple[Value, int] | None = None
 
     def __int__(self) -> int:
         if is_concrete(self.dim):
@@ -154,7 +157,7 @@ def size_of(x: Value, axis: int) -> SymValue:
     if isinstance(d, int):
         return sym_const(d)
     shape = call("shape_of", [x], dtype="int64")
-    return SymValue(d, call("take", [shape, const(np.int64(axis))], axis=0))
+    return SymValue(d, call("take", [shape, const(np.int64(axis))], axis=0), (x, axis))
 
 
 # --- small helpers shared by the converter modules ----------------------------------------

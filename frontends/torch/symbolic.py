@@ -165,8 +165,9 @@ def reshape_codes(x: Value, shape: Any) -> tuple[int, ...]:
 
 
 def expand_to(x: Value, shape: Any) -> Value:
-    """``x.expand(shape)``: ``broadcast_to`` for a static target, else a multiplication by
-    ones of the static broadcast shape (the symbolic dims must be ``x``'s own)."""
+    """``x.expand(shape)``: ``broadcast_to`` for a static target; a symbolic size ``x``
+    already has is kept; a size-1 (or new) dim goes to a symbolic size by adding a zero
+    tensor of that size (:func:`filled`), to a static one by multiplying with ones."""
     target = [as_sym(s) for s in shape]
     lead = len(target) - x.ndim
     dims: list[Any] = []
@@ -178,9 +179,17 @@ def expand_to(x: Value, shape: Any) -> Value:
             dims.append(own)
         elif s.is_static and (own is None or own == 1):
             dims.append(int(s))
+        elif (own is None or own == 1) and s.origin is not None:
+            dims.append(s)          # broadcast to a symbolic size: see below
         else:
             raise Unsupported(f"expand of a {tuple(x.shape)} tensor to the symbolic size "
                               f"{s.dim} at dim {i}")
+    if any(isinstance(d, SymValue) for d in dims):
+        sizes = [d if isinstance(d, SymValue) else sym_const(1) for d in dims]
+        zero = filled(sizes, False if x.dtype == "bool" else 0, x.dtype)
+        x = call("logical_or" if x.dtype == "bool" else "add", [x, zero])
+        dims = [d.dim if isinstance(d, SymValue) else d for d in dims]
+        lead = 0                    # the addition broadcast x to the full rank
     if tuple(dims) == tuple(x.shape):
         return x
     if all(is_concrete(d) for d in dims):
@@ -190,6 +199,39 @@ def expand_to(x: Value, shape: Any) -> Value:
     if x.dtype == "bool":
         return call("logical_or", [x, const(np.zeros(ones_shape, bool))])
     return call("multiply", [x, const(np.ones(ones_shape, x.dtype))])
+
+
+def filled(sizes: list[SymValue], value: Any, dtype: str) -> Value:
+    """A tensor of shape ``sizes`` filled with ``value``: a constant when every size is
+    static; else the constant with ``1`` in the symbolic positions broadcast against a
+    zero vector of each symbolic length, made from a tensor that has that dimension
+    (:attr:`SymValue.origin`, e.g. ``zeros(x.shape[0], 4)`` from ``x``)."""
+    static = tuple(int(s) if s.is_static else 1 for s in sizes)
+    out = const(np.full(static, value, dtype=dtype))
+    for k, s in enumerate(sizes):
+        if s.is_static:
+            continue
+        if s.origin is None:
+            raise Unsupported(f"a tensor of the symbolic size {s.dim}, which is not the size "
+                              "of a tensor's dimension")
+        vec = _zeros_along(s.origin[0], s.origin[1], dtype)
+        shape = tuple(-1 if i == k else 1 for i in range(len(sizes)))
+        vec = call("reshape", [vec], newshape=shape)
+        out = call("logical_or" if dtype == "bool" else "add", [out, vec])
+    return out
+
+
+def _zeros_along(x: Value, axis: int, dtype: str) -> Value:
+    """A zero vector as long as ``x``'s dimension ``axis`` (a sum over the other axes of
+    ``zeros_like(x)``: right for empty dims too)."""
+    acc = "int32" if dtype == "bool" else dtype
+    z = call("zeros_like", [x])
+    if z.dtype != acc:
+        z = call("cast", [z], dtype=acc)
+    others = tuple(a for a in range(x.ndim) if a != axis)
+    if others:
+        z = call("sum", [z], axis=others)
+    return call("cast", [z], dtype="bool") if dtype == "bool" else z
 
 
 def slice_bound(v: Any, n: Dim, default: int | None) -> int | None:

@@ -162,6 +162,27 @@ def test_slices_of_a_symbolic_axis_match_pytorch(rows):
         np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+class Create(torch.nn.Module):
+    """Tensors created and expanded to the symbolic batch (an RNN's initial state)."""
+
+    def forward(self, x):
+        b = x.shape[0]
+        return (torch.zeros(b, 3) + x[:, :3], torch.ones(2, b, dtype=torch.int64),
+                torch.ones(1, 3).expand(b, 3) * 2, torch.full((b,), b),
+                torch.zeros(b, dtype=torch.bool), torch.ones(3).expand(b, 2, 3))
+
+
+@pytest.mark.parametrize("batch", [1, 2, 5])
+def test_tensors_created_with_a_symbolic_size_match_pytorch(batch):
+    ep = _export(Create(), (torch.randn(4, 5),), ({0: torch.export.Dim("b")},))
+    mod, params = from_exported_program(ep)
+    check(mod)
+    x = np.random.default_rng(batch).standard_normal((batch, 5)).astype(np.float32)
+    for got, want in zip(_ours(mod, params, x), _torch(Create(), x)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want)
+
+
 # --- PyTorch's dtype promotion ---------------------------------------------------------
 
 class Mixed(torch.nn.Module):
