@@ -37,9 +37,12 @@ from backends.tvm.schedules import KEEP
 from semantics.ops import nn_relations as N
 from semantics.ops.winograd import WEIGHT_TRANSFORM, WITHOUT_WEIGHT_TRANSFORM, winograd_matrices
 
-__all__ = ["GEMM", "INPUT", "LANES_MAX", "OUTPUT", "PACK", "pack_weight"]
+__all__ = ["GEMM", "INPUT", "INPUT_ROWS", "LANES_MAX", "OUTPUT", "OUTPUT_COLS", "PACK",
+           "pack_weight"]
 
 INPUT = f"{KEEP}winograd_input"
+INPUT_ROWS = f"{KEEP}winograd_input_rows"
+OUTPUT_COLS = f"{KEEP}winograd_output_cols"
 GEMM = "winograd_gemm"
 PACK = f"{KEEP}winograd_pack"
 OUTPUT = "winograd_output"
@@ -100,6 +103,16 @@ def _sandwich(left: np.ndarray, right: np.ndarray, i: Any, j: Any,
             cols.append(_terms([c for c, _ in used], [load(*v) for _, v in used], dtype))
         rows.append(_select(j, cols))
     return _select(i, rows)
+
+
+def _rows(matrix: np.ndarray, i: Any, load: Any, dtype: str) -> Any:
+    """``sum_a matrix[i, a] load(a)`` for an index expression ``i``: a ``Select`` on ``i``
+    whose branches hold only the non-zero terms of their row."""
+    branches = []
+    for ii in range(matrix.shape[0]):
+        used = [(float(c), a) for a, c in enumerate(matrix[ii]) if c != 0.0]
+        branches.append(_terms([c for c, _ in used], [load(a) for _, a in used], dtype))
+    return _select(i, branches)
 
 
 @lowering(WEIGHT_TRANSFORM)
@@ -166,13 +179,16 @@ def _winograd(call: OpCall) -> Any:
         x = tirx.Cast(cdt, _at(data, dmap.index({"N": n, "C": c, "H": h, "W": w})))
         return tirx.if_then_else(inside, x, const(0, cdt))
 
-    def input_body(eps: Any, nu: Any, p: Any, c: Any) -> Any:
+    def rows_body(p: Any, eps: Any, j: Any, c: Any) -> Any:
         n = tirx.floordiv(p, nh * nw)
         th = tirx.floormod(tirx.floordiv(p, nw), nh)
         tw = tirx.floormod(p, nw)
-        return _sandwich(bt, bt, eps, nu, lambda i, j: load(n, th * m + i, tw * m + j, c), cdt)
+        return _rows(bt, eps, lambda i: load(n, th * m + i, tw * m + j, c), cdt)
 
-    v = te.compute((alpha, alpha, tiles, in_c), input_body, name=INPUT)
+    # B^T d B in two passes (rows, then columns): each a Select of alpha short sums
+    half = te.compute((tiles, alpha, alpha, in_c), rows_body, name=INPUT_ROWS)
+    v = te.compute((alpha, alpha, tiles, in_c), lambda eps, nu, p, c: _rows(
+        bt, nu, lambda j: half[p, eps, j, c], cdt), name=INPUT)
     lanes = _lanes(call, out_c)
     blocks = -(-out_c // lanes)
     u_const = call.constant(1)
@@ -193,12 +209,17 @@ def _winograd(call: OpCall) -> Any:
             v[a, b, p, rc] * packed[a, b, tirx.floordiv(o, lanes), rc, tirx.floormod(o, lanes)],
             axis=rc), name=GEMM)
 
+    # A^T M A in two passes: the columns of each tile (a stage the schedule computes per
+    # tile), then the rows, read at the output position (a Select of m short sums)
+    cols = te.compute((tiles, alpha, m, blocks * lanes), lambda p, a, q, o: _rows(
+        at, q, lambda b: gemm[a, b, p, o], cdt), name=OUTPUT_COLS)
+
     def output_body(*idx: Any) -> Any:
         o = omap.coords(idx)
         h, w = o["H"], o["W"]
         p = (o["N"] * nh + tirx.floordiv(h, m)) * nw + tirx.floordiv(w, m)
-        value = _sandwich(at, at, tirx.floormod(h, m), tirx.floormod(w, m),
-                          lambda a, b: gemm[a, b, p, o["C"]], cdt)
+        q = tirx.floormod(w, m)
+        value = _rows(at, tirx.floormod(h, m), lambda a: cols[p, a, q, o["C"]], cdt)
         return tirx.Cast(odt, value)
 
     return te.compute(call.out_shape, output_body, name=OUTPUT)
