@@ -128,7 +128,8 @@ def pipeline(opt_level: int, target: Any = None) -> list[Any]:
     chosen = passes_at(opt_level)
     if any(p.name == "AlterOpLayout" for p in chosen):
         record = Target.of(target)
-        policy = WinogradPolicy(lanes=record.lanes, l2_bytes=record.l2_bytes)
+        policy = WinogradPolicy(enabled=record.winograd, lanes=record.lanes,
+                                l2_bytes=record.l2_bytes)
         altered = alter_op_layout_pass(record.lanes, policy)
         chosen = [altered if p.name == "AlterOpLayout" else p for p in chosen]
     return chosen
