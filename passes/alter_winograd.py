@@ -27,9 +27,11 @@ The choice (:func:`winograd_tile`) is the issue's measurements turned into a rul
   plus the transforms (weighted by :data:`TRANSFORM_COST`: they are memory-bound where the
   GEMM is not) must be below :data:`MAX_COST_RATIO` of the direct convolution's (a 16 → 16
   channel layer stays direct; ResNet's 64 to 512 channel layers qualify);
-* a rule that keeps memory-bound layers direct: when the transformed weight is larger than
-  the target's L2 cache and the output has fewer than :data:`MIN_TILES` tiles, each weight
-  value loaded from memory would serve too few multiply-adds.
+* memory traffic: a weight larger than the target's L2 cache is streamed from memory once
+  per call, which costs :data:`WEIGHT_COST` multiply-adds a value spread over the output's
+  tiles — for both forms, and the transformed weight is 1.8× (``F(2x2, 3x3)``) to 4×
+  (``F(4x4, 3x3)``) larger than the kernel: a layer with few tiles and large weights
+  stays direct.
 
 The Target record's facts arrive as a :class:`WinogradPolicy` (``backends.tvm.build``
 fills it from ``Target``: its lanes and L2 size); the pass never reads the machine.
@@ -48,8 +50,8 @@ from semantics.ops.nn_relations import pad4, pair
 from semantics.types import TensorType
 from semantics.visitor import post_order
 
-__all__ = ["DEFAULT_POLICY", "F2_MIN_OUTPUT", "F4_MIN_OUTPUT", "MAX_COST_RATIO", "MIN_TILES",
-           "TRANSFORM_COST", "WinogradPolicy", "rewrite_winograd", "winograd_tile"]
+__all__ = ["DEFAULT_POLICY", "F2_MIN_OUTPUT", "F4_MIN_OUTPUT", "MAX_COST_RATIO", "TRANSFORM_COST",
+           "WEIGHT_COST", "WinogradPolicy", "rewrite_winograd", "winograd_tile"]
 
 WEIGHT_TRANSFORM = "nn.contrib_conv2d_winograd_weight_transform"
 WINOGRAD = "nn.contrib_conv2d_winograd_without_weight_transform"
@@ -66,8 +68,8 @@ TRANSFORM_COST = 4.0
 MAX_COST_RATIO = 0.8
 """A Winograd convolution must cost at most this share of the direct one."""
 
-MIN_TILES = 8
-"""Tiles below which a layer whose transformed weight exceeds the L2 cache stays direct."""
+WEIGHT_COST = 4.0
+"""Multiply-adds one weight value streamed from memory (not from L2) costs."""
 
 
 @dataclass(frozen=True)
@@ -96,12 +98,16 @@ def winograd_tile(batch: int, in_c: int, out_c: int, out_h: int, out_w: int,
     if not m:
         return 0
     alpha = m + 2
-    direct = 9.0 * m * m * in_c * out_c
-    winograd = alpha * alpha * (in_c * out_c + TRANSFORM_COST * (4 * in_c + 3 * out_c))
-    if winograd > MAX_COST_RATIO * direct:
-        return 0
     tiles = batch * -(-out_h // m) * -(-out_w // m)
-    if alpha * alpha * in_c * out_c * 4 > policy.l2_bytes and tiles < MIN_TILES:
+    pairs = float(in_c * out_c)
+
+    def streamed(values: float) -> float:   # per tile: a weight beyond L2 comes from memory
+        return WEIGHT_COST * values / tiles if values * 4 > policy.l2_bytes else 0.0
+
+    direct = 9.0 * m * m * pairs + streamed(9.0 * pairs)
+    winograd = alpha * alpha * (pairs + TRANSFORM_COST * (4 * in_c + 3 * out_c)) \
+        + streamed(alpha * alpha * pairs)
+    if winograd > MAX_COST_RATIO * direct:
         return 0
     return m
 
