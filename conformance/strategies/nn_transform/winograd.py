@@ -146,3 +146,52 @@ def _weight_transform_invalid() -> SearchStrategy:
 @O.register_invalid_call(WINOGRAD)
 def _winograd_invalid() -> SearchStrategy:
     return st.one_of(_winograd_bad(), *_generic_bad(winograd_call()))
+
+
+@st.composite
+def winograd_eligible_program(draw: st.DrawFn) -> Any:
+    """A ``Program`` whose ``main`` is a 3×3 stride-1 float32 convolution with a *bound*
+    weight (a constant: AlterOpLayout's Winograd rule may rewrite it at ``-O3``), large
+    enough for the rule's cost model (32–64 channels, 7–30 px outputs), followed by one of
+    the epilogues a Winograd kernel fuses (none, bias and ReLU, a residual, a batch norm that
+    SimplifyInference and FoldScaleAxis fold into the weight), with its input arrays."""
+    import numpy as np
+
+    from conformance.strategies.programgen.config import Program
+    from semantics.expr import Constant, Function
+    from semantics.parser import parse
+    from semantics.rewrite import substitute
+
+    c = draw(st.sampled_from((32, 48, 64)))
+    o = draw(st.sampled_from((32, 48, 64)))
+    pt, pl, pb, pr = (draw(st.integers(0, 1)) for _ in range(4))
+    h = draw(st.integers(9 - pt - pb, 32 - pt - pb))
+    w = draw(st.integers(9 - pl - pr, 32 - pl - pr))
+    oh, ow = h + pt + pb - 2, w + pl + pr - 2
+    epilogue = draw(st.sampled_from(("none", "bias_relu", "residual", "batch_norm")))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    bound = {"w": (rng.standard_normal((o, c, 3, 3)) * 0.2).astype("float32"),
+             "b": rng.standard_normal(o).astype("float32"),
+             "v": rng.uniform(0.5, 2.0, o).astype("float32")}
+    conv = f"nn.conv2d(%x, %w, padding=[{pt}, {pl}, {pb}, {pr}])"
+    extra = ""
+    body = {"none": conv, "bias_relu": f"nn.relu(nn.bias_add({conv}, %b))",
+            "residual": f"nn.relu(add({conv}, %r))",
+            "batch_norm": f"nn.relu(nn.batch_norm({conv}, %v, %b, %b, %v).0)"}[epilogue]
+    if epilogue == "residual":
+        extra = f", %r: Tensor[(1, {o}, {oh}, {ow}), float32]"
+    text = (f"def @main(%x: Tensor[(1, {c}, {h}, {w}), float32]{extra}, "
+            f"%w: Tensor[({o}, {c}, 3, 3), float32], %b: Tensor[({o}), float32], "
+            f"%v: Tensor[({o}), float32]) {{\n  {body}\n}}\n")
+    module = parse(text)
+    main = module["main"]
+    free = [p for p in main.params if p.name_hint not in bound]
+    body_bound = substitute(main.body, {p: Constant(bound[p.name_hint])
+                                        for p in main.params if p.name_hint in bound})
+    fn = Function(tuple(free), body_bound, main.ret_type, main.type_params, main.attrs,
+                  span=main.span)
+    module = module.with_functions({**module.functions, "main": fn})
+    inputs: list[Any] = [rng.standard_normal((1, c, h, w)).astype("float32")]
+    if epilogue == "residual":
+        inputs.append(rng.standard_normal((1, o, oh, ow)).astype("float32"))
+    return Program(module, tuple(inputs))
