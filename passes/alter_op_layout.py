@@ -340,8 +340,9 @@ def _alter_conv(node: Call, new: Expr, target: str, kernel_target: str,
     conv_attrs.pop("out_layout", None)
     if conv_data != target:
         conv_attrs["out_layout"] = target
-    conv = Call(new.op, (data, weight), Attrs(conv_attrs), new.type_args, span=new.span)
+    conv: Expr = Call(new.op, (data, weight), Attrs(conv_attrs), new.type_args, span=new.span)
     if winograd is not None and conv_data == target:  # [Alter-Winograd]
+        assert isinstance(conv, Call)
         conv = rewrite_winograd(node, conv, winograd) or conv
     in_target[id(node)] = (conv, out_layout)
     return _transform(conv, target, out_layout, new.span)

@@ -133,8 +133,9 @@ def rewrite_winograd(node: Call, conv: Call, policy: WinogradPolicy) -> Expr | N
         return None
     data_t, weight_t, out_t = (node.args[0].checked_type, node.args[1].checked_type,
                                node.checked_type)
-    if not all(isinstance(t, TensorType) and t.dtype == "float32"
-               for t in (data_t, weight_t, out_t)):
+    if not (isinstance(data_t, TensorType) and isinstance(weight_t, TensorType)
+            and isinstance(out_t, TensorType)
+            and data_t.dtype == weight_t.dtype == out_t.dtype == "float32"):
         return None
     kernel_layout = attrs["kernel_layout"]
     kshape = dict(zip(kernel_layout, weight_t.shape, strict=False))
@@ -154,7 +155,7 @@ def rewrite_winograd(node: Call, conv: Call, policy: WinogradPolicy) -> Expr | N
     u = _transformed(conv.args[1], conv.attrs["kernel_layout"], m, in_c * out_c * (m + 2) ** 2)
     wattrs = {"tile_size": m, "padding": list(pad4(attrs["padding"])), "channels": out_c,
               "kernel_size": [3, 3], "data_layout": conv.attrs["data_layout"]}
-    return Call(Op(WINOGRAD), (conv.args[0], u), Attrs(wattrs), span=conv.span)  # type: ignore[arg-type]
+    return Call(Op(WINOGRAD), (conv.args[0], u), Attrs(wattrs), span=conv.span)
 
 
 def _transformed(weight: Expr, layout: str, m: int, elements: int) -> Expr:
@@ -164,8 +165,8 @@ def _transformed(weight: Expr, layout: str, m: int, elements: int) -> Expr:
 
     oihw: Expr = weight if layout == "OIHW" else Call(
         Op("layout_transform"), (weight,), Attrs({"src_layout": layout, "dst_layout": "OIHW"}),
-        span=weight.span)  # type: ignore[arg-type]
-    u: Expr = Call(Op(WEIGHT_TRANSFORM), (oihw,), Attrs({"tile_size": m}), span=weight.span)  # type: ignore[arg-type]
+        span=weight.span)
+    u: Expr = Call(Op(WEIGHT_TRANSFORM), (oihw,), Attrs({"tile_size": m}), span=weight.span)
     if elements <= MAX_FOLDED_ELEMENTS:
         return u
     from interpreter import evaluate

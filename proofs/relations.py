@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from proofs.core import PROVED, Verdict, obligation
+from proofs.relations_winograd import WINOGRAD_CASES
 from proofs.relcheck import AND, ANY, IF, OR, PROD, Config, RelationCase, Shapes, check_case
 
 # --- specification helpers (Python ints or Z3 terms alike) -----------------------------------
@@ -456,26 +457,6 @@ def s_conv2d_backward_weight(s: Shapes, at: dict[str, Any]) -> tuple[Any, Shapes
     return ok, [[o, (lambda v: v * g == c), kh, kw]]
 
 
-def s_winograd_weight_transform(s: Shapes, at: dict[str, Any]) -> tuple[Any, Shapes]:
-    """OIHW kernel (O, I, r, r) to (a, a, O, I), a = tile_size + r - 1 (at most 8)."""
-    o, i, kh, kw = s[0]
-    alpha = at["tile_size"] + kh - 1
-    return AND(kh == kw, kh >= 1, alpha <= 8), [[alpha, alpha, o, i]]
-
-
-def s_winograd(s: Shapes, at: dict[str, Any]) -> tuple[Any, Shapes]:
-    """A stride-1 convolution of NCHW data by the kernel r = a - tile_size + 1 whose transform
-    is the (a, a, O, I) weight: each spatial extent the window count."""
-    n, c, h, w = s[0]
-    a1, a2, o, i = s[1]
-    r = a1 - at["tile_size"] + 1
-    pt, pl, pb, pr = pads(at["padding"])
-    okh, oh = window(h, r, pt, pb, 1, 1)
-    okw, ow = window(w, r, pl, pr, 1, 1)
-    ok = AND(a1 == a2, c == i, r >= 1, a1 <= 8, okh, okw)
-    return ok, [[n, o, oh, ow]]
-
-
 def s_dense(s: Shapes, at: dict[str, Any]) -> tuple[Any, Shapes]:
     x, wt = s
     if len(x) < 1 or len(wt) != 2:
@@ -734,17 +715,6 @@ CASES: tuple[RelationCase, ...] = (
                  (C({"kernel_size": (2, 1)}, 4, 4),
                   C({"kernel_size": (1, 2), "strides": (2, 2), "padding": (1, 1)}, 4, 4)),
                  bound=2, max_instances=200),
-    RelationCase("Conv2DWinogradWeightTransform", "nn.contrib_conv2d_winograd_weight_transform",
-                 s_winograd_weight_transform,
-                 (C({"tile_size": 2}, 4, symbolic=False), C({"tile_size": 1}, 4),
-                  C({"tile_size": 4}, 4, symbolic=False))),
-    RelationCase("Conv2DWinograd", "nn.contrib_conv2d_winograd_without_weight_transform",
-                 s_winograd,
-                 (C({"tile_size": 2, "padding": (1, 1)}, 4, 4, symbolic=False,
-                    ties=((0, 1, 1, 3),)),
-                  C({"tile_size": 1, "padding": (0, 1, 1, 0)}, 4, 4, ties=((0, 1, 1, 3),)),
-                  C({"tile_size": 2}, 4, 4, symbolic=False)),
-                 max_instances=200),
     RelationCase("Dense", "nn.dense", s_dense,
                  (C({}, 2, 2, ties=((0, 1, 1, 1),)), C({}, 1, 2, ties=((0, 0, 1, 1),)),
                   C({}, 3, 2, ties=((0, 2, 1, 1),)), C({}, 2, 2), C({}, 2, 1))),
@@ -792,7 +762,7 @@ CASES: tuple[RelationCase, ...] = (
                     ties=tuple((0, k, 1, k) for k in range(4)))),
                  bound=2, max_instances=200, reference=False,
                  note="reference not run"),
-)
+) + WINOGRAD_CASES
 
 #: Every relation name with a soundness obligation (the completeness test checks the registry
 #: against this; an operator family added later adds its RelationCase to CASES).

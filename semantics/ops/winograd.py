@@ -33,8 +33,11 @@ transform's rounding error grows past float32's use (Lavin and Gray, section 5).
 pair ``weight_transform`` / ``without_weight_transform`` with the same ``tile_size`` is a
 convolution; a ``U`` from elsewhere is simply multiplied as the definition says.
 
-References (numpy, exact for the definition above): the transforms are ``einsum``s in the
-output dtype (float16 through float32), so the oracle runs the algorithm itself, and a
+References (numpy, exact for the definition above): each transform applies its matrix along
+one axis at a time (``B^T d B``: rows then columns; ``A^T M A``: columns then rows;
+``G w G^T``: the kernel's rows then columns) summing only the non-zero terms (so an infinite
+input never meets a zero coefficient: no NaN the algorithm does not compute), in the output
+dtype (float16 through float32); the oracle runs the algorithm itself, and a
 Winograd convolution agrees with ``nn.conv2d`` within a float tolerance (the transforms add
 rounding: about 1e-6 relative for ``F(4x4, 3x3)`` in float32), not bit for bit.
 """
@@ -221,12 +224,31 @@ def _compute_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
+def _apply(matrix: np.ndarray, x: np.ndarray, axis: int) -> np.ndarray:
+    """``matrix`` applied along ``axis`` of ``x`` (that axis becomes ``matrix``'s rows), each
+    output the sum of the non-zero terms only, in column order: a zero coefficient never
+    multiplies an infinity into a NaN (the compiled kernels emit no such term either)."""
+    x = np.moveaxis(x, axis, 0)
+    rows = []
+    for row in matrix:
+        acc = np.zeros(x.shape[1:], dtype=x.dtype)
+        for a, coef in enumerate(row):
+            if coef == 1.0:
+                acc = acc + x[a]
+            elif coef == -1.0:
+                acc = acc - x[a]
+            elif coef != 0.0:
+                acc = acc + x.dtype.type(coef) * x[a]
+        rows.append(acc)
+    return np.moveaxis(np.stack(rows), 0, axis)
+
+
 def _weight_transform(out: Type, weight: np.ndarray, tile_size: int) -> np.ndarray:
     r = weight.shape[2]
     _, _, g = winograd_matrices(tile_size, r)
-    cdt = _compute_dtype(weight.dtype)
-    u = np.einsum("ak,oikl,bl->aboi", g.astype(cdt), weight.astype(cdt), g.astype(cdt))
-    return np.ascontiguousarray(u.astype(weight.dtype))
+    w = weight.astype(_compute_dtype(weight.dtype))
+    u = _apply(g, _apply(g, w, 2), 3)            # G w G^T: the kernel's rows, then columns
+    return np.ascontiguousarray(np.transpose(u, (2, 3, 0, 1)).astype(weight.dtype))
 
 
 def _without_weight_transform(out: Type, data: np.ndarray, weight: np.ndarray, *,
@@ -240,7 +262,7 @@ def _without_weight_transform(out: Type, data: np.ndarray, weight: np.ndarray, *
     m = tile_size
     alpha = weight.shape[0]
     r = alpha - m + 1
-    at, bt, _ = (mat.astype(cdt) for mat in winograd_matrices(m, r))
+    at, bt, _ = winograd_matrices(m, r)
     x = to_nchw(data, data_layout).astype(cdt)
     batch, _, h, w = x.shape
     pt, pl, pb, pr = N.pad4(padding)
@@ -256,12 +278,12 @@ def _without_weight_transform(out: Type, data: np.ndarray, weight: np.ndarray, *
     padded[:, :, pt:pt + hh, pl:pl + ww] = x[:, :, :hh, :ww]
     # d[n, c, th, tw, i, j] = padded[n, c, th*m + i, tw*m + j]
     win = np.lib.stride_tricks.sliding_window_view(padded, (alpha, alpha), axis=(2, 3))
-    d = win[:, :, ::m, ::m][:, :, :nh, :nw]
-    v = np.einsum("ai,ncxyij,bj->abcnxy", bt, d, bt)
-    mm = np.einsum("aboc,abcnxy->abonxy", weight.astype(cdt), v)
-    y = np.einsum("pa,abonxy,qb->noxpyq", at, mm, at)
-    res = y.reshape(batch, o, nh * m, nw * m)[:, :, :oh, :ow].astype(odt)
-    return from_nchw(res, out_layout or data_layout)
+    d = np.ascontiguousarray(win[:, :, ::m, ::m][:, :, :nh, :nw])
+    v = _apply(bt, _apply(bt, d, 4), 5)           # B^T d B: rows, then columns
+    mm = np.einsum("aboc,ncxyab->noxyab", weight.astype(cdt), v)
+    y = _apply(at, _apply(at, mm, 5), 4)          # A^T M A: columns, then rows
+    res = np.transpose(y, (0, 1, 2, 4, 3, 5)).reshape(batch, o, nh * m, nw * m)
+    return from_nchw(res[:, :, :oh, :ow].astype(odt), out_layout or data_layout)
 
 
 register_op(

@@ -7,6 +7,8 @@ float32 tolerance (the transforms round differently from a direct sum)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -16,7 +18,7 @@ from conformance.strategies.nn_transform.winograd import winograd_eligible_progr
 from interpreter import evaluate
 from passes.alter_op_layout import alter_op_layout_pass
 from passes.alter_winograd import WinogradPolicy, winograd_tile
-from semantics import IRModule, parse
+from semantics import parse
 from semantics.expr import Call, Constant, Op
 from semantics.visitor import post_order
 from typechecker import infer
@@ -25,7 +27,7 @@ WINOGRAD = "nn.contrib_conv2d_winograd_without_weight_transform"
 WEIGHT_TRANSFORM = "nn.contrib_conv2d_winograd_weight_transform"
 
 
-def calls(mod: IRModule, name: str) -> list[Call]:
+def calls(mod: Any, name: str) -> list[Call]:
     return [n for n in post_order(mod["main"]) if type(n) is Call and type(n.op) is Op
             and n.op.name == name]
 
@@ -54,7 +56,7 @@ def test_weights_streamed_from_memory_count_against_the_transformed_form():
                                                                         roomy)
 
 
-def _conv_program(extra: str = "", dtype: str = "float32", c: int = 64) -> tuple[IRModule, dict]:
+def _conv_program(extra: str = "", dtype: str = "float32", c: int = 64) -> tuple[Any, dict]:
     text = (f"def @main(%x: Tensor[(1, {c}, 28, 28), {dtype}], "
             f"%w: Tensor[(64, {c // (2 if 'groups' in extra else 1)}, 3, 3), {dtype}]) {{\n"
             f"  nn.relu(nn.conv2d(%x, %w, padding=[1, 1]{extra}))\n}}\n")
@@ -66,7 +68,8 @@ def _conv_program(extra: str = "", dtype: str = "float32", c: int = 64) -> tuple
 
 def test_a_bound_weight_becomes_a_folded_winograd_weight():
     mod, params = _conv_program()
-    out = passes.optimize(passes.bind_params(mod, params), 3)
+    bound: Any = passes.bind_params(mod, params)
+    out = passes.optimize(bound, 3)
     (wino,) = calls(out, WINOGRAD)
     assert wino.attrs["tile_size"] == 4 and wino.attrs["data_layout"] == "NCHW16c"
     assert type(wino.args[1]) is Constant and wino.args[1].data.shape == (6, 6, 64, 64)
@@ -83,7 +86,8 @@ def test_a_bound_weight_becomes_a_folded_winograd_weight():
 ])
 def test_ineligible_convolutions_stay_direct(extra, dtype):
     mod, params = _conv_program(extra.replace(", padding=[2, 2]", ""), dtype)
-    out = passes.optimize(passes.bind_params(mod, params), 3)
+    bound: Any = passes.bind_params(mod, params)
+    out = passes.optimize(bound, 3)
     assert not calls(out, WINOGRAD) and calls(out, "nn.conv2d")
 
 
@@ -95,7 +99,7 @@ def test_a_free_weight_stays_direct():
 
 def test_the_pass_takes_the_policy_as_an_argument():
     mod, params = _conv_program()
-    bound = passes.bind_params(mod, params)
+    bound: Any = passes.bind_params(mod, params)
     assert calls(alter_op_layout_pass(8)(bound), WINOGRAD)
     assert not calls(alter_op_layout_pass(8, WinogradPolicy(enabled=False))(bound), WINOGRAD)
     assert not calls(passes.alter_op_layout(bound, layout="NHWC"), WINOGRAD)
@@ -113,8 +117,10 @@ def _close(got: object, want: object) -> bool:
 def test_o3_with_winograd_agrees_with_the_oracle(program):
     module, inputs = program
     (conv,) = calls(infer(module), "nn.conv2d")
-    _, c, _, _ = conv.args[0].checked_type.shape
-    _, o, oh, ow = conv.checked_type.shape
+    data_t: Any = conv.args[0].checked_type
+    out_t: Any = conv.checked_type
+    _, c, _, _ = data_t.shape
+    _, o, oh, ow = out_t.shape
     out = passes.optimize(module, 3)
     expected = winograd_tile(1, c, o, oh, ow)
     wino = calls(out, WINOGRAD)

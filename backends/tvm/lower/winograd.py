@@ -86,25 +86,6 @@ def _select(index: Any, branches: Sequence[Any]) -> Any:
     return out
 
 
-def _sandwich(left: np.ndarray, right: np.ndarray, i: Any, j: Any,
-              load: Any, dtype: str) -> Any:
-    """``sum_{a,b} left[i, a] right[j, b] load(a, b)`` for index expressions ``i``, ``j``, each
-    branch only the non-zero terms."""
-    rows = []
-    for ii in range(left.shape[0]):
-        cols = []
-        for jj in range(right.shape[0]):
-            coefs, values = [], []
-            for a in range(left.shape[1]):
-                for b in range(right.shape[1]):
-                    coefs.append(float(left[ii, a] * right[jj, b]))
-                    values.append((a, b))
-            used = [(c, v) for c, v in zip(coefs, values, strict=True) if c != 0.0]
-            cols.append(_terms([c for c, _ in used], [load(*v) for _, v in used], dtype))
-        rows.append(_select(j, cols))
-    return _select(i, rows)
-
-
 def _rows(matrix: np.ndarray, i: Any, load: Any, dtype: str) -> Any:
     """``sum_a matrix[i, a] load(a)`` for an index expression ``i``: a ``Select`` on ``i``
     whose branches hold only the non-zero terms of their row."""
@@ -124,11 +105,12 @@ def _weight_transform(call: OpCall) -> Any:
     cdt = _compute_dtype(odt)
     _, _, g = winograd_matrices(call.attrs["tile_size"], r)
 
-    def body(a: Any, b: Any, oo: Any, ii: Any) -> Any:
-        value = _sandwich(g, g, a, b, lambda k, ll: tirx.Cast(cdt, weight[oo, ii, k, ll]), cdt)
-        return tirx.Cast(odt, value)
-
-    return te.compute(call.out_shape, body, name="winograd_weight_transform")
+    alpha = g.shape[0]
+    # G w G^T in two passes, as the reference: the kernel's rows, then its columns
+    rows = te.compute((alpha, r, o, i), lambda a, ll, oo, ii: _rows(
+        g, a, lambda k: tirx.Cast(cdt, weight[oo, ii, k, ll]), cdt), name="winograd_weight_rows")
+    return te.compute(call.out_shape, lambda a, b, oo, ii: tirx.Cast(odt, _rows(
+        g, b, lambda ll: rows[a, ll, oo, ii], cdt)), name="winograd_weight_transform")
 
 
 def pack_weight(u: np.ndarray, lanes: int) -> np.ndarray:

@@ -104,7 +104,7 @@ def check(c: int, o: int, h: int, w: int, tile: int, cache: KernelCache, run_ker
     assert script is not None and "T.parallel" in script and "T.vectorized" in script
 
 
-CASES = {
+CASES: dict[str, tuple[int, int, int, int, int, dict[str, Any]]] = {
     "F4, 28x28, bias+relu": (32, 32, 28, 28, 4, {}),
     "F4, odd 30x29, residual": (32, 16, 30, 29, 4, {"epilogue": "residual"}),
     "F2, 14x14, bias+relu": (64, 64, 14, 14, 2, {}),
