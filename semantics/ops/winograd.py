@@ -226,20 +226,19 @@ def _compute_dtype(dtype: np.dtype) -> np.dtype:
 
 def _apply(matrix: np.ndarray, x: np.ndarray, axis: int) -> np.ndarray:
     """``matrix`` applied along ``axis`` of ``x`` (that axis becomes ``matrix``'s rows), each
-    output the sum of the non-zero terms only, in column order: a zero coefficient never
-    multiplies an infinity into a NaN (the compiled kernels emit no such term either)."""
+    output the sum of the non-zero terms only, in column order, starting from the first term
+    (not from +0.0: a lone -0.0 term stays -0.0): a zero coefficient never multiplies an
+    infinity into a NaN. The compiled kernels sum exactly these terms in this order."""
     x = np.moveaxis(x, axis, 0)
     rows = []
     for row in matrix:
-        acc = np.zeros(x.shape[1:], dtype=x.dtype)
+        acc = None
         for a, coef in enumerate(row):
-            if coef == 1.0:
-                acc = acc + x[a]
-            elif coef == -1.0:
-                acc = acc - x[a]
-            elif coef != 0.0:
-                acc = acc + x.dtype.type(coef) * x[a]
-        rows.append(acc)
+            if coef == 0.0:
+                continue
+            term = x[a] if coef == 1.0 else -x[a] if coef == -1.0 else x.dtype.type(coef) * x[a]
+            acc = term if acc is None else acc + term
+        rows.append(np.zeros(x.shape[1:], dtype=x.dtype) if acc is None else acc)
     return np.moveaxis(np.stack(rows), 0, axis)
 
 
@@ -280,7 +279,8 @@ def _without_weight_transform(out: Type, data: np.ndarray, weight: np.ndarray, *
     win = np.lib.stride_tricks.sliding_window_view(padded, (alpha, alpha), axis=(2, 3))
     d = np.ascontiguousarray(win[:, :, ::m, ::m][:, :, :nh, :nw])
     v = _apply(bt, _apply(bt, d, 4), 5)           # B^T d B: rows, then columns
-    mm = np.einsum("aboc,ncxyab->noxyab", weight.astype(cdt), v)
+    # the channel sum starts from +0.0, as a compiled reduction does (a sum of -0.0 is +0.0)
+    mm = np.einsum("aboc,ncxyab->noxyab", weight.astype(cdt), v) + cdt.type(0)
     y = _apply(at, _apply(at, mm, 5), 4)          # A^T M A: columns, then rows
     res = np.transpose(y, (0, 1, 2, 4, 3, 5)).reshape(batch, o, nh * m, nw * m)
     return from_nchw(res[:, :, :oh, :ow].astype(odt), out_layout or data_layout)
