@@ -4,20 +4,24 @@
 (``backends.tvm.sched.winograd``):
 
 1. :data:`INPUT` ``V[eps, nu, p, c]`` — the input transform ``B^T d B`` of tile ``p`` (tiles
-   numbered ``(n, tile row, tile column)`` row-major) of channel ``c``: the zero padding is a
-   bounds test in the load, and each ``(eps, nu)`` is the sum of only the non-zero terms of
-   ``B^T`` (a ``Select`` on ``eps`` and ``nu`` whose branches the schedule's unrolling
-   resolves), so no multiplication by zero is ever emitted.
+   numbered ``(n, tile row, tile column)`` row-major) of channel ``c``, in two passes as the
+   reference computes it: :data:`INPUT_ROWS` (``B^T d``, per tile) then the columns. Each
+   output of a pass is a ``Select`` on its row of ``B^T`` whose branches hold only that row's
+   non-zero terms (the schedule's unrolling resolves the ``Select``), so no multiplication by
+   zero is emitted, and the expressions stay small (one pass in a single expression made
+   ``F(4x4, 3x3)`` kernels take 100 s to compile). The zero padding is a bounds test in the
+   load.
 2. The transformed weight, as the GEMM streams it: ``U[eps, nu, o // b, c, o % b]`` (``b``
    the output channels of a vector, :data:`LANES_MAX` at most): packed at build time when the
    weight is a constant of the kernel (:meth:`OpCall.add_constant`), else a stage
    (:data:`PACK`).
 3. :data:`GEMM` ``M[eps, nu, p, o] = sum_c V[eps, nu, p, c] U[eps, nu, o, c]``: one matrix
    product per point of the transformed domain.
-4. The output ``A^T M A`` of each tile, cropped, in the output layout: a spatial stage (no
-   reduction) that selects the tile position's non-zero terms of ``A^T``, so the schedule
-   inlines it into the fused epilogue (bias, residual, activation) and writes each output
-   once.
+4. The output ``A^T M A`` of each tile, cropped, in the output layout, in two passes:
+   :data:`OUTPUT_COLS` (``M A``, per tile: the schedule computes it inside the output's tile
+   loop) then the rows, a spatial stage (no reduction) that selects the tile position's row
+   of ``A^T``, so the schedule inlines it into the fused epilogue (bias, residual,
+   activation) and writes each output once.
 
 Float16 is computed in float32 and rounded once at the end (as the reference).
 ``nn.contrib_conv2d_winograd_weight_transform`` is ``G w G^T`` the same way (usually folded
