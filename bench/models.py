@@ -3,7 +3,9 @@
 For each vision model (``models.get``: ``dqn``, ``mobilenet``, ``resnet18``, ``vgg16``) this
 measures, in one run:
 
-* our TVM backend (graph executor) built at ``-O0`` and at ``-O3`` (``backends.tvm.build`` with
+* our TVM backend (graph executor) built at ``-O0``, at ``-O3``, and at ``-O3`` with the Target
+  record's ``winograd`` switch off (every convolution direct: the Winograd rule's before and
+  after in one run) (``backends.tvm.build`` with
   the model's weights bound as ``params``), and the build time of each (a fresh in-memory
   kernel cache with ``--cold``: every kernel compiled; else the default cache, whose disk
   copy makes a second run warm);
@@ -16,14 +18,15 @@ measures, in one run:
   (:func:`bench.peak.sgemm_gflops`: numpy's BLAS SGEMM with the same thread count; the
   nominal peak from ``/proc/cpuinfo`` is printed beside it).
 
-Protocol as ``bench/paper.py``: batch 1, two threads everywhere, median of ``--runs`` timed
-runs after ``--warmup`` runs, wall clock; our ``-O0`` and ``-O3`` in turn
-(``interleaved_medians``), each peer in its own block. A peer that is not installed is a
-``—`` cell and a note, never a made-up number. Timings on a shared machine are noisy: compare
-columns of one run.
+Protocol (``bench/protocol.py``): batch 1, two threads everywhere, thread spinning off in
+TVM's and onnxruntime's pools, every system (ours at each level and the peers) timed in
+``--blocks`` alternating blocks of ``--runs`` calls, median [min–max] of all of them, wall
+clock, the load average before and after and the CPU and vector width printed with the table.
+A peer that is not installed is a ``—`` cell and a note, never a made-up number. Timings on a
+shared machine are noisy: compare columns of one run.
 
-Usage: ``python bench/models.py [--models NAME ...] [--runs N] [--warmup N] [--quick]
-[--cold]`` (``--quick``: 3 runs after 1 warm-up).
+Usage: ``python bench/models.py [--models NAME ...] [--runs N] [--blocks N] [--quick]
+[--cold]`` (``--quick``: 2 blocks of 3 calls).
 """
 
 from __future__ import annotations
@@ -52,14 +55,13 @@ from bench.paper import (  # noqa: E402
     Missing,
     Ratio,
     Timing,
-    interleaved_timings,
     load_average,
-    median_time,
     onnx_runtime,
     table,
     torch_eager,
 )
 from bench.peak import nominal_gflops, sgemm_gflops  # noqa: E402
+from bench.protocol import machine_line, time_in_blocks  # noqa: E402  (before the backend)
 from semantics.expr import Call, Op  # noqa: E402
 from semantics.module import IRModule  # noqa: E402
 from semantics.types import TensorType  # noqa: E402
@@ -104,17 +106,21 @@ def model_flops(mod: IRModule) -> int:
     return total
 
 
-def _build(name: str, opt_level: int, cold: bool) -> tuple[Any, float]:
-    """Our graph-executor build of ``name`` at ``opt_level`` and its build seconds."""
+def _build(name: str, opt_level: int, cold: bool, winograd: bool = True) -> tuple[Any, float]:
+    """Our graph-executor build of ``name`` at ``opt_level`` (``winograd`` False: the Target
+    record's switch off, every convolution direct) and its build seconds."""
     try:
         from backends.tvm import build
         from backends.tvm.kernel.cache import KernelCache, default_cache
+        from backends.tvm.target import Target
     except ImportError as e:
         raise Missing(f"the TVM backend is not available ({e})") from e
     mod, params = models.get(name)
     cache = KernelCache(disk=False) if cold else None
+    target = Target.host().replace(winograd=winograd)
     start = time.perf_counter()
-    exe = build(mod, params=params, opt_level=opt_level, executor="graph", cache=cache)
+    exe = build(mod, params=params, opt_level=opt_level, executor="graph", cache=cache,
+                target=target)
     seconds = time.perf_counter() - start
     (cache or default_cache()).flush()   # background disk writes must not overlap the timing
     return exe, seconds
@@ -134,23 +140,19 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
     mod, _ = models.get(name)
     flops = model_flops(mod)
     times: dict[str, Timing | None] = {}
-    builds: dict[int, float] = {}
+    builds: dict[str, float] = {}
     want: np.ndarray | None = None
-    exes = {}
-    for level in (0, 3):
-        exe, seconds = _build(name, level, args.cold)
-        builds[level] = seconds
+    systems: dict[str, Any] = {}
+    for key, level, winograd in (("O0", 0, True), ("O3 direct", 3, False), ("O3", 3, True)):
+        exe, seconds = _build(name, level, args.cold, winograd)
+        builds[key] = seconds
         out = np.asarray(exe(*inputs))
         if want is None:
             want = out
         elif not _close(out, want):
-            notes.append(f"{name}: -O{level} disagrees with -O0 (max |diff| "
+            notes.append(f"{name}: {key} disagrees with -O0 (max |diff| "
                          f"{float(np.abs(out - want).max()):.3g})")
-        exes[f"O{level}"] = exe
-    # -O0 and -O3 in turn: the machine's drift affects both alike (bench.paper)
-    times.update(interleaved_timings({key: (lambda exe=exe: exe(*inputs))
-                                      for key, exe in exes.items()}, args.runs, args.warmup))
-    del exes
+        systems[key] = lambda exe=exe: exe(*inputs)
     assert want is not None
     for label, factory in (("onnxruntime", lambda n: onnx_runtime(n, workdir)),
                            ("PyTorch", torch_eager)):
@@ -159,20 +161,21 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
             peer_in = convert(inputs)
             if not _close(run(*peer_in), want):
                 notes.append(f"{name}: {label}'s output differs from ours; not timed")
-                times[label] = None
                 continue
-            times[label] = median_time(lambda run=run, a=peer_in: run(*a), args.runs,
-                                       args.warmup)
+            systems[label] = lambda run=run, a=peer_in: run(*a)
         except Missing as e:
             notes.append(f"{label} on {name}: {e}")
-            times[label] = None
         except Exception as e:  # noqa: BLE001 - a peer's failure is reported, not hidden
             notes.append(f"{label} on {name}: {type(e).__name__}: "
                          f"{str(e).splitlines()[0][:160] if str(e) else ''}")
-            times[label] = None
-    o0, o3 = times["O0"], times["O3"]
-    assert o0 is not None and o3 is not None
-    ort, pt = times["onnxruntime"], times["PyTorch"]
+    # every system in alternating blocks, spinning off (bench.protocol)
+    timed = {k: v for k, v in systems.items() if k not in args.skip}
+    measured = time_in_blocks(timed, blocks=args.blocks, runs=args.runs)
+    notes.append(f"{name}: {measured.describe()}")
+    times.update(measured.timings)
+    o0, o3, direct = times.get("O0"), times["O3"], times.get("O3 direct")
+    assert o3 is not None
+    ort, pt = times.get("onnxruntime"), times.get("PyTorch")
     gflops = flops / o3.median / 1e9
 
     def ms(t: Timing | None) -> Any:
@@ -181,13 +184,16 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
     def ratio(t: Timing | None) -> Any:
         return "—" if t is None else Ratio.of(t, o3).cell()
 
-    return [name, flops / 1e9, ms(o0), ms(o3), Ratio.of(o0, o3).cell(), ms(ort), ratio(ort),
-            ms(pt), ratio(pt), gflops, 100 * gflops / args.peak, builds[0], builds[3]]
+    return [name, flops / 1e9, ms(o0), ms(direct), ms(o3), ratio(o0), ratio(direct),
+            ms(ort), ratio(ort),
+            "—" if ort is None or direct is None else Ratio.of(ort, direct).cell(),
+            ms(pt), ratio(pt), gflops, 100 * gflops / args.peak, builds["O0"], builds["O3"]]
 
 
-HEADER = ["model", "GFLOP", "-O0 (ms)", "-O3 (ms)", "-O3 speedup", "onnxruntime (ms)",
-          "ort / ours", "PyTorch (ms)", "PyTorch / ours", "GFLOP/s (-O3)", "% of peak",
-          "build -O0 (s)", "build -O3 (s)"]
+HEADER = ["model", "GFLOP", "-O0 (ms)", "-O3 direct (ms)", "-O3 (ms)", "-O3 speedup",
+          "Winograd speedup", "onnxruntime (ms)", "ort / ours", "ort / ours direct",
+          "PyTorch (ms)", "PyTorch / ours", "GFLOP/s (-O3)", "% of peak", "build -O0 (s)",
+          "build -O3 (s)"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,14 +205,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", nargs="*", default=list(models.VISION),
                     choices=list(models.VISION))
-    ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--quick", action="store_true", help="3 runs after 1 warm-up")
+    ap.add_argument("--runs", type=int, default=5, help="timed calls per block")
+    ap.add_argument("--blocks", type=int, default=5, help="alternating blocks per system")
+    ap.add_argument("--quick", action="store_true", help="2 blocks of 3 calls")
+    ap.add_argument("--skip", nargs="*", default=[],
+                    choices=["O0", "O3 direct", "onnxruntime", "PyTorch"],
+                    help="systems built and checked but not timed (their cells are —)")
     ap.add_argument("--cold", action="store_true",
                     help="build with an empty in-memory kernel cache (cold build times)")
     args = ap.parse_args(argv)
     if args.quick:
-        args.runs, args.warmup = 3, 1
+        args.runs, args.blocks = 3, 2
     args.peak = sgemm_gflops()
     nominal = nominal_gflops(THREADS)
     rows: list[list[Any]] = []
@@ -228,9 +237,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"> **Warning: the machine was loaded beyond its {cpus} CPUs** (1-minute load "
               f"average before → after: {loads}): read the times with their [min–max] "
               f"ranges.\n")
+    print(machine_line() + "\n")
     print(table(HEADER, rows) if rows else "(no model measured)")
-    print(f"\nbatch 1, {THREADS} threads, median [min–max] of {args.runs} runs after "
-          f"{args.warmup} warm-up runs (-O0 and -O3 timed in turn); 1-minute load average "
+    print(f"\nbatch 1, {THREADS} threads, median [min–max] of {args.blocks} alternating "
+          f"blocks of {args.runs} calls per system (bench.protocol: every system in turn, "
+          f"thread spinning off; -O3 direct: the Target's winograd switch off); "
+          f"1-minute load average "
           f"before → after: {loads} ({cpus} CPUs); GFLOP/s from the -O3 median; peak "
           f"{args.peak:.0f} GFLOP/s (numpy's BLAS SGEMM, {THREADS} threads, "
           f"this run; nominal "

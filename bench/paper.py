@@ -63,6 +63,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import bench.protocol  # noqa: E402,F401  (thread spinning off before TVM's pool starts)
 import models  # noqa: E402
 from bench.report import Ratio, Report, Timing, format_load, load_average, table  # noqa: E402
 from models import recurrent  # noqa: E402
@@ -381,10 +382,10 @@ def onnx_runtime(name: str, workdir: Path) -> tuple[Callable[..., Any], Callable
         with _quiet():
             torch.onnx.export(net, _export_example(name, torch), str(path), dynamo=True,
                               external_data=False, dynamic_shapes=dynamic)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = THREADS
-    opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    from bench.protocol import ort_session_options
+
+    sess = ort.InferenceSession(str(path), ort_session_options(THREADS),
+                                providers=["CPUExecutionProvider"])
     names = [i.name for i in sess.get_inputs()]
 
     def call(*arrays: np.ndarray) -> list[np.ndarray]:

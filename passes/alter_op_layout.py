@@ -44,6 +44,17 @@ Rewrites, by name (``T`` the target data layout, ``K`` its kernel layout):
   ``layout_transform`` the other way cancels with it (running the pass twice,
   or to ``NCHW`` after ``NHWC``/``NCHW16c``, leaves no round trips).
 
+* **Alter-Winograd** — at the same time, a convolution moved to a blocked ``T`` that is
+  3×3, stride 1, dilation 1, ungrouped, float32, with a bound weight, and that
+  :func:`passes.alter_winograd.winograd_tile` finds worth it (``F(4x4, 3x3)`` from 28 px
+  outputs, ``F(2x2, 3x3)`` from 7 px, small or memory-bound layers kept direct, by the
+  target's :class:`~passes.alter_winograd.WinogradPolicy`) becomes
+  ``nn.contrib_conv2d_winograd_without_weight_transform(x_T,
+  nn.contrib_conv2d_winograd_weight_transform(w, tile_size=m), ...)`` in ``T``; FoldConstant
+  computes the weight's transform at build time (``passes/alter_winograd.py``). Its result
+  is available in ``T`` like a convolution's. Values agree within float tolerance (the
+  transforms round differently), not bit for bit.
+
 * **Alter-Pool** — a pool (``nn.max_pool2d``, ``nn.avg_pool2d``, the global pools) of a
   value available in ``T``, in that value's original layout, pools in ``T``
   (``layout=T``; every channel is pooled on its own, so the numbers are the same in any
@@ -79,6 +90,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from passes.alter_winograd import DEFAULT_POLICY, WinogradPolicy, rewrite_winograd
 from passes.canonicalize_ops import normalized_attrs
 from passes.common import typed_or_same
 from passes.manager import Pass, register_pass
@@ -127,9 +139,12 @@ BLOCKS = (4, 8, 16)
 """The channel blocks a target may ask for (float32 lanes of SSE/NEON, AVX2, AVX-512)."""
 
 
-def alter_op_layout_pass(block: int = DEFAULT_BLOCK) -> Pass:
+def alter_op_layout_pass(block: int = DEFAULT_BLOCK,
+                         winograd: WinogradPolicy = DEFAULT_POLICY) -> Pass:
     """The AlterOpLayout pass with channel block ``block`` (what ``optimize`` runs in its
-    place when a build knows its target: ``backends.tvm.build`` passes ``Target.lanes``).
+    place when a build knows its target: ``backends.tvm.build`` passes ``Target.lanes``)
+    and the Winograd rule's view of the target (``passes.alter_winograd``; its ``enabled``
+    False keeps every convolution direct).
 
     Raises:
         ValueError: a block not in :data:`BLOCKS`.
@@ -137,11 +152,11 @@ def alter_op_layout_pass(block: int = DEFAULT_BLOCK) -> Pass:
     if isinstance(block, bool) or block not in BLOCKS:
         raise ValueError(f"alter_op_layout: block {block!r} is not one of "
                          f"{', '.join(map(str, BLOCKS))}")
-    if block == DEFAULT_BLOCK:
+    if block == DEFAULT_BLOCK and winograd == DEFAULT_POLICY:
         return ALTER_OP_LAYOUT
     layout = f"NCHW{block}c"
     return Pass(ALTER_OP_LAYOUT.name, ALTER_OP_LAYOUT.func_name,
-                lambda m: _alter_module(m, layout), ALTER_OP_LAYOUT.opt_level,
+                lambda m: _alter_module(m, layout, winograd), ALTER_OP_LAYOUT.opt_level,
                 ALTER_OP_LAYOUT.doc)
 
 
@@ -166,9 +181,10 @@ def _block_of(layout: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def _alter_module(mod: IRModule, layout: str) -> IRModule:
+def _alter_module(mod: IRModule, layout: str, winograd: WinogradPolicy | None = None
+                  ) -> IRModule:
     typed = typed_or_same(mod)
-    out = {name: _alter(fn, layout) for name, fn in typed.functions.items()}
+    out = {name: _alter(fn, layout, winograd) for name, fn in typed.functions.items()}
     if all(out[n] is typed.functions[n] for n in out):
         return mod
     return typed.with_functions(out)
@@ -176,8 +192,9 @@ def _alter_module(mod: IRModule, layout: str) -> IRModule:
 
 @register_pass("AlterOpLayout", "alter_op_layout", opt_level=3)
 def _registered(mod: IRModule) -> IRModule:
-    """Move nn.conv2d to NCHW{c}c (c = 16, or the build target's lanes), eliding transforms."""
-    return _alter_module(mod, f"NCHW{DEFAULT_BLOCK}c")
+    """Move nn.conv2d to NCHW{c}c (c = 16, or the build target's lanes), eliding transforms;
+    eligible 3x3 convolutions with bound weights become Winograd ones."""
+    return _alter_module(mod, f"NCHW{DEFAULT_BLOCK}c", DEFAULT_POLICY)
 
 
 ALTER_OP_LAYOUT: Pass = _registered
@@ -253,7 +270,7 @@ def _is_inverse_pair(e: Call) -> bool:
     return isinstance(src, str) and isinstance(dst, str) and _is_transform(e.args[0], dst, src)
 
 
-def _alter(fn: Function, target: str) -> Function:
+def _alter(fn: Function, target: str, winograd: WinogradPolicy | None = None) -> Function:
     kernel_target = kernel_layout_for(target)
     memo: dict[int, Expr] = {}
     # id(original node) -> (its value in the target layout, the node's own layout)
@@ -265,7 +282,8 @@ def _alter(fn: Function, target: str) -> Function:
         if isinstance(node, Call) and isinstance(node.op, Op):
             name = node.op.name
             if name == "nn.conv2d":
-                new = _alter_conv(node, new, target, kernel_target, in_target, shared)
+                new = _alter_conv(node, new, target, kernel_target, in_target, shared,
+                                  winograd if _block_of(target) else None)
             elif name in _LAYOUT_AGNOSTIC and len(node.args) == 1 \
                     and id(node.args[0]) in in_target:
                 # [Alter-Elide] through a layout-agnostic operator.
@@ -295,7 +313,8 @@ def _alter(fn: Function, target: str) -> Function:
 # [Alter-Conv2D]
 def _alter_conv(node: Call, new: Expr, target: str, kernel_target: str,
                 in_target: dict[int, tuple[Expr, str]],
-                shared: dict[tuple[int, str, str], Expr]) -> Expr:
+                shared: dict[tuple[int, str, str], Expr],
+                winograd: WinogradPolicy | None = None) -> Expr:
     if len(node.args) != 2 or not isinstance(node.checked_type, TensorType):
         return new
     assert isinstance(new, Call)
@@ -321,7 +340,10 @@ def _alter_conv(node: Call, new: Expr, target: str, kernel_target: str,
     conv_attrs.pop("out_layout", None)
     if conv_data != target:
         conv_attrs["out_layout"] = target
-    conv = Call(new.op, (data, weight), Attrs(conv_attrs), new.type_args, span=new.span)
+    conv: Expr = Call(new.op, (data, weight), Attrs(conv_attrs), new.type_args, span=new.span)
+    if winograd is not None and conv_data == target:  # [Alter-Winograd]
+        assert isinstance(conv, Call)
+        conv = rewrite_winograd(node, conv, winograd) or conv
     in_target[id(node)] = (conv, out_layout)
     return _transform(conv, target, out_layout, new.span)
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from proofs.core import PROVED, Verdict, obligation
+from proofs.relations_winograd import WINOGRAD_CASES
 from proofs.relcheck import AND, ANY, IF, OR, PROD, Config, RelationCase, Shapes, check_case
 
 # --- specification helpers (Python ints or Z3 terms alike) -----------------------------------
@@ -761,7 +762,7 @@ CASES: tuple[RelationCase, ...] = (
                     ties=tuple((0, k, 1, k) for k in range(4)))),
                  bound=2, max_instances=200, reference=False,
                  note="reference not run"),
-)
+) + WINOGRAD_CASES
 
 #: Every relation name with a soundness obligation (the completeness test checks the registry
 #: against this; an operator family added later adds its RelationCase to CASES).

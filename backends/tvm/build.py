@@ -119,14 +119,19 @@ def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 
 
 def pipeline(opt_level: int, target: Any = None) -> list[Any]:
     """The passes of ``optimize`` at ``opt_level`` for ``target``: AlterOpLayout with the
-    target's lanes as its channel block (the only pass that depends on the target)."""
+    target's lanes as its channel block and its lanes and L2 size for the Winograd rule (the
+    only pass that depends on the target)."""
     from backends.tvm.target import Target
     from passes.alter_op_layout import alter_op_layout_pass
+    from passes.alter_winograd import WinogradPolicy
     from passes.manager import passes_at
 
     chosen = passes_at(opt_level)
     if any(p.name == "AlterOpLayout" for p in chosen):
-        altered = alter_op_layout_pass(Target.of(target).lanes)
+        record = Target.of(target)
+        policy = WinogradPolicy(enabled=record.winograd, lanes=record.lanes,
+                                l2_bytes=record.l2_bytes)
+        altered = alter_op_layout_pass(record.lanes, policy)
         chosen = [altered if p.name == "AlterOpLayout" else p for p in chosen]
     return chosen
 

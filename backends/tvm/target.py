@@ -200,7 +200,7 @@ def _features(mcpu: str, mattr: tuple[str, ...], mtriple: str) -> tuple[bool, ..
 
 _INT_FIELDS = ("lanes", "registers", "l1_bytes", "l2_bytes", "l3_bytes", "threads",
                "loads_per_cycle", "fma_per_cycle", "fma_latency")
-_BOOL_FIELDS = ("fma", "vnni", "avx512")
+_BOOL_FIELDS = ("fma", "vnni", "avx512", "winograd")
 
 
 @dataclass(frozen=True)
@@ -222,6 +222,9 @@ class Target:
             size is a run-time setting, so kernels built with another count are the same.
         loads_per_cycle, fma_per_cycle, fma_latency: the core's vector pipeline, for the
             register-tile cost models (Zen 3: 3 loads, 2 FMAs, latency 4).
+        winograd: AlterOpLayout may turn eligible 3×3 convolutions into Winograd ones
+            (``passes/alter_winograd.py``; the choice also reads ``lanes`` and ``l2_bytes``);
+            False keeps every convolution direct (``{"winograd": False}``: a baseline).
         kind: ``"llvm"`` (the only lowering target).
 
     Immutable and hashable; :meth:`with_lanes` and :meth:`replace` give changed copies.
@@ -242,6 +245,7 @@ class Target:
     loads_per_cycle: int = 2
     fma_per_cycle: int = 2
     fma_latency: int = 4
+    winograd: bool = True
     mattr: tuple[str, ...] = ()
     mtriple: str = ""
     kind: str = "llvm"

@@ -38,6 +38,7 @@ from conformance.strategies.nn_transform import (  # noqa: F401
     nn_spatial,
     transform_reshape,
     transform_slice,
+    winograd,
 )
 from conformance.strategies.nn_transform.common import (
     ALL,

@@ -256,6 +256,8 @@ _CONV_ATTRS = (
              doc="\"\" = data_layout; may be channel-blocked"),
     AttrSpec("out_dtype", "str", "", check=T.check_optional_dtype),
 )
+CONV_ATTRS = _CONV_ATTRS
+"""The attribute schema of ``nn.conv2d`` (shared with the Winograd convolution)."""
 
 _op("nn.dense", 2, N.DENSE, OpPattern.OUT_ELEMWISE_FUSABLE, _dense,
     "data (..., k) times the transpose of weight (units, k); integers accumulate exactly and "

@@ -418,17 +418,23 @@ def _layout_channels(shape: list[int], layout: str) -> int:
     return channels
 
 
+_WINOGRAD = "nn.contrib_conv2d_winograd_without_weight_transform"
+
+
 def kernel_flops(fn: Function) -> int:
     """FLOPs (2 per multiply-add) of the ``nn.conv2d`` and ``nn.dense`` calls of a
     type-checked primitive function, in any data layout (0 when a type is not concrete).
 
     A convolution's output element sums ``kernel elements / output channels`` products;
-    a dense output element sums the reduction length (the data's last axis).
+    a dense output element sums the reduction length (the data's last axis). A Winograd
+    convolution counts as the direct convolution it computes (``input channels × r × r`` per
+    output, ``r = a - tile_size + 1``): its GFLOP/s are *effective* ones, comparable with a
+    direct kernel's (and may exceed the machine's peak).
     """
     total = 0
     for node in post_order(fn.body):
         if not (isinstance(node, Call) and isinstance(node.op, Op)) or \
-                node.op.name not in ("nn.conv2d", "nn.dense"):
+                node.op.name not in ("nn.conv2d", "nn.dense", _WINOGRAD):
             continue
         out, data, weight = (node.checked_type, node.args[0].checked_type,
                              node.args[1].checked_type)
@@ -439,6 +445,10 @@ def kernel_flops(fn: Function) -> int:
         outputs = int(np.prod(oshape, dtype=np.int64))
         if node.op.name == "nn.dense":
             reduction = int(data.shape[-1])  # type: ignore[union-attr]
+        elif node.op.name == _WINOGRAD:
+            alpha, _, _, in_c = (int(d) for d in weight.shape)  # type: ignore[union-attr]
+            r = alpha - int(node.attrs.get("tile_size", 1)) + 1
+            reduction = in_c * r * r
         else:
             layout = node.attrs.get("out_layout") or node.attrs.get("data_layout") or "NCHW"
             channels = _layout_channels(oshape, layout)

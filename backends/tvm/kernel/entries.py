@@ -2,7 +2,7 @@
 integrity.
 
 An entry ``<key>`` is a linked library ``<key>.so`` and its metadata ``<key>.json`` (types,
-layout, constants — large ones as shared content-addressed blobs, :mod:`backends.tvm.blobs`),
+layout, constants — large ones as shared content-addressed blobs, :mod:`backends.tvm.kernel.blobs`),
 plus optionally a memoized ``<key>.module``.  Every file is written to a temporary name and
 renamed into place, the ``.json`` last, so its presence means the entry is complete.  The
 metadata is *sealed* (the SHA-256 of its canonical JSON is stored in it) and records the
@@ -55,7 +55,7 @@ def entry_paths(directory: Path, key: str) -> tuple[Path, Path]:
 
 
 def write_entry(directory: Path, key: str, artifact: Any, meta: dict[str, Any]) -> None:
-    """Write a cache entry: the constants (:func:`backends.tvm.blobs.constant_doc`: large
+    """Write a cache entry: the constants (:func:`backends.tvm.kernel.blobs.constant_doc`: large
     ones as shared blobs, small ones inline), the library (``artifact``: a linked ``.so``
     path, copied, or TVM's module, exported), and the ``.json`` last (its presence means
     complete). Errors (an unwritable directory, no C compiler) leave no entry and are not

@@ -20,6 +20,7 @@ from backends.tvm.lower import (  # noqa: F401
     reduce,
     tensor,
     transform,
+    winograd,
 )
 from backends.tvm.lower.base import TARGET, OpCall, Unsupported, lowering, no_lowering
 

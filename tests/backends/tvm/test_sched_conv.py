@@ -6,7 +6,8 @@ pre-packed), compiles each fused kernel through the schedule table and compares 
 oracle (:func:`interpreter.evaluate` of the same primitive function) — odd shapes included:
 channel counts the block does not divide, 1×1 and 7×7 kernels, strides 2, groups,
 depthwise, dilation, asymmetric padding, widths without a good tile. The schedule is also
-checked to have really applied (a parallel loop and a vectorized loop of the block's lanes),
+checked to have really applied (a parallel loop and a vectorized loop of the block's lanes;
+the Winograd rule is off: :func:`direct`),
 and the -O3 pipeline to leave no per-call weight repacking and no layout transform between
 consecutive convolutions.
 """
@@ -111,6 +112,12 @@ class Conv:
         return xs
 
 
+def direct(target: Target | None = None) -> Target:
+    """``target`` (None: the host) with the Winograd rule off: these tests are about the
+    direct convolution's schedule (``test_sched_winograd.py`` tests the Winograd one)."""
+    return (target or Target.host()).replace(winograd=False)
+
+
 def _tensor_type(shape: tuple[int, ...]) -> str:
     return f"Tensor[({', '.join(str(int(d)) for d in shape)}), float32]"
 
@@ -151,7 +158,7 @@ def check(case: Conv, cache: KernelCache, run_kernels: object, *, seed: int = 0,
     are AlterOpLayout's block) against the oracle; the number of kernels the conv rule
     scheduled."""
     text, params = case.program(seed)
-    fused = prepare(text, params, 3, target)
+    fused = prepare(text, params, 3, direct(target))
     values = case.inputs() if inputs is None else inputs
     ran = run_kernels(fused, values, cache, {"float32": 1e-4}, target)  # type: ignore[operator]
     scheduled = sum(1 for prim in ran
@@ -215,7 +222,7 @@ def test_convolutions_reduced_in_passes_match_the_oracle(epilogue: str, kernel_c
     case = Conv(16 * BLOCK, 2 * BLOCK, 14, 14, epilogue=epilogue)
     assert k_blocked(14 * 14, 16, strided=False)
     text, params = case.program()
-    (prim,) = [p for p in primitives(prepare(text, params, 3)) if conv_of(p) is not None]
+    (prim,) = [p for p in primitives(prepare(text, params, 3, direct())) if conv_of(p) is not None]
     script = scheduled_script(prim)
     assert script is not None and "conv2d_local" not in script   # accumulates in the result
     assert check(case, kernel_cache, run_kernels, expect_scheduled=True) == 1
@@ -242,7 +249,7 @@ def test_a_tile_reduced_in_passes_counts_one_pass_of_weights() -> None:
     if case is None:
         pytest.skip("the tile sizes are those of an 8-lane (AVX2) block")
     text, params = case.program()
-    (prim,) = [p for p in primitives(prepare(text, params, 3)) if conv_of(p) is not None]
+    (prim,) = [p for p in primitives(prepare(text, params, 3, direct())) if conv_of(p) is not None]
     script = scheduled_script(prim)
     assert script is not None and "T.unroll(4)" in script and "T.unroll(7)" not in script
 
@@ -259,7 +266,7 @@ def test_nan_and_infinity_propagate_through_the_vectorized_relu(kernel_cache: Ke
 
 def test_the_schedule_is_parallel_vectorized_and_register_tiled() -> None:
     text, params = Conv(32, 64, 14, 14).program()
-    (prim,) = [p for p in primitives(prepare(text, params, 3)) if conv_of(p) is not None]
+    (prim,) = [p for p in primitives(prepare(text, params, 3, direct())) if conv_of(p) is not None]
     script = scheduled_script(prim)
     assert script is not None
     assert "T.parallel(" in script
@@ -368,7 +375,7 @@ def test_weights_are_packed_at_build_time_and_convs_chain_blocked() -> None:
     shapes = {"w0": (32, 3, 3, 3), "w1": (32, 1, 3, 3), "w2": (32, 32, 1, 1),
               "w3": (32, 32, 3, 3), "b": (32,)}
     params = {k: rng.standard_normal(s).astype("float32") for k, s in shapes.items()}
-    fused = prepare(CHAIN, params, 3)
+    fused = prepare(CHAIN, params, 3, direct())
     main = fused.functions["main"]
     assert [p.name_hint for p in main.params] == ["x"]
     convs = [c for p in primitives(fused) for c in post_order(p.body)

@@ -49,6 +49,8 @@ EXPECTED_OPS = {
     "reshape", "reshape_like", "transpose", "expand_dims", "squeeze", "concatenate", "stack",
     "split", "take", "strided_slice", "tile", "repeat", "reverse", "broadcast_to",
     "broadcast_to_like", "collapse_sum_like", "shape_of", "layout_transform",
+    "nn.contrib_conv2d_winograd_weight_transform",
+    "nn.contrib_conv2d_winograd_without_weight_transform",
 }
 
 # TVM's TOpPattern of each operator (python/tvm/relay/op/nn/_nn.py, _transform.py, C++ regs).
@@ -72,6 +74,8 @@ TVM_PATTERNS = {
     "broadcast_to": OpPattern.BROADCAST, "broadcast_to_like": OpPattern.BROADCAST,
     "collapse_sum_like": OpPattern.COMM_REDUCE, "shape_of": OpPattern.OPAQUE,
     "layout_transform": OpPattern.INJECTIVE,
+    "nn.contrib_conv2d_winograd_weight_transform": OpPattern.OUT_ELEMWISE_FUSABLE,
+    "nn.contrib_conv2d_winograd_without_weight_transform": OpPattern.OUT_ELEMWISE_FUSABLE,
 }
 
 n, m, h, w, k = (shape_var(s) for s in ("n", "m", "h", "w", "k"))
