@@ -179,6 +179,7 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 from semantics.ops.reference import RELAY_DTYPE_OF
+from semantics.ops.memory import StorageValue
 
 __all__ = ["INLINE_HEIGHT", "PENDING", "GradExpander", "Interpreter", "check_op_result",
            "grad_expander", "inline_plan", "register_grad_expander"]
@@ -891,5 +892,7 @@ def check_op_result(name: str, result: Any) -> Any:
         return result
     if type(result) is tuple:
         return tuple(check_op_result(name, r) for r in result)
+    if type(result) is StorageValue:
+        return result
     raise InternalError(
         f"operator {name} returned {type(result).__name__}, not a tensor (registry contract)")
