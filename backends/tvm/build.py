@@ -98,6 +98,7 @@ def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 
     if isinstance(opt_level, bool) or not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
         raise RelayTypeError(f"bad opt_level {opt_level!r}: expected 0, 1, 2 or 3")
     mod = with_prelude(mod)
+    refuse_memory_dialect(mod)
     if params:
         bound = passes.bind_params(mod, params)
         assert isinstance(bound, IRModule)
@@ -114,6 +115,23 @@ def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 
     if not isinstance(inferred, IRModule):
         raise InternalError("typechecker.infer of a module returned no module")
     return inferred
+
+
+def refuse_memory_dialect(mod: IRModule) -> None:
+    """A ``RelayTypeError`` naming the first call of ``memory.alloc_storage``,
+    ``memory.alloc_tensor`` or ``memory.kill`` in ``mod`` (with its span): the backend plans
+    and frees memory itself, and only the reference interpreter runs the memory dialect."""
+    from backends.tvm.lower.memory import MEMORY_DIALECT
+    from semantics.expr import Call, Op
+
+    for name, fn in mod.functions.items():
+        for node in post_order(fn):
+            if isinstance(node, Call) and isinstance(node.op, Op) and \
+                    node.op.name in MEMORY_DIALECT:
+                raise RelayTypeError(
+                    f"the TVM backend does not run operator {node.op.name} (in @{name}): it "
+                    "plans and frees memory itself; evaluate programs that call the memory "
+                    "dialect with interpreter.evaluate", node.span)
 
 
 def pipeline(opt_level: int, target: Any = None) -> list[Any]:

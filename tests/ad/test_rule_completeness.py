@@ -19,11 +19,14 @@ def test_the_operators_without_rules_are_the_non_differentiable_ones() -> None:
     without = sorted(op for op in list_ops() if not GRADIENTS.has(op))
     for op in without:
         assert GRADIENTS.reason(op), op
-    # Each has a boolean, integer or index result: nothing a derivative could flow through.
+    # Each has a boolean, integer or index result, or allocates or frees memory (a storage,
+    # an uninitialized tensor, ()): nothing a derivative could flow through.
     assert set(without) <= {"equal", "not_equal", "less", "less_equal", "greater",
                             "greater_equal", "logical_and", "logical_or", "logical_not", "all",
                             "any", "argmax", "argmin", "shape_of", "right_shift",
-                            "left_shift", "bitwise_and", "bitwise_or", "bitwise_xor"}
+                            "left_shift", "bitwise_and", "bitwise_or", "bitwise_xor",
+                            "vm.shape_of", "memory.alloc_storage", "memory.alloc_tensor",
+                            "memory.kill"}
 
 
 @pytest.mark.parametrize("mode", ["reverse", "forward"])
