@@ -98,7 +98,7 @@ def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 
     if isinstance(opt_level, bool) or not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
         raise RelayTypeError(f"bad opt_level {opt_level!r}: expected 0, 1, 2 or 3")
     mod = with_prelude(mod)
-    refuse_memory_dialect(mod)
+    mod = lower_memory_dialect(mod)
     if params:
         bound = passes.bind_params(mod, params)
         assert isinstance(bound, IRModule)
@@ -117,21 +117,36 @@ def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 
     return inferred
 
 
-def refuse_memory_dialect(mod: IRModule) -> None:
-    """A ``RelayTypeError`` naming the first call of ``memory.alloc_storage``,
-    ``memory.alloc_tensor`` or ``memory.kill`` in ``mod`` (with its span): the backend plans
-    and frees memory itself, and only the reference interpreter runs the memory dialect."""
-    from backends.tvm.lower.memory import MEMORY_DIALECT
-    from semantics.expr import Call, Op
+def lower_memory_dialect(mod: IRModule) -> IRModule:
+    """``mod`` with every ``memory.kill(e)`` replaced by ``let %_ = e; ()`` (its meaning: the
+    backend frees memory itself).
 
-    for name, fn in mod.functions.items():
-        for node in post_order(fn):
-            if isinstance(node, Call) and isinstance(node.op, Op) and \
-                    node.op.name in MEMORY_DIALECT:
+    Raises:
+        RelayTypeError: naming the first call of ``memory.alloc_storage`` or
+            ``memory.alloc_tensor`` (with its span): only the reference interpreter runs
+            explicit allocation.
+    """
+    from backends.tvm.lower.memory import MEMORY_DIALECT
+    from semantics.expr import Call, Let, Op, Tuple, Var
+    from semantics.visitor import ExprMutator
+
+    class _Kill(ExprMutator):
+        def visit_call(self, new: Any, old: Any) -> Any:
+            if not isinstance(new.op, Op) or new.op.name not in MEMORY_DIALECT:
+                return new
+            if new.op.name != "memory.kill":
                 raise RelayTypeError(
-                    f"the TVM backend does not run operator {node.op.name} (in @{name}): it "
-                    "plans and frees memory itself; evaluate programs that call the memory "
-                    "dialect with interpreter.evaluate", node.span)
+                    f"the TVM backend does not run operator {new.op.name}: it plans and "
+                    "frees memory itself; evaluate programs that allocate explicitly with "
+                    "interpreter.evaluate", new.span)
+            return Let(Var("_"), new.args[0] if new.args else Tuple(()), Tuple(()),
+                       span=new.span)
+
+    uses = any(isinstance(n, Op) and n.name in MEMORY_DIALECT
+               for fn in mod.functions.values() for n in post_order(fn))
+    if not uses:
+        return mod
+    return mod.with_functions({name: _Kill().mutate(fn) for name, fn in mod.functions.items()})
 
 
 def pipeline(opt_level: int, target: Any = None) -> list[Any]:

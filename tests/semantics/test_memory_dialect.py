@@ -181,19 +181,32 @@ def test_reshape_tensor_gradient_is_the_reshape_back():
 
 # --- the TVM backend ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("op", ["memory.alloc_storage", "memory.alloc_tensor", "memory.kill"])
-def test_tvm_backend_refuses_the_memory_dialect_naming_the_op(op):
+@pytest.mark.parametrize("op", ["memory.alloc_storage", "memory.alloc_tensor"])
+def test_tvm_backend_refuses_explicit_allocation_naming_the_op(op):
     from backends.tvm import build
 
-    text = {"memory.kill": "def @main(%x: float32) {\n  memory.kill(%x)\n}",
-            "memory.alloc_storage": ALLOC, "memory.alloc_tensor":
-            f"def @main(%s: Storage[]) {{\n  memory.alloc_tensor(%s, 0i64, {_shape(1)}, "
-            f"const_shape=[1])\n}}"}[op]
-    with pytest.raises(RelayTypeError, match=f"does not run operator memory") as info:
+    text = ALLOC if op == "memory.alloc_storage" else (
+        f"def @main(%s: Storage[]) {{\n  memory.alloc_tensor(%s, 0i64, {_shape(1)}, "
+        f"const_shape=[1])\n}}")
+    with pytest.raises(RelayTypeError, match=f"does not run operator {op}") as info:
         build(text, compile_kernels=False)
     span = info.value.span
     assert span is not None
-    assert text.splitlines()[span.line - 1][span.column - 1:].startswith("memory.")
+    assert text.splitlines()[span.line - 1][span.column - 1:].startswith(op)
+
+
+@pytest.mark.parametrize("executor", ["vm", "graph", "aot"])
+def test_tvm_backend_runs_kill_as_unit(executor):
+    """TVM's ManifestLifetimes output (``let %_ = memory.kill(%x); ...``) runs: the backend
+    frees memory itself, so the kill is dropped and its argument still evaluated."""
+    from backends.tvm import build
+
+    text = ("def @main(%x: Tensor[(2), float32]) {\n  let %y = %x + %x;\n"
+            "  let %_0 = memory.kill(%x);\n  (%y, memory.kill(%y))\n}")
+    x = np.array([1.5, -2.0], np.float32)
+    got = build(text, executor=executor)(x)
+    want = interpreter.evaluate(parse(text), x)
+    assert values_equal(got, want) and got[1] == ()
 
 
 @pytest.mark.parametrize("executor", ["vm", "graph", "aot"])
