@@ -222,3 +222,62 @@ def test_tvm_backend_runs_reshape_tensor_and_shape_of_as_the_oracle(executor):
     assert values_equal(got, want)
     with pytest.raises(RelayRuntimeError, match="newshape is \\[3, 2\\]"):
         exe(x, np.int64([2, 3]))
+
+
+# --- the registry's habits ---------------------------------------------------------------------
+
+MEMORY_OPS = ["memory.alloc_storage", "memory.alloc_tensor", "memory.kill", "vm.reshape_tensor",
+              "vm.shape_of"]
+
+
+def test_the_family_holds_exactly_these_operators():
+    from semantics import ops
+
+    assert sorted(n for n in ops.list_ops() if ops.get(n).family == "memory") == MEMORY_OPS
+
+
+@pytest.mark.parametrize("name", MEMORY_OPS)
+def test_operator_is_complete(name):
+    import ad  # noqa: F401  (registers the rules)
+    import backends.tvm.lower  # noqa: F401  (registers the lowerings)
+    from conformance.strategies.ops import INVALID_CALLS, VALID_CALLS, covered_ops
+    from semantics import ops
+    from semantics.ops import GRADIENTS, LOWERINGS, TANGENTS, OpPattern, Relation
+
+    op = ops.get(name)
+    assert op.doc and "\n" not in op.doc and op.doc.endswith(".")
+    assert isinstance(op.relation, Relation) and op.relation.name
+    assert op.pattern is OpPattern.OPAQUE            # as TVM registers them
+    assert name in covered_ops() and name in VALID_CALLS and name in INVALID_CALLS
+    for table in (GRADIENTS, TANGENTS):
+        assert table.has(name) or table.reason(name)
+    assert LOWERINGS.has(name, "llvm") or LOWERINGS.reason(name, "llvm")
+
+
+@pytest.mark.parametrize("name", MEMORY_OPS)
+@given(data=st.data())
+def test_reference_result_has_the_inferred_type(name, data):
+    from conformance.strategies.ops import op_call
+    from semantics import ops
+    from semantics.ops.reference import value_type
+
+    arg_types, attrs, values = data.draw(op_call(name))
+    op = ops.get(name)
+    out = op.relation(arg_types, op.normalize_attrs(attrs))
+    got = op.reference(*values, **attrs)
+    if isinstance(got, StorageValue):
+        assert is_storage_type(out) and got.size == int(values[0])
+    else:
+        assert alpha_equal(value_type(got), out)
+
+
+@pytest.mark.parametrize("name", MEMORY_OPS)
+@given(data=st.data())
+def test_invalid_calls_are_type_errors(name, data):
+    from conformance.strategies.ops import INVALID_CALLS
+    from semantics import ops
+
+    arg_types, attrs = data.draw(INVALID_CALLS[name]())
+    op = ops.get(name)
+    with pytest.raises(RelayTypeError):
+        op.relation(tuple(arg_types), op.normalize_attrs(attrs))
