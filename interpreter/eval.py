@@ -142,6 +142,7 @@ from interpreter.values import (
     ConstructorValue,
     OpValue,
     RefValue,
+    check_op_result,
     value_str,
 )
 from semantics import ops
@@ -179,7 +180,6 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 from semantics.ops.reference import RELAY_DTYPE_OF
-from semantics.ops.memory import StorageValue
 
 __all__ = ["INLINE_HEIGHT", "PENDING", "GradExpander", "Interpreter", "check_op_result",
            "grad_expander", "inline_plan", "register_grad_expander"]
@@ -882,17 +882,3 @@ Interpreter.PATTERNS = {
     PatternWildcard: Interpreter._match_wildcard, PatternVar: Interpreter._match_var,
     PatternConstructor: Interpreter._match_constructor, PatternTuple: Interpreter._match_tuple,
 }
-
-
-def check_op_result(name: str, result: Any) -> Any:
-    """An operator's result as tensors (0-d arrays for numpy scalars); InternalError otherwise."""
-    if isinstance(result, np.generic):
-        return np.asarray(result)
-    if isinstance(result, np.ndarray):
-        return result
-    if type(result) is tuple:
-        return tuple(check_op_result(name, r) for r in result)
-    if type(result) is StorageValue:
-        return result
-    raise InternalError(
-        f"operator {name} returned {type(result).__name__}, not a tensor (registry contract)")

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from semantics.dtypes import SCALAR_DTYPES, literal
+from semantics.errors import InternalError
 from semantics.ops.memory import StorageValue
 
 if TYPE_CHECKING:
@@ -188,6 +189,19 @@ class ConstructorValue:
 _RELAY_DTYPE_NAMES = frozenset(SCALAR_DTYPES)
 _VALUE_TYPES = (np.ndarray, tuple, Closure, RefValue, OpValue, ConstructorFunction,
                 ConstructorValue, StorageValue)
+
+
+def check_op_result(name: str, result: Any) -> Any:
+    """An operator's result as values: tensors (0-d arrays for numpy scalars), tuples of them,
+    or a storage (``memory.alloc_storage``); ``InternalError`` otherwise."""
+    if isinstance(result, np.generic):
+        return np.asarray(result)
+    if isinstance(result, (np.ndarray, StorageValue)):
+        return result
+    if type(result) is tuple:
+        return tuple(check_op_result(name, r) for r in result)
+    raise InternalError(
+        f"operator {name} returned {type(result).__name__}, not a tensor (registry contract)")
 
 
 def is_value(x: Any) -> bool:

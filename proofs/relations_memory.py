@@ -59,10 +59,10 @@ def _check(cases: Iterator[tuple[str, tuple[Type, ...], dict[str, Any], Type | N
         got = _relation(op, args, attrs)
         shown = f"{op}({', '.join(pretty(a) for a in args)}; {attrs})"
         if not _same(got, want):
-            return Verdict(REFUTED, f"{shown}: relation gives "
-                                    f"{'rejection' if got is None else pretty(got)}, the "
-                                    f"specification {'rejection' if want is None else pretty(want)}",
-                           method="bounded enumeration")
+            gave = "rejection" if got is None else pretty(got)
+            wanted = "rejection" if want is None else pretty(want)
+            return Verdict(REFUTED, f"{shown}: relation gives {gave}, the specification "
+                                    f"{wanted}", method="bounded enumeration")
         if got is not None:
             problem = reference(args, attrs, got)
             if problem:

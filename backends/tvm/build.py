@@ -127,7 +127,7 @@ def lower_memory_dialect(mod: IRModule) -> IRModule:
             explicit allocation.
     """
     from backends.tvm.lower.memory import MEMORY_DIALECT
-    from semantics.expr import Call, Let, Op, Tuple, Var
+    from semantics.expr import Let, Op, Tuple, Var
     from semantics.visitor import ExprMutator
 
     class _Kill(ExprMutator):
@@ -146,7 +146,12 @@ def lower_memory_dialect(mod: IRModule) -> IRModule:
                for fn in mod.functions.values() for n in post_order(fn))
     if not uses:
         return mod
-    return mod.with_functions({name: _Kill().mutate(fn) for name, fn in mod.functions.items()})
+    out: dict[str, Function] = {}
+    for name, fn in mod.functions.items():
+        new = _Kill().mutate(fn)
+        assert isinstance(new, Function)
+        out[name] = new
+    return mod.with_functions(out)
 
 
 def pipeline(opt_level: int, target: Any = None) -> list[Any]:

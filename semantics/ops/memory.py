@@ -38,6 +38,7 @@ values.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,19 +93,15 @@ class StorageValue:
 
 def _int64_scalar(rel: str, arg_types: ArgTypes, t: TensorType, what: str) -> None:
     if t.dtype != "int64" or t.shape:
-        raise _error(rel, arg_types, f"{what} must be an int64 scalar, found {_show(t)}")
-
-
-def _show(t: Type) -> str:
-    from semantics.printer import pretty
-
-    return pretty(t)
+        raise _error(rel, arg_types, f"{what} must be an int64 scalar, found {t.dtype} of rank "
+                                     f"{t.ndim}")
 
 
 def _shape_tensor(rel: str, arg_types: ArgTypes, t: TensorType) -> int | None:
     """The length of a 1-d integer shape tensor (None when it is not a known int)."""
     if t.ndim != 1 or not t.dtype.startswith(("int", "uint")):
-        raise _error(rel, arg_types, f"shape must be a 1-d integer tensor, found {_show(t)}")
+        raise _error(rel, arg_types, f"shape must be a 1-d integer tensor, found {t.dtype} of "
+                                     f"rank {t.ndim}")
     n = t.shape[0]
     return n if isinstance(n, int) else None
 
@@ -124,8 +121,7 @@ def _alloc_tensor_rel(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> T
     if not all(is_known(t) for t in arg_types):
         return None
     if not is_storage_type(storage):
-        raise _error("AllocTensor", arg_types, f"the first argument must be a Storage, found "
-                                               f"{_show(storage)}")
+        raise _error("AllocTensor", arg_types, "the first argument must be a Storage")
     if not isinstance(offset, TensorType) or offset.shape or \
             not offset.dtype.startswith(("int", "uint")):
         raise _error("AllocTensor", arg_types, "offset must be an integer scalar")
@@ -157,9 +153,10 @@ def _reshape_tensor_rel(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) ->
     if rank is not None and rank != len(newshape):
         raise _error("ReshapeTensor", arg_types, f"the shape tensor has {rank} elements but "
                                                  f"newshape {list(newshape)} has {len(newshape)}")
-    if all(isinstance(d, int) for d in data.shape):
-        count = int(np.prod(data.shape, dtype=object))
-        if count != int(np.prod(newshape, dtype=object)):
+    dims = [d for d in data.shape if isinstance(d, int)]
+    if len(dims) == data.ndim:
+        count = math.prod(dims)
+        if count != math.prod(newshape):
             raise _error("ReshapeTensor", arg_types, f"cannot reshape {count} elements to "
                                                      f"{list(newshape)}")
     return TensorType(newshape, data.dtype)

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 import interpreter
 import typechecker
-from semantics import alpha_equal, pretty
 from interpreter.values import values_equal
+from semantics import alpha_equal, pretty
 from semantics.errors import RelayRuntimeError, RelayTypeError
 from semantics.ops.memory import StorageValue, is_storage_type, storage_type
 from semantics.parser import parse, parse_type
@@ -160,8 +160,8 @@ def test_reshape_tensor_and_shape_of_agree_with_numpy(dims, data):
 
 
 def test_reshape_tensor_checks_the_shape_tensor_at_run_time():
-    text = (f"def @main(%x: Tensor[(6), float32], %s: Tensor[(2), int64]) {{ "
-            f"vm.reshape_tensor(%x, %s, newshape=[2, 3]) }}")
+    text = ("def @main(%x: Tensor[(6), float32], %s: Tensor[(2), int64]) { "
+            "vm.reshape_tensor(%x, %s, newshape=[2, 3]) }")
     x = np.zeros(6, np.float32)
     assert interpreter.evaluate(parse(text), x, np.int64([2, 3])).shape == (2, 3)
     with pytest.raises(RelayRuntimeError, match="holds \\[3, 2\\], newshape is \\[2, 3\\]"):
@@ -213,8 +213,8 @@ def test_tvm_backend_runs_kill_as_unit(executor):
 def test_tvm_backend_runs_reshape_tensor_and_shape_of_as_the_oracle(executor):
     from backends.tvm import build
 
-    text = (f"def @main(%x: Tensor[(2, 3), float32], %s: Tensor[(2), int64]) {{ "
-            f"(vm.shape_of(%x), vm.reshape_tensor(%x, %s, newshape=[3, 2])) }}")
+    text = ("def @main(%x: Tensor[(2, 3), float32], %s: Tensor[(2), int64]) { "
+            "(vm.shape_of(%x), vm.reshape_tensor(%x, %s, newshape=[3, 2])) }")
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     exe = build(text, executor=executor)
     got = exe(x, np.int64([3, 2]))
