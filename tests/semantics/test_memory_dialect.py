@@ -281,3 +281,37 @@ def test_invalid_calls_are_type_errors(name, data):
     op = ops.get(name)
     with pytest.raises(RelayTypeError):
         op.relation(tuple(arg_types), op.normalize_attrs(attrs))
+
+
+# --- passes and the partial evaluator ----------------------------------------------------------
+
+PASSES_PROGRAM = f'''def @main(%o: int64) {{
+  let %s = memory.alloc_storage(64i64, {_shape(2)}, 8i64);
+  let %t = memory.alloc_tensor(%s, 0i64, {_shape(2, 3)}, const_shape=[2, 3]);
+  let %_ = memory.kill(%t);
+  let %u = memory.alloc_tensor(%s, %o, {_shape(2)}, const_shape=[2]);
+  (%t, %u, memory.kill(1f), vm.reshape_tensor(%t, {_shape(6)}, newshape=[6]))
+}}'''
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_optimize_keeps_the_value_of_a_memory_dialect_program(level):
+    """FuseOps wraps alloc_storage in a primitive function typed ``-> Storage``: the module
+    need not define Storage for that to kind-check (it is the prelude's)."""
+    import passes
+
+    mod = parse(PASSES_PROGRAM)
+    assert "Storage" not in mod.types
+    want = interpreter.evaluate(mod, np.int64(8))
+    got = interpreter.evaluate(passes.optimize(mod, level), np.int64(8))
+    assert values_equal(got, want)
+
+
+def test_partial_evaluation_keeps_allocation_dynamic_and_the_value():
+    import pe
+
+    mod = parse(PASSES_PROGRAM)
+    residual = pe.partial_evaluate(mod)
+    assert "memory.alloc_storage" in pretty(residual)
+    assert values_equal(interpreter.evaluate(residual, np.int64(8)),
+                        interpreter.evaluate(mod, np.int64(8)))
