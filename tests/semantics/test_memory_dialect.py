@@ -315,3 +315,16 @@ def test_partial_evaluation_keeps_allocation_dynamic_and_the_value():
     assert "memory.alloc_storage" in pretty(residual)
     assert values_equal(interpreter.evaluate(residual, np.int64(8)),
                         interpreter.evaluate(mod, np.int64(8)))
+
+
+def test_a_storage_is_an_argument_of_a_storage_parameter_and_nothing_else_is():
+    from semantics import ops
+
+    mod = parse(f"def @main(%s: Storage[]) {{ memory.alloc_tensor(%s, 4i64, {_shape(2)}, "
+                f"const_shape=[2], dtype=\"int16\") }}")
+    storage = ops.get("memory.alloc_storage").impl(np.int64(8), np.zeros(1, np.int64),
+                                                   np.int64(8))
+    got = interpreter.evaluate(mod, storage)
+    assert got.dtype == np.int16 and got.shape == (2,)
+    with pytest.raises(RelayRuntimeError, match="argument %s: expected Storage"):
+        interpreter.evaluate(mod, np.zeros(8, np.uint8))
