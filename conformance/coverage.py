@@ -15,7 +15,9 @@ Two phases, reported separately:
 
 ``Semantics-Grad`` is excluded and reported as such: the general generator does
 not emit ``grad`` nodes (they need differentiable programs); the AD tests cover
-the rule with ``conformance.strategies.differentiable`` and example programs.
+the rule with ``conformance.strategies.differentiable`` and example programs. So are the
+operators the generator never calls (``opcalls.NOT_GENERATED``: the explicit allocations of
+the memory dialect, whose ``Storage`` values no generated program uses).
 
 Per operator, the report also says *how* it was exercised (the ``OpProfile``
 table): which **argument kinds** appeared in each argument position (the
@@ -257,6 +259,7 @@ class CoverageReport:
     all_rules: tuple[str, ...] = ()
     all_ops: tuple[str, ...] = ()
     excluded: dict[str, str] = field(default_factory=dict)
+    excluded_ops: dict[str, str] = field(default_factory=dict)
     outcomes: Counter[str] = field(default_factory=Counter)
     profiles: dict[str, OpProfile] = field(default_factory=dict)
 
@@ -346,6 +349,8 @@ class CoverageReport:
                   f"({self.random_op_percent:.1f}% from random programs alone)"]
         if self.ops_missing:
             lines.append("operators not covered: " + ", ".join(self.ops_missing))
+        for o, why in sorted(self.excluded_ops.items()):
+            lines.append(f"operator {o} excluded: {why}")
         lines += ["", self.operator_table()]
         return "\n".join(lines)
 
@@ -416,12 +421,13 @@ def coverage(max_examples: int = 200, *, config: Any = None, focus: bool = True,
     """
     from hypothesis import HealthCheck, given, settings
 
+    from conformance.strategies.opcalls import NOT_GENERATED, registry_ops
     from conformance.strategies.programs import ProgramConfig, well_typed_modules
-    from semantics.ops import list_ops
 
     report = CoverageReport(all_rules=tuple(r.value for r in EVALUATION_RULES),
-                            all_ops=tuple(ops if ops is not None else list_ops()),
-                            excluded=dict(EXCLUDED_RULES))
+                            all_ops=tuple(ops if ops is not None else registry_ops()),
+                            excluded=dict(EXCLUDED_RULES),
+                            excluded_ops={} if ops is not None else dict(NOT_GENERATED))
     quiet: dict[str, Any] = dict(deadline=None, database=None, derandomize=True,
                  suppress_health_check=list(HealthCheck))
 

@@ -49,6 +49,7 @@ from semantics.dtypes import SCALAR_DTYPES, is_bool, is_float, is_int, split_lan
 from semantics.errors import RelayRuntimeError
 from semantics.expr import Constructor, Var
 from semantics.module import IRModule
+from semantics.ops.memory import StorageValue, is_storage_type
 from semantics.shapes import ANY
 from semantics.types import (
     FuncType,
@@ -239,6 +240,8 @@ class _Converter:
             self.active.discard(id(x))
             return tuple(fields)
         if isinstance(ty, (TypeCall, GlobalTypeVar)):
+            if is_storage_type(ty) and isinstance(x, StorageValue):
+                return x
             return (yield self._adt(x, ty, path))
         if isinstance(ty, FuncType):
             if isinstance(x, _FUNCTION_VALUES) or _is_nullary_constructor(x):

@@ -142,6 +142,7 @@ from interpreter.values import (
     ConstructorValue,
     OpValue,
     RefValue,
+    check_op_result,
     construct,
     not_a_function,
     value_str,
@@ -874,15 +875,3 @@ Interpreter.PATTERNS = {
     PatternWildcard: Interpreter._match_wildcard, PatternVar: Interpreter._match_var,
     PatternConstructor: Interpreter._match_constructor, PatternTuple: Interpreter._match_tuple,
 }
-
-
-def check_op_result(name: str, result: Any) -> Any:
-    """An operator's result as tensors (0-d arrays for numpy scalars); InternalError otherwise."""
-    if isinstance(result, np.generic):
-        return np.asarray(result)
-    if isinstance(result, np.ndarray):
-        return result
-    if type(result) is tuple:
-        return tuple(check_op_result(name, r) for r in result)
-    raise InternalError(
-        f"operator {name} returned {type(result).__name__}, not a tensor (registry contract)")

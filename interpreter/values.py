@@ -37,7 +37,8 @@ import numpy as np
 
 from semantics import errors
 from semantics.dtypes import SCALAR_DTYPES, literal
-from semantics.errors import RelayRuntimeError
+from semantics.errors import InternalError, RelayRuntimeError
+from semantics.ops.memory import StorageValue
 
 if TYPE_CHECKING:
     from interpreter.env import Env
@@ -189,7 +190,20 @@ class ConstructorValue:
 
 _RELAY_DTYPE_NAMES = frozenset(SCALAR_DTYPES)
 _VALUE_TYPES = (np.ndarray, tuple, Closure, RefValue, OpValue, ConstructorFunction,
-                ConstructorValue)
+                ConstructorValue, StorageValue)
+
+
+def check_op_result(name: str, result: Any) -> Any:
+    """An operator's result as values: tensors (0-d arrays for numpy scalars), tuples of them,
+    or a storage (``memory.alloc_storage``); ``InternalError`` otherwise."""
+    if isinstance(result, np.generic):
+        return np.asarray(result)
+    if isinstance(result, (np.ndarray, StorageValue)):
+        return result
+    if type(result) is tuple:
+        return tuple(check_op_result(name, r) for r in result)
+    raise InternalError(
+        f"operator {name} returned {type(result).__name__}, not a tensor (registry contract)")
 
 
 def not_a_function(f: Any, span: Span | None) -> RelayRuntimeError:
@@ -292,6 +306,8 @@ def value_str(v: Any, limit: int | None = None) -> str:
                 piece = "<closure>"
             elif isinstance(x, (OpValue, ConstructorFunction)):
                 piece = x.name
+            elif isinstance(x, StorageValue):
+                piece = f"<storage {x.size} bytes>"
             else:
                 piece = f"<python {type(x).__name__}>"
         out.append(piece)
@@ -332,9 +348,17 @@ def values_equal(a: Any, b: Any, *, nan_equal: bool = True) -> bool:
         elif isinstance(x, (OpValue, ConstructorFunction)):
             if type(x) is not type(y) or x.name != y.name:
                 return False
+        elif isinstance(x, StorageValue) and isinstance(y, StorageValue):
+            if not storages_equal(x, y):
+                return False
         else:
             return False
     return True
+
+
+def storages_equal(x: StorageValue, y: StorageValue) -> bool:
+    """Two storages are equal when they hold the same bytes with the same alignment."""
+    return x.alignment == y.alignment and bool(np.array_equal(x.data, y.data))
 
 
 def _tensors_equal(x: Any, y: Any, nan_equal: bool) -> bool:
@@ -427,6 +451,10 @@ def compare_values(a: Any, b: Any, *, exact_floats: bool = False,
             stack.append((x.value, y.value, f"!{path}"))
             continue
         if isinstance(x, functions) and isinstance(y, functions):
+            continue
+        if isinstance(x, StorageValue) and isinstance(y, StorageValue):
+            if not storages_equal(x, y):
+                return False, f"at {path}: {x!r} vs {y!r}"
             continue
         return False, f"at {path}: {value_kind(x)} vs {value_kind(y)}"
     return True, ""

@@ -32,6 +32,7 @@ import sympy
 from semantics.dtypes import is_dtype
 from semantics.errors import RelayTypeError
 from semantics.expr import Constructor
+from semantics.ops.memory import STORAGE
 from semantics.rules import Rule
 from semantics.shapes import ANY, Dim, dim_str
 from semantics.span import Span
@@ -210,6 +211,8 @@ class Kinder:
         td = self.types.get(name) if isinstance(name, str) else None
         if td is None and isinstance(name, str) and self._load_fallback():
             td = self.types.get(name)
+        if td is None and name == STORAGE and not args:
+            return  # the memory dialect's storage: the prelude's type, needed by no definition
         if td is None:
             raise _error(Rule.KIND_TYPECALL, f"undefined type {name}", span)
         self.check_adt(name)

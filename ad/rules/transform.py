@@ -80,7 +80,7 @@ def _float_data(c: Call) -> bool:
     return is_float(c.args[0])
 
 
-def _reshape_back(name: str) -> None:
+def reshape_back(name: str) -> None:
     """Register ``reshape_like(g, x)`` as the gradient of a pure reshaping operator."""
 
     def gradient(c: Call, out: Expr, g: Expr) -> list[Expr | None]:
@@ -94,7 +94,7 @@ def _reshape_back(name: str) -> None:
 
 
 for _name in ("reshape", "reshape_like", "expand_dims", "squeeze"):
-    _reshape_back(_name)
+    reshape_back(_name)
 
 
 def _one_hot_scatter(g: Expr, ndim: int, axis: int, onehot: Expr, count: int) -> Expr:

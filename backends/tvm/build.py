@@ -99,6 +99,7 @@ def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 
     if isinstance(opt_level, bool) or not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
         raise RelayTypeError(f"bad opt_level {opt_level!r}: expected 0, 1, 2 or 3")
     mod = with_prelude(mod)
+    mod = lower_memory_dialect(mod)
     if params:
         bound = passes.bind_params(mod, params)
         assert isinstance(bound, IRModule)
@@ -115,6 +116,43 @@ def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 
     if not isinstance(inferred, IRModule):
         raise InternalError("typechecker.infer of a module returned no module")
     return inferred
+
+
+def lower_memory_dialect(mod: IRModule) -> IRModule:
+    """``mod`` with every ``memory.kill(e)`` replaced by ``let %_ = e; ()`` (its meaning: the
+    backend frees memory itself).
+
+    Raises:
+        RelayTypeError: naming the first call of ``memory.alloc_storage`` or
+            ``memory.alloc_tensor`` (with its span): only the reference interpreter runs
+            explicit allocation.
+    """
+    from backends.tvm.lower.memory import MEMORY_DIALECT
+    from semantics.expr import Let, Op, Tuple, Var
+    from semantics.visitor import ExprMutator
+
+    class _Kill(ExprMutator):
+        def visit_call(self, new: Any, old: Any) -> Any:
+            if not isinstance(new.op, Op) or new.op.name not in MEMORY_DIALECT:
+                return new
+            if new.op.name != "memory.kill":
+                raise RelayTypeError(
+                    f"the TVM backend does not run operator {new.op.name}: it plans and "
+                    "frees memory itself; evaluate programs that allocate explicitly with "
+                    "interpreter.evaluate", new.span)
+            return Let(Var("_"), new.args[0] if new.args else Tuple(()), Tuple(()),
+                       span=new.span)
+
+    uses = any(isinstance(n, Op) and n.name in MEMORY_DIALECT
+               for fn in mod.functions.values() for n in post_order(fn))
+    if not uses:
+        return mod
+    out: dict[str, Function] = {}
+    for name, fn in mod.functions.items():
+        new = _Kill().mutate(fn)
+        assert isinstance(new, Function)
+        out[name] = new
+    return mod.with_functions(out)
 
 
 def pipeline(opt_level: int, target: Any = None) -> list[Any]:

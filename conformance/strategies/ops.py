@@ -75,7 +75,8 @@ INVALID_CALLS: dict[str, Callable[[], SearchStrategy]] = {}
 INPUTS: dict[str, Callable[[ArgTypes, dict[str, Any], bool], SearchStrategy]] = {}
 
 EXTENSION_MODULES = ("conformance.strategies.ops_nn", "conformance.strategies.ops_batch_matmul",
-                     "conformance.strategies.ops_grad", "conformance.strategies.ops_quant")
+                     "conformance.strategies.ops_grad", "conformance.strategies.ops_quant",
+                     "conformance.strategies.ops_memory")
 
 INTEGER_DTYPES = INT_DTYPES + UINT_DTYPES
 NUMERIC_DTYPES = ("int32", "float32") + tuple(

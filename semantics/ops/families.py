@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 FAMILIES = ("tensor", "creation", "reduce", "nn", "transform", "grad_ops", "extra", "bitwise",
-            "annotation", "winograd")
+            "annotation", "winograd", "memory")
 
 for _name in FAMILIES:
     importlib.import_module(f"semantics.ops.{_name}")

@@ -19,8 +19,9 @@ def test_the_operators_without_rules_are_the_non_differentiable_ones() -> None:
     without = sorted(op for op in list_ops() if not GRADIENTS.has(op))
     for op in without:
         assert GRADIENTS.reason(op), op
-    # Each has a boolean, integer or index result: nothing a derivative could flow through —
-    # except the Winograd pair, an inference rewrite of nn.conv2d made after differentiation
+    # Each has a boolean, integer or index result, or allocates or frees memory (a storage,
+    # an uninitialized tensor, ()): nothing a derivative could flow through.
+    # The Winograd pair is an inference rewrite of nn.conv2d made after differentiation
     # (reverse mode only: they have tangents; ad/rules/winograd.py gives the reason).
     inference_only = {"nn.contrib_conv2d_winograd_weight_transform",
                       "nn.contrib_conv2d_winograd_without_weight_transform"}
@@ -29,6 +30,8 @@ def test_the_operators_without_rules_are_the_non_differentiable_ones() -> None:
                             "greater_equal", "logical_and", "logical_or", "logical_not", "all",
                             "any", "argmax", "argmin", "shape_of", "right_shift",
                             "left_shift", "bitwise_and", "bitwise_or", "bitwise_xor",
+                            "vm.shape_of", "memory.alloc_storage", "memory.alloc_tensor",
+                            "memory.kill",
                             *inference_only}
 
 

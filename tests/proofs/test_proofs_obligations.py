@@ -37,6 +37,7 @@ KNOWN_RELATIONS = frozenset({
     "Reverse", "ShapeOf", "SimulatedQuantize", "Softmax", "Split", "Squeeze", "Stack",
     "StridedSlice", "Take",
     "Tile", "Transpose", "Variance", "Where",
+    "AllocStorage", "AllocTensor", "Kill", "ReshapeTensor",   # proofs/relations_memory.py
 })
 
 NAMES = sorted(registered())
@@ -282,3 +283,20 @@ def test_relay_prove_reports_a_refuted_obligation(capsys, monkeypatch):
     assert main(["prove", "--only", "rewrite.zz_wrong_relu"]) == 1
     out = capsys.readouterr().out
     assert out.startswith("refuted") and "counterexample: s = -" in out
+
+
+def test_a_wrong_memory_relation_is_refuted(monkeypatch):
+    """The bounded check of the memory dialect is not vacuous: a ReshapeTensor that forgets
+    the element count is refuted with the call."""
+    from proofs import relations_memory
+    from semantics.ops import registry
+
+    def sloppy(arg_types, attrs, solver):
+        return TensorType(tuple(attrs["newshape"]), arg_types[0].dtype)
+
+    op = ops.get("vm.reshape_tensor")
+    monkeypatch.setitem(registry._REGISTRY, op.name,
+                        dataclasses.replace(op, relation=Relation("ReshapeTensor", sloppy)))
+    verdict = relations_memory.CHECKS["ReshapeTensor"][1]()
+    assert verdict.status == REFUTED
+    assert "vm.reshape_tensor(" in verdict.counterexample

@@ -21,12 +21,12 @@ def test_prelude_parses_with_expected_names():
     mod = prelude_module()
     assert isinstance(mod, IRModule)
     assert sorted(mod.functions) == sorted(FUNCTIONS)
-    assert list(mod.types) == ["List", "Option", "Tree"]
+    assert list(mod.types) == ["List", "Option", "Tree", "Storage"]
     shape = {name: [(c.name, len(c.inputs), c.tag) for c in td.constructors]
              for name, td in mod.types.items()}
     assert shape == {"List": [("Cons", 2, 0), ("Nil", 0, 1)],
                      "Option": [("Some", 1, 0), ("None", 0, 1)],
-                     "Tree": [("Rose", 2, 0)]}
+                     "Tree": [("Rose", 2, 0)], "Storage": []}
 
 
 def test_prelude_is_cached():

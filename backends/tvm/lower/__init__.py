@@ -16,6 +16,7 @@ from backends.tvm.lower import (  # noqa: F401
     backward,
     bitwise,
     creation,
+    memory,
     nn,
     reduce,
     tensor,

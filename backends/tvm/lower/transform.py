@@ -326,7 +326,7 @@ def _collapse_sum_like(call: OpCall) -> Any:
 
 
 @lowering("shape_of")
-def _shape_of(call: OpCall) -> Any:
+def shape_of_rule(call: OpCall) -> Any:
     tirx = _tirx()
     dims = call.in_shape(0)
     dtype = call.out_dtype
