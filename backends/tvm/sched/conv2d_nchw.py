@@ -21,9 +21,10 @@ broadcast, never repacked: a kernel costs no per-call work on its weights), in t
      no condition in either (a vector loop over a condition that depends on the lane is
      what TVM scalarizes; should TVM refuse, the copy keeps its bounds test and the refusal
      is in the kernel's schedule notes). At larger strides the region a phase receives is
-     not a rectangle of the stage's axes, and the copy keeps its bounds test. The copy costs one pass over the input, under 1/``OC``
-     of the convolution's work; its loops are left to LLVM's vectorizer (TVM's vectorizer
-     on a 224-wide row cost seconds of compilation and ran no faster);
+     not a rectangle of the stage's axes, and the copy keeps its bounds test. The copy
+     costs one pass over the input, under 1/``OC`` of the convolution's work; its loops
+     are left to LLVM's vectorizer (TVM's vectorizer on a 224-wide row cost seconds of
+     compilation and ran no faster);
    * ``conv2d_nchw``: the convolution of the padded data, no condition left, over an output
      width rounded up to the register tile (``OWp``, the extra columns computed into the
      accumulator and never written), summing ``rc, ry, rx``;
