@@ -49,6 +49,16 @@ from backends.tvm.lower.base import (
     map_compute,
     nan_max,
 )
+from backends.tvm.lower.conv_plan import (
+    CONV,
+    CONV_PAD,
+    NCHW_ACC,
+    NCHW_PAD,
+    ConvShape,
+    Tile,
+    choose_tile,
+    pad_extents,
+)
 from backends.tvm.lower.tensor import cast_expr
 from backends.tvm.lower.transform import reshape_to
 from backends.tvm.lower.vecmath import exp_nonpositive_f32
@@ -466,7 +476,10 @@ def _conv2d(call: OpCall) -> Any:
     dh, dw = N.pair(attrs["dilation"])
     pt, pl, _, _ = N.pad4(attrs["padding"])
     if cg == 0 or kh == 0 or kw == 0 or in_c == 0:
-        return te.compute(call.out_shape, lambda *i: const(0, odt), name="conv2d")
+        return te.compute(call.out_shape, lambda *i: const(0, odt), name=CONV)
+    plan = _nchw_plan(call)
+    if plan is not None:
+        return _conv2d_nchw(call, *plan)
     rc = te.reduce_axis((0, cg), name="rc")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
@@ -490,11 +503,66 @@ def _conv2d(call: OpCall) -> Any:
         k = _at(weight, kmap.index({"O": oc, "I": rc, "H": ry, "W": rx}))
         return te.sum(x * tirx.Cast(odt, k), axis=[rc, ry, rx])
 
-    return te.compute(call.out_shape, body, name="conv2d")
+    return te.compute(call.out_shape, body, name=CONV)
 
 
-CONV_PAD = "conv2d_pad"
-"""The name of a convolution's staged-input stage (see :func:`_staged_input`)."""
+def _nchw_plan(call: OpCall) -> tuple[ConvShape, Tile] | None:
+    """The shape and register tile of a float32 ``NCHW``/``OIHW`` convolution with static
+    shapes (lowered by :func:`_conv2d_nchw`), else None."""
+    attrs = call.attrs
+    if attrs["data_layout"] != "NCHW" or attrs["kernel_layout"] != "OIHW" \
+            or (attrs["out_layout"] or "NCHW") != "NCHW" or call.out_dtype != "float32" \
+            or any(getattr(t, "dtype", None) != "float32" for t in call.arg_types[:2]):
+        return None
+    try:
+        n, c, h, w = (int(d) for d in call.in_shape(0))
+        oc, cg, kh, kw = (int(d) for d in call.in_shape(1))
+        oh, ow = (int(d) for d in call.out_shape[2:])
+    except (TypeError, ValueError):
+        return None
+    groups = int(attrs["groups"])
+    if min(n, c, h, w, oc, cg, kh, kw, oh, ow, groups) <= 0:
+        return None
+    pt, pl, _, _ = N.pad4(attrs["padding"])
+    shape = ConvShape(n, c, h, w, oc, cg, kh, kw, oh, ow, N.pair(attrs["strides"]),
+                      N.pair(attrs["dilation"]), int(pt), int(pl), groups)
+    return shape, choose_tile(shape, call.target)
+
+
+def _conv2d_nchw(call: OpCall, shape: ConvShape, tile: Tile) -> Any:
+    """An ``NCHW`` convolution in the three stages of ``backends.tvm.lower.conv_plan``: the
+    width-phased padded data (:data:`NCHW_PAD`), the convolution over the tile-padded width
+    without a bounds test (:data:`NCHW_ACC`) and the copy of the valid columns (:data:`CONV`).
+    """
+    te, tirx = _te(), _tirx()
+    data, weight = call.inputs
+    hp, s, q = pad_extents(shape, tile)
+    pt, pl = shape.pad_top, shape.pad_left
+    zero = const(0, "float32")
+
+    def padded(b: Any, c: Any, hh: Any, k: Any, qq: Any) -> Any:
+        h, w = hh - pt, qq * s + k - pl
+        inside = tirx.all(h >= 0, h < shape.h, w >= 0, w < shape.w)
+        return tirx.if_then_else(inside, data[b, c, h, w], zero)
+
+    pad = te.compute((shape.n, shape.c, hp, s, q), padded, name=NCHW_PAD)
+    sh, _ = shape.strides
+    dh, dw = shape.dilation
+    og = shape.oc // shape.groups
+    rc = te.reduce_axis((0, shape.cg), name="rc")
+    ry = te.reduce_axis((0, shape.kh), name="ry")
+    rx = te.reduce_axis((0, shape.kw), name="rx")
+
+    def conv(b: Any, oc: Any, oh: Any, ow: Any) -> Any:
+        c = tirx.floordiv(oc, og) * shape.cg + rc if shape.groups > 1 else rc
+        tap = rx * dw
+        x = pad[b, c, oh * sh + ry * dh, tap % s if s > 1 else 0,
+                ow + (tap // s if s > 1 else tap)]
+        return te.sum(x * weight[oc, rc, ry, rx], axis=[rc, ry, rx])
+
+    acc = te.compute((shape.n, shape.oc, shape.oh, tile.padded_width(shape.ow)), conv,
+                     name=NCHW_ACC)
+    return te.compute(call.out_shape, lambda b, oc, oh, ow: acc[b, oc, oh, ow], name=CONV)
 
 
 def _staged_input(data: Any, dmap: LayoutMap, dshape: Sequence[int], pads: Sequence[int],

@@ -57,6 +57,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from backends.tvm.lower.conv_plan import CONV_PAD
 from backends.tvm.sched import KernelInfo, register_schedule
 from backends.tvm.sched.default import inline_blocks, schedule_error
 from backends.tvm.target import Target
@@ -113,8 +114,8 @@ _BLOCKED = re.compile(r"NCHW[1-9][0-9]*c")
 PARALLEL_MIN = 16384
 """Multiply-adds below which a kernel stays single-threaded."""
 
-PAD = "conv2d_pad"
-"""The padded-input stage of the lowering (``backends.tvm.lower.nn.CONV_PAD``)."""
+PAD = CONV_PAD
+"""The padded-input stage of the lowering (``backends.tvm.lower.conv_plan.CONV_PAD``)."""
 
 PAD_MIN_REDUCTION = 16
 """Multiply-adds per output from which the padded input is materialized. A convolution with a

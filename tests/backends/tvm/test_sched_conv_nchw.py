@@ -157,8 +157,9 @@ def check(case: Conv, cache: KernelCache, run_kernels: object, *, seed: int = 0,
 
 def assert_scheduled(script: str) -> None:
     assert 'T.sblock("conv2d_nchw_update")' in script and "conv2d_nchw_init" in script
-    assert 'T.sblock("conv2d_pad_fill")' in script
-    assert "if_then_else" not in script                     # no padding condition left
+    assert 'T.sblock("conv2d_pad_w")' in script                      # the padded copy
+    conv = script[script.index('T.sblock("conv2d_nchw_init")'):]
+    assert "if_then_else" not in conv                   # no padding condition in the tile
     assert 'scope="local"' in script                        # the accumulator
     assert script.count("T.vectorized(") >= 2               # the tile and its init
     assert "T.unroll(" in script
@@ -258,6 +259,14 @@ def test_the_schedule_is_a_parallel_register_tile_with_the_epilogue_in_its_write
     assert 'T.sblock("relu")' in tail
     rule_names = [r.name for r in candidates(["nn.conv2d", "add", "nn.relu"])]
     assert any(n.endswith("conv2d_nchw._rule") for n in rule_names)
+
+
+def test_at_width_stride_1_the_padding_is_a_fill_and_a_copy_without_condition() -> None:
+    (prim,) = _prims(Conv(16, 16, 6, 20, level=0, epilogue="none"))
+    script = scheduled_script(prim)
+    assert script is not None
+    assert 'T.sblock("conv2d_pad_w_pad_const")' in script      # the zeros, then the copy
+    assert "if_then_else" not in script
 
 
 def test_an_explicit_tile_is_used() -> None:
