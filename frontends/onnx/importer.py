@@ -218,8 +218,14 @@ def _convert_nodes(ctx: Context, nodes: Any) -> None:
             problems.append(f"{_label(node, i)}: {text}")
             ctx.poisoned.update(n for n in node.output if n)
             continue
+        except RelayError as err:
+            # A type error inside a converter (shapes that do not fit the operator): the
+            # node is named with the checker's message.
+            problems.append(f"{_label(node, i)}: {type(err).__name__}: {err.message}")
+            ctx.poisoned.update(n for n in node.output if n)
+            continue
         except (KeyError, IndexError, ValueError, TypeError, AttributeError,
-                ArithmeticError, RelayError) as err:
+                ArithmeticError) as err:
             # A node missing a required attribute or input, or with values of the wrong
             # kind: the model is malformed.
             problems.append(f"malformed {_label(node, i)}: {type(err).__name__}: {err}")

@@ -54,6 +54,7 @@ from semantics.expr import (
     Tuple,
     Var,
 )
+from semantics.printer import pretty
 from semantics.shapes import ANY, is_concrete
 from semantics.types import (
     FuncType,
@@ -164,8 +165,9 @@ def join(a: Type, b: Type) -> Type:
         return a
     if isinstance(a, TensorType) and isinstance(b, TensorType):
         if a.dtype != b.dtype or a.ndim != b.ndim:
-            raise Unsupported(f"values of types {a} and {b} cannot share a sequence or a loop "
-                              f"variable (Relay tensor types fix the dtype and the rank)")
+            raise Unsupported(f"values of types {pretty(a)} (rank {a.ndim}) and {pretty(b)} "
+                              f"(rank {b.ndim}) cannot share a sequence or a loop variable "
+                              f"(Relay tensor types fix the dtype and the rank)")
         return TensorType(tuple(x if (x is y or (x is not ANY and y is not ANY and x == y))
                                 else ANY for x, y in zip(a.shape, b.shape)), a.dtype)
     if isinstance(a, TypeCall) and isinstance(b, TypeCall) and a.func == b.func:
@@ -174,7 +176,8 @@ def join(a: Type, b: Type) -> Type:
         return TupleType(tuple(join(x, y) for x, y in zip(a.fields, b.fields)))
     if str(a) == str(b):
         return a
-    raise Unsupported(f"values of types {a} and {b} cannot share a sequence or a loop variable")
+    raise Unsupported(f"values of types {pretty(a)} and {pretty(b)} cannot share a sequence or "
+                      f"a loop variable")
 
 
 def is_complete(t: Type) -> bool:

@@ -84,6 +84,47 @@ def test_nodes_that_fail_to_convert_are_all_reported_together():
     assert "Reshape shape must be known at import time" in msg
 
 
+@given(m=st.integers(1, 4), k=st.integers(1, 5), k2=st.integers(1, 5), n=st.integers(1, 4),
+       batch=st.integers(1, 3))
+@settings(max_examples=25, deadline=None)
+def test_a_type_error_inside_a_converter_names_the_node(m, k, k2, n, batch):
+    # (batch, m, k) x (k2, n) with a symbolic batch: a product whose inner dims differ is an
+    # ImporterError naming the MatMul node and both dims (never a bare RelayTypeError); one
+    # whose inner dims agree imports and computes numpy's matmul for any batch.
+    net = model([helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")],
+                [vi("x", ["batch", m, k]), vi("w", [k2, n])], [vi("y", None)])
+    if k != k2:
+        with pytest.raises(ImporterError) as info:
+            from_onnx(net)
+        msg = info.value.message
+        assert "MatMul node 0 'proj' (outputs ['y'])" in msg
+        assert f"dimensions {k} and {k2} are different" in msg
+        return
+    mod, _ = from_onnx(net)
+    rng = np.random.default_rng(m * 100 + k)
+    x = rng.standard_normal((batch, m, k)).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(evaluate(mod, x, w)), x @ w, rtol=1e-5, atol=1e-6)
+
+
+def test_a_relay_type_error_raised_by_a_converter_is_an_importer_error(monkeypatch):
+    import dataclasses
+
+    from frontends.onnx.importer import CONVERTERS
+    from semantics.errors import RelayTypeError
+
+    def broken(ctx, node, ins, attrs):
+        raise RelayTypeError("Tensor[(3), float32] is not Tensor[(4), float32]")
+
+    monkeypatch.setitem(CONVERTERS, "Relu", dataclasses.replace(CONVERTERS["Relu"], fn=broken))
+    net = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [3])], [vi("y", [3])])
+    with pytest.raises(ImporterError) as info:
+        from_onnx(net)
+    msg = info.value.message
+    assert "Relu node 0 (outputs ['y'])" in msg and "RelayTypeError" in msg
+    assert "is not Tensor[(4), float32]" in msg and "malformed" not in msg
+
+
 # --- malformed files ----------------------------------------------------------------------------
 
 @given(cut=st.integers(0, 10 ** 6))

@@ -38,3 +38,19 @@ def test_an_unsupported_case_is_reported_as_such():
         (case,) = [c for c in collect() if c.name == "test_det_2d"]
     out = run_case(case)
     assert out.status == "unsupported" and "Det" in out.reason
+
+
+def test_a_sequence_of_a_scalar_and_vectors_is_the_one_documented_import_error():
+    # test_loop16_seq_none starts its sequence with a scalar and appends 1-D slices x[:i+1]:
+    # Relay's List[T] holds one tensor type, and a tensor type fixes the rank, so the element
+    # type cannot be written. The error names the node and both types; its sibling
+    # test_loop13_seq (the same Loop with run-time Slice ends, all 1-D) imports and passes.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = {c.name: c for c in collect() if c.name.startswith("test_loop1")}
+    out = run_case(cases["test_loop16_seq_none"])
+    assert out.status == "import"
+    assert "Loop node 0 (outputs ['seq_res'])" in out.reason
+    assert "SequenceInsert node 11 (outputs ['seq_out'])" in out.reason
+    assert "float32 (rank 0) and Tensor[(?), float32] (rank 1)" in out.reason
+    assert run_case(cases["test_loop13_seq"]).status == "pass"

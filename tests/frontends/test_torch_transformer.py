@@ -141,12 +141,14 @@ def test_static_export_builds_on_tvm_and_matches_pytorch():
         np.testing.assert_allclose(np.asarray(exe(x)), want, rtol=1e-4, atol=1e-5)
 
 
-def _onnx_bytes(module: Block, x: np.ndarray) -> bytes:
+def _onnx_bytes(module: Block, x: np.ndarray, dynamic_batch: bool = False) -> bytes:
     buf = io.BytesIO()
+    axes = {"x": {0: "batch"}, "y": {0: "batch"}} if dynamic_batch else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(module, (torch.from_numpy(x),), buf, dynamo=False,
-                          input_names=["x"], output_names=["y"], opset_version=17)
+                          input_names=["x"], output_names=["y"], opset_version=17,
+                          dynamic_axes=axes)
     return buf.getvalue()
 
 
@@ -166,3 +168,51 @@ def test_onnx_export_matches_pytorch_and_onnxruntime():
     (runtime,) = ort.InferenceSession(data).run(None, {"x": x})
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(got, runtime, rtol=1e-4, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def dynamic_onnx_import():
+    """The block exported by ``torch.onnx`` with a dynamic batch axis, imported once."""
+    pytest.importorskip("onnx", reason="onnx is not installed (extra `onnx`)")
+    from frontends.onnx import from_onnx
+
+    module = _block()
+    data = _onnx_bytes(module, _input(2), dynamic_batch=True)
+    mod, params = from_onnx(data)
+    check(mod)
+    return module, data, mod, params
+
+
+def test_dynamic_batch_onnx_is_typed_for_every_batch(dynamic_onnx_import):
+    _, _, mod, _ = dynamic_onnx_import
+    batch, t, d = mod["main"].params[0].type_annotation.shape
+    assert not isinstance(batch, int) and (t, d) == (T, D)
+    ret = type_of(mod["main"]).ret_type
+    ret = ret.fields[0] if hasattr(ret, "fields") else ret
+    assert tuple(ret.shape) == (batch, T, D)
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+def test_dynamic_batch_onnx_one_import_every_batch_on_the_oracle(dynamic_onnx_import, batch):
+    ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+    module, data, mod, params = dynamic_onnx_import
+    x = _input(batch)
+    got = evaluate(mod, x, *params.values())
+    got = got[0] if isinstance(got, tuple) else got
+    (runtime,) = ort.InferenceSession(data).run(None, {"x": x})
+    np.testing.assert_allclose(got, _pytorch(module, x), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got, runtime, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_dynamic_batch_onnx_one_import_every_batch_on_the_tvm_vm(dynamic_onnx_import):
+    pytest.importorskip("tvm", reason="tvm is not installed (extra `tvm`)")
+    from backends.tvm import build
+
+    module, _, mod, params = dynamic_onnx_import
+    exe = build(mod, params=params, executor="vm")
+    for batch in BATCHES:
+        x = _input(batch)
+        got = exe(x)
+        got = got[0] if isinstance(got, (tuple, list)) else got
+        np.testing.assert_allclose(np.asarray(got), _pytorch(module, x), rtol=1e-4, atol=1e-5)
