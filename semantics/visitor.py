@@ -193,29 +193,64 @@ class MutatorHooks:
     ``new`` is the node rebuilt from its rewritten children (the same object when none
     changed), ``old`` the node as it was; the result replaces the node everywhere it is
     shared. Every default calls :meth:`visit_default`, which returns ``new``.
+
+    The hooks are typed per kind (``visit_call(self, new: Call, old: Call)``), so an
+    override reads the node's fields without casts: ``new`` has the kind of ``old``
+    (a rebuilt node keeps its class), except for a variable, whose ``new`` is what
+    the use became (a substitution may replace it by any expression).
     """
 
     def visit_default(self, new: Expr, old: Expr) -> Expr:
         """Called by every ``visit_<kind>`` not overridden."""
         return new
 
-    def visit_var(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_global_var(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_constant(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_op(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_constructor(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_call(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_let(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_function(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_tuple(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_tuple_getitem(self, new: Expr, old: Expr) -> Expr:
+    def visit_var(self, new: Expr, old: Var) -> Expr:
         return self.visit_default(new, old)
-    def visit_if(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_match(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_ref_create(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_ref_read(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_ref_write(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_grad(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+
+    def visit_global_var(self, new: GlobalVar, old: GlobalVar) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_constant(self, new: Constant, old: Constant) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_op(self, new: Op, old: Op) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_constructor(self, new: Constructor, old: Constructor) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_call(self, new: Call, old: Call) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_let(self, new: Let, old: Let) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_function(self, new: Function, old: Function) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_tuple(self, new: Tuple, old: Tuple) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_tuple_getitem(self, new: TupleGetItem, old: TupleGetItem) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_if(self, new: If, old: If) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_match(self, new: Match, old: Match) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_ref_create(self, new: RefCreate, old: RefCreate) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_ref_read(self, new: RefRead, old: RefRead) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_ref_write(self, new: RefWrite, old: RefWrite) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_grad(self, new: Grad, old: Grad) -> Expr:
+        return self.visit_default(new, old)
 
 
 class ExprMutator(MutatorHooks):
