@@ -87,7 +87,6 @@ class _Inliner(ExprMutator):
         self.globals_done = globals_done
         self.inlinable = inlinable
         self.local: dict[int, Let] = {}  # let-bound Inline=1 functions, by variable
-        self.rewritten: dict[int, Function] = {}  # function literal -> its rewritten form
 
     def run(self, fn: Function) -> Function:
         self.local = {}
@@ -96,14 +95,9 @@ class _Inliner(ExprMutator):
                 value = node.value
                 if _marked(value) and _can_inline(value) and not _mentions(value, node.var):
                     self.local[id(node.var)] = node
-        self.rewritten = {}
         out = self.mutate(fn)
         assert isinstance(out, Function)
         return out
-
-    def visit_function(self, new: Function, old: Function) -> Expr:
-        self.rewritten[id(old)] = new
-        return new
 
     def visit_call(self, new: Call, old: Call) -> Expr:
         callee = new.op
@@ -111,7 +105,7 @@ class _Inliner(ExprMutator):
         if type(callee) is GlobalVar and callee.name_hint in self.inlinable:
             target = self.globals_done.get(callee.name_hint)
         elif type(callee) is Var and id(callee) in self.local:
-            target = self.rewritten.get(id(self.local[id(callee)].value))
+            target = self.rewritten(self.local[id(callee)].value)
         elif type(callee) is Function and _marked(callee) and _can_inline(callee):
             target = callee
         if not isinstance(target, Function) or len(target.params) != len(new.args):

@@ -7,6 +7,9 @@ What it offers:
 * :func:`count_uses` and :func:`shared` — how many edges reach each node,
   i.e. the graph sharing (the interpreter's Semantics-Shared set is built on
   :func:`shared`);
+* :func:`binders`, :func:`rebound_vars` and :func:`enclosing_functions` — the
+  variables a node binds, the variables bound at more than one site, and the
+  innermost function literal around each node;
 * :class:`ExprVisitor` / :class:`ExprMutator` — ``visit_<kind>`` hooks over
   :func:`post_order`, dispatched through a ``type(node) → method`` table;
 * :func:`walk_scoped` — the scope-aware walk: first-occurrence order, with a
@@ -268,10 +271,19 @@ class ExprMutator(MutatorHooks):
     def descend(self, node: Expr) -> bool:
         return True
 
+    _memo: dict[int, Expr] = {}
+
+    def rewritten(self, node: Expr) -> Expr | None:
+        """What ``node`` was rewritten to in the current :meth:`mutate` (None if not yet
+        visited). In post-order every node left of the current one in its parent's
+        children is done: a ``let``'s value is rewritten before its body is walked."""
+        return self._memo.get(id(node))
+
     def mutate(self, root: Expr) -> Expr:
         table: dict[type, Callable[[Expr, Expr], Expr]] = {
             cls: getattr(self, "visit_" + name) for cls, name in KIND.items()}
         memo: dict[int, Expr] = {}
+        self._memo = memo
         for node in post_order(root, self.descend):
             kids = children(node) if self.descend(node) else ()
             rebuilt = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
@@ -298,13 +310,64 @@ def pre_order(root: Expr, descend: Callable[[Expr], bool] | None = None) -> list
     return order
 
 
-def count_uses(root: Expr, descend: Callable[[Expr], bool] | None = None) -> dict[int, int]:
+def count_uses(root: Expr, descend: Callable[[Expr], bool] | None = None, *,
+               order: list[Expr] | None = None) -> dict[int, int]:
     """How many parent edges point at each node (by ``id``); >1 means the node is shared.
 
-    ``descend(node)`` (optional) returns False to treat ``node`` as a leaf: the
-    edges to its children are not counted.
+    A variable's count is its number of uses. ``descend(node)`` (optional) returns
+    False to treat ``node`` as a leaf: the edges to its children are not counted.
+    ``order`` is ``post_order(root, descend)`` when the caller has it already.
     """
-    return _count_edges(post_order(root, descend), descend)
+    return _count_edges(post_order(root, descend) if order is None else order, descend)
+
+
+def binders(node: Expr) -> tuple[Var, ...]:
+    """The variables ``node`` itself binds: a let's variable, a function's parameters, the
+    pattern variables of a match's clauses (in that order); ``()`` for other kinds."""
+    if isinstance(node, Let):
+        return (node.var,)
+    if isinstance(node, Function):
+        return tuple(node.params)
+    if isinstance(node, Match):
+        return tuple(v for c in node.clauses for v in pattern_vars(c.lhs))
+    return ()
+
+
+def rebound_vars(root: Expr, *, order: list[Expr] | None = None) -> set[int]:
+    """The variables (by ``id``) bound at more than one binding site of ``root``.
+
+    Variables are compared by identity, so a program that reuses a :class:`Var` object
+    as the binder of two sites is legal but ambiguous for passes that key facts by the
+    variable; they use this set to leave such variables alone. ``order`` is
+    ``post_order(root)`` when the caller has it already.
+    """
+    seen: set[int] = set()
+    twice: set[int] = set()
+    for node in post_order(root) if order is None else order:
+        for v in binders(node):
+            if id(v) in seen:
+                twice.add(id(v))
+            seen.add(id(v))
+    return twice
+
+
+def enclosing_functions(fn: Function) -> dict[int, int]:
+    """Every node of ``fn`` (by ``id``) to the ``id`` of the innermost function literal whose
+    body contains it (``fn`` itself for its body). A node reachable from two functions
+    (sharing across a function boundary) belongs to the first found."""
+    owner: dict[int, int] = {}
+    stack: list[tuple[Expr, int]] = [(fn.body, id(fn))]
+    while stack:
+        node, fid = stack.pop()
+        if id(node) in owner:
+            continue
+        owner[id(node)] = fid
+        if type(node) is Function:
+            stack.append((node.body, id(node)))
+            continue
+        for kid in children(node):
+            stack.append((kid, fid))
+    return owner
 
 
 def shared(root: Expr, descend: Callable[[Expr], bool] | None = None) -> list[Expr]:
