@@ -61,11 +61,11 @@ from passes.common import typed_or_same
 from passes.manager import register_pass
 from semantics import ops
 from semantics.dtypes import is_float
-from semantics.expr import Call, Constant, Expr, Function, Op, children, with_children
+from semantics.expr import Call, Constant, Expr, Function, Op
 from semantics.module import IRModule
 from semantics.shapes import as_int, is_concrete
 from semantics.types import TensorType
-from semantics.visitor import count_uses, post_order
+from semantics.visitor import ExprMutator, count_uses
 
 __all__ = ["fold_scale_axis"]
 
@@ -205,32 +205,38 @@ def _input_weight_scale(call: Call, weight_t: TensorType, attrs: Any,
 
 # --- the two directions --------------------------------------------------------------------------
 
-Rewrite = Callable[[Expr, Expr, dict[int, Expr], dict[int, int]], Expr | None]
+Rewrite = Callable[[Expr, Expr, Callable[[Expr], Expr], dict[int, int]], Expr | None]
 
 
 def _rewrite(fn: Function, direction: Rewrite) -> Function:
-    """Rebuild ``fn`` children first; ``direction(old, new, memo, uses)`` may replace a call.
+    """Rebuild ``fn`` children first; ``direction(old, new, done, uses)`` may replace a call.
 
-    ``old`` is the typed original node, ``new`` its rebuilt version, ``memo`` maps original
-    nodes already visited (all of ``old``'s descendants) to their rebuilt versions.
+    ``old`` is the typed original node, ``new`` its rebuilt version, ``done(n)`` the rebuilt
+    version of an original node already visited (any of ``old``'s descendants).
     """
-    uses = count_uses(fn)
-    memo: dict[int, Expr] = {}
-    for node in post_order(fn):
-        kids = children(node)
-        new = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
-        if type(node) is Call:
-            folded = direction(node, new, memo, uses)
-            if folded is not None:
-                new = folded
-        memo[id(node)] = new
-    out = memo[id(fn)]
+    out = _Direction(direction, count_uses(fn)).mutate(fn)
     assert isinstance(out, Function)
     return out
 
 
+class _Direction(ExprMutator):
+    def __init__(self, direction: Rewrite, uses: dict[int, int]):
+        self.direction = direction
+        self.uses = uses
+
+    def done(self, node: Expr) -> Expr:
+        new = self.rewritten(node)
+        assert new is not None, "a descendant of the current node is rewritten already"
+        return new
+
+    def visit_call(self, new: Call, old: Call) -> Expr:
+        folded = self.direction(old, new, self.done, self.uses)
+        return new if folded is None else folded
+
+
 # [Fold-Backward]
-def _backward(mul: Expr, new: Expr, memo: dict[int, Expr], uses: dict[int, int]) -> Expr | None:
+def _backward(mul: Expr, new: Expr, done: Callable[[Expr], Expr], uses: dict[int, int]
+              ) -> Expr | None:
     split = _split_scale(mul)
     if split is None:
         return None
@@ -273,7 +279,7 @@ def _backward(mul: Expr, new: Expr, memo: dict[int, Expr], uses: dict[int, int])
     if any(_op_name(s) == "nn.relu" for s in steps) and not np.all(vec > 0):
         return None  # relu commutes with a scale only when the scale is positive
     wscale = _output_weight_scale(node, weight_t, attrs, vec)
-    new_anchor = memo[id(node)]
+    new_anchor = done(node)
     assert isinstance(new_anchor, Call)
     result: Expr = Call(new_anchor.op, (new_anchor.args[0],
                                         _mul(new_anchor.args[1], wscale, mul.span)),
@@ -285,7 +291,7 @@ def _backward(mul: Expr, new: Expr, memo: dict[int, Expr], uses: dict[int, int])
             result = Call(step.op, (result,), step.attrs, span=step.span)
         else:
             i = 0 if step.args[0] is inner else 1
-            bias = memo[id(step.args[1 - i])]
+            bias = done(step.args[1 - i])
             scaled_bias = _mul(bias, scale, mul.span)
             args = (result, scaled_bias) if i == 0 else (scaled_bias, result)
             result = Call(step.op, args, step.attrs, span=step.span)
@@ -309,7 +315,8 @@ def _continuing_operand(node: Call, target: TensorType) -> Expr | None:
 
 
 # [Fold-Forward]
-def _forward(anchor: Expr, new: Expr, memo: dict[int, Expr], uses: dict[int, int]) -> Expr | None:
+def _forward(anchor: Expr, new: Expr, done: Callable[[Expr], Expr], uses: dict[int, int]
+             ) -> Expr | None:
     if _op_name(anchor) not in _ANCHORS:
         return None
     assert isinstance(anchor, Call)
@@ -335,7 +342,7 @@ def _forward(anchor: Expr, new: Expr, memo: dict[int, Expr], uses: dict[int, int
     wscale = _input_weight_scale(anchor, weight_t, attrs, vec)
     if wscale is None:
         return None
-    data: Expr = memo[id(x)]
+    data: Expr = done(x)
     for relu in reversed(relus):
         assert isinstance(relu, Call)
         data = Call(relu.op, (data,), relu.attrs, span=relu.span)
