@@ -52,6 +52,7 @@ children); ``walk_scoped`` also reports binders.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable
+from types import GeneratorType
 from typing import Any
 
 from semantics.expr import (
@@ -81,14 +82,19 @@ from semantics.expr import (
 Recursive = Generator[Any, Any, Any]
 
 
-def run_recursive(root: Recursive) -> Any:
+def run_recursive(root: Any) -> Any:
     """Drive a generator-based recursion on an explicit stack.
 
     A generator ``yield``s another generator to "call" it; the driver runs
-    that one to completion and ``send``s its return value back. Exceptions
-    raised by an inner generator propagate into the outer one (``throw``), so
-    ``try``/``except`` in a case works as in ordinary recursion.
+    that one to completion and ``send``s its return value back. A case may
+    also ``yield`` a ready value (anything but a generator: a leaf answered
+    without a premise), which is sent straight back; a ``root`` that is not a
+    generator is its own result. Exceptions raised by an inner generator
+    propagate into the outer one (``throw``), so ``try``/``except`` in a case
+    works as in ordinary recursion.
     """
+    if type(root) is not GeneratorType:
+        return root
     stack: list[Recursive] = [root]
     value: Any = None
     error: BaseException | None = None
@@ -110,8 +116,11 @@ def run_recursive(root: Recursive) -> Any:
                 raise
             error = exc
             continue
-        stack.append(request)
-        value = None
+        if type(request) is GeneratorType:
+            stack.append(request)
+            value = None
+        else:
+            value = request
     return value
 
 
