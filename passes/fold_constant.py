@@ -37,7 +37,6 @@ import numpy as np
 from passes.common import typed_or_same
 from passes.manager import register_pass
 from passes.purity import EffectAnalysis, removable
-from semantics.errors import RelayError
 from semantics.expr import (
     Call,
     Constant,
@@ -51,6 +50,7 @@ from semantics.expr import (
     Var,
 )
 from semantics.module import IRModule
+from semantics.ops.bound import BoundOp
 from semantics.shapes import as_int, is_concrete
 from semantics.types import TensorType, TupleType
 from semantics.visitor import ExprMutator, post_order, rebound_vars
@@ -168,23 +168,13 @@ def _too_big(ty: Any) -> bool:
 def _evaluate(call: Call) -> Expr | None:
     """The constant value of an operator call on constants, or None if it fails / is too big.
 
-    This is Semantics-Call-Op at compile time: the operator's reference (the oracle's own
-    implementation) applied to the constants with the normalized attributes.
+    This is Semantics-Call-Op at compile time: the shared operator call object (the
+    oracle's own) applied to the constants with the normalized attributes.
     """
-    from semantics import ops
-
     assert isinstance(call.op, Op)
-    try:
-        opdef = ops.get(call.op.name)
-        if opdef.num_inputs >= 0 and len(call.args) != opdef.num_inputs:
-            return None
-        attrs = dict(opdef.normalize_attrs(call.attrs))
-        value = opdef.impl(*(a.data for a in call.args), **attrs)  # type: ignore[attr-defined]
-    except RelayError:
-        return None
-    except (ArithmeticError, ValueError, TypeError, IndexError, MemoryError):
-        return None  # numpy's own checks on an unchecked call: leave it for run time
-    return _as_constant(value, call)
+    value = BoundOp.attempt_call(call.op.name, call.attrs,
+                                 [a.data for a in call.args if isinstance(a, Constant)])
+    return None if value is None else _as_constant(value, call)
 
 
 def _as_constant(value: Any, call: Call) -> Expr | None:
