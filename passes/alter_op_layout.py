@@ -74,7 +74,6 @@ summation-order tolerance).
 
 from __future__ import annotations
 
-import re
 from typing import TypeVar
 
 import numpy as np
@@ -83,9 +82,10 @@ from passes.canonicalize_ops import normalized_attrs
 from passes.common import typed_or_same
 from passes.manager import Pass, register_pass
 from semantics import ops
+from semantics.errors import RelayError
 from semantics.expr import Attrs, Call, Constant, Expr, Function, Op
 from semantics.module import IRModule
-from semantics.ops.transform_relations import parse_layout
+from semantics.ops.layouts import parse_layout
 from semantics.types import TensorType
 from semantics.visitor import ExprMutator
 
@@ -94,8 +94,6 @@ __all__ = ["BLOCKS", "DEFAULT_BLOCK", "KERNEL_LAYOUTS", "alter_op_layout", "alte
 
 # The unblocked target data layouts and the kernel layout each goes with (TVM's pairs).
 KERNEL_LAYOUTS = {"NHWC": "HWIO", "NCHW": "OIHW"}
-
-_BLOCKED = re.compile(r"NCHW([1-9][0-9]*)c")
 
 # Unary elementwise operators: they commute with any re-layout of their input.
 _LAYOUT_AGNOSTIC = frozenset((
@@ -153,17 +151,24 @@ def kernel_layout_for(layout: str) -> str:
     """
     if layout in KERNEL_LAYOUTS:
         return KERNEL_LAYOUTS[layout]
-    m = _BLOCKED.fullmatch(layout)
-    if m is None:
+    block = _block_of(layout)
+    if not block:
         raise ValueError(f"alter_op_layout: unsupported layout {layout!r} (supported: "
                          f"{', '.join(KERNEL_LAYOUTS)}, NCHW{{c}}c such as NCHW16c)")
-    return f"OIHW{m.group(1)}i{m.group(1)}o"
+    return f"OIHW{block}i{block}o"
 
 
 def _block_of(layout: str) -> int:
-    """The channel block of a target layout (0: unblocked)."""
-    m = _BLOCKED.fullmatch(layout)
-    return int(m.group(1)) if m else 0
+    """The channel block of a target layout ``NCHW{c}c`` (0: unblocked or another layout)."""
+    if not layout.startswith("NCHW"):
+        return 0
+    try:
+        axes = parse_layout("alter_op_layout", layout)
+    except RelayError:
+        return 0
+    if len(axes) != 5 or axes[4][0] != "c" or layout != f"NCHW{axes[4][1]}c":
+        return 0
+    return axes[4][1]
 
 
 def _alter_module(mod: IRModule, layout: str) -> IRModule:

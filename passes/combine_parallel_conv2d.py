@@ -54,6 +54,7 @@ from semantics.expr import (
     Var,
 )
 from semantics.module import IRModule
+from semantics.ops.layouts import is_blocked
 from semantics.shapes import as_int, is_concrete
 from semantics.types import TensorType
 from semantics.visitor import ExprMutator, enclosing_functions, post_order, rebound_vars
@@ -177,8 +178,7 @@ def _key(call: Call, scope_ok: set[int], rebound: set[int],
     attrs = normalized_attrs(call)
     if int(attrs["groups"]) != 1:
         return None
-    if any(ch.islower() for ch in attrs["data_layout"] + attrs["kernel_layout"]
-           + attrs["out_layout"]):
+    if is_blocked(attrs["data_layout"] + attrs["kernel_layout"] + attrs["out_layout"]):
         return None  # blocked layouts (NCHW16c): channel counts span two axes
     kernel_layout = attrs["kernel_layout"]
     kh, kw = shape[kernel_layout.index("H")], shape[kernel_layout.index("W")]

@@ -63,6 +63,7 @@ from semantics import ops
 from semantics.dtypes import is_float
 from semantics.expr import Call, Constant, Expr, Function, Op
 from semantics.module import IRModule
+from semantics.ops.layouts import is_blocked
 from semantics.shapes import as_int, is_concrete
 from semantics.types import TensorType
 from semantics.visitor import ExprMutator, count_uses
@@ -162,7 +163,7 @@ def _anchor_info(call: Call) -> tuple[int, int, TensorType, TensorType, Any] | N
     if call.op.name == "nn.dense":  # type: ignore[attr-defined]
         return out_t.ndim - 1, data_t.ndim - 1, data_t, weight_t, attrs
     out_layout = attrs["out_layout"] or attrs["data_layout"]
-    if any(ch.islower() for ch in out_layout + attrs["data_layout"] + attrs["kernel_layout"]):
+    if is_blocked(out_layout + attrs["data_layout"] + attrs["kernel_layout"]):
         return None  # blocked layouts (NCHW16c): a channel is two axes, not folded
     return out_layout.index("C"), attrs["data_layout"].index("C"), data_t, weight_t, attrs
 

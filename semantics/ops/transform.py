@@ -42,6 +42,7 @@ from semantics.dtypes import SCALAR_DTYPES, is_bool, to_numpy
 from semantics.errors import RelayRuntimeError
 from semantics.ops import attr_checks as C
 from semantics.ops import transform_relations as R
+from semantics.ops.layouts import parse_layout
 from semantics.ops.reference import concrete_shape, reference
 from semantics.ops.registry import AttrSpec, OpPattern, Relation, Traps, register_op
 from semantics.types import Type
@@ -250,8 +251,8 @@ def _shape_of(out: Type, data: np.ndarray, dtype: str) -> np.ndarray:
 
 def _layout_transform(out: Type, data: np.ndarray, src_layout: str, dst_layout: str
                       ) -> np.ndarray:
-    src = R.parse_layout("layout_transform", src_layout)
-    dst = R.parse_layout("layout_transform", dst_layout)
+    src = parse_layout("layout_transform", src_layout)
+    dst = parse_layout("layout_transform", dst_layout)
     at = {a: i for i, (a, _) in enumerate(src)}
     perm: list[int] = []
     merged: list[int] = []
