@@ -14,7 +14,7 @@ import re
 
 from semantics.ops.attr_checks import bad_attribute
 
-__all__ = ["block_factor", "is_blocked", "parse_layout"]
+__all__ = ["is_blocked", "parse_layout"]
 
 _LAYOUT_RE = re.compile(r"(?:[0-9]*[A-Za-z])+")
 _LAYOUT_TOKEN = re.compile(r"([0-9]*)([A-Za-z])")
@@ -54,14 +54,3 @@ def parse_layout(op: str, text: str) -> list[tuple[str, int]]:
 def is_blocked(layout: str) -> bool:
     """The layout has a block axis (a lower-case letter: ``NCHW16c``)."""
     return any(ch.islower() for ch in layout)
-
-
-def block_factor(layout: str, axis: str) -> int:
-    """The block size of the primal ``axis`` in a valid ``layout`` (0: not blocked).
-
-    ``block_factor("NCHW16c", "C") == 16``; ``block_factor("NCHW", "C") == 0``.
-    """
-    for letter, factor in parse_layout("layout", layout):
-        if letter == axis.lower():
-            return factor
-    return 0
