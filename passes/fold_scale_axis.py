@@ -139,9 +139,9 @@ def _channel_vector(scale: Expr, target: TensorType, axis: int) -> np.ndarray | 
 
 def _split_scale(mul: Expr) -> tuple[Expr, Expr] | None:
     """``(other, constant)`` of ``multiply(other, c)`` / ``multiply(c, other)``."""
-    if _op_name(mul) != "multiply" or len(mul.args) != 2:  # type: ignore[attr-defined]
+    if _op_name(mul) != "multiply" or not isinstance(mul, Call) or len(mul.args) != 2:
         return None
-    a, b = mul.args  # type: ignore[attr-defined]
+    a, b = mul.args
     if type(b) is Constant:
         return a, b
     if type(a) is Constant:
@@ -160,7 +160,7 @@ def _anchor_info(call: Call) -> tuple[int, int, TensorType, TensorType, Any] | N
     if not is_float(data_t.dtype) or not data_t.dtype == weight_t.dtype == out_t.dtype:
         return None
     attrs = normalized_attrs(call)
-    if call.op.name == "nn.dense":  # type: ignore[attr-defined]
+    if _op_name(call) == "nn.dense":
         return out_t.ndim - 1, data_t.ndim - 1, data_t, weight_t, attrs
     out_layout = attrs["out_layout"] or attrs["data_layout"]
     if is_blocked(out_layout + attrs["data_layout"] + attrs["kernel_layout"]):
@@ -180,7 +180,7 @@ def _mul(a: Expr, b: Expr | np.ndarray, span: Any) -> Expr:
 def _output_weight_scale(call: Call, weight_t: TensorType, attrs: Any,
                          vec: np.ndarray) -> np.ndarray:
     """``vec`` (per output channel) shaped to broadcast along the weight's output axis."""
-    if call.op.name == "nn.dense":  # type: ignore[attr-defined]
+    if _op_name(call) == "nn.dense":
         return vec.reshape(-1, 1)
     shape = [1] * weight_t.ndim
     shape[attrs["kernel_layout"].index("O")] = vec.size
@@ -191,7 +191,7 @@ def _input_weight_scale(call: Call, weight_t: TensorType, attrs: Any,
                         vec: np.ndarray) -> np.ndarray | None:
     """``vec`` (per input channel) as a weight-shaped scale of the input-channel entries."""
     wshape = _shape(weight_t)
-    if call.op.name == "nn.dense":  # type: ignore[attr-defined]
+    if _op_name(call) == "nn.dense":
         return vec.reshape(1, -1) if vec.size == wshape[1] else None
     layout = attrs["kernel_layout"]
     out_c, in_per_group = wshape[layout.index("O")], wshape[layout.index("I")]
@@ -256,8 +256,9 @@ def _backward(mul: Expr, new: Expr, done: Callable[[Expr], Expr], uses: dict[int
             break
         if name == "nn.relu":
             steps.append(node)
-            node = node.args[0]  # type: ignore[attr-defined]
-        elif name in ("add", "subtract") and len(node.args) == 2:  # type: ignore[attr-defined]
+            assert isinstance(node, Call)
+            node = node.args[0]
+        elif name in ("add", "subtract") and isinstance(node, Call) and len(node.args) == 2:
             steps.append(node)
             assert isinstance(node, Call)
             follow = _continuing_operand(node, target)
@@ -288,7 +289,7 @@ def _backward(mul: Expr, new: Expr, done: Callable[[Expr], Expr], uses: dict[int
     inner: Expr = node
     for step in reversed(steps):
         assert isinstance(step, Call)
-        if step.op.name == "nn.relu":  # type: ignore[attr-defined]
+        if _op_name(step) == "nn.relu":
             result = Call(step.op, (result,), step.attrs, span=step.span)
         else:
             i = 0 if step.args[0] is inner else 1
@@ -303,7 +304,7 @@ def _backward(mul: Expr, new: Expr, done: Callable[[Expr], Expr], uses: dict[int
 def _continuing_operand(node: Call, target: TensorType) -> Expr | None:
     """The operand of ``add``/``subtract`` the chain continues through (the other is a bias)."""
     shape = _shape(target)
-    candidates = (0, 1) if node.op.name == "add" else (0,)  # type: ignore[attr-defined]
+    candidates = (0, 1) if _op_name(node) == "add" else (0,)
     for i in candidates:
         arg, bias = node.args[i], node.args[1 - i]
         arg_t, bias_t = _tensor(arg), _tensor(bias)
@@ -329,7 +330,8 @@ def _forward(anchor: Expr, new: Expr, done: Callable[[Expr], Expr], uses: dict[i
     node = anchor.args[0]
     while _op_name(node) == "nn.relu" and uses.get(id(node), 0) == 1:
         relus.append(node)
-        node = node.args[0]  # type: ignore[attr-defined]
+        assert isinstance(node, Call)
+        node = node.args[0]
     split = _split_scale(node)
     if split is None or uses.get(id(node), 0) != 1:
         return None
