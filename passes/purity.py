@@ -125,15 +125,15 @@ class EffectAnalysis:
             return Effect.NONE  # per call site: see _call_flags
         if t is Constructor:
             return Effect.NONE
-        if t is Function:
-            return self._body_flags(callee)  # type: ignore[arg-type]
+        if isinstance(callee, Function):
+            return self._body_flags(callee)
         if t is Var:
             fn = self._let_functions.get(id(callee))
             if fn is not None:
                 return self._body_flags(fn)
             return Effect.ALL
-        if t is GlobalVar:
-            return self._global_latent.get(callee.name_hint, Effect.ALL)  # type: ignore[attr-defined]
+        if isinstance(callee, GlobalVar):
+            return self._global_latent.get(callee.name_hint, Effect.ALL)
         return Effect.ALL
 
     # --- the analysis -----------------------------------------------------------------------
@@ -162,15 +162,15 @@ class EffectAnalysis:
         own = 0
         for kid in children(node):
             own |= flags[id(kid)]
-        if t is Call:
-            return own | self._call_flags(node)  # type: ignore[arg-type]
+        if isinstance(node, Call):
+            return own | self._call_flags(node)
         if t is RefCreate:
             return own | Effect.ALLOCATES
         if t is RefRead:
             return own | Effect.READS
         if t is RefWrite:
             return own | Effect.WRITES
-        if t is Match and not node.complete:  # type: ignore[attr-defined]
+        if isinstance(node, Match) and not node.complete:
             return own | Effect.MAY_FAIL
         if t is Grad:
             return own | Effect.MAY_FAIL
