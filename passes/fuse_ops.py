@@ -210,7 +210,7 @@ def _fuse_function(fn: Function, analysis: EffectAnalysis, level: int,
 
 def _is_dataflow(e: Expr) -> bool:
     t = type(e)
-    return t is Tuple or t is TupleGetItem or (t is Call and type(e.op) is Op)  # type: ignore[attr-defined]
+    return t is Tuple or t is TupleGetItem or (isinstance(e, Call) and type(e.op) is Op)
 
 
 def _op_pattern(name: str) -> int:
@@ -352,24 +352,25 @@ class _Graph:
         self.outputs.append([])
         self.extern.append(False)
         self.seg.append(seg)
-        t = type(node)
-        if t is Call:
-            pattern = _op_pattern(node.op.name)  # type: ignore[attr-defined]
+        if isinstance(node, Call):
+            assert isinstance(node.op, Op)  # a dataflow call (_is_dataflow)
+            pattern = _op_pattern(node.op.name)
             rtype = node.checked_type
-            for arg in node.args:  # type: ignore[attr-defined]
+            for arg in node.args:
                 edge = pattern
                 if edge == BROADCAST and _same_shape(arg.checked_type, rtype):
                     edge = ELEMWISE
                 self._edge(arg, i, edge)
-        elif t is Tuple:
+        elif isinstance(node, Tuple):
             pattern = TUPLE
-            for field in node.fields:  # type: ignore[attr-defined]
+            for field in node.fields:
                 if isinstance(field.checked_type, TensorType):
                     self._edge(field, i, INJECTIVE)
                 else:
                     self._extern(field)
         else:
-            tup = node.tuple_value  # type: ignore[attr-defined]
+            assert isinstance(node, TupleGetItem)
+            tup = node.tuple_value
             if _tensor_tuple(tup.checked_type):
                 pattern = INJECTIVE
                 self._edge(tup, i, INJECTIVE)
@@ -397,7 +398,7 @@ class _Graph:
         if t is Function and is_primitive(node):
             return
         kids = children(node)
-        if t is Let and _is_dataflow(node.value):  # type: ignore[attr-defined]
+        if isinstance(node, Let) and _is_dataflow(node.value):
             kids = kids[1:]  # the binding position is not a use (uses of the variable are)
         for kid in kids:
             self._extern(kid)
