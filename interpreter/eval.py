@@ -181,46 +181,16 @@ from semantics.expr import (
     Var,
 )
 from semantics.module import IRModule
-from semantics.ops.reference import RELAY_DTYPE_OF
+from semantics.ops.bound import BoundOp
 
 __all__ = ["INLINE_HEIGHT", "PENDING", "GradExpander", "Interpreter", "check_op_result",
            "grad_expander", "inline_plan", "register_grad_expander"]
 
 
-class _OpSite:
-    """An operator call node's facts: the operator, its normalized attributes and, when the
-    operator's ``impl`` is a :func:`semantics.ops.reference.reference` wrapper, the verdict
-    of the operator's relation for the last argument signature seen there.
-
-    ``impl(*args, **attrs)`` is ``decided(*decide(args, attrs), attrs)`` (the wrapper's two
-    halves); the verdict depends only on the arguments' dtypes and shapes and the
-    attributes, which are fixed per site, so when the arguments are ndarrays of exactly the
-    signature in ``last`` (clean: Relay dtypes, native byte order — then ``decide`` returns them
-    unchanged) ``decided(verdict, args, attrs)`` is the same call as ``impl(*args, **attrs)``.
-    """
-
-    __slots__ = ("opdef", "impl", "attrs", "decide", "decided", "last")
-
-    def __init__(self, opdef: Any, attrs: dict[str, Any]):
-        self.opdef = opdef
-        self.impl = opdef.impl
-        self.attrs = attrs
-        self.decide: Any = getattr(self.impl, "decide", None)
-        self.decided: Any = getattr(self.impl, "decided", None)
-        # (the arguments' dtypes, their shapes, the verdict for them), or None; replaced
-        # as a whole (one attribute: a concurrent reader never sees a mixture).
-        self.last: tuple[tuple[np.dtype, ...], tuple[tuple[int, ...], ...], Any] | None = None
-
-    def call(self, args: list[Any]) -> Any:
-        """``impl(*args, **attrs)``, remembering the verdict for ``args``' signature."""
-        if self.decide is None or self.decided is None:
-            return self.impl(*args, **self.attrs)
-        verdict, arrays = self.decide(tuple(args), self.attrs)
-        if all(type(a) is np.ndarray and a.dtype in RELAY_DTYPE_OF for a in args):
-            self.last = (tuple(a.dtype for a in args), tuple(a.shape for a in args), verdict)
-        else:
-            self.last = None
-        return self.decided(verdict, arrays, self.attrs)
+# An operator call node's facts — the operator, its normalized attributes and the verdict of
+# its relation for the last argument signature seen there — are the shared operator call
+# object (``site.call`` decides and runs, ``site.decided`` runs a cached verdict).
+_OpSite = BoundOp
 
 
 # Operator call sites (the shared nodes are cached by the machine).

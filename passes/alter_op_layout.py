@@ -85,7 +85,6 @@ summation-order tolerance).
 
 from __future__ import annotations
 
-import re
 from typing import TypeVar
 
 import numpy as np
@@ -95,19 +94,18 @@ from passes.canonicalize_ops import normalized_attrs
 from passes.common import typed_or_same
 from passes.manager import Pass, register_pass
 from semantics import ops
-from semantics.expr import Attrs, Call, Constant, Expr, Function, Op, children, with_children
+from semantics.errors import RelayError
+from semantics.expr import Attrs, Call, Constant, Expr, Function, Op
 from semantics.module import IRModule
-from semantics.ops.transform_relations import parse_layout
+from semantics.ops.layouts import parse_layout
 from semantics.types import TensorType
-from semantics.visitor import post_order
+from semantics.visitor import ExprMutator
 
 __all__ = ["BLOCKS", "DEFAULT_BLOCK", "KERNEL_LAYOUTS", "alter_op_layout", "alter_op_layout_pass",
            "kernel_layout_for"]
 
 # The unblocked target data layouts and the kernel layout each goes with (TVM's pairs).
 KERNEL_LAYOUTS = {"NHWC": "HWIO", "NCHW": "OIHW"}
-
-_BLOCKED = re.compile(r"NCHW([1-9][0-9]*)c")
 
 # Unary elementwise operators: they commute with any re-layout of their input.
 _LAYOUT_AGNOSTIC = frozenset((
@@ -168,17 +166,24 @@ def kernel_layout_for(layout: str) -> str:
     """
     if layout in KERNEL_LAYOUTS:
         return KERNEL_LAYOUTS[layout]
-    m = _BLOCKED.fullmatch(layout)
-    if m is None:
+    block = _block_of(layout)
+    if not block:
         raise ValueError(f"alter_op_layout: unsupported layout {layout!r} (supported: "
                          f"{', '.join(KERNEL_LAYOUTS)}, NCHW{{c}}c such as NCHW16c)")
-    return f"OIHW{m.group(1)}i{m.group(1)}o"
+    return f"OIHW{block}i{block}o"
 
 
 def _block_of(layout: str) -> int:
-    """The channel block of a target layout (0: unblocked)."""
-    m = _BLOCKED.fullmatch(layout)
-    return int(m.group(1)) if m else 0
+    """The channel block of a target layout ``NCHW{c}c`` (0: unblocked or another layout)."""
+    if not layout.startswith("NCHW"):
+        return 0
+    try:
+        axes = parse_layout("alter_op_layout", layout)
+    except RelayError:
+        return 0
+    if len(axes) != 5 or axes[4][0] != "c" or layout != f"NCHW{axes[4][1]}c":
+        return 0
+    return axes[4][1]
 
 
 def _alter_module(mod: IRModule, layout: str, winograd: WinogradPolicy | None = None
@@ -271,43 +276,49 @@ def _is_inverse_pair(e: Call) -> bool:
 
 
 def _alter(fn: Function, target: str, winograd: WinogradPolicy | None = None) -> Function:
-    kernel_target = kernel_layout_for(target)
-    memo: dict[int, Expr] = {}
-    # id(original node) -> (its value in the target layout, the node's own layout)
-    in_target: dict[int, tuple[Expr, str]] = {}
-    shared: dict[tuple[int, str, str], Expr] = {}
-    for node in post_order(fn):
-        kids = children(node)
-        new = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
-        if isinstance(node, Call) and isinstance(node.op, Op):
-            name = node.op.name
-            if name == "nn.conv2d":
-                new = _alter_conv(node, new, target, kernel_target, in_target, shared,
-                                  winograd if _block_of(target) else None)
-            elif name in _LAYOUT_AGNOSTIC and len(node.args) == 1 \
-                    and id(node.args[0]) in in_target:
-                # [Alter-Elide] through a layout-agnostic operator.
-                value, layout = in_target[id(node.args[0])]
-                assert isinstance(new, Call)
-                moved = new if value is new.args[0] else Call(
-                    new.op, (value,), new.attrs, new.type_args, span=new.span)
-                in_target[id(node)] = (moved, layout)
-                new = _transform(moved, target, layout, new.span)
-            elif name in _POOLS and len(node.args) == 1 and id(node.args[0]) in in_target:
-                new = _alter_pool(node, new, target, in_target)
-            elif name in _BROADCAST_BINARY and len(node.args) == 2 and any(
-                    id(a) in in_target for a in node.args):
-                new = _alter_binary(node, new, target, in_target, shared)
-            elif name == "layout_transform" and len(node.args) == 1:
-                assert isinstance(new, Call)
-                if _is_inverse_pair(new):  # [Alter-Elide] of a pair the program had
-                    inner = new.args[0]
-                    assert isinstance(inner, Call)
-                    new = inner.args[0]
-        memo[id(node)] = new
-    out = memo[id(fn)]
+    out = _Alter(target, winograd if _block_of(target) else None).mutate(fn)
     assert isinstance(out, Function)
     return out
+
+
+class _Alter(ExprMutator):
+    """Children first: each operator call is rewritten knowing which operands are in the
+    target layout already (``in_target``: id(original node) -> (its value in the target
+    layout, the node's own layout))."""
+
+    def __init__(self, target: str, winograd: WinogradPolicy | None = None):
+        self.target = target
+        self.winograd = winograd
+        self.kernel_target = kernel_layout_for(target)
+        self.in_target: dict[int, tuple[Expr, str]] = {}
+        self.shared: dict[tuple[int, str, str], Expr] = {}
+
+    def visit_call(self, new: Call, old: Call) -> Expr:
+        if not isinstance(old.op, Op):
+            return new
+        target, in_target = self.target, self.in_target
+        name = old.op.name
+        if name == "nn.conv2d":
+            return _alter_conv(old, new, target, self.kernel_target, in_target, self.shared,
+                               self.winograd)
+        if name in _LAYOUT_AGNOSTIC and len(old.args) == 1 and id(old.args[0]) in in_target:
+            # [Alter-Elide] through a layout-agnostic operator.
+            value, layout = in_target[id(old.args[0])]
+            moved = new if value is new.args[0] else Call(
+                new.op, (value,), new.attrs, new.type_args, span=new.span)
+            in_target[id(old)] = (moved, layout)
+            return _transform(moved, target, layout, new.span)
+        if name in _POOLS and len(old.args) == 1 and id(old.args[0]) in in_target:
+            return _alter_pool(old, new, target, in_target)
+        if name in _BROADCAST_BINARY and len(old.args) == 2 and any(
+                id(a) in in_target for a in old.args):
+            return _alter_binary(old, new, target, in_target, self.shared)
+        if name == "layout_transform" and len(old.args) == 1 and _is_inverse_pair(new):
+            # [Alter-Elide] of a pair the program had
+            inner = new.args[0]
+            assert isinstance(inner, Call)
+            return inner.args[0]
+        return new
 
 
 # [Alter-Conv2D]

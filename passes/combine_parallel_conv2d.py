@@ -48,20 +48,16 @@ from semantics.expr import (
     Constant,
     Expr,
     Function,
-    Let,
-    Match,
     Op,
     Tuple,
     TupleGetItem,
     Var,
-    children,
-    pattern_vars,
-    with_children,
 )
 from semantics.module import IRModule
+from semantics.ops.layouts import is_blocked
 from semantics.shapes import as_int, is_concrete
 from semantics.types import TensorType
-from semantics.visitor import post_order
+from semantics.visitor import ExprMutator, enclosing_functions, post_order, rebound_vars
 
 __all__ = ["DEFAULT_MIN_NUM_BRANCHES", "combine_parallel_conv2d"]
 
@@ -113,8 +109,8 @@ def combine_parallel_conv2d(program: P, min_num_branches: int = DEFAULT_MIN_NUM_
 
 def _combine(fn: Function, min_num_branches: int) -> Function:
     order = post_order(fn)
-    rebound = _rebound(order)
-    owner = _owners(fn)
+    rebound = rebound_vars(fn, order=order)
+    owner = enclosing_functions(fn)
     scope_ok = {id(p) for p in fn.params if id(p) not in rebound}
     groups: dict[Hashable, list[Call]] = {}
     for node in order:
@@ -122,32 +118,41 @@ def _combine(fn: Function, min_num_branches: int) -> Function:
             key = _key(node, scope_ok, rebound, owner)
             if key is not None:
                 groups.setdefault(key, []).append(node)
-    branch_of: dict[int, tuple[int, int]] = {}  # conv id -> (group number, index)
-    members: list[list[Call]] = []
+    combiner = _Combiner()
     for group in groups.values():
         if len(group) >= min_num_branches:
             for i, conv in enumerate(group):
-                branch_of[id(conv)] = (len(members), i)
-            members.append(group)
-    if not members:
+                combiner.branch_of[id(conv)] = (len(combiner.members), i)
+            combiner.members.append(group)
+    if not combiner.members:
         return fn
-    splits: dict[int, Expr] = {}
-    memo: dict[int, Expr] = {}
-    for node in order:
-        kids = children(node)
-        new = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
-        where = branch_of.get(id(node))
-        if where is not None:
-            number, index = where
-            split = splits.get(number)
-            if split is None:
-                split = _combined(members[number], memo)
-                splits[number] = split
-            new = TupleGetItem(split, index, span=node.span)
-        memo[id(node)] = new
-    out = memo[id(fn)]
+    out = combiner.mutate(fn)
     assert isinstance(out, Function)
     return out
+
+
+class _Combiner(ExprMutator):
+    """Replaces branch ``i`` of group ``g`` by ``split_g.i``; ``split_g`` is built when the
+    walk meets the group's first branch."""
+
+    def __init__(self) -> None:
+        self.branch_of: dict[int, tuple[int, int]] = {}  # conv id -> (group number, index)
+        self.members: list[list[Call]] = []
+        self.splits: dict[int, Expr] = {}
+
+    def visit_call(self, new: Call, old: Call) -> Expr:
+        where = self.branch_of.get(id(old))
+        if where is None:
+            return new
+        number, index = where
+        split = self.splits.get(number)
+        if split is None:
+            group = self.members[number]
+            data = self.rewritten(group[0].args[0])
+            assert data is not None  # group[0] is the branch being visited
+            split = _combined(group, data)
+            self.splits[number] = split
+        return TupleGetItem(split, index, span=old.span)
 
 
 def _key(call: Call, scope_ok: set[int], rebound: set[int],
@@ -173,8 +178,7 @@ def _key(call: Call, scope_ok: set[int], rebound: set[int],
     attrs = normalized_attrs(call)
     if int(attrs["groups"]) != 1:
         return None
-    if any(ch.islower() for ch in attrs["data_layout"] + attrs["kernel_layout"]
-           + attrs["out_layout"]):
+    if is_blocked(attrs["data_layout"] + attrs["kernel_layout"] + attrs["out_layout"]):
         return None  # blocked layouts (NCHW16c): channel counts span two axes
     kernel_layout = attrs["kernel_layout"]
     kh, kw = shape[kernel_layout.index("H")], shape[kernel_layout.index("W")]
@@ -192,11 +196,11 @@ def _out_channels(conv: Call) -> int:
     return int(wt.shape[layout.index("O")])
 
 
-def _combined(group: list[Call], memo: dict[int, Expr]) -> Expr:
-    """``split(conv2d(x, concatenate(weights)), ...)`` for one group.
+def _combined(group: list[Call], data: Expr) -> Expr:
+    """``split(conv2d(data, concatenate(weights)), ...)`` for one group.
 
     Built when the walk meets the group's first branch (``group[0]``: groups are in
-    post-order), whose input is already rewritten in ``memo``.
+    post-order); ``data`` is that branch's input, rewritten.
     """
     first = group[0]
     attrs = normalized_attrs(first)
@@ -217,7 +221,6 @@ def _combined(group: list[Call], memo: dict[int, Expr]) -> Expr:
     conv_attrs = Attrs({k: v for k, v in first.attrs.items() if k != "channels"})
     if "channels" in first.attrs or attrs["channels"] is not None:
         conv_attrs = conv_attrs.replace(channels=sum(sizes))
-    data = memo[id(first.args[0])]
     conv = Call(first.op, (data, concat), conv_attrs, span=span)
     out_layout = attrs["out_layout"] or attrs["data_layout"]
     points = []
@@ -228,39 +231,3 @@ def _combined(group: list[Call], memo: dict[int, Expr]) -> Expr:
     return Call(Op("split"), (conv,),
                 Attrs({"indices_or_sections": tuple(points), "axis": out_layout.index("C")}),
                 span=span)
-
-
-def _rebound(order: list[Expr]) -> set[int]:
-    """Variables bound at more than one binding site (by identity)."""
-    seen: set[int] = set()
-    twice: set[int] = set()
-    for node in order:
-        binders: list[Var] = []
-        if isinstance(node, Let):
-            binders = [node.var]
-        elif isinstance(node, Function):
-            binders = list(node.params)
-        elif isinstance(node, Match):
-            binders = [v for clause in node.clauses for v in pattern_vars(clause.lhs)]
-        for v in binders:
-            if id(v) in seen:
-                twice.add(id(v))
-            seen.add(id(v))
-    return twice
-
-
-def _owners(fn: Function) -> dict[int, int]:
-    """Every node's innermost enclosing function (by id); the first found for shared nodes."""
-    owner: dict[int, int] = {}
-    stack: list[tuple[Expr, int]] = [(fn.body, id(fn))]
-    while stack:
-        node, fid = stack.pop()
-        if id(node) in owner:
-            continue
-        owner[id(node)] = fid
-        if isinstance(node, Function):
-            stack.append((node.body, id(node)))
-            continue
-        for kid in children(node):
-            stack.append((kid, fid))
-    return owner

@@ -45,19 +45,15 @@ from semantics.expr import (
     Expr,
     Function,
     GlobalVar,
-    Let,
-    Match,
     Op,
     Tuple,
     TupleGetItem,
     Var,
     children,
-    pattern_vars,
-    with_children,
 )
 from semantics.module import IRModule
 from semantics.printer import pretty
-from semantics.visitor import post_order
+from semantics.visitor import ExprMutator, enclosing_functions, rebound_vars
 
 __all__ = ["eliminate_common_subexpr"]
 
@@ -76,47 +72,51 @@ def eliminate_common_subexpr(mod: IRModule) -> IRModule:
 
 
 def _share(fn: Function, analysis: EffectAnalysis) -> Function:
-    order = post_order(fn)
-    rebound = _rebound_vars(order)
-    memo: dict[int, Expr] = {}
-    # Per function: the table of canonical nodes; a node's owner is the innermost function
-    # whose body reaches it without crossing another function.
-    owner: dict[int, int] = {}
-    tables: dict[int, dict[Hashable, Expr]] = {}
-    tainted: set[int] = set()  # canonical nodes mentioning a rebound variable
-    _assign_owners(fn, owner)
-    for node in order:
-        kids = children(node)
-        new = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
-        if any(id(memo[id(k)]) in tainted for k in kids) or (type(node) is Var and id(node) in
-                                                               rebound):
-            tainted.add(id(new))
-        if isinstance(node, _MERGEABLE) and id(new) not in tainted \
-                and shareable(analysis.flags(node)):
-            key = _key(new, node)
-            if key is not None:
-                table = tables.setdefault(owner.get(id(node), 0), {})
-                first = table.get(key)
-                if first is None:
-                    table[key] = new
-                else:
-                    new = first
-        memo[id(node)] = new
-    out = memo[id(fn)]
+    out = _Sharer(fn, analysis).mutate(fn)
     assert isinstance(out, Function)
     return out
 
 
+class _Sharer(ExprMutator):
+    """Hash-consing bottom-up: a mergeable node whose key was seen in its function is
+    replaced by the first node with that key."""
+
+    def __init__(self, fn: Function, analysis: EffectAnalysis):
+        self.analysis = analysis
+        self.rebound = rebound_vars(fn)
+        # Per function: the table of canonical nodes; a node's owner is the innermost
+        # function whose body reaches it without crossing another function.
+        self.owner = enclosing_functions(fn)
+        self.tables: dict[int, dict[Hashable, Expr]] = {}
+        self.tainted: set[int] = set()  # canonical nodes mentioning a rebound variable
+
+    def visit_default(self, new: Expr, old: Expr) -> Expr:
+        tainted = self.tainted
+        if (type(old) is Var and id(old) in self.rebound) or \
+                any(id(k) in tainted for k in children(new)):
+            tainted.add(id(new))
+            return new
+        if isinstance(old, _MERGEABLE) and shareable(self.analysis.flags(old)):
+            key = _key(new, old)
+            if key is not None:
+                table = self.tables.setdefault(self.owner.get(id(old), 0), {})
+                first = table.get(key)
+                if first is None:
+                    table[key] = new
+                else:
+                    return first
+        return new
+
+
 def _leaf_key(e: Expr) -> Hashable:
-    t = type(e)
-    if t is Op:
-        return ("op", e.name)  # type: ignore[attr-defined]
-    if t is Constant:
-        return _ConstantKey(e.data)  # type: ignore[attr-defined]
-    if t is GlobalVar:
-        return ("global", e.name_hint)  # type: ignore[attr-defined]
-    if t is Constructor:
-        return ("ctor", e.name)  # type: ignore[attr-defined]
+    if type(e) is Op:
+        return ("op", e.name)
+    if type(e) is Constant:
+        return _ConstantKey(e.data)
+    if type(e) is GlobalVar:
+        return ("global", e.name_hint)
+    if type(e) is Constructor:
+        return ("ctor", e.name)
     return ("node", id(e))
 
 
@@ -176,47 +176,5 @@ def _key(e: Expr, old: Expr) -> Hashable | None:
         return ("call", kids, attrs)
     if type(e) is Tuple:
         return ("tuple", kids)
-    return ("project", kids, e.index)  # type: ignore[attr-defined]
-
-
-def _rebound_vars(order: list[Expr]) -> set[int]:
-    """Variables bound at more than one binding site (by identity)."""
-    seen: set[int] = set()
-    twice: set[int] = set()
-
-    def bind(v: Var) -> None:
-        if id(v) in seen:
-            twice.add(id(v))
-        seen.add(id(v))
-
-    for node in order:
-        t = type(node)
-        if t is Let:
-            bind(node.var)  # type: ignore[attr-defined]
-        elif t is Function:
-            for p in node.params:  # type: ignore[attr-defined]
-                bind(p)
-        elif t is Match:
-            for clause in node.clauses:  # type: ignore[attr-defined]
-                for v in pattern_vars(clause.lhs):
-                    bind(v)
-    return twice
-
-
-def _assign_owners(fn: Function, owner: dict[int, int]) -> None:
-    """Map every node to the id of the innermost function whose body contains it.
-
-    A node reachable from two functions (sharing across a function boundary) is owned by
-    the first found; such a node is then only merged with nodes of that function.
-    """
-    stack: list[tuple[Expr, int]] = [(fn.body, id(fn))]
-    while stack:
-        node, fid = stack.pop()
-        if id(node) in owner:
-            continue
-        owner[id(node)] = fid
-        if type(node) is Function:
-            stack.append((node.body, id(node)))
-            continue
-        for kid in children(node):
-            stack.append((kid, fid))
+    assert type(e) is TupleGetItem
+    return ("project", kids, e.index)

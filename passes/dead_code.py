@@ -33,9 +33,9 @@ from __future__ import annotations
 from passes.common import reachable_globals, typed_or_same
 from passes.manager import register_pass
 from passes.purity import EffectAnalysis, removable
-from semantics.expr import Expr, Function, Let, Var, children, with_children
+from semantics.expr import Expr, Function, Let, Var, children
 from semantics.module import IRModule
-from semantics.visitor import post_order
+from semantics.visitor import ExprMutator, count_uses, post_order
 
 __all__ = ["dead_code_elimination"]
 
@@ -54,38 +54,38 @@ def dead_code_elimination(mod: IRModule) -> IRModule:
 
 
 def _eliminate(fn: Function, analysis: EffectAnalysis) -> Function:
-    order = post_order(fn)
-    counts: dict[int, int] = {}
-    for node in order:
-        for kid in children(node):
-            counts[id(kid)] = counts.get(id(kid), 0) + 1
+    out = _Eliminator(fn, analysis).mutate(fn)
+    assert isinstance(out, Function)
+    return out
 
-    dropped: set[int] = set()  # lets already dropped (their value was released then)
 
-    def release(root: Expr) -> None:
+class _Eliminator(ExprMutator):
+    """Children first: a dead let is replaced by its rewritten body and releases its value."""
+
+    def __init__(self, fn: Function, analysis: EffectAnalysis):
+        self.analysis = analysis
+        self.counts = count_uses(fn)
+        self.dropped: set[int] = set()  # lets already dropped (their value was released then)
+
+    def release(self, root: Expr) -> None:
+        counts = self.counts
         stack = [root]
         while stack:
             node = stack.pop()
             left = counts[id(node)] - 1
             counts[id(node)] = left
             if left == 0 and type(node) is not Var:
-                if id(node) in dropped:
-                    stack.append(node.body)  # type: ignore[attr-defined]
+                if isinstance(node, Let) and id(node) in self.dropped:
+                    stack.append(node.body)
                 else:
                     stack.extend(children(node))
 
-    memo: dict[int, Expr] = {}
-    for node in order:
-        kids = children(node)
-        if type(node) is Let and _is_dead(node, counts, analysis):
-            release(node.value)
-            dropped.add(id(node))
-            memo[id(node)] = memo[id(node.body)]
-            continue
-        memo[id(node)] = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
-    out = memo[id(fn)]
-    assert isinstance(out, Function)
-    return out
+    def visit_let(self, new: Let, old: Let) -> Expr:
+        if not _is_dead(old, self.counts, self.analysis):
+            return new
+        self.release(old.value)
+        self.dropped.add(id(old))
+        return new.body
 
 
 def _is_dead(let: Let, counts: dict[int, int], analysis: EffectAnalysis) -> bool:
@@ -102,11 +102,8 @@ def _is_dead(let: Let, counts: dict[int, int], analysis: EffectAnalysis) -> bool
 
 def _uses_only_within(value: Expr, var: Var, counts: dict[int, int]) -> int | None:
     """Uses of ``var`` inside ``value``; None when part of ``value`` is also shared outside it."""
-    edges: dict[int, int] = {}
     nodes = post_order(value)
-    for node in nodes:
-        for kid in children(node):
-            edges[id(kid)] = edges.get(id(kid), 0) + 1
+    edges = count_uses(value, order=nodes)
     for node in nodes:
         if node is not value and type(node) is not Var and edges.get(id(node), 0) != counts.get(
                 id(node), 0):

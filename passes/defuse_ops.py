@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from passes.fuse_ops import is_primitive
 from passes.manager import register_pass
-from semantics.expr import Attrs, Call, Expr, Function, Let, children, with_children
+from semantics.expr import Attrs, Call, Expr, Function, Let
 from semantics.module import IRModule
 from semantics.rewrite import fresh_copy, map_functions
-from semantics.visitor import post_order
+from semantics.visitor import ExprMutator, post_order
 
 __all__ = ["defuse_ops", "defuse_expr"]
 
@@ -44,20 +44,20 @@ def defuse_ops(mod: IRModule) -> IRModule:
 def defuse_expr(expr: Expr) -> Expr:
     """``expr`` with its fused functions undone (see the module docstring); ``expr`` itself
     when it has none."""
-    order = post_order(expr)
-    if not any(is_primitive(n) for n in order):
+    if not any(is_primitive(n) for n in post_order(expr)):
         return expr
-    memo: dict[int, Expr] = {}
-    for node in order:
-        kids = children(node)
-        new = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
-        if type(node) is Call and is_primitive(node.op):
-            new = _defuse_call(node, new)
-        elif is_primitive(node):
-            assert isinstance(new, Function)
-            new = _plain(new)
-        memo[id(node)] = new
-    return memo[id(expr)]
+    return _Defuser().mutate(expr)
+
+
+class _Defuser(ExprMutator):
+    """Bottom-up: a call of a fused literal becomes lets and its body; a fused literal that is
+    not called becomes a plain function."""
+
+    def visit_call(self, new: Call, old: Call) -> Expr:
+        return _defuse_call(old, new) if is_primitive(old.op) else new
+
+    def visit_function(self, new: Function, old: Function) -> Expr:
+        return _plain(new) if is_primitive(old) else new
 
 
 def _plain(fn: Function) -> Function:

@@ -37,7 +37,6 @@ import numpy as np
 from passes.common import typed_or_same
 from passes.manager import register_pass
 from passes.purity import EffectAnalysis, removable
-from semantics.errors import RelayError
 from semantics.expr import (
     Call,
     Constant,
@@ -49,13 +48,12 @@ from semantics.expr import (
     Tuple,
     TupleGetItem,
     Var,
-    children,
-    with_children,
 )
 from semantics.module import IRModule
+from semantics.ops.bound import BoundOp
 from semantics.shapes import as_int, is_concrete
 from semantics.types import TensorType, TupleType
-from semantics.visitor import post_order
+from semantics.visitor import ExprMutator, post_order, rebound_vars
 
 __all__ = ["MAX_FOLDED_ELEMENTS", "fold_constant"]
 
@@ -73,58 +71,52 @@ def fold_constant(mod: IRModule) -> IRModule:
     return typed.with_functions(folded)
 
 
-class _Folder:
+class _Folder(ExprMutator):
+    """Folds bottom-up; ``lets`` maps a let-bound variable to its let (reused binders excluded)."""
+
     def __init__(self, analysis: EffectAnalysis):
         self.analysis = analysis
-        self.memo: dict[int, Expr] = {}
-        self.binders: dict[int, Let | None] = {}
+        self.lets: dict[int, Let] = {}
 
     def run(self, fn: Function) -> Function:
         order = post_order(fn)
-        binders: dict[int, Let | None] = {}
-        for node in order:
-            if type(node) is Let:
-                var_id = id(node.var)
-                # A Var object bound twice (a reused binder) is never replaced.
-                binders[var_id] = None if var_id in binders else node
-        memo: dict[int, Expr] = {}
-        self.memo = memo
-        self.binders = binders
-        for node in order:
-            kids = children(node)
-            new = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
-            memo[id(node)] = self.rewrite(new, node)
-        out = memo[id(fn)]
+        # A Var object bound twice (a reused binder) is never replaced.
+        rebound = rebound_vars(fn, order=order)
+        self.lets = {id(node.var): node for node in order
+                     if type(node) is Let and id(node.var) not in rebound}
+        out = self.mutate(fn)
         assert isinstance(out, Function)
         return out
 
-    def rewrite(self, new: Expr, old: Expr) -> Expr:
-        t = type(new)
-        if t is Var:
-            return self._let_bound_constant(new)  # type: ignore[arg-type]
-        if t is Let:
-            return self._fold_let(new, old)  # type: ignore[arg-type]
-        if t is Call:
-            return self._fold_call(new, old)  # type: ignore[arg-type]
-        if t is TupleGetItem:
-            return self._fold_project(new)  # type: ignore[arg-type]
-        if t is If:
-            cond = new.cond  # type: ignore[attr-defined]
-            if type(cond) is Constant and cond.data.ndim == 0:
-                return new.true_branch if bool(cond.data) else new.false_branch  # type: ignore
+    def visit_var(self, new: Expr, old: Var) -> Expr:
+        return self._let_bound_constant(old)
+
+    def visit_let(self, new: Let, old: Let) -> Expr:
+        return self._fold_let(new, old)
+
+    def visit_call(self, new: Call, old: Call) -> Expr:
+        return self._fold_call(new, old)
+
+    def visit_tuple_getitem(self, new: TupleGetItem, old: TupleGetItem) -> Expr:
+        return self._fold_project(new)
+
+    def visit_if(self, new: If, old: If) -> Expr:
+        cond = new.cond
+        if type(cond) is Constant and cond.data.ndim == 0:
+            return new.true_branch if bool(cond.data) else new.false_branch
         return new
 
     # [Fold-Let]: the value of a let is rewritten before any node of its body (post-order
     # visits (value, body) in that order), so a use of the variable already sees the constant.
     def _let_bound_constant(self, var: Var) -> Expr:
-        let = self.binders.get(id(var))
+        let = self.lets.get(id(var))
         if let is None:
             return var
-        value = self.memo.get(id(let.value))
+        value = self.rewritten(let.value)
         return value if type(value) is Constant else var
 
     def _fold_let(self, let: Let, old: Let) -> Expr:
-        if self.binders.get(id(old.var)) is old and type(let.value) is Constant:
+        if self.lets.get(id(old.var)) is old and type(let.value) is Constant:
             return let.body
         return let
 
@@ -176,23 +168,13 @@ def _too_big(ty: Any) -> bool:
 def _evaluate(call: Call) -> Expr | None:
     """The constant value of an operator call on constants, or None if it fails / is too big.
 
-    This is Semantics-Call-Op at compile time: the operator's reference (the oracle's own
-    implementation) applied to the constants with the normalized attributes.
+    This is Semantics-Call-Op at compile time: the shared operator call object (the
+    oracle's own) applied to the constants with the normalized attributes.
     """
-    from semantics import ops
-
     assert isinstance(call.op, Op)
-    try:
-        opdef = ops.get(call.op.name)
-        if opdef.num_inputs >= 0 and len(call.args) != opdef.num_inputs:
-            return None
-        attrs = dict(opdef.normalize_attrs(call.attrs))
-        value = opdef.impl(*(a.data for a in call.args), **attrs)  # type: ignore[attr-defined]
-    except RelayError:
-        return None
-    except (ArithmeticError, ValueError, TypeError, IndexError, MemoryError):
-        return None  # numpy's own checks on an unchecked call: leave it for run time
-    return _as_constant(value, call)
+    value = BoundOp.attempt_call(call.op.name, call.attrs,
+                                 [a.data for a in call.args if isinstance(a, Constant)])
+    return None if value is None else _as_constant(value, call)
 
 
 def _as_constant(value: Any, call: Call) -> Expr | None:

@@ -61,11 +61,12 @@ from passes.common import typed_or_same
 from passes.manager import register_pass
 from semantics import ops
 from semantics.dtypes import is_float
-from semantics.expr import Call, Constant, Expr, Function, Op, children, with_children
+from semantics.expr import Call, Constant, Expr, Function, Op
 from semantics.module import IRModule
+from semantics.ops.layouts import is_blocked
 from semantics.shapes import as_int, is_concrete
 from semantics.types import TensorType
-from semantics.visitor import count_uses, post_order
+from semantics.visitor import ExprMutator, count_uses
 
 __all__ = ["fold_scale_axis"]
 
@@ -138,9 +139,9 @@ def _channel_vector(scale: Expr, target: TensorType, axis: int) -> np.ndarray | 
 
 def _split_scale(mul: Expr) -> tuple[Expr, Expr] | None:
     """``(other, constant)`` of ``multiply(other, c)`` / ``multiply(c, other)``."""
-    if _op_name(mul) != "multiply" or len(mul.args) != 2:  # type: ignore[attr-defined]
+    if _op_name(mul) != "multiply" or not isinstance(mul, Call) or len(mul.args) != 2:
         return None
-    a, b = mul.args  # type: ignore[attr-defined]
+    a, b = mul.args
     if type(b) is Constant:
         return a, b
     if type(a) is Constant:
@@ -159,10 +160,10 @@ def _anchor_info(call: Call) -> tuple[int, int, TensorType, TensorType, Any] | N
     if not is_float(data_t.dtype) or not data_t.dtype == weight_t.dtype == out_t.dtype:
         return None
     attrs = normalized_attrs(call)
-    if call.op.name == "nn.dense":  # type: ignore[attr-defined]
+    if _op_name(call) == "nn.dense":
         return out_t.ndim - 1, data_t.ndim - 1, data_t, weight_t, attrs
     out_layout = attrs["out_layout"] or attrs["data_layout"]
-    if any(ch.islower() for ch in out_layout + attrs["data_layout"] + attrs["kernel_layout"]):
+    if is_blocked(out_layout + attrs["data_layout"] + attrs["kernel_layout"]):
         return None  # blocked layouts (NCHW16c): a channel is two axes, not folded
     return out_layout.index("C"), attrs["data_layout"].index("C"), data_t, weight_t, attrs
 
@@ -179,7 +180,7 @@ def _mul(a: Expr, b: Expr | np.ndarray, span: Any) -> Expr:
 def _output_weight_scale(call: Call, weight_t: TensorType, attrs: Any,
                          vec: np.ndarray) -> np.ndarray:
     """``vec`` (per output channel) shaped to broadcast along the weight's output axis."""
-    if call.op.name == "nn.dense":  # type: ignore[attr-defined]
+    if _op_name(call) == "nn.dense":
         return vec.reshape(-1, 1)
     shape = [1] * weight_t.ndim
     shape[attrs["kernel_layout"].index("O")] = vec.size
@@ -190,7 +191,7 @@ def _input_weight_scale(call: Call, weight_t: TensorType, attrs: Any,
                         vec: np.ndarray) -> np.ndarray | None:
     """``vec`` (per input channel) as a weight-shaped scale of the input-channel entries."""
     wshape = _shape(weight_t)
-    if call.op.name == "nn.dense":  # type: ignore[attr-defined]
+    if _op_name(call) == "nn.dense":
         return vec.reshape(1, -1) if vec.size == wshape[1] else None
     layout = attrs["kernel_layout"]
     out_c, in_per_group = wshape[layout.index("O")], wshape[layout.index("I")]
@@ -205,32 +206,38 @@ def _input_weight_scale(call: Call, weight_t: TensorType, attrs: Any,
 
 # --- the two directions --------------------------------------------------------------------------
 
-Rewrite = Callable[[Expr, Expr, dict[int, Expr], dict[int, int]], Expr | None]
+Rewrite = Callable[[Expr, Expr, Callable[[Expr], Expr], dict[int, int]], Expr | None]
 
 
 def _rewrite(fn: Function, direction: Rewrite) -> Function:
-    """Rebuild ``fn`` children first; ``direction(old, new, memo, uses)`` may replace a call.
+    """Rebuild ``fn`` children first; ``direction(old, new, done, uses)`` may replace a call.
 
-    ``old`` is the typed original node, ``new`` its rebuilt version, ``memo`` maps original
-    nodes already visited (all of ``old``'s descendants) to their rebuilt versions.
+    ``old`` is the typed original node, ``new`` its rebuilt version, ``done(n)`` the rebuilt
+    version of an original node already visited (any of ``old``'s descendants).
     """
-    uses = count_uses(fn)
-    memo: dict[int, Expr] = {}
-    for node in post_order(fn):
-        kids = children(node)
-        new = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
-        if type(node) is Call:
-            folded = direction(node, new, memo, uses)
-            if folded is not None:
-                new = folded
-        memo[id(node)] = new
-    out = memo[id(fn)]
+    out = _Direction(direction, count_uses(fn)).mutate(fn)
     assert isinstance(out, Function)
     return out
 
 
+class _Direction(ExprMutator):
+    def __init__(self, direction: Rewrite, uses: dict[int, int]):
+        self.direction = direction
+        self.uses = uses
+
+    def done(self, node: Expr) -> Expr:
+        new = self.rewritten(node)
+        assert new is not None, "a descendant of the current node is rewritten already"
+        return new
+
+    def visit_call(self, new: Call, old: Call) -> Expr:
+        folded = self.direction(old, new, self.done, self.uses)
+        return new if folded is None else folded
+
+
 # [Fold-Backward]
-def _backward(mul: Expr, new: Expr, memo: dict[int, Expr], uses: dict[int, int]) -> Expr | None:
+def _backward(mul: Expr, new: Expr, done: Callable[[Expr], Expr], uses: dict[int, int]
+              ) -> Expr | None:
     split = _split_scale(mul)
     if split is None:
         return None
@@ -249,8 +256,9 @@ def _backward(mul: Expr, new: Expr, memo: dict[int, Expr], uses: dict[int, int])
             break
         if name == "nn.relu":
             steps.append(node)
-            node = node.args[0]  # type: ignore[attr-defined]
-        elif name in ("add", "subtract") and len(node.args) == 2:  # type: ignore[attr-defined]
+            assert isinstance(node, Call)
+            node = node.args[0]
+        elif name in ("add", "subtract") and isinstance(node, Call) and len(node.args) == 2:
             steps.append(node)
             assert isinstance(node, Call)
             follow = _continuing_operand(node, target)
@@ -273,7 +281,7 @@ def _backward(mul: Expr, new: Expr, memo: dict[int, Expr], uses: dict[int, int])
     if any(_op_name(s) == "nn.relu" for s in steps) and not np.all(vec > 0):
         return None  # relu commutes with a scale only when the scale is positive
     wscale = _output_weight_scale(node, weight_t, attrs, vec)
-    new_anchor = memo[id(node)]
+    new_anchor = done(node)
     assert isinstance(new_anchor, Call)
     result: Expr = Call(new_anchor.op, (new_anchor.args[0],
                                         _mul(new_anchor.args[1], wscale, mul.span)),
@@ -281,11 +289,11 @@ def _backward(mul: Expr, new: Expr, memo: dict[int, Expr], uses: dict[int, int])
     inner: Expr = node
     for step in reversed(steps):
         assert isinstance(step, Call)
-        if step.op.name == "nn.relu":  # type: ignore[attr-defined]
+        if _op_name(step) == "nn.relu":
             result = Call(step.op, (result,), step.attrs, span=step.span)
         else:
             i = 0 if step.args[0] is inner else 1
-            bias = memo[id(step.args[1 - i])]
+            bias = done(step.args[1 - i])
             scaled_bias = _mul(bias, scale, mul.span)
             args = (result, scaled_bias) if i == 0 else (scaled_bias, result)
             result = Call(step.op, args, step.attrs, span=step.span)
@@ -296,7 +304,7 @@ def _backward(mul: Expr, new: Expr, memo: dict[int, Expr], uses: dict[int, int])
 def _continuing_operand(node: Call, target: TensorType) -> Expr | None:
     """The operand of ``add``/``subtract`` the chain continues through (the other is a bias)."""
     shape = _shape(target)
-    candidates = (0, 1) if node.op.name == "add" else (0,)  # type: ignore[attr-defined]
+    candidates = (0, 1) if _op_name(node) == "add" else (0,)
     for i in candidates:
         arg, bias = node.args[i], node.args[1 - i]
         arg_t, bias_t = _tensor(arg), _tensor(bias)
@@ -309,7 +317,8 @@ def _continuing_operand(node: Call, target: TensorType) -> Expr | None:
 
 
 # [Fold-Forward]
-def _forward(anchor: Expr, new: Expr, memo: dict[int, Expr], uses: dict[int, int]) -> Expr | None:
+def _forward(anchor: Expr, new: Expr, done: Callable[[Expr], Expr], uses: dict[int, int]
+             ) -> Expr | None:
     if _op_name(anchor) not in _ANCHORS:
         return None
     assert isinstance(anchor, Call)
@@ -321,7 +330,8 @@ def _forward(anchor: Expr, new: Expr, memo: dict[int, Expr], uses: dict[int, int
     node = anchor.args[0]
     while _op_name(node) == "nn.relu" and uses.get(id(node), 0) == 1:
         relus.append(node)
-        node = node.args[0]  # type: ignore[attr-defined]
+        assert isinstance(node, Call)
+        node = node.args[0]
     split = _split_scale(node)
     if split is None or uses.get(id(node), 0) != 1:
         return None
@@ -335,7 +345,7 @@ def _forward(anchor: Expr, new: Expr, memo: dict[int, Expr], uses: dict[int, int
     wscale = _input_weight_scale(anchor, weight_t, attrs, vec)
     if wscale is None:
         return None
-    data: Expr = memo[id(x)]
+    data: Expr = done(x)
     for relu in reversed(relus):
         assert isinstance(relu, Call)
         data = Call(relu.op, (data,), relu.attrs, span=relu.span)

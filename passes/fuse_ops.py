@@ -107,13 +107,11 @@ from semantics.expr import (
     TupleGetItem,
     Var,
     children,
-    pattern_vars,
-    with_children,
 )
 from semantics.module import IRModule
 from semantics.ops.registry import OpPattern
 from semantics.types import TensorType, TupleType, Type
-from semantics.visitor import post_order
+from semantics.visitor import ExprMutator, post_order, rebound_vars
 
 __all__ = ["MAX_FUSED_OPS", "count_primitive_functions", "fuse_ops", "is_primitive"]
 
@@ -212,7 +210,7 @@ def _fuse_function(fn: Function, analysis: EffectAnalysis, level: int,
 
 def _is_dataflow(e: Expr) -> bool:
     t = type(e)
-    return t is Tuple or t is TupleGetItem or (t is Call and type(e.op) is Op)  # type: ignore[attr-defined]
+    return t is Tuple or t is TupleGetItem or (isinstance(e, Call) and type(e.op) is Op)
 
 
 def _op_pattern(name: str) -> int:
@@ -253,7 +251,7 @@ class _Graph:
         self.alias: dict[int, int] = {}       # id(let var) -> index of its dataflow value
         self.done_at: dict[int, int] = {}     # id(node) -> completion time (evaluation order)
         self.let_value: set[int] = set()      # ids of lets whose value is a graph node
-        self._rebound = _rebound_vars(fn)
+        self._rebound = rebound_vars(fn)
         self._walk(fn)
         for i, outs in enumerate(self.outputs):
             if not outs:
@@ -354,24 +352,25 @@ class _Graph:
         self.outputs.append([])
         self.extern.append(False)
         self.seg.append(seg)
-        t = type(node)
-        if t is Call:
-            pattern = _op_pattern(node.op.name)  # type: ignore[attr-defined]
+        if isinstance(node, Call):
+            assert isinstance(node.op, Op)  # a dataflow call (_is_dataflow)
+            pattern = _op_pattern(node.op.name)
             rtype = node.checked_type
-            for arg in node.args:  # type: ignore[attr-defined]
+            for arg in node.args:
                 edge = pattern
                 if edge == BROADCAST and _same_shape(arg.checked_type, rtype):
                     edge = ELEMWISE
                 self._edge(arg, i, edge)
-        elif t is Tuple:
+        elif isinstance(node, Tuple):
             pattern = TUPLE
-            for field in node.fields:  # type: ignore[attr-defined]
+            for field in node.fields:
                 if isinstance(field.checked_type, TensorType):
                     self._edge(field, i, INJECTIVE)
                 else:
                     self._extern(field)
         else:
-            tup = node.tuple_value  # type: ignore[attr-defined]
+            assert isinstance(node, TupleGetItem)
+            tup = node.tuple_value
             if _tensor_tuple(tup.checked_type):
                 pattern = INJECTIVE
                 self._edge(tup, i, INJECTIVE)
@@ -399,31 +398,10 @@ class _Graph:
         if t is Function and is_primitive(node):
             return
         kids = children(node)
-        if t is Let and _is_dataflow(node.value):  # type: ignore[attr-defined]
+        if isinstance(node, Let) and _is_dataflow(node.value):
             kids = kids[1:]  # the binding position is not a use (uses of the variable are)
         for kid in kids:
             self._extern(kid)
-
-
-def _rebound_vars(fn: Function) -> set[int]:
-    """Variables bound at more than one site (by identity): not followed as aliases."""
-    seen: set[int] = set()
-    twice: set[int] = set()
-    for node in post_order(fn):
-        t = type(node)
-        if t is Let:
-            bound: list[Var] = [node.var]  # type: ignore[attr-defined]
-        elif t is Function:
-            bound = list(node.params)  # type: ignore[attr-defined]
-        elif t is Match:
-            bound = [v for c in node.clauses for v in pattern_vars(c.lhs)]  # type: ignore[attr-defined]
-        else:
-            continue
-        for v in bound:
-            if id(v) in seen:
-                twice.add(id(v))
-            seen.add(id(v))
-    return twice
 
 
 # --- steps 2 and 3: post-dominator tree and partition -------------------------------------------
@@ -714,32 +692,42 @@ def _rewrite(fn: Function, g: _Graph, root: list[int],
         if (root[i] != i and root[i] in wrapped) or root[i] in copies:
             dropped.add(id(g.nodes[i]))
 
-    new: dict[int, Expr] = {}
-    for node in post_order(fn, lambda e: not is_primitive(e)):
-        gi = g.index.get(id(node))
+    return _Fuser(g, root, members, wrapped, dropped).mutate(fn)
+
+
+class _Fuser(ExprMutator):
+    """Children first: a group's root becomes the call of its primitive function; a let
+    whose value moved into a later group is replaced by its body; primitive functions
+    are kept as they are."""
+
+    def __init__(self, g: _Graph, root: list[int], members: dict[int, list[int]],
+                 wrapped: set[int], dropped: set[int]):
+        self.g, self.root, self.members = g, root, members
+        self.wrapped, self.dropped = wrapped, dropped
+
+    def descend(self, node: Expr) -> bool:
+        return not is_primitive(node)
+
+    def done(self, node: Expr) -> Expr:
+        new = self.rewritten(node)
+        assert new is not None, "a group's inputs are rewritten before the group"
+        return new
+
+    def visit_default(self, new: Expr, old: Expr) -> Expr:
+        g = self.g
+        gi = g.index.get(id(old))
         if gi is not None:
-            r = root[gi]
-            if r not in wrapped:
-                kids = children(node)
-                new[id(node)] = with_children(node, tuple(new[id(k)] for k in kids))
-            elif r == gi:
-                new[id(node)] = _group_call(g, gi, members[gi], new)
-            continue  # a member inside its group: built with the group
-        t = type(node)
-        if type(node) is Let and id(node) in g.let_value and id(node.value) in dropped:
-            new[id(node)] = new[id(node.body)]
-            continue
-        kids = children(node)
-        if t is Function and is_primitive(node):
-            new[id(node)] = node
-        elif kids:
-            new[id(node)] = with_children(node, tuple(new[id(k)] for k in kids))
-        else:
-            new[id(node)] = node
-    return new[id(fn)]
+            # A member inside its group is built with the group (its own rebuild is unused).
+            if gi == self.root[gi] and gi in self.wrapped:
+                return _group_call(g, gi, self.members[gi], self.done)
+            return new
+        if isinstance(old, Let) and isinstance(new, Let) and id(old) in g.let_value \
+                and id(old.value) in self.dropped:
+            return new.body
+        return new
 
 
-def _group_call(g: _Graph, r: int, ms: list[int], new: dict[int, Expr]) -> Expr:
+def _group_call(g: _Graph, r: int, ms: list[int], done: Callable[[Expr], Expr]) -> Expr:
     """``(fn (%p0, ...) Primitive=1 { group })(inputs...)`` for the group rooted at ``r``."""
     inside = set(ms)
     # Inputs: every argument that is not a member of the group and not a constant.
@@ -755,7 +743,7 @@ def _group_call(g: _Graph, r: int, ms: list[int], new: dict[int, Expr]) -> Expr:
     args: list[Expr] = []
     for k, arg in enumerate(ordered):
         params[id(arg)] = Var(f"p{k}", arg.checked_type, span=arg.span)
-        args.append(arg if type(arg) is Var else new[id(arg)])
+        args.append(arg if type(arg) is Var else done(arg))
     built: dict[int, Expr] = {}
 
     def operand(arg: Expr) -> Expr:
@@ -768,16 +756,14 @@ def _group_call(g: _Graph, r: int, ms: list[int], new: dict[int, Expr]) -> Expr:
 
     for m in ms:  # topological order: operands are built first
         node = g.nodes[m]
-        t = type(node)
-        if t is Call:
-            built[m] = Call(node.op, tuple(operand(a) for a in node.args),  # type: ignore[attr-defined]
-                            node.attrs, node.type_args, span=node.span)  # type: ignore[attr-defined]
-        elif t is Tuple:
-            built[m] = Tuple(tuple(operand(f) for f in node.fields),  # type: ignore[attr-defined]
-                             span=node.span)
+        if isinstance(node, Call):
+            built[m] = Call(node.op, tuple(operand(a) for a in node.args),
+                            node.attrs, node.type_args, span=node.span)
+        elif isinstance(node, Tuple):
+            built[m] = Tuple(tuple(operand(f) for f in node.fields), span=node.span)
         else:
-            built[m] = TupleGetItem(operand(node.tuple_value), node.index,  # type: ignore[attr-defined]
-                                    span=node.span)
+            assert isinstance(node, TupleGetItem)
+            built[m] = TupleGetItem(operand(node.tuple_value), node.index, span=node.span)
     out = g.nodes[r]
     prim = Function(tuple(params[id(a)] for a in ordered), built[r], out.checked_type, (),
                     Attrs({"Primitive": 1}), span=out.span)
@@ -785,9 +771,9 @@ def _group_call(g: _Graph, r: int, ms: list[int], new: dict[int, Expr]) -> Expr:
 
 
 def _dataflow_args(node: Expr) -> tuple[Expr, ...]:
-    t = type(node)
-    if t is Call:
-        return node.args  # type: ignore[attr-defined]
-    if t is Tuple:
-        return node.fields  # type: ignore[attr-defined]
-    return (node.tuple_value,)  # type: ignore[attr-defined]
+    if isinstance(node, Call):
+        return node.args
+    if isinstance(node, Tuple):
+        return node.fields
+    assert isinstance(node, TupleGetItem)
+    return (node.tuple_value,)

@@ -34,11 +34,11 @@ from typing import Any
 from passes.manager import register_pass
 from passes.purity import callees_first as _callees_first
 from semantics.analysis import free_shape_vars, global_vars
-from semantics.expr import Attrs, Call, Expr, Function, GlobalVar, Let, Var, children, with_children
+from semantics.expr import Attrs, Call, Expr, Function, GlobalVar, Let, Var
 from semantics.graphs import strongly_connected_components
 from semantics.module import IRModule
 from semantics.rewrite import fresh_copy
-from semantics.visitor import post_order
+from semantics.visitor import ExprMutator, post_order
 
 __all__ = ["inline", "mark_inline", "recursive_globals"]
 
@@ -80,42 +80,37 @@ def _can_inline(fn: Function) -> bool:
     return not fn.type_params and not free_shape_vars(fn)
 
 
-class _Inliner:
+class _Inliner(ExprMutator):
+    """Inlines marked calls bottom-up; ``local`` holds the let-bound Inline=1 functions."""
+
     def __init__(self, globals_done: dict[str, Function], inlinable: set[str]):
         self.globals_done = globals_done
         self.inlinable = inlinable
+        self.local: dict[int, Let] = {}  # let-bound Inline=1 functions, by variable
 
     def run(self, fn: Function) -> Function:
-        order = post_order(fn)
-        local: dict[int, Let] = {}  # let-bound Inline=1 functions, by variable
-        for node in order:
+        self.local = {}
+        for node in post_order(fn):
             if type(node) is Let and type(node.value) is Function:
                 value = node.value
                 if _marked(value) and _can_inline(value) and not _mentions(value, node.var):
-                    local[id(node.var)] = node
-        memo: dict[int, Expr] = {}
-        for node in order:
-            kids = children(node)
-            new = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
-            if type(new) is Call:
-                new = self._call(new, local, memo)
-            memo[id(node)] = new
-        out = memo[id(fn)]
+                    self.local[id(node.var)] = node
+        out = self.mutate(fn)
         assert isinstance(out, Function)
         return out
 
-    def _call(self, call: Call, local: dict[int, Let], memo: dict[int, Expr]) -> Expr:
-        callee = call.op
+    def visit_call(self, new: Call, old: Call) -> Expr:
+        callee = new.op
         target: Expr | None = None
         if type(callee) is GlobalVar and callee.name_hint in self.inlinable:
             target = self.globals_done.get(callee.name_hint)
-        elif type(callee) is Var and id(callee) in local:
-            target = memo.get(id(local[id(callee)].value))
+        elif type(callee) is Var and id(callee) in self.local:
+            target = self.rewritten(self.local[id(callee)].value)
         elif type(callee) is Function and _marked(callee) and _can_inline(callee):
             target = callee
-        if not isinstance(target, Function) or len(target.params) != len(call.args):
-            return call
-        return _instantiate(target, call)
+        if not isinstance(target, Function) or len(target.params) != len(new.args):
+            return new
+        return _instantiate(target, new)
 
 
 def _instantiate(fn: Function, call: Call) -> Expr:

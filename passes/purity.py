@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from semantics import ops
 from semantics.analysis import global_vars
 from semantics.expr import (
     Call,
@@ -54,6 +55,7 @@ from semantics.expr import (
 )
 from semantics.graphs import strongly_connected_components
 from semantics.module import IRModule
+from semantics.ops import Traps
 from semantics.shapes import is_any
 from semantics.types import TensorType, Type
 from semantics.visitor import post_order
@@ -74,9 +76,6 @@ class Effect:
     ALL = 15
 
 
-# Operators whose evaluation can raise on well-typed arguments (docs/architecture.md#decisions).
-_INT_FAILING_OPS = frozenset({"divide", "floor_divide", "mod", "floor_mod", "power"})
-_ALWAYS_FAILING_OPS = frozenset({"arange", "take"})
 
 
 def removable(flags: int) -> bool:
@@ -126,15 +125,15 @@ class EffectAnalysis:
             return Effect.NONE  # per call site: see _call_flags
         if t is Constructor:
             return Effect.NONE
-        if t is Function:
-            return self._body_flags(callee)  # type: ignore[arg-type]
+        if isinstance(callee, Function):
+            return self._body_flags(callee)
         if t is Var:
             fn = self._let_functions.get(id(callee))
             if fn is not None:
                 return self._body_flags(fn)
             return Effect.ALL
-        if t is GlobalVar:
-            return self._global_latent.get(callee.name_hint, Effect.ALL)  # type: ignore[attr-defined]
+        if isinstance(callee, GlobalVar):
+            return self._global_latent.get(callee.name_hint, Effect.ALL)
         return Effect.ALL
 
     # --- the analysis -----------------------------------------------------------------------
@@ -163,15 +162,15 @@ class EffectAnalysis:
         own = 0
         for kid in children(node):
             own |= flags[id(kid)]
-        if t is Call:
-            return own | self._call_flags(node)  # type: ignore[arg-type]
+        if isinstance(node, Call):
+            return own | self._call_flags(node)
         if t is RefCreate:
             return own | Effect.ALLOCATES
         if t is RefRead:
             return own | Effect.READS
         if t is RefWrite:
             return own | Effect.WRITES
-        if t is Match and not node.complete:  # type: ignore[attr-defined]
+        if isinstance(node, Match) and not node.complete:
             return own | Effect.MAY_FAIL
         if t is Grad:
             return own | Effect.MAY_FAIL
@@ -192,10 +191,12 @@ class EffectAnalysis:
 
 
 def _op_flags(name: str, call: Call) -> int:
-    """The latent flags of an operator call (may it fail on these arguments?)."""
-    if name in _ALWAYS_FAILING_OPS:
+    """The latent flags of an operator call (may it fail on these arguments?): what the
+    registry says the operator ``traps`` on, and dynamic shapes (checked at run time)."""
+    traps = ops.get(name).traps if ops.exists(name) else Traps.NEVER
+    if traps is Traps.ALWAYS:
         return Effect.MAY_FAIL
-    if name in _INT_FAILING_OPS and not _all_float(call.args):
+    if traps is Traps.ON_INTEGERS and not _all_float(call.args):
         return Effect.MAY_FAIL
     if any(_is_dynamic(a.checked_type) for a in call.args):
         return Effect.MAY_FAIL

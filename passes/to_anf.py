@@ -110,7 +110,7 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 from semantics.rewrite import LetList, rename_pattern
-from semantics.visitor import post_order, run_recursive
+from semantics.visitor import count_uses, post_order, run_recursive
 
 __all__ = ["is_atom", "to_anf"]
 
@@ -179,11 +179,7 @@ class _Body:
 
     def __init__(self, body: Expr):
         order = post_order(body, _not_function)
-        uses: dict[int, int] = {}
-        for node in order:
-            if type(node) is not Function:
-                for kid in children(node):
-                    uses[id(kid)] = uses.get(id(kid), 0) + 1
+        uses = count_uses(body, _not_function, order=order)
         self.shared = {id(n) for n in order
                        if uses.get(id(n), 0) > 1 and type(n) not in _ATOMS}
         # The scope tree with binary-lifting jump tables: jumps[s][k] is the 2**k-th

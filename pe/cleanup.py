@@ -48,10 +48,9 @@ from semantics.expr import (
     Tuple,
     Var,
     children,
-    with_children,
 )
 from semantics.module import IRModule
-from semantics.visitor import post_order
+from semantics.visitor import ExprMutator, count_uses, post_order, rebound_vars
 
 __all__ = ["MAX_ROUNDS", "clean", "eliminate_dead_refs", "inline_single_use"]
 
@@ -88,14 +87,6 @@ def _rewrite_functions(mod: IRModule, rewrite: Callable[[Function, EffectAnalysi
     return mod.with_functions(new)
 
 
-def _edges(order: list[Expr]) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for node in order:
-        for kid in children(node):
-            counts[id(kid)] = counts.get(id(kid), 0) + 1
-    return counts
-
-
 def eliminate_dead_refs(mod: IRModule) -> IRModule:
     """Remove references that are only ever written (Drop-Dead-Ref, see the module docstring)."""
     return _rewrite_functions(mod, _dead_refs)
@@ -103,39 +94,38 @@ def eliminate_dead_refs(mod: IRModule) -> IRModule:
 
 def _dead_refs(fn: Function, analysis: EffectAnalysis) -> Function:
     order = post_order(fn)
-    uses = _edges(order)
+    uses = count_uses(fn, order=order)
     write_targets: dict[int, int] = {}
     for node in order:
         if type(node) is RefWrite and type(node.ref) is Var and node.value is not node.ref:
             if removable(analysis.flags(node.value)):
                 write_targets[id(node.ref)] = write_targets.get(id(node.ref), 0) + 1
-    binders: dict[int, int] = {}
+    rebound = rebound_vars(fn, order=order)
     dead: set[int] = set()
     for node in order:
-        if type(node) is Let:
-            binders[id(node.var)] = binders.get(id(node.var), 0) + 1
-    for node in order:
-        if type(node) is Let and type(node.value) is RefCreate and binders[id(node.var)] == 1:
+        if type(node) is Let and type(node.value) is RefCreate and id(node.var) not in rebound:
             k = id(node.var)
             if uses.get(k, 0) == write_targets.get(k, 0) and \
                     removable(analysis.flags(node.value.value)):
                 dead.add(k)
     if not dead:
         return fn
-    memo: dict[int, Expr] = {}
-    for node in order:
-        t = type(node)
-        if t is RefWrite and id(node.ref) in dead:  # type: ignore[attr-defined]
-            memo[id(node)] = Tuple((), span=node.span)
-            continue
-        if t is Let and id(node.var) in dead:  # type: ignore[attr-defined]
-            memo[id(node)] = memo[id(node.body)]  # type: ignore[attr-defined]
-            continue
-        kids = children(node)
-        memo[id(node)] = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
-    out = memo[id(fn)]
+    out = _DropDeadRefs(dead).mutate(fn)
     assert isinstance(out, Function)
     return out
+
+
+class _DropDeadRefs(ExprMutator):
+    """Drops the lets of the ``dead`` references; their writes become ``()``."""
+
+    def __init__(self, dead: set[int]):
+        self.dead = dead
+
+    def visit_ref_write(self, new: RefWrite, old: RefWrite) -> Expr:
+        return Tuple((), span=old.span) if id(old.ref) in self.dead else new
+
+    def visit_let(self, new: Let, old: Let) -> Expr:
+        return new.body if id(old.var) in self.dead else new
 
 
 def inline_single_use(mod: IRModule) -> IRModule:
@@ -145,7 +135,7 @@ def inline_single_use(mod: IRModule) -> IRModule:
 
 def _inline_once(fn: Function, analysis: EffectAnalysis) -> Function:
     order = post_order(fn)
-    uses = _edges(order)
+    uses = count_uses(fn, order=order)
     # The function-nesting level of every node (first occurrence), top-down on a stack.
     level: dict[int, int] = {}
     use_level: dict[int, int] = {}
@@ -160,35 +150,38 @@ def _inline_once(fn: Function, analysis: EffectAnalysis) -> Function:
         level[id(node)] = depth
         inner = depth + 1 if type(node) is Function else depth
         stack.extend((kid, inner) for kid in children(node))
-    binders: dict[int, int] = {}
-    for node in order:
-        if type(node) is Let:
-            binders[id(node.var)] = binders.get(id(node.var), 0) + 1
+    rebound = rebound_vars(fn, order=order)
     chosen: dict[int, Let] = {}
     for node in order:
         if type(node) is not Let:
             continue
         k = id(node.var)
         value = node.value
-        if (binders[k] == 1 and uses.get(k, 0) == 1 and type(value) is not Function
+        if (k not in rebound and uses.get(k, 0) == 1 and type(value) is not Function
                 and node.var.type_annotation is None
                 and analysis.flags(value) == Effect.NONE
                 and use_level.get(k) == level.get(id(node))):
             chosen[k] = node
     if not chosen:
         return fn
-    memo: dict[int, Expr] = {}
-    for node in order:
-        t = type(node)
-        if t is Var:
-            let = chosen.get(id(node))
-            memo[id(node)] = node if let is None else memo[id(let.value)]
-            continue
-        if t is Let and id(node.var) in chosen:  # type: ignore[attr-defined]
-            memo[id(node)] = memo[id(node.body)]  # type: ignore[attr-defined]
-            continue
-        kids = children(node)
-        memo[id(node)] = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
-    out = memo[id(fn)]
+    out = _InlineChosen(chosen).mutate(fn)
     assert isinstance(out, Function)
     return out
+
+
+class _InlineChosen(ExprMutator):
+    """Replaces the use of each ``chosen`` let's variable by the let's rewritten value."""
+
+    def __init__(self, chosen: dict[int, Let]):
+        self.chosen = chosen
+
+    def visit_var(self, new: Expr, old: Var) -> Expr:
+        let = self.chosen.get(id(old))
+        if let is None:
+            return new
+        value = self.rewritten(let.value)
+        assert value is not None  # a let's value is walked before its body
+        return value
+
+    def visit_let(self, new: Let, old: Let) -> Expr:
+        return new.body if id(old.var) in self.chosen else new

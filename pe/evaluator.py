@@ -107,7 +107,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Generator, Iterator
-from types import GeneratorType
 from typing import Any
 
 import numpy as np
@@ -154,13 +153,12 @@ from semantics.expr import (
     Tuple,
     TupleGetItem,
     Var,
-    children,
     pattern_vars,
 )
 from semantics.module import IRModule
 from semantics.rewrite import rename_pattern
 from semantics.types import FuncType, RefType, TupleType, Type, TypeCall, TypeVar
-from semantics.visitor import post_order
+from semantics.visitor import count_uses, post_order, run_recursive
 from typechecker.unify import substitute as substitute_type
 
 __all__ = ["DEFAULT_FUEL", "KEY_DEPTH", "MAX_ACTIVE", "MAX_SPECS", "MAX_STATIC_ELEMENTS",
@@ -201,42 +199,8 @@ _DYN = ("dyn",)      # a specialization key part: a parameter of the specializat
 Step = Generator[Any, Any, Any]
 
 
-def drive(root: Any) -> Any:
-    """Run a generator-based computation on an explicit stack.
-
-    A generator ``yield``s either another generator (a premise: run it and send its
-    result back) or a ready value (sent straight back). Exceptions propagate to the
-    waiting generator, as in ordinary recursion.
-    """
-    if type(root) is not GeneratorType:
-        return root
-    stack: list[Any] = [root]
-    value: Any = None
-    error: BaseException | None = None
-    while stack:
-        top = stack[-1]
-        try:
-            if error is not None:
-                exc, error = error, None
-                request = top.throw(exc)
-            else:
-                request = top.send(value)
-        except StopIteration as stop:
-            stack.pop()
-            value = stop.value
-            continue
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the waiting generator
-            stack.pop()
-            if not stack:
-                raise
-            error = exc
-            continue
-        if type(request) is GeneratorType:
-            stack.append(request)
-            value = None
-        else:
-            value = request
-    return value
+# Generator-based recursion is driven by the one shared driver (ready values allowed).
+drive = run_recursive
 
 
 def _match_types(pattern: Type | None, concrete: Type | None, params: set[int],
@@ -294,7 +258,9 @@ class PartialEvaluator:
         for fn in mod.functions.values():
             order = post_order(fn)
             size += len(order)
-            self._shared.update(id(n) for n in _shared_nodes(order) if not _is_leaf(n))
+            uses = count_uses(fn, order=order)
+            self._shared.update(id(n) for n in order
+                                if uses.get(id(n), 0) > 1 and not _is_leaf(n))
             self._keep.append(fn)
         self.size = size
         self.limit = visit_limit(fuel, size)
@@ -911,15 +877,6 @@ _LEAVES = (Var, Constant, GlobalVar, Op, Constructor)
 
 def _is_leaf(e: Expr) -> bool:
     return type(e) in _LEAVES
-
-
-def _shared_nodes(order: list[Expr]) -> list[Expr]:
-    """The nodes of a post-order listing reached along more than one edge."""
-    edges: dict[int, int] = {}
-    for node in order:
-        for kid in children(node):
-            edges[id(kid)] = edges.get(id(kid), 0) + 1
-    return [n for n in order if edges.get(id(n), 0) > 1]
 
 
 def _instantiation(fn: Function, call: Call, caller: Env) -> dict[TypeVar, Type] | None:

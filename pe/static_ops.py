@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from pe.values import PValue, STensor, STuple
-from semantics.errors import RelayError
 from semantics.expr import Call, Op
+from semantics.ops.bound import BoundOp
 
 __all__ = ["MAX_STATIC_ELEMENTS", "checked_result", "evaluate_op", "static_tensors"]
 
@@ -40,23 +40,11 @@ def static_tensors(pv: PValue) -> Any:
 
 
 def evaluate_op(op: Op, arrays: list[Any], call: Call) -> Any:
-    """``⟦op⟧(arrays; attrs)`` with the registry's reference, or None when it fails or is large.
-
-    A failure is left for run time, where the oracle reports it.
+    """``⟦op⟧(arrays; attrs)`` with the shared operator call object, or None when it fails
+    or is large. A failure is left for run time, where the oracle reports it.
     """
-    from semantics import ops
-
-    try:
-        opdef = ops.get(op.name)
-        if opdef.num_inputs >= 0 and len(arrays) != opdef.num_inputs:
-            return None
-        attrs = dict(opdef.normalize_attrs(call.attrs))
-        result = opdef.impl(*arrays, **attrs)
-    except RelayError:
-        return None
-    except (ArithmeticError, ValueError, TypeError, IndexError, MemoryError):
-        return None
-    return checked_result(result)
+    result = BoundOp.attempt_call(op.name, call.attrs, arrays)
+    return None if result is None else checked_result(result)
 
 
 def checked_result(value: Any) -> Any:

@@ -7,6 +7,9 @@ What it offers:
 * :func:`count_uses` and :func:`shared` — how many edges reach each node,
   i.e. the graph sharing (the interpreter's Semantics-Shared set is built on
   :func:`shared`);
+* :func:`binders`, :func:`rebound_vars` and :func:`enclosing_functions` — the
+  variables a node binds, the variables bound at more than one site, and the
+  innermost function literal around each node;
 * :class:`ExprVisitor` / :class:`ExprMutator` — ``visit_<kind>`` hooks over
   :func:`post_order`, dispatched through a ``type(node) → method`` table;
 * :func:`walk_scoped` — the scope-aware walk: first-occurrence order, with a
@@ -49,6 +52,7 @@ children); ``walk_scoped`` also reports binders.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable
+from types import GeneratorType
 from typing import Any
 
 from semantics.expr import (
@@ -78,14 +82,19 @@ from semantics.expr import (
 Recursive = Generator[Any, Any, Any]
 
 
-def run_recursive(root: Recursive) -> Any:
+def run_recursive(root: Any) -> Any:
     """Drive a generator-based recursion on an explicit stack.
 
     A generator ``yield``s another generator to "call" it; the driver runs
-    that one to completion and ``send``s its return value back. Exceptions
-    raised by an inner generator propagate into the outer one (``throw``), so
-    ``try``/``except`` in a case works as in ordinary recursion.
+    that one to completion and ``send``s its return value back. A case may
+    also ``yield`` a ready value (anything but a generator: a leaf answered
+    without a premise), which is sent straight back; a ``root`` that is not a
+    generator is its own result. Exceptions raised by an inner generator
+    propagate into the outer one (``throw``), so ``try``/``except`` in a case
+    works as in ordinary recursion.
     """
+    if type(root) is not GeneratorType:
+        return root
     stack: list[Recursive] = [root]
     value: Any = None
     error: BaseException | None = None
@@ -107,8 +116,11 @@ def run_recursive(root: Recursive) -> Any:
                 raise
             error = exc
             continue
-        stack.append(request)
-        value = None
+        if type(request) is GeneratorType:
+            stack.append(request)
+            value = None
+        else:
+            value = request
     return value
 
 
@@ -193,29 +205,64 @@ class MutatorHooks:
     ``new`` is the node rebuilt from its rewritten children (the same object when none
     changed), ``old`` the node as it was; the result replaces the node everywhere it is
     shared. Every default calls :meth:`visit_default`, which returns ``new``.
+
+    The hooks are typed per kind (``visit_call(self, new: Call, old: Call)``), so an
+    override reads the node's fields without casts: ``new`` has the kind of ``old``
+    (a rebuilt node keeps its class), except for a variable, whose ``new`` is what
+    the use became (a substitution may replace it by any expression).
     """
 
     def visit_default(self, new: Expr, old: Expr) -> Expr:
         """Called by every ``visit_<kind>`` not overridden."""
         return new
 
-    def visit_var(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_global_var(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_constant(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_op(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_constructor(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_call(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_let(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_function(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_tuple(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_tuple_getitem(self, new: Expr, old: Expr) -> Expr:
+    def visit_var(self, new: Expr, old: Var) -> Expr:
         return self.visit_default(new, old)
-    def visit_if(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_match(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_ref_create(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_ref_read(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_ref_write(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
-    def visit_grad(self, new: Expr, old: Expr) -> Expr: return self.visit_default(new, old)
+
+    def visit_global_var(self, new: GlobalVar, old: GlobalVar) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_constant(self, new: Constant, old: Constant) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_op(self, new: Op, old: Op) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_constructor(self, new: Constructor, old: Constructor) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_call(self, new: Call, old: Call) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_let(self, new: Let, old: Let) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_function(self, new: Function, old: Function) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_tuple(self, new: Tuple, old: Tuple) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_tuple_getitem(self, new: TupleGetItem, old: TupleGetItem) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_if(self, new: If, old: If) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_match(self, new: Match, old: Match) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_ref_create(self, new: RefCreate, old: RefCreate) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_ref_read(self, new: RefRead, old: RefRead) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_ref_write(self, new: RefWrite, old: RefWrite) -> Expr:
+        return self.visit_default(new, old)
+
+    def visit_grad(self, new: Grad, old: Grad) -> Expr:
+        return self.visit_default(new, old)
 
 
 class ExprMutator(MutatorHooks):
@@ -233,10 +280,19 @@ class ExprMutator(MutatorHooks):
     def descend(self, node: Expr) -> bool:
         return True
 
+    _memo: dict[int, Expr] = {}
+
+    def rewritten(self, node: Expr) -> Expr | None:
+        """What ``node`` was rewritten to in the current :meth:`mutate` (None if not yet
+        visited). In post-order every node left of the current one in its parent's
+        children is done: a ``let``'s value is rewritten before its body is walked."""
+        return self._memo.get(id(node))
+
     def mutate(self, root: Expr) -> Expr:
         table: dict[type, Callable[[Expr, Expr], Expr]] = {
             cls: getattr(self, "visit_" + name) for cls, name in KIND.items()}
         memo: dict[int, Expr] = {}
+        self._memo = memo
         for node in post_order(root, self.descend):
             kids = children(node) if self.descend(node) else ()
             rebuilt = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
@@ -263,13 +319,64 @@ def pre_order(root: Expr, descend: Callable[[Expr], bool] | None = None) -> list
     return order
 
 
-def count_uses(root: Expr, descend: Callable[[Expr], bool] | None = None) -> dict[int, int]:
+def count_uses(root: Expr, descend: Callable[[Expr], bool] | None = None, *,
+               order: list[Expr] | None = None) -> dict[int, int]:
     """How many parent edges point at each node (by ``id``); >1 means the node is shared.
 
-    ``descend(node)`` (optional) returns False to treat ``node`` as a leaf: the
-    edges to its children are not counted.
+    A variable's count is its number of uses. ``descend(node)`` (optional) returns
+    False to treat ``node`` as a leaf: the edges to its children are not counted.
+    ``order`` is ``post_order(root, descend)`` when the caller has it already.
     """
-    return _count_edges(post_order(root, descend), descend)
+    return _count_edges(post_order(root, descend) if order is None else order, descend)
+
+
+def binders(node: Expr) -> tuple[Var, ...]:
+    """The variables ``node`` itself binds: a let's variable, a function's parameters, the
+    pattern variables of a match's clauses (in that order); ``()`` for other kinds."""
+    if isinstance(node, Let):
+        return (node.var,)
+    if isinstance(node, Function):
+        return tuple(node.params)
+    if isinstance(node, Match):
+        return tuple(v for c in node.clauses for v in pattern_vars(c.lhs))
+    return ()
+
+
+def rebound_vars(root: Expr, *, order: list[Expr] | None = None) -> set[int]:
+    """The variables (by ``id``) bound at more than one binding site of ``root``.
+
+    Variables are compared by identity, so a program that reuses a :class:`Var` object
+    as the binder of two sites is legal but ambiguous for passes that key facts by the
+    variable; they use this set to leave such variables alone. ``order`` is
+    ``post_order(root)`` when the caller has it already.
+    """
+    seen: set[int] = set()
+    twice: set[int] = set()
+    for node in post_order(root) if order is None else order:
+        for v in binders(node):
+            if id(v) in seen:
+                twice.add(id(v))
+            seen.add(id(v))
+    return twice
+
+
+def enclosing_functions(fn: Function) -> dict[int, int]:
+    """Every node of ``fn`` (by ``id``) to the ``id`` of the innermost function literal whose
+    body contains it (``fn`` itself for its body). A node reachable from two functions
+    (sharing across a function boundary) belongs to the first found."""
+    owner: dict[int, int] = {}
+    stack: list[tuple[Expr, int]] = [(fn.body, id(fn))]
+    while stack:
+        node, fid = stack.pop()
+        if id(node) in owner:
+            continue
+        owner[id(node)] = fid
+        if type(node) is Function:
+            stack.append((node.body, id(node)))
+            continue
+        for kid in children(node):
+            stack.append((kid, fid))
+    return owner
 
 
 def shared(root: Expr, descend: Callable[[Expr], bool] | None = None) -> list[Expr]:

@@ -69,7 +69,8 @@ from ad.rules._build import (
 from semantics import ops
 from semantics.errors import RelayTypeError
 from semantics.expr import Attrs, Call, Expr, Op
-from semantics.ops.nn_relations import is_blocked, pad4, pair
+from semantics.ops.layouts import is_blocked
+from semantics.ops.nn_relations import pad4, pair
 from semantics.ops.tables import register_gradient, register_tangent
 from semantics.shapes import Dim
 

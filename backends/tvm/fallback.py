@@ -36,60 +36,40 @@ import numpy as np
 from semantics import errors, ops
 from semantics.errors import InternalError, RelayError, RelayRuntimeError
 from semantics.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
+from semantics.ops.bound import OP_FAILURES, BoundOp
 from semantics.visitor import post_order
 
 __all__ = ["FallbackKernel", "OpKernel", "write_out"]
 
-_NUMPY_FAILURES = (ArithmeticError, ValueError, TypeError, IndexError, MemoryError)
 _DATAFLOW = (Call, Constant, Tuple, TupleGetItem, Var, Op)
 
 
-class OpKernel:
+class OpKernel(BoundOp):
     """One operator with fixed attributes as a callable: ``k(*args) -> result``.
 
-    Keeps the relation's verdict for the last argument signature (see the module
-    docstring). Invariant: ``attrs`` are the operator's normalized attributes.
+    The shared operator call object (:class:`semantics.ops.bound.BoundOp`: it keeps the
+    relation's verdict for the last argument signature) with the executors' conventions:
+    the arity checked, results as ndarrays, numpy failures as ``RelayRuntimeError``.
     """
 
-    __slots__ = ("name", "opdef", "attrs", "num_inputs", "decide", "decided", "impl", "last")
+    __slots__ = ()
 
     def __init__(self, name: str, attrs: Any = None):
         """Args: name: the operator; attrs: the call's attributes (validated here).
         Raises: RelayTypeError: an unknown operator or bad attributes."""
+        opdef = ops.get(name)
+        super().__init__(opdef, dict(opdef.normalize_attrs(attrs or {})))
         self.name = name
-        self.opdef = ops.get(name)
-        self.attrs = dict(self.opdef.normalize_attrs(attrs or {}))
-        self.num_inputs = self.opdef.num_inputs
-        self.impl = self.opdef.impl
-        self.decide: Any = getattr(self.impl, "decide", None)
-        self.decided: Any = getattr(self.impl, "decided", None)
-        self.last: tuple[tuple[Any, ...], Any] | None = None
 
     def __call__(self, *args: Any) -> Any:
-        if self.num_inputs >= 0 and len(args) != self.num_inputs:
-            raise RelayRuntimeError(
-                errors.wrong_arity(f"operator {self.name}", self.num_inputs, len(args)))
+        wrong = self.arity_error(len(args))
+        if wrong is not None:
+            raise RelayRuntimeError(wrong)
         try:
-            last = self.last
-            if last is not None:
-                sig = last[0]
-                if len(sig) == len(args):
-                    i = 0
-                    for a in args:
-                        if type(a) is not np.ndarray or (a.dtype, a.shape) != sig[i]:
-                            break
-                        i += 1
-                    else:
-                        return _tensors(self.name, self.decided(last[1], args, self.attrs))
-            if self.decide is None or self.decided is None:
-                return _tensors(self.name, self.impl(*args, **self.attrs))
-            verdict, arrays = self.decide(tuple(args), self.attrs)
-            if all(type(a) is np.ndarray for a in args):
-                self.last = (tuple((a.dtype, a.shape) for a in args), verdict)
-            return _tensors(self.name, self.decided(verdict, arrays, self.attrs))
+            return _tensors(self.name, self.run(args))
         except RelayError:
             raise
-        except _NUMPY_FAILURES as exc:
+        except OP_FAILURES as exc:
             raise RelayRuntimeError(f"operator {self.name} failed: {exc}") from None
 
 

@@ -22,6 +22,7 @@ from semantics.ops.registry import (
     OpDef,
     OpPattern,
     Relation,
+    Traps,
     exists,
     get,
     list_ops,
@@ -43,6 +44,6 @@ from semantics.ops.tables import (
 )
 
 __all__ = ["GRADIENTS", "LOWERINGS", "QUANT_ANNOTATIONS", "TANGENTS", "AttrSpec", "OpDef",
-           "OpPattern", "Relation", "RuleTable", "declare_no_gradient", "declare_no_tangent",
-           "exists", "get", "list_ops", "missing", "register_gradient", "register_lowering",
-           "register_op", "register_quant_annotation", "register_tangent"]
+           "OpPattern", "Relation", "RuleTable", "Traps", "declare_no_gradient",
+           "declare_no_tangent", "exists", "get", "list_ops", "missing", "register_gradient",
+           "register_lowering", "register_op", "register_quant_annotation", "register_tangent"]

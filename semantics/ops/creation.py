@@ -33,7 +33,7 @@ import numpy as np
 from semantics.dtypes import is_dtype
 from semantics.errors import RelayRuntimeError
 from semantics.ops.reference import cast_array, np_dtype, reference
-from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
+from semantics.ops.registry import AttrSpec, OpPattern, Relation, Traps, register_op
 from semantics.ops.relations import ARANGE, FULL, FULL_LIKE, IDENTITY, INIT_OP
 from semantics.types import Type
 
@@ -43,9 +43,11 @@ MAX_ARANGE_LENGTH = 2 ** 31 - 1
 
 
 def _register(name: str, num_inputs: int, relation: Relation, pattern: OpPattern,
-              fn: Callable[..., np.ndarray], doc: str, attrs: tuple[AttrSpec, ...] = ()) -> None:
+              fn: Callable[..., np.ndarray], doc: str, attrs: tuple[AttrSpec, ...] = (),
+              traps: Traps = Traps.NEVER) -> None:
     register_op(name, num_inputs=num_inputs, relation=relation, pattern=pattern,
-                impl=reference(name, relation, fn), attrs=attrs, doc=doc, family=FAMILY)
+                impl=reference(name, relation, fn), attrs=attrs, doc=doc, family=FAMILY,
+                traps=traps)
 
 
 def _nonnegative_dims(shape: tuple[int, ...]) -> str | None:
@@ -143,4 +145,4 @@ _register("full_like", 2, FULL_LIKE, _E, _full_like,
           "The input's type filled with the scalar second input (cast to its dtype).")
 _register("arange", 3, ARANGE, OpPattern.OPAQUE, _arange,
           "Evenly spaced values start, start + step, ... below stop (length known at run time).",
-          attrs=(AttrSpec("dtype", "dtype", default="float32"),))
+          attrs=(AttrSpec("dtype", "dtype", default="float32"),), traps=Traps.ALWAYS)

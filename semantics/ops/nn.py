@@ -61,6 +61,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from semantics.dtypes import is_int, scalar
 from semantics.ops import attr_checks as T
 from semantics.ops import nn_relations as N
+from semantics.ops.layouts import is_blocked
 from semantics.ops.reference import cast_array, concrete_shape, reference
 from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
 from semantics.ops.registry import get as get_op
@@ -182,7 +183,7 @@ def _conv2d(out: Type, data: np.ndarray, weight: np.ndarray, *, strides: Any, pa
     oshape = concrete_shape(out)
     names = [a for a, _ in out_axes]
     oh, ow = oshape[names.index("H")], oshape[names.index("W")]
-    if N.is_blocked(data_layout) or N.is_blocked(kernel_layout) or N.is_blocked(layout):
+    if is_blocked(data_layout) or is_blocked(kernel_layout) or is_blocked(layout):
         relayout = get_op("layout_transform").reference
         x = np.asarray(relayout(data, src_layout=data_layout, dst_layout="NCHW"))
         w = np.asarray(relayout(weight, src_layout=kernel_layout, dst_layout="OIHW"))
@@ -330,7 +331,7 @@ _op("nn.batch_flatten", 1, N.BATCH_FLATTEN, OpPattern.INJECTIVE, _batch_flatten,
 
 def to_nchw(data: np.ndarray, layout: str) -> np.ndarray:
     """``data``, laid out as ``layout`` (a permutation of NCHW, maybe blocking C), as NCHW."""
-    if N.is_blocked(layout):
+    if is_blocked(layout):
         relayout = get_op("layout_transform").reference
         return np.asarray(relayout(data, src_layout=layout, dst_layout="NCHW"))
     return np.transpose(data, [layout.index(c) for c in "NCHW"])
@@ -338,7 +339,7 @@ def to_nchw(data: np.ndarray, layout: str) -> np.ndarray:
 
 def from_nchw(res: np.ndarray, layout: str) -> np.ndarray:
     """An NCHW array laid out as ``layout`` (the inverse of :func:`to_nchw`), contiguous."""
-    if N.is_blocked(layout):
+    if is_blocked(layout):
         relayout = get_op("layout_transform").reference
         return np.ascontiguousarray(relayout(res, src_layout="NCHW", dst_layout=layout))
     return np.ascontiguousarray(np.transpose(res, ["NCHW".index(c) for c in layout]))

@@ -44,6 +44,7 @@ from typing import Any
 from semantics.dtypes import is_float, is_int
 from semantics.errors import RelayTypeError
 from semantics.expr import Attrs
+from semantics.ops.layouts import parse_layout
 from semantics.ops.registry import Relation, relation_error
 from semantics.ops.relations import (
     FLOAT,
@@ -54,7 +55,7 @@ from semantics.ops.relations import (
     require_dtype_match,
     require_scalar,
 )
-from semantics.ops.transform_relations import ArgTypes, expect_tensors, parse_layout, unify_dims
+from semantics.ops.transform_relations import ArgTypes, expect_tensors, unify_dims
 from semantics.shapes import (
     ANY,
     Dim,
@@ -148,11 +149,6 @@ def check_conv_layout(primal: str, blockable: str,
                     f"{', '.join(blockable)}{blocked}{extra}, got {v!r}")
         return None
     return check
-
-
-def is_blocked(layout: str) -> bool:
-    """The layout has a block axis (a lower-case letter: ``NCHW16c``)."""
-    return any(ch.islower() for ch in layout)
 
 
 def unblocked_dims(rel: str, arg_types: ArgTypes, solver: DimSolver, shape: Sequence[Dim],

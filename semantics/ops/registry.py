@@ -96,9 +96,20 @@ class Relation:
         return f"<Relation {self.name}>"
 
 
+class Traps(enum.Enum):
+    """When an operator may raise on well-typed arguments (docs/architecture.md#decisions):
+    what the effect analysis (``passes.purity``) reads to decide whether a call may be
+    dropped, moved or evaluated early."""
+
+    NEVER = "never"
+    ON_INTEGERS = "on integers"  # integer operands: a 0 divisor, a negative power
+    ALWAYS = "always"            # any operands: an index out of range, a bad range
+
+
 @dataclass(frozen=True)
 class OpDef:
-    """A registered operator. ``num_inputs`` is -1 when variadic (e.g. a tuple input)."""
+    """A registered operator. ``num_inputs`` is -1 when variadic (e.g. a tuple input);
+    ``traps`` says when evaluating it may raise on well-typed arguments."""
 
     name: str
     num_inputs: int
@@ -108,6 +119,7 @@ class OpDef:
     impl: Callable[..., Any]
     doc: str = ""
     family: str = ""
+    traps: Traps = Traps.NEVER
 
     def normalize_attrs(self, attrs: Mapping[str, Any] | None = None) -> Attrs:
         """``attrs`` validated against the schema, defaults filled in, in schema order.
@@ -213,11 +225,12 @@ _REGISTRY: dict[str, OpDef] = {}
 
 def register_op(name: str, *, num_inputs: int, relation: Relation, pattern: OpPattern,
                 impl: Callable[..., Any], attrs: tuple[AttrSpec, ...] = (), doc: str = "",
-                family: str = "") -> OpDef:
+                family: str = "", traps: Traps = Traps.NEVER) -> OpDef:
     """Add an operator to the registry (a duplicate name is an internal error)."""
     if name in _REGISTRY:
         raise ValueError(f"operator {name} registered twice")
-    op = OpDef(name, num_inputs, {a.name: a for a in attrs}, relation, pattern, impl, doc, family)
+    op = OpDef(name, num_inputs, {a.name: a for a in attrs}, relation, pattern, impl, doc, family,
+               traps)
     _REGISTRY[name] = op
     return op
 

@@ -77,7 +77,7 @@ import numpy as np
 
 from semantics.errors import RelayRuntimeError
 from semantics.ops.reference import cast_array, check_nonzero_divisor, reference
-from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
+from semantics.ops.registry import AttrSpec, OpPattern, Relation, Traps, register_op
 from semantics.ops.relations import (
     BOOL,
     BROADCAST,
@@ -103,9 +103,10 @@ BROADCAST_BOOL = broadcast_relation(BOOL)
 
 def _register(name: str, num_inputs: int, relation: Relation, pattern: OpPattern,
               compute: Callable[..., np.ndarray], doc: str,
-              attrs: tuple[AttrSpec, ...] = ()) -> None:
+              attrs: tuple[AttrSpec, ...] = (), traps: Traps = Traps.NEVER) -> None:
     register_op(name, num_inputs=num_inputs, relation=relation, pattern=pattern,
-                impl=reference(name, relation, compute), attrs=attrs, doc=doc, family=FAMILY)
+                impl=reference(name, relation, compute), attrs=attrs, doc=doc, family=FAMILY,
+                traps=traps)
 
 
 def _ufunc(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -392,8 +393,11 @@ _BINARY_ARITH: tuple[tuple[str, Callable, str], ...] = (
     ("maximum", _ufunc(np.maximum), "Elementwise maximum with broadcasting (NaN propagates)."),
     ("minimum", _ufunc(np.minimum), "Elementwise minimum with broadcasting (NaN propagates)."),
 )
+# Integer division and remainder trap on a 0 divisor, integer power on a negative exponent.
+_TRAP_ON_INTEGERS = frozenset({"divide", "floor_divide", "mod", "floor_mod", "power"})
 for _name, _fn, _doc in _BINARY_ARITH:
-    _register(_name, 2, BROADCAST, _B, _fn, _doc)
+    _register(_name, 2, BROADCAST, _B, _fn, _doc,
+              traps=Traps.ON_INTEGERS if _name in _TRAP_ON_INTEGERS else Traps.NEVER)
 
 _COMPARE: tuple[tuple[str, Callable, str], ...] = (
     ("equal", _ufunc(np.equal), "Elementwise a == b with broadcasting; bool result."),

@@ -42,18 +42,19 @@ from semantics.dtypes import SCALAR_DTYPES, is_bool, to_numpy
 from semantics.errors import RelayRuntimeError
 from semantics.ops import attr_checks as C
 from semantics.ops import transform_relations as R
+from semantics.ops.layouts import parse_layout
 from semantics.ops.reference import concrete_shape, reference
-from semantics.ops.registry import AttrSpec, OpPattern, Relation, register_op
+from semantics.ops.registry import AttrSpec, OpPattern, Relation, Traps, register_op
 from semantics.types import Type
 
 FAMILY = "transform"
 
 
 def _op(name: str, num_inputs: int, relation: Relation, pattern: OpPattern, compute: Any,
-        doc: str, *attrs: AttrSpec) -> None:
+        doc: str, *attrs: AttrSpec, traps: Traps = Traps.NEVER) -> None:
     register_op(name, num_inputs=num_inputs, relation=relation, pattern=pattern,
                 impl=reference(name, relation, compute), attrs=attrs, doc=doc,
-                family=FAMILY)
+                family=FAMILY, traps=traps)
 
 
 def _out_shape(out: Type) -> tuple[int, ...]:
@@ -205,7 +206,7 @@ _op("take", 2, R.TAKE, OpPattern.INJECTIVE, _take,
     "None); mode clip | wrap | fast.",
     AttrSpec("axis", "optional_int", None),
     AttrSpec("mode", "str", "clip", check=C.check_choice("clip", "wrap", "fast")),
-    AttrSpec("batch_dims", "int", 0))
+    AttrSpec("batch_dims", "int", 0), traps=Traps.ALWAYS)
 
 _op("strided_slice", 1, R.STRIDED_SLICE, OpPattern.INJECTIVE, _strided_slice,
     "Slice data with begin/end/strides per axis (or per listed axes); slice_mode \"size\" "
@@ -250,8 +251,8 @@ def _shape_of(out: Type, data: np.ndarray, dtype: str) -> np.ndarray:
 
 def _layout_transform(out: Type, data: np.ndarray, src_layout: str, dst_layout: str
                       ) -> np.ndarray:
-    src = R.parse_layout("layout_transform", src_layout)
-    dst = R.parse_layout("layout_transform", dst_layout)
+    src = parse_layout("layout_transform", src_layout)
+    dst = parse_layout("layout_transform", dst_layout)
     at = {a: i for i, (a, _) in enumerate(src)}
     perm: list[int] = []
     merged: list[int] = []

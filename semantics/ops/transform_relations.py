@@ -30,13 +30,13 @@ Deliberate differences from TVM (all in corner cases TVM rejects or gets wrong):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from semantics.dtypes import is_int
 from semantics.errors import RelayTypeError
 from semantics.expr import Attrs
 from semantics.ops.attr_checks import bad_attribute
+from semantics.ops.layouts import parse_layout
 from semantics.ops.registry import Relation, is_known, relation_error, tensor_args
 from semantics.ops.relations import (
     NUMERIC,
@@ -604,38 +604,6 @@ SHAPE_OF = Relation("ShapeOf", _shape_of, "a 1-d tensor of dtype holding the inp
 
 
 # --- layouts ---------------------------------------------------------------------------------
-
-_LAYOUT_RE = re.compile(r"(?:[0-9]*[A-Za-z])+")
-_LAYOUT_TOKEN = re.compile(r"([0-9]*)([A-Za-z])")
-
-
-def parse_layout(op: str, text: str) -> list[tuple[str, int]]:
-    """``"NCHW4c"`` -> ``[("N", 0), ("C", 0), ("H", 0), ("W", 0), ("c", 4)]``.
-
-    Upper-case letters are primal axes; a lower-case letter with a factor is a
-    block of its primal axis. ``bad attribute`` for anything else.
-    """
-    if not _LAYOUT_RE.fullmatch(text):
-        raise bad_attribute(op, f"{text!r} is not a layout such as \"NCHW\" or \"NCHW4c\"")
-    axes: list[tuple[str, int]] = []
-    for factor, letter in _LAYOUT_TOKEN.findall(text):
-        if letter.isupper():
-            if factor:
-                raise bad_attribute(op, f"layout {text!r}: primal axis {letter} has a factor")
-            axes.append((letter, 0))
-        else:
-            if not factor or int(factor) < 1:
-                raise bad_attribute(op, f"layout {text!r}: block axis {letter} needs a "
-                                        "positive factor")
-            axes.append((letter, int(factor)))
-    letters = [a for a, _ in axes]
-    if len(set(letters)) != len(letters):
-        raise bad_attribute(op, f"layout {text!r} repeats an axis")
-    for a, _ in axes:
-        if a.islower() and a.upper() not in letters:
-            raise bad_attribute(op, f"layout {text!r}: block axis {a} without {a.upper()}")
-    return axes
-
 
 def _layout_transform(arg_types: ArgTypes, attrs: Attrs, solver: DimSolver) -> Type | None:
     ts = expect_tensors("LayoutTransform", arg_types, 1)

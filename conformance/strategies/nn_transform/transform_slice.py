@@ -311,7 +311,7 @@ def layout_transform_call(draw: st.DrawFn) -> CallArgs:
     src, dst = draw(st.sampled_from(LAYOUT_PAIRS))
     f, g = draw(st.sampled_from((1, 2, 4))), draw(st.sampled_from((1, 2, 4)))
     src, dst = src.format(f=f, g=g), dst.format(f=f, g=g)
-    from semantics.ops.transform_relations import parse_layout
+    from semantics.ops.layouts import parse_layout
 
     factors: dict[str, int] = {}
     for layout in (src, dst):

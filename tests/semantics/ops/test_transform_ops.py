@@ -357,7 +357,7 @@ def test_layout_transform_nchw_nhwc():
 @pytest.mark.parametrize("a, b", [("NCHW", "NCHW4c"), ("NCHW", "NHWC"), ("NHWC", "NCHW2c"),
                                   ("NCHW4c", "NCHW2c"), ("OIHW", "OIHW2i4o")])
 def test_layout_transform_round_trips(a, b):
-    from semantics.ops.transform_relations import parse_layout
+    from semantics.ops.layouts import parse_layout
 
     sizes = {"N": 2, "C": 8, "H": 3, "W": 2, "O": 8, "I": 4}
     axes = parse_layout("t", a)
