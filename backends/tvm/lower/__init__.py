@@ -15,6 +15,7 @@ from backends.tvm.lower import (  # noqa: F401
     annotation,
     backward,
     bitwise,
+    conv,
     creation,
     memory,
     nn,
