@@ -192,6 +192,14 @@ _FAMILY_REASONS: tuple[tuple[str, tuple[str, ...]], ...] = (
       "nn.max_pool2d_grad", "nn.max_pool2d_pick", "collapse_sum_like")),
     ("realize has no integer transposed convolution" + _FLOAT,
      ("nn.conv2d_transpose",)),
+    ("a Winograd convolution: AlterOpLayout makes it at -O3, after quantize; a quantized "
+     "convolution stays nn.conv2d" + _FLOAT,
+     ("nn.contrib_conv2d_winograd_weight_transform",
+      "nn.contrib_conv2d_winograd_without_weight_transform")),
+    ("the VM's memory dialect (storage, views, shapes): lowering output, not a model's "
+     "arithmetic, so there is nothing to quantize",
+     ("memory.alloc_storage", "memory.alloc_tensor", "memory.kill", "vm.reshape_tensor",
+      "vm.shape_of")),
 )
 for _reason, _names in _FAMILY_REASONS:
     for _name in _names:
