@@ -13,6 +13,11 @@ example database (``RELAY_FUZZ_DB``) is where workers and machines meet, exactly
 ``hypothesis fuzz``; ``hypothesis fuzz --dashboard-only -- tests/fuzz`` reads it.
 
     python tools/hypofuzz_workers.py -n 2 -- tests/fuzz [pytest args, e.g. -k tvm]
+    python tools/hypofuzz_workers.py --summary -- tests/fuzz   # what the database holds
+
+``--summary`` prints, per test, what HypoFuzz's latest report in the database says
+(inputs run by outcome, behaviours and fingerprints seen, fuzzing time) and the failures
+saved (replay them with ``pytest tests/fuzz -k <test>`` and the same ``RELAY_FUZZ_DB``).
 
 It uses HypoFuzz's worker class directly (not part of its documented interface; written
 against hypofuzz 25.11.1).
@@ -44,11 +49,57 @@ def _run_worker(index: int, count: int, pytest_args: Sequence[str]) -> None:
     FuzzWorker(pytest_args=list(pytest_args), shared_state=state).start()
 
 
+def summary(pytest_args: Sequence[str]) -> None:
+    """Per test: HypoFuzz's latest report and its saved failures, from the database."""
+    from hypofuzz.collection import collect_tests
+    from hypofuzz.database import HypofuzzDatabase
+    from hypofuzz.database.models import FailureState
+    from hypothesis import settings
+
+    targets = sorted(collect_tests(list(pytest_args)).fuzz_targets, key=lambda t: t.nodeid)
+    db = HypofuzzDatabase(settings().database)
+    print(f"{'test':<44} {'inputs':>7} {'valid':>6} {'invalid':>7} {'behav':>6} "
+          f"{'fprint':>6} {'seconds':>8} {'failures':>8}")
+    totals = [0, 0]
+    for t in targets:
+        reports = db.reports.fetch(t.database_key)
+        failures = sum(len(list(db.failures(state=s).fetch(t.database_key)))
+                       for s in (FailureState.SHRUNK, FailureState.UNSHRUNK))
+        fatal = db.fatal_failures.fetch(t.database_key)
+        name = t.nodeid.split("::")[-1]
+        if not reports:
+            print(f"{name:<44} {'not fuzzed':>7}" + ("  FATAL" if fatal else ""))
+            continue
+        # Reports accumulate per worker; the latest of each worker, summed.
+        latest: dict[str, object] = {}
+        for r in sorted(reports, key=lambda r: r.elapsed_time):
+            latest[r.worker_uuid] = r
+        runs = list(latest.values())
+        counts = [sum(r.status_counts[s] for r in runs)  # type: ignore[attr-defined]
+                  for s in sorted(runs[0].status_counts)]  # type: ignore[attr-defined]
+        inputs = sum(counts)
+        invalid = counts[0] + counts[1]          # OVERRUN, INVALID
+        totals[0] += inputs
+        totals[1] += failures
+        print(f"{name:<44} {inputs:>7} {inputs - invalid:>6} {invalid:>7} "
+              f"{max(r.behaviors for r in runs):>6} "  # type: ignore[attr-defined]
+              f"{max(r.fingerprints for r in runs):>6} "  # type: ignore[attr-defined]
+              f"{sum(r.elapsed_time for r in runs):>8.0f} "  # type: ignore[attr-defined]
+              f"{failures:>8}" + ("  FATAL: " + fatal.traceback.splitlines()[-1]
+                                  if fatal else ""))
+    print(f"total: {totals[0]} inputs, {totals[1]} failures saved")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--numprocesses", type=int, default=1)
+    parser.add_argument("--summary", action="store_true",
+                        help="print what the example database holds, and exit")
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
     args = parser.parse_args(argv)
+    if args.summary:
+        summary(args.pytest_args)
+        return 0
     count = max(1, args.numprocesses)
     if count == 1:
         _run_worker(0, 1, args.pytest_args)
