@@ -57,7 +57,10 @@ def summary(pytest_args: Sequence[str]) -> None:
     from hypothesis import settings
 
     targets = sorted(collect_tests(list(pytest_args)).fuzz_targets, key=lambda t: t.nodeid)
-    db = HypofuzzDatabase(settings().database)
+    database = settings().database
+    if database is None:
+        raise SystemExit("no example database (settings().database is None)")
+    db = HypofuzzDatabase(database)
     print(f"{'test':<44} {'inputs':>7} {'valid':>6} {'invalid':>7} {'behav':>6} "
           f"{'fprint':>6} {'seconds':>8} {'failures':>8}")
     totals = [0, 0]
