@@ -198,7 +198,7 @@ class _OpGen(_GenBase):
             ``(call, result type)``, or None when no operator fits.
         """
         form = self.pick(("self", "unit", "chain", "broadcast", "self", "unit", "widen",
-                          "notcmp", "clip", "widen"))
+                          "notcmp", "clip", "widen", "self"))
         tensors = [(v, t) for v, t in ctx.vars if isinstance(t, TensorType) and
                    all(isinstance(x, int) for x in t.shape)][::-1]
         if form == "broadcast":
@@ -206,7 +206,9 @@ class _OpGen(_GenBase):
                        t.shape[0] == t.shape[1] and int_shape(t)[0] >= 2]
         floats = [(v, t) for v, t in tensors if is_float(t.dtype)]
         x: Expr
-        if floats and not self.coin(4):
+        # A self probe always takes a float when there is one: ``x - x`` is only wrong
+        # at NaN and ±inf.
+        if floats and (form == "self" or not self.coin(4)):
             x, t = self.pick(floats[:4])
         elif tensors and not self.coin(3):
             x, t = self.pick(tensors[:4])
