@@ -13,7 +13,13 @@ example database (``RELAY_FUZZ_DB``) is where workers and machines meet, exactly
 ``hypothesis fuzz``; ``hypothesis fuzz --dashboard-only -- tests/fuzz`` reads it.
 
     python tools/hypofuzz_workers.py -n 2 -- tests/fuzz [pytest args, e.g. -k tvm]
+    python tools/hypofuzz_workers.py -n 1 --slice 170 -- tests/fuzz  # time-sliced
     python tools/hypofuzz_workers.py --summary -- tests/fuzz   # what the database holds
+
+``--slice S`` time-slices the tests: each worker fuzzes one test for ``S`` seconds, then
+the next. A HypoFuzz worker runs 100 inputs of one test before it picks another; a TVM
+build under HypoFuzz's coverage tracer (``sys.settrace`` before Python 3.12) can take a
+minute or more, so without slicing one test would hold a worker for hours.
 
 ``--summary`` prints, per test, what HypoFuzz's latest report in the database says
 (inputs run by outcome, behaviours and fingerprints seen, fuzzing time) and the failures
@@ -26,27 +32,86 @@ against hypofuzz 25.11.1).
 from __future__ import annotations
 
 import argparse
+import itertools
+import signal
 import sys
+import time
 from collections.abc import Sequence
 from multiprocessing import Process
 
 
-def _run_worker(index: int, count: int, pytest_args: Sequence[str]) -> None:
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+def _run_worker(index: int, count: int, pytest_args: Sequence[str],
+                nodeids: Sequence[str] | None = None) -> None:
+    """One HypoFuzz worker: on ``nodeids``, else on its share (``index`` of ``count``) of
+    the collected tests. On SIGTERM it saves its current test's report and stops."""
     import hypofuzz.entrypoint  # noqa: F401 - registers the "hypofuzz" provider
     from hypofuzz import detection
-    from hypofuzz.collection import collect_tests
     from hypofuzz.hypofuzz import FuzzWorker
 
     detection._in_hypofuzz_run = True  # noqa: SLF001 - what `hypothesis fuzz` sets
-    nodeids = sorted(t.nodeid for t in collect_tests(list(pytest_args)).fuzz_targets)
-    mine = nodeids[index::count] or nodeids  # more workers than tests: share them all
-    print(f"worker {index}: fuzzing {len(mine)} of {len(nodeids)} tests", flush=True)
+    if nodeids is None:
+        collected = _collect(pytest_args)
+        nodeids = collected[index::count] or collected  # more workers than tests: share
+        print(f"worker {index}: fuzzing {len(nodeids)} of {len(collected)} tests",
+              flush=True)
     state = {
-        "hub_state": {"nodeids": mine},
+        "hub_state": {"nodeids": list(nodeids)},
         "worker_state": {"nodeids": {}, "current_lifetime": 0.0,
                          "expected_lifetime": 0.0, "valid_nodeids": []},
     }
-    FuzzWorker(pytest_args=list(pytest_args), shared_state=state).start()
+    worker = FuzzWorker(pytest_args=list(pytest_args), shared_state=state)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        worker.start()
+    finally:
+        current = worker._current_target  # noqa: SLF001
+        if current is not None:
+            current.save_report()       # the inputs run since its last report
+
+
+def _collect(pytest_args: Sequence[str]) -> list[str]:
+    from hypofuzz.collection import collect_tests
+
+    return sorted(t.nodeid for t in collect_tests(list(pytest_args)).fuzz_targets)
+
+
+def rotate(count: int, pytest_args: Sequence[str], slice_seconds: float) -> None:
+    """Time-slice the tests: ``count`` workers at a time, each on one test for
+    ``slice_seconds``, then the next ``count`` tests, round and round until stopped.
+    (A worker keeps one test for 100 inputs; with inputs of seconds to minutes, one slow
+    test would otherwise hold a worker for hours.) Each test's corpus is in the database,
+    so every slice resumes where the last one on that test stopped."""
+    nodeids = _collect(pytest_args)
+    print(f"rotating {len(nodeids)} tests, {count} at a time, {slice_seconds:.0f} s each",
+          flush=True)
+    signal.signal(signal.SIGTERM, _stop)      # stopped: stop the workers too
+    procs: list[Process] = []
+    try:
+        for turn in itertools.count():
+            chosen = [nodeids[(turn * count + i) % len(nodeids)] for i in range(count)]
+            procs = [Process(target=_run_worker, args=(i, count, pytest_args, [nodeid]))
+                     for i, nodeid in enumerate(chosen)]
+            print(f"{time.strftime('%H:%M:%S')} fuzzing {', '.join(chosen)}", flush=True)
+            for p in procs:
+                p.start()
+            deadline = time.monotonic() + slice_seconds
+            for p in procs:
+                p.join(max(0.0, deadline - time.monotonic()))
+            _stop_all(procs)
+    finally:
+        _stop_all(procs)
+
+
+def _stop_all(procs: list[Process]) -> None:
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join()
 
 
 def summary(pytest_args: Sequence[str]) -> None:
@@ -96,6 +161,9 @@ def summary(pytest_args: Sequence[str]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--numprocesses", type=int, default=1)
+    parser.add_argument("--slice", type=float, default=None, metavar="SECONDS",
+                        help="time-slice the tests: each worker fuzzes one test for "
+                             "SECONDS, then the next (for tests whose inputs are slow)")
     parser.add_argument("--summary", action="store_true",
                         help="print what the example database holds, and exit")
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
@@ -104,6 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary(args.pytest_args)
         return 0
     count = max(1, args.numprocesses)
+    if args.slice:
+        rotate(count, args.pytest_args, args.slice)
+        return 0
     if count == 1:
         _run_worker(0, 1, args.pytest_args)
         return 0

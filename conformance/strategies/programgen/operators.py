@@ -213,7 +213,9 @@ class _OpGen(_GenBase):
         elif tensors and not self.coin(3):
             x, t = self.pick(tensors[:4])
         else:
-            t = self.tensor_type()
+            float_dtypes = [d for d in self.cfg.dtypes if is_float(d)]
+            t = self.tensor_type(self.pick(float_dtypes) if form == "self" and float_dtypes
+                                 else None)
             if form == "broadcast":
                 k = self.draw(_ints(2, max(2, self.cfg.max_dim)))
                 t = TensorType((k, k), t.dtype)
