@@ -41,7 +41,11 @@ from multiprocessing import Process
 
 
 def _stop(signum: int, frame: object) -> None:
-    raise SystemExit(0)
+    # KeyboardInterrupt, not SystemExit: Hypothesis takes a SystemExit raised inside a
+    # test for the test's failure, and re-raises a KeyboardInterrupt. Once: `timeout`
+    # signals the whole process group, and the parent then stops its workers again.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt
 
 
 def _run_worker(index: int, count: int, pytest_args: Sequence[str],
@@ -111,7 +115,10 @@ def _stop_all(procs: list[Process]) -> None:
         if p.is_alive():
             p.terminate()
     for p in procs:
-        p.join()
+        p.join(30)
+        if p.is_alive():        # stuck in native code: no report from this slice
+            p.kill()
+            p.join()
 
 
 def summary(pytest_args: Sequence[str]) -> None:
@@ -173,7 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     count = max(1, args.numprocesses)
     if args.slice:
-        rotate(count, args.pytest_args, args.slice)
+        try:
+            rotate(count, args.pytest_args, args.slice)
+        except KeyboardInterrupt:
+            print(f"{time.strftime('%H:%M:%S')} stopped", flush=True)
         return 0
     if count == 1:
         _run_worker(0, 1, args.pytest_args)

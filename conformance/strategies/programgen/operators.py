@@ -206,16 +206,23 @@ class _OpGen(_GenBase):
                        t.shape[0] == t.shape[1] and int_shape(t)[0] >= 2]
         floats = [(v, t) for v, t in tensors if is_float(t.dtype)]
         x: Expr
-        # A self probe always takes a float when there is one: ``x - x`` is only wrong
-        # at NaN and ±inf.
-        if floats and (form == "self" or not self.coin(4)):
+        float_dtypes = [d for d in self.cfg.dtypes if is_float(d)]
+        if form == "self" and float_dtypes:
+            # ``x - x`` is only wrong at NaN and ±inf: a self probe takes a float, half of
+            # the time a new parameter (edge cases reach it from the inputs), else a float
+            # bound before (which may be computed from constants only).
+            if floats and self.coin(2):
+                x, t = self.pick(floats[:4])
+            else:
+                t = self.tensor_type(self.pick(float_dtypes))
+                x = self.literal(t, ctx, 0)
+                self.s.always_lift(x)
+        elif floats and not self.coin(4):
             x, t = self.pick(floats[:4])
         elif tensors and not self.coin(3):
             x, t = self.pick(tensors[:4])
         else:
-            float_dtypes = [d for d in self.cfg.dtypes if is_float(d)]
-            t = self.tensor_type(self.pick(float_dtypes) if form == "self" and float_dtypes
-                                 else None)
+            t = self.tensor_type()
             if form == "broadcast":
                 k = self.draw(_ints(2, max(2, self.cfg.max_dim)))
                 t = TensorType((k, k), t.dtype)
