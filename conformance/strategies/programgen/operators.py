@@ -208,13 +208,15 @@ class _OpGen(_GenBase):
         x: Expr
         float_dtypes = [d for d in self.cfg.dtypes if is_float(d)]
         if form == "self" and float_dtypes:
-            # ``x - x`` is only wrong at NaN and ±inf: a self probe takes a float, half of
-            # the time a new parameter (edge cases reach it from the inputs), else a float
-            # bound before (which may be computed from constants only).
-            if floats and self.coin(2):
+            # ``x - x`` is only wrong at NaN and ±inf: a self probe takes a float, mostly a
+            # new parameter of two or more elements (the edge cases of the inputs reach
+            # it), else a float bound before (which may be computed from constants only).
+            if floats and self.coin(4):
                 x, t = self.pick(floats[:4])
             else:
                 t = self.tensor_type(self.pick(float_dtypes))
+                if int(np.prod(int_shape(t))) < 2:
+                    t = TensorType((2, *t.shape), t.dtype)
                 x = self.literal(t, ctx, 0)
                 self.s.always_lift(x)
         elif floats and not self.coin(4):
