@@ -71,6 +71,8 @@ def _run_worker(index: int, count: int, pytest_args: Sequence[str],
     signal.signal(signal.SIGTERM, _stop)
     try:
         worker.start()
+    except KeyboardInterrupt:
+        pass                            # stopped at the end of its slice
     finally:
         current = worker._current_target  # noqa: SLF001
         if current is not None:
