@@ -77,6 +77,11 @@ def _run_worker(index: int, count: int, pytest_args: Sequence[str],
         current = worker._current_target  # noqa: SLF001
         if current is not None:
             current.save_report()       # the inputs run since its last report
+            # HypoFuzz writes through a background thread: let it finish.
+            background = getattr(getattr(current.provider, "db", None), "_db", None)
+            join = getattr(background, "_join", None)
+            if join is not None:
+                join(10.0)
 
 
 def _collect(pytest_args: Sequence[str]) -> list[str]:
