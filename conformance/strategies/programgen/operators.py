@@ -30,8 +30,8 @@ _CLASSIC = {
 }
 
 
-# The self probes' favourites: ``x - x -> 0`` and ``x / x -> 1``.
-_SELF_FOLDS = ("subtract", "divide")
+# The self probes' favourites: ``x - x -> 0``, ``x / x -> 1``, ``x == x -> True``.
+_SELF_FOLDS = ("subtract", "divide", "equal")
 
 # Operators with an identity element (the probes' ``x * 1``, ``x + 0``, ``x - 0``).
 _IDENTITY: dict[str, float] = {"multiply": 1, "divide": 1, "add": 0, "subtract": 0}
@@ -258,9 +258,9 @@ class _OpGen(_GenBase):
             if arith:
                 return self._chain(arith, x, t, ctx), t
             form = "unit"
-        # Half of the self probes are ``x - x`` or ``x / x`` (the folds a simplifier most
-        # often gets wrong: at NaN, ±inf and 0 / 0); half of the rest an operator of the
-        # form's classic rewrite rules.
+        # Half of the self probes are ``x - x``, ``x / x`` or ``x == x`` (the folds a
+        # simplifier most often gets wrong: at NaN, ±inf and 0 / 0); half of the rest an
+        # operator of the form's classic rewrite rules.
         folds = [c for c in calls if c.op in _SELF_FOLDS] if form == "self" else []
         classic = [c for c in calls if c.op in _CLASSIC[form]]
         if folds and self.coin(2):
