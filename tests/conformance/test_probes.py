@@ -122,7 +122,9 @@ def test_self_probes_subtract_or_divide_a_float_parameter() -> None:
     an infinity there."""
     found, special = 0, 0
 
-    @settings(max_examples=40, database=None)
+    # A fixed sample (derandomize): about one self probe over a float parameter in ten
+    # programs; 80 programs gave 11 (with NaN or inf at it in 10) when measured.
+    @settings(max_examples=80, database=None, derandomize=True)
     @given(well_typed_modules(ProgramConfig(dtypes=("float32", "int32", "bool"),
                                             max_adts=0, max_globals=0)))
     def collect(program: Program) -> None:
@@ -147,6 +149,7 @@ def test_self_probes_subtract_or_divide_a_float_parameter() -> None:
                 special += 1
 
     collect()
+    print(f"self probes over a float parameter: {found}, with NaN or inf: {special}")
     assert found >= 3, found
     assert special >= 1, special
 
