@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_BASE := $(VENV)/.installed-base
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test test-slow test-deep bench lint clean paper rules prove install-all fuzz
+.PHONY: demo test test-slow test-deep bench lint clean paper rules prove install-all fuzz fuzz-summary
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,10 @@ test-deep: $(STAMP_TEST)
 
 # Fuzz the differential properties (tests/fuzz) with HypoFuzz on every core, until stopped.
 # RELAY_FUZZ_DB=dir|redis://... shares the example database (docs/conformance.md).
+# HypoFuzz's workers are started by tools/hypofuzz_workers.py, not `hypothesis fuzz`: its
+# hub gives up after 60 s when no worker has run 100 inputs yet, and ours take seconds each.
+# FUZZ_PROCS=n to use n processes; `make fuzz-summary` prints what the database holds.
+FUZZ_PROCS ?= $(shell nproc 2>/dev/null || echo 1)
 STAMP_FUZZ := $(VENV)/.installed-fuzz
 
 $(STAMP_FUZZ): $(BIN)/python pyproject.toml
@@ -45,7 +49,10 @@ $(STAMP_FUZZ): $(BIN)/python pyproject.toml
 	touch $@
 
 fuzz: $(STAMP_FUZZ)
-	$(BIN)/hypothesis fuzz --no-dashboard -- tests/fuzz
+	$(BIN)/python tools/hypofuzz_workers.py -n $(FUZZ_PROCS) -- tests/fuzz
+
+fuzz-summary: $(STAMP_FUZZ)
+	$(BIN)/python tools/hypofuzz_workers.py --summary -- tests/fuzz
 
 STAMP_BENCH := $(VENV)/.installed-bench
 

@@ -4,8 +4,9 @@ Each property here is an ordinary ``@given`` test (``tests/fuzz/test_fuzz.py`` c
 them), so the same functions run three ways, unchanged:
 
 * under ``pytest`` as a quick smoke test (``RELAY_FUZZ_EXAMPLES`` programs each, default 3);
-* under HypoFuzz (``hypothesis fuzz -- tests/fuzz``, or ``make fuzz`` on every core), a
-  coverage-guided fuzzer that runs them for hours, across processes;
+* under HypoFuzz (``make fuzz`` on every core: ``tools/hypofuzz_workers.py``, which
+  starts HypoFuzz's workers without the hub of ``hypothesis fuzz``), a coverage-guided
+  fuzzer that runs them for hours, across processes;
 * again under ``pytest`` to replay what the fuzzer found: failing examples are saved in the
   Hypothesis example database and replayed first.
 

@@ -2,8 +2,9 @@
 
 ``pytest tests/fuzz`` runs each differential property on ``RELAY_FUZZ_EXAMPLES`` programs
 (default 3: a smoke test) and first replays every failing example saved in the shared
-database (``RELAY_FUZZ_DB``); ``hypothesis fuzz -- tests/fuzz`` (``make fuzz``) fuzzes
-them without end. The TVM targets are left out when TVM is not installed.
+database (``RELAY_FUZZ_DB``); HypoFuzz (``make fuzz``, through
+``tools/hypofuzz_workers.py``) fuzzes them without end. The TVM targets are left out
+when TVM is not installed.
 """
 
 from __future__ import annotations

@@ -249,8 +249,9 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
         class _Lift(ExprMutator):
             def visit_constant(self, new: Expr, old: Expr) -> Expr:
                 assert isinstance(old, Constant)
-                if id(old) in gen.s.pinned or len(lifted) >= gen.cfg.max_lifted or \
-                        not gen.coin(2):
+                if id(old) not in gen.s.lift and (
+                        id(old) in gen.s.pinned or len(lifted) >= gen.cfg.max_lifted or
+                        not gen.coin(2)):
                     return new
                 t = TensorType(tuple(old.data.shape), old.data.dtype.name)
                 v = gen.var(t, prefix="p")

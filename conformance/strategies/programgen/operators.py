@@ -30,6 +30,9 @@ _CLASSIC = {
 }
 
 
+# The self probes' favourites: ``x - x -> 0``, ``x / x -> 1``, ``x == x -> True``.
+_SELF_FOLDS = ("subtract", "divide", "equal")
+
 # Operators with an identity element (the probes' ``x * 1``, ``x + 0``, ``x - 0``).
 _IDENTITY: dict[str, float] = {"multiply": 1, "divide": 1, "add": 0, "subtract": 0}
 
@@ -195,25 +198,8 @@ class _OpGen(_GenBase):
             ``(call, result type)``, or None when no operator fits.
         """
         form = self.pick(("self", "unit", "chain", "broadcast", "self", "unit", "widen",
-                          "notcmp", "clip", "widen"))
-        tensors = [(v, t) for v, t in ctx.vars if isinstance(t, TensorType) and
-                   all(isinstance(x, int) for x in t.shape)][::-1]
-        if form == "broadcast":
-            tensors = [(v, t) for v, t in tensors if len(t.shape) == 2 and
-                       t.shape[0] == t.shape[1] and int_shape(t)[0] >= 2]
-        floats = [(v, t) for v, t in tensors if is_float(t.dtype)]
-        x: Expr
-        if floats and not self.coin(4):
-            x, t = self.pick(floats[:4])
-        elif tensors and not self.coin(3):
-            x, t = self.pick(tensors[:4])
-        else:
-            t = self.tensor_type()
-            if form == "broadcast":
-                k = self.draw(_ints(2, max(2, self.cfg.max_dim)))
-                t = TensorType((k, k), t.dtype)
-            x = self.literal(t, ctx, 0)
-        assert isinstance(t, TensorType)
+                          "notcmp", "clip", "widen", "self"))
+        x, t = self._probe_operand(form, ctx)
         if form == "clip":
             if "clip" not in self.ops or t.dtype == "bool":
                 return None
@@ -242,14 +228,59 @@ class _OpGen(_GenBase):
             if arith:
                 return self._chain(arith, x, t, ctx), t
             form = "unit"
-        # Half of the time an operator of the form's classic rewrite rules.
+        # Half of the self probes are ``x - x``, ``x / x`` or ``x == x`` (the folds a
+        # simplifier most often gets wrong: at NaN, ±inf and 0 / 0); half of the rest an
+        # operator of the form's classic rewrite rules.
+        folds = [c for c in calls if c.op in _SELF_FOLDS] if form == "self" else []
         classic = [c for c in calls if c.op in _CLASSIC[form]]
-        call = self.pick(classic) if classic and self.coin(2) else self.pick_call(calls)
+        if folds and self.coin(2):
+            call = self.pick(folds)
+        elif classic and self.coin(2):
+            call = self.pick(classic)
+        else:
+            call = self.pick_call(calls)
         if form == "self":
             return self._probe_node(call, (x, x)), call.result
         c = self._unit_constant(t)
         args = (x, c) if self.coin(2) else (c, x)
         return self._probe_node(call, args), call.result
+
+    def _probe_operand(self, form: str, ctx: _Ctx) -> tuple[Expr, TensorType]:
+        """The operand ``%x`` of an edge probe of ``form``, and its type: an earlier tensor
+        of ``main`` (a float by preference) or a new constant (a square one for
+        ``broadcast``; for ``self``, mostly a float always lifted to a parameter)."""
+        tensors = [(v, t) for v, t in ctx.vars if isinstance(t, TensorType) and
+                   all(isinstance(x, int) for x in t.shape)][::-1]
+        if form == "broadcast":
+            tensors = [(v, t) for v, t in tensors if len(t.shape) == 2 and
+                       t.shape[0] == t.shape[1] and int_shape(t)[0] >= 2]
+        floats = [(v, t) for v, t in tensors if is_float(t.dtype)]
+        x: Expr
+        float_dtypes = [d for d in self.cfg.dtypes if is_float(d)]
+        if form == "self" and float_dtypes:
+            # ``x - x`` is only wrong at NaN and ±inf: a self probe takes a float, mostly a
+            # new parameter of two or more elements (the edge cases of the inputs reach
+            # it), else a float bound before (which may be computed from constants only).
+            if floats and self.coin(4):
+                x, t = self.pick(floats[:4])
+            else:
+                t = self.tensor_type(self.pick(float_dtypes))
+                if int(np.prod(int_shape(t))) < 2:
+                    t = TensorType((2, *t.shape), t.dtype)
+                x = self.literal(t, ctx, 0)
+                self.s.always_lift(x)
+        elif floats and not self.coin(4):
+            x, t = self.pick(floats[:4])
+        elif tensors and not self.coin(3):
+            x, t = self.pick(tensors[:4])
+        else:
+            t = self.tensor_type()
+            if form == "broadcast":
+                k = self.draw(_ints(2, max(2, self.cfg.max_dim)))
+                t = TensorType((k, k), t.dtype)
+            x = self.literal(t, ctx, 0)
+        assert isinstance(t, TensorType)
+        return x, t
 
     def _widening(self, x: Expr, t: TensorType) -> tuple[Expr, Type] | None:
         """``op(%x, c)`` or ``op(c, %x)`` with ``c`` a unit constant of a *bigger* shape

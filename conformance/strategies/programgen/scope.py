@@ -100,9 +100,17 @@ class _State:
     # later ``ref`` may get an equal one: two allocations a CSE must not merge).
     ref_inits: dict[str, list[tuple[Any, Type]]] = field(default_factory=dict)
 
+    # Constants always lifted to parameters (the inputs, edge cases included, then reach
+    # them): the operands of the self probes ``x - x``, ``x / x``.
+    lift: set[int] = field(default_factory=set)
+
     def pin(self, *nodes: Any) -> None:
         self.pinned.update(id(n) for n in nodes)
         self.pinned_nodes.extend(nodes)
+
+    def always_lift(self, node: Any) -> None:
+        self.lift.add(id(node))
+        self.pinned_nodes.append(node)          # keeps the id alive
 
 
 _PREFIX = {"tensor": "x", "tuple": "t", "fn": "f", "ref": "r", "adt": "d", "var": "a"}
