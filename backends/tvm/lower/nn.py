@@ -49,6 +49,7 @@ from backends.tvm.lower.base import (
     map_compute,
     nan_max,
 )
+from backends.tvm.lower.int_dot import DotPath, conv2d_dot, dot_path
 from backends.tvm.lower.tensor import cast_expr
 from backends.tvm.lower.transform import reshape_to
 from backends.tvm.lower.vecmath import exp_nonpositive_f32
@@ -467,6 +468,9 @@ def _conv2d(call: OpCall) -> Any:
     pt, pl, _, _ = N.pad4(attrs["padding"])
     if cg == 0 or kh == 0 or kw == 0 or in_c == 0:
         return te.compute(call.out_shape, lambda *i: const(0, odt), name="conv2d")
+    path = _dot_path(call, dmap, omap, cg)
+    if path is not None:
+        return conv2d_dot(call, path)
     rc = te.reduce_axis((0, cg), name="rc")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
@@ -491,6 +495,17 @@ def _conv2d(call: OpCall) -> Any:
         return te.sum(x * tirx.Cast(odt, k), axis=[rc, ry, rx])
 
     return te.compute(call.out_shape, body, name="conv2d")
+
+
+def _dot_path(call: OpCall, dmap: LayoutMap, omap: LayoutMap, cg: int) -> DotPath | None:
+    """The dot-product path of an integer convolution (:mod:`backends.tvm.lower.int_dot`):
+    bound weights, one group, an ``NCHW{c}c`` output, unblocked ``H``/``W`` data."""
+    if (call.attrs["groups"] != 1 or call.constant(1) is None or call.hide is None
+            or call.in_dtype(0) != call.in_dtype(1) or set(omap.factor) != {"C"}
+            or "H" in dmap.factor or "W" in dmap.factor):
+        return None
+    return dot_path(call.target or Target.host(), call.in_dtype(0), call.out_dtype,
+                    omap.factor["C"], cg)
 
 
 CONV_PAD = "conv2d_pad"
