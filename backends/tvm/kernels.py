@@ -105,7 +105,7 @@ from semantics.types import TensorType, TupleType, Type
 from semantics.visitor import post_order
 
 __all__ = ["CACHE_VERSION", "Kernel", "KernelCache", "NoLowering", "compile_function",
-           "compile_many", "default_cache", "host_target", "kernel_assembly", "prestart_workers",
+           "compile_many", "default_cache", "host_target", "prestart_workers",
            "shutdown_workers"]
 
 CACHE_VERSION = "2"
@@ -693,20 +693,6 @@ def compile_function(func: Function, arg_types: Sequence[Type], *, target: Targe
     else:
         _discard(workdir)
     return kernel
-
-
-def kernel_assembly(func: Function, arg_types: Sequence[Type], *,
-                    target: TargetSpec = None) -> str:
-    """The assembly LLVM generates for a primitive function (compiled, not cached, not run:
-    a target the host cannot execute, such as an AVX-512 VNNI CPU, is fine).
-
-    Raises:
-        NoLowering: as :func:`compile_function`.
-    """
-    spec = normalize_target(target)
-    lib, *_ = _build_library(func, arg_types, spec, kernel_key(func, arg_types, spec), None)
-    mod = lib.mod if hasattr(lib, "mod") else lib
-    return str(mod.inspect_source("asm"))
 
 
 def _discard(workdir: Path | None) -> None:

@@ -58,7 +58,7 @@ import numpy as np
 from backends.tvm.lower.base import aligned_empty
 from backends.tvm.target import Target
 
-__all__ = ["DOT_OPS", "DotPath", "dot_call", "dot_path", "pack_data", "pack_weight",
+__all__ = ["DOT_OPS", "DotPath", "conv2d_dot", "dot_call", "dot_path", "pack_data", "pack_weight",
            "register_dot_ops", "to_oihw", "weight_correction"]
 
 DOT_OPS = {"vpmaddwd": "tirx.relay_dot_i16x2", "vpdpbusd": "tirx.relay_dot_u8s8x4"}
@@ -279,23 +279,33 @@ except ImportError:          # no TVM: nothing is compiled either
     pass
 
 
-def conv2d_dot(call: Any, path: DotPath) -> Any:
-    """The convolution of ``call`` (an ``nn.conv2d`` :class:`~backends.tvm.lower.base.OpCall`
-    whose weight is a constant, ``groups=1``, an ``NCHW{L}c`` output) on the words of
-    ``path`` (module docstring): ``conv2d`` reduces the dot-product calls over
-    ``C / G, KH, KW``; with the +128 shift, the result is ``conv2d`` minus the correction."""
+def conv2d_dot(call: Any, dmap: Any, kmap: Any, omap: Any, pad_name: str) -> Any:
+    """The convolution of ``call`` (an ``nn.conv2d``
+    :class:`~backends.tvm.lower.base.OpCall`; ``dmap``, ``kmap``, ``omap``: the
+    ``LayoutMap`` of its data, kernel and output) on the words of its :func:`dot_path`
+    (module docstring), or None when it has none: a weight computed at run time, groups, an
+    output not blocked by channels alone, blocked ``H``/``W`` data.
+
+    ``conv2d`` reduces the dot-product calls over ``C / G, KH, KW`` of the staged words
+    (the stage ``pad_name``); with the +128 shift the result is ``conv2d`` minus the
+    correction."""
     from tvm import te, tirx
 
-    from backends.tvm.lower.nn import CONV_PAD, LayoutMap
     from semantics.ops import nn_relations as N
 
     attrs = call.attrs
-    dmap, kmap = LayoutMap(attrs["data_layout"]), LayoutMap(attrs["kernel_layout"])
-    omap = LayoutMap(attrs["out_layout"] or attrs["data_layout"])
-    data = call.inputs[0]
+    if (attrs["groups"] != 1 or call.constant(1) is None or call.hide is None
+            or call.in_dtype(0) != call.in_dtype(1) or set(omap.factor) != {"C"}
+            or "H" in dmap.factor or "W" in dmap.factor):
+        return None
     dshape, kshape = call.in_shape(0), call.in_shape(1)
-    height, width = dmap.extent(dshape, "H"), dmap.extent(dshape, "W")
     primal = tuple(kmap.extent(kshape, a) for a in "OIHW")
+    path = dot_path(call.target or Target.host(), call.in_dtype(0), call.out_dtype,
+                    omap.factor["C"], primal[1])
+    if path is None:
+        return None
+    data = call.inputs[0]
+    height, width = dmap.extent(dshape, "H"), dmap.extent(dshape, "W")
     w = to_oihw(call.constant(1), kmap.axes, primal)
     packed = call.add_constant(pack_weight(w, path), "conv2d_words")
     sh, sw = N.pair(attrs["strides"])
@@ -312,7 +322,7 @@ def conv2d_dot(call: Any, path: DotPath) -> Any:
             {"N": b, "C": p * path.group + g, "H": hc, "W": xc}))])
 
     staged = te.compute((dmap.extent(dshape, "N"), height + pt + pb, width + pl + pr,
-                         primal[1] // path.group), word, name=CONV_PAD)
+                         primal[1] // path.group), word, name=pad_name)
     rp = te.reduce_axis((0, primal[1] // path.group), name="rc")
     ry = te.reduce_axis((0, primal[2]), name="ry")
     rx = te.reduce_axis((0, primal[3]), name="rx")

@@ -1,12 +1,10 @@
 """Lowerings of the ``nn`` family for ``llvm`` (semantics: :mod:`semantics.ops.nn`).
 
-Convolution and batch_matmul are plain TE reductions (``te.sum``) over the inputs cast to
-the result dtype; dense is one too, shaped for its schedules (a GEMV of partial sums along the
-weight's rows at batch ≤ 4, a GEMM over a packed weight above: see :func:`_dense` and
-``backends.tvm.sched.dense``).  In all of them integers wrap in ``out_dtype`` — the same
-numbers the reference gets by accumulating exactly in int64 and wrapping once (casts and ring
-arithmetic commute modulo ``2**bits``); floats accumulate in ``out_dtype`` (another order than
-BLAS: compare with a tolerance).
+Convolution and batch_matmul are TE reductions (``te.sum``) of the inputs cast to the result
+dtype (int8 convolutions: dot-product instructions, :mod:`backends.tvm.lower.int_dot`); dense
+too, shaped for its schedules (:func:`_dense`). Integers wrap in ``out_dtype`` — the numbers
+the reference gets by summing exactly in int64 and wrapping once (casts and ring arithmetic
+commute modulo ``2**bits``); floats accumulate in ``out_dtype`` (not BLAS's order).
 
 Layouts are index maps: every tensor is read through its layout's *primal* coordinates
 (``N C H W`` / ``O I H W``; a blocked axis ``C`` with block ``c`` of factor ``f`` is read at
@@ -25,10 +23,9 @@ the data.
 * ``softmax``/``log_softmax`` subtract the (NaN-propagating) maximum, exponentiate in the
   dtype (float16 via float32; float32 in vector arithmetic,
   :func:`backends.tvm.lower.vecmath.exp_nonpositive_f32`) and sum in float32 for float16;
-* ``batch_norm`` computes ``(x - mean) / sqrt(var + eps) * gamma + beta`` in the dtype and
-  returns copies of the statistics; ``dropout`` is ``(copy, ones)``;
-* ``nn.pad`` modes ``constant`` (the fill value cast to the dtype), ``edge`` (clamped index)
-  and ``reflect`` (mirrored index).
+* ``batch_norm``: ``(x - mean) / sqrt(var + eps) * gamma + beta`` and copies of the statistics;
+  ``dropout`` is ``(copy, ones)``;
+* ``nn.pad`` modes ``constant`` (fill cast to the dtype), ``edge`` and ``reflect``.
 """
 
 from __future__ import annotations
@@ -49,7 +46,7 @@ from backends.tvm.lower.base import (
     map_compute,
     nan_max,
 )
-from backends.tvm.lower.int_dot import DotPath, conv2d_dot, dot_path
+from backends.tvm.lower.int_dot import conv2d_dot
 from backends.tvm.lower.tensor import cast_expr
 from backends.tvm.lower.transform import reshape_to
 from backends.tvm.lower.vecmath import exp_nonpositive_f32
@@ -468,9 +465,8 @@ def _conv2d(call: OpCall) -> Any:
     pt, pl, _, _ = N.pad4(attrs["padding"])
     if cg == 0 or kh == 0 or kw == 0 or in_c == 0:
         return te.compute(call.out_shape, lambda *i: const(0, odt), name="conv2d")
-    path = _dot_path(call, dmap, omap, cg)
-    if path is not None:
-        return conv2d_dot(call, path)
+    if (dotted := conv2d_dot(call, dmap, kmap, omap, CONV_PAD)) is not None:   # int8 dot
+        return dotted
     rc = te.reduce_axis((0, cg), name="rc")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
@@ -495,17 +491,6 @@ def _conv2d(call: OpCall) -> Any:
         return te.sum(x * tirx.Cast(odt, k), axis=[rc, ry, rx])
 
     return te.compute(call.out_shape, body, name="conv2d")
-
-
-def _dot_path(call: OpCall, dmap: LayoutMap, omap: LayoutMap, cg: int) -> DotPath | None:
-    """The dot-product path of an integer convolution (:mod:`backends.tvm.lower.int_dot`):
-    bound weights, one group, an ``NCHW{c}c`` output, unblocked ``H``/``W`` data."""
-    if (call.attrs["groups"] != 1 or call.constant(1) is None or call.hide is None
-            or call.in_dtype(0) != call.in_dtype(1) or set(omap.factor) != {"C"}
-            or "H" in dmap.factor or "W" in dmap.factor):
-        return None
-    return dot_path(call.target or Target.host(), call.in_dtype(0), call.out_dtype,
-                    omap.factor["C"], cg)
 
 
 CONV_PAD = "conv2d_pad"

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backends.tvm import build
+from backends.tvm.assembly import kernel_assembly
 from backends.tvm.build import prepare
-from backends.tvm.kernels import kernel_assembly
 from backends.tvm.lower.int_dot import (
     DOT_OPS,
     DotPath,
@@ -33,7 +33,7 @@ from backends.tvm.lower.int_dot import (
 from backends.tvm.target import Target
 from interpreter import evaluate
 from passes.fuse_ops import is_primitive
-from semantics.expr import Call, Op
+from semantics.expr import Call, Function, Op
 from semantics.ops import transform_relations as R
 from semantics.visitor import post_order
 
@@ -52,10 +52,12 @@ def _conv_kernel_assembly(target: Target) -> str:
     params = {"w": rng.integers(-128, 128, (16, 16, 3, 3)).astype("int8"),
               "b": rng.integers(-99, 99, (16, 1, 1)).astype("int32")}
     fused = prepare(CONV, params, 3, target)
-    (kernel,) = [n for n in post_order(fused["main"]) if is_primitive(n) and any(
+    (kernel,) = [n for n in post_order(fused["main"]) if isinstance(n, Function)
+                 and is_primitive(n) and any(
         isinstance(c, Call) and isinstance(c.op, Op) and c.op.name == "nn.conv2d"
         for c in post_order(n.body))]
-    return kernel_assembly(kernel, [p.type_annotation for p in kernel.params], target=target)
+    types = [p.type_annotation for p in kernel.params if p.type_annotation is not None]
+    return kernel_assembly(kernel, types, target=target)
 
 
 def test_the_path_follows_the_target_record():
@@ -72,7 +74,8 @@ def test_the_path_follows_the_target_record():
     assert dot_path(vnni, "int8", "int32", 16, 16) == DotPath("vpdpbusd", 16, 4, True)
     assert dot_path(vnni, "int8", "int32", 16, 6) is None        # not a multiple of 4
     assert dot_path(vnni, "int16", "int32", 16, 16) is None
-    assert dot_path(Target.for_cpu("alderlake"), "int8", "int32", 8, 8).instruction == "vpdpbusd"
+    avx_vnni = dot_path(Target.for_cpu("alderlake"), "int8", "int32", 8, 8)
+    assert avx_vnni is not None and avx_vnni.instruction == "vpdpbusd"
 
 
 def test_this_machine_compiles_int8_convolutions_to_vpmaddwd():
@@ -118,8 +121,8 @@ def test_the_shifted_words_and_the_correction_give_the_exact_products(o, c, k, s
     path = DotPath("vpdpbusd", 8, 4, True)
     words = pack_weight(w, path)                       # [O/8, C/4, k, k, 8]
     shifted = (x.astype(np.int16) + 128).astype(np.uint8)
-    xw = np.ascontiguousarray(shifted.transpose(1, 2, 0)).reshape(k, k, c // 4, 4)
-    xw = xw.view(np.uint32)[..., 0]                    # [k, k, C/4]
+    quads = np.ascontiguousarray(shifted.transpose(1, 2, 0)).reshape(k, k, c // 4, 4)
+    xw = quads.view(np.uint32)[..., 0]                 # [k, k, C/4]
     acc = np.zeros(o, np.int64)
     for ob in range(o // 8):
         for p in range(c // 4):
