@@ -112,6 +112,13 @@ _ONNX_OPS = {"add": "Add", "multiply": "Mul", "nn.relu": "Relu", "nn.batch_flatt
              "nn.global_avg_pool2d": "GlobalAveragePool"}
 
 
+def _pads(padding: Any) -> list[int]:
+    """Relay's padding (1, 2 or 4 values: top, left, bottom, right) as ONNX's pads."""
+    p = [int(v) for v in (padding if isinstance(padding, (list, tuple)) else (padding,))]
+    t, left, b, r = p * 4 if len(p) == 1 else p * 2 if len(p) == 2 else p
+    return [t, left, b, r]
+
+
 def to_onnx(mod: Any, name: str) -> Any:
     """A float Relay ``main`` of the ops ``passes.quantize.annotate.prepare`` leaves in a
     CNN (conv2d, dense, add, multiply, relu, clip, max pool, global average pool, flatten),
@@ -145,17 +152,17 @@ def to_onnx(mod: Any, name: str) -> Any:
         args = [ref(a) if isinstance(a, Constant) else names[id(a)] for a in node.args]
         op, at = node.op.name, dict(node.attrs or {})
         if op == "nn.conv2d":
-            t, left, b, r = at["padding"] if len(at["padding"]) == 4 else (*at["padding"],) * 2
-            nodes.append(helper.make_node("Conv", args, [out], strides=list(at["strides"]),
-                                          pads=[t, left, b, r], group=int(at["groups"]),
-                                          dilations=list(at["dilation"])))
+            nodes.append(helper.make_node(
+                "Conv", args, [out], strides=list(at.get("strides", (1, 1))),
+                pads=_pads(at.get("padding", (0, 0))), group=int(at.get("groups", 1)),
+                dilations=list(at.get("dilation", (1, 1)))))
         elif op == "nn.dense":
             nodes.append(helper.make_node("Gemm", args, [out], transB=1))
         elif op == "nn.max_pool2d":
-            t, left, b, r = at["padding"]
             nodes.append(helper.make_node("MaxPool", args, [out],
                                           kernel_shape=list(at["pool_size"]),
-                                          strides=list(at["strides"]), pads=[t, left, b, r]))
+                                          strides=list(at.get("strides", (1, 1))),
+                                          pads=_pads(at.get("padding", (0, 0)))))
         elif op == "clip":
             lo = ref(Constant(np.array(at["a_min"], np.float32)))
             hi = ref(Constant(np.array(at["a_max"], np.float32)))
@@ -167,10 +174,9 @@ def to_onnx(mod: Any, name: str) -> Any:
         names[id(node)] = out
     data = main.params[0]
     shape = [int(d) for d in data.type_annotation.shape]
-    out_shape = [int(d) for d in main.body.checked_type.shape]
     graph = helper.make_graph(
         nodes, name, [helper.make_tensor_value_info(data.name_hint, TensorProto.FLOAT, shape)],
-        [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, out_shape)],
+        [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)],
         inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
