@@ -170,7 +170,7 @@ def host_caches() -> tuple[int, int, int]:
 
 @functools.cache
 def _features(mcpu: str, mattr: tuple[str, ...], mtriple: str) -> tuple[bool, ...]:
-    """``(avx512f, avx, fma, vnni)`` of an LLVM CPU with extra attributes, asked of LLVM (a
+    """``(avx512f, avx, fma, vnni, avx2)`` of an LLVM CPU with extra attributes, asked of LLVM (a
     CPU LLVM cannot answer for: none of them; without TVM, the host's ``/proc/cpuinfo``
     flags for the host, so the numpy fallback's passes still block for this machine)."""
     try:
@@ -179,7 +179,7 @@ def _features(mcpu: str, mattr: tuple[str, ...], mtriple: str) -> tuple[bool, ..
     except ImportError:
         flags = _cpuinfo_flags() if mcpu == host_cpu() else frozenset()
         return ("avx512f" in flags, "avx" in flags, "fma" in flags,
-                "avx512_vnni" in flags or "avx_vnni" in flags)
+                "avx512_vnni" in flags or "avx_vnni" in flags, "avx2" in flags)
 
     spec: dict[str, Any] = {"kind": "llvm", "mcpu": mcpu}
     if mattr:
@@ -193,14 +193,14 @@ def _features(mcpu: str, mattr: tuple[str, ...], mtriple: str) -> tuple[bool, ..
             return bool(codegen.llvm_cpu_has_features(feature, target))
 
         return (has("avx512f"), has("avx"), has("fma"),
-                has("avx512vnni") or has("avxvnni"))
+                has("avx512vnni") or has("avxvnni"), has("avx2"))
     except (AttributeError, RuntimeError, ValueError):
-        return (False, False, False, False)
+        return (False, False, False, False, False)
 
 
 _INT_FIELDS = ("lanes", "registers", "l1_bytes", "l2_bytes", "l3_bytes", "threads",
                "loads_per_cycle", "fma_per_cycle", "fma_latency")
-_BOOL_FIELDS = ("fma", "vnni", "avx512", "winograd")
+_BOOL_FIELDS = ("fma", "vnni", "avx512", "avx2", "winograd")
 
 
 @dataclass(frozen=True)
@@ -217,6 +217,9 @@ class Target:
             the CPUs sharing it).
         fma, vnni, avx512: fused multiply-add, the int8 dot-product instructions (AVX-512
             VNNI or AVX-VNNI), AVX-512F.
+        avx2: 256-bit integer vector instructions (``vpmaddwd`` on ``ymm`` registers). The
+            integer convolutions choose their dot-product instruction from ``vnni`` and
+            ``avx2`` (:mod:`backends.tvm.lower.int_dot`).
         threads: the threads kernels run on (TVM's pool: ``$TVM_NUM_THREADS``, else the
             physical cores). Not part of :meth:`key`: no schedule reads it, and TVM's pool
             size is a run-time setting, so kernels built with another count are the same.
@@ -249,6 +252,7 @@ class Target:
     mattr: tuple[str, ...] = ()
     mtriple: str = ""
     kind: str = "llvm"
+    avx2: bool = False
 
     def __post_init__(self) -> None:
         if self.kind != "llvm":
@@ -282,13 +286,14 @@ class Target:
     def for_cpu(mcpu: str, mattr: tuple[str, ...] = (), mtriple: str = "") -> Target:
         """An LLVM CPU with its features asked of LLVM; caches and threads are the host's
         (a build is run where it is compiled; :meth:`replace` to say otherwise)."""
-        avx512, avx, fma, vnni = _features(mcpu, tuple(mattr), mtriple)
+        avx512, avx, fma, vnni, avx2 = _features(mcpu, tuple(mattr), mtriple)
         l1, l2, l3 = host_caches()
         threads = os.environ.get("TVM_NUM_THREADS", "").strip()
         return Target(
             mcpu=mcpu, mattr=tuple(mattr), mtriple=mtriple,
             lanes=16 if avx512 else 8 if avx else 4, registers=32 if avx512 else 16,
             l1_bytes=l1, l2_bytes=l2, l3_bytes=l3, fma=fma, vnni=vnni, avx512=avx512,
+            avx2=avx2,
             threads=int(threads) if threads.isdigit() and int(threads) > 0
             else default_threads(),
             loads_per_cycle=_LOAD_PORTS.get(mcpu, 2), fma_per_cycle=2 if fma else 1)
@@ -376,7 +381,7 @@ class Target:
         return json.dumps(out, sort_keys=True)
 
     def __str__(self) -> str:
-        flags = [f for f in ("fma", "vnni", "avx512") if getattr(self, f)]
+        flags = [f for f in ("fma", "avx2", "vnni", "avx512") if getattr(self, f)]
         return (f"llvm -mcpu={self.mcpu} ({self.lanes} lanes, {self.registers} registers, "
                 f"L2 {self.l2_bytes // 1024} KiB{', ' if flags else ''}{', '.join(flags)})")
 

@@ -26,6 +26,7 @@ from backends.tvm.lower.conv_plan import (
     choose_tile,
     pad_extents,
 )
+from backends.tvm.lower.int_dot import conv2d_dot
 from backends.tvm.lower.nn import LayoutMap, _at, _te, _tirx
 from semantics.ops import nn_relations as N
 
@@ -53,6 +54,8 @@ def _conv2d(call: OpCall) -> Any:
     pt, pl, _, _ = N.pad4(attrs["padding"])
     if cg == 0 or kh == 0 or kw == 0 or in_c == 0:
         return te.compute(call.out_shape, lambda *i: const(0, odt), name=CONV)
+    if (dotted := conv2d_dot(call, dmap, kmap, omap, CONV_PAD)) is not None:   # int8 dot
+        return dotted
     plan = _nchw_plan(call)
     if plan is not None:
         return _conv2d_nchw(call, *plan)

@@ -1,12 +1,11 @@
 """Lowerings of the ``nn`` family for ``llvm`` (semantics: :mod:`semantics.ops.nn`).
 
-Convolution (:mod:`backends.tvm.lower.conv`) and batch_matmul are plain TE reductions
-(``te.sum``) over the inputs cast to the result dtype; dense is one too, shaped for its
-schedules (a GEMV of partial sums along the weight's rows at batch ≤ 4, a GEMM over a packed
-weight above: see :func:`_dense` and ``backends.tvm.sched.dense``).  In all of them integers
-wrap in ``out_dtype`` — the same numbers the reference gets by accumulating exactly in int64
-and wrapping once (casts and ring arithmetic commute modulo ``2**bits``); floats accumulate
-in ``out_dtype`` (another order than BLAS: compare with a tolerance).
+Convolution (:mod:`backends.tvm.lower.conv`; int8 convolutions with dot-product
+instructions, :mod:`backends.tvm.lower.int_dot`) and batch_matmul are plain TE reductions
+(``te.sum``) of the inputs cast to the result dtype; dense too, shaped for its schedules
+(:func:`_dense`). Integers wrap in ``out_dtype`` — the numbers the reference gets by summing
+exactly in int64 and wrapping once (casts and ring arithmetic commute modulo ``2**bits``);
+floats accumulate in ``out_dtype`` (not BLAS's order).
 
 Layouts are index maps: every tensor is read through its layout's *primal* coordinates
 (``N C H W`` / ``O I H W``; a blocked axis ``C`` with block ``c`` of factor ``f`` is read at
@@ -25,10 +24,9 @@ the data.
 * ``softmax``/``log_softmax`` subtract the (NaN-propagating) maximum, exponentiate in the
   dtype (float16 via float32; float32 in vector arithmetic,
   :func:`backends.tvm.lower.vecmath.exp_nonpositive_f32`) and sum in float32 for float16;
-* ``batch_norm`` computes ``(x - mean) / sqrt(var + eps) * gamma + beta`` in the dtype and
-  returns copies of the statistics; ``dropout`` is ``(copy, ones)``;
-* ``nn.pad`` modes ``constant`` (the fill value cast to the dtype), ``edge`` (clamped index)
-  and ``reflect`` (mirrored index).
+* ``batch_norm``: ``(x - mean) / sqrt(var + eps) * gamma + beta`` and copies of the statistics;
+  ``dropout`` is ``(copy, ones)``;
+* ``nn.pad`` modes ``constant`` (fill cast to the dtype), ``edge`` and ``reflect``.
 """
 
 from __future__ import annotations

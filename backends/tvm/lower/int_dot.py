@@ -1,0 +1,342 @@
+"""Integer convolutions on the CPU's dot-product instructions (issue 29, item 6).
+
+A convolution ``int8 × int8 → int32`` (or ``int16 × int16 → int32``) with bound weights and a
+blocked ``NCHW{L}c`` output is lowered here when the target has one of these instructions
+(:func:`dot_path` decides from the :class:`~backends.tvm.target.Target` record alone):
+
+* **AVX-512 VNNI / AVX-VNNI** (``target.vnni``, int8 data): ``vpdpbusd`` adds, per int32
+  lane, the four products of unsigned bytes by signed bytes. The data is shifted by +128
+  into ``uint8`` (``x + 128``), and the kernel subtracts ``128 · Σ w`` per output channel,
+  a correction computed at build time from the bound weights:
+  ``Σ (x + 128) · w − 128 · Σ w = Σ x · w``. The padding is the shifted zero (128), so the
+  correction covers every tap. ``vpdpbusd`` does not saturate: the result is exact modulo
+  ``2**32``, as the oracle's int32 accumulator.
+* **AVX2** (``target.avx2``): ``vpmaddwd`` multiplies pairs of int16 and adds each pair into
+  one int32 lane. int8 values are sign-extended to int16 (the data when it is staged, the
+  weights at build time). The only sum that does not fit, ``(-32768)² · 2``, wraps to
+  ``-2**31``, which is the int32 wrap of the exact value: the result is exact.
+  ``vpmaddubsw`` (u8 × s8 pairs into int16) is not used: it saturates
+  (``255 · -128 · 2 < -32768``), so it would not be exact for every int8 weight.
+
+The lowering packs the input channels into 32-bit words, ``G`` channels a word (``G = 4``
+bytes for ``vpdpbusd``, ``G = 2`` int16 for ``vpmaddwd``):
+
+* the staged input (``conv2d_pad``: padded, channels last) holds words
+  ``[N, H + p, W + p, C / G]`` (``uint32``);
+* the weights become a constant ``[O / L, C / G, KH, KW, L]`` of words, ``L`` the output
+  block (the vector's int32 lanes).
+
+The reduction is then the ordinary one of ``backends.tvm.sched.conv2d`` over ``C / G`` words,
+whose term is the call :data:`DOT_OPS` ``(data word, weight word)``. The schedule vectorizes
+the block's lanes: the data word is broadcast, the weights are one vector load. TVM's
+``LowerIntrin`` then turns the vector call into the instruction (``call_llvm_pure_intrin``
+with its operands reinterpreted to the instruction's vector types). A call of any other width
+(a scalar loop, a 16-lane vector on an AVX2 machine) lowers to plain integer arithmetic of
+the same value: the kernel is correct under any schedule.
+
+Facts measured with TVM 0.27 (LLVM 20) that shaped this module:
+
+* ``Schedule.tensorize`` crashes (segmentation fault in ``ToJSONGraph``: the intrinsic is
+  deep-copied through TVM's JSON serializer, which fails on every ``s_tir`` function), so
+  there is no tensorized micro-kernel;
+* TVM's vectorizer widens a call of an op marked ``TVectorizable``; a custom op with an
+  ``llvm`` lowering is therefore the way to reach an instruction through ``T.vectorized``;
+* LLVM 20 declares ``llvm.x86.avx512.vpdpbusd.*`` over byte vectors (``<64 x i8>``), not the
+  ``<16 x i32>`` of older LLVMs (and of ``tvm.s_tir.tensor_intrin.x86``);
+* LLVM does not fold ``acc + vpdpbusd(0, a, b)`` into ``vpdpbusd(acc, a, b)``: the VNNI
+  kernel has one ``vpaddd`` per ``vpdpbusd``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from backends.tvm.lower.base import aligned_empty
+from backends.tvm.target import Target
+
+__all__ = ["DOT_OPS", "DotPath", "conv2d_dot", "dot_call", "dot_path", "pack_data", "pack_weight",
+           "register_dot_ops", "to_oihw", "weight_correction"]
+
+DOT_OPS = {"vpmaddwd": "tirx.relay_dot_i16x2", "vpdpbusd": "tirx.relay_dot_u8s8x4"}
+"""The TIR ops of one 32-bit word's dot product, by instruction: ``relay_dot_i16x2(a, b)``
+is ``lo16(a)·lo16(b) + hi16(a)·hi16(b)`` (signed halves); ``relay_dot_u8s8x4(a, b)`` is
+``Σ_i u8_i(a) · s8_i(b)`` over the four bytes. Both take and return 32-bit words."""
+
+_INTRINSICS = {
+    ("vpmaddwd", 8): ("llvm.x86.avx2.pmadd.wd", "int16x16"),
+    ("vpdpbusd", 8): ("llvm.x86.avx512.vpdpbusd.256", "int8x32"),
+    ("vpdpbusd", 16): ("llvm.x86.avx512.vpdpbusd.512", "int8x64"),
+}
+"""The LLVM intrinsic and operand type of each instruction at a width (int32 lanes)."""
+
+
+@dataclass(frozen=True)
+class DotPath:
+    """How an integer convolution uses a dot-product instruction.
+
+    Attributes:
+        instruction: ``"vpmaddwd"`` or ``"vpdpbusd"``.
+        lanes: int32 lanes of one vector (the output-channel block).
+        group: input channels in one 32-bit word (2 int16 or 4 bytes).
+        shift: the data is shifted by +128 into unsigned bytes (``vpdpbusd``).
+    """
+
+    instruction: str
+    lanes: int
+    group: int
+    shift: bool
+
+    @property
+    def op(self) -> str:
+        return DOT_OPS[self.instruction]
+
+
+def dot_path(target: Target, in_dtype: str, out_dtype: str, block: int, in_channels: int
+             ) -> DotPath | None:
+    """The dot-product path of a convolution, or None (the plain lowering then runs).
+
+    Args:
+        target: the build's target (its ``vnni``, ``avx512`` and ``avx2`` fields).
+        in_dtype: the data's and weights' dtype; out_dtype: the accumulator's.
+        block: the output layout's channel block (``NCHW{block}c``).
+        in_channels: input channels of a group (convolutions with groups are not taken).
+    """
+    if out_dtype != "int32":
+        return None
+    if target.vnni and in_dtype == "int8" and in_channels % 4 == 0 and (
+            block == 16 and target.avx512 or block == 8):
+        return DotPath("vpdpbusd", block, 4, True)
+    if target.avx2 and in_dtype in ("int8", "int16") and in_channels % 2 == 0 and block == 8:
+        return DotPath("vpmaddwd", 8, 2, False)
+    return None
+
+
+def to_oihw(weight: np.ndarray, axes: Sequence[tuple[str, int]], shape: Sequence[int]
+            ) -> np.ndarray:
+    """A weight in a (possibly blocked) kernel layout as ``OIHW`` of primal ``shape``.
+
+    Args:
+        weight: the array in its layout; axes: the layout's ``(axis, factor)`` pairs
+            (``semantics.ops.transform_relations.parse_layout``); shape: ``(O, I, H, W)``.
+    """
+    factor = {a.upper(): f for a, f in axes if a.islower()}
+    grid = dict(zip("OIHW", np.indices(tuple(shape)), strict=True))
+    index = []
+    for a, f in axes:
+        if a.isupper():
+            index.append(grid[a] // factor[a] if a in factor else grid[a])
+        else:
+            index.append(grid[a.upper()] % f)
+    return weight[tuple(index)]
+
+
+def pack_weight(w: np.ndarray, path: DotPath) -> np.ndarray:
+    """The ``OIHW`` weight as 32-bit words ``[O / L, I / G, H, W, L]`` (``uint32``): word
+    ``[b, p, y, x, l]`` holds ``w[b·L + l, p·G + g, y, x]`` for ``g < G``, lowest first
+    (int16 for ``vpmaddwd``, bytes for ``vpdpbusd``)."""
+    o, i, kh, kw = w.shape
+    lanes, group = path.lanes, path.group
+    small = "int8" if path.instruction == "vpdpbusd" else "int16"
+    blocks = w.reshape(o // lanes, lanes, i // group, group, kh, kw)
+    words = np.ascontiguousarray(blocks.transpose(0, 2, 4, 5, 1, 3).astype(small))
+    out = aligned_empty((o // lanes, i // group, kh, kw, lanes), np.dtype("uint32"))
+    out[...] = words.view(np.uint32).reshape(out.shape)
+    return out
+
+
+def weight_correction(w: np.ndarray) -> np.ndarray:
+    """``128 · Σ w`` per output channel (``int32``, wrapped): what the +128 data shift adds."""
+    sums = w.reshape(w.shape[0], -1).astype(np.int64).sum(axis=1) * 128
+    return ((sums + 2 ** 31) % 2 ** 32 - 2 ** 31).astype(np.int32)
+
+
+def pack_data(inside: Any, path: DotPath, read: Any) -> Any:
+    """The 32-bit word of ``G`` data channels (``read(g)``: channel ``g`` of the word, any
+    integer dtype; ``inside``: not padding, or None) as ``uint32``."""
+    from tvm import tirx
+
+    word = None
+    for g in range(path.group):
+        if path.shift:
+            v = tirx.Cast("int32", read(g)) + tirx.IntImm("int32", 128)
+            if inside is not None:
+                v = tirx.if_then_else(inside, v, tirx.IntImm("int32", 128))
+            part = tirx.Cast("uint32", v) & tirx.IntImm("uint32", 255)
+            bits = 8
+        else:
+            v = tirx.Cast("int16", read(g))
+            if inside is not None:
+                v = tirx.if_then_else(inside, v, tirx.IntImm("int16", 0))
+            part = tirx.Cast("uint32", tirx.Cast("uint16", v))
+            bits = 16
+        if g:
+            part = part << tirx.IntImm("uint32", bits * g)
+        word = part if word is None else word | part
+    return word
+
+
+def _vec(dtype: str, lanes: int) -> str:
+    return dtype if lanes == 1 else f"{dtype}x{lanes}"
+
+
+def _imm(value: int, dtype: str, lanes: int) -> Any:
+    from tvm import tirx
+
+    imm = tirx.IntImm(dtype, value)
+    return imm if lanes == 1 else tirx.Broadcast(imm, lanes)
+
+
+def _signed(word: Any, lo: int, bits: int, lanes: int) -> Any:
+    """Bits ``lo .. lo + bits`` of a ``uint32`` word as a signed int32 (sign-extended)."""
+    from tvm import tirx
+
+    shifted = word >> _imm(lo, "uint32", lanes) if lo else word
+    narrow = tirx.Cast(_vec("int8" if bits == 8 else "int16", lanes), shifted)
+    return tirx.Cast(_vec("int32", lanes), narrow)
+
+
+def _unsigned_byte(word: Any, lo: int, lanes: int) -> Any:
+    """Byte ``lo / 8`` of a ``uint32`` word as an int32 in ``[0, 255]``."""
+    from tvm import tirx
+
+    shifted = word >> _imm(lo, "uint32", lanes) if lo else word
+    return tirx.Cast(_vec("int32", lanes), shifted & _imm(255, "uint32", lanes))
+
+
+def _as_uint32(value: Any, lanes: int) -> Any:
+    from tvm import tirx
+
+    want = _vec("uint32", lanes)
+    return value if str(value.ty.dtype) == want else tirx.reinterpret(want, value)
+
+
+def _arithmetic(instruction: str, a: Any, b: Any, lanes: int) -> Any:
+    """The op's value in plain integer arithmetic (any width)."""
+    a, b = _as_uint32(a, lanes), _as_uint32(b, lanes)
+    if instruction == "vpmaddwd":
+        return (_signed(a, 0, 16, lanes) * _signed(b, 0, 16, lanes)
+                + _signed(a, 16, 16, lanes) * _signed(b, 16, 16, lanes))
+    total = None
+    for i in range(4):
+        term = _unsigned_byte(a, 8 * i, lanes) * _signed(b, 8 * i, 8, lanes)
+        total = term if total is None else total + term
+    return total
+
+
+def _lower(instruction: str) -> Any:
+    def lower(call: Any) -> Any:
+        from tvm import tirx
+
+        dtype = call.ty.dtype
+        lanes = int(dtype.lanes)
+        a, b = call.args
+        found = _INTRINSICS.get((instruction, lanes))
+        if found is None:
+            return _arithmetic(instruction, a, b, lanes)
+        name, operand = found
+        a, b = tirx.reinterpret(operand, a), tirx.reinterpret(operand, b)
+        if instruction == "vpmaddwd":
+            return tirx.call_llvm_pure_intrin(str(dtype), name, a, b)
+        return tirx.call_llvm_pure_intrin(str(dtype), name, _imm(0, "int32", lanes), a, b)
+
+    return lower
+
+
+_REGISTERED: list[bool] = []
+
+
+def register_dot_ops() -> None:
+    """Declare the ops of :data:`DOT_OPS` to TVM (pure, vectorizable, lowered for ``llvm``;
+    once per process)."""
+    import tvm
+    from tvm import tirx
+
+    if _REGISTERED:
+        return
+    _REGISTERED.append(True)
+    for instruction, name in DOT_OPS.items():
+        tvm.ir.register_op_attr(name, "TVectorizable", True)
+        op = tvm.ir.Op.get(name)
+        if op.get_attr("TCallEffectKind") is None:
+            op.set_attr("TCallEffectKind", 1)          # pure
+        tirx.register_intrin_lowering(name, "llvm", f=_lower(instruction), level=99)
+
+
+def dot_call(path: DotPath, data_word: Any, weight_word: Any) -> Any:
+    """The int32 term ``DOT(data word, weight word)`` of the reduction."""
+    from tvm import tirx
+
+    return tirx.call_intrin("int32", path.op, data_word, weight_word)
+
+
+try:
+    register_dot_ops()
+except ImportError:          # no TVM: nothing is compiled either
+    pass
+
+
+def conv2d_dot(call: Any, dmap: Any, kmap: Any, omap: Any, pad_name: str) -> Any:
+    """The convolution of ``call`` (an ``nn.conv2d``
+    :class:`~backends.tvm.lower.base.OpCall`; ``dmap``, ``kmap``, ``omap``: the
+    ``LayoutMap`` of its data, kernel and output) on the words of its :func:`dot_path`
+    (module docstring), or None when it has none: a weight computed at run time, groups, an
+    output not blocked by channels alone, blocked ``H``/``W`` data.
+
+    ``conv2d`` reduces the dot-product calls over ``C / G, KH, KW`` of the staged words
+    (the stage ``pad_name``); with the +128 shift the result is ``conv2d`` minus the
+    correction."""
+    from tvm import te, tirx
+
+    from semantics.ops import nn_relations as N
+
+    attrs = call.attrs
+    if (attrs["groups"] != 1 or call.constant(1) is None or call.hide is None
+            or call.in_dtype(0) != call.in_dtype(1) or set(omap.factor) != {"C"}
+            or "H" in dmap.factor or "W" in dmap.factor):
+        return None
+    dshape, kshape = call.in_shape(0), call.in_shape(1)
+    primal = tuple(kmap.extent(kshape, a) for a in "OIHW")
+    path = dot_path(call.target or Target.host(), call.in_dtype(0), call.out_dtype,
+                    omap.factor["C"], primal[1])
+    if path is None:
+        return None
+    data = call.inputs[0]
+    height, width = dmap.extent(dshape, "H"), dmap.extent(dshape, "W")
+    w = to_oihw(call.constant(1), kmap.axes, primal)
+    packed = call.add_constant(pack_weight(w, path), "conv2d_words")
+    sh, sw = N.pair(attrs["strides"])
+    dh, dw = N.pair(attrs["dilation"])
+    pt, pl, pb, pr = N.pad4(attrs["padding"])
+    padded = any((pt, pl, pb, pr))
+
+    def word(b: Any, hh: Any, ww: Any, p: Any) -> Any:
+        h, x = hh - pt, ww - pl
+        inside = tirx.all(h >= 0, h < height, x >= 0, x < width) if padded else None
+        hc = tirx.max(tirx.min(h, height - 1), 0) if padded else h
+        xc = tirx.max(tirx.min(x, width - 1), 0) if padded else x
+        return pack_data(inside, path, lambda g: data[tuple(dmap.index(
+            {"N": b, "C": p * path.group + g, "H": hc, "W": xc}))])
+
+    staged = te.compute((dmap.extent(dshape, "N"), height + pt + pb, width + pl + pr,
+                         primal[1] // path.group), word, name=pad_name)
+    rp = te.reduce_axis((0, primal[1] // path.group), name="rc")
+    ry = te.reduce_axis((0, primal[2]), name="ry")
+    rx = te.reduce_axis((0, primal[3]), name="rx")
+    lanes = path.lanes
+
+    def body(*idx: Any) -> Any:
+        o = omap.coords(idx)
+        x = staged[o["N"], o["H"] * sh + ry * dh, o["W"] * sw + rx * dw, rp]
+        k = packed[tirx.floordiv(o["C"], lanes), rp, ry, rx, tirx.floormod(o["C"], lanes)]
+        return te.sum(dot_call(path, x, k), axis=[rp, ry, rx])
+
+    out = te.compute(call.out_shape, body, name="conv2d")
+    if not path.shift:
+        return out
+    corr = call.add_constant(weight_correction(w), "conv2d_correction")
+    return te.compute(call.out_shape, lambda *i: out[i] - corr[omap.coords(i)["C"]],
+                      name="conv2d_unshift")
