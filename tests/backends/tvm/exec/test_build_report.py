@@ -148,7 +148,7 @@ def test_relay_profile_builds_with_the_graph_executor(dense_files, capsys):
 
 def test_a_link_failure_is_recorded_with_the_kernel(tmp_path, monkeypatch):
     """No linker (or a full disk): the kernel runs from TVM's JIT, and its report says so."""
-    from backends.tvm import kernel as kernels
+    from backends.tvm.kernel import compile as kernels
 
     def no_linker(lib, so):
         raise OSError(28, "No space left on device")
@@ -189,7 +189,7 @@ def test_the_progress_bar_draws_on_a_terminal_only(monkeypatch):
 
 
 def test_a_kernel_tvm_cannot_compile_is_counted_and_falls_back(tmp_path, monkeypatch):
-    from backends.tvm import kernel as kernels
+    from backends.tvm.kernel import compile as kernels
 
     def broken(*args, **kwargs):
         raise kernels.NoLowering(kernels.COMPILE_FAILED,
