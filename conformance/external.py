@@ -75,6 +75,7 @@ from conformance.external_values import (
     encode_value,
     loads,
 )
+from interpreter.values import show_value
 from semantics.errors import RelayRuntimeError
 from semantics.module import IRModule
 
@@ -176,8 +177,6 @@ class ImplementationAborted(BaseException):
 
     def report(self) -> str:
         """The failure as text: verdict, reason, program and inputs (never raises)."""
-        from conformance.harness import show_value
-
         try:
             from semantics import pretty
 

@@ -127,7 +127,7 @@ def values_equal(a: Any, b: Any, *, exact_floats: bool = False,
     equals NaN, infinities by sign; tuples and ADT values structurally, references by
     their contents, function values opaque.
     """
-    from conformance.external import OpaqueFunction
+    from conformance.external_values import OpaqueFunction
 
     return compare_values(a, b, exact_floats=exact_floats, tolerances=tolerances,
                           opaque=(OpaqueFunction,), signed_zeros=signed_zeros)

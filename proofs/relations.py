@@ -1,4 +1,5 @@
-"""Relation soundness: one obligation ``relation.<Name>`` per type relation in the registry.
+"""Relation soundness: one obligation ``relation.<Name>`` per type relation in the registry
+(registered by :mod:`proofs.relation_obligations`).
 
 Each specification below is written from the operator's definition (TVM's documented
 semantics, NumPy's for the elementwise/broadcast family), not from the relation's code:
@@ -19,9 +20,8 @@ from typing import Any
 import numpy as np
 
 from proofs import relations_memory
-from proofs.core import PROVED, Verdict, obligation
 from proofs.relations_winograd import WINOGRAD_CASES
-from proofs.relcheck import AND, ANY, IF, OR, PROD, Config, RelationCase, Shapes, check_case
+from proofs.relcheck import AND, ANY, IF, OR, PROD, Config, RelationCase, Shapes
 
 # --- specification helpers (Python ints or Z3 terms alike) -----------------------------------
 
@@ -771,30 +771,3 @@ COVERED: frozenset[str] = frozenset(c.relation for c in CASES) | relations_memor
 
 BY_NAME: dict[str, RelationCase] = {c.relation: c for c in CASES}
 
-
-def _checker(case: RelationCase) -> Callable[[], Verdict]:
-    """The bounded/symbolic check of relcheck, plus — for the relations relcheck cannot
-    resolve symbolically — the proof over symbolic dims and attributes of
-    :mod:`proofs.relations_symbolic`."""
-    def check() -> Verdict:
-        from proofs import relations_symbolic
-
-        v = check_case(case)
-        if v.status != PROVED or case.relation not in relations_symbolic.PROOFS:
-            return v
-        w = relations_symbolic.check(case.relation)
-        if w.status != PROVED:
-            return w
-        return Verdict(PROVED, method=f"{w.method} + {v.method}")
-    return check
-
-
-def _register() -> None:
-    for case in CASES:
-        obligation(f"relation.{case.relation}",
-                   f"relation {case.relation} (operator {case.op}) is sound and complete for "
-                   f"the operator's definition" + (f" [{case.note}]" if case.note else ""),
-                   _checker(case))
-
-
-_register()

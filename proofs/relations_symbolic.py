@@ -48,7 +48,8 @@ import sympy
 import z3
 
 from proofs.core import PROVED, REFUTED, UNKNOWN, Verdict, model_text, prove_valid
-from proofs.relcheck import AND, IF, NOT, OR
+from proofs.relations import BY_NAME, bcast_dims, s_conv2d, s_pool2d_grad
+from proofs.relcheck import AND, IF, NOT, OR, Config, check_case
 from proofs.symbolic import as_int, to_z3
 from semantics.errors import RelayError
 from semantics.expr import Attrs
@@ -205,8 +206,6 @@ def _normalized(op_name: str, concrete: dict[str, Any]) -> dict[str, Any]:
 def _bcast_spec(x: Sequence[Any], target: Sequence[Any]) -> tuple[Any, Sequence[Any]]:
     """numpy.broadcast_to(x, target): defined iff broadcasting x's shape with target is
     defined and gives target itself."""
-    from proofs.relations import bcast_dims
-
     ok, out = bcast_dims(list(x), list(target))
     if len(out) != len(target):
         return False, list(target)
@@ -507,8 +506,6 @@ def conv2d_backward_weight_symbolic(rel: Relation | None = None) -> Verdict:
     is the bounded check's). The relation accepts iff conv2d with data and the weight
     ``(G*p, q, kh, kw)`` is defined and yields exactly grad's shape (the adjoint), and
     returns that weight shape."""
-    from proofs.relations import s_conv2d
-
     rel = rel or get_op("nn.conv2d_backward_weight").relation
     env = Env()
     g, q, p = env.var("G"), env.var("q"), env.var("p")
@@ -544,8 +541,6 @@ def pool2d_grad_symbolic(rel: Relation | None = None) -> Verdict:
     dilation and padding, each ``ceil_mode`` and layout (NCHW, NHWC, and NCHW pooled to an
     NHWC ``out_layout``): the relation accepts iff out_grad has exactly the shape pool2d
     gives the data (the adjoint), and returns the data's shape."""
-    from proofs.relations import s_pool2d_grad
-
     rel = rel or get_op("nn.max_pool2d_grad").relation
     verdicts = []
     for ceil, (layout, out_layout) in itertools.product(
@@ -653,9 +648,6 @@ def _diff_window_ops(rel_name: str) -> str | None:
     """Pool2DGrad / Conv2DBackwardWeight on a seeded sample of concrete attributes and dims:
     the code agrees with the definition (which the symbolic proof showed equal to the path
     the code takes on symbolic values, guards included)."""
-    from proofs.relations import BY_NAME
-    from proofs.relcheck import Config, check_case
-
     case = BY_NAME[rel_name]
     rng = random.Random(f"differential-{rel_name}")
     configs = []

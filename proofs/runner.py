@@ -31,7 +31,7 @@ def _load() -> None:
     from proofs import (  # noqa: F401  (they register)
         quantize,
         quantize_realize,
-        relations,
+        relation_obligations,
         rewrites,
         soundness,
         soundness_binders,

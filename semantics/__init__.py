@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from semantics import prelude as _prelude  # noqa: F401  (links the prelude to the text layer)
 from semantics.errors import (
     ParseError,
     RelayArgumentTypeError,

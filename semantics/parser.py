@@ -149,6 +149,7 @@ from semantics.module import IRModule
 from semantics.parsing.base import RESERVED  # noqa: F401  (re-exported)
 from semantics.parsing.items import ModuleParser as _Parser
 from semantics.parsing.metadata import MetadataError, decode_metadata  # noqa: F401  (re-exported)
+from semantics.parsing.prelude_link import prelude
 from semantics.types import Type
 
 __all__ = ["parse", "parse_expr", "parse_expr_with_module", "parse_type"]
@@ -243,9 +244,7 @@ def _run(text: str, source_name: str, use_prelude: bool, entry: Any,
         gc.disable()
     try:
         if use_prelude:
-            from semantics.prelude import prelude_module
-
-            prelude_module()   # parse (and cache) the prelude outside this parse
+            prelude().prelude_module()   # parse (and cache) the prelude outside this parse
         parser = _Parser(tokenize(text, source_name), use_prelude=use_prelude,
                          open_terms=open_terms)
         try:

@@ -26,6 +26,7 @@ modules that include them (AST nodes are immutable).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
@@ -43,6 +44,7 @@ from semantics.expr import (
     Var,
 )
 from semantics.module import IRModule
+from semantics.parsing import prelude_link
 from semantics.span import Span
 from semantics.types import TypeCall, TypeData, type_children
 from semantics.visitor import post_order
@@ -184,3 +186,6 @@ def _adt_names(t) -> set[str]:
             out.add(u.func.name)
         stack.extend(type_children(u))
     return out
+
+
+prelude_link.register(sys.modules[__name__])

@@ -105,6 +105,7 @@ from typing import Any
 
 from semantics.expr import Clause, Expr, Function, Match, Pattern, Tuple
 from semantics.module import IRModule
+from semantics.parsing.prelude_link import prelude
 from semantics.printing.exprs import PrintUnit
 from semantics.printing.names import PrintContext
 from semantics.printing.rope import join_rope
@@ -199,9 +200,8 @@ def _print_module(mod: IRModule, ctx: PrintContext, show_prelude: bool) -> str:
 def _without_prelude(functions: dict[str, Function], types: dict[str, TypeData]
                      ) -> tuple[dict[str, Function], dict[str, TypeData]]:
     """Drop the prelude's own definitions that parsing the rest would merge back in."""
-    from semantics.prelude import needed_definitions, prelude_module
-
-    pre = prelude_module()
+    link = prelude()
+    pre = link.prelude_module()
     cand_f = {k for k, v in functions.items() if pre.functions.get(k) is v}
     cand_t = {k for k, v in types.items() if pre.types.get(k) is v}
     if not cand_f and not cand_t:
@@ -211,7 +211,7 @@ def _without_prelude(functions: dict[str, Function], types: dict[str, TypeData]
     while True:
         global_refs, type_refs = _references(kept_f, kept_t)
         try:
-            need_f, need_t = needed_definitions(
+            need_f, need_t = link.needed_definitions(
                 global_refs, type_refs, kept_f, kept_t,
                 {c.name for td in kept_t.values() for c in td.constructors})
         except Exception:  # noqa: BLE001 - a clash: print everything rather than guess

@@ -27,7 +27,7 @@ is allowed to be partial.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from semantics.errors import RelayTypeError
 from semantics.expr import (
@@ -47,10 +47,30 @@ from typechecker import messages
 from typechecker.unify import substitute
 
 if TYPE_CHECKING:
-    from typechecker.infer import Inferencer
+    from semantics.span import Span
+    from typechecker.kinding import ConstructorInfo, Kinder
+    from typechecker.unify import TypeStore
 
 
-def bind_pattern(inf: Inferencer, pattern: Pattern, t: Type,
+class PatternScope(Protocol):
+    """What pattern typing needs of the inferencer (:class:`typechecker.infer.Inferencer`
+    has it): the type store, Γ, written types and the constructor table. A protocol, so that
+    this module does not import the inferencer that imports it."""
+
+    store: TypeStore
+    kinder: Kinder
+
+    def annotation(self, t: Any, span: Span | None) -> Type: ...
+
+    def unify(self, expected: Type, found: Type, rule: Rule, what: str,
+              span: Span | None) -> None: ...
+
+    def bind(self, var: Var, t: Type) -> tuple[Var, Type | None]: ...
+
+    def constructor_info(self, ctor: Any, rule: Rule, span: Span | None) -> ConstructorInfo: ...
+
+
+def bind_pattern(inf: PatternScope, pattern: Pattern, t: Type,
                  clause_span: Any) -> list[tuple[Var, Type | None]]:
     """Type ``pattern`` against ``t``, binding its variables in ``inf``.
 
@@ -138,7 +158,7 @@ class _Sig:
         self.name = name
 
 
-def missing_case(inf: Inferencer, clauses: tuple[Clause, ...], scrutinee: Type) -> str | None:
+def missing_case(inf: PatternScope, clauses: tuple[Clause, ...], scrutinee: Type) -> str | None:
     """A value shape no clause matches, as text (``"Nil"``), or None if the match is exhaustive."""
     rows = [[c.lhs] for c in clauses]
     witness = run_recursive(_witness(inf, rows, [scrutinee]))
@@ -147,7 +167,7 @@ def missing_case(inf: Inferencer, clauses: tuple[Clause, ...], scrutinee: Type) 
     return _render(witness[0])
 
 
-def _witness(inf: Inferencer, rows: list[list[Any]], tys: list[Type | None]) -> Recursive:
+def _witness(inf: PatternScope, rows: list[list[Any]], tys: list[Type | None]) -> Recursive:
     if not tys:
         return None if rows else []
     heads = [r[0] for r in rows if not _is_wild(r[0])]
@@ -195,7 +215,7 @@ def _specialize(rows: list[list[Any]], s: _Sig) -> list[list[Any]]:
     return out
 
 
-def _signature(inf: Inferencer, t: Type | None, heads: list[Any]) -> list[_Sig] | None:
+def _signature(inf: PatternScope, t: Type | None, heads: list[Any]) -> list[_Sig] | None:
     """The constructors of type ``t`` (from the heads when ``t`` is not known), or None."""
     store = inf.store
     if t is not None:
@@ -219,7 +239,7 @@ def _signature(inf: Inferencer, t: Type | None, heads: list[Any]) -> list[_Sig] 
     return None
 
 
-def _adt_signature(inf: Inferencer, adt: str, args: tuple[Type, ...] | None) -> list[_Sig]:
+def _adt_signature(inf: PatternScope, adt: str, args: tuple[Type, ...] | None) -> list[_Sig]:
     out = []
     for info in inf.kinder.constructors_of(adt):
         if args is not None and len(args) == len(info.type_vars):

@@ -272,9 +272,9 @@ def list_ops() -> list[str]:
 
 def relation_error(relation: str, arg_types: tuple[Type, ...], why: str) -> RelayTypeError:
     """The error a relation raises: names the relation and shows the argument types."""
-    from semantics.printer import pretty
+    from semantics.printing.types import type_text
 
-    shown = "(" + ", ".join(pretty(t) for t in arg_types) + ")"
+    shown = "(" + ", ".join(type_text(t) for t in arg_types) + ")"
     return RelayTypeError(relation_failed(relation, shown, why))
 
 

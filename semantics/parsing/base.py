@@ -22,6 +22,7 @@ from semantics.errors import ParseError
 from semantics.expr import Constant, Constructor, Expr, Var
 from semantics.lexer import KEYWORDS, Tokens
 from semantics.module import IRModule
+from semantics.parsing.prelude_link import prelude
 from semantics.span import Span
 from semantics.types import TypeData, TypeVar
 
@@ -62,9 +63,7 @@ class ParserBase:
         self.prelude_types: frozenset[str] = frozenset()
         self.literals: dict[str, tuple[Any, str]] = {}
         if use_prelude:
-            from semantics.prelude import prelude_module
-
-            self.prelude = prelude_module()
+            self.prelude = prelude().prelude_module()
             self.prelude_ctors = dict(self.prelude.constructors)
             self.prelude_types = frozenset(self.prelude.types)
         from semantics import ops

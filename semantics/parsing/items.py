@@ -4,9 +4,9 @@
 :mod:`semantics.parser` calls. Modules are order-independent: a first pass
 skims the top-level items (using the lexer's bracket table) and registers
 the ADT names, then every ``type`` definition is parsed, then every ``def``.
-Prelude definitions the text uses but does not define are merged in by
-:func:`semantics.prelude.needed_definitions` (imported when needed: the
-prelude itself is parsed by this parser).
+Prelude definitions the text uses but does not define are merged in by the
+prelude's ``needed_definitions``, reached through :mod:`semantics.parsing.prelude_link`
+(the prelude itself is parsed by this parser, so it registers itself there).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from semantics.expr import Constructor, Expr, Function
 from semantics.lexer import version_of
 from semantics.module import IRModule
 from semantics.parsing.blocks import BlockParser
+from semantics.parsing.prelude_link import prelude
 from semantics.types import GlobalTypeVar, Type, TypeData
 from semantics.visitor import run_recursive
 
@@ -45,9 +46,8 @@ class ModuleParser(BlockParser):
         if self.K[self.i] != "EOF":
             raise self.error(f"expected end of input after the expression, "
                              f"found {self.toks.describe(self.i)}")
-        from semantics.prelude import needed_definitions
-
-        funcs, types = needed_definitions(self.global_refs, self.prelude_types_used, (), (), ())
+        funcs, types = prelude().needed_definitions(self.global_refs, self.prelude_types_used,
+                                                    (), (), ())
         return expr, IRModule(funcs, types, source_name=self.toks.source.name)
 
     def parse_type_text(self) -> Type:
@@ -77,9 +77,7 @@ class ModuleParser(BlockParser):
             functions[name] = run_recursive(self.function(start))
         if self.prelude is None:
             return IRModule(functions, self.types, source_name=self.toks.source.name)
-        from semantics.prelude import needed_definitions
-
-        extra_funcs, extra_types = needed_definitions(
+        extra_funcs, extra_types = prelude().needed_definitions(
             self.global_refs, self.prelude_types_used, functions, self.types, self.ctors)
         functions.update((k, v) for k, v in extra_funcs.items() if k not in functions)
         all_types = dict(self.types)

@@ -45,7 +45,7 @@ from semantics.types import (
     TypeVar,
 )
 
-__all__ = ["type_summary"]
+__all__ = ["type_summary", "type_text"]
 
 DEFAULT_SUMMARY_CHARS = 2000
 
@@ -211,6 +211,12 @@ class TypeSyntax(Scopes):
             else:
                 raise TypeError(f"pretty: not a pattern: {cls.__name__}")
         return bound
+
+
+def type_text(t: Type) -> str:
+    """The whole text of ``t``, as :func:`semantics.printer.pretty` prints a type (for the
+    layers below the printer: a relation's error message shows its argument types so)."""
+    return TypeSyntax(PrintContext()).type_text(t)
 
 
 def type_summary(t: Type, limit: int = DEFAULT_SUMMARY_CHARS) -> str:
