@@ -107,7 +107,9 @@ def _kernel(src: str = DENSE, params: dict[str, np.ndarray] | None = None,
             target: Target | None = None) -> tuple[object, list[object], Target]:
     target = target or Target.host()
     fused = prepare(src, params if params is not None else _params(), 3, target)
-    (func, types), = KernelTable(target).requests(fused)
+    from backends.tvm.exec.graph import kernel_flops
+
+    func, types = max(KernelTable(target).requests(fused), key=lambda r: kernel_flops(r[0]))
     return func, types, target
 
 
@@ -136,7 +138,7 @@ def _record(func: object, types: list[object], target: Target, *, won: bool,
 
 
 def _oracle(x: np.ndarray, params: dict[str, np.ndarray]) -> np.ndarray:
-    return np.asarray(evaluate(parse(DENSE), "main", x, params["w"], params["b"]))
+    return np.asarray(evaluate(parse(DENSE), x, params["w"], params["b"]))
 
 
 def test_database_round_trip_build_uses_the_winning_record(tmp_path: Path) -> None:
@@ -169,7 +171,8 @@ def test_a_losing_or_stale_record_leaves_our_kernel(tmp_path: Path) -> None:
     TuningDatabase(tmp_path / "stale", target).update([stale])
     exe = build(DENSE, params, tuning=tmp_path / "stale")
     (rec,) = exe.kernels.records
-    assert rec.fallback is None and not rec.schedule.chosen.startswith("tuned")
+    assert rec.fallback is None
+    assert rec.schedule is None or not rec.schedule.chosen.startswith("tuned")
     x = np.ones((4, 64), "float32")
     np.testing.assert_allclose(exe(x), _oracle(x, params), rtol=1e-5, atol=1e-5)
 
@@ -281,10 +284,11 @@ def _tune_and_check(src: str, params: dict[str, np.ndarray], tmp_path: Path,
     exe = build(src, params, tuning=tmp_path)
     assert any(r.schedule is not None and r.schedule.chosen.startswith("tuned")
                for r in exe.kernels.records)
-    want = evaluate(parse(src), "main", *inputs, *params.values())
+    want = evaluate(parse(src), *inputs, *params.values())
     np.testing.assert_allclose(exe(*inputs), np.asarray(want), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow           # 24 s at a load of 11 on 2 cores (MetaSchedule's search: ~10 s)
 def test_tune_a_tiny_dense(tmp_path: Path) -> None:
     x = np.random.default_rng(1).standard_normal((4, 64)).astype("float32")
     _tune_and_check(DENSE, _params(), tmp_path, [x])
