@@ -1,6 +1,6 @@
 """``relay build FILE -o DIR [-O0..-O3] [--executor vm|graph|aot] [--params P.npz]
-[--show-kernels] [--tuning DIR]`` and the TVM side of ``relay run FILE --backend tvm [--params P.npz]``
-(docs/architecture.md#cli).
+[--show-kernels] [--tuning DIR]`` and the TVM side of ``relay run FILE --backend tvm
+[--params P.npz]`` (docs/architecture.md#cli).
 
 ``relay build`` compiles a program with ``backends.tvm.build`` (optimization at the
 chosen level — ``-O3`` by default, as ``relay opt`` —, fusion, one kernel per fused group,

@@ -8,6 +8,7 @@ import json
 import os
 import statistics
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -104,7 +105,7 @@ def test_rank_picks_the_most_time_lost_against_peak() -> None:
 # -- the database -------------------------------------------------------------------------------
 
 def _kernel(src: str = DENSE, params: dict[str, np.ndarray] | None = None,
-            target: Target | None = None) -> tuple[object, list[object], Target]:
+            target: Target | None = None) -> tuple[Any, list[Any], Target]:
     target = target or Target.host()
     fused = prepare(src, params if params is not None else _params(), 3, target)
     from backends.tvm.exec.graph import kernel_flops
