@@ -698,6 +698,16 @@ def _check_options(params: Any, target: Any, opt_level: Any, jobs: Any, max_dept
         normalize_target(target)
 
 
+def _open_tuning(tuning: Any, target: Any) -> Any:
+    """``build``'s ``tuning`` read for the target (``backends.tvm.tune.database``)."""
+    if tuning is None:
+        return None
+    from backends.tvm.target import Target
+    from backends.tvm.tune.database import open_tuning
+
+    return open_tuning(tuning, Target.of(target))
+
+
 def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm",
           opt_level: int = 3, executor: str = "vm", *, cache: Any = None,
           max_depth: int = 100_000, compile_kernels: bool = True,
@@ -725,17 +735,16 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
             (default ``$RELAY_TVM_JOBS``, else 1: everything in this process).
         progress: called as ``progress(done, total)`` as kernels compile (``relay build``'s
             progress bar); not called when every kernel is cached.
-        tuning: the directory of a tuning database made by ``relay tune`` (or a
-            ``backends.tvm.tune.database.TuningDatabase``): each kernel whose record won is
-            compiled from the record's MetaSchedule schedule, the others as usual.
+        tuning: a tuning database's directory (``relay tune``): kernels whose record won
+            compile from the record's MetaSchedule schedule (``backends.tvm.tune``).
     Returns:
         An :class:`~backends.tvm.exec.executable.Executable`; its ``report`` is a
         :class:`BuildReport` (time per phase, kernels compiled and cached) and its
         ``kernels.records`` list every kernel with its schedule or fallback reason.
     Raises:
         ParseError, RelayTypeError: a malformed or ill-typed program, bad options, or a
-            program the graph executor cannot run (it says to use ``executor="vm"``).
-        TuningDatabaseError: ``tuning`` names no database for the target, or a damaged one.
+            program the graph executor cannot run (it says to use ``executor="vm"``);
+            ``TuningDatabaseError``: no ``tuning`` database for the target, or a damaged one.
     """
     from backends.tvm.exec.executable import Executable
     from backends.tvm.target import Target
@@ -744,10 +753,7 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
         raise RelayArgumentValueError(
             f"unknown executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
     _check_options(params, target, opt_level, jobs, max_depth)
-    if tuning is not None:
-        from backends.tvm.tune.database import open_tuning
-
-        tuning = open_tuning(tuning, Target.of(target))
+    tuning = _open_tuning(tuning, target)
     if compile_kernels and jobs != 1:
         try:
             from backends.tvm import kernel as kernels

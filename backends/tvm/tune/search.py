@@ -25,6 +25,9 @@ Facts about apache-tvm 0.27 this module relies on (measured on this machine):
   :class:`~backends.tvm.target.Target` record's threads);
 * its default cost model needs ``xgboost``; without it the search uses the random model
   (:func:`_cost_model`) — the candidates are still measured, only their order is unguided;
+* MetaSchedule's ``get_loggers_from_work_dir`` fails on its second call in a process (a
+  handler without a name in its logging configuration): each task logs to a logger of this
+  module instead (Python's ``logging``: silent unless the program configures it);
 * the LLVM post-processors include ``RewriteLayout``, which moves a weight's layout change
   into a separate block that TVM's Relax build would apply once to the constant. Our kernels
   receive their constants as they are, so that block would run on every call:
@@ -39,6 +42,7 @@ the device); otherwise :class:`InProcessRunner` times them in this process.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -275,9 +279,9 @@ def search(prims: Mapping[str, Any], target: Target, trials: int, work_dir: str 
     ttarget = tuning_target(target)
     work = str(work_dir)
     names = sorted(prims)
-    loggers = ms.logging.get_loggers_from_work_dir(work, names)
     contexts = []
-    for name, logger, rand in zip(names, loggers, ms.utils.fork_seed(seed, n=len(names))):
+    for name, rand in zip(names, ms.utils.fork_seed(seed, n=len(names))):
+        logger = logging.getLogger(f"{__name__}.{name}")
         space = ms.space_generator.PostOrderApply(sch_rules="from-target",
                                                   postprocs=_postprocs(),
                                                   mutator_probs="from-target")
