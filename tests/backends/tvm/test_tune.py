@@ -289,13 +289,11 @@ def _tune_and_check(src: str, params: dict[str, np.ndarray], tmp_path: Path,
     np.testing.assert_allclose(exe(*inputs), np.asarray(want), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.slow           # 24 s at a load of 11 on 2 cores (MetaSchedule's search: ~10 s)
 def test_tune_a_tiny_dense(tmp_path: Path) -> None:
     x = np.random.default_rng(1).standard_normal((4, 64)).astype("float32")
     _tune_and_check(DENSE, _params(), tmp_path, [x])
 
 
-@pytest.mark.slow
 def test_tune_a_tiny_convolution(tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     params = {"w": rng.standard_normal((8, 8, 3, 3)).astype("float32")}
