@@ -294,6 +294,7 @@ def test_tune_a_tiny_dense(tmp_path: Path) -> None:
     _tune_and_check(DENSE, _params(), tmp_path, [x])
 
 
+@pytest.mark.slow      # 10-26 s at a load of 11 on 2 cores (the dense: 6-16 s)
 def test_tune_a_tiny_convolution(tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     params = {"w": rng.standard_normal((8, 8, 3, 3)).astype("float32")}
