@@ -94,6 +94,5 @@ def decide(ours: Sequence[float], tuned: Sequence[float], *, same_results: bool 
     limit = 1.0 - margin
     if theirs < mine * limit and min(b) < min(a) * limit:
         return Decision(True, mine, theirs, f"{mine / theirs:.2f}x faster than ours")
-    return Decision(False, mine, theirs,
-                    f"not faster than ours by {margin:.0%} (ours {mine * 1e6:.1f} us, tuned "
-                    f"{theirs * 1e6:.1f} us median)")
+    return Decision(False, mine, theirs, f"not faster than ours by {margin:.0%} (median and "
+                                         f"best block)")

@@ -89,7 +89,8 @@ class TuneReport:
             lines.append(f"  {c.name:36} {'+'.join(o.ops)[:40]:40} ours "
                          f"{o.decision.ours * 1e6:9.1f} us ({eff:5.1%} of peak), tuned "
                          f"{o.decision.tuned * 1e6:9.1f} us: "
-                         f"{'kept' if o.decision.keep else 'not kept'} ({o.decision.reason})")
+                         f"{'tuned kept' if o.decision.keep else 'ours kept'}: "
+                         f"{o.decision.reason}")
         return "\n".join(lines)
 
 
@@ -244,7 +245,8 @@ def tune(mod: Any, params: Mapping[str, Any] | None = None, *, target: TargetSpe
         report.tuned.append(outcome)
         if rec is not None:
             database.update([rec])
-        say(f"  {outcome.decision.reason}")
+        say(f"  ours {outcome.decision.ours * 1e6:.1f} us, tuned "
+            f"{outcome.decision.tuned * 1e6:.1f} us: {outcome.decision.reason}")
     report.seconds = time.perf_counter() - started
     return report
 
