@@ -247,6 +247,8 @@ def tune(mod: Any, params: Mapping[str, Any] | None = None, *, target: TargetSpe
             database.update([rec])
         say(f"  ours {outcome.decision.ours * 1e6:.1f} us, tuned "
             f"{outcome.decision.tuned * 1e6:.1f} us: {outcome.decision.reason}")
+    if not database.path.exists():
+        database.update([])             # the target's database exists even with no record
     report.seconds = time.perf_counter() - started
     return report
 

@@ -233,6 +233,32 @@ def test_an_interrupted_write_keeps_the_old_database(tmp_path: Path,
     assert not TuningDatabase.open(tmp_path, target).winners()
 
 
+record_fields = st.fixed_dictionaries({
+    "workload_hash": st.text("0123456789abcdef", min_size=16, max_size=16),
+    "workload": st.text(max_size=40), "relay_key": st.text(max_size=32),
+    "ops": st.lists(st.sampled_from(["nn.dense", "add", "nn.relu"]), max_size=3),
+    "trace": st.lists(st.lists(st.one_of(st.integers(-5, 5), st.text(max_size=5)),
+                               max_size=4), max_size=4),
+    "ours_seconds": st.floats(0, 1), "tuned_seconds": st.floats(0, 1),
+    "trials": st.integers(0, 10_000), "won": st.booleans(), "flops": st.integers(0, 10**12),
+    "tuned_at": st.text(max_size=25)})
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(record_fields, max_size=4))
+def test_database_keeps_what_it_is_given(tmp_path_factory: pytest.TempPathFactory,
+                                         docs: list[dict[str, Any]]) -> None:
+    root = tmp_path_factory.mktemp("db")
+    target = Target.host()
+    records = [TuningRecord(**d) for d in docs]
+    TuningDatabase(root, target).update(records)
+    back = TuningDatabase.open(root, target)
+    want = {r.workload_hash: r.to_json() for r in records}      # the last one per workload
+    assert {k: r.to_json() for k, r in back.records.items()} == want
+    assert {r.workload_hash for r in back.winners()} == \
+        {k for k, r in want.items() if r["won"]}
+
+
 def test_records_are_per_target(tmp_path: Path) -> None:
     func, types, target = _kernel()
     TuningDatabase(tmp_path, target).update([_record(func, types, target, won=True)])
