@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 COMMANDS = ("run", "check", "fmt", "opt", "grad", "pe", "ops", "build", "conformance", "prove",
-            "profile", "quantize")
+            "profile", "quantize", "tune")
 
 
 class StreamError(Exception):

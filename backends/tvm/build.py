@@ -480,14 +480,18 @@ class KernelTable:
             takes (``"llvm"``: the host CPU with its features).
         cache: a ``backends.tvm.kernel.KernelCache`` (None: the compiler's default).
         compile_kernels: False runs every group with the numpy fallback (tests, baselines).
+        tuning: a ``backends.tvm.tune.database.TuningDatabase`` (None: none): a kernel with
+            a winning record compiles from the record's schedule (``backends.tvm.tune``).
     """
 
-    def __init__(self, target: Any = "llvm", cache: Any = None, compile_kernels: bool = True):
+    def __init__(self, target: Any = "llvm", cache: Any = None, compile_kernels: bool = True,
+                 tuning: Any = None):
         from backends.tvm.target import Target
 
         self.target = Target.of(target)
         self.cache = cache
         self.compile_kernels = compile_kernels
+        self.tuning = tuning
         self.compiled = 0
         self.compiled_specs: list[tuple[Function, list[TensorType]]] = []
         self.fallbacks: list[tuple[str, str]] = []
@@ -528,8 +532,14 @@ class KernelTable:
         except ImportError as exc:
             return self.fallback(func, f"no kernel compiler: {exc}")
         try:
-            kernel = kernels.compile_function(func, list(arg_types), target=self.target,
-                                              cache=self.cache)
+            kernel = None
+            if self.tuning is not None:
+                from backends.tvm.tune.apply import compile_tuned
+
+                kernel = compile_tuned(self.tuning, func, arg_types, self.target, self.cache)
+            if kernel is None:
+                kernel = kernels.compile_function(func, list(arg_types), target=self.target,
+                                                  cache=self.cache)
         except kernels.NoLowering as exc:
             return self.fallback(func, f"{exc.op}: {exc.reason}")
         except Exception as exc:  # noqa: BLE001 - a lowering bug must not stop the build
@@ -688,11 +698,21 @@ def _check_options(params: Any, target: Any, opt_level: Any, jobs: Any, max_dept
         normalize_target(target)
 
 
+def _open_tuning(tuning: Any, target: Any) -> Any:
+    """``build``'s ``tuning`` read for the target (``backends.tvm.tune.database``)."""
+    if tuning is None:
+        return None
+    from backends.tvm.target import Target
+    from backends.tvm.tune.database import open_tuning
+
+    return open_tuning(tuning, Target.of(target))
+
+
 def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm",
           opt_level: int = 3, executor: str = "vm", *, cache: Any = None,
           max_depth: int = 100_000, compile_kernels: bool = True,
           jobs: int | None = None,
-          progress: Callable[[int, int], None] | None = None) -> Any:
+          progress: Callable[[int, int], None] | None = None, tuning: Any = None) -> Any:
     """Compile a Relay module for the CPU (docs/architecture.md#toolchain).
 
     Args:
@@ -715,13 +735,16 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
             (default ``$RELAY_TVM_JOBS``, else 1: everything in this process).
         progress: called as ``progress(done, total)`` as kernels compile (``relay build``'s
             progress bar); not called when every kernel is cached.
+        tuning: a tuning database's directory (``relay tune``): kernels whose record won
+            compile from the record's MetaSchedule schedule (``backends.tvm.tune``).
     Returns:
         An :class:`~backends.tvm.exec.executable.Executable`; its ``report`` is a
         :class:`BuildReport` (time per phase, kernels compiled and cached) and its
         ``kernels.records`` list every kernel with its schedule or fallback reason.
     Raises:
         ParseError, RelayTypeError: a malformed or ill-typed program, bad options, or a
-            program the graph executor cannot run (it says to use ``executor="vm"``).
+            program the graph executor cannot run (it says to use ``executor="vm"``);
+            ``TuningDatabaseError``: no ``tuning`` database for the target, or a damaged one.
     """
     from backends.tvm.exec.executable import Executable
     from backends.tvm.target import Target
@@ -730,6 +753,7 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
         raise RelayArgumentValueError(
             f"unknown executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
     _check_options(params, target, opt_level, jobs, max_depth)
+    tuning = _open_tuning(tuning, target)
     if compile_kernels and jobs != 1:
         try:
             from backends.tvm import kernel as kernels
@@ -760,7 +784,7 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
     start = now
     exe = Executable.from_fused(fused, executor=executor, target=record, opt_level=opt_level,
                                 cache=cache, max_depth=max_depth,
-                                compile_kernels=compile_kernels)
+                                compile_kernels=compile_kernels, tuning=tuning)
     report.phases["executor"] = time.perf_counter() - start
     exe.report = report
     return exe

@@ -1,6 +1,6 @@
 """``relay build FILE -o DIR [-O0..-O3] [--executor vm|graph|aot] [--params P.npz]
-[--show-kernels]`` and the TVM side of ``relay run FILE --backend tvm [--params P.npz]``
-(docs/architecture.md#cli).
+[--show-kernels] [--tuning DIR]`` and the TVM side of ``relay run FILE --backend tvm
+[--params P.npz]`` (docs/architecture.md#cli).
 
 ``relay build`` compiles a program with ``backends.tvm.build`` (optimization at the
 chosen level — ``-O3`` by default, as ``relay opt`` —, fusion, one kernel per fused group,
@@ -50,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="main's weights by parameter name (bound as constants)")
     p.add_argument("--show-kernels", action="store_true",
                    help="list every fused kernel with its operators and schedule")
+    p.add_argument("--tuning", metavar="DIR", default=None,
+                   help="a tuning database made by `relay tune`: kernels whose tuned "
+                        "schedule won compile from it")
     p.set_defaults(func=build_command, opt_level=3)
 
 
@@ -94,7 +97,7 @@ def build_command(args: argparse.Namespace) -> int:
         return 2
     with ProgressBar("compiling kernels") as progress:
         exe = build(mod, params=load_params(args.params), opt_level=args.opt_level,
-                    executor=args.executor, progress=progress)
+                    executor=args.executor, progress=progress, tuning=args.tuning)
     start = time.perf_counter()
     exe.save(args.output)
     saved = time.perf_counter() - start

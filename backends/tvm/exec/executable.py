@@ -87,10 +87,12 @@ class Executable:
     @staticmethod
     def from_fused(fused: IRModule, *, executor: str, target: Any, opt_level: int,
                    cache: Any = None, max_depth: int = 100_000,
-                   compile_kernels: bool = True, aot_source: str | None = None) -> Executable:
+                   compile_kernels: bool = True, aot_source: str | None = None,
+                   tuning: Any = None) -> Executable:
         """The executable of an already fused and type-checked module (``build``, ``load``;
-        ``aot_source``: a saved ``aot.py`` to import instead of generating the code)."""
-        table = KernelTable(target, cache, compile_kernels)
+        ``aot_source``: a saved ``aot.py`` to import instead of generating the code;
+        ``tuning``: the build's tuning database, see ``KernelTable``)."""
+        table = KernelTable(target, cache, compile_kernels, tuning)
         target = table.target         # the Target record, read once
         runner: Any
         if executor == "vm":
