@@ -34,7 +34,14 @@ from __future__ import annotations
 from typing import Any
 
 from backends.tvm.lower.nn import LayoutMap
-from backends.tvm.lower.winograd import GEMM, INPUT, INPUT_ROWS, OUTPUT_COLS, PACK
+from backends.tvm.lower.winograd import (
+    GEMM,
+    INPUT,
+    INPUT_ROWS,
+    INPUT_TILE,
+    OUTPUT_COLS,
+    PACK,
+)
 from backends.tvm.sched import KernelInfo, register_schedule
 from backends.tvm.sched.conv2d import register_tile
 from backends.tvm.sched.default import inline_blocks, refused, schedule_error
@@ -91,7 +98,7 @@ def schedule_winograd(prim: Any, info: KernelInfo) -> Any:
         return None
     if m is None:
         return None
-    inline_blocks(sch, {INPUT, INPUT_ROWS, GEMM, PACK, OUTPUT_COLS}.__contains__)
+    inline_blocks(sch, {INPUT, INPUT_ROWS, INPUT_TILE, GEMM, PACK, OUTPUT_COLS}.__contains__)
     _schedule_input(sch, _channel_block(info))
     _schedule_pack(sch)
     _schedule_gemm(sch, gemm, info)
@@ -113,6 +120,11 @@ def _schedule_input(sch: Any, block_c: int | None) -> None:
     half = sch.get_sblock(INPUT_ROWS)
     sch.compute_at(half, co)
     h_eps, h_j, h_c = sch.get_loops(half)[-3:]
+    tile = sch.get_sblock(INPUT_TILE)
+    sch.compute_at(tile, co)
+    t_i, t_j, t_c = sch.get_loops(tile)[-3:]
+    sch.unroll(t_i)
+    sch.unroll(t_j)
     sch.unroll(h_eps)
     sch.unroll(h_j)
     sch.unroll(eps)
@@ -120,6 +132,7 @@ def _schedule_input(sch: Any, block_c: int | None) -> None:
     if vec > 1:
         sch.vectorize(ci)
         sch.vectorize(h_c)
+        sch.vectorize(t_c)
     if _extent(sch, p) >= 2:
         sch.parallel(p)
 
