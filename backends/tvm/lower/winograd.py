@@ -42,8 +42,8 @@ from backends.tvm.sched.default import KEEP
 from semantics.ops import nn_relations as N
 from semantics.ops.winograd import WEIGHT_TRANSFORM, WITHOUT_WEIGHT_TRANSFORM, winograd_matrices
 
-__all__ = ["GEMM", "INPUT", "INPUT_ROWS", "INPUT_TILE", "LANES_MAX", "OUTPUT", "OUTPUT_COLS", "PACK",
-           "pack_weight"]
+__all__ = ["GEMM", "INPUT", "INPUT_ROWS", "INPUT_TILE", "LANES_MAX", "OUTPUT", "OUTPUT_COLS",
+           "PACK", "pack_weight"]
 
 INPUT = f"{KEEP}winograd_input"
 INPUT_ROWS = f"{KEEP}winograd_input_rows"
