@@ -123,8 +123,10 @@ def pack_weight(u: np.ndarray, lanes: int) -> np.ndarray:
     """``U (a, a, O, I)`` as ``(a, a, ceil(O / lanes), I, lanes)``, zero-filled past ``O``."""
     alpha, _, o, i = u.shape
     blocks = -(-o // lanes)
-    padded = np.zeros((alpha, alpha, blocks * lanes, i), dtype=u.dtype)
-    padded[:, :, :o] = u
+    padded = u
+    if o % lanes:       # (one copy fewer of a weight that is often 16 MB when none is needed)
+        padded = np.zeros((alpha, alpha, blocks * lanes, i), dtype=u.dtype)
+        padded[:, :, :o] = u
     return np.ascontiguousarray(
         padded.reshape(alpha, alpha, blocks, lanes, i).transpose(0, 1, 2, 4, 3))
 
@@ -184,7 +186,8 @@ def _winograd(call: OpCall) -> Any:
     blocks = -(-out_c // lanes)
     u_const = call.constant(1)
     if u_const is not None and call.hide is not None:
-        packed = call.add_constant(pack_weight(np.asarray(u_const).astype(cdt), lanes),
+        packed = call.add_constant(pack_weight(np.asarray(u_const).astype(cdt, copy=False),
+                                               lanes),
                                    "winograd_packed")
     else:
         packed = te.compute(
