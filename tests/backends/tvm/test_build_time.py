@@ -34,6 +34,7 @@ from backends.tvm.lower.winograd import INPUT, INPUT_ROWS, INPUT_TILE
 from backends.tvm.target import LANES, Target
 
 WIDTHS = tuple(sorted({Target.host().lanes, *LANES}))
+WINOGRAD = "nn.contrib_conv2d_winograd_without_weight_transform"
 
 
 def _inputs(c: int, h: int, w: int) -> np.ndarray:
@@ -41,12 +42,12 @@ def _inputs(c: int, h: int, w: int) -> np.ndarray:
 
 
 def test_a_warm_build_compiles_no_kernel(tmp_path: Path) -> None:
-    text, params = program(16, 16, 12, 12)
+    text, params = program(32, 32, 28, 28)          # a Winograd convolution at -O3
     cold_cache = KernelCache(tmp_path)
     with record_compile_times() as cold_times:
         cold = build(text, params, opt_level=3, executor="graph", cache=cold_cache, jobs=1)
     assert cold.report.kernels_compiled == cold.report.kernels_requested > 0
-    assert len(cold_times) == cold.report.kernels_compiled
+    assert any(WINOGRAD in t.ops for t in cold_times)
     cold_cache.flush()
     cold_cache_files = sorted(p.name for p in tmp_path.iterdir())
     warm_cache = KernelCache(tmp_path)
@@ -56,27 +57,28 @@ def test_a_warm_build_compiles_no_kernel(tmp_path: Path) -> None:
     assert warm.report.kernels_cached == cold.report.kernels_requested
     assert warm_cache.misses == 0
     assert "prepare (remembered)" in warm.report.phases
-    x = _inputs(16, 12, 12)
+    x = _inputs(32, 28, 28)
     np.testing.assert_array_equal(cold(x), warm(x))
     warm_cache.flush()
     assert sorted(p.name for p in tmp_path.iterdir()) == cold_cache_files
 
 
 def test_compile_times_name_every_step_of_every_kernel(tmp_path: Path) -> None:
-    text, params = program(16, 8, 10, 10, epilogue="residual")
-    with record_compile_times() as times:
-        exe = build(text, params, opt_level=3, executor="graph", cache=KernelCache(tmp_path),
-                    jobs=1)
+    text, params = program(4, 4, 6, 6, epilogue="residual")
+    with record_compile_times() as outer:
+        with record_compile_times() as times:
+            exe = build(text, params, opt_level=3, executor="graph",
+                        cache=KernelCache(tmp_path), jobs=1)
+    assert not outer, "a kernel is recorded by the innermost recording only"
     assert len(times) == exe.report.kernels_compiled > 0
     for t in times:
         assert set(t.steps) == {"lower", "schedule", "tvm.compile", "codegen+link"}
         assert all(s >= 0.0 for s in t.steps.values())
         assert t.total == pytest.approx(sum(t.steps.values()))
-    assert any("nn.contrib_conv2d_winograd_without_weight_transform" in t.ops for t in times)
-    with record_compile_times() as outer:
-        with record_compile_times() as inner:
-            build(text, params, opt_level=3, cache=KernelCache(tmp_path / "other"), jobs=1)
-    assert inner and not outer, "a kernel is recorded by the innermost recording only"
+        assert t.ops and t.shapes
+    with record_compile_times() as none:
+        build(text, params, opt_level=3, cache=KernelCache(tmp_path), jobs=1)
+    assert none == [], "kernels from the cache are not compiled"
 
 
 _VECTOR = re.compile(r"T\.vectorized\((\d+)\):\s*\n\s*with T\.sblock\(\"(\w+)\"\)")
@@ -85,7 +87,7 @@ _VECTOR = re.compile(r"T\.vectorized\((\d+)\):\s*\n\s*with T\.sblock\(\"(\w+)\"\
 @pytest.mark.parametrize("lanes", WIDTHS)
 def test_the_input_transform_vector_stays_in_a_channel_block(lanes: int) -> None:
     target = Target.host().with_lanes(lanes)
-    text, params = program(4 * lanes, lanes, 12, 12)
+    text, params = program(32, 32, 28, 28)     # 32 channels: a 16-lane vector would fit
     fused = prepare(text, params, 3, target)
     [call] = _winograd_calls(fused)
     block = LayoutMap(call.attrs["data_layout"]).factor.get("C")
@@ -103,6 +105,5 @@ def _winograd_calls_in(prim: object) -> bool:
     from semantics.expr import Call, Op
     from semantics.visitor import post_order
 
-    return any(isinstance(n, Call) and isinstance(n.op, Op)
-               and n.op.name == "nn.contrib_conv2d_winograd_without_weight_transform"
+    return any(isinstance(n, Call) and isinstance(n.op, Op) and n.op.name == WINOGRAD
                for n in post_order(prim.body))  # type: ignore[attr-defined]
