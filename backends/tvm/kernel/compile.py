@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,51 @@ from backends.tvm.te_build import LoweringFailed, build_te
 from semantics.expr import Function
 from semantics.types import Type
 
-__all__ = ["compile_function"]
+__all__ = ["CompileTimes", "compile_function", "record_compile_times"]
+
+
+class CompileTimes:
+    """Seconds (CPU time of this process) of one kernel's compilation, by step.
+
+    Attributes:
+        ops: the kernel's operators. shapes: its arguments' shapes.
+        steps: ``{"lower": ..., "schedule": ..., "tvm.compile": ..., "codegen+link": ...}``:
+            the lowering (:func:`~backends.tvm.te_build.build_te`), the schedule, TVM's TIR
+            passes and LLVM IR with its optimization (``tvm.compile``), and the machine code
+            and its link (:func:`_link`).
+    """
+
+    __slots__ = ("ops", "shapes", "steps")
+
+    def __init__(self, ops: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> None:
+        self.ops, self.shapes = tuple(ops), tuple(shapes)
+        self.steps: dict[str, float] = {}
+
+    @property
+    def total(self) -> float:
+        return sum(self.steps.values())
+
+
+_RECORD: list[list[CompileTimes]] = []
+
+
+class record_compile_times:  # noqa: N801 - used as a function in a ``with``
+    """``with record_compile_times() as times:``: every kernel compiled in this process
+    meanwhile appends its :class:`CompileTimes` to ``times`` (``bench/build_time.py``)."""
+
+    def __enter__(self) -> list[CompileTimes]:
+        _RECORD.append([])
+        return _RECORD[-1]
+
+    def __exit__(self, *exc: object) -> None:
+        _RECORD.pop()
+
+
+def _step(times: CompileTimes | None, name: str, start: float) -> float:
+    now = time.process_time()
+    if times is not None:
+        times.steps[name] = times.steps.get(name, 0.0) + now - start
+    return now
 
 
 def _relax_alignment(prim: Any, notes: list[tuple[str, str]] | None = None
@@ -186,10 +231,16 @@ def _build_library(func: Function, arg_types: Sequence[Type], spec: Target, key:
     import tvm
     from tvm import te
 
+    times = CompileTimes((), [tuple(getattr(t, "shape", ())) for t in arg_types]) \
+        if _RECORD else None
+    start = time.process_time()
     try:
         lowered = build_te(func, arg_types, spec)
     except LoweringFailed as err:
         raise NoLowering(err.op, err.reason) from None
+    start = _step(times, "lower", start)
+    if times is not None:
+        times.ops = tuple(lowered.ops)
     if schedule is None:
         schedule = pick_schedule(KernelInfo(tuple(lowered.ops), func, tuple(arg_types), spec))
     name = f"relay_kernel_{key[:16]}"
@@ -204,10 +255,25 @@ def _build_library(func: Function, arg_types: Sequence[Type], spec: Target, key:
             report["refused"] = [list(n) for n in notes] + report["refused"]
         if name not in [g.name_hint for g in mod.get_global_vars()]:
             mod = tvm.IRModule({name: mod[mod.get_global_vars()[0]]})
+        start = _step(times, "schedule", start)
         lib = tvm.compile(mod, target=as_target(spec))
+        _step(times, "tvm.compile", start)
     except Exception as err:  # noqa: BLE001 - TVM's errors have no common public base
         raise _compile_failed(lowered.ops, err) from err
+    if times is not None:
+        lib = _Timed(lib, times)
+        _RECORD[-1].append(times)
     return lib, lowered, name, needs_alignment, report
+
+
+class _Timed:
+    """TVM's executable with the :class:`CompileTimes` its machine code is added to."""
+
+    def __init__(self, lib: Any, times: CompileTimes) -> None:
+        self.lib, self.times = lib, times
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.lib, name)
 
 
 def _compile_failed(ops: Sequence[str], err: BaseException) -> NoLowering:
@@ -277,6 +343,16 @@ def _link(lib: Any, so: Path) -> None:
     Raises:
         OSError, RuntimeError, subprocess.CalledProcessError: the library cannot be made.
     """
+    times = lib.times if isinstance(lib, _Timed) else None
+    lib = lib.lib if isinstance(lib, _Timed) else lib
+    start = time.process_time()
+    try:
+        _link_library(lib, so)
+    finally:
+        _step(times, "codegen+link", start)
+
+
+def _link_library(lib: Any, so: Path) -> None:
     mod = lib.mod if hasattr(lib, "mod") else lib
     ld = _linker()
     if ld is None or mod.kind != "llvm" or len(mod.imports):

@@ -5,12 +5,13 @@
 
 1. :data:`INPUT` ``V[eps, nu, p, c]`` — the input transform ``B^T d B`` of tile ``p`` (tiles
    numbered ``(n, tile row, tile column)`` row-major) of channel ``c``, in two passes as the
-   reference computes it: :data:`INPUT_ROWS` (``B^T d``, per tile) then the columns. Each
+   reference computes it: :data:`INPUT_ROWS` (``B^T d``, per tile) then the columns, over the
+   zero-padded ``a x a`` tile (:data:`INPUT_TILE`: the bounds tests once per tile point, not
+   in every term of the unrolled sums, which kept the unrolled code small for TVM's passes). Each
    output of a pass is a ``Select`` on its row of ``B^T`` whose branches hold only that row's
    non-zero terms (the schedule's unrolling resolves the ``Select``), so no multiplication by
    zero is emitted, and the expressions stay small (one pass in a single expression made
-   ``F(4x4, 3x3)`` kernels take 100 s to compile). The zero padding is a bounds test in the
-   load.
+   ``F(4x4, 3x3)`` kernels take 100 s to compile).
 2. The transformed weight, as the GEMM streams it: ``U[eps, nu, o // b, c, o % b]`` (``b``
    the output channels of a vector, :data:`LANES_MAX` at most): packed at build time when the
    weight is a constant of the kernel (:meth:`OpCall.add_constant`), else a stage
@@ -41,11 +42,12 @@ from backends.tvm.sched.default import KEEP
 from semantics.ops import nn_relations as N
 from semantics.ops.winograd import WEIGHT_TRANSFORM, WITHOUT_WEIGHT_TRANSFORM, winograd_matrices
 
-__all__ = ["GEMM", "INPUT", "INPUT_ROWS", "LANES_MAX", "OUTPUT", "OUTPUT_COLS", "PACK",
-           "pack_weight"]
+__all__ = ["GEMM", "INPUT", "INPUT_ROWS", "INPUT_TILE", "LANES_MAX", "OUTPUT", "OUTPUT_COLS",
+           "PACK", "pack_weight"]
 
 INPUT = f"{KEEP}winograd_input"
 INPUT_ROWS = f"{KEEP}winograd_input_rows"
+INPUT_TILE = f"{KEEP}winograd_input_tile"
 OUTPUT_COLS = f"{KEEP}winograd_output_cols"
 GEMM = "winograd_gemm"
 PACK = f"{KEEP}winograd_pack"
@@ -121,8 +123,10 @@ def pack_weight(u: np.ndarray, lanes: int) -> np.ndarray:
     """``U (a, a, O, I)`` as ``(a, a, ceil(O / lanes), I, lanes)``, zero-filled past ``O``."""
     alpha, _, o, i = u.shape
     blocks = -(-o // lanes)
-    padded = np.zeros((alpha, alpha, blocks * lanes, i), dtype=u.dtype)
-    padded[:, :, :o] = u
+    padded = u
+    if o % lanes:       # (one copy fewer of a weight that is often 16 MB when none is needed)
+        padded = np.zeros((alpha, alpha, blocks * lanes, i), dtype=u.dtype)
+        padded[:, :, :o] = u
     return np.ascontiguousarray(
         padded.reshape(alpha, alpha, blocks, lanes, i).transpose(0, 1, 2, 4, 3))
 
@@ -165,21 +169,25 @@ def _winograd(call: OpCall) -> Any:
         x = tirx.Cast(cdt, _at(data, dmap.index({"N": n, "C": c, "H": h, "W": w})))
         return tirx.if_then_else(inside, x, const(0, cdt))
 
-    def rows_body(p: Any, eps: Any, j: Any, c: Any) -> Any:
+    def tile_body(p: Any, i: Any, j: Any, c: Any) -> Any:
         n = tirx.floordiv(p, nh * nw)
         th = tirx.floormod(tirx.floordiv(p, nw), nh)
         tw = tirx.floormod(p, nw)
-        return _rows(bt, eps, lambda i: load(n, th * m + i, tw * m + j, c), cdt)
+        return load(n, th * m + i, tw * m + j, c)
 
-    # B^T d B in two passes (rows, then columns): each a Select of alpha short sums
-    half = te.compute((tiles, alpha, alpha, in_c), rows_body, name=INPUT_ROWS)
+    # the zero-padded a x a input tile, then B^T d B in two passes (rows, then columns): each
+    # a Select of alpha short sums over the tile (the bounds test is once per tile point)
+    tile = te.compute((tiles, alpha, alpha, in_c), tile_body, name=INPUT_TILE)
+    half = te.compute((tiles, alpha, alpha, in_c), lambda p, eps, j, c: _rows(
+        bt, eps, lambda i: tile[p, i, j, c], cdt), name=INPUT_ROWS)
     v = te.compute((alpha, alpha, tiles, in_c), lambda eps, nu, p, c: _rows(
         bt, nu, lambda j: half[p, eps, j, c], cdt), name=INPUT)
     lanes = _lanes(call, out_c)
     blocks = -(-out_c // lanes)
     u_const = call.constant(1)
     if u_const is not None and call.hide is not None:
-        packed = call.add_constant(pack_weight(np.asarray(u_const).astype(cdt), lanes),
+        packed = call.add_constant(pack_weight(np.asarray(u_const).astype(cdt, copy=False),
+                                               lanes),
                                    "winograd_packed")
     else:
         packed = te.compute(
