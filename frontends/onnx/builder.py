@@ -55,6 +55,9 @@ class Value:
     #: ``Concat``, arithmetic...): its elements as dims (ints, shape variables, ``?``), an
     #: object array of the value's shape (see :mod:`frontends.onnx.shape_values`).
     sym: np.ndarray | None = None
+    #: For a sequence of static length: the rank of each element (-1: not a tensor), so that
+    #: ``SequenceAt`` at a known position of a sequence of several ranks unwraps its element.
+    ranks: tuple[int, ...] | None = None
 
     @property
     def expr(self) -> Expr:
@@ -68,6 +71,12 @@ class Value:
     @property
     def tensor(self) -> TensorType:
         if not isinstance(self.type, TensorType):
+            from frontends.onnx.seq_types import union_dtype, union_ranks
+            if union_dtype(self.type) is not None:
+                raise Unsupported(
+                    f"needs a tensor of one rank, got an element of a sequence of tensors of "
+                    f"ranks {union_ranks(self.type)} ({self.type}) whose rank is only known "
+                    f"at run time")
             raise Unsupported(f"expected a tensor, got a value of type {self.type}")
         return self.type
 

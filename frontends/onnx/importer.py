@@ -405,8 +405,22 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
                             + "\n  ".join(problems))
     inits = {i.name: _initializer_array(i, base_dir) for i in graph.initializer}
     const_inputs = dict(const_inputs or {})
-    ctx = Context(opset, bindings=[])
-    data_vars = _bind_inputs(ctx, graph, inits, const_inputs, shapes)
+    from frontends.onnx.seq_types import is_complete, unions_session
+    with unions_session() as unions:
+        ctx = Context(opset, bindings=[])
+        data_vars = _bind_inputs(ctx, graph, inits, const_inputs, shapes)
+        unions.undeclared.update(id(v) for v in data_vars
+                                 if not is_complete(v.type_annotation))
+        main, params = _convert_main(ctx, graph, inits, data_vars, freeze_params)
+        from frontends.onnx.ops_seq import module_definitions
+        functions, types = module_definitions(main, unions)
+    functions["main"] = main
+    return IRModule(functions, types), params
+
+
+def _convert_main(ctx: Context, graph: Any, inits: dict[str, np.ndarray], data_vars: list[Var],
+                  freeze_params: bool) -> tuple[Function, dict[str, np.ndarray]]:
+    """``@main``: the graph's nodes converted, the data inputs then the weights it uses."""
     weight_vars: dict[str, Var] = {}
     for name, arr in inits.items():
         if arr.dtype.name not in _RELAY_DTYPES:
@@ -428,10 +442,7 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
     used = [n for n, v in weight_vars.items() if ctx.env[n].materialized]  # type: ignore[attr-defined]
     params = {_ident(n): inits[n] for n in used}
     main = Function(tuple(data_vars) + tuple(weight_vars[n] for n in used), body)
-    from frontends.onnx.ops_seq import module_definitions
-    functions, types = module_definitions(main)
-    functions["main"] = main
-    return IRModule(functions, types), params
+    return main, params
 
 
 def _let_chain(bindings: list[tuple[Var, Expr]], body: Expr) -> Expr:
