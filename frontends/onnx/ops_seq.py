@@ -246,29 +246,30 @@ def _seq_at(ctx: Context, node: Any, ins: list[Value | None],
     seq = _req(ins, 0)
     pos = _position(ins, 1, seq, 0)
     assert pos is not None
-    at = _helper("onnx_seq_at", [seq, pos], elem_type(seq), elem_type(seq))
+    at_elem = _helper("onnx_seq_at", [seq, pos], elem_type(seq), elem_type(seq))
     if union_dtype(elem_type(seq)) is None:
-        return [at]
+        return [at_elem]
     # Tensors of several ranks: the element's rank is known when the sequence and the
     # position are (it is unwrapped); otherwise the element stays in its rank union.
-    rank = _static_rank(seq, pos)
-    return [at if rank is None else unwrap(at, rank)]
+    at = _static_pos(ins, 1, seq, 0)
+    rank = seq.ranks[at] if seq.ranks is not None and at is not None else -1
+    return [at_elem if rank < 0 else unwrap(at_elem, rank)]
 
 
-def _static_rank(seq: Value, pos: Value) -> int | None:
-    if seq.ranks is None or pos.const is None:
-        return None
-    p = int(np.asarray(pos.const).reshape(-1)[0])
-    return seq.ranks[p] if 0 <= p < len(seq.ranks) and seq.ranks[p] >= 0 else None
-
-
-def _static_pos(pos: Value | None, seq: Value, extra: int) -> int | None:
-    """The position ``pos`` (None: the end) in ``seq`` of static length, when known."""
+def _static_pos(ins: list[Value | None], k: int, seq: Value, extra: int) -> int | None:
+    """Input ``k``, a position in ``seq`` of static length (None: the end; negative: from the
+    end), when it is known at import time and in range (``extra``: one past the end too)."""
     if seq.ranks is None:
         return None
-    if pos is None:
-        return len(seq.ranks) - 1 + extra
-    return int(np.asarray(pos.const).reshape(-1)[0]) if pos.const is not None else None
+    n = len(seq.ranks)
+    p = ins[k] if len(ins) > k else None
+    if p is None:
+        return n - 1 + extra
+    if p.const is None:
+        return None
+    at = int(np.asarray(p.const).reshape(-1)[0])
+    at = at + n if at < 0 else at
+    return at if 0 <= at < n + extra else None
 
 
 @converter("SequenceLength")
@@ -283,7 +284,7 @@ def _seq_insert(ctx: Context, node: Any, ins: list[Value | None],
     seq, v = _req(ins, 0), _req(ins, 1)
     elem = join(elem_type(seq), v.type)
     pos = _position(ins, 2, seq, 1)
-    at = _static_pos(pos, seq, 1)
+    at = _static_pos(ins, 2, seq, 1)
     if pos is None:
         pos = length(seq)
     out = _helper("onnx_seq_insert", [conform(seq, list_type(elem)), pos, conform(v, elem)],
@@ -298,7 +299,7 @@ def _seq_erase(ctx: Context, node: Any, ins: list[Value | None],
                attrs: dict[str, Any]) -> list[Value]:
     seq = _req(ins, 0)
     pos = _position(ins, 1, seq, 0)
-    at = _static_pos(pos, seq, 0)
+    at = _static_pos(ins, 1, seq, 0)
     if pos is None:
         pos = call("subtract", [length(seq), const(np.int64(1))])
     out = _helper("onnx_seq_erase", [seq, pos], elem_type(seq), seq.type)
