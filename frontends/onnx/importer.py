@@ -387,6 +387,7 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
         ops_math,
         ops_nn,
         ops_pool,
+        ops_resize,
         ops_rnn,
         ops_seq,
         ops_tensor,
