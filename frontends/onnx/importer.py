@@ -389,6 +389,7 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
         ops_pool,
         ops_resize,
         ops_rnn,
+        ops_scatter,
         ops_seq,
         ops_tensor,
     )
