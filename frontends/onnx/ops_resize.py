@@ -151,16 +151,9 @@ def _resize_axis(x: Value, axis: int, idx: np.ndarray, w: np.ndarray,
         pick = idx[np.arange(m), np.argmax(w, axis=1)]
         y = call("take", [x, const(pick.astype(np.int64))], axis=axis, mode="clip")
     else:
-        work = x if x.dtype.startswith("float") else call("cast", [x], dtype="float64")
-        taps = call("take", [work, const(idx.astype(np.int64))], axis=axis, mode="clip")
-        weights = const(w.reshape((m, w.shape[1]) + trailing).astype(work.dtype))
+        taps = call("take", [x, const(idx.astype(np.int64))], axis=axis, mode="clip")
+        weights = const(w.reshape((m, w.shape[1]) + trailing).astype(x.dtype))
         y = call("sum", [call("multiply", [taps, weights])], axis=(axis + 1,))
-        if not x.dtype.startswith("float"):
-            info = np.iinfo(np.dtype(x.dtype)) if x.dtype != "bool" else None
-            y = call("round", [y])
-            if info is not None:
-                y = call("clip", [y], a_min=float(info.min), a_max=float(info.max))
-            y = call("cast", [y], dtype=x.dtype)
     if outside is not None and outside.any():
         mask = const(outside.reshape((m,) + trailing))
         y = call("where", [mask, const(np.asarray(extrapolation, dtype=x.dtype)), y])
@@ -228,22 +221,38 @@ def resize(x: Value, attrs: dict[str, Any], scales: list[Any] | None,
         raise Unsupported("Resize antialias needs mode linear or cubic")
     pairs = _roi_pairs(roi, axes) if coord == "tf_crop_and_resize" else {}
     extrapolation = float(attrs.get("extrapolation_value", 0.0))
+    dtype = x.dtype
+    if kind != "nearest" and not dtype.startswith("float"):
+        # Integers are interpolated in float64, then rounded and saturated once at the end.
+        x = call("cast", [x], dtype="float64")
     for axis, n, m, scale in _targets(x, axes, scales, sizes,
                                       _text(attrs, "keep_aspect_ratio_policy", "stretch")):
         pair = pairs.get(axis)
         if m == n and math.isclose(scale, 1.0) and (
                 pair is None or (math.isclose(pair[0], 0) and math.isclose(pair[1], 1))):
             continue        # unchanged along this axis
+        if m == 0:
+            x = call("take", [x, const(np.zeros(0, np.int64))], axis=axis, mode="clip")
+            continue
         nearest = (("floor" if scale >= 1 else "ceil") if legacy
                    else _text(attrs, "nearest_mode", "round_prefer_floor"))
         idx, w, outside = axis_plan(
             kind, n, m, scale, coord, pair, antialias=antialias,
             cubic_a=float(attrs.get("cubic_coeff_a", -0.75)),
             exclude_outside=bool(attrs.get("exclude_outside", 0)), nearest=nearest)
-        if m == 0:
-            raise Unsupported(f"Resize to length 0 along axis {axis}")
         x = _resize_axis(x, axis, idx, w, outside, kind, extrapolation)
+    if x.dtype != dtype:
+        x = _saturate(x, dtype)
     return x
+
+
+def _saturate(y: Value, dtype: str) -> Value:
+    """``y`` (float64) rounded half to even, clipped to ``dtype``'s range and cast."""
+    y = call("round", [y])
+    if dtype != "bool":
+        info = np.iinfo(np.dtype(dtype))
+        y = call("clip", [y], a_min=float(info.min), a_max=float(info.max))
+    return call("cast", [y], dtype=dtype)
 
 
 @converter("Resize", attrs=_ATTRS)
