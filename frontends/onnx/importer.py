@@ -16,43 +16,20 @@ unknown operators and unknown attributes are reported together in one :class:`Im
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from frontends.onnx.builder import RELAY_DTYPES, ImporterError, Unsupported, Value, const
+from frontends.onnx.registry import CONVERTERS, Converter, OpEntry, converter  # noqa: F401 - re-exported
 from frontends.onnx.shape_values import propagate
 from semantics.errors import RelayError
 from semantics.expr import Constant, Expr, Function, Let, Tuple, Var
 from semantics.module import IRModule
 from semantics.shapes import ANY, shape_var
 from semantics.types import TensorType, Type
-
-Converter = Callable[["Context", Any, list[Value | None], dict[str, Any]], list[Value]]
-
-
-@dataclass(frozen=True)
-class OpEntry:
-    """A converter and the attribute names it understands."""
-
-    fn: Converter
-    attrs: frozenset[str]
-    since: int = 1
-
-
-#: op_type → entry; filled by the family modules (``ops_math``, ``ops_nn``, ...).
-CONVERTERS: dict[str, OpEntry] = {}
-
-
-def converter(*op_types: str, attrs: tuple[str, ...] = ()) -> Callable[[Converter], Converter]:
-    """Register ``fn`` as the converter of ``op_types``, accepting the attributes ``attrs``."""
-    def deco(fn: Converter) -> Converter:
-        for t in op_types:
-            CONVERTERS[t] = OpEntry(fn, frozenset(attrs))
-        return fn
-    return deco
 
 
 def onnx_dtype(elem_type: int) -> str:
@@ -411,8 +388,8 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
     with unions_session() as unions:
         ctx = Context(opset, bindings=[])
         data_vars = _bind_inputs(ctx, graph, inits, const_inputs, shapes)
-        unions.undeclared.update(id(v) for v in data_vars
-                                 if not is_complete(v.type_annotation))
+        unions.undeclared.update(id(v) for v in data_vars if v.type_annotation is not None
+                                 and not is_complete(v.type_annotation))
         main, params = _convert_main(ctx, graph, inits, data_vars, freeze_params)
         from frontends.onnx.ops_seq import module_definitions
         functions, types = module_definitions(main, unions)

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from frontends.onnx.builder import Unsupported, Value, call, const, keep_offset, static_ints
+from frontends.onnx.builder import required as _req
 from frontends.onnx.importer import Context, converter, onnx_dtype
 
 _UNARY = {
@@ -298,14 +299,6 @@ def _empty_extreme(x: Value, axes: list[int] | None, keep: bool, is_max: bool) -
         info = np.iinfo(dt)
         fill = info.min if is_max else info.max
     return const(np.full(out, fill, dtype=dt))
-
-
-def _req(ins: list[Value | None], i: int) -> Value:
-    if i >= len(ins) or ins[i] is None:
-        raise Unsupported(f"input {i} is required")
-    v = ins[i]
-    assert v is not None
-    return v
 
 
 @converter("BitShift", attrs=("direction",))

@@ -41,9 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from frontends.onnx.builder import Unsupported, Value, call, const, static
-from frontends.onnx.importer import Context, converter
-from frontends.onnx.ops_math import _req
+from frontends.onnx.builder import Unsupported, Value, call, const, required, static
+from frontends.onnx.registry import converter
 from semantics.shapes import is_concrete
 
 _ATTRS = ("mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
@@ -256,11 +255,11 @@ def _saturate(y: Value, dtype: str) -> Value:
 
 
 @converter("Resize", attrs=_ATTRS)
-def _resize(ctx: Context, node: Any, ins: list[Value | None],
+def _resize(ctx: Any, node: Any, ins: list[Value | None],
             attrs: dict[str, Any]) -> list[Value]:
-    x = _req(ins, 0)
+    x = required(ins, 0)
     if ctx.opset < 11:
-        return [resize(x, attrs, _floats(_req(ins, 1)), None, None, legacy=True)]
+        return [resize(x, attrs, _floats(required(ins, 1)), None, None, legacy=True)]
 
     def opt(i: int) -> Value | None:
         return ins[i] if len(ins) > i else None
@@ -271,10 +270,10 @@ def _resize(ctx: Context, node: Any, ins: list[Value | None],
 
 
 @converter("Upsample", attrs=("mode", "scales"))
-def _upsample(ctx: Context, node: Any, ins: list[Value | None],
+def _upsample(ctx: Any, node: Any, ins: list[Value | None],
               attrs: dict[str, Any]) -> list[Value]:
-    x = _req(ins, 0)
+    x = required(ins, 0)
     scales = ([float(s) for s in attrs["scales"]] if "scales" in attrs
-              else _floats(_req(ins, 1)))
+              else _floats(required(ins, 1)))
     return [resize(x, {"mode": attrs.get("mode", b"nearest")}, scales, None, None,
                    legacy=True)]

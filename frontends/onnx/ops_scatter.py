@@ -25,10 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from frontends.onnx.builder import Unsupported, Value, call, const
-from frontends.onnx.importer import Context, converter
-from frontends.onnx.ops_gather import _checked_index
-from frontends.onnx.ops_math import _req
+from frontends.onnx.builder import Unsupported, Value, call, checked_index, const, required
+from frontends.onnx.registry import converter
 
 
 def _strides(dims: tuple[int, ...]) -> list[int]:
@@ -41,7 +39,7 @@ def _nd_positions(indices: Value, dims: tuple[int, ...]) -> Value:
     strides = _strides(dims)
     flat: Value | None = None
     for j, (n, s) in enumerate(zip(dims, strides)):
-        i = _checked_index(call("take", [indices, const(np.int64(j))], axis=indices.ndim - 1),
+        i = checked_index(call("take", [indices, const(np.int64(j))], axis=indices.ndim - 1),
                            n)
         term = call("multiply", [i, const(np.int64(s))])
         flat = term if flat is None else call("add", [flat, term])
@@ -57,9 +55,9 @@ def _last_dim(indices: Value, what: str) -> int:
 
 
 @converter("GatherND", attrs=("batch_dims",))
-def _gather_nd(ctx: Context, node: Any, ins: list[Value | None],
+def _gather_nd(ctx: Any, node: Any, ins: list[Value | None],
                attrs: dict[str, Any]) -> list[Value]:
-    data, indices = _req(ins, 0), _req(ins, 1)
+    data, indices = required(ins, 0), required(ins, 1)
     shape, ishape = data.static_shape(), indices.static_shape()
     b = int(attrs.get("batch_dims", 0))
     k = _last_dim(indices, "GatherND")
@@ -121,9 +119,9 @@ def scatter_flat(rows: Value, flat: Value, updates: Value, reduction: str) -> Va
 
 
 @converter("ScatterND", attrs=("reduction",))
-def _scatter_nd(ctx: Context, node: Any, ins: list[Value | None],
+def _scatter_nd(ctx: Any, node: Any, ins: list[Value | None],
                 attrs: dict[str, Any]) -> list[Value]:
-    data, indices, updates = _req(ins, 0), _req(ins, 1), _req(ins, 2)
+    data, indices, updates = required(ins, 0), required(ins, 1), required(ins, 2)
     shape, ishape = data.static_shape(), indices.static_shape()
     k = _last_dim(indices, "ScatterND")
     if k > len(shape) or updates.static_shape() != ishape[:-1] + shape[k:]:
@@ -138,9 +136,9 @@ def _scatter_nd(ctx: Context, node: Any, ins: list[Value | None],
 
 
 @converter("ScatterElements", "Scatter", attrs=("axis", "reduction"))
-def _scatter_elements(ctx: Context, node: Any, ins: list[Value | None],
+def _scatter_elements(ctx: Any, node: Any, ins: list[Value | None],
                       attrs: dict[str, Any]) -> list[Value]:
-    data, indices, updates = _req(ins, 0), _req(ins, 1), _req(ins, 2)
+    data, indices, updates = required(ins, 0), required(ins, 1), required(ins, 2)
     shape, ishape = data.static_shape(), indices.static_shape()
     if len(ishape) != len(shape) or updates.static_shape() != ishape:
         raise Unsupported(f"{node.op_type} indices {ishape} and updates {updates.shape} must "
@@ -154,7 +152,7 @@ def _scatter_elements(ctx: Context, node: Any, ins: list[Value | None],
         if k != axis:
             grid = np.arange(ishape[k], dtype=np.int64) * strides[k]
             offset = offset + grid.reshape([-1 if j == k else 1 for j in range(len(shape))])
-    idx = _checked_index(indices, shape[axis])
+    idx = checked_index(indices, shape[axis])
     flat = call("add", [call("multiply", [idx, const(np.int64(strides[axis]))]), const(offset)])
     m = int(np.prod(ishape, dtype=np.int64))
     out = scatter_flat(call("reshape", [data], newshape=(-1,)),

@@ -168,9 +168,9 @@ def unions_session() -> Iterator[Unions]:
 
 def union_dtype(t: Type) -> str | None:
     """The dtype of a rank union type, None for another type."""
-    name = _adt_name(t)
-    if name is None or not name.startswith("OnnxTensor") or t.args:  # type: ignore[union-attr]
+    if not isinstance(t, TypeCall) or t.args or not t.func.name.startswith("OnnxTensor"):
         return None
+    name = t.func.name
     return next((d for d, a in _ABBREV.items() if name == f"OnnxTensor{a}"), None)
 
 
