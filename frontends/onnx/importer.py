@@ -368,6 +368,7 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
         ops_rnn,
         ops_scatter,
         ops_seq,
+        ops_signal,
         ops_tensor,
     )
 

@@ -1,7 +1,7 @@
-"""``Resize``/``Upsample``, ``GatherND``, ``ScatterND``, ``ScatterElements``/``Scatter`` and
-the bitwise operators, composed from registry operators: checked by Hypothesis against the
-ONNX package's reference implementation (``onnx.reference``) on random shapes, attributes
-and data, and type-checked."""
+"""``Resize``/``Upsample``, ``GatherND``, ``ScatterND``, ``ScatterElements``/``Scatter``, the
+bitwise operators and the window functions, composed from registry operators: checked by
+Hypothesis against the ONNX package's reference implementation (``onnx.reference``) on random
+shapes, attributes and data, and type-checked."""
 
 from __future__ import annotations
 
@@ -231,3 +231,18 @@ def test_bitwise_operators_match_the_reference(op, dtype, seed):
     got, want = both(m, {"a": a} if unary else {"a": a, "b": b})
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+# --- window functions ----------------------------------------------------------------------
+
+@given(st.sampled_from(["HannWindow", "HammingWindow", "BlackmanWindow"]), st.integers(1, 40),
+       st.integers(0, 1), st.sampled_from([TensorProto.FLOAT, TensorProto.DOUBLE]))
+@settings(max_examples=30, deadline=None)
+def test_window_functions_match_the_reference(op, size, periodic, out_type):
+    n = numpy_helper.from_array(np.array(size, np.int64), "n")
+    m = model([helper.make_node(op, ["n"], ["y"], periodic=periodic,
+                                output_datatype=out_type)],
+              [], [vi("y", out_type, None)], [n], opset=17)
+    got, want = both(m, {})
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
