@@ -246,3 +246,31 @@ def test_window_functions_match_the_reference(op, size, periodic, out_type):
     got, want = both(m, {})
     assert got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+@given(st.integers(0, 1), st.integers(0, 1), st.integers(1, 2), st.integers(1, 7),
+       st.integers(0, 3), st.integers(0, 2 ** 16))
+@settings(max_examples=40, deadline=None)
+def test_dft_matches_numpy(inverse, onesided, channels, n_in, extra, seed):
+    rng = np.random.default_rng(seed)
+    if inverse and onesided:
+        channels = 2
+    x = rng.standard_normal((2, n_in, 3, channels))
+    n = max(1, n_in + extra - 1)       # shorter (truncated), equal or longer (zero-padded)
+    length = numpy_helper.from_array(np.array(n, np.int64), "n")
+    m = model([helper.make_node("DFT", ["x", "n"], ["y"], axis=1, inverse=inverse,
+                                onesided=onesided)],
+              [vi("x", TensorProto.DOUBLE, list(x.shape))], [vi("y", TensorProto.DOUBLE, None)],
+              [length], opset=17)
+    mod, _ = from_onnx(m)
+    check(mod)
+    got = np.asarray(evaluate(mod, x))
+    z = x[..., 0] + 1j * x[..., 1] if channels == 2 else x[..., 0]
+    if inverse and onesided:
+        want = np.fft.irfft(z, n=n, axis=1)[..., None]
+    else:
+        f = np.fft.ifft(z, n=n, axis=1) if inverse else np.fft.fft(z, n=n, axis=1)
+        f = f[:, :n // 2 + 1] if onesided else f
+        want = np.stack([f.real, f.imag], axis=-1)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
