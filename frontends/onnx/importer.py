@@ -364,6 +364,7 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
         ops_math,
         ops_nn,
         ops_pool,
+        ops_quant,
         ops_resize,
         ops_rnn,
         ops_scatter,
