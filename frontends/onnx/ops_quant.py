@@ -1,5 +1,6 @@
 """ONNX quantization operators on integer tensors: ``QuantizeLinear``,
-``DequantizeLinear``, ``DynamicQuantizeLinear``, ``MatMulInteger``, ``QLinearMatMul``.
+``DequantizeLinear``, ``DynamicQuantizeLinear``, ``MatMulInteger``, ``QLinearMatMul`` (and, in
+``ops_nn``, ``ConvInteger`` and ``QLinearConv``).
 
 * ``QuantizeLinear``: ``saturate(round(x / scale) + zero_point)`` — rounding half to even,
   saturation to the zero point's dtype (``uint8`` without one); a 1-D scale is per slice of

@@ -1,5 +1,6 @@
 """ONNX quantization operators (``QuantizeLinear``, ``DequantizeLinear``,
-``DynamicQuantizeLinear``, ``MatMulInteger``, ``QLinearMatMul``) against the ONNX package's
+``DynamicQuantizeLinear``, ``MatMulInteger``, ``QLinearMatMul``, ``ConvInteger``, ``QLinearConv``)
+against the ONNX package's
 reference implementation, on random data, scales and zero points."""
 
 from __future__ import annotations
@@ -92,3 +93,30 @@ def test_integer_products_match_the_reference(dtype, rank, seed):
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
+
+
+@given(st.sampled_from(["uint8", "int8"]), st.integers(0, 1), st.booleans(),
+       st.integers(0, 2 ** 16))
+@settings(max_examples=20, deadline=None)
+def test_integer_convolutions_match_the_reference(dtype, pad, bias, seed):
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, (1, 2, 5, 5), endpoint=True).astype(dtype)
+    w = rng.integers(info.min, info.max, (3, 2, 3, 3), endpoint=True).astype(dtype)
+    xzp = rng.integers(info.min // 4, info.max // 4, ()).astype(dtype)
+    wzp = rng.integers(info.min // 4, info.max // 4, (3,)).astype(dtype)
+    yzp = rng.integers(info.min // 4, info.max // 4, ()).astype(dtype)
+    inits = [init("xz", xzp), init("wz", wzp), init("yz", yzp),
+             init("xs", np.float32(rng.uniform(0.01, 0.1))),
+             init("ws", rng.uniform(0.01, 0.1, 3).astype(np.float32)),
+             init("ys", np.float32(rng.uniform(0.5, 4))),
+             init("b", rng.integers(-500, 500, 3).astype(np.int32))]
+    q_inputs = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"] + (["b"] if bias else [])
+    got, want = run_both(
+        [helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["c"], pads=[pad] * 4),
+         helper.make_node("QLinearConv", q_inputs, ["y"], pads=[pad] * 4)],
+        [vi("x", dtype, [1, 2, 5, 5]), vi("w", dtype, [3, 2, 3, 3])],
+        [vi("c", np.int32, None), vi("y", dtype, None)], inits, {"x": x, "w": w})
+    for g, wnt in zip(got, want):
+        assert g.dtype == wnt.dtype
+        np.testing.assert_array_equal(g, wnt)
