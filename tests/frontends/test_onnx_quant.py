@@ -1,7 +1,7 @@
 """ONNX quantization operators (``QuantizeLinear``, ``DequantizeLinear``,
-``DynamicQuantizeLinear``, ``MatMulInteger``, ``QLinearMatMul``, ``ConvInteger``, ``QLinearConv``)
-against the ONNX package's
-reference implementation, on random data, scales and zero points."""
+``DynamicQuantizeLinear``, ``MatMulInteger``, ``QLinearMatMul``, ``ConvInteger``,
+``QLinearConv``) against the ONNX package's reference implementation, on random data, scales
+and zero points."""
 
 from __future__ import annotations
 
