@@ -1,4 +1,4 @@
-"""ONNX ``Resize`` and ``Upsample`` as compositions of registry operators.
+"""ONNX ``Resize``, ``Upsample`` and ``AffineGrid`` as compositions of registry operators.
 
 Resizing is separable: each resized axis is interpolated on its own, one after another in
 axis order. Along one axis of static input length ``n`` and output length ``m`` every output
@@ -277,3 +277,34 @@ def _upsample(ctx: Any, node: Any, ins: list[Value | None],
               else _floats(required(ins, 1)))
     return [resize(x, {"mode": attrs.get("mode", b"nearest")}, scales, None, None,
                    legacy=True)]
+
+
+def _grid_axis(n: int, align_corners: bool) -> np.ndarray:
+    """The normalized coordinates in ``[-1, 1]`` of ``n`` positions: the corners' centres
+    (``align_corners``) or the cells' centres."""
+    i = np.arange(n, dtype=np.float64)
+    if align_corners:
+        return -1 + 2 * i / (n - 1) if n > 1 else np.full(n, -1.0)
+    return -1 + (2 * i + 1) / n
+
+
+@converter("AffineGrid", attrs=("align_corners",))
+def _affine_grid(ctx: Any, node: Any, ins: list[Value | None],
+                 attrs: dict[str, Any]) -> list[Value]:
+    """``grid[n, p] = theta[n] @ (x, y[, z], 1)`` for every output position ``p``: the base
+    grid of homogeneous coordinates is a constant (``x`` along the last axis), the product an
+    ``nn.batch_matmul`` with ``theta`` transposed."""
+    theta = required(ins, 0)
+    size = [int(s) for s in np.asarray(static(required(ins, 1), "the AffineGrid size"))]
+    spatial = size[2:]
+    k = len(spatial)
+    if k not in (2, 3) or theta.static_shape()[1:] != (k, k + 1):
+        raise Unsupported(f"AffineGrid theta {theta.shape} does not fit size {size}")
+    axes = [_grid_axis(n, bool(attrs.get("align_corners", 0))) for n in spatial]
+    mesh = np.meshgrid(*axes, indexing="ij")           # one array per spatial axis
+    coords = [m.reshape(-1) for m in reversed(mesh)]   # x (last axis) first
+    base = np.stack(coords + [np.ones(coords[0].size)], axis=1).astype(theta.dtype)
+    batch = theta.static_shape()[0]
+    grid = call("broadcast_to", [const(base[None])], shape=(batch,) + base.shape)
+    out = call("nn.batch_matmul", [grid, theta], transpose_b=True)
+    return [call("reshape", [out], newshape=(batch, *spatial, k))]

@@ -274,3 +274,17 @@ def test_dft_matches_numpy(inverse, onesided, channels, n_in, extra, seed):
         want = np.stack([f.real, f.imag], axis=-1)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+
+
+@given(st.integers(2, 3), st.integers(0, 1), st.integers(0, 2 ** 16), st.data())
+@settings(max_examples=20, deadline=None)
+def test_affine_grid_matches_the_reference(k, align_corners, seed, data):
+    spatial = [data.draw(st.integers(1, 4)) for _ in range(k)]
+    theta = np.random.default_rng(seed).standard_normal((2, k, k + 1)).astype(np.float32)
+    size = numpy_helper.from_array(np.array([2, 1] + spatial, np.int64), "size")
+    m = model([helper.make_node("AffineGrid", ["theta", "size"], ["g"],
+                                align_corners=align_corners)],
+              [vi("theta", F, [2, k, k + 1])], [vi("g", F, None)], [size], opset=20)
+    got, want = both(m, {"theta": theta})
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
