@@ -1,4 +1,5 @@
-"""ONNX ``Resize``, ``Upsample`` and ``AffineGrid`` as compositions of registry operators.
+"""ONNX ``Resize``, ``Upsample``, ``AffineGrid`` and ``Col2Im`` as compositions of registry
+operators.
 
 Resizing is separable: each resized axis is interpolated on its own, one after another in
 axis order. Along one axis of static input length ``n`` and output length ``m`` every output
@@ -308,3 +309,38 @@ def _affine_grid(ctx: Any, node: Any, ins: list[Value | None],
     grid = call("broadcast_to", [const(base[None])], shape=(batch,) + base.shape)
     out = call("nn.batch_matmul", [grid, theta], transpose_b=True)
     return [call("reshape", [out], newshape=(batch, *spatial, k))]
+
+
+@converter("Col2Im", attrs=("dilations", "pads", "strides"))
+def _col2im(ctx: Any, node: Any, ins: list[Value | None],
+            attrs: dict[str, Any]) -> list[Value]:
+    """The columns ``(N, C·∏block, L)`` summed back into the image ``(N, C, *image)``: each
+    (block offset, location) pair lands on one image position or in the padding. That map is
+    a constant 0/1 matrix, applied with one ``nn.dense`` over the ``N·C`` rows."""
+    x = required(ins, 0)
+    image = [int(v) for v in np.asarray(static(required(ins, 1), "the Col2Im image shape"))]
+    block = [int(v) for v in np.asarray(static(required(ins, 2), "the Col2Im block shape"))]
+    k = len(image)
+    dil = [int(v) for v in attrs.get("dilations", [1] * k)]
+    strides = [int(v) for v in attrs.get("strides", [1] * k)]
+    pads = [int(v) for v in attrs.get("pads", [0] * 2 * k)]
+    locs = [(image[d] + pads[d] + pads[k + d] - (dil[d] * (block[d] - 1) + 1)) // strides[d] + 1
+            for d in range(k)]
+    n, cb, length = x.static_shape()
+    nb, nl = int(np.prod(block)), int(np.prod(locs))
+    if cb % nb or length != nl:
+        raise Unsupported(f"Col2Im input {x.shape} does not fit block {block} and {nl} "
+                          f"locations")
+    b_idx = np.indices(block).reshape(k, -1)            # (k, nb)
+    l_idx = np.indices(locs).reshape(k, -1)             # (k, nl)
+    pos = (l_idx[:, None, :] * np.array(strides)[:, None, None]
+           - np.array(pads[:k])[:, None, None]
+           + b_idx[:, :, None] * np.array(dil)[:, None, None])      # (k, nb, nl)
+    inside = np.all((pos >= 0) & (pos < np.array(image)[:, None, None]), axis=0)
+    flat = np.ravel_multi_index(tuple(np.where(inside, pos, 0)), image)   # (nb, nl)
+    m = np.zeros((int(np.prod(image)), nb * nl), x.dtype)
+    cols = np.arange(nb * nl).reshape(nb, nl)
+    m[flat[inside], cols[inside]] = 1
+    rows = call("reshape", [x], newshape=(n * (cb // nb), nb * nl))
+    out = call("nn.dense", [rows, const(m)])
+    return [call("reshape", [out], newshape=(n, cb // nb, *image))]

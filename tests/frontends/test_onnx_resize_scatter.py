@@ -1,13 +1,14 @@
-"""``Resize``/``Upsample``, ``GatherND``, ``ScatterND``, ``ScatterElements``/``Scatter``, the
-bitwise operators and the window functions, composed from registry operators: checked by
-Hypothesis against the ONNX package's reference implementation (``onnx.reference``) on random
-shapes, attributes and data, and type-checked."""
+"""``Resize``/``Upsample``, ``AffineGrid``, ``Col2Im``, ``GatherND``, ``ScatterND``,
+``ScatterElements``/``Scatter``, the bitwise operators, ``DFT`` and the window functions,
+composed from registry operators: checked by Hypothesis against the ONNX package's reference
+implementation (``onnx.reference``) or numpy on random shapes, attributes and data, and
+type-checked."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("onnx", reason="onnx is not installed (extra `onnx`)")
@@ -286,5 +287,28 @@ def test_affine_grid_matches_the_reference(k, align_corners, seed, data):
                                 align_corners=align_corners)],
               [vi("theta", F, [2, k, k + 1])], [vi("g", F, None)], [size], opset=20)
     got, want = both(m, {"theta": theta})
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@given(st.integers(1, 2), st.integers(0, 2 ** 16), st.data())
+@settings(max_examples=20, deadline=None)
+def test_col2im_matches_the_reference(k, seed, data):
+    image = [data.draw(st.integers(2, 5)) for _ in range(k)]
+    block = [data.draw(st.integers(1, 2)) for _ in range(k)]
+    dil = [data.draw(st.integers(1, 2)) for _ in range(k)]
+    strides = [data.draw(st.integers(1, 2)) for _ in range(k)]
+    pads = [data.draw(st.integers(0, 1)) for _ in range(2 * k)]
+    locs = [(image[d] + pads[d] + pads[k + d] - (dil[d] * (block[d] - 1) + 1)) // strides[d] + 1
+            for d in range(k)]
+    assume(min(locs) >= 1)
+    x = np.random.default_rng(seed).standard_normal(
+        (2, 3 * int(np.prod(block)), int(np.prod(locs)))).astype(np.float32)
+    inits = [numpy_helper.from_array(np.array(image, np.int64), "image"),
+             numpy_helper.from_array(np.array(block, np.int64), "block")]
+    m = model([helper.make_node("Col2Im", ["x", "image", "block"], ["y"], dilations=dil,
+                                pads=pads, strides=strides)],
+              [vi("x", F, list(x.shape))], [vi("y", F, None)], inits)
+    got, want = both(m, {"x": x})
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
