@@ -1,4 +1,4 @@
-"""ONNX signal operators: the window functions and ``DFT``.
+"""ONNX signal operators: the window functions, ``MelWeightMatrix`` and ``DFT``.
 
 **Windows** (``HannWindow``, ``HammingWindow``, ``BlackmanWindow``).
 
@@ -35,6 +35,7 @@ from frontends.onnx.builder import (
     call_tuple,
     const,
     required,
+    static,
     static_ints,
 )
 from frontends.onnx.registry import converter
@@ -133,3 +134,46 @@ def _dft(ctx: Any, node: Any, ins: list[Value | None], attrs: dict[str, Any]) ->
         imag = call("add", [imag, _contract(im, axis, c * scale)])
     out = call_tuple("stack", [real, imag], axis=len(shape) - 1)
     return [call("cast", [out], dtype=x.dtype)]
+
+
+def mel_weights(bins: int, dft_length: int, rate: int, low_hz: float,
+                high_hz: float) -> np.ndarray:
+    """The ``(dft_length // 2 + 1, bins)`` matrix of triangular mel filters (HTK's mel scale
+    ``2595 log10(1 + f / 700)``): ``bins + 2`` points equally spaced in mel from ``low_hz``
+    (with the ONNX definition's step, the mel span over ``bins + 2``), mapped back to hertz
+    and to spectrogram bins ``floor((dft_length + 1) f / rate)``; filter ``i`` rises from
+    point ``i`` to ``i + 1`` and falls to ``i + 2``."""
+    def to_mel(hz: float) -> float:
+        return float(2595 * np.log1p(hz / 700) / np.log(10))
+
+    lo, hi = to_mel(low_hz), to_mel(high_hz)
+    mels = np.arange(bins + 2) * ((hi - lo) / (bins + 2)) + lo
+    hz = 700 * np.expm1(mels / 2595 * np.log(10))
+    points = (((dft_length + 1) * hz) // rate).astype(np.int64)
+    out = np.zeros((dft_length // 2 + 1, bins))
+    for i in range(bins):
+        left, center, right = (int(p) for p in points[i:i + 3])
+        if center == left:
+            out[center, i] = 1
+        else:
+            j = np.arange(left, center + 1)
+            out[j, i] = (j - left) / (center - left)
+        if right > center:
+            j = np.arange(center, right)
+            out[j, i] = (right - j) / (right - center)
+    return out
+
+
+@converter("MelWeightMatrix", attrs=("output_datatype",))
+def _mel_weight_matrix(ctx: Any, node: Any, ins: list[Value | None],
+                       attrs: dict[str, Any]) -> list[Value]:
+    from onnx import helper
+    (bins,) = static_ints(required(ins, 0), "num_mel_bins")
+    (dft_length,) = static_ints(required(ins, 1), "dft_length")
+    (rate,) = static_ints(required(ins, 2), "sample_rate")
+    low, high = (float(np.asarray(static(required(ins, i), "the edge frequencies")))
+                 for i in (3, 4))
+    if bins <= 0 or dft_length <= 0 or rate <= 0:
+        raise Unsupported(f"MelWeightMatrix sizes {bins}, {dft_length}, {rate} must be positive")
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(int(attrs.get("output_datatype", 1))))
+    return [const(mel_weights(bins, dft_length, rate, low, high).astype(dtype))]

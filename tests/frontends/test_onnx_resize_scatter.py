@@ -1,8 +1,8 @@
 """``Resize``/``Upsample``, ``AffineGrid``, ``Col2Im``, ``GatherND``, ``ScatterND``,
-``ScatterElements``/``Scatter``, the bitwise operators, ``DFT`` and the window functions,
-composed from registry operators: checked by Hypothesis against the ONNX package's reference
-implementation (``onnx.reference``) or numpy on random shapes, attributes and data, and
-type-checked."""
+``ScatterElements``/``Scatter``, the bitwise operators, ``DFT``, ``MelWeightMatrix`` and the
+window functions, composed from registry operators: checked by Hypothesis against the ONNX
+package's reference implementation (``onnx.reference``) or numpy on random shapes,
+attributes and data, and type-checked."""
 
 from __future__ import annotations
 
@@ -312,3 +312,17 @@ def test_col2im_matches_the_reference(k, seed, data):
     got, want = both(m, {"x": x})
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@given(st.integers(1, 10), st.sampled_from([8, 16, 32, 64]), st.sampled_from([8000, 16000]),
+       st.floats(0, 500), st.floats(1000, 4000))
+@settings(max_examples=20, deadline=None)
+def test_mel_weight_matrix_matches_the_reference(bins, dft_length, rate, low, high):
+    values = {"b": np.int64(bins), "d": np.int64(dft_length), "r": np.int64(rate),
+              "lo": np.float32(low), "hi": np.float32(high)}
+    inits = [numpy_helper.from_array(np.asarray(v), k) for k, v in values.items()]
+    m = model([helper.make_node("MelWeightMatrix", list(values), ["w"])], [],
+              [vi("w", F, None)], inits, opset=17)
+    got, want = both(m, {})
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6)
