@@ -20,7 +20,7 @@ from semantics import ops
 from semantics.errors import RelayError
 from semantics.expr import Call, Constant, Expr, Op, Tuple, TupleGetItem
 from semantics.shapes import as_int, is_concrete
-from semantics.types import TensorType, TupleType, Type
+from semantics.types import TensorType, TupleType, Type, TypeCall
 
 RELAY_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                 "float16", "float32", "float64")
@@ -55,6 +55,9 @@ class Value:
     #: ``Concat``, arithmetic...): its elements as dims (ints, shape variables, ``?``), an
     #: object array of the value's shape (see :mod:`frontends.onnx.shape_values`).
     sym: np.ndarray | None = None
+    #: For a sequence of static length: the rank of each element (-1: not a tensor), so that
+    #: ``SequenceAt`` at a known position of a sequence of several ranks unwraps its element.
+    ranks: tuple[int, ...] | None = None
 
     @property
     def expr(self) -> Expr:
@@ -68,6 +71,11 @@ class Value:
     @property
     def tensor(self) -> TensorType:
         if not isinstance(self.type, TensorType):
+            if isinstance(self.type, TypeCall) and self.type.func.name.startswith("OnnxTensor"):
+                raise Unsupported(
+                    f"needs a tensor of one rank, got an element of a sequence of tensors of "
+                    f"several ranks ({self.type.func.name}, frontends/onnx/seq_types.py) whose "
+                    f"rank is only known at run time")
             raise Unsupported(f"expected a tensor, got a value of type {self.type}")
         return self.type
 
@@ -202,3 +210,21 @@ def static(v: Value | None, what: str) -> np.ndarray:
 def static_ints(v: Value | None, what: str) -> list[int]:
     """The import-time value of ``v`` as a flat list of ints."""
     return [int(x) for x in np.asarray(static(v, what)).reshape(-1)]
+
+
+def required(ins: list[Value | None], i: int) -> Value:
+    """Input ``i`` of a node; ``Unsupported`` when it is missing."""
+    if i >= len(ins) or ins[i] is None:
+        raise Unsupported(f"input {i} is required")
+    v = ins[i]
+    assert v is not None
+    return v
+
+
+def checked_index(idx: Value, n: int) -> Value:
+    """``idx`` as int64 in ``[0, n)`` (negatives + n); out of range: a run-time error (a
+    ``take`` in mode ``fast`` from ``arange(n)``)."""
+    i = call("cast", [idx], dtype="int64")
+    i = call("where", [call("less", [i, const(np.int64(0))]),
+                       call("add", [i, const(np.int64(n))]), i])
+    return call("take", [const(np.arange(n, dtype=np.int64)), i], axis=0, mode="fast")

@@ -34,7 +34,8 @@ import numpy as np
 from frontends.onnx.builder import Unsupported, Value, call, call_tuple, const, project
 from frontends.onnx.importer import Context, converter
 from frontends.onnx.ops_math import _req
-from frontends.onnx.ops_seq import concat_list, cons, elem_type, join, list_type, nil
+from frontends.onnx.ops_seq import concat_list
+from frontends.onnx.seq_types import conform, cons, elem_type, join, list_type, nil
 from semantics.expr import Call, Function, If, Let, Tuple, Var
 from semantics.shapes import is_concrete
 from semantics.types import FuncType, TensorType, TupleType, Type, scalar_type
@@ -71,10 +72,20 @@ def _if(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any])
     t, e = _pack(then_outs), _pack(else_outs)
     try:
         ty = join(t.type, e.type)
-    except Unsupported:
-        raise Unsupported(f"If branches have different types: {t.type} and {e.type}") from None
+    except Unsupported as err:
+        raise Unsupported(f"If branches have different types: {t.type} and {e.type} "
+                          f"({err})") from None
+    # Each branch as a value of the joined type (a tensor of another rank wrapped in its
+    # rank union, a plain value in ``Some``).
     n = len(node.output)
+    types = _unpack_types(ty, n)
+    t = _pack([conform(v, u) for v, u in zip(then_outs, types)])
+    e = _pack([conform(v, u) for v, u in zip(else_outs, types)])
     return _unpack(Value(ty, If(cond.expr, t.expr, e.expr)), n)
+
+
+def _unpack_types(t: Type, n: int) -> list[Type]:
+    return [t] if n == 1 else list(t.fields)  # type: ignore[attr-defined]
 
 
 @converter("Loop", attrs=("body",))
@@ -114,7 +125,7 @@ def _loop(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any
     next_accs = ([_write_row(acc, elem, i_val, trips or 0) for acc, elem in zip(acc_vals, scans)]
                  if static else [cons(elem, acc) for acc, elem in zip(acc_vals, scans)])
     recur = Call(loop_var, (next_i.expr, next_c.expr)
-                 + tuple(o.expr for o in outs[1:1 + len(vs)])
+                 + tuple(conform(o, t).expr for o, t in zip(outs[1:1 + len(vs)], types))
                  + tuple(a.expr for a in next_accs))
     done = Tuple(tuple(v_vars) + tuple(acc_vars))
     guard: Value | None = c_val if ins[1] is not None else None
@@ -128,7 +139,8 @@ def _loop(ctx: Context, node: Any, ins: list[Value | None], attrs: dict[str, Any
     c0 = _scalar_cond(ins[1]) if ins[1] is not None else const(np.bool_(True))
     acc0 = ([const(np.zeros(_static_dims(t), t.dtype)) for t in acc_types  # type: ignore
              ] if static else [nil(s.type) for s in scans])
-    start = Call(loop_var, (const(np.int64(0)).expr, c0.expr) + tuple(v.expr for v in vs)
+    start = Call(loop_var, (const(np.int64(0)).expr, c0.expr)
+                 + tuple(conform(v, t).expr for v, t in zip(vs, types))
                  + tuple(a.expr for a in acc0))
     result = Value(ret, Let(loop_var, fn, start))
     finals = [project(result, k) for k in range(len(state_types))]
@@ -229,13 +241,14 @@ def _scan_core(ctx: Context, body: Any, states: list[Value], xs: list[Value],
     ret = TupleType(state_types)
     f_var = Var("scan", FuncType((i64,) + state_types, ret))
     recur = Call(f_var, (call("add", [i_val, const(np.int64(1))]).expr,)
-                 + tuple(o.expr for o in outs[:len(states)])
+                 + tuple(conform(o, t).expr for o, t in zip(outs[:len(states)], types))
                  + tuple(cons(o, Value(t, a)).expr for o, t, a in zip(scans, acc_types,
                                                                       acc_vars)))
     done = Tuple(tuple(s_vars) + tuple(acc_vars))
     guard = call("less", [i_val, trips])
     fn = Function(tuple([i_var] + s_vars + acc_vars), If(guard.expr, recur, done), ret)
-    start = Call(f_var, (const(np.int64(0)).expr,) + tuple(s.expr for s in states)
+    start = Call(f_var, (const(np.int64(0)).expr,)
+                 + tuple(conform(s, t).expr for s, t in zip(states, types))
                  + tuple(nil(s.type).expr for s in scans))
     result = Value(ret, Let(f_var, fn, start))
     finals = [project(result, k) for k in range(len(state_types))]

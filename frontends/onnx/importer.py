@@ -16,43 +16,20 @@ unknown operators and unknown attributes are reported together in one :class:`Im
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from frontends.onnx.builder import RELAY_DTYPES, ImporterError, Unsupported, Value, const
+from frontends.onnx.registry import CONVERTERS, Converter, OpEntry, converter  # noqa: F401 - re-exported
 from frontends.onnx.shape_values import propagate
 from semantics.errors import RelayError
 from semantics.expr import Constant, Expr, Function, Let, Tuple, Var
 from semantics.module import IRModule
 from semantics.shapes import ANY, shape_var
 from semantics.types import TensorType, Type
-
-Converter = Callable[["Context", Any, list[Value | None], dict[str, Any]], list[Value]]
-
-
-@dataclass(frozen=True)
-class OpEntry:
-    """A converter and the attribute names it understands."""
-
-    fn: Converter
-    attrs: frozenset[str]
-    since: int = 1
-
-
-#: op_type → entry; filled by the family modules (``ops_math``, ``ops_nn``, ...).
-CONVERTERS: dict[str, OpEntry] = {}
-
-
-def converter(*op_types: str, attrs: tuple[str, ...] = ()) -> Callable[[Converter], Converter]:
-    """Register ``fn`` as the converter of ``op_types``, accepting the attributes ``attrs``."""
-    def deco(fn: Converter) -> Converter:
-        for t in op_types:
-            CONVERTERS[t] = OpEntry(fn, frozenset(attrs))
-        return fn
-    return deco
 
 
 def onnx_dtype(elem_type: int) -> str:
@@ -387,8 +364,12 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
         ops_math,
         ops_nn,
         ops_pool,
+        ops_quant,
+        ops_resize,
         ops_rnn,
+        ops_scatter,
         ops_seq,
+        ops_signal,
         ops_tensor,
     )
 
@@ -405,8 +386,22 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
                             + "\n  ".join(problems))
     inits = {i.name: _initializer_array(i, base_dir) for i in graph.initializer}
     const_inputs = dict(const_inputs or {})
-    ctx = Context(opset, bindings=[])
-    data_vars = _bind_inputs(ctx, graph, inits, const_inputs, shapes)
+    from frontends.onnx.seq_types import is_complete, unions_session
+    with unions_session() as unions:
+        ctx = Context(opset, bindings=[])
+        data_vars = _bind_inputs(ctx, graph, inits, const_inputs, shapes)
+        unions.undeclared.update(id(v) for v in data_vars if v.type_annotation is not None
+                                 and not is_complete(v.type_annotation))
+        main, params = _convert_main(ctx, graph, inits, data_vars, freeze_params)
+        from frontends.onnx.ops_seq import module_definitions
+        functions, types = module_definitions(main, unions)
+    functions["main"] = main
+    return IRModule(functions, types), params
+
+
+def _convert_main(ctx: Context, graph: Any, inits: dict[str, np.ndarray], data_vars: list[Var],
+                  freeze_params: bool) -> tuple[Function, dict[str, np.ndarray]]:
+    """``@main``: the graph's nodes converted, the data inputs then the weights it uses."""
     weight_vars: dict[str, Var] = {}
     for name, arr in inits.items():
         if arr.dtype.name not in _RELAY_DTYPES:
@@ -428,10 +423,7 @@ def from_onnx(model_or_path: Any, *, const_inputs: Mapping[str, np.ndarray] | No
     used = [n for n, v in weight_vars.items() if ctx.env[n].materialized]  # type: ignore[attr-defined]
     params = {_ident(n): inits[n] for n in used}
     main = Function(tuple(data_vars) + tuple(weight_vars[n] for n in used), body)
-    from frontends.onnx.ops_seq import module_definitions
-    functions, types = module_definitions(main)
-    functions["main"] = main
-    return IRModule(functions, types), params
+    return main, params
 
 
 def _let_chain(bindings: list[tuple[Var, Expr]], body: Expr) -> Expr:

@@ -17,16 +17,9 @@ from typing import Any
 import numpy as np
 
 from frontends.onnx.builder import Unsupported, Value, call, call_tuple, const, static_ints
+from frontends.onnx.builder import checked_index as _checked_index
 from frontends.onnx.importer import Context, converter
 from frontends.onnx.ops_math import _req, scalar
-
-
-def _checked_index(idx: Value, n: int) -> Value:
-    """``idx`` as int64 in ``[0, n)`` (negatives + n); out of range: a run-time error."""
-    i = call("cast", [idx], dtype="int64")
-    i = call("where", [call("less", [i, const(np.int64(0))]),
-                       call("add", [i, const(np.int64(n))]), i])
-    return call("take", [const(np.arange(n, dtype=np.int64)), i], axis=0, mode="fast")
 
 
 def gather_elements(data: Value, indices: Value, axis: int) -> Value:

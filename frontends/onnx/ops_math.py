@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from frontends.onnx.builder import Unsupported, Value, call, const, keep_offset, static_ints
+from frontends.onnx.builder import required as _req
 from frontends.onnx.importer import Context, converter, onnx_dtype
 
 _UNARY = {
@@ -300,14 +301,6 @@ def _empty_extreme(x: Value, axes: list[int] | None, keep: bool, is_max: bool) -
     return const(np.full(out, fill, dtype=dt))
 
 
-def _req(ins: list[Value | None], i: int) -> Value:
-    if i >= len(ins) or ins[i] is None:
-        raise Unsupported(f"input {i} is required")
-    v = ins[i]
-    assert v is not None
-    return v
-
-
 @converter("BitShift", attrs=("direction",))
 def _bit_shift(ctx: Context, node: Any, ins: list[Value | None],
                attrs: dict[str, Any]) -> list[Value]:
@@ -335,3 +328,25 @@ def _bit_shift(ctx: Context, node: Any, ins: list[Value | None],
     fill = call("where", [call("less", [a, scalar(0, a)]), scalar(-1, a), scalar(0, a)]) \
         if signed else scalar(0, a)
     return [call("where", [ok, shifted, fill])]
+
+
+@converter("BitwiseAnd", "BitwiseOr", "BitwiseXor")
+def _bitwise(ctx: Context, node: Any, ins: list[Value | None],
+             attrs: dict[str, Any]) -> list[Value]:
+    """The registry's ``bitwise_and/or/xor`` (numpy broadcasting, one integer dtype)."""
+    name = {"BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or",
+            "BitwiseXor": "bitwise_xor"}[node.op_type]
+    return [call(name, [_req(ins, 0), _req(ins, 1)])]
+
+
+@converter("BitwiseNot")
+def _bitwise_not(ctx: Context, node: Any, ins: list[Value | None],
+                 attrs: dict[str, Any]) -> list[Value]:
+    """``x ^ ~0``: ``bitwise_xor`` with the all-ones value of the dtype (-1, or the maximum
+    of an unsigned dtype)."""
+    x = _req(ins, 0)
+    if not x.dtype.startswith(("int", "uint")):
+        raise Unsupported(f"BitwiseNot of {x.dtype} tensors")
+    ones = np.asarray(np.iinfo(np.dtype(x.dtype)).max if x.dtype.startswith("uint") else -1,
+                      dtype=x.dtype)
+    return [call("bitwise_xor", [x, const(ones)])]

@@ -324,3 +324,53 @@ def _hardmax_last(x: Value) -> Value:
     hot = call("equal", [call("cast", [idx], dtype="int64"),
                          const(np.arange(n, dtype=np.int64))])
     return call("cast", [hot], dtype=x.dtype)
+
+
+def _centered_int(v: Value, zp: Value | None, per_channel: bool) -> Value:
+    """``v - zp`` in int32; a 1-D zero point of a weight is per output channel."""
+    out = call("cast", [v], dtype="int32")
+    if zp is None:
+        return out
+    z = call("cast", [zp], dtype="int32")
+    if per_channel and z.ndim == 1 and z.shape[0] != 1:
+        z = call("reshape", [z], newshape=(-1,) + (1,) * (v.ndim - 1))
+    return call("subtract", [out, call("reshape", [z], newshape=()) if z.ndim == 1 and
+                                 z.shape[0] == 1 else z])
+
+
+def _opt_in(ins: list[Value | None], i: int) -> Value | None:
+    return ins[i] if len(ins) > i else None
+
+
+@converter("ConvInteger", attrs=_CONV_ATTRS)
+def _conv_integer(ctx: Context, node: Any, ins: list[Value | None],
+                  attrs: dict[str, Any]) -> list[Value]:
+    """``Conv`` of ``x - x_zero_point`` and ``w - w_zero_point`` in int32 (exact; padding
+    is the zero point, i.e. 0 once centred)."""
+    x = _centered_int(_req(ins, 0), _opt_in(ins, 2), False)
+    w = _centered_int(_req(ins, 1), _opt_in(ins, 3), True)
+    return _conv(ctx, node, [x, w], attrs)
+
+
+@converter("QLinearConv", attrs=_CONV_ATTRS)
+def _qlinear_conv(ctx: Context, node: Any, ins: list[Value | None],
+                  attrs: dict[str, Any]) -> list[Value]:
+    """The int32 ``ConvInteger`` (plus the int32 bias), times ``x_scale * w_scale /
+    y_scale`` (per output channel for a 1-D ``w_scale``) in float64, plus ``y_zero_point``,
+    rounded half to even and saturated to ``y_zero_point``'s dtype."""
+    x = _centered_int(_req(ins, 0), _opt_in(ins, 2), False)
+    w = _centered_int(_req(ins, 3), _opt_in(ins, 5), True)
+    (acc,) = _conv(ctx, node, [x, w, _opt_in(ins, 8)], attrs)
+    w_scale = _req(ins, 4)
+    if w_scale.ndim == 1 and w_scale.shape[0] != 1:
+        w_scale = call("reshape", [w_scale], newshape=(-1,) + (1,) * (acc.ndim - 2))
+    factor = call("divide", [call("multiply", [_req(ins, 1), w_scale]), _req(ins, 6)])
+    y = call("multiply", [call("cast", [acc], dtype="float64"),
+                          call("cast", [factor], dtype="float64")])
+    yzp = _opt_in(ins, 7)
+    if yzp is not None:
+        y = call("add", [y, call("cast", [yzp], dtype="float64")])
+    dtype = yzp.dtype if yzp is not None else _req(ins, 0).dtype
+    info = np.iinfo(np.dtype(dtype))
+    y = call("clip", [call("round", [y])], a_min=float(info.min), a_max=float(info.max))
+    return [call("cast", [y], dtype=dtype)]

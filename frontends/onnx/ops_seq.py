@@ -38,6 +38,26 @@ from frontends.onnx.builder import (
 )
 from frontends.onnx.importer import Context, converter, onnx_dtype
 from frontends.onnx.ops_math import _req
+from frontends.onnx.seq_types import (
+    Unions,
+    conform,
+    cons,
+    ctor,
+    elem_type,
+    from_values,
+    is_complete,
+    is_list,
+    is_option,
+    is_union_ctor_name,
+    join,
+    list_type,
+    nil,
+    option_type,
+    some,
+    union_dtype,
+    union_ranks,
+    unwrap,
+)
 from semantics.expr import (
     Call,
     Clause,
@@ -122,74 +142,6 @@ def _helpers() -> Any:
     return _HELPERS
 
 
-def _prelude() -> Any:
-    from semantics.prelude import prelude_module
-    return prelude_module()
-
-
-# --- types ---------------------------------------------------------------------------------
-
-def list_type(elem: Type) -> TypeCall:
-    return TypeCall(_prelude().types["List"].header, (elem,))
-
-
-def option_type(elem: Type) -> TypeCall:
-    return TypeCall(_prelude().types["Option"].header, (elem,))
-
-
-def _adt_name(t: Type) -> str | None:
-    return t.func.name if isinstance(t, TypeCall) else None
-
-
-def is_list(t: Type) -> bool:
-    return _adt_name(t) == "List"
-
-
-def is_option(t: Type) -> bool:
-    return _adt_name(t) == "Option"
-
-
-def elem_type(v: Value | Type) -> Type:
-    t = v.type if isinstance(v, Value) else v
-    if not isinstance(t, TypeCall):
-        raise Unsupported(f"expected a sequence or an optional, got {t}")
-    return t.args[0]
-
-
-def join(a: Type, b: Type) -> Type:
-    """The least general type of values of types ``a`` and ``b``: dims that differ become
-    ``?``; an unknown (``IncompleteType``) element type takes the other's."""
-    if isinstance(a, IncompleteType):
-        return b
-    if isinstance(b, IncompleteType):
-        return a
-    if isinstance(a, TensorType) and isinstance(b, TensorType):
-        if a.dtype != b.dtype or a.ndim != b.ndim:
-            raise Unsupported(f"values of types {pretty(a)} (rank {a.ndim}) and {pretty(b)} "
-                              f"(rank {b.ndim}) cannot share a sequence or a loop variable "
-                              f"(Relay tensor types fix the dtype and the rank)")
-        return TensorType(tuple(x if (x is y or (x is not ANY and y is not ANY and x == y))
-                                else ANY for x, y in zip(a.shape, b.shape)), a.dtype)
-    if isinstance(a, TypeCall) and isinstance(b, TypeCall) and a.func == b.func:
-        return TypeCall(a.func, tuple(join(x, y) for x, y in zip(a.args, b.args)))
-    if isinstance(a, TupleType) and isinstance(b, TupleType) and len(a.fields) == len(b.fields):
-        return TupleType(tuple(join(x, y) for x, y in zip(a.fields, b.fields)))
-    if str(a) == str(b):
-        return a
-    raise Unsupported(f"values of types {pretty(a)} and {pretty(b)} cannot share a sequence or "
-                      f"a loop variable")
-
-
-def is_complete(t: Type) -> bool:
-    if isinstance(t, IncompleteType):
-        return False
-    if isinstance(t, TypeCall):
-        return all(is_complete(x) for x in t.args)
-    if isinstance(t, TupleType):
-        return all(is_complete(x) for x in t.fields)
-    return True
-
-
 def onnx_type(tp: Any, name: str, hint: Any = None, in_sequence: bool = False,
               strict: bool = True) -> Type:
     """The Relay type of an ONNX ``TypeProto`` (tensor, sequence, optional). Inside a
@@ -227,36 +179,7 @@ def onnx_type(tp: Any, name: str, hint: Any = None, in_sequence: bool = False,
                             for d in tt.shape.dim), dtype)
 
 
-# --- constructors and helpers ----------------------------------------------------------------
-
-def _ctor(name: str) -> Constructor:
-    return _prelude().constructors[name]
-
-
-def nil(elem: Type) -> Value:
-    args = (elem,) if is_complete(elem) else ()
-    return Value(list_type(elem), Call(_ctor("Nil"), (), type_args=args))
-
-
-def cons(head: Value, tail: Value) -> Value:
-    elem = join(head.type, elem_type(tail))
-    return Value(list_type(elem), Call(_ctor("Cons"), (head.expr, tail.expr), type_args=(elem,)))
-
-
-def some(v: Value) -> Value:
-    return Value(option_type(v.type), Call(_ctor("Some"), (v.expr,), type_args=(v.type,)))
-
-
-def from_values(vals: list[Value], elem: Type | None = None) -> Value:
-    """The list of ``vals`` (a static length), typed with the join of their types."""
-    t: Type = elem if elem is not None else IncompleteType()
-    for v in vals:
-        t = join(t, v.type)
-    acc = nil(t)
-    for v in reversed(vals):
-        acc = Value(list_type(t), Call(_ctor("Cons"), (v.expr, acc.expr), type_args=(t,)))
-    return acc
-
+# --- helpers -------------------------------------------------------------------------------
 
 def _helper(name: str, args: list[Value], elem: Type, ret: Type) -> Value:
     targs = (elem,) if is_complete(elem) else ()
@@ -277,8 +200,10 @@ def _position(ins: list[Value | None], k: int, seq: Value, extra: int) -> Value 
                    scalar_type("int64"))
 
 
-def module_definitions(main: Function) -> tuple[dict[str, Function], dict[str, Any]]:
-    """The prelude and helper functions and the ADTs ``main`` uses (none if no ADT)."""
+def module_definitions(main: Function, unions: Unions | None = None
+                       ) -> tuple[dict[str, Function], dict[str, Any]]:
+    """The prelude and helper functions and the ADTs ``main`` uses (none if no ADT), with
+    the rank unions of the import."""
     from semantics.prelude import needed_definitions
     from semantics.visitor import post_order
 
@@ -295,6 +220,8 @@ def module_definitions(main: Function) -> tuple[dict[str, Function], dict[str, A
     functions_p, types = needed_definitions({n: None for n in names}, {"List": None,
                                                                        "Option": None})
     functions_p.update(functions)
+    if unions is not None:
+        types.update(unions.definitions())
     return functions_p, types
 
 
@@ -319,7 +246,30 @@ def _seq_at(ctx: Context, node: Any, ins: list[Value | None],
     seq = _req(ins, 0)
     pos = _position(ins, 1, seq, 0)
     assert pos is not None
-    return [_helper("onnx_seq_at", [seq, pos], elem_type(seq), elem_type(seq))]
+    at_elem = _helper("onnx_seq_at", [seq, pos], elem_type(seq), elem_type(seq))
+    if union_dtype(elem_type(seq)) is None:
+        return [at_elem]
+    # Tensors of several ranks: the element's rank is known when the sequence and the
+    # position are (it is unwrapped); otherwise the element stays in its rank union.
+    at = _static_pos(ins, 1, seq, 0)
+    rank = seq.ranks[at] if seq.ranks is not None and at is not None else -1
+    return [at_elem if rank < 0 else unwrap(at_elem, rank)]
+
+
+def _static_pos(ins: list[Value | None], k: int, seq: Value, extra: int) -> int | None:
+    """Input ``k``, a position in ``seq`` of static length (None: the end; negative: from the
+    end), when it is known at import time and in range (``extra``: one past the end too)."""
+    if seq.ranks is None:
+        return None
+    n = len(seq.ranks)
+    p = ins[k] if len(ins) > k else None
+    if p is None:
+        return n - 1 + extra
+    if p.const is None:
+        return None
+    at = int(np.asarray(p.const).reshape(-1)[0])
+    at = at + n if at < 0 else at
+    return at if 0 <= at < n + extra else None
 
 
 @converter("SequenceLength")
@@ -334,9 +284,14 @@ def _seq_insert(ctx: Context, node: Any, ins: list[Value | None],
     seq, v = _req(ins, 0), _req(ins, 1)
     elem = join(elem_type(seq), v.type)
     pos = _position(ins, 2, seq, 1)
+    at = _static_pos(ins, 2, seq, 1)
     if pos is None:
         pos = length(seq)
-    return [_helper("onnx_seq_insert", [seq, pos, v], elem, list_type(elem))]
+    out = _helper("onnx_seq_insert", [conform(seq, list_type(elem)), pos, conform(v, elem)],
+                  elem, list_type(elem))
+    if seq.ranks is not None and at is not None and isinstance(v.type, TensorType):
+        out.ranks = seq.ranks[:at] + (v.ndim,) + seq.ranks[at:]
+    return [out]
 
 
 @converter("SequenceErase")
@@ -344,9 +299,13 @@ def _seq_erase(ctx: Context, node: Any, ins: list[Value | None],
                attrs: dict[str, Any]) -> list[Value]:
     seq = _req(ins, 0)
     pos = _position(ins, 1, seq, 0)
+    at = _static_pos(ins, 1, seq, 0)
     if pos is None:
         pos = call("subtract", [length(seq), const(np.int64(1))])
-    return [_helper("onnx_seq_erase", [seq, pos], elem_type(seq), seq.type)]
+    out = _helper("onnx_seq_erase", [seq, pos], elem_type(seq), seq.type)
+    if seq.ranks is not None and at is not None:
+        out.ranks = seq.ranks[:at] + seq.ranks[at + 1:]
+    return [out]
 
 
 @converter("SplitToSequence", attrs=("axis", "keepdims"))
@@ -429,6 +388,9 @@ def concat_list(seq: Value, axis: int, new_axis: bool, reverse: bool = False,
     over the list. Starts from ``empty`` when given (a zero-length tensor), else from the first
     element (an empty list is then a run-time error)."""
     elem = elem_type(seq)
+    if union_dtype(elem) is not None:
+        raise Unsupported(f"concatenating a sequence needs tensors of one rank, this sequence "
+                          f"holds tensors of ranks {union_ranks(elem)} ({pretty(elem)})")
     if not isinstance(elem, TensorType):
         raise Unsupported(f"ConcatFromSequence needs a sequence of tensors, got {seq.type}")
     rank = elem.ndim + (1 if new_axis else 0)
@@ -450,8 +412,8 @@ def concat_list(seq: Value, axis: int, new_axis: bool, reverse: bool = False,
     f_var = Var("concat_seq", FuncType((acc_t, seq.type), acc_t))
     recur = Call(f_var, (joined.expr, t_var))
     body = Match(xs_var, (
-        Clause(PatternConstructor(_ctor("Cons"), (PatternVar(h_var), PatternVar(t_var))), recur),
-        Clause(PatternConstructor(_ctor("Nil"), ()), acc_var)))
+        Clause(PatternConstructor(ctor("Cons"), (PatternVar(h_var), PatternVar(t_var))), recur),
+        Clause(PatternConstructor(ctor("Nil"), ()), acc_var)))
     fn = Function((acc_var, xs_var), body, acc_t)
     start: Expr
     if empty is not None:
@@ -459,7 +421,7 @@ def concat_list(seq: Value, axis: int, new_axis: bool, reverse: bool = False,
     else:
         h2, t2 = Var("h0", elem), Var("t0", seq.type)
         start = Match(seq.expr, (Clause(PatternConstructor(
-            _ctor("Cons"), (PatternVar(h2), PatternVar(t2))),
+            ctor("Cons"), (PatternVar(h2), PatternVar(t2))),
             Call(f_var, (piece(Value(elem, h2)).expr, t2))),), False)
     return Value(acc_t, Let(f_var, fn, start))
 
@@ -489,12 +451,12 @@ def _sequence_map(ctx: Context, node: Any, ins: list[Value | None],
     inner: Any = Let(rest, Call(f_var, tuple(tails)), built)
     for xs, h, t in reversed(list(zip(seq_vars[1:], heads[1:], tails[1:]))):
         inner = Match(xs, (Clause(PatternConstructor(
-            _ctor("Cons"), (PatternVar(h), PatternVar(t))), inner),), False)
+            ctor("Cons"), (PatternVar(h), PatternVar(t))), inner),), False)
     empty = Tuple(tuple(nil(elem_type(t)).expr for t in out_types))
     fbody = Match(seq_vars[0], (
-        Clause(PatternConstructor(_ctor("Cons"), (PatternVar(heads[0]), PatternVar(tails[0]))),
+        Clause(PatternConstructor(ctor("Cons"), (PatternVar(heads[0]), PatternVar(tails[0]))),
                inner),
-        Clause(PatternConstructor(_ctor("Nil"), ()), empty)))
+        Clause(PatternConstructor(ctor("Nil"), ()), empty)))
     fn = Function(tuple(seq_vars), fbody, ret)
     result = Value(ret, Let(f_var, fn, Call(f_var, tuple(s.expr for s in seqs))))
     return [project(result, k) for k in range(len(outs))]
@@ -511,7 +473,7 @@ def _optional(ctx: Context, node: Any, ins: list[Value | None],
     if "type" not in attrs:
         raise Unsupported("an empty Optional needs its type attribute")
     t = onnx_type(attrs["type"], node.output[0])
-    return [Value(option_type(t), Call(_ctor("None"), (), type_args=(t,)))]
+    return [Value(option_type(t), Call(ctor("None"), (), type_args=(t,)))]
 
 
 @converter("OptionalHasElement")
@@ -523,9 +485,9 @@ def _optional_has_element(ctx: Context, node: Any, ins: list[Value | None],
     if not is_option(v.type):
         return [const(np.bool_(True))]
     m = Match(v.expr, (
-        Clause(PatternConstructor(_ctor("Some"), (PatternWildcard(),)),
+        Clause(PatternConstructor(ctor("Some"), (PatternWildcard(),)),
                const(np.bool_(True)).expr),
-        Clause(PatternConstructor(_ctor("None"), ()), const(np.bool_(False)).expr)))
+        Clause(PatternConstructor(ctor("None"), ()), const(np.bool_(False)).expr)))
     return [Value(scalar_type("bool"), m)]
 
 
@@ -536,7 +498,7 @@ def _optional_get_element(ctx: Context, node: Any, ins: list[Value | None],
     if not is_option(v.type):
         return [v]
     x = Var("x", elem_type(v))
-    m = Match(v.expr, (Clause(PatternConstructor(_ctor("Some"), (PatternVar(x),)), x),), False)
+    m = Match(v.expr, (Clause(PatternConstructor(ctor("Some"), (PatternVar(x),)), x),), False)
     return [Value(elem_type(v), m)]
 
 
@@ -561,8 +523,11 @@ def to_relay_value(x: Any, ty: Type) -> Any:
 
 
 def from_relay_value(v: Any) -> Any:
-    """A result as Python: a ``List`` as a list, ``None``/``Some(x)`` as ``None``/``x``."""
+    """A result as Python: a ``List`` as a list, ``None``/``Some(x)`` as ``None``/``x``, an
+    element of a sequence of tensors of several ranks (``OnnxF32R1(x)``) as ``x``."""
     name = getattr(v, "name", None)
+    if isinstance(name, str) and is_union_ctor_name(name):
+        return v.fields[0]      # a tensor of a sequence of several ranks
     if name in ("Cons", "Nil"):
         items = []
         while getattr(v, "name", None) == "Cons":
