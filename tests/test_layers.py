@@ -36,11 +36,6 @@ DOC = ROOT / "docs" / "architecture.md"
 KNOWN_CYCLES: dict[str, list[frozenset[str]]] = {
     "backends": [frozenset({"backends.tvm.build", "backends.tvm.exec.aot",
                             "backends.tvm.exec.executable", "backends.tvm.exec.graph"})],
-    "frontends": [frozenset({
-        "frontends.onnx.control", "frontends.onnx.importer", "frontends.onnx.ops_extra",
-        "frontends.onnx.ops_gather", "frontends.onnx.ops_math", "frontends.onnx.ops_nn",
-        "frontends.onnx.ops_pool", "frontends.onnx.ops_rnn", "frontends.onnx.ops_seq",
-        "frontends.onnx.ops_tensor"})],
     "semantics": [
         # a constructor's type names its ADT, an ADT's definition lists its constructors
         frozenset({"semantics.expr", "semantics.types"}),

@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 
 from frontends.onnx.builder import Unsupported, Value, call, call_tuple, const, project
-from frontends.onnx.importer import Context, converter
+from frontends.onnx.context import Context
 from frontends.onnx.ops_math import _req
 from frontends.onnx.ops_seq import concat_list
+from frontends.onnx.registry import converter
 from frontends.onnx.seq_types import conform, cons, elem_type, join, list_type, nil
 from semantics.expr import Call, Function, If, Let, Tuple, Var
 from semantics.shapes import is_concrete

@@ -17,32 +17,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from frontends.onnx.builder import RELAY_DTYPES, ImporterError, Unsupported, Value, const
+from frontends.onnx.context import Context, convert_nodes, ident, node_label, onnx_dtype
 from frontends.onnx.registry import CONVERTERS, Converter, OpEntry, converter  # noqa: F401 - re-exported
-from frontends.onnx.shape_values import propagate
-from semantics.errors import RelayError
-from semantics.expr import Constant, Expr, Function, Let, Tuple, Var
+from semantics.expr import Expr, Function, Let, Tuple, Var
 from semantics.module import IRModule
-from semantics.shapes import ANY, shape_var
+from semantics.shapes import shape_var
 from semantics.types import TensorType, Type
-
-
-def onnx_dtype(elem_type: int) -> str:
-    """The Relay dtype of an ONNX tensor element type."""
-    from onnx import helper
-    try:
-        np_dtype = helper.tensor_dtype_to_np_dtype(elem_type)
-    except Exception:  # noqa: BLE001 - onnx raises KeyError/ValueError variously
-        raise Unsupported(f"unsupported element type {elem_type}") from None
-    name = np.dtype(np_dtype).name
-    if name not in RELAY_DTYPES:
-        raise Unsupported(f"unsupported element type {name}")
-    return name
 
 
 def _value_type(vi: Any, shapes: Mapping[str, Any] | None = None) -> Type:
@@ -59,97 +44,15 @@ def _value_type(vi: Any, shapes: Mapping[str, Any] | None = None) -> Type:
         if d.HasField("dim_value"):
             dims.append(int(d.dim_value))
         else:
-            label = d.dim_param or f"{_ident(vi.name)}_d{i}"
-            dims.append(shape_var(_ident(label)))
+            label = d.dim_param or f"{ident(vi.name)}_d{i}"
+            dims.append(shape_var(ident(label)))
     return TensorType(tuple(dims), onnx_dtype(tt.elem_type))
-
-
-def _ident(name: str) -> str:
-    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-    return out if out and not out[0].isdigit() else "v_" + out
-
-
-@dataclass
-class Context:
-    """Conversion state of one (sub)graph: value names in scope and the opset."""
-
-    opset: int
-    env: dict[str, Value] = field(default_factory=dict)
-    parent: Context | None = None
-    initializers: dict[str, np.ndarray] = field(default_factory=dict)
-    used_params: dict[str, Var] = field(default_factory=dict)
-    #: symbolic dim → a value of this scope with that dim, and the axis (see ``like_tensor``)
-    dim_sources: dict[Any, tuple[Value, int]] = field(default_factory=dict)
-    #: outputs of nodes that failed to convert (see ``_convert_nodes``)
-    poisoned: set[str] = field(default_factory=set)
-    #: the main graph's ``let`` bindings in node order (None in subgraphs, kept as trees)
-    bindings: list[tuple[Var, Expr]] | None = None
-
-    def bind(self, name: str, v: Value) -> None:
-        """Bind a node output computed at run time to a ``let`` variable named after it, so
-        that the imported program reads one node a line."""
-        if self.bindings is None or v.const is not None or v.expr_ is None \
-                or isinstance(v.expr_, (Var, Constant, Function)):
-            return
-        var = Var(_ident(name))
-        self.bindings.append((var, v.expr_))
-        v.expr_ = var
-
-    def note_dims(self, v: Value) -> None:
-        """Remember ``v`` as a source of each of its symbolic dims not yet known."""
-        if not isinstance(v.type, TensorType):
-            return
-        for axis, d in enumerate(v.type.shape):
-            if not isinstance(d, int) and d is not ANY and self.dim_source(d) is None:
-                self.dim_sources[d] = (v, axis)
-
-    def dim_source(self, d: Any) -> tuple[Value, int] | None:
-        """A value in scope having the symbolic dim ``d``, and its axis."""
-        ctx: Context | None = self
-        while ctx is not None:
-            if d in ctx.dim_sources:
-                return ctx.dim_sources[d]
-            ctx = ctx.parent
-        return None
-
-    def lookup(self, name: str) -> Value:
-        ctx: Context | None = self
-        while ctx is not None:
-            if name in ctx.env:
-                return ctx.env[name]
-            if name in ctx.poisoned:
-                raise _Poisoned(name)
-            ctx = ctx.parent
-        raise Unsupported(f"value {name!r} is not defined")
-
-    def root(self) -> Context:
-        ctx = self
-        while ctx.parent is not None:
-            ctx = ctx.parent
-        return ctx
-
-    def convert_graph(self, graph: Any, inputs: list[Value]) -> list[Value]:
-        """Convert a subgraph (``If`` branches, ``Loop`` bodies) whose formal inputs are bound
-        to ``inputs``; returns its outputs."""
-        sub = Context(self.opset, parent=self)
-        for vi, v in zip(graph.input, inputs):
-            sub.env[vi.name] = v
-        for init in graph.initializer:
-            from onnx import numpy_helper
-            sub.env[init.name] = const(numpy_helper.to_array(init))
-        _convert_nodes(sub, graph.node)
-        return [sub.lookup(o.name) for o in graph.output]
-
-
-def _attrs(node: Any) -> dict[str, Any]:
-    from onnx import helper
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
 def _check_supported(graph: Any, problems: list[str], where: str = "") -> None:
     """Collect every unknown operator or attribute in ``graph`` and its subgraphs."""
     for i, node in enumerate(graph.node):
-        label = where + _label(node, i)
+        label = where + node_label(node, i)
         if node.domain not in ("", "ai.onnx"):
             problems.append(f"{label}: operator domain {node.domain!r} is not supported")
             continue
@@ -164,59 +67,6 @@ def _check_supported(graph: Any, problems: list[str], where: str = "") -> None:
             if a.g is not None and a.HasField("g"):
                 _check_supported(a.g, problems, f"{where}{node.op_type} node {i} "
                                                 f"{a.name}: ")
-
-
-def _label(node: Any, i: int) -> str:
-    """How errors name a node: operator, index in its graph, name when it has one, outputs."""
-    name = f" {node.name!r}" if node.name else ""
-    return f"{node.op_type} node {i}{name} (outputs {list(node.output)})"
-
-
-class _Poisoned(Unsupported):
-    """An input of a node is the output of a node that failed (reported there)."""
-
-
-def _convert_nodes(ctx: Context, nodes: Any) -> None:
-    """Convert ``nodes`` in order. A node that fails is recorded and its outputs poisoned
-    (the nodes using them are skipped, their failure being a consequence); every failure is
-    reported together in one :class:`ImporterError` at the end."""
-    problems: list[str] = []
-    for i, node in enumerate(nodes):
-        entry = CONVERTERS[node.op_type]
-        try:
-            ins: list[Value | None] = [ctx.lookup(n) if n else None for n in node.input]
-            attrs = _attrs(node)
-            outs = propagate(node.op_type, attrs, ins, entry.fn(ctx, node, ins, attrs))
-        except _Poisoned:
-            ctx.poisoned.update(n for n in node.output if n)
-            continue
-        except (Unsupported, ImporterError) as err:
-            text = err.message if isinstance(err, ImporterError) else str(err)
-            problems.append(f"{_label(node, i)}: {text}")
-            ctx.poisoned.update(n for n in node.output if n)
-            continue
-        except RelayError as err:
-            # A type error inside a converter (shapes that do not fit the operator): the
-            # node is named with the checker's message.
-            problems.append(f"{_label(node, i)}: {type(err).__name__}: {err.message}")
-            ctx.poisoned.update(n for n in node.output if n)
-            continue
-        except (KeyError, IndexError, ValueError, TypeError, AttributeError,
-                ArithmeticError) as err:
-            # A node missing a required attribute or input, or with values of the wrong
-            # kind: the model is malformed.
-            problems.append(f"malformed {_label(node, i)}: {type(err).__name__}: {err}")
-            ctx.poisoned.update(n for n in node.output if n)
-            continue
-        for name, v in zip(node.output, outs):
-            if name:
-                ctx.bind(name, v)
-                ctx.env[name] = v
-    if len(problems) == 1:
-        raise ImporterError(f"cannot import: {problems[0]}")
-    if problems:
-        raise ImporterError(f"cannot import: {len(problems)} nodes failed:\n  "
-                            + "\n  ".join(problems))
 
 
 def _initializer_array(init: Any, base_dir: str | None) -> np.ndarray:
@@ -326,7 +176,7 @@ def _bind_inputs(ctx: Context, graph: Any, inits: dict[str, np.ndarray],
             ty = _value_type(vi, shapes)
         except Unsupported as err:
             raise ImporterError(f"cannot import: {err}") from None
-        var = Var(_ident(vi.name), ty)
+        var = Var(ident(vi.name), ty)
         data_vars.append(var)
         ctx.env[vi.name] = Value(ty, var)
         ctx.note_dims(ctx.env[vi.name])
@@ -410,10 +260,10 @@ def _convert_main(ctx: Context, graph: Any, inits: dict[str, np.ndarray], data_v
         if freeze_params:
             ctx.env[name] = const(arr)
             continue
-        var = Var(_ident(name), TensorType(tuple(int(d) for d in arr.shape), arr.dtype.name))
+        var = Var(ident(name), TensorType(tuple(int(d) for d in arr.shape), arr.dtype.name))
         weight_vars[name] = var
         ctx.env[name] = _ParamValue(var.type_annotation, var, arr)  # type: ignore[arg-type]
-    _convert_nodes(ctx, graph.node)
+    convert_nodes(ctx, graph.node)
     try:
         outs = [ctx.lookup(o.name) for o in graph.output]
     except Unsupported as err:
@@ -421,7 +271,7 @@ def _convert_main(ctx: Context, graph: Any, inits: dict[str, np.ndarray], data_v
     body = outs[0].expr if len(outs) == 1 else Tuple(tuple(o.expr for o in outs))
     body = _let_chain(ctx.bindings or [], body)
     used = [n for n, v in weight_vars.items() if ctx.env[n].materialized]  # type: ignore[attr-defined]
-    params = {_ident(n): inits[n] for n in used}
+    params = {ident(n): inits[n] for n in used}
     main = Function(tuple(data_vars) + tuple(weight_vars[n] for n in used), body)
     return main, params
 

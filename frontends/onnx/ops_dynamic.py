@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 
 from frontends.onnx.builder import Unsupported, Value, call, call_tuple, const
-from frontends.onnx.importer import Context, converter
+from frontends.onnx.context import Context
 from frontends.onnx.ops_gather import _scan_along
 from frontends.onnx.ops_math import _req
+from frontends.onnx.registry import converter
 from frontends.onnx.shape_values import dims_of
 
 

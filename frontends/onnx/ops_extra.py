@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from frontends.onnx.builder import Unsupported, Value, call, const, static_ints
-from frontends.onnx.importer import Context, converter, onnx_dtype
+from frontends.onnx.context import Context, onnx_dtype
 from frontends.onnx.ops_math import _req, scalar
+from frontends.onnx.registry import converter
 
 
 def _exp_pair(x: Value) -> tuple[Value, Value]:

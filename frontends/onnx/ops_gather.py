@@ -18,8 +18,9 @@ import numpy as np
 
 from frontends.onnx.builder import Unsupported, Value, call, call_tuple, const, static_ints
 from frontends.onnx.builder import checked_index as _checked_index
-from frontends.onnx.importer import Context, converter
+from frontends.onnx.context import Context
 from frontends.onnx.ops_math import _req, scalar
+from frontends.onnx.registry import converter
 
 
 def gather_elements(data: Value, indices: Value, axis: int) -> Value:

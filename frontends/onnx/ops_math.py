@@ -8,7 +8,8 @@ import numpy as np
 
 from frontends.onnx.builder import Unsupported, Value, call, const, keep_offset, static_ints
 from frontends.onnx.builder import required as _req
-from frontends.onnx.importer import Context, converter, onnx_dtype
+from frontends.onnx.context import Context, onnx_dtype
+from frontends.onnx.registry import converter
 
 _UNARY = {
     "Abs": "abs", "Neg": "negative", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",

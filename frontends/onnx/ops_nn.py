@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from frontends.onnx.builder import Unsupported, Value, call, const, project
-from frontends.onnx.importer import Context, converter
+from frontends.onnx.context import Context
 from frontends.onnx.ops_math import _req, scalar
+from frontends.onnx.registry import converter
 from frontends.onnx.shape_values import dims_equal, reshape_to
 from semantics.shapes import dim_prod
 

@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from frontends.onnx.builder import Unsupported, Value, call, call_tuple, const
-from frontends.onnx.importer import Context, converter
+from frontends.onnx.context import Context
 from frontends.onnx.ops_math import _req, scalar
 from frontends.onnx.ops_nn import _as_2d, _pads, _spatial2d
+from frontends.onnx.registry import converter
 
 
 def _onnx_pool_extent(size: int, k: int, s: int, d: int, pb: int, pe: int, ceil: bool) -> int:

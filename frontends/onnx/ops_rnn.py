@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 
 from frontends.onnx.builder import Unsupported, Value, call, call_tuple, const
-from frontends.onnx.importer import Context, converter
+from frontends.onnx.context import Context
 from frontends.onnx.ops_math import _req
+from frontends.onnx.registry import converter
 
 _ATTRS = ("activation_alpha", "activation_beta", "activations", "clip", "direction",
           "hidden_size", "layout", "linear_before_reset", "input_forget")

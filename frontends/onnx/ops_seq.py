@@ -36,8 +36,9 @@ from frontends.onnx.builder import (
     const,
     project,
 )
-from frontends.onnx.importer import Context, converter, onnx_dtype
+from frontends.onnx.context import Context, onnx_dtype
 from frontends.onnx.ops_math import _req
+from frontends.onnx.registry import converter
 from frontends.onnx.seq_types import (
     Unions,
     conform,
@@ -169,7 +170,7 @@ def onnx_type(tp: Any, name: str, hint: Any = None, in_sequence: bool = False,
             f"not declared; give it with from_onnx(..., shapes={{{name!r}: (d0, d1, ...)}}) "
             f"(None or -1 for a dimension that varies)")
     if not in_sequence:
-        from frontends.onnx.importer import _ident
+        from frontends.onnx.context import ident as _ident
         from semantics.shapes import shape_var
         dims = [int(d.dim_value) if d.HasField("dim_value")
                 else shape_var(_ident(d.dim_param or f"{_ident(name)}_d{i}"))

@@ -23,8 +23,9 @@ from frontends.onnx.builder import (
     static,
     static_ints,
 )
-from frontends.onnx.importer import Context, converter
+from frontends.onnx.context import Context
 from frontends.onnx.ops_math import _req, scalar
+from frontends.onnx.registry import converter
 from frontends.onnx.shape_values import (
     dims_equal,
     dims_of,
