@@ -59,7 +59,7 @@ from semantics.errors import (
     RelayArgumentValueError,
     RelayTypeError,
 )
-from semantics.expr import Constant, Function
+from semantics.expr import Call, Constant, Function, Op
 from semantics.module import IRModule
 from semantics.shapes import is_concrete
 from semantics.types import TensorType, TupleType, Type
@@ -115,6 +115,16 @@ def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 
     inferred = typechecker.infer(mod)
     if not isinstance(inferred, IRModule):
         raise InternalError("typechecker.infer of a module returned no module")
+    if opt_level > 0:
+        # A recurrent step's hidden projection and its cell kernels: one kernel (a tuple
+        # result), compiled once for every sequence length (passes/fuse_cells.py).
+        from passes.fuse_cells import fuse_cells
+
+        cells = fuse_cells(inferred)
+        if cells is not inferred:
+            inferred = typechecker.infer(cells)
+            if not isinstance(inferred, IRModule):
+                raise InternalError("typechecker.infer of a module returned no module")
     return inferred
 
 
@@ -512,7 +522,7 @@ class KernelTable:
             if not isinstance(kernel, FallbackKernel):
                 kernel = FlatArgs(kernel)
         elif all(isinstance(t, TensorType) for t in types):
-            kernel = KernelSlot(func, self)
+            kernel = _host_movement(func) or KernelSlot(func, self)
         else:
             kernel = self.fallback(func, "a parameter of the group is not a tensor")
         self._seen[id(func)] = (func, kernel)
@@ -624,6 +634,27 @@ class KernelTable:
         self.fallbacks.append((k.name, reason))
         self.records.append(KernelRecord(k.name, tuple(k.ops), None, reason))
         return k
+
+
+HOST_MOVEMENT = frozenset({"take", "reshape", "shape_of", "squeeze", "expand_dims"})
+"""Operators a group with ``Any``/symbolic dimensions may consist of to run on the host."""
+
+
+def _host_movement(func: Function) -> FallbackKernel | None:
+    """The numpy-reference kernel of a dynamic-shape group of pure data movement (every
+    operator in :data:`HOST_MOVEMENT`: a recurrent loop's row of the whole sequence's input
+    projection, the reshapes and the ``shape_of`` of the sequence), else None.
+
+    Such a group moves at most a row per call, or makes a view: the numpy references serve
+    every shape, so a new sequence length compiles nothing (a :class:`KernelSlot` would
+    compile a kernel per length). It is not a fallback: nothing failed to lower.
+    """
+    names = [n.op.name for n in post_order(func.body)
+             if isinstance(n, Call) and isinstance(n.op, Op)]
+    if not names or not all(name in HOST_MOVEMENT for name in names):
+        return None
+    return FallbackKernel(func, name="host_" + "_".join(dict.fromkeys(names)),
+                          reason="dynamic-shape data movement runs on the host")
 
 
 class KernelSlot:
