@@ -141,7 +141,8 @@ class _Cells(ExprMutator):
     def visit_call(self, new: Call, old: Call) -> Expr:
         if not _kernel_call(new):
             return new
-        fn, args = _without_dynamic_takes(new.op, list(new.args))  # type: ignore[arg-type]
+        assert isinstance(new.op, Function)
+        fn, args = _without_dynamic_takes(new.op, list(new.args))
         if fn is new.op:
             return new
         return Call(fn, tuple(args), span=new.span, checked_type=old.checked_type)
@@ -157,9 +158,9 @@ def _chain_heads(root: Expr) -> set[int]:
     lets: list[Let] = []
     for node in post_order(root, descend=lambda n: not is_primitive(n)):
         if type(node) is Let:
-            lets.append(node)  # type: ignore[arg-type]
-            if type(node.body) is Let:  # type: ignore[attr-defined]
-                inner.add(id(node.body))  # type: ignore[attr-defined]
+            lets.append(node)
+            if type(node.body) is Let:
+                inner.add(id(node.body))
     return {id(x) for x in lets if id(x) not in inner}
 
 
@@ -170,8 +171,8 @@ class _Chain:
         self.lets: list[Let] = []
         e: Expr = head
         while type(e) is Let:
-            self.lets.append(e)  # type: ignore[arg-type]
-            e = e.body  # type: ignore[attr-defined]
+            self.lets.append(e)
+            e = e.body
         self.body = e
         roots = [x.value for x in self.lets] + [self.body]
         self.where: dict[int, int] = {}     # id(node) -> first binding index (body: len)
@@ -218,7 +219,9 @@ def _rewrite_chain(head: Let) -> Expr:
             break
     if not merged:
         return head
-    return _rewrite_chain(_rebuild(chain.lets, chain.body))   # the next group, if any
+    rebuilt = _rebuild(chain.lets, chain.body)
+    assert isinstance(rebuilt, Let)
+    return _rewrite_chain(rebuilt)   # the next group, if any
 
 
 def _anchors_in(value: Expr) -> list[Expr]:
@@ -320,7 +323,8 @@ def _merged_call(chain: _Chain, plan: _Plan) -> Call:
     member_ids = {id(m) for m in plan.members}
     var_to_member = {id(chain.lets[chain.value_at[id(m)]].var): m
                      for m in plan.members if id(m) in chain.value_at}
-    parts = [(m, *_without_dynamic_takes(m.op, list(m.args))) for m in plan.members]
+    parts = [(m, *_without_dynamic_takes(m.op, list(m.args)))  # type: ignore[arg-type]
+             for m in plan.members]
     externals: dict[int, Expr] = {}
     for _, _, args in parts:
         for a in args:
@@ -344,7 +348,7 @@ def _merged_call(chain: _Chain, plan: _Plan) -> Call:
         body, rtype = built[id(plan.outputs[0])], types[0]
     else:
         body = Tuple(tuple(built[id(o)] for o in plan.outputs))
-        rtype = TupleType(tuple(types))  # type: ignore[arg-type]
+        rtype = TupleType(tuple(types))
     prim = Function(tuple(params[k] for k in externals), body, rtype, (),
                     Attrs({"Primitive": 1}), span=plan.members[0].span)
     return Call(prim, tuple(externals.values()), span=plan.members[-1].span,
@@ -352,8 +356,8 @@ def _merged_call(chain: _Chain, plan: _Plan) -> Call:
 
 
 def _type_of(e: Expr) -> Any:
-    if type(e) is Var and e.type_annotation is not None:  # type: ignore[attr-defined]
-        return e.type_annotation  # type: ignore[attr-defined]
+    if type(e) is Var and e.type_annotation is not None:
+        return e.type_annotation
     if _kernel_call(e):
         return e.op.ret_type  # type: ignore[attr-defined]
     return e.checked_type
