@@ -21,6 +21,10 @@ kernels, after FuseOps, into one ``Primitive=1`` function with a **tuple result*
   numpy references, which serve every shape) so that the merged kernel's parameters are
   static and it is compiled once, at build time, for every sequence length.
 
+A member's argument may also be a kernel call of variables and constants that nothing else
+reads (the TreeLSTM's ``dense(hsum, U_iou)``, a second anchor): it stays a kernel of its own,
+evaluated as an argument of the merged call.
+
 The lowering then sees one dataflow DAG with a single ``nn.dense``: the packed GEMV schedule
 (:mod:`backends.tvm.sched.dense`) runs it with the weight packed at build time (a constant of
 the kernel), then the gates and the state update as one vectorized pass over the outputs.
@@ -29,10 +33,11 @@ Where the merged call goes: at the ``let`` of the last cell of the group, inside
 chain. The merge is refused (the program is left as FuseOps made it) unless every member is
 in that chain, the bindings between the anchor and the last cell are pure dataflow (kernel
 calls, tuples, projections, variables, constants: nothing that may fail, write a reference
-or diverge is moved across), every use of an output lies after the merged call, and every
-argument of a member is a variable, a constant or another member. The pass is pure
-rewriting of pure kernel calls: evaluating the anchor later, at the merged call, is not
-observable.
+or diverge is moved across), every use of an output lies after the merged call, every
+argument of a member is a variable, a constant, another member or such a kernel call, and
+no cell reads a transcendental result twice (see :func:`_recomputed_transcendental`). The
+pass is pure rewriting of pure kernel calls: evaluating the anchor later, at the merged
+call, is not observable.
 """
 
 from __future__ import annotations
@@ -224,6 +229,13 @@ def _rewrite_chain(head: Let) -> Expr:
     return _rewrite_chain(rebuilt)   # the next group, if any
 
 
+def _leaf_kernel_call(chain: _Chain, e: Expr) -> bool:
+    """``e`` is a kernel call of variables and constants read by one node only: it can be
+    evaluated as an argument of the merged call (the TreeLSTM's ``dense(hsum, U)``)."""
+    return _kernel_call(e) and len(chain.parents.get(id(e), [])) == 1 and all(
+        type(a) in (Var, Constant) for a in e.args)  # type: ignore[attr-defined]
+
+
 def _anchors_in(value: Expr) -> list[Expr]:
     """Anchor kernel calls in a binding's value: the value itself or its kernel arguments."""
     if not _kernel_call(value):
@@ -253,7 +265,8 @@ def _plan(chain: _Chain, anchor: Expr) -> _Plan | None:
     last = max(chain.value_at[id(c)] for c in cells)
     for m in [anchor, *cells]:
         for a in m.args:  # type: ignore[attr-defined]
-            if id(a) in member_ids or id(a) in bound or type(a) in (Var, Constant):
+            if id(a) in member_ids or id(a) in bound or type(a) in (Var, Constant) \
+                    or _leaf_kernel_call(chain, a):
                 continue
             return None
     for j in range(first, last + 1):
@@ -378,7 +391,8 @@ def _without_dynamic_takes(fn: Function, args: list[Expr]) -> tuple[Function, li
         if _static(p.type_annotation):
             continue
         uses = [n for n in post_order(body) if type(n) is Call and any(a is p for a in n.args)]
-        if not uses or not all(_row_take(n, p, params) for n in uses):
+        if not uses or not all(_row_take(n, p, params) for n in uses) \
+                or any(n is body for n in uses):   # the group is the take itself
             continue
         replace: dict[int, Var] = {}
         for n in uses:
