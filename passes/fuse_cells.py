@@ -216,8 +216,9 @@ def _rewrite_chain(head: Let) -> Expr:
                 continue
             done.add(id(anchor))
             plan = _plan(chain, anchor)
-            if plan is not None:
-                chain = _apply(chain, plan)
+            applied = _apply(chain, plan) if plan is not None else None
+            if applied is not None:
+                chain = applied
                 merged = True
                 break
         if merged:
@@ -307,9 +308,11 @@ def _recomputed_transcendental(fn: Function) -> bool:
                and parents.get(id(n), 0) > 1 for n in post_order(fn.body))
 
 
-def _apply(chain: _Chain, plan: _Plan) -> _Chain:
+def _apply(chain: _Chain, plan: _Plan) -> _Chain | None:
     """The chain with the plan's members replaced by one call of the merged function."""
     call = _merged_call(chain, plan)
+    if call is None:
+        return None
     cell = Var("cell", call.checked_type if call.checked_type is not None else None)
     removed = {chain.value_at[id(m)] for m in plan.members if id(m) in chain.value_at}
     lets: list[Let] = []
@@ -330,9 +333,10 @@ def _apply(chain: _Chain, plan: _Plan) -> _Chain:
     return new
 
 
-def _merged_call(chain: _Chain, plan: _Plan) -> Call:
+def _merged_call(chain: _Chain, plan: _Plan) -> Call | None:
     """``(fn (params) Primitive=1 { outputs })(arguments...)`` for the plan (the outputs as a
-    tuple when there are several)."""
+    tuple when there are several); None when a parameter or result is not static (the
+    group would be compiled per shape: the input projection of a whole sequence)."""
     member_ids = {id(m) for m in plan.members}
     var_to_member = {id(chain.lets[chain.value_at[id(m)]].var): m
                      for m in plan.members if id(m) in chain.value_at}
@@ -362,6 +366,9 @@ def _merged_call(chain: _Chain, plan: _Plan) -> Call:
     else:
         body = Tuple(tuple(built[id(o)] for o in plan.outputs))
         rtype = TupleType(tuple(types))
+    if not all(_static(p.type_annotation) for p in params.values()) or not all(
+            _static(t) for t in (types if len(types) > 1 else [rtype])):
+        return None
     prim = Function(tuple(params[k] for k in externals), body, rtype, (),
                     Attrs({"Primitive": 1}), span=plan.members[0].span)
     return Call(prim, tuple(externals.values()), span=plan.members[-1].span,
