@@ -53,13 +53,14 @@ from typing import Any
 import numpy as np
 
 from backends.tvm.fallback import FallbackKernel
+from backends.tvm.host_movement import host_movement
 from semantics.errors import (
     InternalError,
     RelayArgumentTypeError,
     RelayArgumentValueError,
     RelayTypeError,
 )
-from semantics.expr import Call, Constant, Function, Op
+from semantics.expr import Constant, Function
 from semantics.module import IRModule
 from semantics.shapes import is_concrete
 from semantics.types import TensorType, TupleType, Type
@@ -522,7 +523,7 @@ class KernelTable:
             if not isinstance(kernel, FallbackKernel):
                 kernel = FlatArgs(kernel)
         elif all(isinstance(t, TensorType) for t in types):
-            kernel = _host_movement(func) or KernelSlot(func, self)
+            kernel = host_movement(func) or KernelSlot(func, self)
         else:
             kernel = self.fallback(func, "a parameter of the group is not a tensor")
         self._seen[id(func)] = (func, kernel)
@@ -634,64 +635,6 @@ class KernelTable:
         self.fallbacks.append((k.name, reason))
         self.records.append(KernelRecord(k.name, tuple(k.ops), None, reason))
         return k
-
-
-HOST_MOVEMENT = frozenset({"take", "reshape", "shape_of", "squeeze", "expand_dims"})
-"""Operators a group with ``Any``/symbolic dimensions may consist of to run on the host."""
-
-
-def _host_movement(func: Function) -> FallbackKernel | _RowTake | None:
-    """The numpy-reference kernel of a dynamic-shape group of pure data movement (every
-    operator in :data:`HOST_MOVEMENT`: a recurrent loop's row of the whole sequence's input
-    projection, the reshapes and the ``shape_of`` of the sequence), else None.
-
-    Such a group moves at most a row per call, or makes a view: the numpy references serve
-    every shape, so a new sequence length compiles nothing (a :class:`KernelSlot` would
-    compile a kernel per length). It is not a fallback: nothing failed to lower.
-    """
-    names = [n.op.name for n in post_order(func.body)
-             if isinstance(n, Call) and isinstance(n.op, Op)]
-    if not names or not all(name in HOST_MOVEMENT for name in names):
-        return None
-    general = FallbackKernel(func, name="host_" + "_".join(dict.fromkeys(names)),
-                             reason="dynamic-shape data movement runs on the host")
-    return _RowTake.of(func, general) or general
-
-
-class _RowTake:
-    """``take(data, i, axis=0)`` with a scalar integer ``i`` (a recurrent step's row of the
-    whole sequence's input projection) as a view of the row: about a microsecond, where the
-    general reference path took 270 µs a call in an LSTM run under load. Edge cases (an
-    empty axis, an index out of range in mode ``fast``, ``out=`` buffers) go to the
-    reference, which raises or writes as the oracle does."""
-
-    __slots__ = ("general", "mode", "name")
-
-    def __init__(self, general: FallbackKernel, mode: str) -> None:
-        self.general, self.mode, self.name = general, mode, "host_row_take"
-
-    @staticmethod
-    def of(func: Function, general: FallbackKernel) -> _RowTake | None:
-        body = func.body
-        if not (isinstance(body, Call) and isinstance(body.op, Op) and body.op.name == "take"
-                and len(func.params) == 2 and body.args == tuple(func.params)):
-            return None
-        index = func.params[1].type_annotation
-        mode = body.attrs.get("mode") or "clip"
-        if body.attrs.get("axis") != 0 or (body.attrs.get("batch_dims") or 0) != 0 \
-                or mode not in ("clip", "wrap", "fast") or not isinstance(index, TensorType) \
-                or index.shape != () or not index.dtype.startswith("int"):
-            return None
-        return _RowTake(general, mode)
-
-    def __call__(self, data: Any, index: Any, out: Any = None) -> Any:
-        n = data.shape[0] if type(data) is np.ndarray and data.ndim else 0
-        i = int(index)
-        if n == 0 or out is not None or (self.mode == "fast" and not 0 <= i < n):
-            return self.general(data, index) if out is None else \
-                self.general(data, index, out=out)
-        i = min(max(i, 0), n - 1) if self.mode == "clip" else i % n
-        return data[i]
 
 
 class KernelSlot:
