@@ -126,15 +126,15 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
     systems: dict[str, Any] = {}
     counts: dict[str, Any] = {}
     want = None
-    for label, before in (("before", True), ("after", False)):
-        exe, calls = _counted_build(name, before)
+    for label, old in (("before", True), ("after", False)):
+        exe, calls = _counted_build(name, old)
         exe(*inputs)
         calls[0] = 0
         out = _as_array(exe(*inputs))
         counts[label] = calls[0]
         if name in ("lstm", "gru"):
             specs = len(exe.kernels.compiled_specs)
-            with _Before() if before else _Null():
+            with _Before() if old else _Null():
                 exe(np.random.default_rng(1).standard_normal((12, 1, 650)).astype("float32"))
             counts[label + " new"] = len(exe.kernels.compiled_specs) - specs
         if want is None:
@@ -142,6 +142,7 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
         elif not np.allclose(out, want, rtol=1e-4, atol=1e-5):
             notes.append(f"{name}: after differs from before ({np.abs(out - want).max():.3g})")
         systems[label] = lambda exe=exe: exe(*inputs)
+    assert want is not None
     peer = PEER[name]
     try:
         run, convert = _peer(name, workdir)
