@@ -62,14 +62,14 @@ class _Before:
 
     def __enter__(self) -> None:
         b, d, f = _switch_modules()
-        self.saved = (f.fuse_cells, b._host_movement, d.GEMV_PARALLEL_MIN_BYTES)
+        self.saved = (f.fuse_cells, b.host_movement, d.GEMV_PARALLEL_MIN_BYTES)
         f.fuse_cells = lambda m: m
-        b._host_movement = lambda func: None
+        b.host_movement = lambda func: None
         d.GEMV_PARALLEL_MIN_BYTES = 0
 
     def __exit__(self, *exc: Any) -> None:
         b, d, f = _switch_modules()
-        f.fuse_cells, b._host_movement, d.GEMV_PARALLEL_MIN_BYTES = self.saved
+        f.fuse_cells, b.host_movement, d.GEMV_PARALLEL_MIN_BYTES = self.saved
 
 
 def _counted_build(name: str, before: bool) -> tuple[Any, list[int]]:
