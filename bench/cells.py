@@ -5,7 +5,7 @@ For ``lstm`` and ``gru`` (35 steps, against onnxruntime), ``char_rnn`` and ``tre
 
 * **before**: the build as it was before this work, obtained by switching off its three
   parts — ``passes.fuse_cells`` (one kernel per step), the host run of dynamic-shape data
-  movement (``backends.tvm.build._host_movement``) and the 1 MiB floor of a parallel GEMV
+  movement (``backends.tvm.host_movement``) and the 1 MiB floor of a parallel GEMV
   (``backends.tvm.sched.dense.GEMV_PARALLEL_MIN_BYTES``) — with its own empty in-memory
   kernel cache (a kernel's cache key does not see those switches);
 * **after**: the build as it is;

@@ -343,11 +343,13 @@ def _merged_call(chain: _Chain, plan: _Plan) -> Call | None:
     parts = [(m, *_without_dynamic_takes(m.op, list(m.args)))  # type: ignore[arg-type]
              for m in plan.members]
     externals: dict[int, Expr] = {}
-    for _, _, args in parts:
-        for a in args:
+    declared: dict[int, Any] = {}      # the type of the member's parameter it is passed to
+    for _, fn, args in parts:
+        for p, a in zip(fn.params, args):
             if id(a) not in member_ids and id(a) not in var_to_member and type(a) is not Constant:
                 externals.setdefault(id(a), a)
-    params = {k: Var(f"p{j}", _type_of(a)) for j, (k, a) in enumerate(externals.items())}
+                declared.setdefault(id(a), p.type_annotation or _type_of(a))
+    params = {k: Var(f"p{j}", declared[k]) for j, k in enumerate(externals)}
     built: dict[int, Expr] = {}
     for m, fn, args in parts:
         mapping: dict[Var, Expr] = {}
@@ -367,7 +369,7 @@ def _merged_call(chain: _Chain, plan: _Plan) -> Call | None:
         body = Tuple(tuple(built[id(o)] for o in plan.outputs))
         rtype = TupleType(tuple(types))
     if not all(_static(p.type_annotation) for p in params.values()) or not all(
-            _static(t) for t in (types if len(types) > 1 else [rtype])):
+            _static_tensors(t) for t in types):
         return None
     prim = Function(tuple(params[k] for k in externals), body, rtype, (),
                     Attrs({"Primitive": 1}), span=plan.members[0].span)
@@ -385,6 +387,13 @@ def _type_of(e: Expr) -> Any:
 
 def _static(t: Any) -> bool:
     return isinstance(t, TensorType) and all(is_concrete(d) for d in t.shape)
+
+
+def _static_tensors(t: Any) -> bool:
+    """A static tensor type or a (nested) tuple type of them."""
+    if isinstance(t, TupleType):
+        return all(_static_tensors(f) for f in t.fields)
+    return _static(t)
 
 
 def _without_dynamic_takes(fn: Function, args: list[Expr]) -> tuple[Function, list[Expr]]:
