@@ -169,8 +169,9 @@ def _no_eos_generate(cell: Any, category: Any, letter: Any, max_length: int = 20
 def peers(name: str, inputs: tuple[Any, ...], runs: int, warmup: int, workdir: Path,
           threads: int) -> dict[str, float | str]:
     """PyTorch eager and onnxruntime latencies (ms), or the reason they are missing."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import paper  # bench/paper.py
+    # (not ``import paper`` with bench/ on the path: bench/passes.py would then shadow the
+    # ``passes`` package for every later build)
+    from bench import paper
 
     paper.THREADS = threads
     from models import torch_reference as tr

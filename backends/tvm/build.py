@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from backends.tvm.fallback import FallbackKernel
+from backends.tvm.host_movement import host_movement
 from semantics.errors import (
     InternalError,
     RelayArgumentTypeError,
@@ -115,6 +116,16 @@ def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 
     inferred = typechecker.infer(mod)
     if not isinstance(inferred, IRModule):
         raise InternalError("typechecker.infer of a module returned no module")
+    if opt_level > 0:
+        # A recurrent step's hidden projection and its cell kernels: one kernel (a tuple
+        # result), compiled once for every sequence length (passes/fuse_cells.py).
+        from passes.fuse_cells import fuse_cells
+
+        cells = fuse_cells(inferred)
+        if cells is not inferred:
+            inferred = typechecker.infer(cells)
+            if not isinstance(inferred, IRModule):
+                raise InternalError("typechecker.infer of a module returned no module")
     return inferred
 
 
@@ -516,7 +527,7 @@ class KernelTable:
             if not isinstance(kernel, FallbackKernel):
                 kernel = FlatArgs(kernel)
         elif all(isinstance(t, TensorType) for t in types):
-            kernel = KernelSlot(func, self)
+            kernel = host_movement(func) or KernelSlot(func, self)
         else:
             kernel = self.fallback(func, "a parameter of the group is not a tensor")
         self._seen[id(func)] = (func, kernel)

@@ -53,14 +53,19 @@ from backends.tvm.sched import KernelInfo, register_schedule
 from backends.tvm.sched.default import KEEP, refused, schedule_error, schedule_spatial
 from backends.tvm.target import Target
 
-__all__ = ["GEMM_PARALLEL_MIN", "GEMM_ROWS_MAX", "box_row_tiles", "gemm_tile", "gemv_parallel",
+__all__ = ["GEMM_PARALLEL_MIN", "GEMM_ROWS_MAX", "GEMV_PARALLEL_MIN_BYTES", "box_row_tiles",
+           "gemm_tile", "gemv_parallel",
            "schedule_dense"]
+
+
+GEMV_PARALLEL_MIN_BYTES = 1 << 20
+"""The smallest weight (bytes) a GEMV splits over the cores, whatever the L2 size."""
 
 
 def gemv_parallel(elements: int, bits: int = 32, target: Target | None = None) -> bool:
     """Whether a GEMV over a weight of ``elements`` values of ``bits`` bits is split over the
     cores: when the weight does not fit one core's L2 cache (``target.l2_bytes``; default
-    the host).
+    the host) and is at least :data:`GEMV_PARALLEL_MIN_BYTES` (1 MiB).
 
     A GEMV is memory-bound. A weight that fits a core's L2 streams from it faster than the
     thread pool launches (measured on an AVX-512 machine with 1 MB of L2: 450×300 takes 7 µs
@@ -70,8 +75,13 @@ def gemv_parallel(elements: int, bits: int = 32, target: Target | None = None) -
     the previous fixed threshold of 4 MB, 2.83 → 1.97 ms for 35 steps. On a machine whose
     other core is busy (another process), the static split waits for it: a 2600×650 GEMV
     took 2.3 ms with two threads against 0.26 ms with one, measured here under a load of 4.
+    The 1 MiB floor (issue 35): the TreeLSTM's 450×300 input GEMV (540 KB, just above this
+    machine's 512 KB of L2) ran parallel at 367 µs a call in a TreeLSTM run under a load of 9
+    (80 µs on one thread; 7 µs serial against 16 µs parallel on the quiet AVX-512 machine):
+    a weight that small streams from L3 faster than the pool's wake-up.
     """
-    return elements * bits // 8 > (target or Target.host()).l2_bytes
+    size = elements * bits // 8
+    return size > (target or Target.host()).l2_bytes and size >= GEMV_PARALLEL_MIN_BYTES
 
 
 GEMM_PARALLEL_MIN = 1 << 18

@@ -350,16 +350,18 @@ def test_the_dense_rule_vectorizes_and_fuses_the_epilogue(lead: tuple[int, ...],
 
 
 def test_a_gemv_is_parallel_when_its_weight_leaves_the_l2() -> None:
-    """A GEMV whose weight fits one core's L2 stays on one core (the thread pool's launch
-    costs more than the cache streams it in); a larger one is split over the cores."""
-    from backends.tvm.sched.dense import gemv_parallel
+    """A GEMV whose weight fits one core's L2, or is below 1 MiB, stays on one core (the
+    thread pool's launch costs more than the cache streams it in); a larger one is split
+    over the cores."""
+    from backends.tvm.sched.dense import GEMV_PARALLEL_MIN_BYTES, gemv_parallel
 
-    l2 = Target.host().l2_bytes
-    assert not gemv_parallel(l2 // 4, 32) and gemv_parallel(l2 // 4 + 1, 32)
-    assert not gemv_parallel(l2 // 2, 16) and gemv_parallel(l2 // 2 + 1, 16)
+    edge = max(Target.host().l2_bytes, GEMV_PARALLEL_MIN_BYTES - 1)
+    assert not gemv_parallel(edge // 4, 32) and gemv_parallel(edge // 4 + 1, 32)
+    assert not gemv_parallel(edge // 2, 16) and gemv_parallel(edge // 2 + 1, 16)
+    assert not gemv_parallel(450 * 300, 32)   # the TreeLSTM's 540 KB input projection
     small = scheduled_script(dense_kernel((1,), 64, 64, "bias"))
     k = 512
-    n = 8 * (l2 // (4 * k * 8) + 1)           # k × n × 4 bytes just above the L2
+    n = 8 * (edge // (4 * k * 8) + 1)         # k × n × 4 bytes just above the threshold
     large = scheduled_script(dense_kernel((1,), k, n, "bias"))
     assert small is not None and large is not None
     assert "T.parallel" not in small
