@@ -358,55 +358,11 @@ class Compiler:
             st.emit((PROJ, r, src, e.index), e.span)  # type: ignore[attr-defined]
             return r
         if t is If:
-            c = yield self._expr(st, e.cond)  # type: ignore[attr-defined]
-            r = st.reg()
-            jump = st.emit((IFNOT, c, -1), e.span)
-            st.enter()
-            a = yield self._expr(st, e.true_branch)  # type: ignore[attr-defined]
-            st.emit((MOVE, r, a), e.span)
-            st.leave()
-            done = st.emit((JUMP, -1), e.span)
-            st.patch(jump, st.here())
-            st.enter()
-            b = yield self._expr(st, e.false_branch)  # type: ignore[attr-defined]
-            st.emit((MOVE, r, b), e.span)
-            st.leave()
-            st.patch(done, st.here())
-            return r
+            return (yield from self._if_value(st, e))  # type: ignore[arg-type]
         if t is Match:
-            v = yield self._expr(st, e.data)  # type: ignore[attr-defined]
-            r = st.reg()
-            table = st.emit((MATCH, v, (), e), e.span)
-            targets = []
-            exits = []
-            for clause in e.clauses:  # type: ignore[attr-defined]
-                st.enter()
-                plan = self._pattern(st, clause.lhs)
-                targets.append((*_clause(plan), st.here()))
-                x = yield self._expr(st, clause.rhs)
-                st.emit((MOVE, r, x), e.span)
-                exits.append(st.emit((JUMP, -1), e.span))
-                st.leave()
-            st.code.instrs[table] = (MATCH, v, tuple(targets), e)
-            for j in exits:
-                st.patch(j, st.here())
-            return r
-        if t is RefCreate:
-            v = yield self._expr(st, e.value)  # type: ignore[attr-defined]
-            r = st.reg()
-            st.emit((REFNEW, r, v), e.span)
-            return r
-        if t is RefRead:
-            v = yield self._expr(st, e.ref)  # type: ignore[attr-defined]
-            r = st.reg()
-            st.emit((REFREAD, r, v), e.span)
-            return r
-        if t is RefWrite:
-            ref = yield self._expr(st, e.ref)  # type: ignore[attr-defined]
-            v = yield self._expr(st, e.value)  # type: ignore[attr-defined]
-            r = st.reg()
-            st.emit((REFWRITE, r, ref, v), e.span)
-            return r
+            return (yield from self._match_value(st, e))  # type: ignore[arg-type]
+        if t is RefCreate or t is RefRead or t is RefWrite:
+            return (yield from self._ref(st, e))
         if t is Grad:
             expansion = self._expand_grad(e)  # type: ignore[arg-type]
             if expansion is None:
@@ -416,6 +372,61 @@ class Compiler:
                 return r
             return (yield self._expr(st, expansion))
         raise InternalError(f"vm: cannot compile a {t.__name__}")
+
+    def _if_value(self, st: _FnState, e: If) -> Generator[Any, Any, int]:
+        """``if`` whose value goes to a register (not in tail position, or shared)."""
+        c = yield self._expr(st, e.cond)
+        r = st.reg()
+        jump = st.emit((IFNOT, c, -1), e.span)
+        st.enter()
+        a = yield self._expr(st, e.true_branch)
+        st.emit((MOVE, r, a), e.span)
+        st.leave()
+        done = st.emit((JUMP, -1), e.span)
+        st.patch(jump, st.here())
+        st.enter()
+        b = yield self._expr(st, e.false_branch)
+        st.emit((MOVE, r, b), e.span)
+        st.leave()
+        st.patch(done, st.here())
+        return r
+
+    def _match_value(self, st: _FnState, e: Match) -> Generator[Any, Any, int]:
+        """``match`` whose value goes to a register (not in tail position, or shared)."""
+        v = yield self._expr(st, e.data)
+        r = st.reg()
+        table = st.emit((MATCH, v, (), e), e.span)
+        targets = []
+        exits = []
+        for clause in e.clauses:
+            st.enter()
+            plan = self._pattern(st, clause.lhs)
+            targets.append((*_clause(plan), st.here()))
+            x = yield self._expr(st, clause.rhs)
+            st.emit((MOVE, r, x), e.span)
+            exits.append(st.emit((JUMP, -1), e.span))
+            st.leave()
+        st.code.instrs[table] = (MATCH, v, tuple(targets), e)
+        for j in exits:
+            st.patch(j, st.here())
+        return r
+
+    def _ref(self, st: _FnState, e: Expr) -> Generator[Any, Any, int]:
+        """``ref(v)``, ``!r``, ``r := v`` (Semantics-Ref-*)."""
+        if isinstance(e, RefCreate):
+            v = yield self._expr(st, e.value)
+            ins: Instr = (REFNEW, st.reg(), v)
+        elif isinstance(e, RefRead):
+            v = yield self._expr(st, e.ref)
+            ins = (REFREAD, st.reg(), v)
+        elif isinstance(e, RefWrite):
+            ref = yield self._expr(st, e.ref)
+            v = yield self._expr(st, e.value)
+            ins = (REFWRITE, st.reg(), ref, v)
+        else:
+            raise InternalError(f"vm: {type(e).__name__} is not a reference expression")
+        st.emit(ins, e.span)
+        return int(ins[1])
 
     def _call(self, st: _FnState, e: Call) -> Generator[Any, Any, int]:
         op = e.op
