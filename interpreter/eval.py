@@ -4,8 +4,9 @@ Design
 ------
 **One case per rule.** Every rule of the evaluation section of
 ``semantics/RULES.md`` has exactly one case here (the pattern rules' in
-:mod:`interpreter.matching`), which opens with the rule as written there and reports itself with ``self.fired(Rule.X, node)`` when it
-applies (this feeds ``fuel``, ``trace`` and the derivation recorder of
+:mod:`interpreter.matching`), which opens with the rule as written there and
+reports itself with ``self.fired(Rule.X, node)`` when it applies (this feeds ``fuel``,
+``trace`` and the derivation recorder of
 ``relay run --trace``). Put RULES.md and this file side by side: a rule with
 premises has a *front* ``_eval_x`` naming its premises in the rule's order, and
 the case receives their values (see "Premises in place" below).
