@@ -41,8 +41,8 @@ then Semantics-Product; Semantics-Closure for a literal. Only the bookkeeping di
 * an operator's value is looked up once per block (the interpreter's ``OpValue`` for a name
   is made once per evaluation), each use firing Semantics-Op;
 * Semantics-Call-Op calls the reference's checked compute directly when the arguments have
-  the signature whose verdict the call site keeps (as ``Interpreter._call_op`` does, see
-  ``interpreter.eval._OpSite``); any other case — a new signature, a failed projection, a
+  the signature whose verdict the call node's ``BoundOp`` keeps (as ``BoundOp.run`` does
+  for ``Interpreter._call_op``); any other case — a new signature, a failed projection, a
   constructor applied, an unknown operator, a condition that is not a scalar bool, a
   pattern of another kind — is the interpreter's own case at that node, which fires the
   rules or raises the error with the node's span.

@@ -3,9 +3,10 @@
 Design
 ------
 **One case per rule.** Every rule of the evaluation section of
-``semantics/RULES.md`` has exactly one case here, which opens with the rule as
-written there and reports itself with ``self.fired(Rule.X, node)`` when it
-applies (this feeds ``fuel``, ``trace`` and the derivation recorder of
+``semantics/RULES.md`` has exactly one case here (the pattern rules' in
+:mod:`interpreter.matching`), which opens with the rule as written there and
+reports itself with ``self.fired(Rule.X, node)`` when it applies (this feeds ``fuel``,
+``trace`` and the derivation recorder of
 ``relay run --trace``). Put RULES.md and this file side by side: a rule with
 premises has a *front* ``_eval_x`` naming its premises in the rule's order, and
 the case receives their values (see "Premises in place" below).
@@ -65,9 +66,9 @@ once per class; rule names are read from a plain-class mirror of the
 small rule); operator attributes are normalized once per call node and the shared
 nodes once per function body, both cached across evaluations (AST nodes are
 immutable); an operator call node also keeps the relation's verdict for the last
-argument signature it saw, so a repeated call goes straight to the reference's
-checked compute (:class:`_OpSite`); ``fired`` is bound at construction to the cheapest
-variant the requested features allow (a builtin no-op when nothing observes the rules);
+argument signature it saw, so a repeated call goes straight to the reference's checked
+compute (its :class:`~semantics.ops.bound.BoundOp`); ``fired`` is bound at construction to
+the cheapest variant the requested features allow (a builtin no-op when nothing observes the rules);
 numpy's error state is installed once per evaluation (:meth:`Machine.run
 <interpreter.machine.Machine.run>`), not per operator call.
 
@@ -103,6 +104,7 @@ This module holds the rule cases (:class:`Interpreter`: its dispatch tables, the
 cases and the helpers they use) and the ``grad`` hook they use, so it reads side by
 side with RULES.md. The rest of the evaluator is next to it:
 
+* :mod:`interpreter.matching`: the matching judgment v ⊨ p ⇒ σ (the pattern rules);
 * :mod:`interpreter.machine`: the driver the cases run on (:class:`Eval` and
   :class:`Tail` requests, :class:`~interpreter.machine.Machine` with the explicit
   stack, the sharing memo frames, depth accounting and the ``fired`` bookkeeping of
@@ -136,6 +138,7 @@ from interpreter.machine import (
     Rule,
     Tail,
 )
+from interpreter.matching import PatternMatcher
 from interpreter.values import (
     Closure,
     ConstructorFunction,
@@ -168,11 +171,6 @@ from semantics.expr import (
     Let,
     Match,
     Op,
-    Pattern,
-    PatternConstructor,
-    PatternTuple,
-    PatternVar,
-    PatternWildcard,
     RefCreate,
     RefRead,
     RefWrite,
@@ -181,19 +179,14 @@ from semantics.expr import (
     Var,
 )
 from semantics.module import IRModule
-from semantics.ops.bound import BoundOp
+from semantics.ops.bound import OP_FAILURES, BoundOp
 
 __all__ = ["INLINE_HEIGHT", "PENDING", "GradExpander", "Interpreter", "check_op_result",
            "grad_expander", "inline_plan", "register_grad_expander"]
 
 
-# An operator call node's facts — the operator, its normalized attributes and the verdict of
-# its relation for the last argument signature seen there — are the shared operator call
-# object (``site.call`` decides and runs, ``site.decided`` runs a cached verdict).
-_OpSite = BoundOp
-
-
-# Operator call sites (the shared nodes are cached by the machine).
+# Operator call sites: per call node, the operator bound to its normalized attributes, which
+# also keeps its relation's verdict for the last argument signature seen there (BoundOp).
 _SITES = NodeCache(16384)
 _BOOL = np.dtype(bool)
 
@@ -235,17 +228,6 @@ def inline_plan(e: Expr) -> frozenset[Expr] | None:
     return frozenset(internal)
 
 
-_FLAT_KIDS = (PatternVar, PatternWildcard)
-# Per constructor pattern: its sub-patterns when all are variables or wildcards, else None.
-_FLAT = NodeCache(4096)
-
-
-def _flat_pattern(p: PatternConstructor) -> tuple[Pattern, ...] | None:
-    """``p``'s sub-patterns when each is a variable or a wildcard (a flat pattern), else None."""
-    kids = tuple(p.patterns)
-    return kids if all(type(q) in _FLAT_KIDS for q in kids) else None
-
-
 PENDING = object()
 """What an in-place evaluator returns when the premise needs the driver (nothing fired)."""
 
@@ -255,7 +237,7 @@ Conclusion = Callable[[Any, Any, Env, list[Any]], Any]
 
 # --- the interpreter --------------------------------------------------------------------------
 
-class Interpreter(Machine):
+class Interpreter(PatternMatcher, Machine):
     """Evaluates expressions of one module: the rule cases, run by :class:`Machine`.
 
     See the module docstring for the design. The dispatch tables (node type →
@@ -279,7 +261,6 @@ class Interpreter(Machine):
     # Premises established in place: node -> value, or PENDING.
     INLINE: dict[type, Callable[[Any, Any, Env], Any]]
     LEAVES: dict[type, Callable[[Any, Any, Env], Any]]
-    PATTERNS: dict[type, Callable[..., bool]]
     # AXIOMS and CASES together: the case the driver runs for a node, by the node's type.
     CASES_BY_TYPE: dict[type, Callable[[Any, Any, Env], Any]]
     _direct: dict[type, Callable[[Any, Any, Env], Any]]  # leaves established in place
@@ -599,31 +580,14 @@ class Interpreter(Machine):
         site = self._sites.get(e)
         if site is None or site.opdef is not opdef or site.impl is not opdef.impl:
             site = self.op_site(opdef, e)
-        attrs = site.attrs
         try:
-            # ⟦op⟧: the reference wrapper's two halves, the relation's verdict kept per call
-            # site for the last argument signature (see _OpSite); else the wrapper itself.
-            last = site.last
-            if last is not None and len(args) == len(last[0]):
-                dtypes, shapes, verdict = last
-                i = 0
-                for a in args:
-                    if type(a) is not np.ndarray or a.dtype is not dtypes[i] \
-                            or a.shape != shapes[i]:
-                        result = site.call(args)
-                        break
-                    i += 1
-                else:
-                    # The wrapper's checked result: tensors (a tuple of them) already.
-                    result = site.decided(verdict, args, attrs)
-                    self.fired(Rule.SEMANTICS_CALL_OP, e)
-                    return result
-            else:
-                result = site.call(args)
+            # ⟦op⟧: decided by the operator's relation, or by the verdict the call node's
+            # BoundOp keeps for the last argument signature it saw.
+            result = site.run(args)
         except RelayError as err:
             err.with_span(getattr(e, "span", None))
             raise
-        except (ArithmeticError, ValueError, TypeError, IndexError, MemoryError) as exc:
+        except OP_FAILURES as exc:
             # Dynamic shapes (Any) and unchecked programs reach numpy's own checks.
             raise RelayRuntimeError(f"operator {f.name} failed: {exc}",
                                     getattr(e, "span", None)) from exc
@@ -636,10 +600,10 @@ class Interpreter(Machine):
         """The normalized attributes of an operator call (cached per call node)."""
         return self.op_site(opdef, e).attrs
 
-    def op_site(self, opdef: Any, e: Any) -> _OpSite:
+    def op_site(self, opdef: Any, e: Any) -> BoundOp:
         """The call site of an operator: its normalized attributes (cached per call node)."""
         if type(e) is not Call:
-            return _OpSite(opdef, dict(opdef.normalize_attrs({})))
+            return BoundOp(opdef, dict(opdef.normalize_attrs({})))
         site = self._sites.get(e)
         if site is not None and site.opdef is opdef and site.impl is opdef.impl:
             return site
@@ -648,7 +612,7 @@ class Interpreter(Machine):
         except RelayError as err:
             err.with_span(e.span)
             raise
-        return self._sites.put(e, _OpSite(opdef, attrs))
+        return self._sites.put(e, BoundOp(opdef, attrs))
 
     # [Semantics-ADT-Constructor]   Γ ⊢ e0 ⇓ C    Γ ⊢ e1 ⇓ v1  ...  Γ ⊢ en ⇓ vn    n = arity(C)
     #                               ⟹   Γ ⊢ e0(e1, ..., en) ⇓ C(v1, ..., vn)
@@ -737,80 +701,6 @@ class Interpreter(Machine):
                 f"the grad expander returned {type(expansion).__name__}, not an expression")
         return expansion
 
-    # === the matching judgment v ⊨ p ⇒ σ ==================================================
-
-    def _matches(self, p: Pattern, v: Any) -> list[tuple[Var, Any]] | None:
-        """σ when ``v ⊨ p ⇒ σ`` (firing the pattern rules used), None when ``v ⊭ p``."""
-        if type(p) is PatternConstructor:
-            if type(v) is not ConstructorValue or v.name != p.constructor.name:
-                return None  # the common quick "no": another constructor
-            flat = _FLAT.get(p, MISSING)
-            if flat is MISSING:
-                flat = _FLAT.put(p, _flat_pattern(p))
-            if flat is not None and len(v.fields) == len(flat):
-                # C(p1, ..., pn) with variables and wildcards only: the loop below, unrolled.
-                # Semantics-Pattern-Constructor, then each pi left to right
-                # (Semantics-Pattern-Var / -Wildcard), the same rules in the same order.
-                fired = self.fired
-                fired(Rule.SEMANTICS_PATTERN_CONSTRUCTOR, p)
-                sig: list[tuple[Var, Any]] = []
-                for q, w in zip(p.patterns, v.fields):
-                    if type(q) is PatternVar:
-                        sig.append((q.var, w))
-                        fired(Rule.SEMANTICS_PATTERN_VAR, q)
-                    else:
-                        fired(Rule.SEMANTICS_PATTERN_WILDCARD, q)
-                return sig
-        sigma: list[tuple[Var, Any]] = []
-        used: list[tuple[Any, Pattern]] = []
-        work: list[tuple[Pattern, Any]] = [(p, v)]
-        table = self.PATTERNS
-        while work:
-            q, w = work.pop()
-            if not table[type(q)](q, w, sigma, work, used):
-                return None
-        for rule, q in used:
-            self.fired(rule, q)
-        return sigma
-
-    # [Semantics-Pattern-Wildcard]   ───────────────   v ⊨ _ ⇒ ∅
-    @staticmethod
-    def _match_wildcard(p: PatternWildcard, v: Any, sigma: list[Any], work: list[Any],
-                        used: list[Any]) -> bool:
-        used.append((Rule.SEMANTICS_PATTERN_WILDCARD, p))
-        return True
-
-    # [Semantics-Pattern-Var]   ───────────────   v ⊨ x ⇒ {x ↦ v}
-    @staticmethod
-    def _match_var(p: PatternVar, v: Any, sigma: list[Any], work: list[Any],
-                   used: list[Any]) -> bool:
-        sigma.append((p.var, v))
-        used.append((Rule.SEMANTICS_PATTERN_VAR, p))
-        return True
-
-    # [Semantics-Pattern-Constructor]   v = C(v1, ..., vn)    v1 ⊨ p1 ⇒ σ1  ...  vn ⊨ pn ⇒ σn
-    #                                   ⟹   v ⊨ C(p1, ..., pn) ⇒ σ1 ∪ ... ∪ σn
-    @staticmethod
-    def _match_constructor(p: PatternConstructor, v: Any, sigma: list[Any], work: list[Any],
-                           used: list[Any]) -> bool:
-        if type(v) is not ConstructorValue or v.name != p.constructor.name \
-                or len(v.fields) != len(p.patterns):
-            return False
-        used.append((Rule.SEMANTICS_PATTERN_CONSTRUCTOR, p))
-        work.extend(zip(reversed(p.patterns), reversed(v.fields)))
-        return True
-
-    # [Semantics-Pattern-Tuple]   v = (v1, ..., vn)    v1 ⊨ p1 ⇒ σ1  ...  vn ⊨ pn ⇒ σn
-    #                             ⟹   v ⊨ (p1, ..., pn) ⇒ σ1 ∪ ... ∪ σn
-    @staticmethod
-    def _match_tuple(p: PatternTuple, v: Any, sigma: list[Any], work: list[Any],
-                     used: list[Any]) -> bool:
-        if type(v) is not tuple or len(v) != len(p.patterns):
-            return False
-        used.append((Rule.SEMANTICS_PATTERN_TUPLE, p))
-        work.extend(zip(reversed(p.patterns), reversed(v)))
-        return True
-
 
 Interpreter.AXIOMS = {
     Var: Interpreter._eval_var, GlobalVar: Interpreter._eval_global_var,
@@ -841,7 +731,3 @@ Interpreter.cases = Interpreter.CASES
 Interpreter.appliers = Interpreter.APPLIERS
 Interpreter._direct = Interpreter.LEAVES
 Interpreter._inline = Interpreter.INLINE
-Interpreter.PATTERNS = {
-    PatternWildcard: Interpreter._match_wildcard, PatternVar: Interpreter._match_var,
-    PatternConstructor: Interpreter._match_constructor, PatternTuple: Interpreter._match_tuple,
-}

@@ -44,7 +44,8 @@ never shares a binder). Termination on every program rests on three rules:
    ``if``/``match`` arm and no residual function body opened since), and at
    most :data:`UNROLL_LIMIT` activations of one function (and
    :data:`MAX_ACTIVE` in all) are nested.
-2. *Dynamic recursion is residualized* through a *specialization*: a residual
+2. *Dynamic recursion is residualized* (:mod:`pe.specialize`) through a
+   *specialization*: a residual
    let-bound recursive function for the callee, memoized by the callee and the
    static parts of its arguments (tensors and ADT values are generalized to
    parameters; closures, operators, constructors and globals are kept by
@@ -106,11 +107,11 @@ dynamic tensor stays a call); ``grad(e)`` is residualized unexpanded.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Generator, Iterator
 from typing import Any
 
 import numpy as np
 
+from pe.specialize import KEY_DEPTH, MAX_SPECS, Specializer, Step, instantiation
 from pe.static_ops import MAX_STATIC_ELEMENTS, evaluate_op, static_tensors
 from pe.values import (
     Env,
@@ -157,7 +158,7 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 from semantics.rewrite import rename_pattern
-from semantics.types import FuncType, RefType, TupleType, Type, TypeCall, TypeVar
+from semantics.types import TupleType, Type, TypeCall
 from semantics.visitor import count_uses, post_order, run_recursive
 from typechecker.unify import substitute as substitute_type
 
@@ -172,12 +173,6 @@ UNROLL_LIMIT = 256
 
 MAX_ACTIVE = 4096
 """Nested unfolded activations of all functions together."""
-
-MAX_SPECS = 4
-"""Specializations with static parts per function."""
-
-KEY_DEPTH = 3
-"""How deep a tuple argument's structure is kept in a specialization key."""
 
 _UNKNOWN = object()  # a static match that cannot be decided
 
@@ -194,41 +189,13 @@ def visit_limit(fuel: int, size: int) -> int:
     whose partial evaluation would go further is left as it is.
     """
     return 2 * fuel + 8 * size
-_DYN = ("dyn",)      # a specialization key part: a parameter of the specialization
-
-Step = Generator[Any, Any, Any]
 
 
 # Generator-based recursion is driven by the one shared driver (ready values allowed).
 drive = run_recursive
 
 
-def _match_types(pattern: Type | None, concrete: Type | None, params: set[int],
-                 out: dict[TypeVar, Type]) -> None:
-    """Bind the type parameters (ids in ``params``) of ``pattern`` to parts of ``concrete``."""
-    work = [(pattern, concrete)]
-    while work:
-        p, c = work.pop()
-        if p is None or c is None:
-            continue
-        if type(p) is TypeVar:
-            if id(p) in params and p not in out:
-                out[p] = c
-            continue
-        if type(p) is not type(c):
-            continue
-        if isinstance(p, TupleType) and isinstance(c, TupleType):
-            work.extend(zip(p.fields, c.fields))
-        elif isinstance(p, FuncType) and isinstance(c, FuncType):
-            work.extend(zip(p.arg_types, c.arg_types))
-            work.append((p.ret_type, c.ret_type))
-        elif isinstance(p, RefType) and isinstance(c, RefType):
-            work.append((p.value, c.value))
-        elif isinstance(p, TypeCall) and isinstance(c, TypeCall):
-            work.extend(zip(p.args, c.args))
-
-
-class PartialEvaluator:
+class PartialEvaluator(Specializer):
     """Partially evaluates the functions of one module (see the module docstring).
 
     Args:
@@ -496,7 +463,7 @@ class PartialEvaluator:
             return (yield self._call_dynamic(f, args, call))  # fails at run time, as the oracle
         if not self._should_unfold(fn):
             return (yield self._specialize(f, fn, base, self_var, args, call, caller))
-        env = base.activation(dict(zip(fn.params, args)), _instantiation(fn, call, caller))
+        env = base.activation(dict(zip(fn.params, args)), instantiation(fn, call, caller))
         if self_var is not None:
             env = env.extend(self_var, f)
         stack = self.active.setdefault(id(fn), [])
@@ -516,114 +483,6 @@ class PartialEvaluator:
             return self.active_total < MAX_ACTIVE
         return (len(stack) < UNROLL_LIMIT and self.active_total < MAX_ACTIVE
                 and stack[-1] == self.dyn_depth)
-
-    def _specialize(self, f: PValue, fn: Function, base: Env, self_var: Var | None,
-                    args: list[PValue], call: Call, caller: Env) -> Step:
-        leaves: list[PValue] = []
-        keys = tuple(self._arg_key(a, leaves, 0) for a in args)
-        generic = not self.unfolding or all(k is _DYN for k in keys)
-        inst = _instantiation(fn, call, caller)
-        types = self._instance_key(fn, inst)
-        if not generic and types is not None:
-            # A specialization is monomorphic: of a polymorphic function, one per instance.
-            key = (f, keys, types)
-            spec = self.frame.find_spec(key)
-            if spec is None:
-                count = self.spec_counts.get(id(fn), 0)
-                if count >= MAX_SPECS:
-                    generic = True
-                else:
-                    self.spec_counts[id(fn)] = count + 1
-                    spec = yield self._build_spec(key, f, fn, base, self_var, keys, len(leaves),
-                                                  inst)
-        else:
-            generic = True
-        if generic:
-            callee = yield self.force(f)   # the residual closure, or the global itself
-            leaves = args
-        else:
-            callee = spec
-        atoms = yield self.force_all(leaves)
-        var = self.push(Call(callee, atoms, span=call.span), "x")
-        self.store.invalidate_escaped()
-        return PValue(None, var)
-
-    def _instance_key(self, fn: Function, inst: dict[TypeVar, Type] | None) -> Any:
-        """The instance of ``fn``'s type parameters as a key (None: not fully known)."""
-        if not fn.type_params:
-            return ()
-        from semantics.printer import pretty
-
-        out = []
-        for tv in fn.type_params:
-            t = (inst or {}).get(tv)
-            if t is None or self.annotation(t, Env()) is None:
-                return None
-            out.append(pretty(t))
-        return tuple(out)
-
-    def _arg_key(self, pv: PValue, leaves: list[PValue], depth: int) -> Any:
-        s = pv.static
-        t = type(s)
-        if s is None or t is STensor or t is SCtor or t is SRef or depth >= KEY_DEPTH:
-            leaves.append(pv)
-            return _DYN
-        if isinstance(s, STuple):
-            return ("tuple", tuple(self._arg_key(x, leaves, depth + 1) for x in s.fields))
-        if isinstance(s, SOp):
-            return ("op", s.op.name)
-        if isinstance(s, SGlobal):
-            return ("global", s.name)
-        if isinstance(s, SCtorFn):
-            return ("ctor", s.ctor)
-        return ("value", pv)  # a closure, by identity
-
-    def _rebuild(self, key: Any, params: Iterator[Var]) -> PValue:
-        if key is _DYN:
-            return PValue(None, next(params))
-        kind = key[0]
-        if kind == "tuple":
-            fields = tuple(self._rebuild(k, params) for k in key[1])
-            return PValue(STuple(fields), None if fields else Tuple(()), self.frame)
-        if kind == "op":
-            op = Op(key[1])
-            return PValue(SOp(op), op)
-        if kind == "global":
-            return self.global_value(key[1])
-        if kind == "ctor":
-            return PValue(SCtorFn(key[1]), key[1])
-        value: PValue = key[1]
-        return value
-
-    def _build_spec(self, key: Any, f: PValue, fn: Function, base: Env, self_var: Var | None,
-                    keys: tuple[Any, ...], n_params: int,
-                    inst: dict[TypeVar, Type] | None) -> Step:
-        """Bind ``let %spec = fn (leaves) { body }`` in the current frame (memoized by key)."""
-        name = self_var.name_hint if self_var is not None else (
-            f.static.name if isinstance(f.static, SGlobal) else "f")
-        spec = Var(f"{name}_spec")
-        outer = self.frame
-        outer.specs[key] = spec
-        params = [Var(f"p{i}") for i in range(n_params)]
-        saved = self.store, self.dyn_depth
-        self.frame = Frame(outer, next(self._ctx))
-        self.store, self.dyn_depth = Store(), self.dyn_depth + 1
-        stack = self.active.setdefault(id(fn), [])
-        stack.append(-1)  # recursive calls inside go to the specialization
-        try:
-            it = iter(params)
-            env = base.activation({p: self._rebuild(k, it) for p, k in zip(fn.params, keys)},
-                                  inst)
-            if self_var is not None:
-                env = env.extend(self_var, f)
-            atom = yield self._visit_and_force(fn.body, env)
-            body_frame = self.frame
-        finally:
-            stack.pop()
-            self.frame = outer
-            self.store, self.dyn_depth = saved
-        self._bind_in(outer, spec, Function(tuple(params), body_frame.build(atom)))
-        return spec
 
     def _tuple(self, e: Tuple, env: Env) -> Step:
         fields = []
@@ -877,21 +736,3 @@ _LEAVES = (Var, Constant, GlobalVar, Op, Constructor)
 
 def _is_leaf(e: Expr) -> bool:
     return type(e) in _LEAVES
-
-
-def _instantiation(fn: Function, call: Call, caller: Env) -> dict[TypeVar, Type] | None:
-    """The instances of ``fn``'s type parameters at ``call`` (from the typed input's types)."""
-    if not fn.type_params:
-        return None
-    params = {id(tv) for tv in fn.type_params}
-    out: dict[TypeVar, Type] = {}
-
-    def seen(t: Type | None) -> Type | None:
-        if t is None or not caller.tsub:
-            return t
-        return substitute_type(t, caller.tsub, {})
-
-    for p, a in zip(fn.params, call.args):
-        _match_types(p.type_annotation or p.checked_type, seen(a.checked_type), params, out)
-    _match_types(fn.ret_type, seen(call.checked_type), params, out)
-    return out

@@ -1,8 +1,9 @@
 """The interpreter's fast paths are the rules they stand for.
 
 * an operator call node keeps the relation's verdict for the last argument signature
-  (:class:`interpreter.eval._OpSite`): a call at the same node with other shapes or dtypes
-  (an unchecked program) is decided again — right values, right errors;
+  (the call node's :class:`semantics.ops.bound.BoundOp`): a call at the same node with
+  other shapes or dtypes (an unchecked program) is decided again — right values, right
+  errors;
 * numpy's error state is installed once per evaluation, restored afterwards, and an
   operator called on its own (``OpDef.impl``) still silences numpy itself;
 * a flat constructor pattern (variables and wildcards) is matched by an unrolled loop that
@@ -23,7 +24,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import interpreter.eval as interpreter_eval
+import interpreter.matching as interpreter_matching
 from interpreter import evaluate, evaluate_recorded
 from semantics import RelayRuntimeError, ops, parse
 from semantics.errors import InternalError
@@ -143,13 +144,13 @@ def test_flat_patterns_fire_the_rules_of_the_general_matcher(monkeypatch: Any) -
     assert [r[0] for r in pattern_rules].count("Semantics-Pattern-Wildcard") == 4
     assert traced[1:] == log.rules[1:]   # the entry's @main reference is made per evaluation
     # The general matcher alone (no pattern is flat): the same rules on the same nodes.
-    monkeypatch.setattr(interpreter_eval, "_flat_pattern", lambda p: None)
-    interpreter_eval._FLAT.clear()
+    monkeypatch.setattr(interpreter_matching, "_flat_pattern", lambda p: None)
+    interpreter_matching._FLAT.clear()
     general: list[tuple[str, int]] = []
     try:
         evaluate(mod, 1, trace=lambda name, node: general.append((name, id(node))))
     finally:
-        interpreter_eval._FLAT.clear()
+        interpreter_matching._FLAT.clear()
     assert general[1:] == traced[1:]
 
 

@@ -1,4 +1,6 @@
-"""The evaluation rules as data: RULES.md ↔ the Rule enum ↔ interpreter/eval.py, and coverage.
+"""The evaluation rules as data: RULES.md ↔ the Rule enum ↔ the oracle's cases, and coverage.
+
+The cases are in interpreter/eval.py, the pattern rules in interpreter/matching.py.
 
 The coverage test runs the interpreter's test corpus (every golden program
 plus the snippets below) with ``trace`` and requires every ``Semantics-*``
@@ -23,7 +25,8 @@ from semantics.rules import EVALUATION_RULES, Rule
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES_MD = ROOT / "semantics" / "RULES.md"
-EVAL_PY = ROOT / "interpreter" / "eval.py"
+# The oracle's rule cases: interpreter/eval.py, and the pattern rules' interpreter/matching.py.
+CASE_FILES = (ROOT / "interpreter" / "eval.py", ROOT / "interpreter" / "matching.py")
 
 
 def evaluation_section() -> str:
@@ -56,7 +59,7 @@ def test_every_semantics_name_mentioned_in_rules_md_exists():
 
 
 def test_every_rule_has_exactly_one_case_opening_with_it():
-    source = EVAL_PY.read_text(encoding="utf-8")
+    source = "\n".join(p.read_text(encoding="utf-8") for p in CASE_FILES)
     for rule in EVALUATION_RULES:
         opened = re.findall(rf"^\s*# \[{re.escape(rule.value)}\]", source, re.M)
         assert len(opened) == 1, f"{rule.value}: {len(opened)} cases"

@@ -11,9 +11,10 @@ returns one Python function per global. In the generated code
   (``type(v) is CV and v.name == "Cons"``) that bind the fields to locals directly
   (nested patterns test their access paths in one conjunction), ending in the
   non-exhaustive-match error;
-* a function literal is a nested ``def`` wrapped as an :class:`AotClosure` (Python's
-  closures capture the Relay variables: each is assigned exactly once); a ``let``-bound
-  one that is called directly is called as the Python function;
+* a function literal is a nested ``def`` wrapped as an
+  :class:`~backends.tvm.exec.aot_runtime.AotClosure` (Python's closures capture the Relay
+  variables: each is assigned exactly once); a ``let``-bound one that is called directly is
+  called as the Python function;
 * calls of globals are direct Python calls; a **self tail call** of a global or of a
   ``let``-bound closure becomes a ``while True`` loop (parameters reassigned), so loops
   run in constant Python stack — unless the body makes closures (which would then see
@@ -31,10 +32,11 @@ holds the program twice:
 * ``build_trampolined``: the same program where every function that calls a Relay
   function is a **generator function**: a non-tail call is ``(yield callee(args))``, a tail
   call ``(yield TL(callee(args)))``, a call of a computed value ``(yield R.gcall(f, args,
-  node))``; functions that call no Relay function stay plain. :meth:`Runtime.drive` runs
-  the generators on an explicit stack (a trampoline), counting nested non-tail calls
-  exactly as the oracle does ("stack exhausted" beyond ``max_depth``), with tail calls
-  replacing the caller's activation. About 1 µs more per call than direct code.
+  node))``; functions that call no Relay function stay plain.
+  :meth:`~backends.tvm.exec.aot_runtime.Runtime.drive` runs the generators on an explicit
+  stack (a trampoline), counting nested non-tail calls exactly as the oracle does ("stack
+  exhausted" beyond ``max_depth``), with tail calls replacing the caller's activation.
+  About 1 µs more per call than direct code.
 
 :meth:`AotRunner.run` runs the direct code; when Python's stack runs out (a
 ``RecursionError``) it runs the call again as trampolined code. Running again is sound
@@ -52,10 +54,11 @@ fixed order (so a saved ``aot.py`` is imported with the kernels of the saved pro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator
 from typing import Any
 
 from backends.tvm.build import KernelTable
+from backends.tvm.exec.aot_runtime import Runtime, Tail
 from backends.tvm.exec.aot_saved import import_saved_program
 from backends.tvm.exec.vm import (
     P_BIND,
@@ -67,21 +70,13 @@ from backends.tvm.exec.vm import (
 )
 from backends.tvm.fallback import OpKernel
 from interpreter.values import (
-    Closure,
-    ConstructorFunction,
     ConstructorValue,
-    OpValue,
     RefValue,
-    construct,
-    not_a_function,
-    value_str,
 )
-from semantics import errors
 from semantics.errors import (
     InternalError,
     RelayRuntimeError,
     RelayTypeError,
-    non_exhaustive_match,
 )
 from semantics.expr import (
     Call,
@@ -106,170 +101,7 @@ from semantics.expr import (
 from semantics.module import IRModule
 from semantics.visitor import post_order, pre_order, run_recursive, shared
 
-__all__ = ["AotClosure", "AotRunner", "generate", "tables"]
-
-
-def _is_primitive(e: Any) -> bool:
-    return is_primitive_function(e)
-
-
-class AotClosure(Closure):
-    """A function value of generated code: the Python function ``fn`` of ``arity``;
-    ``gen``: ``fn`` is a generator function of the trampolined code (see the module
-    docstring), else a plain function."""
-
-    __slots__ = ("fn", "arity", "gen", "owner")
-
-    def __init__(self, fn: Callable[..., Any], function: Function, name: str | None = None,
-                 gen: bool = False, owner: Any = None):
-        super().__init__(function, None, None, name)  # type: ignore[arg-type]
-        self.fn = fn
-        self.arity = len(function.params)
-        self.gen = gen
-        self.owner = owner    # the Runtime of the program that made it
-
-
-class Done:
-    """A request of trampolined code whose value is already computed (a call of a plain
-    function, an operator or a constructor): the driver sends ``value`` straight back."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-
-class Tail:
-    """A tail call of trampolined code: the driver replaces the caller's activation by the
-    generator ``gen`` (the caller never resumes; the depth does not grow)."""
-
-    __slots__ = ("gen",)
-
-    def __init__(self, gen: Any) -> None:
-        self.gen = gen
-
-
-# --- the runtime the generated code calls ---------------------------------------------------
-
-class Runtime:
-    """Helpers of generated code: calls of computed values, matching, errors."""
-
-    def __init__(self, mod: IRModule, max_depth: int):
-        self.mod = mod
-        self.max_depth = max_depth
-        self.depth = [0]     # nested non-tail calls of the running program
-        self.foreign = False  # a function value from outside this program was called
-        self._ops: dict[str, OpKernel] = {}
-
-    def closure(self, fn: Callable[..., Any], function: Function, name: str | None = None,
-                gen: bool = False) -> AotClosure:
-        """An :class:`AotClosure` of this program (generated code makes them with this)."""
-        return AotClosure(fn, function, name, gen, self)
-
-    def exhausted(self) -> Any:
-        raise RelayRuntimeError(f"stack exhausted: more than {self.max_depth} nested calls")
-
-    def call(self, f: Any, args: tuple[Any, ...], node: Any) -> Any:
-        """Apply a computed function value (Semantics-Call, -Call-Op, -ADT-Constructor)."""
-        span = getattr(node, "span", None)
-        t = type(f)
-        if t is AotClosure:
-            if len(args) != f.arity:
-                raise RelayRuntimeError(
-                    errors.wrong_arity(f.name or "the function", f.arity, len(args)), span)
-            if f.owner is not self:
-                self.foreign = True
-            return f.fn(*args)
-        if t is OpValue:
-            k = self._ops.get(f.name)
-            if k is None:
-                k = self._ops[f.name] = OpKernel(f.name)
-            return k(*args)
-        if t is ConstructorFunction or t is ConstructorValue:
-            return construct(f, args, span)
-        if isinstance(f, Closure):
-            from interpreter.eval import Interpreter
-            from interpreter.linking import with_prelude
-
-            self.foreign = True
-            return Interpreter(with_prelude(self.mod), max_depth=self.max_depth).apply(
-                f, list(args), node)
-        raise not_a_function(f, span)
-
-    def gcall(self, f: Any, args: tuple[Any, ...], node: Any) -> Any:
-        """Trampolined code's call of a computed value: the callee's generator (the driver
-        runs it as a nested activation), or :class:`Done` with the value."""
-        if type(f) is AotClosure:
-            if len(args) != f.arity:
-                self.call(f, args, node)     # raises the arity error
-            if f.gen:
-                return f.fn(*args)
-            return Done(f.fn(*args))
-        return Done(self.call(f, args, node))
-
-    def gtail(self, f: Any, args: tuple[Any, ...], node: Any) -> Any:
-        """:meth:`gcall` in tail position: a :class:`Tail` for a generator callee."""
-        r = self.gcall(f, args, node)
-        return r if type(r) is Done else Tail(r)
-
-    def drive(self, entry: AotClosure, args: Sequence[Any]) -> Any:
-        """Run trampolined code: ``entry`` applied to ``args`` on an explicit stack.
-
-        Each activation of a generator function is a Python generator; a non-tail call
-        yields the callee's generator (pushed; ``depth`` grows), a tail call yields a
-        :class:`Tail` (the caller is replaced), a call whose value is known yields
-        :class:`Done`. Nothing nests on Python's stack, so non-tail recursion is bounded
-        by ``max_depth`` only.
-
-        Raises:
-            RelayRuntimeError: "stack exhausted" beyond ``max_depth`` nested calls, and
-                whatever the program raises.
-        """
-        depth = self.depth
-        max_depth = self.max_depth
-        depth[0] = 0
-        if not entry.gen:
-            return entry.fn(*args)
-        if max_depth < 1:
-            self.exhausted()
-        depth[0] = 1
-        gen = entry.fn(*args)
-        stack: list[Any] = []
-        push = stack.append
-        pop = stack.pop
-        value = None
-        while True:
-            try:
-                req = gen.send(value)
-            except StopIteration as stop:
-                value = stop.value
-                if not stack:
-                    return value
-                gen = pop()
-                depth[0] -= 1
-                continue
-            t = type(req)
-            if t is Done:
-                value = req.value
-                continue
-            value = None
-            if t is Tail:
-                gen = req.gen
-                continue
-            if depth[0] >= max_depth:
-                req.close()
-                self.exhausted()
-            push(gen)
-            depth[0] += 1
-            gen = req
-
-    @staticmethod
-    def match_fail(v: Any, node: Any) -> Any:
-        raise RelayRuntimeError(non_exhaustive_match(value_str(v, limit=80)), node.span)
-
-    @staticmethod
-    def fail(message: str, node: Any) -> Any:
-        raise RelayRuntimeError(message, getattr(node, "span", None))
+__all__ = ["AotRunner", "generate", "tables"]
 
 
 # --- tables -----------------------------------------------------------------------------------
@@ -286,11 +118,11 @@ def tables(mod: IRModule) -> tuple[list[Function], list[Any], list[Constructor],
     nodes: list[Any] = []
     seen: set[int] = set()
     for name in sorted(mod.functions):
-        for n in pre_order(mod.functions[name], descend=lambda x: not _is_primitive(x)):
+        for n in pre_order(mod.functions[name], descend=lambda x: not is_primitive_function(x)):
             if id(n) in seen:
                 continue
             seen.add(id(n))
-            if type(n) is Function and _is_primitive(n):
+            if type(n) is Function and is_primitive_function(n):
                 prims.append(n)
             elif type(n) is Constant:
                 consts.append(n.data)
@@ -398,8 +230,9 @@ def _function(gen: _Gen, fn: Function, pyname: str, indent: int,
         gen.lines.append("    " * (indent + 1) + "if D[0] > MAX_DEPTH:")
         gen.lines.append("    " * (indent + 2) + "R.exhausted()")
     st = _Fn(gen, fn.body, indent + 1)
-    makes_closures = any(type(n) is Function and not _is_primitive(n)
-                         for n in post_order(fn.body, descend=lambda n: not _is_primitive(n)))
+    makes_closures = any(
+        type(n) is Function and not is_primitive_function(n)
+        for n in post_order(fn.body, descend=lambda n: not is_primitive_function(n)))
     if self_callee is not None and not makes_closures and _has_self_tail_call(
             gen, fn.body, self_callee):
         st.loop = (self_callee, params)
@@ -518,7 +351,7 @@ def _branch(st: _Fn, e: Expr, result: str | None) -> Generator[Any, Any, None]:
 
 def _bind(st: _Fn, e: Let) -> Generator[Any, Any, None]:
     gen = st.gen
-    if type(e.value) is Function and not _is_primitive(e.value):
+    if type(e.value) is Function and not is_primitive_function(e.value):
         name = gen.bind(e.var)
         pyname = gen.fresh("f")
         is_gen = _function(gen, e.value, pyname, st.indent, self_callee=("var", e.var))
@@ -641,7 +474,7 @@ def _call(st: _Fn, e: Call, tail: bool = False) -> Generator[Any, Any, tuple[str
     gen = st.gen
     op = e.op
     args: list[str] = []
-    if _is_primitive(op):
+    if is_primitive_function(op):
         for a in e.args:
             args.append((yield _expr(st, a)))
         return f"K[{gen.prim[id(op)]}]({', '.join(args)})", False
@@ -738,15 +571,6 @@ def _pattern_test(gen: _Gen, p: Pattern, v: str) -> tuple[str, list[str]]:
 
 # --- running ----------------------------------------------------------------------------------
 
-class _RuntimeTables(Runtime):
-    def op_value(self, name: str) -> OpValue:
-        return OpValue(name, OpKernel(name).opdef)
-
-    @staticmethod
-    def ctor_function(c: Constructor) -> ConstructorFunction:
-        return ConstructorFunction(c)
-
-
 class AotRunner:
     """The AoT executor behind an :class:`~backends.tvm.exec.executable.Executable`.
 
@@ -791,7 +615,7 @@ class AotRunner:
         if "build_trampolined" not in namespace:
             raise RelayRuntimeError("the saved AoT module was generated by an older version "
                                     "(no trampolined code): build it again")
-        runtime = self.runtime = _RuntimeTables(mod, max_depth)
+        runtime = self.runtime = Runtime(mod, max_depth)
         self.closures = namespace["build_program"](
             kernels, consts, ctors, op_kernels, nodes, runtime, RefValue, ConstructorValue,
             runtime.closure)

@@ -96,7 +96,8 @@ class Executable:
         target = table.target         # the Target record, read once
         runner: Any
         if executor == "vm":
-            from backends.tvm.exec.vm import VM, Compiler
+            from backends.tvm.exec.vm import VM
+            from backends.tvm.exec.vm_compile import Compiler
 
             closures = Compiler(fused, table.kernel_for).compile_all()
             runner = _VMRunner(VM(fused, max_depth), closures)

@@ -6,20 +6,19 @@ calls of compiled kernels for the ``Primitive=1`` functions that ``passes.fuse_o
 made. Its meaning is the big-step semantics of RULES.md (the oracle,
 ``interpreter.evaluate``); the differential tests hold it to that.
 
-Compilation (:class:`Compiler`): each function body (a global or a function literal)
-becomes one :class:`Code` — a list of instructions over a register file, one register
-per parameter, captured variable, let binding and intermediate value. Instructions are
-tuples whose first field is an opcode; the opcodes are the rule cases of the
-semantics, specialized where the compiler knows more:
+This module holds the instruction set (:class:`Code`), the values the machine makes
+(:class:`VMClosure`) and the machine (:class:`VM`); the compiler that produces the code is
+:mod:`backends.tvm.exec.vm_compile`. Each function body is one :class:`Code`: a list of
+instructions over a register file, one register per parameter, captured variable, let
+binding and intermediate value. Instructions are tuples whose first field is an opcode;
+the opcodes are the rule cases of the semantics, specialized where the compiler knows more:
 
-* ``KERNEL dst k args`` — a call of a primitive function (Semantics-Call of a fused
-  group), ``k`` its compiled kernel (or numpy fallback; a group of scalar integer/bool
-  operators runs as Python arithmetic, :mod:`backends.tvm.lower.scalar`); a group without parameters
-  (``zeros(...)``) is evaluated once, at compile time, and becomes a ``CONST``;
-  ``CALLG``/``TAILG`` — a call of a known global (no dispatch on the callee); ``CALL``/
-  ``TAIL`` — a call of a computed value (closure, operator, constructor); a non-tail call
-  also clears the caller's registers that no later instruction reads
-  (:func:`release_dead_registers`);
+* ``KERNEL dst k args`` (and ``KERNEL1``/``KERNEL2`` for one or two arguments) — a call of
+  a primitive function (Semantics-Call of a fused group), ``k`` its compiled kernel (or
+  numpy fallback, or Python arithmetic for a scalar group); ``CALLG``/``TAILG`` — a call
+  of a known global (no dispatch on the callee); ``CALL``/``TAIL`` — a call of a computed
+  value (closure, operator, constructor); a non-tail call also clears the caller's
+  registers that no later instruction reads (listed by the compiler);
 * ``CLOSURE dst code captures`` (Semantics-Closure / -Let-Rec: the captured registers are
   copied into the closure, its self variable is bound to the closure at each call);
 * ``IFNOT cond target`` / ``JUMP`` (Semantics-If-True/-False), ``MATCH v clauses``
@@ -28,23 +27,18 @@ semantics, specialized where the compiler knows more:
   shared with the AoT generator, and a clause of the common shape ``C(x, _, ...)`` is
   decided by one test), ``CTOR``, ``TUPLE``, ``PROJ``, ``REFNEW``,
   ``REFREAD``, ``REFWRITE``, ``CONST``, ``MOVE``, ``RET``;
-* ``ISSET r target`` — graph sharing (Semantics-Shared): a node reachable along several
-  edges is evaluated once per activation. The compiler reuses the node's register where
-  its first evaluation dominates the use (same block or an enclosing one); after leaving
-  the branch that evaluated it, a later use is guarded by ``ISSET`` (registers start
-  unset in each activation), so the node is evaluated at most once per activation and
-  exactly where the oracle evaluates it.
-
-Compiling walks the program with generator premises driven by
-:func:`semantics.visitor.run_recursive` (a 20,000-deep let chain compiles), once per
-build; running never walks the tree.
+* ``ISSET r target`` — graph sharing (Semantics-Shared): jump if the shared node's
+  register is already set in this activation (registers start unset).
 
 The machine (:class:`VM`) keeps an explicit frame stack: a non-tail call of a closure
 pushes the caller's (code, registers, pc, destination) and continues in the callee; a
 call in tail position replaces the current frame, so a tail-recursive loop runs in
 constant space; deep non-tail recursion uses memory, not Python's stack, and beyond
 ``max_depth`` nested calls is a ``RelayRuntimeError`` "stack exhausted" (the oracle's
-message). Runtime errors carry the span of the instruction's node.
+message). Runtime errors carry the span of the instruction's node. The calls, returns,
+kernels and branches are decided inline in :meth:`VM._run`; the instructions that only
+read and write registers (``PROJ`` and those after it) run through a table of small
+functions, :data:`_STEPS`, indexed by opcode.
 
 Cost (``bench/backend.py``, a scalar loop of 100,000 iterations): about 2.5 µs per
 instruction including the kernel calls, of which the VM's own dispatch is about 0.3 µs;
@@ -56,14 +50,13 @@ Not here: argument and result conversion (:mod:`backends.tvm.exec.executable`), 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from backends.tvm.fallback import FallbackKernel, OpKernel
+from backends.tvm.fallback import OpKernel
 from backends.tvm.kernel.runtime import register_constant
-from backends.tvm.lower.scalar import scalar_program
 from interpreter.values import (
     Closure,
     ConstructorFunction,
@@ -75,56 +68,38 @@ from interpreter.values import (
     value_str,
 )
 from semantics import errors
-from semantics.analysis import free_vars
 from semantics.errors import (
     InternalError,
     RelayError,
     RelayRuntimeError,
     non_exhaustive_match,
-    undefined_global,
 )
 from semantics.expr import (
-    Call,
-    Constant,
-    Constructor,
-    Expr,
     Function,
-    GlobalVar,
-    Grad,
-    If,
-    Let,
-    Match,
-    Op,
     Pattern,
     PatternConstructor,
     PatternTuple,
     PatternVar,
     PatternWildcard,
-    RefCreate,
-    RefRead,
-    RefWrite,
-    Tuple,
-    TupleGetItem,
     Var,
 )
 from semantics.module import IRModule
 from semantics.span import Span
-from semantics.visitor import run_recursive, shared
 
-__all__ = ["VM", "Code", "Compiler", "VMClosure", "constant_value", "is_primitive_function",
+__all__ = ["VM", "Code", "VMClosure", "constant_value", "is_primitive_function",
            "pattern_plan", "OPCODE_NAMES"]
 
 # --- opcodes ----------------------------------------------------------------------------------
 # Numbered so that the machine's dispatch (a tree of comparisons) reaches the frequent ones
-# first: kernels (0-2), then matches, returns and calls (3-8), then the rest.
-(KERNEL1, KERNEL2, KERNEL, MATCH, RET, CALLG, CALL, TAILG, TAIL, IFNOT, PROJ, CLOSURE,
- TUPLE, CTOR, MOVE, CONST, JUMP, ISSET, REFNEW, REFREAD, REFWRITE, RAISE) = range(22)
-OPCODE_NAMES = ("KERNEL1", "KERNEL2", "KERNEL", "MATCH", "RET", "CALLG", "CALL", "TAILG",
-                "TAIL", "IFNOT", "PROJ", "CLOSURE", "TUPLE", "CTOR", "MOVE", "CONST", "JUMP",
-                "ISSET", "REFNEW", "REFREAD", "REFWRITE", "RAISE")
+# first: kernels (0-2), then returns and calls (3-7), then IFNOT (8); the instructions from
+# MATCH on (9-21) go through the table _STEPS.
+(KERNEL1, KERNEL2, KERNEL, RET, CALLG, CALL, TAILG, TAIL, IFNOT, MATCH, JUMP, ISSET, PROJ,
+ CLOSURE, TUPLE, CTOR, MOVE, CONST, REFNEW, REFREAD, REFWRITE, RAISE) = range(22)
+OPCODE_NAMES = ("KERNEL1", "KERNEL2", "KERNEL", "RET", "CALLG", "CALL", "TAILG", "TAIL",
+                "IFNOT", "MATCH", "JUMP", "ISSET", "PROJ", "CLOSURE", "TUPLE", "CTOR", "MOVE",
+                "CONST", "REFNEW", "REFREAD", "REFWRITE", "RAISE")
 
 Instr = tuple[Any, ...]
-KernelFor = Callable[[Function], Callable[..., Any]]
 
 
 def constant_value(data: np.ndarray) -> np.ndarray:
@@ -186,28 +161,6 @@ class Code:
         return "\n".join(lines)
 
 
-def _closed_value(kernel: Callable[..., Any]) -> Any:
-    """The value of a primitive function without parameters (``zeros(shape=...)``), computed
-    once when the program is compiled: a fused group is pure dataflow, so a closed one
-    always has this value (as a constant, read-only). None when the kernel fails — the call
-    then stays in the program and fails where the oracle fails — or its result is not a
-    tensor or a tuple of tensors."""
-    try:
-        value = kernel()
-    except Exception:  # noqa: BLE001 - evaluated where it stands instead
-        return None
-    if type(value) is np.ndarray:
-        return constant_value(_readonly_copy(value))
-    if type(value) is tuple and all(type(v) is np.ndarray for v in value):
-        return tuple(constant_value(_readonly_copy(v)) for v in value)
-    return None
-
-
-def _readonly_copy(a: np.ndarray) -> np.ndarray:
-    out = np.array(a, order="C")
-    out.flags.writeable = False
-    return out
-
 
 def _show(x: Any) -> str:
     if isinstance(x, Code):
@@ -232,518 +185,6 @@ class VMClosure(Closure):
         super().__init__(code.function, None, None, name)  # type: ignore[arg-type]
         self.code = code
         self.captured = captured
-
-
-# --- the compiler -----------------------------------------------------------------------------
-
-class _FnState:
-    """Per-function compile state: registers, variables, the sharing memo."""
-
-    def __init__(self, code: Code, body: Expr):
-        self.code = code
-        self.vars: dict[Var, int] = {}
-        self.shared = {id(n) for n in shared(body, descend=lambda n: type(n) is not Function)
-                       if not isinstance(n, (Var, GlobalVar, Op, Constructor, Constant))}
-        self.blocks: list[dict[int, int]] = [{}]
-        self.maybe: dict[int, int] = {}
-
-    def reg(self) -> int:
-        r = self.code.nregs
-        self.code.nregs += 1
-        return r
-
-    def emit(self, ins: Instr, span: Span | None) -> int:
-        self.code.instrs.append(ins)
-        self.code.spans.append(span)
-        return len(self.code.instrs) - 1
-
-    def patch(self, at: int, target: int) -> None:
-        ins = self.code.instrs[at]
-        self.code.instrs[at] = (*ins[:-1], target)
-
-    def here(self) -> int:
-        return len(self.code.instrs)
-
-    def enter(self) -> None:
-        self.blocks.append({})
-
-    def leave(self) -> None:
-        self.maybe.update(self.blocks.pop())
-
-    def known(self, node: Expr) -> int | None:
-        key = id(node)
-        for block in reversed(self.blocks):
-            r = block.get(key)
-            if r is not None:
-                return r
-        return None
-
-
-class Compiler:
-    """Compiles a module's functions to :class:`Code` (see the module docstring).
-
-    Args:
-        mod: the program, fused and type-checked (globals and ADTs).
-        kernel_for: the kernel of a ``Primitive=1`` function (called once per group).
-    """
-
-    def __init__(self, mod: IRModule, kernel_for: KernelFor):
-        self.mod = mod
-        self.kernel_for = kernel_for
-        self.globals: dict[str, VMClosure] = {}
-        self._pending: list[tuple[Code, Function, _FnState]] = []
-        self._ops: dict[tuple[str, Any], OpKernel] = {}
-        self._nullary: dict[str, ConstructorValue] = {}
-
-    def compile_all(self) -> dict[str, VMClosure]:
-        """Every global as a closure over compiled code (bodies compiled here)."""
-        for name, fn in self.mod.functions.items():
-            self.global_closure(name, fn)
-        self._drain()
-        return self.globals
-
-    def global_closure(self, name: str, fn: Function) -> VMClosure:
-        c = self.globals.get(name)
-        if c is None:
-            code = Code("@" + name, fn)
-            c = self.globals[name] = VMClosure(code, (), "@" + name)
-            self._schedule(code, fn, ())
-        return c
-
-    def _schedule(self, code: Code, fn: Function, free: Sequence[Var],
-                  self_var: Var | None = None) -> None:
-        st = _FnState(code, fn.body)
-        for p in fn.params:
-            st.vars[p] = st.reg()
-        code.free = tuple(free)
-        for v in free:
-            st.vars[v] = st.reg()
-        if self_var is not None:
-            code.self_reg = st.reg()
-            st.vars[self_var] = code.self_reg
-        self._pending.append((code, fn, st))
-
-    def _drain(self) -> None:
-        while self._pending:
-            code, fn, st = self._pending.pop()
-            run_recursive(self._tail(st, fn.body))
-            release_dead_registers(code)
-
-    # -- expressions in tail position: the value is returned -----------------------------
-    def _tail(self, st: _FnState, e: Expr) -> Generator[Any, Any, None]:
-        while True:
-            t = type(e)
-            if t is Let:
-                yield from self._bind(st, e)  # type: ignore[arg-type]
-                e = e.body  # type: ignore[attr-defined]
-                continue
-            if t is If and id(e) not in st.shared:
-                c = yield self._expr(st, e.cond)  # type: ignore[attr-defined]
-                jump = st.emit((IFNOT, c, -1), e.span)
-                st.enter()
-                yield self._tail(st, e.true_branch)  # type: ignore[attr-defined]
-                st.leave()
-                st.patch(jump, st.here())
-                st.enter()
-                yield self._tail(st, e.false_branch)  # type: ignore[attr-defined]
-                st.leave()
-                return
-            if t is Match and id(e) not in st.shared:
-                v = yield self._expr(st, e.data)  # type: ignore[attr-defined]
-                table = st.emit((MATCH, v, (), e), e.span)
-                targets = []
-                for clause in e.clauses:  # type: ignore[attr-defined]
-                    st.enter()
-                    plan = self._pattern(st, clause.lhs)
-                    targets.append((*_clause(plan), st.here()))
-                    yield self._tail(st, clause.rhs)
-                    st.leave()
-                st.code.instrs[table] = (MATCH, v, tuple(targets), e)
-                return
-            if isinstance(e, Call) and id(e) not in st.shared \
-                    and not is_primitive_function(e.op) and type(e.op) not in (Op, Constructor):
-                op = e.op
-                args = []
-                if type(op) is GlobalVar and op.name_hint in self.mod.functions:
-                    for a in e.args:
-                        args.append((yield self._expr(st, a)))
-                    callee = self.global_closure(op.name_hint, self.mod.functions[op.name_hint])
-                    st.emit((TAILG, callee.code, tuple(args)), e.span)
-                    return
-                f = yield self._expr(st, op)
-                for a in e.args:
-                    args.append((yield self._expr(st, a)))
-                st.emit((TAIL, f, tuple(args), e), e.span)
-                return
-            r = yield self._expr(st, e)
-            st.emit((RET, r), e.span)
-            return
-
-    def _bind(self, st: _FnState, e: Let) -> Generator[Any, Any, None]:
-        """``let var = value`` (Semantics-Let; Semantics-Let-Rec for a function value)."""
-        if type(e.value) is Function and not is_primitive_function(e.value):
-            r = st.reg()
-            st.vars[e.var] = r
-            self._closure(st, e.value, r, self_var=e.var)
-            return
-        st.vars[e.var] = yield self._expr(st, e.value)
-
-    # -- expressions whose value goes to a register --------------------------------------
-    def _expr(self, st: _FnState, e: Expr) -> Generator[Any, Any, int]:
-        if isinstance(e, Var):
-            r = st.vars.get(e)
-            if r is None:
-                raise InternalError(f"vm: unbound variable %{e.name_hint} in a checked program")
-            return r
-        memo = id(e) in st.shared
-        if memo:
-            known = st.known(e)
-            if known is not None:
-                return known
-            guard = -1
-            target = st.maybe.get(id(e))
-            if target is not None:
-                guard = st.emit((ISSET, target, -1), e.span)
-            first = st.code.nregs
-            r = yield self._compute(st, e)
-            if target is None:
-                # A register of its own: the value may sit in a parameter's or a binding's
-                # register, which ISSET cannot tell from "already evaluated".
-                target = r if r >= first else st.reg()
-            if r != target:
-                st.emit((MOVE, target, r), e.span)
-            if guard >= 0:
-                st.patch(guard, st.here())
-            st.blocks[-1][id(e)] = target
-            return target
-        return (yield self._compute(st, e))
-
-    def _compute(self, st: _FnState, e: Expr) -> Generator[Any, Any, int]:
-        t = type(e)
-        if t is Let:
-            while isinstance(e, Let):
-                yield from self._bind(st, e)
-                e = e.body
-            return (yield self._expr(st, e))
-        if t is Constant:
-            r = st.reg()
-            st.emit((CONST, r, constant_value(e.data)), e.span)  # type: ignore[attr-defined]
-            return r
-        if t is GlobalVar:
-            fn = self.mod.functions.get(e.name_hint)  # type: ignore[attr-defined]
-            r = st.reg()
-            if fn is None:
-                st.emit((RAISE, undefined_global("@" + e.name_hint)), e.span)  # type: ignore
-            else:
-                st.emit((CONST, r, self.global_closure(e.name_hint, fn)), e.span)  # type: ignore
-            return r
-        if t is Op:
-            r = st.reg()
-            st.emit((CONST, r, OpValue(e.name, self._op(e.name, None).opdef)), e.span)  # type: ignore
-            return r
-        if t is Constructor:
-            r = st.reg()
-            st.emit((CONST, r, self._constructor_value(e)), e.span)  # type: ignore[arg-type]
-            return r
-        if t is Function:
-            r = st.reg()
-            self._closure(st, e, r)  # type: ignore[arg-type]
-            return r
-        if t is Call:
-            return (yield from self._call(st, e))  # type: ignore[arg-type]
-        if t is Tuple:
-            fields = []
-            for f in e.fields:  # type: ignore[attr-defined]
-                fields.append((yield self._expr(st, f)))
-            r = st.reg()
-            st.emit((TUPLE, r, tuple(fields)), e.span)
-            return r
-        if t is TupleGetItem:
-            src = yield self._expr(st, e.tuple_value)  # type: ignore[attr-defined]
-            r = st.reg()
-            st.emit((PROJ, r, src, e.index), e.span)  # type: ignore[attr-defined]
-            return r
-        if t is If:
-            c = yield self._expr(st, e.cond)  # type: ignore[attr-defined]
-            r = st.reg()
-            jump = st.emit((IFNOT, c, -1), e.span)
-            st.enter()
-            a = yield self._expr(st, e.true_branch)  # type: ignore[attr-defined]
-            st.emit((MOVE, r, a), e.span)
-            st.leave()
-            done = st.emit((JUMP, -1), e.span)
-            st.patch(jump, st.here())
-            st.enter()
-            b = yield self._expr(st, e.false_branch)  # type: ignore[attr-defined]
-            st.emit((MOVE, r, b), e.span)
-            st.leave()
-            st.patch(done, st.here())
-            return r
-        if t is Match:
-            v = yield self._expr(st, e.data)  # type: ignore[attr-defined]
-            r = st.reg()
-            table = st.emit((MATCH, v, (), e), e.span)
-            targets = []
-            exits = []
-            for clause in e.clauses:  # type: ignore[attr-defined]
-                st.enter()
-                plan = self._pattern(st, clause.lhs)
-                targets.append((*_clause(plan), st.here()))
-                x = yield self._expr(st, clause.rhs)
-                st.emit((MOVE, r, x), e.span)
-                exits.append(st.emit((JUMP, -1), e.span))
-                st.leave()
-            st.code.instrs[table] = (MATCH, v, tuple(targets), e)
-            for j in exits:
-                st.patch(j, st.here())
-            return r
-        if t is RefCreate:
-            v = yield self._expr(st, e.value)  # type: ignore[attr-defined]
-            r = st.reg()
-            st.emit((REFNEW, r, v), e.span)
-            return r
-        if t is RefRead:
-            v = yield self._expr(st, e.ref)  # type: ignore[attr-defined]
-            r = st.reg()
-            st.emit((REFREAD, r, v), e.span)
-            return r
-        if t is RefWrite:
-            ref = yield self._expr(st, e.ref)  # type: ignore[attr-defined]
-            v = yield self._expr(st, e.value)  # type: ignore[attr-defined]
-            r = st.reg()
-            st.emit((REFWRITE, r, ref, v), e.span)
-            return r
-        if t is Grad:
-            expansion = self._expand_grad(e)  # type: ignore[arg-type]
-            if expansion is None:
-                r = st.reg()
-                st.emit((RAISE, "grad(...) needs an automatic-differentiation expander "
-                         "(the `ad` package)"), e.span)
-                return r
-            return (yield self._expr(st, expansion))
-        raise InternalError(f"vm: cannot compile a {t.__name__}")
-
-    def _call(self, st: _FnState, e: Call) -> Generator[Any, Any, int]:
-        op = e.op
-        args: list[int] = []
-        if is_primitive_function(op):
-            for a in e.args:
-                args.append((yield self._expr(st, a)))
-            k = self.kernel_for(op)  # type: ignore[arg-type]
-            if type(k) is not FallbackKernel:
-                # (a build without compiled kernels keeps every group on the references)
-                host = scalar_program(op)  # type: ignore[arg-type]
-                if host is not None:
-                    return self._emit_kernel(st, host, args, e)
-            if not args:
-                value = _closed_value(k)
-                if value is not None:
-                    r = st.reg()
-                    st.emit((CONST, r, value), e.span)
-                    return r
-            return self._emit_kernel(st, k, args, e)
-        if type(op) is Op:
-            for a in e.args:
-                args.append((yield self._expr(st, a)))
-            return self._emit_kernel(st, self._op(op.name, e.attrs), args, e)
-        if type(op) is Constructor and len(e.args) == len(op.inputs):
-            for a in e.args:
-                args.append((yield self._expr(st, a)))
-            r = st.reg()
-            if not op.inputs:
-                st.emit((CONST, r, self._constructor_value(op)), e.span)
-            else:
-                st.emit((CTOR, r, op.name, op, tuple(args)), e.span)
-            return r
-        if type(op) is GlobalVar and op.name_hint in self.mod.functions:
-            for a in e.args:
-                args.append((yield self._expr(st, a)))
-            callee = self.global_closure(op.name_hint, self.mod.functions[op.name_hint])
-            r = st.reg()
-            st.emit((CALLG, r, callee.code, tuple(args)), e.span)
-            return r
-        f = yield self._expr(st, op)
-        for a in e.args:
-            args.append((yield self._expr(st, a)))
-        r = st.reg()
-        st.emit((CALL, r, f, tuple(args), e), e.span)
-        return r
-
-    def _emit_kernel(self, st: _FnState, k: Callable[..., Any], args: list[int],
-                     e: Call) -> int:
-        r = st.reg()
-        if len(args) == 1:
-            st.emit((KERNEL1, r, k, args[0]), e.span)
-        elif len(args) == 2:
-            st.emit((KERNEL2, r, k, args[0], args[1]), e.span)
-        else:
-            st.emit((KERNEL, r, k, tuple(args)), e.span)
-        return r
-
-    def _closure(self, st: _FnState, fn: Function, dst: int,
-                 self_var: Var | None = None) -> None:
-        free = [v for v in free_vars(fn) if v is not self_var]
-        code = Code(self_var.name_hint if self_var is not None else "fn", fn)
-        captures = []
-        for v in free:
-            r = st.vars.get(v)
-            if r is None:
-                raise InternalError(f"vm: unbound variable %{v.name_hint} in a checked program")
-            captures.append(r)
-        self._schedule(code, fn, free, self_var)
-        name = "%" + self_var.name_hint if self_var is not None else None
-        st.emit((CLOSURE, dst, code, tuple(captures), name), fn.span)
-
-    def _pattern(self, st: _FnState, p: Pattern) -> tuple[Any, ...]:
-        """A pattern as a flat plan for :func:`_match` (variables get registers)."""
-        plan: list[Any] = []
-        for kind, _, what in pattern_plan(p):
-            if kind == P_BIND:
-                r = st.reg()
-                st.vars[what] = r
-                plan.append((P_BIND, r))
-            elif kind == P_WILD:
-                plan.append((P_WILD,))
-            else:
-                plan.append((kind, *what))
-        return tuple(plan)
-
-    def _op(self, name: str, attrs: Any) -> OpKernel:
-        key = (name, attrs)
-        k = self._ops.get(key)
-        if k is None:
-            k = self._ops[key] = OpKernel(name, attrs)
-        return k
-
-    def _constructor_value(self, c: Constructor) -> Any:
-        if c.inputs:
-            return ConstructorFunction(c)
-        v = self._nullary.get(c.name)
-        if v is None:
-            v = self._nullary[c.name] = ConstructorValue(c.name, (), c)
-        return v
-
-    def _expand_grad(self, e: Grad) -> Expr | None:
-        from interpreter import grad_expander
-
-        expander = grad_expander()
-        return None if expander is None else expander(e, self.mod, ())
-
-
-# --- liveness: registers released at non-tail calls -------------------------------------------
-
-def _operands(ins: Instr) -> tuple[tuple[int, ...], int]:
-    """The registers instruction ``ins`` reads, and the one it writes (-1: none; the
-    registers a ``MATCH`` clause binds are written on the way to the clause)."""
-    op = ins[0]
-    if op == KERNEL1:
-        return (ins[3],), ins[1]
-    if op == KERNEL2:
-        return (ins[3], ins[4]), ins[1]
-    if op == KERNEL or op == TUPLE or op == CALLG:
-        return tuple(ins[3] if op == CALLG else ins[3 if op == KERNEL else 2]), ins[1]
-    if op == MOVE or op == PROJ or op == REFNEW or op == REFREAD:
-        return (ins[2],), ins[1]
-    if op == CONST:
-        return (), ins[1]
-    if op == IFNOT or op == ISSET or op == RET or op == MATCH:
-        return (ins[1],), -1
-    if op == TAILG:
-        return tuple(ins[2]), -1
-    if op == CALL:
-        return (ins[2], *ins[3]), ins[1]
-    if op == TAIL:
-        return (ins[1], *ins[2]), -1
-    if op == CLOSURE:
-        return tuple(ins[3]), ins[1]
-    if op == CTOR:
-        return tuple(ins[4]), ins[1]
-    if op == REFWRITE:
-        return (ins[2], ins[3]), ins[1]
-    return (), -1                                  # JUMP, RAISE
-
-
-def _successors(ins: Instr, pc: int) -> list[tuple[int, tuple[int, ...]]]:
-    """``(next pc, registers bound on the way)`` for each way control leaves ``ins``."""
-    op = ins[0]
-    if op == JUMP:
-        return [(ins[1], ())]
-    if op == IFNOT or op == ISSET:
-        return [(pc + 1, ()), (ins[2], ())]
-    if op == MATCH:
-        out = []
-        for name, fields, plan, target in ins[2]:
-            bound = tuple(r for r in fields if r >= 0) if name is not None else tuple(
-                step[1] for step in plan if step[0] == P_BIND)
-            out.append((target, bound))
-        return out
-    if op in (RET, TAIL, TAILG, RAISE):
-        return []
-    return [(pc + 1, ())]
-
-
-def live_after(code: Code) -> list[frozenset[int]]:
-    """For each instruction of ``code``, the registers some later instruction may still read
-    (backward dataflow over the jumps, to a fixed point)."""
-    instrs = code.instrs
-    n = len(instrs)
-    uses = []
-    defs = []
-    for ins in instrs:
-        u, d = _operands(ins)
-        uses.append(frozenset(u))
-        defs.append(d)
-    succs = [_successors(ins, pc) for pc, ins in enumerate(instrs)]
-    live_in: list[frozenset[int]] = [frozenset()] * (n + 1)
-    live_out: list[frozenset[int]] = [frozenset()] * n
-    changed = True
-    while changed:
-        changed = False
-        for pc in range(n - 1, -1, -1):
-            out: set[int] = set()
-            for target, bound in succs[pc]:
-                if 0 <= target <= n:
-                    out |= live_in[target] - set(bound) if bound else live_in[target]
-            d = defs[pc]
-            new_in = uses[pc] | (out - {d} if d >= 0 else out)
-            if new_in != live_in[pc] or len(out) != len(live_out[pc]):
-                live_in[pc] = frozenset(new_in)
-                live_out[pc] = frozenset(out)
-                changed = True
-    return live_out
-
-
-def release_dead_registers(code: Code) -> None:
-    """Give every non-tail call (``CALL``, ``CALLG``) the registers that are dead once it
-    has read its arguments: the machine clears them before it enters the callee.
-
-    A suspended frame would otherwise keep every value it ever computed alive until the
-    call returns (a non-tail recursion holds all of them); clearing the dead ones lets the
-    kernels' output pools (:class:`backends.tvm.kernel.Kernel`) reuse their buffers.
-    Unobservable: a cleared register is read by no later instruction on any path (an
-    ``ISSET`` test is a read, so a shared node's register is never cleared before it).
-    """
-    calls = [pc for pc, ins in enumerate(code.instrs) if ins[0] == CALL or ins[0] == CALLG]
-    if not calls:
-        return
-    live = live_after(code)
-    first_def: dict[int, int] = {}
-    for pc, ins in enumerate(code.instrs):
-        d = _operands(ins)[1]
-        if d >= 0:
-            first_def.setdefault(d, pc)
-        if ins[0] == MATCH:
-            for _, bound in _successors(ins, pc):
-                for r in bound:
-                    first_def.setdefault(r, pc)
-    entry = set(range(code.nparams + len(code.free)))
-    if code.self_reg >= 0:
-        entry.add(code.self_reg)
-    for pc in calls:
-        ins = code.instrs[pc]
-        held = entry | {r for r, at in first_def.items() if at < pc}
-        dead = tuple(sorted(held - live[pc] - {ins[1]}))
-        code.instrs[pc] = (*ins, dead)
 
 
 P_WILD, P_BIND, P_CTOR, P_TUPLE = range(4)
@@ -785,18 +226,6 @@ def pattern_plan(p: Pattern) -> list[tuple[int, tuple[int, ...], Any]]:
     return out
 
 
-def _clause(plan: tuple[Any, ...]) -> tuple[str | None, tuple[int, ...], tuple[Any, ...]]:
-    """A ``MATCH`` clause's dispatch form: ``(constructor name, field registers, plan)``.
-
-    The name is set for the common shape ``C(p1, ..., pn)`` with variables or wildcards as
-    fields (the machine tests the constructor and writes the fields to their registers,
-    -1 for a wildcard, in one step); None means "run the plan with :func:`_match`".
-    """
-    if plan and plan[0][0] == P_CTOR and len(plan) == plan[0][2] + 1 and all(
-            step[0] in (P_BIND, P_WILD) for step in plan[1:]):
-        return plan[0][1], tuple(step[1] if step[0] == P_BIND else -1 for step in plan[1:]), plan
-    return None, (), plan
-
 
 def _match(plan: tuple[Any, ...], v: Any, regs: list[Any]) -> bool:
     """Semantics-Pattern-*: does ``v`` match ``plan``? Binds the variables' registers."""
@@ -818,6 +247,101 @@ def _match(plan: tuple[Any, ...], v: Any, regs: list[Any]) -> bool:
 
 
 # --- the machine ------------------------------------------------------------------------------
+# The instructions from MATCH on, one function each: ``(ins, regs, pc) -> next pc`` (``pc`` is
+# already the next instruction's).
+
+def _select(ins: Instr, regs: list[Any], pc: int) -> int:
+    """``MATCH v clauses``: the target of the first clause that matches (its variables
+    written to their registers); Semantics-Match-Fail when none does."""
+    v = regs[ins[1]]
+    for name, fields, plan, target in ins[2]:
+        if name is not None:
+            # Constructor(var-or-_, ...): one test, fields to registers.
+            if type(v) is ConstructorValue and v.name == name and len(v.fields) == len(fields):
+                for r, x in zip(fields, v.fields):
+                    if r >= 0:
+                        regs[r] = x
+                return target
+        elif _match(plan, v, regs):
+            return target
+    raise RelayRuntimeError(non_exhaustive_match(value_str(v, limit=80)))
+
+
+def _jump(ins: Instr, regs: list[Any], pc: int) -> int:
+    return ins[1]
+
+
+def _isset(ins: Instr, regs: list[Any], pc: int) -> int:
+    return pc if regs[ins[1]] is None else ins[2]
+
+
+def _proj(ins: Instr, regs: list[Any], pc: int) -> int:
+    regs[ins[1]] = regs[ins[2]][ins[3]]
+    return pc
+
+
+def _closure(ins: Instr, regs: list[Any], pc: int) -> int:
+    regs[ins[1]] = VMClosure(ins[2], tuple([regs[a] for a in ins[3]]), ins[4])
+    return pc
+
+
+def _tuple(ins: Instr, regs: list[Any], pc: int) -> int:
+    regs[ins[1]] = tuple([regs[a] for a in ins[2]])
+    return pc
+
+
+def _ctor(ins: Instr, regs: list[Any], pc: int) -> int:
+    regs[ins[1]] = ConstructorValue(ins[2], tuple([regs[a] for a in ins[4]]), ins[3])
+    return pc
+
+
+def _move(ins: Instr, regs: list[Any], pc: int) -> int:
+    regs[ins[1]] = regs[ins[2]]
+    return pc
+
+
+def _const(ins: Instr, regs: list[Any], pc: int) -> int:
+    regs[ins[1]] = ins[2]
+    return pc
+
+
+def _refnew(ins: Instr, regs: list[Any], pc: int) -> int:
+    regs[ins[1]] = RefValue(regs[ins[2]])
+    return pc
+
+
+def _refread(ins: Instr, regs: list[Any], pc: int) -> int:
+    regs[ins[1]] = regs[ins[2]].value
+    return pc
+
+
+def _refwrite(ins: Instr, regs: list[Any], pc: int) -> int:
+    regs[ins[2]].value = regs[ins[3]]
+    regs[ins[1]] = ()
+    return pc
+
+
+def _raise(ins: Instr, regs: list[Any], pc: int) -> int:
+    raise RelayRuntimeError(ins[1])
+
+
+def _decided_inline(ins: Instr, regs: list[Any], pc: int) -> int:
+    raise InternalError(f"vm: opcode {OPCODE_NAMES[ins[0]]} is decided in VM._run")
+
+
+_STEPS: tuple[Callable[[Instr, list[Any], int], int], ...] = (
+    *([_decided_inline] * MATCH), _select, _jump, _isset, _proj, _closure, _tuple, _ctor,
+    _move, _const, _refnew, _refread, _refwrite, _raise)
+assert len(_STEPS) == len(OPCODE_NAMES)
+
+# The code of the frame that replaces one whose tail call was not of a VM closure (an
+# operator or a constructor): it returns that call's result, held in its one register.
+_RETURN_R0: list[Instr] = [(RET, 0)]
+
+
+def _exhausted(max_depth: int) -> RelayRuntimeError:
+    return RelayRuntimeError(f"stack exhausted: more than {max_depth} nested calls")
+
 
 class VM:
     """Runs compiled code (see the module docstring).
@@ -882,16 +406,19 @@ class VM:
             return self._run(f, args)
         raise not_a_function(f, span)
 
+    def _start(self, entry: VMClosure, args: list[Any]) -> list[Any]:
+        if self.max_depth < 1:
+            raise _exhausted(self.max_depth)
+        return self._enter(entry, args, None)
+
     def _run(self, entry: VMClosure, args: list[Any]) -> Any:
         code = entry.code
-        regs = self._enter(entry, args, None)
+        regs = self._start(entry, args)
         instrs = code.instrs
         frames: list[tuple[Code, list[Any], int, int]] = []
         max_depth = self.max_depth
-        if max_depth < 1:
-            raise RelayRuntimeError(f"stack exhausted: more than {max_depth} nested calls")
+        steps = _STEPS
         pc = 0
-        ins: Instr = ()
         try:
             while True:
                 ins = instrs[pc]
@@ -904,26 +431,10 @@ class VM:
                         regs[ins[1]] = ins[2](regs[ins[3]])
                     else:
                         regs[ins[1]] = ins[2](*[regs[a] for a in ins[3]])
+                elif op >= MATCH:
+                    pc = steps[op](ins, regs, pc)
                 elif op <= CALL:
-                    if op == MATCH:
-                        v = regs[ins[1]]
-                        for name, fields, plan, target in ins[2]:
-                            if name is not None:
-                                # Constructor(var-or-_, ...): one test, fields to registers.
-                                if type(v) is ConstructorValue and v.name == name \
-                                        and len(v.fields) == len(fields):
-                                    for r, x in zip(fields, v.fields):
-                                        if r >= 0:
-                                            regs[r] = x
-                                    pc = target
-                                    break
-                            elif _match(plan, v, regs):
-                                pc = target
-                                break
-                        else:
-                            raise RelayRuntimeError(
-                                non_exhaustive_match(value_str(v, limit=80)))
-                    elif op == RET:
+                    if op == RET:
                         v = regs[ins[1]]
                         if not frames:
                             return v
@@ -932,12 +443,10 @@ class VM:
                         regs[dst] = v
                     elif op == CALLG:
                         if len(frames) >= max_depth - 1:
-                            raise RelayRuntimeError(
-                                f"stack exhausted: more than {max_depth} nested calls")
+                            raise _exhausted(max_depth)
                         frames.append((code, regs, pc, ins[1]))
                         code = ins[2]
-                        new = [None] * code.nregs
-                        new[:code.nparams] = [regs[a] for a in ins[3]]
+                        new = [regs[a] for a in ins[3]] + [None] * (code.nregs - code.nparams)
                         for r in ins[4]:
                             regs[r] = None
                         regs = new
@@ -950,8 +459,7 @@ class VM:
                             regs[ins[1]] = self._call_value(f, call_args, ins[4])
                             continue
                         if len(frames) >= max_depth - 1:
-                            raise RelayRuntimeError(
-                                f"stack exhausted: more than {max_depth} nested calls")
+                            raise _exhausted(max_depth)
                         new = self._enter(f, call_args, ins[4].span)
                         for r in ins[5]:
                             regs[r] = None
@@ -960,61 +468,31 @@ class VM:
                         regs = new
                         instrs = code.instrs
                         pc = 0
+                elif op == IFNOT:
+                    if not regs[ins[1]]:
+                        pc = ins[2]
                 elif op == TAILG:
                     code = ins[1]
-                    new = [None] * code.nregs
-                    new[:code.nparams] = [regs[a] for a in ins[2]]
-                    regs = new
+                    regs = [regs[a] for a in ins[2]] + [None] * (code.nregs - code.nparams)
                     instrs = code.instrs
                     pc = 0
-                elif op == TAIL:
+                else:                                       # TAIL
                     f = regs[ins[1]]
                     call_args = [regs[a] for a in ins[2]]
                     if type(f) is VMClosure:
                         regs = self._enter(f, call_args, ins[3].span)
                         code = f.code
                         instrs = code.instrs
-                        pc = 0
-                        continue
-                    v = self._call_value(f, call_args, ins[3])
-                    if not frames:
-                        return v
-                    code, regs, pc, dst = frames.pop()
-                    instrs = code.instrs
-                    regs[dst] = v
-                elif op == IFNOT:
-                    if not regs[ins[1]]:
-                        pc = ins[2]
-                elif op == PROJ:
-                    regs[ins[1]] = regs[ins[2]][ins[3]]
-                elif op == CLOSURE:
-                    regs[ins[1]] = VMClosure(ins[2], tuple([regs[a] for a in ins[3]]), ins[4])
-                elif op == TUPLE:
-                    regs[ins[1]] = tuple([regs[a] for a in ins[2]])
-                elif op == CTOR:
-                    regs[ins[1]] = ConstructorValue(ins[2], tuple([regs[a] for a in ins[4]]),
-                                                    ins[3])
-                elif op == MOVE:
-                    regs[ins[1]] = regs[ins[2]]
-                elif op == CONST:
-                    regs[ins[1]] = ins[2]
-                elif op == JUMP:
-                    pc = ins[1]
-                elif op == ISSET:
-                    if regs[ins[1]] is not None:
-                        pc = ins[2]
-                elif op == REFNEW:
-                    regs[ins[1]] = RefValue(regs[ins[2]])
-                elif op == REFREAD:
-                    regs[ins[1]] = regs[ins[2]].value
-                elif op == REFWRITE:
-                    regs[ins[2]].value = regs[ins[3]]
-                    regs[ins[1]] = ()
-                elif op == RAISE:
-                    raise RelayRuntimeError(ins[1])
-                else:
-                    raise InternalError(f"vm: bad opcode {op}")
+                    else:
+                        regs = [self._call_value(f, call_args, ins[3])]
+                        instrs = _RETURN_R0
+                    pc = 0
         except RelayError as err:
-            if err.span is None and 0 < pc <= len(code.spans):
-                err.with_span(code.spans[pc - 1])
+            _locate(err, code, pc)
             raise
+
+
+def _locate(err: RelayError, code: Code, pc: int) -> None:
+    """Give ``err`` the span of instruction ``pc - 1`` of ``code`` when it has none."""
+    if err.span is None and 0 < pc <= len(code.spans):
+        err.with_span(code.spans[pc - 1])
