@@ -114,6 +114,13 @@ class LayoutMap:
 @lowering("nn.relu")
 def _relu(call: OpCall) -> Any:
     dtype = call.in_dtype(0)
+    if dtype in ("float32", "float64"):
+        # The reference is numpy.maximum(x, 0), which returns its second operand on a tie:
+        # relu(-0.0) is +0.0 (and NaN stays NaN).
+        tirx = _tirx()
+        zero = const(0, dtype)
+        return map_compute(call.inputs[0], lambda x: tirx.Select(
+            tirx.isnan(x), x, tirx.Select(x > zero, x, zero)), "relu")
     return map_compute(call.inputs[0], lambda x: nan_max(x, const(0, dtype), dtype), "relu")
 
 

@@ -197,3 +197,18 @@ def test_batch_norm_with_zero_standard_deviation_after_simplify_inference(
         else:
             got = build(text, opt_level=opt_level, executor="vm")(x, g, b, m, v)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("executor", ["vm", "aot", "graph"])
+def test_relu_of_special_values_matches_the_oracle_bitwise(dtype: str, executor: str) -> None:
+    # The reference is numpy.maximum(x, 0): relu(-0.0) is +0.0 for float32/float64 (numpy
+    # returns the second operand on a tie), NaN stays NaN. A kernel computing
+    # ``x >= 0 ? x : 0`` returned -0.0 (found by the conformance kit's signed-zero check).
+    n = len(SPECIAL)
+    text = (f"def @main(%x: Tensor[({n}), {dtype}]) {{\n"
+            f"  nn.relu(negative(negative(%x)))\n}}\n")
+    x = np.array(SPECIAL, dtype=dtype)
+    want = evaluate(text, x)
+    got = build(text, opt_level=3, executor=executor)(x)
+    assert np.asarray(got).tobytes() == np.asarray(want).tobytes(), (got, want)
