@@ -57,7 +57,6 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from backends.tvm.build import KernelTable
 from backends.tvm.exec.aot_runtime import Runtime, Tail
 from backends.tvm.exec.aot_saved import import_saved_program
 from backends.tvm.exec.vm import (
@@ -69,6 +68,7 @@ from backends.tvm.exec.vm import (
     pattern_plan,
 )
 from backends.tvm.fallback import OpKernel
+from backends.tvm.kernel_table import KernelTable
 from interpreter.values import (
     ConstructorValue,
     RefValue,

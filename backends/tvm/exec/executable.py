@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from backends.tvm.build import KernelTable
+from backends.tvm.kernel_table import KernelTable
 from interpreter.convert import convert_arguments
 from interpreter.export import export_value
 from semantics import errors
@@ -63,10 +63,10 @@ class Executable:
     Attributes:
         module: the optimized, fused program it runs.
         executor: ``"vm"``, ``"graph"`` or ``"aot"``.
-        kernels: the :class:`~backends.tvm.build.KernelTable` (``.compiled`` kernels,
+        kernels: the :class:`~backends.tvm.kernel_table.KernelTable` (``.compiled`` kernels,
             ``.fallbacks`` with reasons, ``.records``: every kernel with the schedule it
             got or why it fell back).
-        report: the :class:`~backends.tvm.build.BuildReport` of the ``build`` that made it
+        report: the :class:`~backends.tvm.kernel_table.BuildReport` of the ``build`` that made it
             (time per phase, kernels compiled and cached); None for a loaded build.
         peak_memory: graph executor only — bytes of planned intermediate storage.
         intermediate_bytes: graph executor only — the sum of all intermediate sizes.

@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from backends.tvm.build import KernelTable, is_static_tensor
 from backends.tvm.exec.vm import is_primitive_function
+from backends.tvm.kernel_table import KernelTable, is_static_tensor
 from semantics.errors import InternalError, RelayTypeError
 from semantics.expr import (
     Call,

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 pytest.importorskip("tvm", reason="the TVM backend needs apache-tvm (extra `tvm`)")
 
 from backends.tvm import build  # noqa: E402
-from backends.tvm.build import FlatArgs  # noqa: E402
+from backends.tvm.kernel_table import FlatArgs  # noqa: E402
 from backends.tvm.exec.aot import AotRunner  # noqa: E402
 from backends.tvm.exec.vm import (  # noqa: E402
     KERNEL,
