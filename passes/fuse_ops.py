@@ -110,6 +110,7 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 from semantics.ops.registry import OpPattern
+from semantics.rewrite import copy_subgraph
 from semantics.types import TensorType, TupleType, Type
 from semantics.visitor import ExprMutator, post_order, rebound_vars
 
@@ -744,26 +745,17 @@ def _group_call(g: _Graph, r: int, ms: list[int], done: Callable[[Expr], Expr]) 
     for k, arg in enumerate(ordered):
         params[id(arg)] = Var(f"p{k}", arg.checked_type, span=arg.span)
         args.append(arg if type(arg) is Var else done(arg))
-    built: dict[int, Expr] = {}
+    members = [g.nodes[m] for m in ms]  # topological order: operands first
 
     def operand(arg: Expr) -> Expr:
         p = g.producer(arg)
         if p >= 0 and p in inside:
-            return built[p]
+            return g.nodes[p]  # a let-bound alias of a member: the member's copy
         if type(arg) is Constant:
             return arg
         return params[id(arg)]
 
-    for m in ms:  # topological order: operands are built first
-        node = g.nodes[m]
-        if isinstance(node, Call):
-            built[m] = Call(node.op, tuple(operand(a) for a in node.args),
-                            node.attrs, node.type_args, span=node.span)
-        elif isinstance(node, Tuple):
-            built[m] = Tuple(tuple(operand(f) for f in node.fields), span=node.span)
-        else:
-            assert isinstance(node, TupleGetItem)
-            built[m] = TupleGetItem(operand(node.tuple_value), node.index, span=node.span)
+    built = dict(zip(ms, copy_subgraph(members, operand), strict=True))
     out = g.nodes[r]
     prim = Function(tuple(params[id(a)] for a in ordered), built[r], out.checked_type, (),
                     Attrs({"Primitive": 1}), span=out.span)
