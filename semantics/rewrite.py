@@ -39,6 +39,7 @@ lose some sharing in the output, never correctness.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -453,7 +454,10 @@ class _SubgraphCopy(ExprMutator):
         return node is self.whole or id(node) in self.members
 
     def visit_default(self, new: Expr, old: Expr) -> Expr:
-        if old is self.whole or id(old) in self.members or type(old) is Op:
+        if id(old) in self.members:
+            # always a new node (no checked_type), so no member is shared with the input
+            return new if new is not old else dataclasses.replace(old, checked_type=None)
+        if old is self.whole or type(old) is Op:
             return new
         out = self.operand(old)
         if id(out) in self.members:
@@ -473,8 +477,9 @@ def copy_subgraph(nodes: Sequence[Expr], operand: Callable[[Expr], Expr]) -> lis
     left to right, ``nodes`` in order); operators in callee position are kept. If
     ``operand(e)`` returns one of ``nodes`` (``e`` stands for a member, e.g. a variable bound
     to it), the member's copy is used: such a member must come before its readers in
-    ``nodes`` (list them operands first). Sharing among the members survives; a member none
-    of whose operands changed is kept as it is (as every rewrite here).
+    ``nodes`` (list them operands first). Sharing among the members survives; every copy is
+    a new node (even when none of its operands changed) without ``checked_type``, so the
+    copies share no node with the input.
 
     Args:
         nodes: the members, operands before their users.
