@@ -145,6 +145,19 @@ def no_float(u: Type) -> bool:
     return not carries_float(u)
 
 
+def non_tensor_part(t: Type) -> Type | None:
+    """The first part of ``t`` that is neither a tuple nor a tensor type (None if there is
+    none): what Type-Gradient rejects in a differentiated function's inputs and outputs."""
+    stack = [t]
+    while stack:
+        u = stack.pop()
+        if isinstance(u, TupleType):
+            stack.extend(u.fields)
+        elif not isinstance(u, TensorType):
+            return u
+    return None
+
+
 def all_bool(t: Type | None) -> bool:
     """Whether every tensor in ``t`` (a tensor or tuple type) is boolean."""
     stack = [t]
@@ -775,7 +788,7 @@ def _define(name: str, scope: dict[str, Var], lifted: dict[str, Function]) -> tu
 
 
 __all__ = ["ENTRY", "Lifted", "Lifter", "TypeLifter", "all_bool", "by_type", "carries_float",
-           "close_globals", "no_float", "project",
+           "close_globals", "no_float", "non_tensor_part", "project",
            "expand_nested_grads", "is_float_type", "let_bound_functions", "lifted_globals",
            "prepare", "reachable_globals", "resolve_function", "adts_needing_copies"]
 
