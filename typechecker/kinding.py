@@ -31,7 +31,7 @@ import sympy
 
 from semantics.dtypes import is_dtype
 from semantics.errors import RelayTypeError
-from semantics.expr import Constructor
+from semantics.expr import Call, Constructor, Function, Let, Match, PatternVar, Var
 from semantics.ops.memory import STORAGE
 from semantics.rules import Rule
 from semantics.shapes import ANY, Dim, dim_str
@@ -51,6 +51,7 @@ from semantics.types import (
     TypeRelation,
     TypeVar,
 )
+from semantics.visitor import ExprVisitor
 from typechecker import messages
 
 
@@ -337,35 +338,43 @@ class _ShapeVars(TypeVisitor):
 
 def written_shape_names(root: Any) -> set[str]:
     """Names of the shape variables written in the annotations of the program ``root``."""
-    from semantics.expr import Call, Function, Let, Match, PatternVar, Var
-    from semantics.visitor import post_order
+    walk = _WrittenShapeNames()
+    walk.visit(root)
+    return walk.out
 
-    out: set[str] = set()
 
-    def add(t: Any) -> None:
+class _WrittenShapeNames(ExprVisitor):
+    """Collects the shape variables of the annotations of variables, function results and
+    explicit type arguments (binders are not children: a let's variable, a function's
+    parameters and pattern variables are read at their binding site)."""
+
+    def __init__(self) -> None:
+        self.out: set[str] = set()
+
+    def add(self, t: Any) -> None:
         if isinstance(t, Type):
-            out.update(shape_vars_of(t))
+            self.out.update(shape_vars_of(t))
 
-    node: Any
-    for node in post_order(root):
-        tn = type(node)
-        if tn is Var:
-            add(node.type_annotation)
-        elif tn is Function:
-            add(node.ret_type)
-            for p in node.params:
-                add(getattr(p, "type_annotation", None))
-        elif tn is Let:
-            add(getattr(node.var, "type_annotation", None))
-        elif tn is Call:
-            for t in node.type_args if isinstance(node.type_args, tuple) else ():
-                add(t)
-        elif tn is Match:
-            for c in node.clauses:
-                stack = [c.lhs]
-                while stack:
-                    p = stack.pop()
-                    if type(p) is PatternVar:
-                        add(getattr(p.var, "type_annotation", None))
-                    stack.extend(getattr(p, "patterns", ()) or ())
-    return out
+    def visit_var(self, node: Var) -> None:
+        self.add(node.type_annotation)
+
+    def visit_function(self, node: Function) -> None:
+        self.add(node.ret_type)
+        for p in node.params:
+            self.add(getattr(p, "type_annotation", None))
+
+    def visit_let(self, node: Let) -> None:
+        self.add(getattr(node.var, "type_annotation", None))
+
+    def visit_call(self, node: Call) -> None:
+        for t in node.type_args if isinstance(node.type_args, tuple) else ():
+            self.add(t)
+
+    def visit_match(self, node: Match) -> None:
+        for c in node.clauses:
+            stack = [c.lhs]
+            while stack:
+                p = stack.pop()
+                if type(p) is PatternVar:
+                    self.add(getattr(p.var, "type_annotation", None))
+                stack.extend(getattr(p, "patterns", ()) or ())
