@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from backends.vta.partition import Partition
+from backends.vta.partition import Partition, operands
 from semantics.errors import InternalError, RelayError
-from semantics.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from semantics.expr import Call, Constant, Expr, Function, Tuple, Var
 from semantics.module import IRModule
 from semantics.rewrite import copy_subgraph
 
@@ -205,14 +205,11 @@ def split(part: Partition, main: Function, group_keys: list[int],
     return Program(len(slots), params, constants, steps, result)
 
 
-def _args(e: Expr) -> list[Expr]:
-    if isinstance(e, Call):
-        return list(e.args)
-    if isinstance(e, Tuple):
-        return list(e.fields)
-    if isinstance(e, TupleGetItem):
-        return [e.tuple_value]
-    raise InternalError(f"unexpected {type(e).__name__} in the CPU part of a VTA build")
+def _args(e: Expr) -> tuple[Expr, ...]:
+    kids = operands(e)
+    if kids is None:
+        raise InternalError(f"unexpected {type(e).__name__} in the CPU part of a VTA build")
+    return kids
 
 
 def _stage(index: int, nodes: list[Expr], part: Partition, read_outside: set[int],
