@@ -251,6 +251,11 @@ class _Scope:
         self.undo: list[int] = []  # memo entries made in this scope
         self.renamed: list[tuple[int, Var | None]] = []  # binder renames to restore
 
+    def up(self) -> _Scope:
+        """The enclosing scope (this one is not a function body's)."""
+        assert self.parent is not None
+        return self.parent
+
 
 class _Activation:
     """The walk's state for one function body."""
@@ -318,13 +323,13 @@ class _Normalizer:
     def _exclusive(a: _Scope, b: _Scope) -> bool:
         """Whether scopes ``a`` and ``b`` lie in different branches of one branching node."""
         while a.depth > b.depth:
-            a = a.parent  # type: ignore[assignment]
+            a = a.up()
         while b.depth > a.depth:
-            b = b.parent  # type: ignore[assignment]
+            b = b.up()
         if a is b:
             return False  # one scope contains the other: the uses are in sequence
         while a.parent is not b.parent:
-            a, b = a.parent, b.parent  # type: ignore[assignment]
+            a, b = a.up(), b.up()
         return a.branch_of == b.branch_of and a.branch_of >= 0
 
     def _target(self, e: Expr) -> _Scope:
