@@ -51,31 +51,33 @@ class _F64Expr(ScopedMutator):
     def _t(self, t: Type | None) -> Type | None:
         return None if t is None else self._types.mutate(t)
 
+    def function(self, fn: Function) -> Function:
+        out = self.mutate(fn)
+        assert isinstance(out, Function)  # a function's rewrite is a function (visit_function)
+        return out
+
     def bind(self, var: Var, site: Any) -> Var:
         t = self._t(var.type_annotation)
         if t is var.type_annotation:
             return var
         return Var(var.name_hint, t, span=var.span)
 
-    def visit_constant(self, new: Expr, old: Expr) -> Expr:
-        assert isinstance(new, Constant)
+    def visit_constant(self, new: Constant, old: Constant) -> Expr:
         if _is_float_dtype(new.data.dtype.name):
             return Constant(new.data.astype(np.float64), span=new.span)
         return new
 
-    def visit_call(self, new: Expr, old: Expr) -> Expr:
-        assert isinstance(new, Call)
+    def visit_call(self, new: Call, old: Call) -> Expr:
         attrs = new.attrs
         changed = {k: "float64" for k, v in attrs.items()
                    if k in ("dtype", "out_dtype") and _is_float_dtype(v)}
-        type_args = tuple(self._t(t) for t in new.type_args)
+        type_args = tuple(self._types.mutate(t) for t in new.type_args)
         if not changed and all(a is b for a, b in zip(type_args, new.type_args)):
             return new
         return Call(new.op, new.args, attrs.replace(**changed) if changed else attrs,
-                    type_args, span=new.span)  # type: ignore[arg-type]
+                    type_args, span=new.span)
 
-    def visit_function(self, new: Expr, old: Expr) -> Expr:
-        assert isinstance(new, Function)
+    def visit_function(self, new: Function, old: Function) -> Expr:
         ret = self._t(new.ret_type)
         if ret is new.ret_type:
             return new
@@ -90,7 +92,7 @@ def to_float64(e: Expr) -> Expr:
 def module_to_float64(mod: IRModule) -> IRModule:
     """``mod`` with every function (:func:`to_float64`) and ADT field made float64."""
     types = _F64Type()
-    out = mod.with_functions({k: to_float64(v) for k, v in mod.functions.items()})  # type: ignore
+    out = mod.with_functions({k: _F64Expr().function(v) for k, v in mod.functions.items()})
     for td in mod.types.values():
         ctors = tuple(Constructor(c.name, tuple(types.mutate(t) for t in c.inputs), td.header,
                                   c.tag, span=c.span) for c in td.constructors)

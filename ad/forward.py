@@ -41,6 +41,7 @@ from ad.lift import (
     let_bound_functions,
     lifted_globals,
     no_float,
+    non_tensor_part,
     prepare,
     project,
     resolve_function,
@@ -182,14 +183,10 @@ def _lift(f: Expr, mod: IRModule | None, defs: dict[int, tuple[Var, Function]] |
 
 
 def _check_io(t: Type, span: Any) -> None:
-    stack = [t]
-    while stack:
-        u = stack.pop()
-        if isinstance(u, TupleType):
-            stack.extend(u.fields)
-        elif not isinstance(u, TensorType):
-            raise RelayTypeError("grad: arguments and results must be tensors or tuples of "
-                                 f"tensors (Type-Gradient), found {pretty(u)}", span)
+    bad = non_tensor_part(t)
+    if bad is not None:
+        raise RelayTypeError("grad: arguments and results must be tensors or tuples of "
+                             f"tensors (Type-Gradient), found {pretty(bad)}", span)
 
 
 def _finish(lifter: ForwardLifter, params: list[Var], ll: LetList, out: Expr,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator
+from types import GeneratorType
 from typing import Any, NamedTuple
 
 from passes.defuse_ops import defuse_ops
@@ -74,7 +75,7 @@ from semantics.types import (
     TypeCall,
     TypeData,
 )
-from semantics.visitor import ExprMutator, post_order, run_recursive
+from semantics.visitor import ExprMutator, kind_cases, post_order, run_recursive
 
 Gen = Generator[Any, Any, Any]
 
@@ -142,6 +143,19 @@ def by_type(t: Type, leaf: Callable[[tuple[int, ...], Type], Expr],
 def no_float(u: Type) -> bool:
     """``by_type``'s ``whole`` for structures rebuilt only where a float tensor is inside."""
     return not carries_float(u)
+
+
+def non_tensor_part(t: Type) -> Type | None:
+    """The first part of ``t`` that is neither a tuple nor a tensor type (None if there is
+    none): what Type-Gradient rejects in a differentiated function's inputs and outputs."""
+    stack = [t]
+    while stack:
+        u = stack.pop()
+        if isinstance(u, TupleType):
+            stack.extend(u.fields)
+        elif not isinstance(u, TensorType):
+            return u
+    return None
 
 
 def all_bool(t: Type | None) -> bool:
@@ -459,6 +473,8 @@ class Lifter(ABC):
         self.globals_used: set[str] = set()
         self.constructors: dict[str, Constructor] = {}
         self.lifted_types: dict[str, TypeData] = {}
+        self._atoms = kind_cases(self, "atom_")
+        self._values = kind_cases(self, "value_")
         for n in names:
             td = mod.types[n]
             header = renames[n]
@@ -514,26 +530,33 @@ class Lifter(ABC):
         return by_type(t, leaf, no_float)
 
     def atom(self, e: Expr, ll: LetList) -> Expr:
-        """The lifted form of an atom."""
-        t = type(e)
-        if t is Var:
-            found = self.env.get(id(e))
-            if found is None:
-                raise InternalError(f"ad: unbound variable %{e.name_hint}")  # type: ignore
-            return found
-        if t is Constant:
-            return self.lift_constant(e, ll) if is_float_type(e.checked_type) else e  # type: ignore
-        if t is GlobalVar:
-            name = e.name_hint  # type: ignore[attr-defined]
-            self.globals_used.add(name)
-            return GlobalVar(self.lifted_name(name), span=e.span)
-        if t is Constructor:
-            return self.constructor(e)  # type: ignore[arg-type]
-        if t is Op:
-            raise RelayTypeError(f"grad: the operator {e.name} used as a first-class value "  # type: ignore
-                                 "cannot be differentiated (call it inside a function literal)",
-                                 e.span)
-        raise InternalError(f"ad: {t.__name__} is not an atom")
+        """The lifted form of an atom (by the case ``atom_<kind>`` of its kind)."""
+        case = self._atoms.get(type(e))
+        if case is None:
+            raise InternalError(f"ad: {type(e).__name__} is not an atom")
+        out: Expr = case(e, ll)
+        return out
+
+    def atom_var(self, e: Var, ll: LetList) -> Expr:
+        found = self.env.get(id(e))
+        if found is None:
+            raise InternalError(f"ad: unbound variable %{e.name_hint}")
+        return found
+
+    def atom_constant(self, e: Constant, ll: LetList) -> Expr:
+        return self.lift_constant(e, ll) if is_float_type(e.checked_type) else e
+
+    def atom_global_var(self, e: GlobalVar, ll: LetList) -> Expr:
+        self.globals_used.add(e.name_hint)
+        return GlobalVar(self.lifted_name(e.name_hint), span=e.span)
+
+    def atom_constructor(self, e: Constructor, ll: LetList) -> Expr:
+        return self.constructor(e)
+
+    def atom_op(self, e: Op, ll: LetList) -> Expr:
+        raise RelayTypeError(f"grad: the operator {e.name} used as a first-class value "
+                             "cannot be differentiated (call it inside a function literal)",
+                             e.span)
 
     def constructor(self, ctor: Constructor) -> Constructor:
         """The constructor of the lifted ADT (a copy for an ADT with float fields)."""
@@ -578,50 +601,65 @@ class Lifter(ABC):
 
     def value(self, e: Expr, ll: LetList, ctx: Any) -> Gen:
         """The lifted form of a let-bound value (compound or atom) — delegated with
-        ``yield from``; nested scopes are yielded as premises."""
-        t = type(e)
-        if t is Call:
-            op = e.op  # type: ignore[attr-defined]
-            if type(op) is Op:
-                return self.op_call(e, ll, ctx)  # type: ignore[arg-type]
-            args = tuple(self.atom(a, ll) for a in e.args)  # type: ignore[attr-defined]
-            if type(op) is Constructor:
-                return Call(self.constructor(op), args, span=e.span)
-            return Call(self.atom(op, ll), (*args, *self.extra_args(ctx)), span=e.span)
-        if t is Tuple:
-            return Tuple(tuple(self.atom(a, ll) for a in e.fields), span=e.span)  # type: ignore
-        if t is TupleGetItem:
-            return TupleGetItem(self.atom(e.tuple_value, ll), e.index,  # type: ignore
-                                span=e.span)
-        if t is If:
-            cond = self.atom(e.cond, ll)  # type: ignore[attr-defined]
-            yes = yield self.scope(e.true_branch, ctx)  # type: ignore[attr-defined]
-            no = yield self.scope(e.false_branch, ctx)  # type: ignore[attr-defined]
-            return If(cond, yes, no, span=e.span)
-        if t is Match:
-            data = self.atom(e.data, ll)  # type: ignore[attr-defined]
-            clauses = []
-            for c in e.clauses:  # type: ignore[attr-defined]
-                lhs = self.pattern(c.lhs)
-                rhs = yield self.scope(c.rhs, ctx)
-                clauses.append(Clause(lhs, rhs, span=c.span))
-            return Match(data, tuple(clauses), e.complete, span=e.span)  # type: ignore
-        if t is RefCreate:
-            return RefCreate(self.atom(e.value, ll), span=e.span)  # type: ignore[attr-defined]
-        if t is RefRead:
-            return RefRead(self.atom(e.ref, ll), span=e.span)  # type: ignore[attr-defined]
-        if t is RefWrite:
-            return RefWrite(self.atom(e.ref, ll), self.atom(e.value, ll),  # type: ignore
-                            span=e.span)
-        if t is Function:
-            fn = yield self.function(e, ctx)  # type: ignore[arg-type]
-            return fn
-        if t is Let:
-            out = yield self.scope(e, ctx)
-            return out
-        if t is Grad:
-            raise InternalError("ad: grad nodes are expanded before lifting")
-        return self.atom(e, ll)
+        ``yield from``; by the case ``value_<kind>`` of its kind (nested scopes are yielded
+        as premises); an atom is lifted by :meth:`atom`."""
+        case = self._values.get(type(e))
+        if case is None:
+            return self.atom(e, ll)
+        out = case(e, ll, ctx)
+        if type(out) is GeneratorType:
+            out = yield from out
+        return out
+
+    def value_call(self, e: Call, ll: LetList, ctx: Any) -> Expr:
+        op = e.op
+        if isinstance(op, Op):
+            return self.op_call(e, ll, ctx)
+        args = tuple(self.atom(a, ll) for a in e.args)
+        if isinstance(op, Constructor):
+            return Call(self.constructor(op), args, span=e.span)
+        return Call(self.atom(op, ll), (*args, *self.extra_args(ctx)), span=e.span)
+
+    def value_tuple(self, e: Tuple, ll: LetList, ctx: Any) -> Expr:
+        return Tuple(tuple(self.atom(a, ll) for a in e.fields), span=e.span)
+
+    def value_tuple_getitem(self, e: TupleGetItem, ll: LetList, ctx: Any) -> Expr:
+        return TupleGetItem(self.atom(e.tuple_value, ll), e.index, span=e.span)
+
+    def value_if(self, e: If, ll: LetList, ctx: Any) -> Gen:
+        cond = self.atom(e.cond, ll)
+        yes = yield self.scope(e.true_branch, ctx)
+        no = yield self.scope(e.false_branch, ctx)
+        return If(cond, yes, no, span=e.span)
+
+    def value_match(self, e: Match, ll: LetList, ctx: Any) -> Gen:
+        data = self.atom(e.data, ll)
+        clauses = []
+        for c in e.clauses:
+            lhs = self.pattern(c.lhs)
+            rhs = yield self.scope(c.rhs, ctx)
+            clauses.append(Clause(lhs, rhs, span=c.span))
+        return Match(data, tuple(clauses), e.complete, span=e.span)
+
+    def value_ref_create(self, e: RefCreate, ll: LetList, ctx: Any) -> Expr:
+        return RefCreate(self.atom(e.value, ll), span=e.span)
+
+    def value_ref_read(self, e: RefRead, ll: LetList, ctx: Any) -> Expr:
+        return RefRead(self.atom(e.ref, ll), span=e.span)
+
+    def value_ref_write(self, e: RefWrite, ll: LetList, ctx: Any) -> Expr:
+        return RefWrite(self.atom(e.ref, ll), self.atom(e.value, ll), span=e.span)
+
+    def value_function(self, e: Function, ll: LetList, ctx: Any) -> Gen:
+        fn = yield self.function(e, ctx)
+        return fn
+
+    def value_let(self, e: Let, ll: LetList, ctx: Any) -> Gen:
+        out = yield self.scope(e, ctx)
+        return out
+
+    def value_grad(self, e: Grad, ll: LetList, ctx: Any) -> Expr:
+        raise InternalError("ad: grad nodes are expanded before lifting")
 
     def pattern(self, p: Pattern) -> Pattern:
         """The lifted pattern: pattern variables get new variables (bound in ``env``)."""
@@ -637,11 +675,13 @@ class Lifter(ABC):
                 results.append(PatternVar(nv, span=q.span))
             elif type(q) is PatternWildcard:
                 results.append(q)
+            elif not isinstance(q, (PatternConstructor, PatternTuple)):
+                raise InternalError(f"ad: not a pattern: {type(q).__name__}")
             elif not done:
                 stack.append((q, True))
-                stack.extend((k, False) for k in reversed(q.patterns))  # type: ignore
+                stack.extend((k, False) for k in reversed(q.patterns))
             else:
-                n = len(q.patterns)  # type: ignore[attr-defined]
+                n = len(q.patterns)
                 kids = tuple(results[len(results) - n:]) if n else ()
                 if n:
                     del results[len(results) - n:]
@@ -680,8 +720,8 @@ class _GlobalsToVars(ExprMutator):
     def __init__(self, mapping: dict[str, Var]):
         self._map = mapping
 
-    def visit_global_var(self, new: Expr, old: Expr) -> Expr:
-        v = self._map.get(old.name_hint)  # type: ignore[attr-defined]
+    def visit_global_var(self, new: GlobalVar, old: GlobalVar) -> Expr:
+        v = self._map.get(old.name_hint)
         return new if v is None else v
 
 
@@ -748,7 +788,7 @@ def _define(name: str, scope: dict[str, Var], lifted: dict[str, Function]) -> tu
 
 
 __all__ = ["ENTRY", "Lifted", "Lifter", "TypeLifter", "all_bool", "by_type", "carries_float",
-           "close_globals", "no_float", "project",
+           "close_globals", "no_float", "non_tensor_part", "project",
            "expand_nested_grads", "is_float_type", "let_bound_functions", "lifted_globals",
            "prepare", "reachable_globals", "resolve_function", "adts_needing_copies"]
 

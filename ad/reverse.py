@@ -93,6 +93,7 @@ from ad.lift import (
     let_bound_functions,
     lifted_globals,
     no_float,
+    non_tensor_part,
     prepare,
     project,
     resolve_function,
@@ -251,14 +252,10 @@ def _lookup(op: Op, e: Call) -> Any:
 # --- the driver -------------------------------------------------------------------------------
 
 def _check_io(t: Type, what: str, span: Any) -> None:
-    stack = [t]
-    while stack:
-        u = stack.pop()
-        if isinstance(u, TupleType):
-            stack.extend(u.fields)
-        elif not isinstance(u, TensorType):
-            raise RelayTypeError(f"grad: the {what} must be tensors or tuples of tensors "
-                                 f"(Type-Gradient), found {pretty(u)}", span)
+    bad = non_tensor_part(t)
+    if bad is not None:
+        raise RelayTypeError(f"grad: the {what} must be tensors or tuples of tensors "
+                             f"(Type-Gradient), found {pretty(bad)}", span)
 
 
 def _seed(r: Expr, t: Type, ll: LetList) -> None:
@@ -275,15 +272,9 @@ def _seed(r: Expr, t: Type, ll: LetList) -> None:
 def _free_lift(lifter: ReverseLifter, v: Var, t: Type, span: Any) -> Expr:
     if not carries_float(t):
         return v
-    stack = [t]
-    while stack:
-        u = stack.pop()
-        if isinstance(u, TupleType):
-            stack.extend(u.fields)
-        elif not isinstance(u, TensorType):
-            raise RelayTypeError(f"grad: the free variable %{v.name_hint} of type {pretty(t)} "
-                                 "cannot be lifted (only tensors and tuples of tensors can)",
-                                 span)
+    if non_tensor_part(t) is not None:
+        raise RelayTypeError(f"grad: the free variable %{v.name_hint} of type {pretty(t)} "
+                             "cannot be lifted (only tensors and tuples of tensors can)", span)
     return lifter.fresh(v, t)
 
 

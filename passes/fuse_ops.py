@@ -110,8 +110,9 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 from semantics.ops.registry import OpPattern
+from semantics.rewrite import copy_subgraph
 from semantics.types import TensorType, TupleType, Type
-from semantics.visitor import ExprMutator, post_order, rebound_vars
+from semantics.visitor import ExprMutator, kind_cases, post_order, rebound_vars
 
 __all__ = ["MAX_FUSED_OPS", "count_primitive_functions", "fuse_ops", "is_primitive"]
 
@@ -252,6 +253,7 @@ class _Graph:
         self.done_at: dict[int, int] = {}     # id(node) -> completion time (evaluation order)
         self.let_value: set[int] = set()      # ids of lets whose value is a graph node
         self._rebound = rebound_vars(fn)
+        self._edges = kind_cases(self, "_edges_")
         self._walk(fn)
         for i, outs in enumerate(self.outputs):
             if not outs:
@@ -352,32 +354,35 @@ class _Graph:
         self.outputs.append([])
         self.extern.append(False)
         self.seg.append(seg)
-        if isinstance(node, Call):
-            assert isinstance(node.op, Op)  # a dataflow call (_is_dataflow)
-            pattern = _op_pattern(node.op.name)
-            rtype = node.checked_type
-            for arg in node.args:
-                edge = pattern
-                if edge == BROADCAST and _same_shape(arg.checked_type, rtype):
-                    edge = ELEMWISE
-                self._edge(arg, i, edge)
-        elif isinstance(node, Tuple):
-            pattern = TUPLE
-            for field in node.fields:
-                if isinstance(field.checked_type, TensorType):
-                    self._edge(field, i, INJECTIVE)
-                else:
-                    self._extern(field)
-        else:
-            assert isinstance(node, TupleGetItem)
-            tup = node.tuple_value
-            if _tensor_tuple(tup.checked_type):
-                pattern = INJECTIVE
-                self._edge(tup, i, INJECTIVE)
+        self.pattern.append(self._edges[type(node)](node, i))
+
+    # The edges from a dataflow node's operands, by kind; each returns the node's pattern.
+    def _edges_call(self, node: Call, i: int) -> int:
+        assert isinstance(node.op, Op)  # a dataflow call (_is_dataflow)
+        pattern = _op_pattern(node.op.name)
+        rtype = node.checked_type
+        for arg in node.args:
+            edge = pattern
+            if edge == BROADCAST and _same_shape(arg.checked_type, rtype):
+                edge = ELEMWISE
+            self._edge(arg, i, edge)
+        return pattern
+
+    def _edges_tuple(self, node: Tuple, i: int) -> int:
+        for field in node.fields:
+            if isinstance(field.checked_type, TensorType):
+                self._edge(field, i, INJECTIVE)
             else:
-                pattern = OPAQUE
-                self._extern(tup)
-        self.pattern.append(pattern)
+                self._extern(field)
+        return TUPLE
+
+    def _edges_tuple_getitem(self, node: TupleGetItem, i: int) -> int:
+        tup = node.tuple_value
+        if _tensor_tuple(tup.checked_type):
+            self._edge(tup, i, INJECTIVE)
+            return INJECTIVE
+        self._extern(tup)
+        return OPAQUE
 
     def _edge(self, arg: Expr, consumer: int, pattern: int) -> None:
         p = self.producer(arg)
@@ -744,26 +749,17 @@ def _group_call(g: _Graph, r: int, ms: list[int], done: Callable[[Expr], Expr]) 
     for k, arg in enumerate(ordered):
         params[id(arg)] = Var(f"p{k}", arg.checked_type, span=arg.span)
         args.append(arg if type(arg) is Var else done(arg))
-    built: dict[int, Expr] = {}
+    members = [g.nodes[m] for m in ms]  # topological order: operands first
 
     def operand(arg: Expr) -> Expr:
         p = g.producer(arg)
         if p >= 0 and p in inside:
-            return built[p]
+            return g.nodes[p]  # a let-bound alias of a member: the member's copy
         if type(arg) is Constant:
             return arg
         return params[id(arg)]
 
-    for m in ms:  # topological order: operands are built first
-        node = g.nodes[m]
-        if isinstance(node, Call):
-            built[m] = Call(node.op, tuple(operand(a) for a in node.args),
-                            node.attrs, node.type_args, span=node.span)
-        elif isinstance(node, Tuple):
-            built[m] = Tuple(tuple(operand(f) for f in node.fields), span=node.span)
-        else:
-            assert isinstance(node, TupleGetItem)
-            built[m] = TupleGetItem(operand(node.tuple_value), node.index, span=node.span)
+    built = dict(zip(ms, copy_subgraph(members, operand), strict=True))
     out = g.nodes[r]
     prim = Function(tuple(params[id(a)] for a in ordered), built[r], out.checked_type, (),
                     Attrs({"Primitive": 1}), span=out.span)

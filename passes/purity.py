@@ -93,6 +93,13 @@ def foldable(flags: int) -> bool:
     return not flags & (Effect.WRITES | Effect.READS | Effect.ALLOCATES)
 
 
+# What evaluating a node of each kind does itself, besides its children's effects (calls and
+# incomplete matches depend on more than the kind: ``_node_flags``); values do nothing.
+_OWN_EFFECT = {RefCreate: Effect.ALLOCATES, RefRead: Effect.READS, RefWrite: Effect.WRITES,
+               Grad: Effect.MAY_FAIL}
+_VALUES = frozenset((Var, Constant, Op, Constructor, GlobalVar, Function))
+
+
 class EffectAnalysis:
     """Effect flags of the nodes of a module (or of a lone expression).
 
@@ -156,23 +163,15 @@ class EffectAnalysis:
 
     def _node_flags(self, node: Expr) -> int:
         t = type(node)
-        flags = self._flags
-        if t in (Var, Constant, Op, Constructor, GlobalVar, Function):
+        if t in _VALUES:
             return Effect.NONE  # a value (a function literal evaluates to a closure)
-        own = 0
+        own = _OWN_EFFECT.get(t, Effect.NONE)
+        flags = self._flags
         for kid in children(node):
             own |= flags[id(kid)]
         if isinstance(node, Call):
             return own | self._call_flags(node)
-        if t is RefCreate:
-            return own | Effect.ALLOCATES
-        if t is RefRead:
-            return own | Effect.READS
-        if t is RefWrite:
-            return own | Effect.WRITES
         if isinstance(node, Match) and not node.complete:
-            return own | Effect.MAY_FAIL
-        if t is Grad:
             return own | Effect.MAY_FAIL
         return own
 

@@ -110,7 +110,7 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 from semantics.rewrite import LetList, rename_pattern
-from semantics.visitor import count_uses, post_order, run_recursive
+from semantics.visitor import count_uses, kind_cases, post_order, run_recursive
 
 __all__ = ["is_atom", "to_anf"]
 
@@ -123,10 +123,9 @@ def _stays_in_tail(e: Expr) -> bool:
     """What stays unbound in a scope's tail position (see ``_Normalizer.tail``): a call of a
     function (not of an operator or a constructor, which are no tail calls), an ``if``, a
     ``match`` (whose branches may end in tail calls)."""
-    t = type(e)
-    if t is Call:
-        return type(e.op) not in (Op, Constructor)  # type: ignore[attr-defined]
-    return t is If or t is Match
+    if isinstance(e, Call):
+        return type(e.op) not in (Op, Constructor)
+    return type(e) is If or type(e) is Match
 _ROOT = ("root",)
 # Effects whose time of evaluation can be observed (allocation alone cannot: see below).
 _ORDERED = Effect.WRITES | Effect.READS | Effect.MAY_FAIL
@@ -252,6 +251,11 @@ class _Scope:
         self.undo: list[int] = []  # memo entries made in this scope
         self.renamed: list[tuple[int, Var | None]] = []  # binder renames to restore
 
+    def up(self) -> _Scope:
+        """The enclosing scope (this one is not a function body's)."""
+        assert self.parent is not None
+        return self.parent
+
 
 class _Activation:
     """The walk's state for one function body."""
@@ -276,6 +280,7 @@ class _Normalizer:
         self.placed: set[int] = set()  # input nodes already placed in the output
         self.act: _Activation | None = None
         self.scope: _Scope | None = None
+        self._cases = kind_cases(self, "value_")
 
     # --- scopes and binders -------------------------------------------------------------
     def _open(self, key: Any, branch_of: int, parent: _Scope | None) -> tuple[_Scope, Any]:
@@ -318,13 +323,13 @@ class _Normalizer:
     def _exclusive(a: _Scope, b: _Scope) -> bool:
         """Whether scopes ``a`` and ``b`` lie in different branches of one branching node."""
         while a.depth > b.depth:
-            a = a.parent  # type: ignore[assignment]
+            a = a.up()
         while b.depth > a.depth:
-            b = b.parent  # type: ignore[assignment]
+            b = b.up()
         if a is b:
             return False  # one scope contains the other: the uses are in sequence
         while a.parent is not b.parent:
-            a, b = a.parent, b.parent  # type: ignore[assignment]
+            a, b = a.up(), b.up()
         return a.branch_of == b.branch_of and a.branch_of >= 0
 
     def _target(self, e: Expr) -> _Scope:
@@ -415,57 +420,87 @@ class _Normalizer:
         return self.scope.ll.push(value, "x")
 
     def value(self, e: Expr) -> Gen:
-        """``e`` with atomic operands (a compound, or an atom for a ``let``'s result)."""
-        t = type(e)
-        if t in _SIMPLE:
-            kids = children(e)
-            new = []
-            for kid in kids:
-                new.append((yield self.atom(kid)))
-            if all(a is b for a, b in zip(kids, new)) and id(e) not in self.placed:
-                self.placed.add(id(e))  # reused as it is, once (a second placement is a copy)
-                return e
-            if t is Call:
-                return Call(new[0], tuple(new[1:]), e.attrs, e.type_args,  # type: ignore[attr-defined]
-                            span=e.span)
-            if t is Tuple:
-                return Tuple(tuple(new), span=e.span)
-            if t is TupleGetItem:
-                return TupleGetItem(new[0], e.index, span=e.span)  # type: ignore[attr-defined]
-            if t is RefCreate:
-                return RefCreate(new[0], span=e.span)
-            if t is RefRead:
-                return RefRead(new[0], span=e.span)
-            if t is RefWrite:
-                return RefWrite(new[0], new[1], span=e.span)
-            return Grad(new[0], span=e.span)
-        if t is Let:
-            return (yield self.let_chain(e))  # type: ignore[arg-type]
-        if t is If:
-            cond = yield self.atom(e.cond)  # type: ignore[attr-defined]
-            self.branches += 1
-            n = self.branches
-            then, _ = yield self.branch(e.true_branch, (id(e), 1), n)  # type: ignore[attr-defined]
-            other, _ = yield self.branch(e.false_branch, (id(e), 2), n)  # type: ignore[attr-defined]
-            return If(cond, then, other, span=e.span)
-        if t is Match:
-            data = yield self.atom(e.data)  # type: ignore[attr-defined]
-            self.branches += 1
-            n = self.branches
-            clauses = []
-            for i, clause in enumerate(e.clauses, 1):  # type: ignore[attr-defined]
-                old = tuple(pattern_vars(clause.lhs))
-                rhs, new = yield self.branch(clause.rhs, (id(e), i), n, old)
-                lhs = clause.lhs
-                if any(a is not b for a, b in zip(old, new)):
-                    lhs = rename_pattern(lhs, {id(a): b for a, b in zip(old, new)})
-                clauses.append(Clause(lhs, rhs, span=clause.span))
-            return Match(data, tuple(clauses), e.complete, span=e.span)  # type: ignore[attr-defined]
-        if t is Function:
-            return (yield self.function(e))  # type: ignore[arg-type]
-        if t in _ATOMS:
-            return (yield self.atom(e))
-        raise TypeError(f"to_anf: unexpected node {t.__name__}")
+        """Premise: ``e`` with atomic operands (a compound, or an atom for a ``let``'s result),
+        by the case ``value_<kind>`` of its kind."""
+        case = self._cases.get(type(e))
+        if case is None:
+            raise TypeError(f"to_anf: unexpected node {type(e).__name__}")
+        return case(e)
+
+    def _operands(self, e: Expr) -> Gen:
+        """The atoms of ``e``'s operands, left to right; None when they are ``e``'s own and
+        ``e`` is placed for the first time (then ``e`` is reused as it is; a second placement
+        is a copy)."""
+        kids = children(e)
+        new = []
+        for kid in kids:
+            new.append((yield self.atom(kid)))
+        if all(a is b for a, b in zip(kids, new)) and id(e) not in self.placed:
+            self.placed.add(id(e))
+            return None
+        return new
+
+    def value_call(self, e: Call) -> Gen:
+        k = yield from self._operands(e)
+        return e if k is None else Call(k[0], tuple(k[1:]), e.attrs, e.type_args, span=e.span)
+
+    def value_tuple(self, e: Tuple) -> Gen:
+        k = yield from self._operands(e)
+        return e if k is None else Tuple(tuple(k), span=e.span)
+
+    def value_tuple_getitem(self, e: TupleGetItem) -> Gen:
+        k = yield from self._operands(e)
+        return e if k is None else TupleGetItem(k[0], e.index, span=e.span)
+
+    def value_ref_create(self, e: RefCreate) -> Gen:
+        k = yield from self._operands(e)
+        return e if k is None else RefCreate(k[0], span=e.span)
+
+    def value_ref_read(self, e: RefRead) -> Gen:
+        k = yield from self._operands(e)
+        return e if k is None else RefRead(k[0], span=e.span)
+
+    def value_ref_write(self, e: RefWrite) -> Gen:
+        k = yield from self._operands(e)
+        return e if k is None else RefWrite(k[0], k[1], span=e.span)
+
+    def value_grad(self, e: Grad) -> Gen:
+        k = yield from self._operands(e)
+        return e if k is None else Grad(k[0], span=e.span)
+
+    def value_let(self, e: Let) -> Gen:
+        return self.let_chain(e)
+
+    def value_if(self, e: If) -> Gen:
+        cond = yield self.atom(e.cond)
+        self.branches += 1
+        n = self.branches
+        then, _ = yield self.branch(e.true_branch, (id(e), 1), n)
+        other, _ = yield self.branch(e.false_branch, (id(e), 2), n)
+        return If(cond, then, other, span=e.span)
+
+    def value_match(self, e: Match) -> Gen:
+        data = yield self.atom(e.data)
+        self.branches += 1
+        n = self.branches
+        clauses = []
+        for i, clause in enumerate(e.clauses, 1):
+            old = tuple(pattern_vars(clause.lhs))
+            rhs, new = yield self.branch(clause.rhs, (id(e), i), n, old)
+            lhs = clause.lhs
+            if any(a is not b for a, b in zip(old, new)):
+                lhs = rename_pattern(lhs, {id(a): b for a, b in zip(old, new)})
+            clauses.append(Clause(lhs, rhs, span=clause.span))
+        return Match(data, tuple(clauses), e.complete, span=e.span)
+
+    def value_function(self, e: Function) -> Gen:
+        return self.function(e)
+
+    # an atom is its own value (renamed if its binder was)
+    def value_var(self, e: Var) -> Gen:
+        return self.atom(e)
+
+    value_constant = value_global_var = value_op = value_constructor = value_var
 
     def let_chain(self, e: Let) -> Gen:
         """Flatten a ``let`` spine into the current scope; the result is the body's value."""
@@ -531,19 +566,19 @@ def _compound_ok(value: Expr, seen: set[int], scopes: list[Expr]) -> bool:
     seen.add(id(value))
     if t in _SIMPLE:
         return all(type(k) in _ATOMS for k in children(value))
-    if t is If:
-        if type(value.cond) not in _ATOMS:  # type: ignore[attr-defined]
+    if isinstance(value, If):
+        if type(value.cond) not in _ATOMS:
             return False
-        scopes.append(value.true_branch)  # type: ignore[attr-defined]
-        scopes.append(value.false_branch)  # type: ignore[attr-defined]
+        scopes.append(value.true_branch)
+        scopes.append(value.false_branch)
         return True
-    if t is Match:
-        if type(value.data) not in _ATOMS:  # type: ignore[attr-defined]
+    if isinstance(value, Match):
+        if type(value.data) not in _ATOMS:
             return False
-        scopes.extend(c.rhs for c in value.clauses)  # type: ignore[attr-defined]
+        scopes.extend(c.rhs for c in value.clauses)
         return True
-    if t is Function:
-        if not _primitive(value):  # type: ignore[arg-type]
-            scopes.append(value.body)  # type: ignore[attr-defined]
+    if isinstance(value, Function):
+        if not _primitive(value):
+            scopes.append(value.body)
         return True
     return False

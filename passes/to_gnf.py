@@ -53,9 +53,10 @@ from passes.manager import register_pass
 from passes.purity import Effect, EffectAnalysis
 from semantics import types_equal
 from semantics.errors import RelayError
-from semantics.expr import Expr, Function, Let, Match, Var, children, pattern_vars
+from semantics.expr import Expr, Function, Let, Match, Var, children
 from semantics.module import IRModule
 from semantics.rewrite import ScopedMutator, fresh_copy
+from semantics.visitor import binders, pre_order
 
 __all__ = ["to_gnf"]
 
@@ -99,24 +100,17 @@ def _same_types(mod: IRModule, typed: IRModule) -> bool:
 
 
 def _has_let(fn: Function) -> bool:
-    """Whether ``fn`` contains a ``let`` (stops at the first one)."""
-    seen: set[int] = set()
-    stack: list[Expr] = [fn]
-    while stack:
-        node = stack.pop()
-        if type(node) is Let:
-            return True
-        if id(node) not in seen:
-            seen.add(id(node))
-            stack.extend(children(node))
-    return False
+    """Whether ``fn`` contains a ``let``."""
+    return any(type(node) is Let for node in pre_order(fn))
 
 
 def _convert(fn: Function, analysis: EffectAnalysis, keep_annotated: bool,
              dropped: list[bool]) -> Function:
     lets = _convertible(fn, analysis, keep_annotated)
     if lets is None:  # a variable bound at two sites: give every binder its own object
-        fn = fresh_copy(fn)  # type: ignore[assignment]
+        copy = fresh_copy(fn)
+        assert isinstance(copy, Function)
+        fn = copy
         analysis = EffectAnalysis(analysis.mod)
         lets = _convertible(fn, analysis, keep_annotated)
         assert lets is not None
@@ -142,7 +136,7 @@ def _convertible(fn: Function, analysis: EffectAnalysis,
     let_body: dict[int, int] = {}
     lets: dict[int, Let] = {}
     uses: dict[int, int] = {}  # variable -> the body using it (-1: several)
-    binders: set[int] = set()
+    bound: set[int] = set()
     binding_sites: set[int] = set()
     seen: set[tuple[int, int]] = set()
     stack: list[tuple[Expr, int]] = [(fn, 0)]
@@ -160,20 +154,20 @@ def _convertible(fn: Function, analysis: EffectAnalysis,
         if t is Let or t is Function or t is Match:
             if id(node) not in binding_sites:
                 binding_sites.add(id(node))
-                for v in _binders(node):
-                    if id(v) in binders:
+                for v in binders(node):
+                    if id(v) in bound:
                         return None
-                    binders.add(id(v))
-        if t is Function:
-            stack.append((node.body, id(node)))  # type: ignore[attr-defined]
+                    bound.add(id(v))
+        if isinstance(node, Function):
+            stack.append((node.body, id(node)))
             continue
-        if t is Let:
-            vid = id(node.var)  # type: ignore[attr-defined]
+        if isinstance(node, Let):
+            vid = id(node.var)
             if let_body.get(vid, owner) != owner:
                 let_body[vid] = -1  # the same let in two bodies: left alone
             else:
                 let_body[vid] = owner
-            lets[vid] = node  # type: ignore[assignment]
+            lets[vid] = node
         for kid in children(node):
             stack.append((kid, owner))
     chosen: dict[int, Let] = {}
@@ -187,15 +181,6 @@ def _convertible(fn: Function, analysis: EffectAnalysis,
             continue
         chosen[vid] = let
     return chosen
-
-
-def _binders(node: Expr) -> list[Var]:
-    t = type(node)
-    if t is Let:
-        return [node.var]  # type: ignore[attr-defined]
-    if t is Function:
-        return list(node.params)  # type: ignore[attr-defined]
-    return [v for c in node.clauses for v in pattern_vars(c.lhs)]  # type: ignore[attr-defined]
 
 
 class _Inline(ScopedMutator):
@@ -212,13 +197,13 @@ class _Inline(ScopedMutator):
             self.values[id(old)] = new
         return new
 
-    def visit_var(self, new: Expr, old: Expr) -> Expr:
+    def visit_var(self, new: Expr, old: Var) -> Expr:
         target = self.value_of_var.get(id(old))
         if target is not None:
             new = self.values[target]
         return self.visit_default(new, old)
 
-    def visit_let(self, new: Expr, old: Expr) -> Expr:
+    def visit_let(self, new: Let, old: Let) -> Expr:
         if id(old) in self.lets:
-            return self.visit_default(new.body, old)  # type: ignore[attr-defined]
+            return self.visit_default(new.body, old)
         return self.visit_default(new, old)

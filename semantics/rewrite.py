@@ -39,7 +39,8 @@ lose some sharing in the output, never correctness.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from semantics.expr import (
@@ -57,6 +58,7 @@ from semantics.expr import (
     PatternConstructor,
     PatternTuple,
     PatternVar,
+    Tuple,
     Var,
     children,
     pattern_vars,
@@ -64,9 +66,10 @@ from semantics.expr import (
 )
 from semantics.module import IRModule
 from semantics.types import Type
-from semantics.visitor import KIND, MutatorHooks, walk_scoped
+from semantics.visitor import KIND, ExprMutator, MutatorHooks, walk_scoped
 
-__all__ = ["LetList", "ScopedMutator", "fresh_copy", "map_functions", "substitute"]
+__all__ = ["LetList", "ScopedMutator", "copy_subgraph", "fresh_copy", "map_functions",
+           "substitute"]
 
 # Tasks on the mutator's stack besides nodes to enter (no expression is a Python tuple).
 _BUILD, _BIND, _UNBIND = 0, 1, 2
@@ -435,6 +438,59 @@ def fresh_copy(expr: Expr) -> Expr:
         The copy (``expr`` itself if it binds nothing).
     """
     return _Freshen().mutate(expr)
+
+
+# --- copying a sub-DAG over new operands ------------------------------------------------------
+
+class _SubgraphCopy(ExprMutator):
+    """Rebuilds the member nodes (by id) over what ``operand`` gives for everything else."""
+
+    def __init__(self, whole: Expr, members: set[int], operand: Callable[[Expr], Expr]):
+        self.whole = whole
+        self.members = members
+        self.operand = operand
+
+    def descend(self, node: Expr) -> bool:
+        return node is self.whole or id(node) in self.members
+
+    def visit_default(self, new: Expr, old: Expr) -> Expr:
+        if id(old) in self.members:
+            # always a new node (no checked_type), so no member is shared with the input
+            return new if new is not old else dataclasses.replace(old, checked_type=None)
+        if old is self.whole or type(old) is Op:
+            return new
+        out = self.operand(old)
+        if id(out) in self.members:
+            done = self.rewritten(out)
+            if done is None:
+                raise ValueError("copy_subgraph: a member is read (through its operand) "
+                                 "before it is listed")
+            return done
+        return out
+
+
+def copy_subgraph(nodes: Sequence[Expr], operand: Callable[[Expr], Expr]) -> list[Expr]:
+    """Copies of ``nodes`` (a piece of a dataflow graph), each rebuilt over new operands.
+
+    Every expression a member reads that is not itself one of ``nodes`` is replaced by
+    ``operand(e)`` (called once per such expression, in the order the members read them:
+    left to right, ``nodes`` in order); operators in callee position are kept. If
+    ``operand(e)`` returns one of ``nodes`` (``e`` stands for a member, e.g. a variable bound
+    to it), the member's copy is used: such a member must come before its readers in
+    ``nodes`` (list them operands first). Sharing among the members survives; every copy is
+    a new node (even when none of its operands changed) without ``checked_type``, so the
+    copies share no node with the input.
+
+    Args:
+        nodes: the members, operands before their users.
+        operand: the replacement of an expression read from outside the members.
+    Returns:
+        The copies, in the order of ``nodes``.
+    """
+    whole = Tuple(tuple(nodes))
+    out = _SubgraphCopy(whole, {id(n) for n in nodes}, operand).mutate(whole)
+    assert isinstance(out, Tuple)
+    return list(out.fields)
 
 
 # --- A-normal form ----------------------------------------------------------------------------

@@ -163,6 +163,22 @@ def kind_of(node: Expr) -> str:
     return KIND[type(node)]
 
 
+def kind_cases(obj: object, prefix: str) -> dict[type, Callable[..., Any]]:
+    """``{node class: obj.<prefix><kind>}`` for every node kind ``obj`` has such a method for.
+
+    The typed per-kind dispatch of a recursion that is not a bottom-up rewrite (TVM's
+    ``ExprFunctor``): a translation written as generator premises for :func:`run_recursive`
+    declares one case per kind with its own node type (``def value_call(self, e: Call, ...)``,
+    so mypy narrows) and looks the case up by ``type(node)`` in this table.
+    """
+    out: dict[type, Callable[..., Any]] = {}
+    for cls, name in KIND.items():
+        case = getattr(obj, prefix + name, None)
+        if case is not None:
+            out[cls] = case
+    return out
+
+
 class ExprVisitor:
     """Visit every node once, post-order: override ``visit_<kind>(node)``.
 
@@ -288,15 +304,33 @@ class ExprMutator(MutatorHooks):
         children is done: a ``let``'s value is rewritten before its body is walked."""
         return self._memo.get(id(node))
 
-    def mutate(self, root: Expr) -> Expr:
+    def mutate(self, root: Expr, memo: dict[int, Expr] | None = None) -> Expr:
+        """``root`` rewritten by the hooks.
+
+        ``memo`` (optional) holds the results of earlier walks by ``id`` of the node: a node
+        found there is not walked again and its result is reused (so several roots that share
+        nodes, e.g. the functions of one module, keep sharing them); the walk adds its own
+        results to it.
+        """
         table: dict[type, Callable[[Expr, Expr], Expr]] = {
             cls: getattr(self, "visit_" + name) for cls, name in KIND.items()}
-        memo: dict[int, Expr] = {}
+        prune = self.descend if type(self).descend is not ExprMutator.descend else None
+        descend = prune
+        if memo is None:
+            memo = {}
+        else:
+            known = memo
+
+            def descend(node: Expr) -> bool:
+                return id(node) not in known and (prune is None or prune(node))
         self._memo = memo
-        for node in post_order(root, self.descend):
-            kids = children(node) if self.descend(node) else ()
-            rebuilt = with_children(node, tuple(memo[id(k)] for k in kids)) if kids else node
-            memo[id(node)] = table[type(node)](rebuilt, node)
+        for node in post_order(root, descend):
+            k = id(node)
+            if k in memo:
+                continue
+            kids = children(node) if prune is None or prune(node) else ()
+            rebuilt = with_children(node, tuple([memo[id(c)] for c in kids])) if kids else node
+            memo[k] = table[type(node)](rebuilt, node)
         return memo[id(root)]
 
 

@@ -5,12 +5,12 @@ replaced by what it was bound to). A type that still contains an inference
 variable or a hole is ``underconstrained`` — reported at the innermost such
 node, naming its rule.
 
-The annotated program is built bottom-up over the DAG
-(:func:`semantics.visitor.post_order`, memoized by identity): every node is
-rebuilt once with its new children and ``checked_type=t`` (the constructor
-called directly: ``dataclasses.replace`` does the same but slower) — the
-input is never mutated — so a node shared by several parents is shared in
-the output too. Binders (``Let.var``, ``Function.params``, pattern
+The annotated program is built bottom-up over the DAG by
+:class:`semantics.visitor.ExprMutator` (memoized by identity, one typed hook
+per node kind): every node is rebuilt once with its new children and
+``checked_type=t`` — the input is never mutated — so a node shared by several
+parents (or by several functions of a module: the memo is kept across
+roots) is shared in the output too. Binders (``Let.var``, ``Function.params``, pattern
 variables) and their uses are the same ``Var`` object, so they map to the
 same annotated ``Var``. Constructors are annotated once per object; the
 module's ``TypeData`` definitions are rebuilt with the annotated
@@ -52,18 +52,17 @@ from semantics.expr import (
     Tuple,
     TupleGetItem,
     Var,
-    children,
 )
 from semantics.rules import Rule
 from semantics.types import Type, TypeData
-from semantics.visitor import post_order
+from semantics.visitor import ExprMutator
 from typechecker import messages
 from typechecker.infer import RULE_OF_NODE, Inferencer, describe_node
 
 _CONSTANT_FIELDS = tuple(f.name for f in dataclasses.fields(Constant))
 
 
-class Annotator:
+class Annotator(ExprMutator):
     """Resolves inferred types and rebuilds nodes with them (see the module docstring)."""
 
     def __init__(self, inf: Inferencer):
@@ -114,12 +113,8 @@ class Annotator:
 
     # --- nodes --------------------------------------------------------------------------------
     def expr(self, root: Expr) -> Expr:
-        """The annotated copy of ``root`` (each node rebuilt once)."""
-        new = self.new
-        for node in post_order(root):
-            if id(node) not in new:
-                new[id(node)] = self._rebuild(node)
-        return new[id(root)]
+        """The annotated copy of ``root`` (each node rebuilt once, shared with earlier roots)."""
+        return self.mutate(root, self.new)
 
     def var(self, v: Var) -> Var:
         out = self.new.get(id(v))
@@ -144,52 +139,74 @@ class Annotator:
             return td
         return dataclasses.replace(td, constructors=ctors)
 
-    def _rebuild(self, node: Any) -> Any:
-        tn = type(node)
-        if tn is Var:
-            return self.var(node)
-        if tn is Constructor:
-            return self.constructor(node)
-        t = self.type_of_node(node)
-        if tn is Constant:
-            out = object.__new__(Constant)
-            for name in _CONSTANT_FIELDS:
-                object.__setattr__(out, name, getattr(node, name))
-            object.__setattr__(out, "checked_type", t)
-            return out
-        if tn is GlobalVar or tn is Op:
-            return dataclasses.replace(node, checked_type=t)
-        m = self.new
-        kids = [m[id(k)] for k in children(node)]
-        sp = node.span
-        if tn is Call:
-            return Call(kids[0], tuple(kids[1:]), node.attrs, node.type_args, span=sp,
-                        checked_type=t)
-        if tn is Let:
-            return Let(self.var(node.var), kids[0], kids[1], span=sp, checked_type=t)
-        if tn is Function:
-            params = tuple(self.var(p) for p in node.params)
-            return Function(params, kids[0], node.ret_type, node.type_params, node.attrs, span=sp,
-                            checked_type=t)
-        if tn is Tuple:
-            return Tuple(tuple(kids), span=sp, checked_type=t)
-        if tn is TupleGetItem:
-            return TupleGetItem(kids[0], node.index, span=sp, checked_type=t)
-        if tn is If:
-            return If(kids[0], kids[1], kids[2], span=sp, checked_type=t)
-        if tn is Match:
-            clauses = tuple(Clause(self.pattern(c.lhs), rhs, span=c.span)
-                            for c, rhs in zip(node.clauses, kids[1:], strict=False))
-            return Match(kids[0], clauses, node.complete, span=sp, checked_type=t)
-        if tn is RefCreate:
-            return RefCreate(kids[0], span=sp, checked_type=t)
-        if tn is RefRead:
-            return RefRead(kids[0], span=sp, checked_type=t)
-        if tn is RefWrite:
-            return RefWrite(kids[0], kids[1], span=sp, checked_type=t)
-        if tn is Grad:
-            return Grad(kids[0], span=sp, checked_type=t)
-        raise InternalError(f"cannot annotate {tn.__name__}")
+    # The bottom-up hooks: ``new`` has the annotated children, ``old`` is the input node
+    # (whose inferred type is looked up); binders are annotated through ``var``.
+    def visit_var(self, new: Expr, old: Var) -> Expr:
+        return self.var(old)
+
+    def visit_constructor(self, new: Constructor, old: Constructor) -> Expr:
+        return self.constructor(old)
+
+    def visit_constant(self, new: Constant, old: Constant) -> Expr:
+        out = object.__new__(Constant)
+        for name in _CONSTANT_FIELDS:
+            object.__setattr__(out, name, getattr(old, name))
+        object.__setattr__(out, "checked_type", self.type_of_node(old))
+        return out
+
+    def visit_global_var(self, new: GlobalVar, old: GlobalVar) -> Expr:
+        return dataclasses.replace(old, checked_type=self.type_of_node(old))
+
+    def visit_op(self, new: Op, old: Op) -> Expr:
+        return dataclasses.replace(old, checked_type=self.type_of_node(old))
+
+    def visit_call(self, new: Call, old: Call) -> Expr:
+        if new is old:
+            new = Call(old.op, old.args, old.attrs, old.type_args, span=old.span)
+        return _typed(new, self.type_of_node(old))
+
+    def visit_let(self, new: Let, old: Let) -> Expr:
+        if new is old:
+            new = Let(old.var, old.value, old.body, span=old.span)
+        object.__setattr__(new, "var", self.var(old.var))
+        return _typed(new, self.type_of_node(old))
+
+    def visit_function(self, new: Function, old: Function) -> Expr:
+        return Function(tuple(self.var(p) for p in old.params), new.body, old.ret_type,
+                        old.type_params, old.attrs, span=old.span,
+                        checked_type=self.type_of_node(old))
+
+    def visit_tuple(self, new: Tuple, old: Tuple) -> Expr:
+        if new is old:
+            new = Tuple(old.fields, span=old.span)
+        return _typed(new, self.type_of_node(old))
+
+    def visit_tuple_getitem(self, new: TupleGetItem, old: TupleGetItem) -> Expr:
+        if new is old:
+            new = TupleGetItem(old.tuple_value, old.index, span=old.span)
+        return _typed(new, self.type_of_node(old))
+
+    def visit_if(self, new: If, old: If) -> Expr:
+        return If(new.cond, new.true_branch, new.false_branch, span=old.span,
+                  checked_type=self.type_of_node(old))
+
+    def visit_match(self, new: Match, old: Match) -> Expr:
+        clauses = tuple(Clause(self.pattern(c.lhs), n.rhs, span=c.span)
+                        for c, n in zip(old.clauses, new.clauses, strict=True))
+        return Match(new.data, clauses, old.complete, span=old.span,
+                     checked_type=self.type_of_node(old))
+
+    def visit_ref_create(self, new: RefCreate, old: RefCreate) -> Expr:
+        return RefCreate(new.value, span=old.span, checked_type=self.type_of_node(old))
+
+    def visit_ref_read(self, new: RefRead, old: RefRead) -> Expr:
+        return RefRead(new.ref, span=old.span, checked_type=self.type_of_node(old))
+
+    def visit_ref_write(self, new: RefWrite, old: RefWrite) -> Expr:
+        return RefWrite(new.ref, new.value, span=old.span, checked_type=self.type_of_node(old))
+
+    def visit_grad(self, new: Grad, old: Grad) -> Expr:
+        return Grad(new.func, span=old.span, checked_type=self.type_of_node(old))
 
     def pattern(self, p: Pattern) -> Pattern:
         """The pattern with annotated variables and constructors (iterative post-order)."""
@@ -214,6 +231,15 @@ class Annotator:
                 else:
                     done[id(q)] = dataclasses.replace(q, patterns=subs)
         return done[id(p)]
+
+
+def _typed(fresh: Expr, t: Type) -> Expr:
+    """``fresh`` with ``checked_type`` ``t``: a node the mutator has just built for this walk
+    (its children are the annotated ones; nothing else refers to it yet), set in place rather
+    than built a second time — the common kinds (calls, lets, tuples, projections) are most
+    of a program."""
+    object.__setattr__(fresh, "checked_type", t)
+    return fresh
 
 
 def _node_text(node: Any) -> str:

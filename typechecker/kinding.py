@@ -31,7 +31,7 @@ import sympy
 
 from semantics.dtypes import is_dtype
 from semantics.errors import RelayTypeError
-from semantics.expr import Constructor
+from semantics.expr import Call, Constructor, Function, Let, Match, PatternVar, Var
 from semantics.ops.memory import STORAGE
 from semantics.rules import Rule
 from semantics.shapes import ANY, Dim, dim_str
@@ -51,6 +51,7 @@ from semantics.types import (
     TypeRelation,
     TypeVar,
 )
+from semantics.visitor import ExprVisitor
 from typechecker import messages
 
 
@@ -234,53 +235,67 @@ class _KindCheck(TypeMutator):
         self.span = span
         self.constraints: set[int] = set()
 
+        # the rule of each type kind, checked on entry (a table of typed cases)
+        self._rules: dict[type, Callable[[Any], Type | None]] = {
+            TensorType: self._rule_tensor, TupleType: self._rule_tuple,
+            FuncType: self._rule_func, RefType: self._rule_ref, TypeVar: self._rule_type_var,
+            GlobalTypeVar: self._rule_global_type_var, TypeCall: self._rule_type_call,
+            IncompleteType: self._rule_incomplete, TypeRelation: self._rule_relation}
+
     def enter(self, t: Type) -> Type | None:
-        span = self.span
-        tt = type(t)
-        if tt is TensorType:
-            # [Kind-Tensor]  Δ ⊢ bt : BaseType   Δ ⊢ s : Shape   ⟹   Δ ⊢ Tensor[s, bt] : Type
-            return self.kinder._tensor(t, span)  # type: ignore[arg-type]
-        if tt is TupleType:
-            # [Kind-Tuple]  ∀i. Δ ⊢ Ti : Type   ⟹   Δ ⊢ (T1, ..., Tn) : Type
-            if not isinstance(t.fields, tuple):  # type: ignore[attr-defined]
-                raise _error(Rule.KIND_TUPLE, "malformed tuple type", span)
+        rule = self._rules.get(type(t))
+        if rule is None:
+            raise _error(Rule.KIND_TENSOR, f"{type(t).__name__} is not a type", self.span)
+        return rule(t)
+
+    def _rule_tensor(self, t: TensorType) -> Type | None:
+        # [Kind-Tensor]  Δ ⊢ bt : BaseType   Δ ⊢ s : Shape   ⟹   Δ ⊢ Tensor[s, bt] : Type
+        return self.kinder._tensor(t, self.span)
+
+    def _rule_tuple(self, t: TupleType) -> Type | None:
+        # [Kind-Tuple]  ∀i. Δ ⊢ Ti : Type   ⟹   Δ ⊢ (T1, ..., Tn) : Type
+        if not isinstance(t.fields, tuple):
+            raise _error(Rule.KIND_TUPLE, "malformed tuple type", self.span)
+        return None
+
+    def _rule_func(self, t: FuncType) -> Type | None:
+        self.kinder._func(t, self.span)
+        self.constraints.update(id(c) for c in t.type_constraints)
+        return None
+
+    def _rule_ref(self, t: RefType) -> Type | None:
+        # [Kind-Ref]  Δ ⊢ T : Type   ⟹   Δ ⊢ Ref[T] : Type
+        return None
+
+    def _rule_type_var(self, v: TypeVar) -> Type | None:
+        # [Kind-TypeVar]  V : Type ∈ Δ   ⟹   Δ ⊢ V : Type
+        if v.kind is not Kind.Type:
+            raise _error(Rule.KIND_TYPEVAR, f"{v.name} has kind {v.kind.value}, not Type",
+                         self.span)
+        if not self.is_bound(v) and v not in self.delta:
+            raise _error(Rule.KIND_TYPEVAR, f"type variable {v.name} is not in scope", self.span)
+        return v
+
+    def _rule_global_type_var(self, g: GlobalTypeVar) -> Type | None:
+        # [Kind-TypeCall] with no arguments: a bare ADT name
+        self.kinder._type_call(g, (), self.span)
+        return TypeCall(g, (), span=g.span)
+
+    def _rule_type_call(self, call: TypeCall) -> Type | None:
+        if not isinstance(call.func, GlobalTypeVar):
+            raise _error(Rule.KIND_TYPECALL, "only an ADT can be applied to types", self.span)
+        if not isinstance(call.args, tuple):
+            raise _error(Rule.KIND_TYPECALL, "malformed type arguments", self.span)
+        self.kinder._type_call(call.func, call.args, self.span)
+        return None
+
+    def _rule_incomplete(self, t: IncompleteType) -> Type | None:
+        return t
+
+    def _rule_relation(self, t: TypeRelation) -> Type | None:
+        if id(t) in self.constraints:
             return None
-        if tt is FuncType:
-            self.kinder._func(t, span)  # type: ignore[arg-type]
-            self.constraints.update(id(c) for c in t.type_constraints)  # type: ignore
-            return None
-        if tt is RefType:
-            # [Kind-Ref]  Δ ⊢ T : Type   ⟹   Δ ⊢ Ref[T] : Type
-            return None
-        if tt is TypeVar:
-            # [Kind-TypeVar]  V : Type ∈ Δ   ⟹   Δ ⊢ V : Type
-            v: TypeVar = t  # type: ignore[assignment]
-            if v.kind is not Kind.Type:
-                raise _error(Rule.KIND_TYPEVAR, f"{v.name} has kind {v.kind.value}, not Type",
-                             span)
-            if not self.is_bound(v) and v not in self.delta:
-                raise _error(Rule.KIND_TYPEVAR, f"type variable {v.name} is not in scope", span)
-            return t
-        if tt is GlobalTypeVar:
-            # [Kind-TypeCall] with no arguments: a bare ADT name
-            g: GlobalTypeVar = t  # type: ignore[assignment]
-            self.kinder._type_call(g, (), span)
-            return TypeCall(g, (), span=g.span)
-        if tt is TypeCall:
-            call: TypeCall = t  # type: ignore[assignment]
-            if not isinstance(call.func, GlobalTypeVar):
-                raise _error(Rule.KIND_TYPECALL, "only an ADT can be applied to types", span)
-            if not isinstance(call.args, tuple):
-                raise _error(Rule.KIND_TYPECALL, "malformed type arguments", span)
-            self.kinder._type_call(call.func, call.args, span)
-            return None
-        if tt is IncompleteType:
-            return t
-        if tt is TypeRelation:
-            if id(t) in self.constraints:
-                return None
-            raise _error(Rule.KIND_RELATION, "a relation is not a type", span)
-        raise _error(Rule.KIND_TENSOR, f"{tt.__name__} is not a type", span)
+        raise _error(Rule.KIND_RELATION, "a relation is not a type", self.span)
 
 
 def check_dim(d: object, span: Span | None) -> Dim:
@@ -337,35 +352,43 @@ class _ShapeVars(TypeVisitor):
 
 def written_shape_names(root: Any) -> set[str]:
     """Names of the shape variables written in the annotations of the program ``root``."""
-    from semantics.expr import Call, Function, Let, Match, PatternVar, Var
-    from semantics.visitor import post_order
+    walk = _WrittenShapeNames()
+    walk.visit(root)
+    return walk.out
 
-    out: set[str] = set()
 
-    def add(t: Any) -> None:
+class _WrittenShapeNames(ExprVisitor):
+    """Collects the shape variables of the annotations of variables, function results and
+    explicit type arguments (binders are not children: a let's variable, a function's
+    parameters and pattern variables are read at their binding site)."""
+
+    def __init__(self) -> None:
+        self.out: set[str] = set()
+
+    def add(self, t: Any) -> None:
         if isinstance(t, Type):
-            out.update(shape_vars_of(t))
+            self.out.update(shape_vars_of(t))
 
-    node: Any
-    for node in post_order(root):
-        tn = type(node)
-        if tn is Var:
-            add(node.type_annotation)
-        elif tn is Function:
-            add(node.ret_type)
-            for p in node.params:
-                add(getattr(p, "type_annotation", None))
-        elif tn is Let:
-            add(getattr(node.var, "type_annotation", None))
-        elif tn is Call:
-            for t in node.type_args if isinstance(node.type_args, tuple) else ():
-                add(t)
-        elif tn is Match:
-            for c in node.clauses:
-                stack = [c.lhs]
-                while stack:
-                    p = stack.pop()
-                    if type(p) is PatternVar:
-                        add(getattr(p.var, "type_annotation", None))
-                    stack.extend(getattr(p, "patterns", ()) or ())
-    return out
+    def visit_var(self, node: Var) -> None:
+        self.add(node.type_annotation)
+
+    def visit_function(self, node: Function) -> None:
+        self.add(node.ret_type)
+        for p in node.params:
+            self.add(getattr(p, "type_annotation", None))
+
+    def visit_let(self, node: Let) -> None:
+        self.add(getattr(node.var, "type_annotation", None))
+
+    def visit_call(self, node: Call) -> None:
+        for t in node.type_args if isinstance(node.type_args, tuple) else ():
+            self.add(t)
+
+    def visit_match(self, node: Match) -> None:
+        for c in node.clauses:
+            stack = [c.lhs]
+            while stack:
+                p = stack.pop()
+                if type(p) is PatternVar:
+                    self.add(getattr(p.var, "type_annotation", None))
+                stack.extend(getattr(p, "patterns", ()) or ())

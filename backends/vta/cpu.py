@@ -35,10 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from backends.vta.partition import Partition
+from backends.vta.partition import Partition, operands
 from semantics.errors import InternalError, RelayError
-from semantics.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from semantics.expr import Call, Constant, Expr, Function, Tuple, Var
 from semantics.module import IRModule
+from semantics.rewrite import copy_subgraph
 
 __all__ = ["Stage", "GroupStep", "Program", "split", "CPU_MODES", "CPU_OPT_LEVEL"]
 
@@ -204,14 +205,11 @@ def split(part: Partition, main: Function, group_keys: list[int],
     return Program(len(slots), params, constants, steps, result)
 
 
-def _args(e: Expr) -> list[Expr]:
-    if isinstance(e, Call):
-        return list(e.args)
-    if isinstance(e, Tuple):
-        return list(e.fields)
-    if isinstance(e, TupleGetItem):
-        return [e.tuple_value]
-    raise InternalError(f"unexpected {type(e).__name__} in the CPU part of a VTA build")
+def _args(e: Expr) -> tuple[Expr, ...]:
+    kids = operands(e)
+    if kids is None:
+        raise InternalError(f"unexpected {type(e).__name__} in the CPU part of a VTA build")
+    return kids
 
 
 def _stage(index: int, nodes: list[Expr], part: Partition, read_outside: set[int],
@@ -224,38 +222,32 @@ def _stage(index: int, nodes: list[Expr], part: Partition, read_outside: set[int
     """
     resolve = part.resolve
     mine = {id(e) for e in nodes}
-    new: dict[int, Expr] = {}
     params: list[Var] = []
     inputs: list[int] = []
-    ops: dict[str, int] = {}
+    outside: dict[int, Var] = {}
 
-    def arg(a: Expr) -> Expr:
+    def operand(a: Expr) -> Expr:
         a = resolve(a)
+        if id(a) in mine:
+            return a  # a variable bound to a node of this stage: that node's copy
         if isinstance(a, Constant):
             constants[slot_of(a)] = np.asarray(a.data)
-        elif id(a) in mine:
-            return new[id(a)]
-        if id(a) not in new:
+        v = outside.get(id(a))
+        if v is None:
             v = Var(f"in{len(params)}", type_annotation=a.checked_type)
             params.append(v)
             inputs.append(slot_of(a))
-            new[id(a)] = v
-        return new[id(a)]
+            outside[id(a)] = v
+        return v
 
+    copies = dict(zip((id(e) for e in nodes), copy_subgraph(nodes, operand), strict=True))
+    ops: dict[str, int] = {}
     for e in nodes:
         if isinstance(e, Call):
-            rebuilt: Expr = Call(e.op, tuple(arg(a) for a in e.args), e.attrs, e.type_args,
-                                 span=e.span)
             name = getattr(e.op, "name", "?")
             ops[name] = ops.get(name, 0) + 1
-        elif isinstance(e, Tuple):
-            rebuilt = Tuple(tuple(arg(f) for f in e.fields), span=e.span)
-        else:
-            assert isinstance(e, TupleGetItem)
-            rebuilt = TupleGetItem(arg(e.tuple_value), e.index, span=e.span)
-        new[id(e)] = rebuilt
     outs = [e for e in nodes if id(e) in read_outside]
     if not outs:
         return None
-    fn = Function(tuple(params), Tuple(tuple(new[id(e)] for e in outs)))
+    fn = Function(tuple(params), Tuple(tuple(copies[id(e)] for e in outs)))
     return Stage(index, fn, inputs, [slot_of(e) for e in outs], ops)

@@ -40,7 +40,7 @@ from backends.vta.lower import ConvLayer, Plan, Step, plan
 from semantics.expr import Call, Constant, Expr, Let, Op, Tuple, TupleGetItem, Var
 from semantics.types import TensorType
 
-__all__ = ["Group", "Partition", "partition"]
+__all__ = ["Group", "Partition", "operands", "partition"]
 
 _I16 = (-(1 << 15), (1 << 15) - 1)
 
@@ -124,6 +124,18 @@ def _resolve(e: Expr, alias: dict[int, Expr], found: list[Expr] | None = None) -
             return e
 
 
+def operands(e: Expr) -> tuple[Expr, ...] | None:
+    """The operands of a dataflow node (an operator call, a tuple, a projection), left to
+    right; None for any other kind of expression."""
+    if isinstance(e, Call):
+        return e.args if isinstance(e.op, Op) else None
+    if isinstance(e, Tuple):
+        return e.fields
+    if isinstance(e, TupleGetItem):
+        return (e.tuple_value,)
+    return None
+
+
 def _flatten(body: Expr) -> tuple[list[Expr], dict[int, int], Expr, str, dict[int, Expr]]:
     """Post-order of the dataflow graph (lets resolved), consumer counts, the root, the
     reason it is not a dataflow graph (or ""), and the let aliases."""
@@ -154,13 +166,8 @@ def _flatten(body: Expr) -> tuple[list[Expr], dict[int, int], Expr, str, dict[in
             done.add(id(e))
             order.append(e)
             continue
-        if isinstance(e, Call) and isinstance(e.op, Op):
-            kids = list(e.args)
-        elif isinstance(e, Tuple):
-            kids = list(e.fields)
-        elif isinstance(e, TupleGetItem):
-            kids = [e.tuple_value]
-        else:
+        kids = operands(e)
+        if kids is None:
             return [], {}, top, f"main contains a {type(e).__name__} (not a dataflow graph)", \
                 alias
         stack.append((e, True))

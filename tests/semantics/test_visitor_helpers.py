@@ -21,15 +21,18 @@ from semantics.expr import (
     PatternTuple,
     PatternVar,
     Tuple,
+    TupleGetItem,
     Var,
     children,
     const,
 )
+from semantics.rewrite import copy_subgraph
 from semantics.visitor import (
     ExprMutator,
     binders,
     count_uses,
     enclosing_functions,
+    kind_cases,
     post_order,
     rebound_vars,
     run_recursive,
@@ -158,3 +161,84 @@ def test_rebound_vars_agrees_with_a_count_of_binding_sites(program: Program) -> 
         # every node is counted once per parent edge
         edges = sum(len(children(n)) for n in post_order(fn))
         assert sum(count_uses(fn).values()) == edges
+
+
+def test_mutate_with_a_memo_keeps_sharing_across_roots_and_walks_each_node_once() -> None:
+    x = Var("x")
+    shared_node = add(x, x)
+    f = Function((x,), Tuple((shared_node, x)))
+    g = Function((x,), add(shared_node, x))
+    calls: list[Expr] = []
+
+    class Count(_Doubler):
+        def visit_call(self, new: Call, old: Call) -> Expr:
+            calls.append(old)
+            return super().visit_call(new, old)
+
+    memo: dict[int, Expr] = {}
+    m = Count()
+    nf, ng = m.mutate(f, memo), m.mutate(g, memo)
+    assert isinstance(nf, Function) and isinstance(ng, Function)
+    assert isinstance(nf.body, Tuple) and isinstance(ng.body, Call)
+    assert nf.body.fields[0] is ng.body.args[0]  # one rewrite of the shared node
+    assert [id(c) for c in calls].count(id(shared_node)) == 1
+    # without a memo each walk starts afresh
+    again = Count().mutate(g)
+    assert isinstance(again, Function) and isinstance(again.body, Call)
+    assert again.body.args[0] is not nf.body.fields[0]
+
+
+def test_kind_cases_names_the_per_kind_methods_an_object_has() -> None:
+    class Cases:
+        def size_call(self, e: Call) -> int:
+            return len(e.args)
+
+        def size_tuple(self, e: Tuple) -> int:
+            return len(e.fields)
+
+        def size_tuple_getitem(self, e: Expr) -> int:
+            return -1
+
+    table = kind_cases(Cases(), "size_")
+    assert set(table) == {Call, Tuple, TupleGetItem}
+    x = Var("x")
+    assert table[Call](add(x, x)) == 2
+    assert table[Tuple](Tuple((x,))) == 1
+    assert table[TupleGetItem](TupleGetItem(x, 0)) == -1
+
+
+def test_copy_subgraph_rebuilds_members_over_new_operands() -> None:
+    x, y, alias = Var("x"), Var("y"), Var("a")
+    a = add(x, y)
+    b = add(a, alias)          # ``alias`` stands for ``a`` (a let-bound name of it)
+    c = Tuple((b, const(1.0)))
+    seen: list[Expr] = []
+    p = {id(x): Var("p0"), id(y): Var("p1")}
+
+    def operand(e: Expr) -> Expr:
+        seen.append(e)
+        return a if e is alias else p.get(id(e), e)
+
+    na, nb, nc = copy_subgraph([a, b, c], operand)
+    assert seen[:3] == [x, y, alias]  # in reading order, once each
+    assert isinstance(na, Call) and na.args == (p[id(x)], p[id(y)])
+    assert isinstance(nb, Call) and nb.args[0] is na and nb.args[1] is na
+    assert isinstance(nc, Tuple) and nc.fields[0] is nb
+    # every copy is a new node, even one whose operands did not change
+    (same,) = copy_subgraph([c], lambda e: e)
+    assert same is not c and isinstance(same, Tuple) and same.fields == c.fields
+
+
+def test_copy_subgraph_needs_no_recursion_on_depth() -> None:
+    x, p = Var("x"), Var("p")
+    chain: list[Expr] = []
+    e: Expr = x
+    for _ in range(20_000):
+        e = add(e, const(1))
+        chain.append(e)
+    copies = copy_subgraph(chain, lambda o: p if o is x else o)
+    assert len(copies) == 20_000
+    first = copies[0]
+    assert isinstance(first, Call) and first.args[0] is p
+    last = copies[-1]
+    assert isinstance(last, Call) and last.args[0] is copies[-2]

@@ -333,3 +333,15 @@ def @main(%x: Tensor[({rows}, 48), int8], %w: Tensor[({out}, 48), int8]) {{
             assert all(dst[i] not in dst[max(0, i - 2):i] for i in range(len(dst)))
     padded = rows * (out // 16) < 3
     assert (exe.stats["gemm_counter"] > exe.stats["macs"] // 256) == padded
+
+
+def test_a_5000_deep_let_chain_is_split_into_a_cpu_stage_without_recursion():
+    """The CPU split copies main's nodes into stage functions (semantics.rewrite.copy_subgraph)
+    on an explicit stack: a chain far deeper than Python's recursion limit still builds."""
+    n = 5_000
+    lines = ["def @main(%x: Tensor[(2), int32]) {", "  let %v0 = add(%x, 1);"]
+    lines += [f"  let %v{i} = add(%v{i - 1}, 1);" for i in range(1, n)]
+    lines += [f"  %v{n - 1}", "}"]
+    exe = build("\n".join(lines), cpu="oracle")
+    assert exe.offloaded == [] and exe.cpu_ops == {"add": n}
+    assert exe(np.array([1, 2], dtype=np.int32)).tolist() == [n + 1, n + 2]
