@@ -136,9 +136,9 @@ def _pure_dataflow(e: Expr) -> bool:
 class _Cells(ExprMutator):
     """Rewrites every ``let`` chain (at its head) after its values were rewritten."""
 
-    def mutate(self, root: Expr) -> Expr:
+    def mutate(self, root: Expr, memo: dict[int, Expr] | None = None) -> Expr:
         self.heads = _chain_heads(root)
-        return super().mutate(root)
+        return super().mutate(root, memo)
 
     def descend(self, node: Expr) -> bool:
         return not is_primitive(node)

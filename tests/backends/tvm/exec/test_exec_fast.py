@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 pytest.importorskip("tvm", reason="the TVM backend needs apache-tvm (extra `tvm`)")
 
 from backends.tvm import build  # noqa: E402
-from backends.tvm.kernel_table import FlatArgs  # noqa: E402
 from backends.tvm.exec.aot import AotRunner  # noqa: E402
 from backends.tvm.exec.vm import (  # noqa: E402
     KERNEL,
@@ -36,6 +35,7 @@ from backends.tvm.exec.vm import (  # noqa: E402
     pattern_plan,
 )
 from backends.tvm.kernel.runtime import Kernel
+from backends.tvm.kernel_table import FlatArgs  # noqa: E402
 from conformance import ProgramConfig, assert_equivalent  # noqa: E402
 from interpreter import ConstructorValue, RefValue, evaluate  # noqa: E402
 from semantics import RelayRuntimeError, RelayTypeError, parse  # noqa: E402
