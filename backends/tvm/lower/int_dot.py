@@ -30,9 +30,11 @@ The reduction is then the ordinary one of ``backends.tvm.sched.conv2d`` over ``C
 whose term is the call :data:`DOT_OPS` ``(data word, weight word)``. The schedule vectorizes
 the block's lanes: the data word is broadcast, the weights are one vector load. TVM's
 ``LowerIntrin`` then turns the vector call into the instruction (``call_llvm_pure_intrin``
-with its operands reinterpreted to the instruction's vector types). A call of any other width
-(a scalar loop, a 16-lane vector on an AVX2 machine) lowers to plain integer arithmetic of
-the same value: the kernel is correct under any schedule.
+with its operands reinterpreted to the instruction's vector types). A call of a multiple of
+an instruction's width (16 lanes on an AVX2 machine: the GEMM's column block) is one
+instruction per slice, concatenated; a call of any other width (a scalar loop, 4 lanes)
+lowers to plain integer arithmetic of the same value: the kernel is correct under any
+schedule.
 
 Facts measured with TVM 0.27 (LLVM 20) that shaped this module:
 
@@ -58,13 +60,17 @@ import numpy as np
 from backends.tvm.lower.base import aligned_empty
 from backends.tvm.target import Target
 
-__all__ = ["DOT_OPS", "DotPath", "conv2d_dot", "dot_call", "dot_path", "pack_data", "pack_weight",
+__all__ = ["DOT_OPS", "NARROW_OPS", "DotPath", "conv2d_dot", "dot_call", "dot_path", "pack_data", "pack_weight",
            "register_dot_ops", "to_oihw", "weight_correction"]
 
 DOT_OPS = {"vpmaddwd": "tirx.relay_dot_i16x2", "vpdpbusd": "tirx.relay_dot_u8s8x4"}
 """The TIR ops of one 32-bit word's dot product, by instruction: ``relay_dot_i16x2(a, b)``
 is ``lo16(a)·lo16(b) + hi16(a)·hi16(b)`` (signed halves); ``relay_dot_u8s8x4(a, b)`` is
 ``Σ_i u8_i(a) · s8_i(b)`` over the four bytes. Both take and return 32-bit words."""
+
+NARROW_OPS = {"vpdpbusd": "tirx.relay_dot_u8s8x4_ymm"}
+"""The same ops for a target whose vectors hold 8 int32 lanes (AVX-VNNI without AVX-512):
+their lowering never uses a ``zmm`` form (a 16-lane call is two ``ymm`` instructions)."""
 
 _INTRINSICS = {
     ("vpmaddwd", 8): ("llvm.x86.avx2.pmadd.wd", "int16x16"),
@@ -92,6 +98,8 @@ class DotPath:
 
     @property
     def op(self) -> str:
+        if self.lanes <= 8 and self.instruction in NARROW_OPS:
+            return NARROW_OPS[self.instruction]
         return DOT_OPS[self.instruction]
 
 
@@ -155,22 +163,25 @@ def weight_correction(w: np.ndarray) -> np.ndarray:
 
 
 def pack_data(inside: Any, path: DotPath, read: Any) -> Any:
-    """The 32-bit word of ``G`` data channels (``read(g)``: channel ``g`` of the word, any
-    integer dtype; ``inside``: not padding, or None) as ``uint32``."""
+    """The 32-bit word of ``G`` data values (``read(g)``: value ``g`` of the word, any
+    integer dtype) as ``uint32``. ``inside``: the condition that the values are not padding
+    (a function of ``g`` when it differs among them), or None; padding reads as zero (the
+    shifted zero, 128, with ``vpdpbusd``)."""
     from tvm import tirx
 
     word = None
     for g in range(path.group):
+        cond = inside(g) if callable(inside) else inside
         if path.shift:
             v = tirx.Cast("int32", read(g)) + tirx.IntImm("int32", 128)
-            if inside is not None:
-                v = tirx.if_then_else(inside, v, tirx.IntImm("int32", 128))
+            if cond is not None:
+                v = tirx.if_then_else(cond, v, tirx.IntImm("int32", 128))
             part = tirx.Cast("uint32", v) & tirx.IntImm("uint32", 255)
             bits = 8
         else:
             v = tirx.Cast("int16", read(g))
-            if inside is not None:
-                v = tirx.if_then_else(inside, v, tirx.IntImm("int16", 0))
+            if cond is not None:
+                v = tirx.if_then_else(cond, v, tirx.IntImm("int16", 0))
             part = tirx.Cast("uint32", tirx.Cast("uint16", v))
             bits = 16
         if g:
@@ -227,30 +238,49 @@ def _arithmetic(instruction: str, a: Any, b: Any, lanes: int) -> Any:
     return total
 
 
-def _lower(instruction: str) -> Any:
+def _lower(instruction: str, widest: int) -> Any:
+    """The ``LowerIntrin`` rule of an op: instructions of at most ``widest`` int32 lanes."""
     def lower(call: Any) -> Any:
         from tvm import tirx
 
-        dtype = call.ty.dtype
-        lanes = int(dtype.lanes)
+        lanes = int(call.ty.dtype.lanes)
         a, b = call.args
-        found = _INTRINSICS.get((instruction, lanes))
-        if found is None:
+        if (instruction, lanes) in _INTRINSICS and lanes <= widest:
+            return _instruction(instruction, a, b, lanes)
+        part = max((w for (i, w) in _INTRINSICS if i == instruction and w < lanes
+                    and lanes % w == 0 and w <= widest), default=None)
+        if part is None:
             return _arithmetic(instruction, a, b, lanes)
-        name, operand = found
-        a, b = tirx.reinterpret(operand, a), tirx.reinterpret(operand, b)
-        if instruction == "vpmaddwd":
-            return tirx.call_llvm_pure_intrin(str(dtype), name, a, b)
-        return tirx.call_llvm_pure_intrin(str(dtype), name, _imm(0, "int32", lanes), a, b)
+        # a multiple of the instruction's width: one instruction per slice, concatenated
+        pieces = [_instruction(instruction, _slice(a, s, part), _slice(b, s, part), part)
+                  for s in range(0, lanes, part)]
+        return tirx.Shuffle(pieces, [tirx.IntImm("int32", i) for i in range(lanes)])
 
     return lower
+
+
+def _slice(vector: Any, start: int, lanes: int) -> Any:
+    from tvm import tirx
+
+    return tirx.Shuffle([vector], [tirx.IntImm("int32", start + i) for i in range(lanes)])
+
+
+def _instruction(instruction: str, a: Any, b: Any, lanes: int) -> Any:
+    """The instruction's intrinsic on ``lanes`` int32 lanes (a width of :data:`_INTRINSICS`)."""
+    from tvm import tirx
+
+    name, operand = _INTRINSICS[(instruction, lanes)]
+    a, b = tirx.reinterpret(operand, a), tirx.reinterpret(operand, b)
+    if instruction == "vpmaddwd":
+        return tirx.call_llvm_pure_intrin(f"int32x{lanes}", name, a, b)
+    return tirx.call_llvm_pure_intrin(f"int32x{lanes}", name, _imm(0, "int32", lanes), a, b)
 
 
 _REGISTERED: list[bool] = []
 
 
 def register_dot_ops() -> None:
-    """Declare the ops of :data:`DOT_OPS` to TVM (pure, vectorizable, lowered for ``llvm``;
+    """Declare the ops of :data:`DOT_OPS` and :data:`NARROW_OPS` to TVM (pure, vectorizable, lowered for ``llvm``;
     once per process)."""
     import tvm
     from tvm import tirx
@@ -258,12 +288,14 @@ def register_dot_ops() -> None:
     if _REGISTERED:
         return
     _REGISTERED.append(True)
-    for instruction, name in DOT_OPS.items():
+    ops = [(i, name, 16) for i, name in DOT_OPS.items()]
+    ops += [(i, name, 8) for i, name in NARROW_OPS.items()]
+    for instruction, name, widest in ops:
         tvm.ir.register_op_attr(name, "TVectorizable", True)
         op = tvm.ir.Op.get(name)
         if op.get_attr("TCallEffectKind") is None:
             op.set_attr("TCallEffectKind", 1)          # pure
-        tirx.register_intrin_lowering(name, "llvm", f=_lower(instruction), level=99)
+        tirx.register_intrin_lowering(name, "llvm", f=_lower(instruction, widest), level=99)
 
 
 def dot_call(path: DotPath, data_word: Any, weight_word: Any) -> Any:

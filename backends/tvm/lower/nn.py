@@ -299,6 +299,13 @@ def _dense(call: OpCall) -> Any:
         return tirx.Cast(odt, weight[j, kk])
 
     rows = dense_rows(dshape)
+    if call.in_dtype(0) in ("int8", "int16"):     # integer dot products (lower/int_dense.py)
+        from backends.tvm.lower.int_dense import dense_dot
+
+        dotted = dense_dot(call, rows, GEMV_MAX_ROWS, gemv_tile, PACK,
+                           (GEMV, f"{KEEP}dense_acc"))
+        if dotted is not None:
+            return dotted
     w_const = call.constant(1)
     if rows <= GEMV_MAX_ROWS and w_const is not None and call.hide is not None:
         lanes = max(1, min(16, (call.target or Target.host()).vector_bytes * 8 // bits(odt)))
