@@ -60,8 +60,8 @@ import numpy as np
 from backends.tvm.lower.base import aligned_empty
 from backends.tvm.target import Target
 
-__all__ = ["DOT_OPS", "NARROW_OPS", "DotPath", "conv2d_dot", "dot_call", "dot_path", "pack_data", "pack_weight",
-           "register_dot_ops", "to_oihw", "weight_correction"]
+__all__ = ["DOT_OPS", "NARROW_OPS", "DotPath", "conv2d_dot", "dot_call", "dot_path", "pack_data",
+           "pack_weight", "register_dot_ops", "to_oihw", "weight_correction"]
 
 DOT_OPS = {"vpmaddwd": "tirx.relay_dot_i16x2", "vpdpbusd": "tirx.relay_dot_u8s8x4"}
 """The TIR ops of one 32-bit word's dot product, by instruction: ``relay_dot_i16x2(a, b)``
@@ -280,8 +280,8 @@ _REGISTERED: list[bool] = []
 
 
 def register_dot_ops() -> None:
-    """Declare the ops of :data:`DOT_OPS` and :data:`NARROW_OPS` to TVM (pure, vectorizable, lowered for ``llvm``;
-    once per process)."""
+    """Declare the ops of :data:`DOT_OPS` and :data:`NARROW_OPS` to TVM (pure, vectorizable,
+    lowered for ``llvm``; once per process)."""
     import tvm
     from tvm import tirx
 
