@@ -60,8 +60,9 @@ import numpy as np
 from backends.tvm.lower.base import aligned_empty
 from backends.tvm.target import Target
 
-__all__ = ["DOT_OPS", "NARROW_OPS", "DotPath", "conv2d_dot", "dot_call", "dot_path", "pack_data",
-           "pack_weight", "register_dot_ops", "to_oihw", "weight_correction"]
+__all__ = ["DOT_OPS", "NARROW_OPS", "DotPath", "conv2d_dot", "depthwise_dot", "depthwise_path",
+           "dot_call", "dot_path", "pack_data", "pack_depthwise", "pack_weight",
+           "register_dot_ops", "to_oihw", "weight_correction"]
 
 DOT_OPS = {"vpmaddwd": "tirx.relay_dot_i16x2", "vpdpbusd": "tirx.relay_dot_u8s8x4"}
 """The TIR ops of one 32-bit word's dot product, by instruction: ``relay_dot_i16x2(a, b)``
@@ -326,12 +327,16 @@ def conv2d_dot(call: Any, dmap: Any, kmap: Any, omap: Any, pad_name: str) -> Any
     from semantics.ops import nn_relations as N
 
     attrs = call.attrs
-    if (attrs["groups"] != 1 or call.constant(1) is None or call.hide is None
+    if (call.constant(1) is None or call.hide is None
             or call.in_dtype(0) != call.in_dtype(1) or set(omap.factor) != {"C"}
             or "H" in dmap.factor or "W" in dmap.factor):
         return None
     dshape, kshape = call.in_shape(0), call.in_shape(1)
     primal = tuple(kmap.extent(kshape, a) for a in "OIHW")
+    if attrs["groups"] != 1:
+        if attrs["groups"] == primal[0] == dmap.extent(dshape, "C") and primal[1] == 1:
+            return depthwise_dot(call, dmap, kmap, omap, pad_name)
+        return None
     path = dot_path(call.target or Target.host(), call.in_dtype(0), call.out_dtype,
                     omap.factor["C"], primal[1])
     if path is None:
@@ -365,6 +370,111 @@ def conv2d_dot(call: Any, dmap: Any, kmap: Any, omap: Any, pad_name: str) -> Any
         x = staged[o["N"], o["H"] * sh + ry * dh, o["W"] * sw + rx * dw, rp]
         k = packed[tirx.floordiv(o["C"], lanes), rp, ry, rx, tirx.floormod(o["C"], lanes)]
         return te.sum(dot_call(path, x, k), axis=[rp, ry, rx])
+
+    out = te.compute(call.out_shape, body, name="conv2d")
+    if not path.shift:
+        return out
+    corr = call.add_constant(weight_correction(w), "conv2d_correction")
+    return te.compute(call.out_shape, lambda *i: out[i] - corr[omap.coords(i)["C"]],
+                      name="conv2d_unshift")
+
+
+def depthwise_path(target: Target, in_dtype: str, out_dtype: str, block: int) -> DotPath | None:
+    """The dot-product path of a depthwise convolution (:func:`depthwise_dot`), or None: the
+    words hold ``G`` kernel columns of one channel, the lanes are the channel block."""
+    if out_dtype != "int32":
+        return None
+    if target.vnni and in_dtype == "int8" and (block == 16 and target.avx512 or block == 8):
+        return DotPath("vpdpbusd", block, 4, True)
+    if target.avx2 and in_dtype in ("int8", "int16") and block == 8:
+        return DotPath("vpmaddwd", 8, 2, False)
+    return None
+
+
+def pack_depthwise(w: np.ndarray, path: DotPath) -> np.ndarray:
+    """The depthwise ``OIHW`` weight ``(C, 1, KH, KW)`` as words ``[C / L, KH, ceil(KW / G),
+    L]`` (``uint32``): word ``[b, y, q, l]`` holds ``w[b·L + l, 0, y, q·G + g]`` for
+    ``g < G`` (zero past ``KW``)."""
+    c, _, kh, kw = w.shape
+    lanes, group = path.lanes, path.group
+    small = np.dtype("int8" if path.instruction == "vpdpbusd" else "int16")
+    q = -(-kw // group)
+    full = np.zeros((c, kh, q * group), small)
+    full[:, :, :kw] = w[:, 0]
+    grid = full.reshape(c // lanes, lanes, kh, q, group).transpose(0, 2, 3, 1, 4)
+    out = aligned_empty((c // lanes, kh, q, lanes), np.dtype("uint32"))
+    out[...] = np.ascontiguousarray(grid).view(np.uint32)[..., 0]
+    return out
+
+
+def depthwise_dot(call: Any, dmap: Any, kmap: Any, omap: Any, pad_name: str) -> Any:
+    """A depthwise convolution (``groups`` = channels, one input channel a group) on the
+    words of :func:`depthwise_path`, or None.
+
+    The staged input (the stage ``pad_name``, padded, channels last) holds, at
+    ``[n, h, w, c]``, the word of the ``G`` columns ``w, w + dw, ..`` of channel ``c``
+    (int16 pairs, or bytes shifted by +128); the weights are the words of ``G`` kernel
+    columns (:func:`pack_depthwise`). The convolution reduces the dot products over the
+    kernel rows and the ``ceil(KW / G)`` words of a row (a reduction axis ``rc`` of extent
+    1 keeps the shape of the other convolutions for ``backends.tvm.sched.conv2d``): a 3×3
+    kernel is 6 ``vpmaddwd`` or 3 ``vpdpbusd`` per vector of outputs instead of 9
+    multiplies and adds."""
+    from tvm import te, tirx
+
+    from semantics.ops import nn_relations as N
+
+    attrs = call.attrs
+    dshape, kshape = call.in_shape(0), call.in_shape(1)
+    primal = tuple(kmap.extent(kshape, a) for a in "OIHW")
+    path = depthwise_path(call.target or Target.host(), call.in_dtype(0), call.out_dtype,
+                          omap.factor["C"])
+    if path is None or primal[0] % path.lanes:
+        return None
+    data = call.inputs[0]
+    height, width = dmap.extent(dshape, "H"), dmap.extent(dshape, "W")
+    w = to_oihw(call.constant(1), kmap.axes, primal)
+    packed = call.add_constant(pack_depthwise(w, path), "conv2d_words")
+    sh, sw = N.pair(attrs["strides"])
+    dh, dw = N.pair(attrs["dilation"])
+    pt, pl, pb, pr = N.pad4(attrs["padding"])
+
+    q = int(packed.shape[2])
+    step = path.group * dw
+    # with a stride dividing the word's span, only every ``sw``-th column starts a word
+    every = sw if step % sw == 0 else 1
+    out_w = omap.extent(call.out_shape, "W")
+
+    def word(b: Any, hh: Any, j: Any, c: Any) -> Any:
+        h = hh - pt
+        row_in = tirx.all(h >= 0, h < height)
+        hc = tirx.max(tirx.min(h, height - 1), 0)
+
+        def column(g: int) -> Any:
+            return j * every - pl + g * dw
+
+        def inside(g: int) -> Any:
+            return tirx.all(row_in, column(g) >= 0, column(g) < width)
+
+        def read(g: int) -> Any:
+            x = tirx.max(tirx.min(column(g), width - 1), 0)
+            return data[tuple(dmap.index({"N": b, "C": c, "H": hc, "W": x}))]
+
+        return pack_data(inside, path, read)
+
+    columns = (width + pl + pr if every == 1 else out_w + (q - 1) * step // sw)
+    staged = te.compute((dmap.extent(dshape, "N"), height + pt + pb, columns, primal[0]),
+                        word, name=pad_name)
+    rc = te.reduce_axis((0, 1), name="rc")
+    ry = te.reduce_axis((0, primal[2]), name="ry")
+    rq = te.reduce_axis((0, q), name="rx")
+    lanes = path.lanes
+
+    def body(*idx: Any) -> Any:
+        o = omap.coords(idx)
+        j = o["W"] * sw + rq * step if every == 1 else o["W"] + rq * (step // sw)
+        x = staged[o["N"], o["H"] * sh + ry * dh, j, o["C"] + rc]
+        k = packed[tirx.floordiv(o["C"], lanes), ry, rq, tirx.floormod(o["C"], lanes)]
+        return te.sum(dot_call(path, x, k), axis=[rc, ry, rq])
 
     out = te.compute(call.out_shape, body, name="conv2d")
     if not path.shift:
