@@ -258,3 +258,20 @@ def test_the_depthwise_words_hold_kernel_columns(blocks, k, vnni, seed):
                 if col < k else 0
             assert np.array_equal(values[:, :, q, :, g], np.broadcast_to(
                 want, values[:, :, q, :, g].shape))
+
+
+@pytest.mark.parametrize("src", ["float32", "float64"])
+def test_float_to_integer_casts_wrap_like_the_oracle(src):
+    """The float → integer cast (the quantize epilogue's last step) wraps modulo 2**bits
+    without libm's ``fmod``: exact at every magnitude, NaN and infinities to 0."""
+    big = np.finfo(src).max
+    x = np.array([0.0, -0.0, 0.5, -0.5, 1.7, -1.7, 127.9, -128.9, 255.5, 256.0, -257.0,
+                  2.0 ** 31, -(2.0 ** 31) - 1, 2.0 ** 40 + 3, -(2.0 ** 53) - 2, 1e30, -1e30,
+                  big, -big, np.nan, np.inf, -np.inf], src)
+    dsts = ("int8", "uint8", "int16", "uint16", "int32", "uint32")
+    text = (f"def @main(%x: Tensor[({x.size}), {src}]) {{\n  ("
+            + ", ".join(f"cast(%x, dtype=\"{d}\")" for d in dsts) + ")\n}")
+    got = build(text)(x)
+    want = evaluate(text, x)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and np.array_equal(g, w)
