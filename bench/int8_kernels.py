@@ -182,7 +182,8 @@ def to_onnx(mod: Any, name: str) -> Any:
 
 
 def _onnxruntime_int8(prepared: Any, name: str, calib: list[np.ndarray]) -> Any:
-    """onnxruntime's QDQ int8 session of a prepared float model (2 threads, no spinning)."""
+    """onnxruntime's QDQ int8 session of a prepared float model (as many threads as TVM's
+    pool, ``TVM_NUM_THREADS``; no spinning)."""
     import logging
     import tempfile
 
@@ -206,7 +207,7 @@ def _onnxruntime_int8(prepared: Any, name: str, calib: list[np.ndarray]) -> Any:
             return next(self.items, None)
 
     options = ort.SessionOptions()
-    options.intra_op_num_threads = 2
+    options.intra_op_num_threads = int(os.environ["TVM_NUM_THREADS"])
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     with tempfile.TemporaryDirectory() as tmp:
@@ -232,7 +233,48 @@ def _blocks(fns: dict[str, Callable[[], Any]], blocks: int, runs: int
     return out
 
 
-def models_latency(names: list[str], blocks: int, runs: int) -> None:
+def kernel_table(qmod: Any, x: np.ndarray, repeat: int = 10) -> None:
+    """Where the int8 program's time goes: its graph-executor build profiled kernel by
+    kernel (the median of ``repeat`` calls of each on its real inputs), grouped by the
+    kernel's anchor (depthwise and ordinary convolutions apart), then the slowest kernels."""
+    from collections import defaultdict
+
+    exe = build(qmod, opt_level=3, executor="graph")
+    exe(x)
+    rows = exe.profile(x, repeat=repeat)
+    total = sum(r.seconds for r in rows)
+    groups: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    for r in rows:
+        groups[_anchor(r)][0] += r.seconds
+        groups[_anchor(r)][1] += 1
+    print(f"  {len(rows)} kernels, sum {total * 1e3:.2f} ms")
+    print(f"  {'anchor':34s} {'kernels':>7s} {'ms':>8s} {'%':>6s}")
+    for name, (secs, count) in sorted(groups.items(), key=lambda kv: -kv[1][0]):
+        print(f"  {name:34s} {count:7d} {secs * 1e3:8.2f} {100 * secs / total:6.1f}")
+    print("  slowest kernels:")
+    for r in sorted(rows, key=lambda r: -r.seconds)[:8]:
+        shape = "x".join(map(str, r.shapes[0])) if r.shapes else ""
+        print(f"  {r.seconds * 1e3:8.3f} ms  {' '.join(r.ops)[:80]}  -> {shape}")
+
+
+def _anchor(row: Any) -> str:
+    """A kernel's group in :func:`kernel_table`."""
+    ops = row.ops
+    if "nn.conv2d" in ops:
+        kind = "int8" if "right_shift" in ops else "float"
+        outputs = int(np.prod(row.shapes[0])) if row.shapes else 0
+        # a depthwise 3×3 has 9 multiply-adds per output, a pointwise one the input channels
+        if outputs and row.flops <= 2 * 25 * outputs:
+            kind += ", depthwise"
+        return f"nn.conv2d ({kind})"
+    for name in ("nn.dense", "layout_transform", "nn.max_pool2d", "nn.global_avg_pool2d",
+                 "nn.avg_pool2d", "nn.batch_flatten"):
+        if name in ops:
+            return name
+    return "elementwise: " + " ".join(sorted(set(ops)))[:20]
+
+
+def models_latency(names: list[str], blocks: int, runs: int, profile: bool = False) -> None:
     """Int8 against float32 and onnxruntime int8 on whole models (module docstring)."""
     import models
     from passes.quantize import QConfig, quantize
@@ -257,6 +299,8 @@ def models_latency(names: list[str], blocks: int, runs: int) -> None:
         print(f"{name}: quantize {t1 - t0:.1f} s, two TVM builds {t2 - t1:.1f} s; top-1 "
               f"float32 {int(np.argmax(exe32(x)))}, int8 {int(np.argmax(exe8(x)))}, "
               f"onnxruntime int8 {int(np.argmax(ort8(x)))}")
+        if profile:
+            kernel_table(qmod, x)
         times = _blocks({"int8": functools.partial(exe8, x),
                          "float32": functools.partial(exe32, x),
                          "ort-int8": functools.partial(ort8, x)}, blocks, runs)
@@ -272,9 +316,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--blocks", type=int, default=5)
     parser.add_argument("--models", nargs="*", metavar="NAME",
                         help="time whole models (resnet18 mobilenet) instead of kernels")
+    parser.add_argument("--profile", action="store_true",
+                        help="with --models: also the int8 program's time per kernel")
     args = parser.parse_args(argv)
     if args.models:
-        models_latency(args.models, args.blocks, args.runs)
+        models_latency(args.models, args.blocks, args.runs, args.profile)
         return
     conv_shapes = {"x": (1, 64, 56, 56), "w": (64, 64, 3, 3), "b": (64, 1, 1)}
     dense_shapes = {"x": (16, 1024), "w": (1024, 1024), "b": (1024,)}

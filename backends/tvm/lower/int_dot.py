@@ -30,9 +30,11 @@ The reduction is then the ordinary one of ``backends.tvm.sched.conv2d`` over ``C
 whose term is the call :data:`DOT_OPS` ``(data word, weight word)``. The schedule vectorizes
 the block's lanes: the data word is broadcast, the weights are one vector load. TVM's
 ``LowerIntrin`` then turns the vector call into the instruction (``call_llvm_pure_intrin``
-with its operands reinterpreted to the instruction's vector types). A call of any other width
-(a scalar loop, a 16-lane vector on an AVX2 machine) lowers to plain integer arithmetic of
-the same value: the kernel is correct under any schedule.
+with its operands reinterpreted to the instruction's vector types). A call of a multiple of
+an instruction's width (16 lanes on an AVX2 machine: the GEMM's column block) is one
+instruction per slice, concatenated; a call of any other width (a scalar loop, 4 lanes)
+lowers to plain integer arithmetic of the same value: the kernel is correct under any
+schedule.
 
 Facts measured with TVM 0.27 (LLVM 20) that shaped this module:
 
@@ -58,13 +60,18 @@ import numpy as np
 from backends.tvm.lower.base import aligned_empty
 from backends.tvm.target import Target
 
-__all__ = ["DOT_OPS", "DotPath", "conv2d_dot", "dot_call", "dot_path", "pack_data", "pack_weight",
+__all__ = ["DOT_OPS", "NARROW_OPS", "DotPath", "conv2d_dot", "depthwise_dot", "depthwise_path",
+           "dot_call", "dot_path", "pack_data", "pack_depthwise", "pack_weight",
            "register_dot_ops", "to_oihw", "weight_correction"]
 
 DOT_OPS = {"vpmaddwd": "tirx.relay_dot_i16x2", "vpdpbusd": "tirx.relay_dot_u8s8x4"}
 """The TIR ops of one 32-bit word's dot product, by instruction: ``relay_dot_i16x2(a, b)``
 is ``lo16(a)·lo16(b) + hi16(a)·hi16(b)`` (signed halves); ``relay_dot_u8s8x4(a, b)`` is
 ``Σ_i u8_i(a) · s8_i(b)`` over the four bytes. Both take and return 32-bit words."""
+
+NARROW_OPS = {"vpdpbusd": "tirx.relay_dot_u8s8x4_ymm"}
+"""The same ops for a target whose vectors hold 8 int32 lanes (AVX-VNNI without AVX-512):
+their lowering never uses a ``zmm`` form (a 16-lane call is two ``ymm`` instructions)."""
 
 _INTRINSICS = {
     ("vpmaddwd", 8): ("llvm.x86.avx2.pmadd.wd", "int16x16"),
@@ -92,6 +99,8 @@ class DotPath:
 
     @property
     def op(self) -> str:
+        if self.lanes <= 8 and self.instruction in NARROW_OPS:
+            return NARROW_OPS[self.instruction]
         return DOT_OPS[self.instruction]
 
 
@@ -155,22 +164,25 @@ def weight_correction(w: np.ndarray) -> np.ndarray:
 
 
 def pack_data(inside: Any, path: DotPath, read: Any) -> Any:
-    """The 32-bit word of ``G`` data channels (``read(g)``: channel ``g`` of the word, any
-    integer dtype; ``inside``: not padding, or None) as ``uint32``."""
+    """The 32-bit word of ``G`` data values (``read(g)``: value ``g`` of the word, any
+    integer dtype) as ``uint32``. ``inside``: the condition that the values are not padding
+    (a function of ``g`` when it differs among them), or None; padding reads as zero (the
+    shifted zero, 128, with ``vpdpbusd``)."""
     from tvm import tirx
 
     word = None
     for g in range(path.group):
+        cond = inside(g) if callable(inside) else inside
         if path.shift:
             v = tirx.Cast("int32", read(g)) + tirx.IntImm("int32", 128)
-            if inside is not None:
-                v = tirx.if_then_else(inside, v, tirx.IntImm("int32", 128))
+            if cond is not None:
+                v = tirx.if_then_else(cond, v, tirx.IntImm("int32", 128))
             part = tirx.Cast("uint32", v) & tirx.IntImm("uint32", 255)
             bits = 8
         else:
             v = tirx.Cast("int16", read(g))
-            if inside is not None:
-                v = tirx.if_then_else(inside, v, tirx.IntImm("int16", 0))
+            if cond is not None:
+                v = tirx.if_then_else(cond, v, tirx.IntImm("int16", 0))
             part = tirx.Cast("uint32", tirx.Cast("uint16", v))
             bits = 16
         if g:
@@ -227,43 +239,64 @@ def _arithmetic(instruction: str, a: Any, b: Any, lanes: int) -> Any:
     return total
 
 
-def _lower(instruction: str) -> Any:
+def _lower(instruction: str, widest: int) -> Any:
+    """The ``LowerIntrin`` rule of an op: instructions of at most ``widest`` int32 lanes."""
     def lower(call: Any) -> Any:
         from tvm import tirx
 
-        dtype = call.ty.dtype
-        lanes = int(dtype.lanes)
+        lanes = int(call.ty.dtype.lanes)
         a, b = call.args
-        found = _INTRINSICS.get((instruction, lanes))
-        if found is None:
+        if (instruction, lanes) in _INTRINSICS and lanes <= widest:
+            return _instruction(instruction, a, b, lanes)
+        part = max((w for (i, w) in _INTRINSICS if i == instruction and w < lanes
+                    and lanes % w == 0 and w <= widest), default=None)
+        if part is None:
             return _arithmetic(instruction, a, b, lanes)
-        name, operand = found
-        a, b = tirx.reinterpret(operand, a), tirx.reinterpret(operand, b)
-        if instruction == "vpmaddwd":
-            return tirx.call_llvm_pure_intrin(str(dtype), name, a, b)
-        return tirx.call_llvm_pure_intrin(str(dtype), name, _imm(0, "int32", lanes), a, b)
+        # a multiple of the instruction's width: one instruction per slice, concatenated
+        pieces = [_instruction(instruction, _slice(a, s, part), _slice(b, s, part), part)
+                  for s in range(0, lanes, part)]
+        return tirx.Shuffle(pieces, [tirx.IntImm("int32", i) for i in range(lanes)])
 
     return lower
+
+
+def _slice(vector: Any, start: int, lanes: int) -> Any:
+    from tvm import tirx
+
+    return tirx.Shuffle([vector], [tirx.IntImm("int32", start + i) for i in range(lanes)])
+
+
+def _instruction(instruction: str, a: Any, b: Any, lanes: int) -> Any:
+    """The instruction's intrinsic on ``lanes`` int32 lanes (a width of :data:`_INTRINSICS`)."""
+    from tvm import tirx
+
+    name, operand = _INTRINSICS[(instruction, lanes)]
+    a, b = tirx.reinterpret(operand, a), tirx.reinterpret(operand, b)
+    if instruction == "vpmaddwd":
+        return tirx.call_llvm_pure_intrin(f"int32x{lanes}", name, a, b)
+    return tirx.call_llvm_pure_intrin(f"int32x{lanes}", name, _imm(0, "int32", lanes), a, b)
 
 
 _REGISTERED: list[bool] = []
 
 
 def register_dot_ops() -> None:
-    """Declare the ops of :data:`DOT_OPS` to TVM (pure, vectorizable, lowered for ``llvm``;
-    once per process)."""
+    """Declare the ops of :data:`DOT_OPS` and :data:`NARROW_OPS` to TVM (pure, vectorizable,
+    lowered for ``llvm``; once per process)."""
     import tvm
     from tvm import tirx
 
     if _REGISTERED:
         return
     _REGISTERED.append(True)
-    for instruction, name in DOT_OPS.items():
+    ops = [(i, name, 16) for i, name in DOT_OPS.items()]
+    ops += [(i, name, 8) for i, name in NARROW_OPS.items()]
+    for instruction, name, widest in ops:
         tvm.ir.register_op_attr(name, "TVectorizable", True)
         op = tvm.ir.Op.get(name)
         if op.get_attr("TCallEffectKind") is None:
             op.set_attr("TCallEffectKind", 1)          # pure
-        tirx.register_intrin_lowering(name, "llvm", f=_lower(instruction), level=99)
+        tirx.register_intrin_lowering(name, "llvm", f=_lower(instruction, widest), level=99)
 
 
 def dot_call(path: DotPath, data_word: Any, weight_word: Any) -> Any:
@@ -294,12 +327,16 @@ def conv2d_dot(call: Any, dmap: Any, kmap: Any, omap: Any, pad_name: str) -> Any
     from semantics.ops import nn_relations as N
 
     attrs = call.attrs
-    if (attrs["groups"] != 1 or call.constant(1) is None or call.hide is None
+    if (call.constant(1) is None or call.hide is None
             or call.in_dtype(0) != call.in_dtype(1) or set(omap.factor) != {"C"}
             or "H" in dmap.factor or "W" in dmap.factor):
         return None
     dshape, kshape = call.in_shape(0), call.in_shape(1)
     primal = tuple(kmap.extent(kshape, a) for a in "OIHW")
+    if attrs["groups"] != 1:
+        if attrs["groups"] == primal[0] == dmap.extent(dshape, "C") and primal[1] == 1:
+            return depthwise_dot(call, dmap, kmap, omap, pad_name)
+        return None
     path = dot_path(call.target or Target.host(), call.in_dtype(0), call.out_dtype,
                     omap.factor["C"], primal[1])
     if path is None:
@@ -333,6 +370,111 @@ def conv2d_dot(call: Any, dmap: Any, kmap: Any, omap: Any, pad_name: str) -> Any
         x = staged[o["N"], o["H"] * sh + ry * dh, o["W"] * sw + rx * dw, rp]
         k = packed[tirx.floordiv(o["C"], lanes), rp, ry, rx, tirx.floormod(o["C"], lanes)]
         return te.sum(dot_call(path, x, k), axis=[rp, ry, rx])
+
+    out = te.compute(call.out_shape, body, name="conv2d")
+    if not path.shift:
+        return out
+    corr = call.add_constant(weight_correction(w), "conv2d_correction")
+    return te.compute(call.out_shape, lambda *i: out[i] - corr[omap.coords(i)["C"]],
+                      name="conv2d_unshift")
+
+
+def depthwise_path(target: Target, in_dtype: str, out_dtype: str, block: int) -> DotPath | None:
+    """The dot-product path of a depthwise convolution (:func:`depthwise_dot`), or None: the
+    words hold ``G`` kernel columns of one channel, the lanes are the channel block."""
+    if out_dtype != "int32":
+        return None
+    if target.vnni and in_dtype == "int8" and (block == 16 and target.avx512 or block == 8):
+        return DotPath("vpdpbusd", block, 4, True)
+    if target.avx2 and in_dtype in ("int8", "int16") and block == 8:
+        return DotPath("vpmaddwd", 8, 2, False)
+    return None
+
+
+def pack_depthwise(w: np.ndarray, path: DotPath) -> np.ndarray:
+    """The depthwise ``OIHW`` weight ``(C, 1, KH, KW)`` as words ``[C / L, KH, ceil(KW / G),
+    L]`` (``uint32``): word ``[b, y, q, l]`` holds ``w[b·L + l, 0, y, q·G + g]`` for
+    ``g < G`` (zero past ``KW``)."""
+    c, _, kh, kw = w.shape
+    lanes, group = path.lanes, path.group
+    small = np.dtype("int8" if path.instruction == "vpdpbusd" else "int16")
+    q = -(-kw // group)
+    full = np.zeros((c, kh, q * group), small)
+    full[:, :, :kw] = w[:, 0]
+    grid = full.reshape(c // lanes, lanes, kh, q, group).transpose(0, 2, 3, 1, 4)
+    out = aligned_empty((c // lanes, kh, q, lanes), np.dtype("uint32"))
+    out[...] = np.ascontiguousarray(grid).view(np.uint32)[..., 0]
+    return out
+
+
+def depthwise_dot(call: Any, dmap: Any, kmap: Any, omap: Any, pad_name: str) -> Any:
+    """A depthwise convolution (``groups`` = channels, one input channel a group) on the
+    words of :func:`depthwise_path`, or None.
+
+    The staged input (the stage ``pad_name``, padded, channels last) holds, at
+    ``[n, h, w, c]``, the word of the ``G`` columns ``w, w + dw, ..`` of channel ``c``
+    (int16 pairs, or bytes shifted by +128); the weights are the words of ``G`` kernel
+    columns (:func:`pack_depthwise`). The convolution reduces the dot products over the
+    kernel rows and the ``ceil(KW / G)`` words of a row (a reduction axis ``rc`` of extent
+    1 keeps the shape of the other convolutions for ``backends.tvm.sched.conv2d``): a 3×3
+    kernel is 6 ``vpmaddwd`` or 3 ``vpdpbusd`` per vector of outputs instead of 9
+    multiplies and adds."""
+    from tvm import te, tirx
+
+    from semantics.ops import nn_relations as N
+
+    attrs = call.attrs
+    dshape, kshape = call.in_shape(0), call.in_shape(1)
+    primal = tuple(kmap.extent(kshape, a) for a in "OIHW")
+    path = depthwise_path(call.target or Target.host(), call.in_dtype(0), call.out_dtype,
+                          omap.factor["C"])
+    if path is None or primal[0] % path.lanes:
+        return None
+    data = call.inputs[0]
+    height, width = dmap.extent(dshape, "H"), dmap.extent(dshape, "W")
+    w = to_oihw(call.constant(1), kmap.axes, primal)
+    packed = call.add_constant(pack_depthwise(w, path), "conv2d_words")
+    sh, sw = N.pair(attrs["strides"])
+    dh, dw = N.pair(attrs["dilation"])
+    pt, pl, pb, pr = N.pad4(attrs["padding"])
+
+    q = int(packed.shape[2])
+    step = path.group * dw
+    # with a stride dividing the word's span, only every ``sw``-th column starts a word
+    every = sw if step % sw == 0 else 1
+    out_w = omap.extent(call.out_shape, "W")
+
+    def word(b: Any, hh: Any, j: Any, c: Any) -> Any:
+        h = hh - pt
+        row_in = tirx.all(h >= 0, h < height)
+        hc = tirx.max(tirx.min(h, height - 1), 0)
+
+        def column(g: int) -> Any:
+            return j * every - pl + g * dw
+
+        def inside(g: int) -> Any:
+            return tirx.all(row_in, column(g) >= 0, column(g) < width)
+
+        def read(g: int) -> Any:
+            x = tirx.max(tirx.min(column(g), width - 1), 0)
+            return data[tuple(dmap.index({"N": b, "C": c, "H": hc, "W": x}))]
+
+        return pack_data(inside, path, read)
+
+    columns = (width + pl + pr if every == 1 else out_w + (q - 1) * step // sw)
+    staged = te.compute((dmap.extent(dshape, "N"), height + pt + pb, columns, primal[0]),
+                        word, name=pad_name)
+    rc = te.reduce_axis((0, 1), name="rc")
+    ry = te.reduce_axis((0, primal[2]), name="ry")
+    rq = te.reduce_axis((0, q), name="rx")
+    lanes = path.lanes
+
+    def body(*idx: Any) -> Any:
+        o = omap.coords(idx)
+        j = o["W"] * sw + rq * step if every == 1 else o["W"] + rq * (step // sw)
+        x = staged[o["N"], o["H"] * sh + ry * dh, j, o["C"] + rc]
+        k = packed[tirx.floordiv(o["C"], lanes), ry, rq, tirx.floormod(o["C"], lanes)]
+        return te.sum(dot_call(path, x, k), axis=[rc, ry, rq])
 
     out = te.compute(call.out_shape, body, name="conv2d")
     if not path.shift:

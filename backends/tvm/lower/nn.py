@@ -267,27 +267,34 @@ def pack_gemv_weight(w: np.ndarray, tile: int) -> np.ndarray:
     return out
 
 
+def _dense_dot(call: OpCall, rows: int) -> Any:
+    """An integer dense on dot-product instructions (``lower/int_dense.py``), or None."""
+    if call.in_dtype(0) not in ("int8", "int16"):
+        return None
+    from backends.tvm.lower.int_dense import dense_dot
+
+    return dense_dot(call, rows, GEMV_MAX_ROWS, gemv_tile, PACK, (GEMV, f"{KEEP}dense_acc"))
+
+
 @lowering("nn.dense")
 def _dense(call: OpCall) -> Any:
-    """``nn.dense`` in one of the forms the schedules of ``backends.tvm.sched.dense`` expect.
+    """``nn.dense`` in one of the forms the schedules of ``backends.tvm.sched.dense`` expect
+    (an int8/int16 one with a bound weight: on dot-product words, :func:`_dense_dot`).
 
     * **Packed GEMV** (at most :data:`GEMV_MAX_ROWS` rows, the weight a constant of the
       kernel): the weight is packed at build time (:func:`pack_gemv_weight`, tiles of
-      :func:`gemv_tile` columns, as many lanes as the target's vector registers hold), and
-      ``keep_dense_gemv[..., j]`` sums ``x[k] * packed[j // T, k, j % T]`` over ``k``
-      (columns past ``N`` are zero); ``dense`` is its first ``N`` columns. Every ``k`` step
-      is a broadcast of ``x[k]`` times whole vectors of weights: no horizontal sums.
+      :func:`gemv_tile` columns, as many lanes as the target's vector registers hold);
+      ``keep_dense_gemv[..., j]`` sums ``x[k] * packed[j // T, k, j % T]`` (zero past ``N``),
+      ``dense`` is its first ``N`` columns: each ``k`` step broadcasts ``x[k]``.
     * **GEMV** (at most :data:`GEMV_MAX_ROWS` rows, a weight computed at run time): the
       weight ``(N, K)`` is read in its own row-major layout —
       ``keep_dense_partial[..., j, l]`` sums ``x[k] * w[j, k]`` over the ``k = ko * L + l``
-      of the first ``K - K % L`` columns (``L`` lanes: one vector of partial sums per
-      output), and ``dense`` adds the ``L`` partial sums and the ``K % L`` remaining
-      products (guarded by ``l < K % L``).  No copy of the weight is made.
-    * **GEMM**: the weight is packed into ``[N/16, K, 16]`` (zero-padded to a multiple of 16
-      columns) — at build time when it is a constant of the kernel (a model's weight, as
-      :func:`pack_gemv_weight` with a tile of 16), else per call in ``keep_dense_pack`` —;
-      ``keep_dense_acc[..., Np]`` accumulates over ``k`` reading 16 contiguous packed
-      weights per step, and ``dense`` is its first ``N`` columns.
+      of the first ``K - K % L`` columns (``L`` lanes), and ``dense`` adds the ``L`` partial
+      sums and the ``K % L`` remaining products (guarded by ``l < K % L``). No copy is made.
+    * **GEMM**: the weight is packed into ``[N/16, K, 16]`` (zero-padded) — at build time
+      when it is a constant of the kernel (:func:`pack_gemv_weight`, a tile of 16), else per
+      call in ``keep_dense_pack`` —; ``keep_dense_acc[..., Np]`` accumulates over ``k``
+      reading 16 contiguous packed weights per step; ``dense`` is its first ``N`` columns.
     """
     te, tirx = _te(), _tirx()
     data, weight = call.inputs
@@ -306,6 +313,8 @@ def _dense(call: OpCall) -> Any:
         return tirx.Cast(odt, weight[j, kk])
 
     rows = dense_rows(dshape)
+    if (dotted := _dense_dot(call, rows)) is not None:
+        return dotted
     w_const = call.constant(1)
     if rows <= GEMV_MAX_ROWS and w_const is not None and call.hide is not None:
         lanes = max(1, min(16, (call.target or Target.host()).vector_bytes * 8 // bits(odt)))

@@ -503,6 +503,12 @@ def cast_expr(x: Any, src: str, dst: str) -> Any:
         t = tirx.trunc(tirx.Cast("float64", x))
         t = tirx.Select(tirx.isfinite(t), t, tirx.const(0.0, "float64"))
         modulus = tirx.const(float(2 ** width), "float64")
+        if width < 64:
+            # t mod 2**width in [0, 2**width), exact for every finite t (the division and the
+            # product are by a power of two, floor is exact, and the difference is
+            # representable) and vectorizable, unlike a call of libm's fmod per element
+            q = tirx.floor(t * tirx.const(2.0 ** -width, "float64")) * modulus
+            return tirx.Cast(dst, tirx.Cast("int64", t - q))
         r = fmod(t, modulus, "float64")
         if width == 64:
             r = tirx.Select(r >= tirx.const(2.0 ** 63, "float64"), r - modulus, r)

@@ -229,7 +229,8 @@ def schedule_conv2d(prim: Any, info: KernelInfo) -> Any:
     spatial, reduction = shape
     if not (_BLOCKED.fullmatch(out_layout) and len(spatial) == 5 and spatial[-1] >= 4):
         return None
-    materialize = reduction[0] * reduction[1] * reduction[2] >= PAD_MIN_REDUCTION
+    materialize = (reduction[0] * reduction[1] * reduction[2] >= PAD_MIN_REDUCTION
+                   or _staged_words(sch))
     keep = {"conv2d", PAD} if materialize else {"conv2d"}
     inline_blocks(sch, keep.__contains__)   # the epilogue joins the output block
     conv = sch.get_sblock("conv2d")
@@ -249,6 +250,17 @@ def schedule_conv2d(prim: Any, info: KernelInfo) -> Any:
     if materialize:
         _materialize_pad(sch, spatial[-1])
     return sch.mod
+
+
+def _staged_words(sch: Any) -> bool:
+    """Whether the staged input holds the 32-bit words of the dot-product lowering
+    (``backends.tvm.lower.int_dot``): packing them costs several operations per word, so
+    they are materialized once even for a short (depthwise) reduction."""
+    try:
+        pad = sch.get_sblock(PAD)
+    except schedule_error():   # no staged input
+        return False
+    return str(sch.get(pad).writes[0].source.dtype) == "uint32"
 
 
 def _conv_call(info: KernelInfo) -> Any:
