@@ -125,7 +125,7 @@ def _trampolined(mod):
 
 
 def test_trampolined_aot_code_agrees_with_the_oracle():
-    config = ProgramConfig(max_depth=3, effects=1).with_features(
+    config = ProgramConfig(max_depth=3, effects=1, finite_extremes=False).with_features(
         "let", "if", "tuple", "closure", "higher_order", "global", "adt", "match", "ref", "op",
         "recursion", "let_rec", "sharing")
     assert_equivalent(_trampolined, config=config, max_examples=20, name="tvm-aot-trampolined")
