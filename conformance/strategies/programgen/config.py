@@ -57,7 +57,7 @@ class ProgramConfig:
     effects: int = 0              # extra top-level ``ref_write`` steps in main (targeted runs)
     lift_constants: bool = True   # some constants of main become parameters (drawn inputs)
     max_lifted: int = 4           # at most this many
-    alternates: int = 3           # further input tuples per program (Program.alternates)
+    alternates: int = 4           # further input tuples per program (Program.alternates)
 
     def with_features(self, *names: str) -> ProgramConfig:
         return replace(self, features=frozenset(names))
