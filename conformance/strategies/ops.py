@@ -329,7 +329,7 @@ def reduce_attrs(draw: st.DrawFn, ndim: int) -> dict[str, Any]:
     if draw(st.booleans()):
         attrs["keepdims"] = draw(st.booleans())
     if form in ("int", "list") and draw(st.booleans()):
-        every = form == "list" and len(attrs["axis"]) == ndim
+        every = len(attrs["axis"]) == ndim if form == "list" else ndim == 1
         attrs["exclude"] = draw(st.booleans()) if not every or not draw(st.integers(0, 7)) \
             else False
     return attrs

@@ -209,8 +209,9 @@ def _distinct_array(rng: np.random.Generator, dtype: str, shape: tuple[int, ...]
         info = np.iinfo(np_dtype)
         if int(info.min) == 0:
             values = np.abs(values)
-        lo, span = int(info.min), int(info.max) - int(info.min) + 1
-        values = (values - lo) % span + lo          # wraps only past the dtype's room
+        top = min(int(info.max), -int(info.min)) if int(info.min) < 0 else int(info.max)
+        if count > top:                 # more elements than the dtype has room for
+            values = np.sign(values) * ((np.abs(values) - 1) % top + 1)
     return values.astype(np_dtype).reshape(shape)
 
 

@@ -123,11 +123,15 @@ class _ExprGen(_GenBase):
 
         shape = tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
         if self.cfg.special_values:
-            # Directly (no per-constant composite strategy to build and validate).
+            # Directly (no per-constant composite strategy to build and validate). One
+            # constant in eight of two or more elements has pairwise distinct ones: no
+            # symmetric or tied contents to hide a wrong permutation or window behind
+            # (the inputs get them in an alternate; constants that stay constants, here).
             count = int(np.prod(shape)) if shape else 1
             return _seeded_array(self.draw, t.dtype, shape, count, self.cfg.value_bound,
                                  self.cfg.float_mode, EDGE_ODDS,
-                                 ieee=not self.cfg.finite_extremes)
+                                 ieee=not self.cfg.finite_extremes,
+                                 distinct=count > 1 and self.coin(8))
         return self.draw(arrays(t.dtype, shape, exact=True, bound=self.cfg.value_bound,
                                 fractional=self.cfg.float_mode))
 
