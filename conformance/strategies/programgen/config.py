@@ -50,8 +50,8 @@ class ProgramConfig:
     features: frozenset[str] = FEATURES
     ops: tuple[str, ...] | None = None   # None: every registered operator
     focus_op: str | None = None   # main binds at least one call of this operator
-    min_op_bindings: int = 1      # op-call bindings main makes (when operators exist)
-    extra_op_bindings: int = 2    # up to this many more (drawn)
+    min_op_bindings: int = 2      # op-call bindings main makes (when operators exist)
+    extra_op_bindings: int = 4    # up to this many more (drawn)
     max_flow: int = 3             # elementwise steps over main's earlier tensors (drawn 0..n)
     max_probes: int = 3           # edge probes over main's earlier tensors (drawn 0..n)
     effects: int = 0              # extra top-level ``ref_write`` steps in main (targeted runs)
