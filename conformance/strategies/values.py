@@ -171,7 +171,7 @@ def _seeded_array(draw: st.DrawFn, dtype: str, shape: tuple[int, ...], count: in
     if is_int(dtype):
         info = np.iinfo(np_dtype)
         plain = rng.integers(max(int(info.min), -bound), min(int(info.max), bound) + 1,
-                             size=count).astype(object)
+                             size=count)
     elif halves:
         plain = rng.integers(-2 * bound, 2 * bound + 1, size=count) / 2.0
     elif fractional:
@@ -180,11 +180,19 @@ def _seeded_array(draw: st.DrawFn, dtype: str, shape: tuple[int, ...], count: in
         ints = rng.integers(-bound, bound + 1, size=count).astype(np.float64)
         quarters = rng.integers(-4 * bound, 4 * bound + 1, size=count) / 4.0
         plain = np.where(rng.integers(0, 2, size=count) == 1, quarters, ints)
-    edges = IEEE_SPECIALS if ieee and not is_int(dtype) else edge_values(dtype)
+    edges = _edge_array(dtype, ieee and not is_int(dtype))
     pick = rng.integers(0, len(edges), size=count)
     edge = rng.integers(0, edge_odds, size=count) == edge_odds - 1
-    values = [edges[pick[i]] if edge[i] else plain[i] for i in range(count)]
-    return np.array(values, dtype=np_dtype).reshape(shape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = np.where(edge, edges[pick], np.asarray(plain).astype(np_dtype))
+    return values.astype(np_dtype, copy=False).reshape(shape)
+
+
+@functools.cache
+def _edge_array(dtype: str, ieee: bool) -> np.ndarray:
+    """The edge cases of ``dtype`` (:data:`IEEE_SPECIALS` with ``ieee``) as an array of it."""
+    with np.errstate(over="ignore"):
+        return np.array(IEEE_SPECIALS if ieee else edge_values(dtype), dtype=to_numpy(dtype))
 
 
 def _distinct_array(rng: np.random.Generator, dtype: str, shape: tuple[int, ...],
