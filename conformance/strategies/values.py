@@ -168,6 +168,7 @@ def _seeded_array(draw: st.DrawFn, dtype: str, shape: tuple[int, ...], count: in
     rng = np.random.default_rng(draw(_SEED))
     if is_bool(dtype):
         return rng.integers(0, 2, size=shape).astype(np.bool_)
+    plain: np.ndarray
     if is_int(dtype):
         info = np.iinfo(np_dtype)
         plain = rng.integers(max(int(info.min), -bound), min(int(info.max), bound) + 1,
