@@ -301,6 +301,8 @@ def check_program(transform: Callable[[IRModule], Any], module: IRModule,
             f"{type(err).__name__}, not a RelayError)", "raised " + type(err).__name__,
             module, inputs, oracle, _crash(err), None,
             traceback_text=_user_traceback(err)) from None
+    if _unchanged(transformed, module):
+        return      # the very program again: the oracle is deterministic, the outcomes agree
     budget = fuel if fuel is not None else 10 * ORACLE_FUEL
     _compare_run(label, transformed, module, inputs, oracle, check_types, exact_floats, budget,
                  signed_zeros)
@@ -309,6 +311,23 @@ def check_program(transform: Callable[[IRModule], Any], module: IRModule,
             run_oracle(module, alt)
         _compare_run(label, transformed, module, alt, expected, check_types, exact_floats,
                      budget, signed_zeros)
+
+
+def _unchanged(transformed: Any, module: IRModule) -> bool:
+    """Whether ``transformed`` is ``module`` again (the same object, or a module equal to
+    it up to the names of bound variables): nodes are immutable and the oracle is
+    deterministic, so running it would only repeat the oracle's runs. Most passes leave
+    many generated programs alone; this skips all but the first of their runs."""
+    if transformed is module:
+        return True
+    if not isinstance(transformed, IRModule):
+        return False
+    from semantics.structural.exprs import alpha_equal
+
+    try:
+        return alpha_equal(transformed, module)
+    except Exception:  # noqa: BLE001 - a malformed module: run it and report what happens
+        return False
 
 
 def _compare_run(label: str, transformed: Any, module: IRModule, inputs: Sequence[Any],
@@ -508,21 +527,42 @@ class _ShrinkBudgetSpent(BaseException):
     so Hypothesis stops at once instead of treating it as another failure to shrink."""
 
 
-class _Search:
-    """The smallest counterexample seen so far and the shrinking clock."""
+# Hypothesis's share of the shrink budget (the program reducer gets the rest, at least
+# 2 s), and how long its shrinking may go without a smaller counterexample before the
+# reducer takes over (a fraction of the budget, at least STALL_MIN seconds). Hypothesis
+# re-generates a whole program for every attempt, while the reducer edits the program
+# itself: on generated programs the reducer removes far more per second, so Hypothesis
+# is stopped as soon as it stalls.
+SHRINK_SHARE = 0.6
+STALL_SHARE = 0.2
+STALL_MIN = 2.0
 
-    def __init__(self, budget: float) -> None:
+
+class _Search:
+    """The smallest counterexample seen so far and the shrinking clock: shrinking stops
+    after ``budget`` seconds, or ``stall`` seconds without a smaller counterexample."""
+
+    def __init__(self, budget: float, stall: float | None = None) -> None:
         self.budget = budget
+        self.stall = stall if stall is not None else float("inf")
         self.first_failure: float | None = None
         self.found_after: float | None = None
+        self.progress: float | None = None      # when the best counterexample last shrank
+        self.stop_reason = ""
         self.start = time.monotonic()
         self.best: Disagreement | None = None
         self.best_size = 0
         self.failures = 0
 
     def tick(self) -> None:
-        if self.first_failure is not None and \
-                time.monotonic() - self.first_failure > self.budget:
+        if self.first_failure is None or self.progress is None:
+            return
+        now = time.monotonic()
+        if now - self.first_failure > self.budget:
+            self.stop_reason = "time budget spent, smallest so far"
+            raise _ShrinkBudgetSpent()
+        if now - self.progress > self.stall:
+            self.stop_reason = f"no smaller one for {self.stall:.0f} s, the reducer took over"
             raise _ShrinkBudgetSpent()
 
     def record(self, d: Disagreement) -> None:
@@ -536,6 +576,7 @@ class _Search:
         size = _program_size(d)
         if self.best is None or size < self.best_size:
             self.best, self.best_size = d, size
+            self.progress = now
 
 
 def _program_size(d: Disagreement) -> int:
@@ -619,9 +660,11 @@ def assert_equivalent(transform: Callable[[IRModule], Any], *,
         name: the transform's name in messages.
         seed: a seed for the generator (default: the profile's derandomization / random).
         shrink_time: seconds spent minimising a counterexample once one is found (default
-            15; ``None``: no limit): three quarters for Hypothesis's shrinking, the rest
-            (at least 2 s) for the program reducer (:mod:`conformance.reduce`). When the
-            budget is spent the smallest counterexample found so far is reported.
+            15; ``None``: no limit): at most :data:`SHRINK_SHARE` of it for Hypothesis's
+            shrinking (which also stops once it has found no smaller counterexample for
+            :data:`STALL_SHARE` of the budget), the rest (at least 2 s) for the program
+            reducer (:mod:`conformance.reduce`). When the budget is spent the smallest
+            counterexample found so far is reported.
         signed_zeros: ``-0.0`` and ``0.0`` differ (the default); ``False`` for a pass that
             legitimately reassociates float arithmetic (e.g. FoldScaleAxis).
     Raises:
@@ -678,7 +721,7 @@ def _check_generated(transform: Callable[[IRModule], Any],
     from conformance.strategies.programs import well_typed_modules
 
     total = float("inf") if shrink_time is None else max(0.0, float(shrink_time))
-    search = _Search(0.75 * total)
+    search = _Search(SHRINK_SHARE * total, stall=max(STALL_MIN, STALL_SHARE * total))
     strat = strategy if strategy is not None else well_typed_modules(config)
     conf = _search_settings(max_examples)
 
@@ -724,7 +767,7 @@ def _minimised(transform: Callable[[IRModule], Any], search: _Search, stopped: b
     reduced_for = time.monotonic() - search.first_failure - shrunk_for
     best.shrink = (
         f"(found after {search.found_after:.1f} s; Hypothesis shrank it for {shrunk_for:.1f} s"
-        + (" (time budget spent, smallest so far)" if stopped else "")
+        + (f" ({search.stop_reason})" if stopped else "")
         + f", the reducer for {reduced_for:.1f} s: size {before} -> {_program_size(best)})")
     return best
 

@@ -81,7 +81,7 @@ def _reshape_tensor_valid() -> SearchStrategy:
 @st.composite
 def _reshape_tensor_inputs(draw: st.DrawFn, arg_types: tuple[Any, ...], attrs: dict[str, Any],
                            exact: bool) -> tuple[np.ndarray, ...]:
-    data = draw(O.fast_arrays(arg_types[0].dtype, arg_types[0].shape))
+    data = draw(O.fast_arrays(arg_types[0].dtype, arg_types[0].shape, exact=exact))
     return data, np.array(attrs["newshape"], dtype=np.int64).reshape(-1)
 
 

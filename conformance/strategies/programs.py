@@ -48,9 +48,11 @@ with ``c`` near the dtype's limits, a square tensor with a lower-rank one); a wr
 ``main`` is often read back at once; operator arguments are often plain variables or
 constants; some constants of ``main`` are lifted to parameters (``lift_constants``), and
 each program carries ``alternates`` further input tuples (``Program.alternates``: in turn
-edge-heavy, narrow — small values and halves, so operands tie and go negative — and
-IEEE-heavy — half of the float elements NaN, ±inf or -0.0) that the harness checks too —
-running a program is far cheaper than generating it.
+edge-heavy, narrow — small values and halves, so operands tie and go negative —,
+IEEE-heavy — half of the float elements NaN, ±inf or -0.0 — and distinct — no two
+elements of a tensor equal, all of one sign or mixed, so a wrong permutation, pooling
+window or reduction start cannot hide behind ties) that the harness checks too — running
+a program is far cheaper than generating it.
 
 Variety: each program may favour one dtype and one or two operators (swarm testing:
 ``_GenBase.swarm``), float dtypes are drawn half of the time, and every example is a
@@ -165,13 +167,13 @@ def well_typed_modules(config: ProgramConfig | None = None, **overrides: Any
         assume(_type_checks(mod))
 
         def draw_inputs(types: tuple[Type, ...], edge_odds: int, narrow: bool = False,
-                        ieee: bool = False) -> tuple[Any, ...]:
+                        ieee: bool = False, distinct: bool = False) -> tuple[Any, ...]:
             bindings: dict[str, int] = {}
             return tuple(draw(values_of(t, mod, exact=True, fractional=cfg.float_mode,
                                         bound=cfg.value_bound, max_size=cfg.max_dim,
                                         adt_depth=cfg.adt_depth, bindings=bindings,
                                         special=cfg.special_values, edge_odds=edge_odds,
-                                        narrow=narrow,
+                                        narrow=narrow, distinct=distinct,
                                         ieee=ieee or not cfg.finite_extremes))
                          for t in types)
 
@@ -181,10 +183,13 @@ def well_typed_modules(config: ProgramConfig | None = None, **overrides: Any
         # ±inf, -0.0, subnormals, extremes); narrow (small values and halves, so that
         # operands share elements and sit between integers; one element in eight an edge
         # case); IEEE-heavy (half of the float elements NaN, ±inf or -0.0, where the
-        # algebra of real numbers fails); then again.
-        alternates = tuple(draw_inputs(arg_types, 8, narrow=True) if i % 2 else
-                           draw_inputs(arg_types, 3) if i % 4 == 0 else
-                           draw_inputs(arg_types, 2, ieee=True)
+        # algebra of real numbers fails); distinct (no two elements of a tensor equal, all
+        # of one sign or mixed: a wrong permutation, window or reduction start cannot hide
+        # behind ties and symmetric constants); then again.
+        alternates = tuple(draw_inputs(arg_types, 3) if i % 4 == 0 else
+                           draw_inputs(arg_types, 8, narrow=True) if i % 4 == 1 else
+                           draw_inputs(arg_types, 2, ieee=True) if i % 4 == 2 else
+                           draw_inputs(arg_types, EDGE_ODDS, distinct=True)
                            for i in range(cfg.alternates))
         return Program(mod, inputs, alternates)
 

@@ -153,22 +153,26 @@ IEEE_SPECIALS = (float("nan"), float("inf"), float("-inf"), -0.0)
 
 def _seeded_array(draw: st.DrawFn, dtype: str, shape: tuple[int, ...], count: int, bound: int,
                   fractional: bool, edge_odds: int, halves: bool = False,
-                  ieee: bool = False) -> np.ndarray:
+                  ieee: bool = False, distinct: bool = False) -> np.ndarray:
     """A special-valued array built from one drawn seed (fast: no draw per element).
 
     Mode 0 (what shrinking reaches) is all zeros; otherwise elements follow the
     distribution of :func:`scalars` with ``special=True`` (with ``ieee``, a float dtype's
-    edge cases are only :data:`IEEE_SPECIALS`)."""
+    edge cases are only :data:`IEEE_SPECIALS`). With ``distinct``: pairwise distinct
+    elements (see :func:`_distinct_array`), never all zeros."""
     np_dtype = to_numpy(dtype)
+    if distinct:
+        return _distinct_array(np.random.default_rng(draw(_SEED)), dtype, shape, count)
     if draw(_MODE) == 0:
         return np.zeros(shape, dtype=np_dtype)
     rng = np.random.default_rng(draw(_SEED))
     if is_bool(dtype):
         return rng.integers(0, 2, size=shape).astype(np.bool_)
+    plain: np.ndarray
     if is_int(dtype):
         info = np.iinfo(np_dtype)
         plain = rng.integers(max(int(info.min), -bound), min(int(info.max), bound) + 1,
-                             size=count).astype(object)
+                             size=count)
     elif halves:
         plain = rng.integers(-2 * bound, 2 * bound + 1, size=count) / 2.0
     elif fractional:
@@ -177,11 +181,47 @@ def _seeded_array(draw: st.DrawFn, dtype: str, shape: tuple[int, ...], count: in
         ints = rng.integers(-bound, bound + 1, size=count).astype(np.float64)
         quarters = rng.integers(-4 * bound, 4 * bound + 1, size=count) / 4.0
         plain = np.where(rng.integers(0, 2, size=count) == 1, quarters, ints)
-    edges = IEEE_SPECIALS if ieee and not is_int(dtype) else edge_values(dtype)
+    edges = _edge_array(dtype, ieee and not is_int(dtype))
     pick = rng.integers(0, len(edges), size=count)
     edge = rng.integers(0, edge_odds, size=count) == edge_odds - 1
-    values = [edges[pick[i]] if edge[i] else plain[i] for i in range(count)]
-    return np.array(values, dtype=np_dtype).reshape(shape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = np.where(edge, edges[pick], np.asarray(plain).astype(np_dtype))
+    return values.astype(np_dtype, copy=False).reshape(shape)
+
+
+@functools.cache
+def _edge_array(dtype: str, ieee: bool) -> np.ndarray:
+    """The edge cases of ``dtype`` (:data:`IEEE_SPECIALS` with ``ieee``) as an array of it."""
+    with np.errstate(over="ignore"):
+        return np.array(IEEE_SPECIALS if ieee else edge_values(dtype), dtype=to_numpy(dtype))
+
+
+def _distinct_array(rng: np.random.Generator, dtype: str, shape: tuple[int, ...],
+                    count: int) -> np.ndarray:
+    """Pairwise distinct elements (as far as the dtype has room): a shuffled ``1..count``,
+    all positive, all negative or of mixed signs (one of the three per array).
+
+    Inputs where no two elements tie and no constant is symmetric: a transpose with the
+    wrong permutation, two parts of a concatenation swapped, ``avg`` pooling for ``max``
+    or ``minimum`` as a select then show in the values; all-negative arrays show a
+    ``max`` started from 0 and a ``relu`` dropped."""
+    np_dtype = to_numpy(dtype)
+    if is_bool(dtype):
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    values = rng.permutation(count) + 1
+    sign = rng.integers(0, 3)
+    if sign == 1:
+        values = -values
+    elif sign == 2:
+        values = np.where(rng.integers(0, 2, size=count) == 1, values, -values)
+    if is_int(dtype):
+        info = np.iinfo(np_dtype)
+        if int(info.min) == 0:
+            values = np.abs(values)
+        top = min(int(info.max), -int(info.min)) if int(info.min) < 0 else int(info.max)
+        if count > top:                 # more elements than the dtype has room for
+            values = np.sign(values) * ((np.abs(values) - 1) % top + 1)
+    return values.astype(np_dtype).reshape(shape)
 
 
 @st.composite
@@ -214,8 +254,8 @@ def concrete_dim(d: object, bindings: dict[str, int], draw: st.DrawFn, max_size:
 def values_of(draw: st.DrawFn, ty: Type, module: object = None, *, exact: bool = True,
               fractional: bool = False, bound: int = 8, max_size: int = 3, adt_depth: int = 3,
               bindings: dict[str, int] | None = None, special: bool = False,
-              edge_odds: int = EDGE_ODDS, narrow: bool = False, ieee: bool = False
-              ) -> object:
+              edge_odds: int = EDGE_ODDS, narrow: bool = False, ieee: bool = False,
+              distinct: bool = False) -> object:
     """A runtime value of type ``ty`` (first-order types only).
 
     Args:
@@ -228,6 +268,8 @@ def values_of(draw: st.DrawFn, ty: Type, module: object = None, *, exact: bool =
         narrow: with ``special``, ordinary elements from a narrow range (:data:`NARROW`).
         ieee: with ``special``, the edge cases of float dtypes are NaN, ±inf and -0.0 only
             (:data:`IEEE_SPECIALS`).
+        distinct: with ``special``, tensors of pairwise distinct elements instead
+            (:func:`_distinct_array`).
         adt_depth: how many nested recursive constructors an ADT value may have.
         bindings: shape-variable values to respect and extend.
     Raises:
@@ -237,7 +279,7 @@ def values_of(draw: st.DrawFn, ty: Type, module: object = None, *, exact: bool =
 
     env = bindings if bindings is not None else {}
     types = _adt_table(module)
-    opts = (exact, bound, fractional, special, edge_odds, narrow, ieee)
+    opts = (exact, bound, fractional, special, edge_odds, narrow, ieee, distinct)
     return _build(draw, ty, {}, types, env, opts, max_size, adt_depth, ConstructorValue)
 
 
@@ -249,7 +291,7 @@ def _adt_table(module: object) -> dict[str, TypeData]:
 
 
 def _build(draw: st.DrawFn, ty: Type, subst: dict[int, Type], types: dict[str, TypeData],
-           env: dict[str, int], opts: tuple[bool, int, bool, bool, int, bool, bool],
+           env: dict[str, int], opts: tuple[bool, int, bool, bool, int, bool, bool, bool],
            max_size: int,
            depth: int,
            ctor_value: type) -> object:
@@ -262,13 +304,13 @@ def _build(draw: st.DrawFn, ty: Type, subst: dict[int, Type], types: dict[str, T
                       ctor_value)
     if isinstance(ty, TensorType):
         shape = [concrete_dim(d, env, draw, max_size) for d in ty.shape]
-        exact, bound, fractional, special, edge_odds, narrow, ieee = opts
+        exact, bound, fractional, special, edge_odds, narrow, ieee, distinct = opts
         if exact and special:
             # Directly (no per-tensor composite strategy to build and validate).
             count = int(np.prod(shape)) if shape else 1
             return _seeded_array(draw, ty.dtype, tuple(shape), count,
                                  NARROW if narrow else bound, fractional or narrow,
-                                 edge_odds, halves=narrow, ieee=ieee)
+                                 edge_odds, halves=narrow, ieee=ieee, distinct=distinct)
         return draw(arrays(ty.dtype, shape, exact=exact, bound=bound, fractional=fractional,
                            special=special, edge_odds=edge_odds, narrow=narrow))
     if isinstance(ty, TupleType):

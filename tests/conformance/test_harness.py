@@ -126,3 +126,64 @@ def test_generated_counterexamples_are_shrunk_relay_text() -> None:
     assert "def @main" in msg and "--- inputs ---" in msg
     program = msg.split("def @main", 1)[1].split("\n---", 1)[0]   # up to the report's sections
     assert len(program.splitlines()) < 15
+
+
+def test_a_program_returned_unchanged_is_not_run_again() -> None:
+    """A transform that returns its input, or a module equal to it up to bound names, is
+    accepted without running it (the oracle is deterministic); any other module is run."""
+    from conformance.harness import _unchanged
+
+    mod = parse(ADD)
+    again = parse(ADD.replace("%x", "%a").replace("%y", "%b"))
+    assert _unchanged(mod, mod) and _unchanged(again, mod)
+    assert not _unchanged(parse(ADD.replace("add", "subtract")), mod)
+    assert not _unchanged(lambda *args: 0, mod)
+    runs: list[int] = []
+
+    def run(x: np.int32, y: np.int32) -> np.int32:
+        runs.append(1)
+        return np.int32(x + y)
+
+    def backend(m: IRModule) -> object:
+        return run
+
+    check_program(lambda m: again, mod, (np.int32(1), np.int32(2)))
+    check_program(backend, mod, (np.int32(1), np.int32(2)))
+    assert runs == [1]
+    with pytest.raises(AssertionError, match="different value"):
+        check_program(lambda m: parse(ADD.replace("add", "subtract")), mod,
+                      (np.int32(1), np.int32(2)))
+
+
+def test_hypothesis_shrinking_stops_when_it_stalls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shrink clock: Hypothesis's shrinking stops after its budget, or after ``stall``
+    seconds without a smaller counterexample; every smaller one restarts the stall clock."""
+    from conformance.harness import Disagreement, _Search, _ShrinkBudgetSpent
+
+    clock = [100.0]
+    monkeypatch.setattr("conformance.harness.time.monotonic", lambda: clock[0])
+
+    def failure(text: str) -> Disagreement:
+        return Disagreement("differs", "value", parse(text), (), None, None, None)  # type: ignore[arg-type]
+
+    search = _Search(10.0, stall=3.0)
+    search.tick()                                   # nothing found yet: no clock
+    search.record(failure(LIST))
+    clock[0] += 2.5
+    search.tick()
+    search.record(failure(ADD))                     # smaller: progress
+    clock[0] += 2.5
+    search.tick()
+    search.record(failure(LIST))                    # larger: no progress
+    clock[0] += 1.0
+    with pytest.raises(_ShrinkBudgetSpent):
+        search.tick()
+    assert "no smaller one" in search.stop_reason
+    budget = _Search(4.0, stall=3.0)
+    budget.record(failure(LIST))
+    for _ in range(3):
+        clock[0] += 1.5
+        budget.record(failure(ADD if _ == 0 else DIV if _ == 1 else "def @main() { 1 }"))
+    with pytest.raises(_ShrinkBudgetSpent):
+        budget.tick()
+    assert "time budget" in budget.stop_reason

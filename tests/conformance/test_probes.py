@@ -95,7 +95,7 @@ def test_ieee_alternate_holds_only_ordinary_values_and_ieee_specials() -> None:
                                             max_adts=0)))
     def check(program: Program) -> None:
         nonlocal nans
-        assert len(program.alternates) == 3
+        assert len(program.alternates) == 4
         stack: list[object] = list(program.alternates[2])
         while stack:
             v = stack.pop()
@@ -113,6 +113,32 @@ def test_ieee_alternate_holds_only_ordinary_values_and_ieee_specials() -> None:
     check()
     assert nans > 0
     assert any(math.isnan(s) for s in IEEE_SPECIALS)
+
+
+def test_distinct_alternate_has_no_ties() -> None:
+    """The fourth alternate holds tensors of pairwise distinct elements (where the dtype has
+    room for them), so a wrong permutation or pooling window cannot hide behind ties;
+    some of its tensors are all negative."""
+    negative = 0
+
+    @settings(max_examples=30, database=None)
+    @given(well_typed_modules(ProgramConfig(max_adts=0)))
+    def check(program: Program) -> None:
+        nonlocal negative
+        stack: list[object] = list(program.alternates[3])
+        while stack:
+            v = stack.pop()
+            if isinstance(v, tuple):
+                stack.extend(v)
+                continue
+            if not isinstance(v, np.ndarray) or v.dtype.kind not in "iuf" or v.size > 100:
+                continue
+            assert len(np.unique(v)) == v.size, v
+            if v.size > 1 and np.all(v < 0):
+                negative += 1
+
+    check()
+    assert negative > 0
 
 
 def test_self_probes_subtract_or_divide_a_float_parameter() -> None:

@@ -50,14 +50,14 @@ class ProgramConfig:
     features: frozenset[str] = FEATURES
     ops: tuple[str, ...] | None = None   # None: every registered operator
     focus_op: str | None = None   # main binds at least one call of this operator
-    min_op_bindings: int = 1      # op-call bindings main makes (when operators exist)
-    extra_op_bindings: int = 2    # up to this many more (drawn)
+    min_op_bindings: int = 2      # op-call bindings main makes (when operators exist)
+    extra_op_bindings: int = 4    # up to this many more (drawn)
     max_flow: int = 3             # elementwise steps over main's earlier tensors (drawn 0..n)
     max_probes: int = 3           # edge probes over main's earlier tensors (drawn 0..n)
     effects: int = 0              # extra top-level ``ref_write`` steps in main (targeted runs)
     lift_constants: bool = True   # some constants of main become parameters (drawn inputs)
     max_lifted: int = 4           # at most this many
-    alternates: int = 3           # further input tuples per program (Program.alternates)
+    alternates: int = 4           # further input tuples per program (Program.alternates)
 
     def with_features(self, *names: str) -> ProgramConfig:
         return replace(self, features=frozenset(names))

@@ -23,6 +23,7 @@ from conformance.strategies.typeutil import (
     substitute,
     type_key,
 )
+from semantics.dtypes import is_float
 from semantics.expr import (
     Call,
     Constant,
@@ -123,11 +124,19 @@ class _ExprGen(_GenBase):
 
         shape = tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
         if self.cfg.special_values:
-            # Directly (no per-constant composite strategy to build and validate).
+            # Directly (no per-constant composite strategy to build and validate). The
+            # inputs get distinct and IEEE-heavy contents in alternates; constants that
+            # stay constants get them here: one in eight of two or more elements has
+            # pairwise distinct ones (no symmetric or tied contents to hide a wrong
+            # permutation or window behind), one float one in eight is IEEE-heavy (half
+            # of its elements NaN, ±inf or -0.0: ``minimum`` as a select, ``x * 0``).
             count = int(np.prod(shape)) if shape else 1
+            distinct = count > 1 and self.coin(8)
+            heavy = not distinct and is_float(t.dtype) and self.coin(8)
             return _seeded_array(self.draw, t.dtype, shape, count, self.cfg.value_bound,
-                                 self.cfg.float_mode, EDGE_ODDS,
-                                 ieee=not self.cfg.finite_extremes)
+                                 self.cfg.float_mode, 2 if heavy else EDGE_ODDS,
+                                 ieee=heavy or not self.cfg.finite_extremes,
+                                 distinct=distinct)
         return self.draw(arrays(t.dtype, shape, exact=True, bound=self.cfg.value_bound,
                                 fractional=self.cfg.float_mode))
 

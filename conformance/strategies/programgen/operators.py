@@ -122,17 +122,18 @@ class _OpGen(_GenBase):
         return self.gen(t, ctx, d)
 
     def valid_call(self, op: str) -> opcalls.OpCall | None:
-        """A valid call of ``op`` (at most three draws): a call on zero-size tensors (whose
-        results hide most mistakes) is redrawn, and so, half of the time, is a first call
-        without a float argument (the families draw dtypes uniformly, most of them integer
-        ones, while the special-value mistakes live in floats)."""
+        """A valid call of ``op`` (at most three draws): a call on or to zero-size tensors
+        (whose results hide most mistakes: an empty slice, a window that fits nowhere) is
+        redrawn, and so, half of the time, is a first call without a float argument (the
+        families draw dtypes uniformly, most of them integer ones, while the special-value
+        mistakes live in floats)."""
         call = None
         for attempt in range(3):
             call = opcalls.draw_valid_call(self.draw, op, self.cfg.dtypes, self.cfg.max_rank,
                                            self.cfg.max_dim)
             if call is None:
                 return None
-            empty = any(_empty(t) for t in call.arg_types)
+            empty = any(_empty(t) for t in call.arg_types) or _empty(call.result)
             if attempt == 0 and not empty and not _has_float(call.arg_types) and self.coin(2):
                 continue
             if not empty:
