@@ -20,9 +20,11 @@ Rewrites (children first, so folding cascades bottom-up):
 Never folded: anything reading, writing or allocating references, anything
 depending on a variable (a parameter or a non-constant binding), calls of
 closures or globals, and calls whose evaluation fails (``1 / 0`` stays, and
-fails at run time as the oracle says) or whose result is larger than
-:data:`MAX_FOLDED_ELEMENTS` elements (the program would grow; a result
-whose typed shape is already too large is not even computed).
+fails at run time as the oracle says) or whose result is larger than both
+:data:`MAX_FOLDED_ELEMENTS` elements and the largest constant argument (the
+program would grow; a result whose typed shape is already too large is not
+even computed). A weight quantized, transformed elementwise or re-laid out
+therefore folds whatever its size.
 
 Invariants: the result is equivalent to the input under the oracle
 (differential tests), folded constants keep the dtype the type rules give.
@@ -129,9 +131,10 @@ class _Folder(ExprMutator):
             return self._fold_shape_of(call, old)
         if not all(type(a) is Constant for a in call.args):
             return call  # (no arguments at all is "all constants": zeros(shape=[2]))
-        if _too_big(old.checked_type):
+        limit = _limit(call)
+        if _too_big(old.checked_type, limit):
             return call  # never computed: zeros(shape=[100000, 100000]) would take 40 GB
-        result = _evaluate(call)
+        result = _evaluate(call, limit)
         return call if result is None else result
 
     def _fold_shape_of(self, call: Call, old: Call) -> Expr:
@@ -156,16 +159,26 @@ class _Folder(ExprMutator):
         return tup.fields[item.index]
 
 
-def _too_big(ty: Any) -> bool:
-    """True when the call's (typed) result has a known shape beyond the folding limit."""
+def _limit(call: Call) -> int:
+    """The largest result (in elements) folding ``call`` may make: :data:`MAX_FOLDED_ELEMENTS`,
+    or the size of its largest constant argument when that is larger — a result no larger
+    than a constant already in the program does not grow it beyond what is there (a weight
+    transformed elementwise, quantized or re-laid out folds whatever its size), while a
+    broadcast or a creation from small constants stays bounded."""
+    sizes = [a.data.size for a in call.args if isinstance(a, Constant)]
+    return max([MAX_FOLDED_ELEMENTS, *sizes])
+
+
+def _too_big(ty: Any, limit: int = MAX_FOLDED_ELEMENTS) -> bool:
+    """True when the call's (typed) result has a known shape beyond ``limit`` elements."""
     for t in (ty.fields if isinstance(ty, TupleType) else (ty,)):
         if isinstance(t, TensorType) and all(is_concrete(d) for d in t.shape):
-            if int(np.prod([as_int(d) for d in t.shape], dtype=object)) > MAX_FOLDED_ELEMENTS:
+            if int(np.prod([as_int(d) for d in t.shape], dtype=object)) > limit:
                 return True
     return False
 
 
-def _evaluate(call: Call) -> Expr | None:
+def _evaluate(call: Call, limit: int = MAX_FOLDED_ELEMENTS) -> Expr | None:
     """The constant value of an operator call on constants, or None if it fails / is too big.
 
     This is Semantics-Call-Op at compile time: the shared operator call object (the
@@ -174,18 +187,18 @@ def _evaluate(call: Call) -> Expr | None:
     assert isinstance(call.op, Op)
     value = BoundOp.attempt_call(call.op.name, call.attrs,
                                  [a.data for a in call.args if isinstance(a, Constant)])
-    return None if value is None else _as_constant(value, call)
+    return None if value is None else _as_constant(value, call, limit)
 
 
-def _as_constant(value: Any, call: Call) -> Expr | None:
+def _as_constant(value: Any, call: Call, limit: int) -> Expr | None:
     if isinstance(value, np.generic):
         value = np.asarray(value)
     if isinstance(value, np.ndarray):
-        if value.size > MAX_FOLDED_ELEMENTS:
+        if value.size > limit:
             return None
         return Constant(value, span=call.span)
     if isinstance(value, tuple):
-        fields = [_as_constant(v, call) for v in value]
+        fields = [_as_constant(v, call, limit) for v in value]
         if any(f is None for f in fields):
             return None
         return Tuple(tuple(f for f in fields if f is not None), span=call.span)

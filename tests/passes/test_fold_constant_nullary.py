@@ -39,3 +39,28 @@ def test_a_nullary_call_beyond_the_size_limit_is_left_and_never_computed(monkeyp
     mod = parse('def @main() { zeros(shape=[100000, 100000], dtype="float32") }')
     out = passes.fold_constant(mod)
     assert not isinstance(out["main"].body, Constant)
+
+
+def test_a_large_weight_transformed_elementwise_folds_but_a_broadcast_does_not():
+    # Quantizing a 512x512x3x3 weight (2.4M elements, beyond MAX_FOLDED_ELEMENTS) must fold:
+    # left in the program it ran at every call (most of int8 ResNet-18's time). A result no
+    # larger than its largest constant argument does not grow the program; a broadcast of a
+    # small constant to a large shape does, and stays a call.
+    from semantics.expr import Call, Op
+
+    fc = sys.modules["passes.fold_constant"]
+    n = fc.MAX_FOLDED_ELEMENTS + 7
+    w = np.arange(n, dtype=np.float32) - n / 2
+    quantize = Call(Op("cast"), (Call(Op("clip"), (Call(Op("round"), (Call(
+        Op("divide"), (Constant(w), Constant(np.float32(0.5)))),)),),
+        attrs={"a_min": -127.0, "a_max": 127.0}),), attrs={"dtype": "int8"})
+    from semantics.expr import Function
+    from semantics.module import IRModule
+
+    mod = IRModule({"main": Function((), quantize)})
+    out = passes.fold_constant(mod)
+    body = out["main"].body
+    assert isinstance(body, Constant) and body.data.dtype == np.int8
+    np.testing.assert_array_equal(body.data, evaluate(mod))
+    big = parse(f'def @main() {{ broadcast_to(1f, shape=[{n}]) }}')
+    assert not isinstance(passes.fold_constant(big)["main"].body, Constant)
