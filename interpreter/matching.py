@@ -1,4 +1,5 @@
-"""The matching judgment v ⊨ p ⇒ σ of the oracle (RULES.md, "Evaluation": Semantics-Pattern-*).
+"""The matching judgment v ⊨ p ⇒ σ of the oracle (RULES.md, "Evaluation": Semantics-Pattern-Var,
+Semantics-Pattern-Wildcard, Semantics-Pattern-Constructor, Semantics-Pattern-Tuple).
 
 :class:`PatternMatcher` is the part of :class:`interpreter.eval.Interpreter` that decides
 whether a value matches a ``match`` clause's pattern: one case per pattern rule, each

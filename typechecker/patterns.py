@@ -1,4 +1,5 @@
-"""Pattern typing (Type-Pattern-*) and exhaustiveness of ``match`` (Type-ADT-Match).
+"""Pattern typing (Type-Pattern-Var, Type-Pattern-Wildcard, Type-Pattern-Constructor,
+Type-Pattern-Tuple) and exhaustiveness of ``match`` (Type-ADT-Match).
 
 **Typing.** ``⊢ p : T ⇝ Γ'`` — pattern ``p`` matches values of type ``T`` and
 binds the variables ``Γ'``. :func:`bind_pattern` walks the pattern on an
