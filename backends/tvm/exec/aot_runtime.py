@@ -24,7 +24,7 @@ from interpreter.values import (
     value_str,
 )
 from semantics import errors
-from semantics.errors import RelayRuntimeError, non_exhaustive_match
+from semantics.errors import RelayError, RelayRuntimeError, non_exhaustive_match
 from semantics.expr import Constructor, Function
 from semantics.module import IRModule
 
@@ -102,7 +102,10 @@ class Runtime:
             k = self._ops.get(f.name)
             if k is None:
                 k = self._ops[f.name] = OpKernel(f.name)
-            return k(*args)
+            try:
+                return k(*args)
+            except RelayError as err:
+                raise err.with_span(span) from None
         if t is ConstructorFunction or t is ConstructorValue:
             return construct(f, args, span)
         if isinstance(f, Closure):

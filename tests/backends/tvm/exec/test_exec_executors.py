@@ -237,3 +237,18 @@ def test_tail_loops_of_100000_iterations_after_anf(executor):
     exe = build(passes.to_anf(parse(LOOP)), executor=executor)
     assert exe.run("loop", 100_000, 0) == np.int32(705082704)
     assert exe(100_000) == evaluate(LOOP, 100_000)
+
+
+@pytest.mark.parametrize("executor", ALL)
+def test_a_failing_operator_called_as_a_value_reports_the_call_site(executor):
+    text = """
+def @main(%x: int32, %y: int32) -> int32 {
+  let %f = if (%x > 0) { divide } else { add };
+  %f(%x, %y)
+}
+"""
+    exe = build(text, executor=executor)
+    assert exe(7, 2) == 3
+    with pytest.raises(RelayRuntimeError, match="division by zero") as err:
+        exe(7, 0)
+    assert err.value.span is not None and err.value.span.line == 4
