@@ -33,7 +33,7 @@ def host_movement(func: Function) -> FallbackKernel | _RowTake | None:
     projection, the reshapes and the ``shape_of`` of the sequence), else None.
 
     Such a group moves at most a row per call, or makes a view: the numpy references serve
-    every shape, so a new sequence length compiles nothing (``backends.tvm.build.KernelSlot``
+    every shape, so a new sequence length compiles nothing (``backends.tvm.kernel_table.KernelSlot``
     would compile a kernel per length). It is not a fallback: nothing failed to lower.
     """
     names = [n.op.name for n in post_order(func.body)

@@ -19,6 +19,7 @@ import numpy as np
 
 from backends.tvm.fallback import FallbackKernel
 from backends.tvm.host_movement import host_movement
+from backends.tvm.row_blocks import RowBlocks, row_plan
 from semantics.expr import Constant, Function
 from semantics.module import IRModule
 from semantics.shapes import is_concrete
@@ -193,7 +194,7 @@ class KernelTable:
             if not isinstance(kernel, FallbackKernel):
                 kernel = FlatArgs(kernel)
         elif all(isinstance(t, TensorType) for t in types):
-            kernel = host_movement(func) or KernelSlot(func, self)
+            kernel = host_movement(func) or _dynamic(func, self)
         else:
             kernel = self.fallback(func, "a parameter of the group is not a tensor")
         self._seen[id(func)] = (func, kernel)
@@ -311,6 +312,14 @@ class KernelTable:
         self.fallbacks.append((k.name, reason))
         self.records.append(KernelRecord(k.name, tuple(k.ops), None, reason))
         return k
+
+
+def _dynamic(func: Function, table: KernelTable) -> RowBlocks | KernelSlot:
+    """A group with dynamic dimensions: compiled once for row blocks when it is
+    row-separable (``backends.tvm.row_blocks``), else a kernel per argument signature."""
+    slot = KernelSlot(func, table)
+    plan = row_plan(func)
+    return RowBlocks(func, plan, table, slot) if plan is not None else slot
 
 
 class KernelSlot:

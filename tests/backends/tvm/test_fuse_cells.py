@@ -6,8 +6,9 @@ Specifications:
 * the LSTM's step runs **one** compiled kernel (the hidden projection, the gates and the
   state update), counted at run time: the compiled-kernel calls of a run grow by exactly one
   per extra step; the GRU's step runs at most two;
-* a new sequence length compiles no step kernel (only the input projection of the whole
-  sequence, a GEMM over ``(steps, 650)``, is specialized per length);
+* a new sequence length compiles no step kernel (the input projection of the whole
+  sequence, a GEMM over ``(steps, 650)``, runs in row blocks: ``test_row_blocks.py``
+  checks that it compiles nothing either once its two block sizes exist);
 * differential against the oracle (``interpreter.evaluate``): RNN/GRU/LSTM loops with hidden
   sizes around the host's vector width (lanes ± 1, 2·lanes + 1: the packed GEMV's tails),
   any number of steps; the TreeLSTM (its merged projection and split) and CharRNN;
