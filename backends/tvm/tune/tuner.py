@@ -298,7 +298,7 @@ def _tune_one(k: _Kernel, cost: KernelCost, database: TuningDatabase, target: Ta
     want = _flat(want)
     best: tuple[Decision, TuningRecord] | None = None
     for cand in candidates:
-        tuned = compile_with(cand, k.func, k.types, target, cache)
+        tuned = compile_with(cand, k.func, k.types, target, cache, keep=False)
         if tuned is None:
             continue
         same = same_results(want, tuned(*args))
