@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from backends.tvm.target import Target, TargetSpec
+from backends.tvm.target import Target, TargetError, TargetSpec
 from backends.tvm.tune.apply import compile_with, kernel_prim, workload_hash
 from backends.tvm.tune.database import (
     TuningDatabase,
@@ -217,6 +217,8 @@ def tune(mod: Any, params: Mapping[str, Any] | None = None, *, target: TargetSpe
         The :class:`TuneReport`.
     Raises:
         ParseError, RelayTypeError: as ``build``; bad ``trials``/``kernels``.
+        TargetError: an unknown target, or one whose kernels cannot run on this machine
+            (they are timed here: an instruction set extension it lacks).
         TuningDatabaseError: the database cannot be read (damaged) or written.
     """
     from backends.tvm.build import KernelTable, prepare
@@ -224,7 +226,7 @@ def tune(mod: Any, params: Mapping[str, Any] | None = None, *, target: TargetSpe
     _check(trials, kernels)
     say = log or (lambda _line: None)
     started = time.perf_counter()
-    record = Target.of(target)
+    record = _runnable(Target.of(target))
     database = TuningDatabase(default_directory() if db is None else db, record)
     database.load()                          # a damaged database stops the run before tuning
     fused = prepare(mod, params, opt_level, record)
@@ -251,6 +253,20 @@ def tune(mod: Any, params: Mapping[str, Any] | None = None, *, target: TargetSpe
         database.update([])             # the target's database exists even with no record
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _runnable(target: Target) -> Target:
+    """``target``, when its kernels can run on this machine (where they are timed).
+
+    Raises:
+        TargetError: it uses an instruction set extension this machine lacks.
+    """
+    host = Target.host()
+    missing = target.lacks(host)
+    if missing:
+        raise TargetError(f"cannot tune for {target} on this machine ({host}): the kernels "
+                          f"are timed here, and it lacks {', '.join(missing)}")
+    return target
 
 
 def _kernels(requests: Sequence[tuple[Any, list[Any]]], target: Target,
