@@ -7,7 +7,8 @@ The run (``relay tune`` calls :func:`tune`):
    kernels (the same Relay-level key) count once, with the number of places that call them.
 2. **Measure ours.** Each kernel runs on random inputs (:func:`measure`, blocks of calls);
    its FLOPs come from its convolutions and dense products (``kernel_flops``). The peak is
-   the best float32 matrix product of numpy's BLAS measured now (:func:`measured_peak`), or
+   the best float32 matrix product of numpy's BLAS measured now (:func:`measured_peak`, the
+   figure of ``bench/peak.py``: :mod:`backends.peak`), or
    the caller's figure.
 3. **Pick** the ``kernels`` kernels with the most time lost against the peak
    (:func:`~backends.tvm.tune.decide.rank`).
@@ -33,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from backends.peak import sgemm_gflops
 from backends.tvm.target import Target, TargetError, TargetSpec
 from backends.tvm.tune.apply import compile_with, kernel_prim, workload_hash
 from backends.tvm.tune.database import (
@@ -95,18 +97,11 @@ class TuneReport:
 
 
 def measured_peak(n: int = 1024, repeat: int = 3) -> float:
-    """GFLOP/s of the best of ``repeat`` float32 ``n × n`` products by numpy's BLAS (the
-    attainable peak of this machine, as ``bench/peak.py`` measures it)."""
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((n, n), dtype=np.float32)
-    b = rng.standard_normal((n, n), dtype=np.float32)
-    a @ b
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
-    return 2 * n ** 3 / best / 1e9
+    """GFLOP/s of the best of ``repeat`` float32 ``n × n`` products by numpy's BLAS: the
+    attainable peak of this machine, measured as ``bench/peak.py`` does
+    (:func:`backends.peak.sgemm_gflops`; smaller and fewer products, a tuning run
+    measures it once)."""
+    return sgemm_gflops(n, repeat)
 
 
 def random_inputs(kernel: Any, seed: int = 0) -> list[np.ndarray]:
