@@ -17,15 +17,15 @@ tuples, ``ConstructorValue`` s, ``RefValue`` s and closures (opaque ``Closure`` 
 * ``aot.py`` — for ``executor="aot"``, the generated Python module;
 * ``kernels/`` — the compiled kernels' libraries (the kernel cache's disk directory, when
   the TVM kernel compiler is installed), tuned kernels (``build(..., tuning=DB)``) included;
-* ``tuning/`` — when the build has tuned kernels, the tuning records they were compiled
-  from (a tuning database holding those records alone, for the build's target).
+* ``tuned_records/`` — when the build has tuned kernels, the tuning records they were
+  compiled from (a tuning database holding those records alone, for the build's target).
 
 ``backends.tvm.load(path)`` first checks every file against ``build.json`` (a missing,
 truncated or changed file — program, AoT module, a kernel's library, metadata or weights
 — is refused with a ``RelayRuntimeError`` naming it: nothing damaged is parsed, imported
 or mapped), then re-reads the program (no optimization runs again) and resolves the
 kernels through the saved cache directory, so nothing recompiles. A build loaded for its
-target runs its tuned kernels again (their records are read from ``tuning/``); loaded for
+target runs its tuned kernels again (their records are read from ``tuned_records/``); loaded for
 another target (a build saved for the host and loaded on another machine) its records do
 not apply and every kernel is ours, compiled there.
 """
@@ -60,6 +60,9 @@ FORMAT_VERSION = 2
 """
 
 EXECUTORS = ("vm", "graph", "aot")
+
+TUNED_RECORDS = "tuned_records"
+"""The directory of a saved build holding its tuned kernels' records."""
 
 
 class Executable:
@@ -223,7 +226,7 @@ class Executable:
                 with open(os.path.join(path, "aot.py"), "w", encoding="utf-8") as f:
                     f.write(source)
             _export_kernels(self.kernels, os.path.join(path, "kernels"))
-            _export_tuning(self.kernels, os.path.join(path, "tuning"))
+            _export_tuning(self.kernels, os.path.join(path, TUNED_RECORDS))
             meta = {"format": FORMAT_VERSION, "executor": self.executor,
                     "target": _saved_target(self.target), "opt_level": self.opt_level,
                     "max_depth": self.max_depth, "files": _manifest(path)}
@@ -282,14 +285,17 @@ def _export_kernels(table: KernelTable, directory: str) -> int:
 
 def _export_tuning(table: KernelTable, directory: str) -> None:
     """Write the tuning records of the build's tuned kernels as a tuning database in
-    ``directory`` (replacing an earlier one; nothing when no kernel is tuned)."""
-    shutil.rmtree(directory, ignore_errors=True)
-    records = {r.workload_hash: r for r in table.compiled_tuning if r is not None}
-    if not records:
-        return
-    from backends.tvm.tune.database import TuningDatabase
+    ``directory``: exactly those records for the build's target (an earlier save's records
+    for that target are replaced, or removed when no kernel is tuned; nothing else there is
+    touched)."""
+    from backends.tvm.tune.database import RECORDS, TuningDatabase, target_directory
 
-    TuningDatabase(directory, table.target).update(list(records.values()))
+    records = {r.workload_hash: r for r in table.compiled_tuning if r is not None}
+    path = target_directory(directory, table.target) / RECORDS
+    if path.is_file():
+        path.unlink()
+    if records:
+        TuningDatabase(directory, table.target).update(list(records.values()))
 
 
 def _saved_tuning(directory: str, target: Any) -> Any:
@@ -424,7 +430,7 @@ def load(path: str | os.PathLike[str]) -> Executable:
         fused, executor=executor, target=target, opt_level=opt_level, cache=cache,
         max_depth=max_depth,
         aot_source=aot_path if executor == "aot" and os.path.exists(aot_path) else None,
-        tuning=_saved_tuning(os.path.join(path, "tuning"), target))
+        tuning=_saved_tuning(os.path.join(path, TUNED_RECORDS), target))
 
 
 class _VMRunner:

@@ -92,7 +92,7 @@ def test_save_and_load_carry_tuned_kernels(tmp_path: Path, executor: str) -> Non
                 tuning=db.root)
     (name,) = _tuned(exe)
     exe.save(tmp_path / "saved")
-    assert (tmp_path / "saved" / "tuning").is_dir()
+    assert (tmp_path / "saved" / "tuned_records").is_dir()
     x = np.random.default_rng(6).standard_normal((4, 64)).astype("float32")
     with record_compile_times() as compiled:
         loaded = load(tmp_path / "saved")
@@ -103,14 +103,27 @@ def test_save_and_load_carry_tuned_kernels(tmp_path: Path, executor: str) -> Non
     assert loaded.kernels.cache.misses == 0
     # the saved records are for the build's target: loaded for another, the kernels are ours
     other = Target.host().replace(lanes=16 if Target.host().lanes != 16 else 8)
-    assert _saved_tuning(str(tmp_path / "saved" / "tuning"), other) is None
+    assert _saved_tuning(str(tmp_path / "saved" / "tuned_records"), other) is None
 
 
 def test_a_build_without_tuned_kernels_saves_no_records(tmp_path: Path) -> None:
-    exe = build(DENSE, params_of(), cache=KernelCache(tmp_path / "cache"))
-    exe.save(tmp_path / "saved")
-    assert not (tmp_path / "saved" / "tuning").exists()
+    cache = KernelCache(tmp_path / "cache")
+    tuned = build(DENSE, params_of(), cache=cache, tuning=_winning_db(tmp_path / "db").root)
+    tuned.save(tmp_path / "saved")
+    ours = build(DENSE, params_of(), cache=cache)
+    ours.save(tmp_path / "saved")                  # over the tuned build: its records go
+    assert not list((tmp_path / "saved").rglob("records.json"))
     assert not _tuned(load(tmp_path / "saved"))
+    ours.save(tmp_path / "fresh")
+    assert not (tmp_path / "fresh" / "tuned_records").exists()
+
+
+def test_saving_into_a_directory_leaves_a_tuning_database_there_alone(tmp_path: Path) -> None:
+    db = _winning_db(tmp_path / "tuning")            # the user's database, where they save
+    before = db.path.read_text()
+    exe = build(DENSE, params_of(), cache=KernelCache(tmp_path / "cache"), tuning=db.root)
+    exe.save(tmp_path)
+    assert db.path.read_text() == before and _tuned(load(tmp_path))
 
 
 def test_a_damaged_saved_record_is_refused(tmp_path: Path) -> None:
@@ -119,7 +132,7 @@ def test_a_damaged_saved_record_is_refused(tmp_path: Path) -> None:
     db = _winning_db(tmp_path / "db")
     exe = build(DENSE, params_of(), cache=KernelCache(tmp_path / "cache"), tuning=db.root)
     exe.save(tmp_path / "saved")
-    (records,) = (tmp_path / "saved" / "tuning").rglob("records.json")
+    (records,) = (tmp_path / "saved" / "tuned_records").rglob("records.json")
     records.write_text(records.read_text().replace('"won": true', '"won": false'))
     with pytest.raises(RelayRuntimeError, match="records.json"):
         load(tmp_path / "saved")
