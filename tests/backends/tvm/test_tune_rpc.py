@@ -74,3 +74,14 @@ def test_relay_tune_measures_candidates_on_an_rpc_server(  # processes import TV
     # search whose runner fails every candidate returns no trace: "no candidate" above)
     (record,) = TuningDatabase.open(db, Target.host()).records.values()
     assert record.tuned_seconds > 0 and record.ours_seconds > 0 and record.trials == 2
+
+
+def test_rpc_specs_reach_metaschedules_rpc_runner() -> None:
+    from backends.tvm.tune.search import RPCSpec, _runner
+
+    runner = _runner(RPCSpec("127.0.0.1", 9190, KEY))
+    assert type(runner).__name__ == "RPCRunner"
+    config = runner.rpc_config
+    assert (config.tracker_host, config.tracker_port, config.tracker_key) == (
+        "127.0.0.1", 9190, KEY)
+    assert type(_runner(None)).__name__ != "RPCRunner"      # without --rpc: this process
