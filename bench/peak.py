@@ -6,7 +6,8 @@ machine an issue was written on. Two figures, both measured here and now:
 * :func:`sgemm_gflops` — the **attainable** peak: the best of a few float32 matrix products of
   ``n × n`` matrices by numpy's BLAS (OpenBLAS's hand-written assembly kernels) with the
   benchmark's thread count (``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS``, set before numpy is
-  imported). This is what percentages are computed against.
+  imported). This is what percentages are computed against. The measurement lives in
+  :mod:`backends.peak`, which ``relay tune`` ranks kernels by: one figure for both.
 * :func:`nominal_gflops` — the **nominal** peak from the CPU's description: cores × float32
   lanes of a vector × 2 FMA units × 2 flops × the clock ``/proc/cpuinfo`` reports (a virtual
   machine reports its base clock; turbo can exceed it), or None when unknown.
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "2")
@@ -28,23 +28,9 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))
 
-import numpy as np  # noqa: E402
+from backends.peak import sgemm_gflops  # noqa: E402 - after the thread settings
 
 __all__ = ["nominal_gflops", "sgemm_gflops"]
-
-
-def sgemm_gflops(n: int = 2048, repeat: int = 5) -> float:
-    """GFLOP/s of the best of ``repeat`` float32 ``n × n`` matrix products (numpy's BLAS)."""
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((n, n), dtype=np.float32)
-    b = rng.standard_normal((n, n), dtype=np.float32)
-    a @ b
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
-    return 2 * n ** 3 / best / 1e9
 
 
 def nominal_gflops(threads: int | None = None) -> float | None:

@@ -469,7 +469,7 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
     now = time.perf_counter()
     report.phases["prepare (remembered)" if remembered else "prepare"] = now - start
     start = now
-    table = KernelTable(record, cache, compile_kernels)
+    table = KernelTable(record, cache, compile_kernels, tuning)
     keys = table.precompile(fused, jobs, memo.kernel_keys if memo is not None else None,
                             progress)
     if memo is not None and not remembered and keys is not None:

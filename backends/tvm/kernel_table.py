@@ -159,7 +159,12 @@ class KernelTable:
         cache: a ``backends.tvm.kernel.KernelCache`` (None: the compiler's default).
         compile_kernels: False runs every group with the numpy fallback (tests, baselines).
         tuning: a ``backends.tvm.tune.database.TuningDatabase`` (None: none): a kernel with
-            a winning record compiles from the record's schedule (``backends.tvm.tune``).
+            a winning record compiles from the record's schedule (``backends.tvm.tune``),
+            through the kernel cache under its own key.
+    Attributes:
+        compiled_specs: ``(function, argument types)`` of each compiled kernel, and
+        compiled_tuning: the tuning record each was compiled from (None: our schedules),
+            what ``Executable.save`` copies.
     """
 
     def __init__(self, target: Any = "llvm", cache: Any = None, compile_kernels: bool = True,
@@ -172,6 +177,7 @@ class KernelTable:
         self.tuning = tuning
         self.compiled = 0
         self.compiled_specs: list[tuple[Function, list[TensorType]]] = []
+        self.compiled_tuning: list[Any] = []
         self.fallbacks: list[tuple[str, str]] = []
         self.records: list[KernelRecord] = []
         self.requested = 0
@@ -210,11 +216,13 @@ class KernelTable:
         except ImportError as exc:
             return self.fallback(func, f"no kernel compiler: {exc}")
         try:
-            kernel = None
+            kernel = record = None
             if self.tuning is not None:
                 from backends.tvm.tune.apply import compile_tuned
 
-                kernel = compile_tuned(self.tuning, func, arg_types, self.target, self.cache)
+                tuned = compile_tuned(self.tuning, func, arg_types, self.target, self.cache)
+                if tuned is not None:
+                    kernel, record = tuned
             if kernel is None:
                 kernel = kernels.compile_function(func, list(arg_types), target=self.target,
                                                   cache=self.cache)
@@ -225,6 +233,7 @@ class KernelTable:
                                        f"{exc}")
         self.compiled += 1
         self.compiled_specs.append((func, list(arg_types)))
+        self.compiled_tuning.append(record)
         self.records.append(KernelRecord(
             str(kernel.name), tuple(getattr(kernel, "ops", ())) or _ops_of(func),
             getattr(kernel, "schedule", None)))
@@ -293,9 +302,11 @@ class KernelTable:
             for (func, types), key in zip(requests, known_keys):
                 if key is not None:
                     store.seed_key(func, types, spec, key)
-        if requests:
-            self.compiled_now = kernels.compile_many(requests, target=spec, cache=store,
+        ours, tuned_now = self._precompile_tuned(requests, store)
+        if ours:
+            self.compiled_now = kernels.compile_many(ours, target=spec, cache=store,
                                                      jobs=jobs, progress=progress)
+        self.compiled_now += tuned_now
         keys: list[str | None] = []
         for func, types in requests:
             try:
@@ -306,6 +317,33 @@ class KernelTable:
         self.requested = len(distinct)
         self.failed = sum(store.failure(k) is not None for k in distinct)
         return keys
+
+    def _precompile_tuned(self, requests: list[tuple[Function, list[TensorType]]], store: Any
+                          ) -> tuple[list[tuple[Function, list[TensorType]]], int]:
+        """Compile, in this process, the requests whose tuning record won (into the cache,
+        under their tuned key): the requests left for our schedules (no winning record, or
+        one that no longer applies) and the number of tuned kernels compiled now."""
+        if self.tuning is None:
+            return requests, 0
+        from backends.tvm.te_build import LoweringFailed
+        from backends.tvm.tune.apply import compile_tuned, tuned_key
+        from backends.tvm.tune.database import relay_key
+
+        left: list[tuple[Function, list[TensorType]]] = []
+        compiled = 0
+        for func, types in requests:
+            record = self.tuning.by_relay_key(relay_key(func, types))
+            try:
+                held = record is not None and record.won and store.holds(
+                    tuned_key(record, func, types, self.target, store))
+            except LoweringFailed:
+                record = None
+            if record is None or not record.won or \
+                    compile_tuned(self.tuning, func, types, self.target, store) is None:
+                left.append((func, types))
+                continue
+            compiled += not held
+        return left, compiled
 
     def fallback(self, func: Function, reason: str) -> FallbackKernel:
         k = FallbackKernel(func, reason=reason)

@@ -17,6 +17,10 @@ Building one (see :meth:`Target.of`):
   the host's), ``mattr``/``mtriple`` for LLVM, and any field of the record to force it;
 * a :class:`Target`, as it is: ``Target.host().with_lanes(16)`` forces 16-lane schedules.
 
+A CPU name LLVM does not know (asked of LLVM for the target's triple, the host's by default)
+is a :class:`TargetError` that suggests the known names closest to it; LLVM alone would warn
+and compile for a generic CPU.
+
 Forcing ``lanes`` changes what the schedules and AlterOpLayout decide, not the instructions
 LLVM may use (those follow ``mcpu``/``mattr``): LLVM legalizes a 16-lane vector on AVX2
 into two registers, so a 16-lane schedule runs — and must compute the same numbers — on an
@@ -198,6 +202,44 @@ def _features(mcpu: str, mattr: tuple[str, ...], mtriple: str) -> tuple[bool, ..
         return (False, False, False, False, False)
 
 
+@functools.cache
+def _cpu_known(mcpu: str, mtriple: str) -> bool:
+    """Whether LLVM knows the CPU ``mcpu`` for ``mtriple`` (``""``: the host's triple); True
+    when LLVM cannot be asked (no TVM, or a TVM without the query)."""
+    try:
+        from tvm.target import codegen
+
+        triple = mtriple or str(codegen.llvm_get_system_triple())
+        return bool(codegen.llvm_is_valid_cpu(mcpu, triple))
+    except (ImportError, AttributeError, RuntimeError, TypeError, ValueError):
+        return True
+
+
+def _cpu_names(mtriple: str) -> list[str]:
+    """The CPU names LLVM knows for ``mtriple`` (``""``: the host's; none when it cannot
+    tell)."""
+    try:
+        import tvm
+        from tvm.target import codegen
+
+        spec = {"kind": "llvm", **({"mtriple": mtriple} if mtriple else {})}
+        return sorted(str(c) for c in codegen.llvm_get_cpu_archlist(tvm.target.Target(spec)))
+    except (ImportError, AttributeError, RuntimeError, TypeError, ValueError):
+        return []
+
+
+def _unknown_cpu(mcpu: str, mtriple: str) -> TargetError:
+    """The error for a CPU name LLVM does not know, with the known names closest to it."""
+    import difflib
+
+    names = _cpu_names(mtriple)
+    close = difflib.get_close_matches(mcpu, names, n=4, cutoff=0.6)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    known = f"it knows {len(names)} CPU names for this triple" if names else "see llc -mcpu=help"
+    return TargetError(f"unknown target CPU {mcpu!r}: LLVM does not know it ({hint}{known}; "
+                       f"this machine is {host_cpu()!r})")
+
+
 _INT_FIELDS = ("lanes", "registers", "l1_bytes", "l2_bytes", "l3_bytes", "threads",
                "loads_per_cycle", "fma_per_cycle", "fma_latency")
 _BOOL_FIELDS = ("fma", "vnni", "avx512", "avx2", "winograd")
@@ -285,7 +327,13 @@ class Target:
     @staticmethod
     def for_cpu(mcpu: str, mattr: tuple[str, ...] = (), mtriple: str = "") -> Target:
         """An LLVM CPU with its features asked of LLVM; caches and threads are the host's
-        (a build is run where it is compiled; :meth:`replace` to say otherwise)."""
+        (a build is run where it is compiled; :meth:`replace` to say otherwise).
+
+        Raises:
+            TargetError: LLVM does not know the CPU ``mcpu`` (for ``mtriple``).
+        """
+        if not isinstance(mcpu, str) or not _cpu_known(mcpu, mtriple):
+            raise _unknown_cpu(str(mcpu), mtriple)
         avx512, avx, fma, vnni, avx2 = _features(mcpu, tuple(mattr), mtriple)
         l1, l2, l3 = host_caches()
         threads = os.environ.get("TVM_NUM_THREADS", "").strip()
@@ -349,6 +397,14 @@ class Target:
             raise TargetError(f"bad target fields {sorted(changes)}: {err}") from None
 
     # -- reading -----------------------------------------------------------------------------
+    def lacks(self, machine: Target) -> list[str]:
+        """The instruction set extensions this target's kernels may use that ``machine``
+        lacks (AVX-512, AVX2, FMA, VNNI, as the two records tell): kernels built for this
+        target can run on ``machine`` only when there are none."""
+        names = {"avx512": "AVX-512", "avx2": "AVX2", "fma": "FMA", "vnni": "VNNI"}
+        return [label for name, label in names.items()
+                if getattr(self, name) and not getattr(machine, name)]
+
     @property
     def vector_bytes(self) -> int:
         """Bytes of one vector register of the schedules (``lanes`` × 4)."""

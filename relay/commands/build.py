@@ -1,6 +1,6 @@
 """``relay build FILE -o DIR [-O0..-O3] [--executor vm|graph|aot] [--params P.npz]
-[--show-kernels] [--tuning DIR]`` and the TVM side of ``relay run FILE --backend tvm
-[--params P.npz]`` (docs/architecture.md#cli).
+[--target T] [--show-kernels] [--tuning DIR]`` and the TVM side of ``relay run FILE
+--backend tvm [--params P.npz]`` (docs/architecture.md#cli).
 
 ``relay build`` compiles a program with ``backends.tvm.build`` (optimization at the
 chosen level — ``-O3`` by default, as ``relay opt`` —, fusion, one kernel per fused group,
@@ -12,6 +12,13 @@ with a summary: the kernels compiled now and those found in the kernel cache, th
 each phase, and every fused group that runs on the numpy references with the reason.
 ``--show-kernels`` lists each fused kernel: its operators and the schedule recipe it got,
 with every recipe that declined or failed and every schedule step TVM refused.
+
+``--target`` (:func:`target_option`) is ``llvm`` (the machine running ``relay``, the
+default), an LLVM CPU name (``znver3``, ``haswell``, ``skylake-avx512``, ``cascadelake``),
+TVM's ``"llvm -mcpu=CPU -mattr=+f,..."`` form, or ``vta``; the build is compiled for that
+:class:`~backends.tvm.target.Target` record (and runs on machines with its instruction set
+extensions). A CPU name LLVM does not know is a user error (exit 1) naming the closest ones.
+With ``--tuning`` the records of that target are read.
 
 ``relay run --backend tvm`` builds in memory (the VM executor) and runs the entry on the
 arguments, printing the result as the interpreter's ``relay run`` does. ``--params``
@@ -34,10 +41,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="compile a Relay program with the TVM backend")
     p.add_argument("file", help="a .relay file ('-' for standard input)")
     p.add_argument("-o", "--output", default=None, metavar="DIR",
-                   help="the directory to write the build to (required for --target llvm)")
-    p.add_argument("--target", choices=("llvm", "vta"), default="llvm",
-                   help="llvm: the TVM backend (default); vta: the VTA accelerator "
-                        "(simulated), printing its statistics")
+                   help="the directory to write the build to (required but for --target vta)")
+    p.add_argument("--target", default="llvm", metavar="TARGET",
+                   help="llvm: the TVM backend for this machine (default); an LLVM CPU name "
+                        "(znver3, skylake-avx512, ...) or \"llvm -mcpu=CPU [-mattr=...]\": "
+                        "the TVM backend for that CPU; vta: the VTA accelerator (simulated), "
+                        "printing its statistics")
     p.add_argument("--vta-config", nargs="+", metavar="K=V", default=None,
                    help="--target vta: vta_config.json keys, e.g. TARGET=ultra96 LOG_BLOCK=4")
     for level in range(4):
@@ -80,6 +89,22 @@ def load_params(path: str | None) -> dict[str, np.ndarray] | None:
         raise RelayRuntimeError(f"--params: cannot read {path}: {reason}") from None
 
 
+def target_option(text: str) -> Any:
+    """``--target``'s value (``relay build``, ``relay tune``) as a
+    :class:`~backends.tvm.target.Target`: ``llvm`` is the host; a value starting with
+    ``llvm `` is TVM's command-line form; anything else an LLVM CPU name.
+
+    Raises:
+        TargetError: an unknown CPU, a malformed ``llvm ...`` form (a ``RelayError``).
+    """
+    from backends.tvm.target import Target
+
+    text = text.strip()
+    if text == "llvm" or text.startswith("llvm "):
+        return Target.of(text)
+    return Target.of({"kind": "llvm", "mcpu": text})
+
+
 def build_command(args: argparse.Namespace) -> int:
     from backends.tvm import build
     from relay.cli import read_source
@@ -95,9 +120,11 @@ def build_command(args: argparse.Namespace) -> int:
     if args.output is None:
         print("relay build: error: -o DIR is required", file=sys.stderr)
         return 2
+    target = target_option(args.target)
     with ProgressBar("compiling kernels") as progress:
-        exe = build(mod, params=load_params(args.params), opt_level=args.opt_level,
-                    executor=args.executor, progress=progress, tuning=args.tuning)
+        exe = build(mod, params=load_params(args.params), target=target,
+                    opt_level=args.opt_level, executor=args.executor, progress=progress,
+                    tuning=args.tuning)
     start = time.perf_counter()
     exe.save(args.output)
     saved = time.perf_counter() - start

@@ -1,4 +1,4 @@
-"""``relay tune FILE [--params P.npz] [--trials N] [--kernels K] [--db DIR]
+"""``relay tune FILE [--params P.npz] [--target T] [--trials N] [--kernels K] [--db DIR]
 [--rpc HOST:PORT:KEY] [-O0..-O3]``: tune a program's slowest kernels with MetaSchedule.
 
 Runs :func:`backends.tvm.tune.tuner.tune`: the program's kernels are compiled and timed, the
@@ -8,8 +8,12 @@ recorded as a winner only when it computes our kernel's results and beats it in 
 The records go to the tuning database ``DIR`` (default ``$RELAY_TUNING_DIR``, else
 ``~/.cache/relay-ref/tuning``), one sub-directory per target; ``backends.tvm.build(...,
 tuning=DIR)`` and ``relay build --tuning DIR`` use the winners. Prints one line per tuned kernel.
-A malformed ``--rpc`` or a non-positive count is a usage error (exit 2); a damaged database or
-a bad program a user error (exit 1, the message).
+``--target`` is as ``relay build``'s (``llvm``: this machine; an LLVM CPU name; ``"llvm
+-mcpu=..."``): the records go to that target's sub-directory, and only builds for the same
+target read them. Our kernels and the candidates are timed on this machine, so a target with
+an instruction set extension this machine lacks is refused.
+A malformed ``--rpc`` or a non-positive count is a usage error (exit 2); a damaged database,
+an unknown or unusable target or a bad program a user error (exit 1, the message).
 """
 
 from __future__ import annotations
@@ -48,6 +52,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", help="a .relay file ('-' for standard input)")
     p.add_argument("--params", metavar="P.npz", default=None,
                    help="main's weights by parameter name (bound as constants)")
+    p.add_argument("--target", default="llvm", metavar="TARGET",
+                   help="llvm: this machine (default); an LLVM CPU name (znver3, haswell, "
+                        "...) or \"llvm -mcpu=CPU [-mattr=...]\": tune for that CPU (its "
+                        "kernels must run here)")
     p.add_argument("--trials", type=_positive, default=32, metavar="N",
                    help="MetaSchedule candidates measured per tuned kernel (default 32)")
     p.add_argument("--kernels", type=_positive, default=3, metavar="K",
@@ -65,7 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def tune_command(args: argparse.Namespace) -> int:
     from relay.cli import read_source
-    from relay.commands.build import load_params
+    from relay.commands.build import load_params, target_option
     from semantics.errors import RelayError
     from semantics.parser import parse
 
@@ -75,9 +83,10 @@ def tune_command(args: argparse.Namespace) -> int:
         from backends.tvm.tune.tuner import tune
     except ImportError as exc:
         raise RelayError(f"relay tune needs apache-tvm (the 'tvm' extra): {exc}") from None
+    target = target_option(args.target)
     _quiet_metaschedule()
-    report = tune(mod, params, trials=args.trials, kernels=args.kernels, db=args.db,
-                  rpc=args.rpc, opt_level=args.opt_level,
+    report = tune(mod, params, target=target, trials=args.trials, kernels=args.kernels,
+                  db=args.db, rpc=args.rpc, opt_level=args.opt_level,
                   log=lambda line: print(line, file=sys.stderr, flush=True))
     print(report.summary())
     return 0

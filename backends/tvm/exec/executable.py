@@ -16,13 +16,18 @@ tuples, ``ConstructorValue`` s, ``RefValue`` s and closures (opaque ``Closure`` 
   SHA-256 of every other file of the build (written last);
 * ``aot.py`` — for ``executor="aot"``, the generated Python module;
 * ``kernels/`` — the compiled kernels' libraries (the kernel cache's disk directory, when
-  the TVM kernel compiler is installed).
+  the TVM kernel compiler is installed), tuned kernels (``build(..., tuning=DB)``) included;
+* ``tuned_records/`` — when the build has tuned kernels, the tuning records they were
+  compiled from (a tuning database holding those records alone, for the build's target).
 
 ``backends.tvm.load(path)`` first checks every file against ``build.json`` (a missing,
 truncated or changed file — program, AoT module, a kernel's library, metadata or weights
 — is refused with a ``RelayRuntimeError`` naming it: nothing damaged is parsed, imported
 or mapped), then re-reads the program (no optimization runs again) and resolves the
-kernels through the saved cache directory, so nothing recompiles.
+kernels through the saved cache directory, so nothing recompiles. A build loaded for its
+target runs its tuned kernels again (their records are read from ``tuned_records/``); loaded for
+another target (a build saved for the host and loaded on another machine) its records do
+not apply and every kernel is ours, compiled there.
 """
 
 from __future__ import annotations
@@ -55,6 +60,9 @@ FORMAT_VERSION = 2
 """
 
 EXECUTORS = ("vm", "graph", "aot")
+
+TUNED_RECORDS = "tuned_records"
+"""The directory of a saved build holding its tuned kernels' records."""
 
 
 class Executable:
@@ -218,6 +226,7 @@ class Executable:
                 with open(os.path.join(path, "aot.py"), "w", encoding="utf-8") as f:
                     f.write(source)
             _export_kernels(self.kernels, os.path.join(path, "kernels"))
+            _export_tuning(self.kernels, os.path.join(path, TUNED_RECORDS))
             meta = {"format": FORMAT_VERSION, "executor": self.executor,
                     "target": _saved_target(self.target), "opt_level": self.opt_level,
                     "max_depth": self.max_depth, "files": _manifest(path)}
@@ -258,14 +267,49 @@ def _export_kernels(table: KernelTable, directory: str) -> int:
     spec = table.target
     os.makedirs(directory, exist_ok=True)
     copied = 0
-    for func, types in table.compiled_specs:
-        files = cache.entry_files(cache.key_of(func, types, spec))
+    for (func, types), record in zip(table.compiled_specs, table.compiled_tuning):
+        if record is None:
+            key = cache.key_of(func, types, spec)
+        else:
+            from backends.tvm.tune.apply import tuned_key
+
+            key = tuned_key(record, func, types, spec, cache)
+        files = cache.entry_files(key)
         for source in files:        # blobs, library, metadata last (it marks an entry complete)
             target = os.path.join(directory, source.name)
             if not os.path.isfile(target) or os.path.getsize(target) != source.stat().st_size:
                 shutil.copyfile(source, target)
         copied += bool(files)
     return copied
+
+
+def _export_tuning(table: KernelTable, directory: str) -> None:
+    """Write the tuning records of the build's tuned kernels as a tuning database in
+    ``directory``: exactly those records for the build's target (an earlier save's records
+    for that target are replaced, or removed when no kernel is tuned; nothing else there is
+    touched)."""
+    from backends.tvm.tune.database import RECORDS, TuningDatabase, target_directory
+
+    records = {r.workload_hash: r for r in table.compiled_tuning if r is not None}
+    path = target_directory(directory, table.target) / RECORDS
+    if path.is_file():
+        path.unlink()
+    if records:
+        TuningDatabase(directory, table.target).update(list(records.values()))
+
+
+def _saved_tuning(directory: str, target: Any) -> Any:
+    """The tuning records saved with a build, for the target it is loaded for (None: none,
+    or none for that target: its kernels are then ours)."""
+    if not os.path.isdir(directory):
+        return None
+    from backends.tvm.target import Target
+    from backends.tvm.tune.database import RECORDS, TuningDatabase, target_directory
+
+    record = Target.of(target)
+    if not (target_directory(directory, record) / RECORDS).is_file():
+        return None
+    return TuningDatabase.open(directory, record)
 
 
 def _saved_target(target: Any) -> Any:
@@ -385,7 +429,8 @@ def load(path: str | os.PathLike[str]) -> Executable:
     return Executable.from_fused(
         fused, executor=executor, target=target, opt_level=opt_level, cache=cache,
         max_depth=max_depth,
-        aot_source=aot_path if executor == "aot" and os.path.exists(aot_path) else None)
+        aot_source=aot_path if executor == "aot" and os.path.exists(aot_path) else None,
+        tuning=_saved_tuning(os.path.join(path, TUNED_RECORDS), target))
 
 
 class _VMRunner:

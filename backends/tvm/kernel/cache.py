@@ -2,16 +2,18 @@
 
 Cache key (:func:`kernel_key`): the structural hash of the function
 (:func:`semantics.structural.hashing.structural_hash`, alpha-invariant), a SHA-256 digest of
-its constants' bytes, the arguments' shapes and dtypes, the target, :data:`CACHE_VERSION` and
-a digest of the backend's own source files (:func:`code_digest`: a changed lowering rule or
-schedule never meets a stale kernel). The directory is ``$RELAY_TVM_CACHE`` or
-``~/.cache/relay-ref/tvm``; each kernel is ``<key>.so`` with ``<key>.json`` (its layout and its
-constants: small ones inline, large ones as references to content-addressed ``<digest>.bin``
-blobs, see :mod:`backends.tvm.kernel.blobs`), written into temporary names and renamed into
-place (the ``.json`` last), so a reader never sees a partial entry; deleting the directory (or
-:meth:`KernelCache.clear`) is always safe. ``<key>.module`` files beside them are
-``backends.tvm.build``'s memos of fused modules (pickles whose large arrays are blobs too: a
-model's weights are on disk once, shared by its kernels and its memo).
+its constants' bytes, the arguments' shapes and dtypes, the target, :data:`CACHE_VERSION` and a
+digest of the backend's own source files (:func:`code_digest`: a changed lowering rule or
+schedule never meets a stale kernel). A kernel compiled with another schedule than ours (a
+tuned one, :mod:`backends.tvm.tune`) is kept under :func:`variant_key` of that key and a digest
+of the schedule, so it never stands in for our kernel nor ours for it. The directory is
+``$RELAY_TVM_CACHE`` or ``~/.cache/relay-ref/tvm``; each kernel is ``<key>.so`` with
+``<key>.json`` (its layout and its constants: small ones inline, large ones as references to
+content-addressed ``<digest>.bin`` blobs, see :mod:`backends.tvm.kernel.blobs`), written into
+temporary names and renamed into place (the ``.json`` last), so a reader never sees a partial
+entry; deleting the directory (or :meth:`KernelCache.clear`) is always safe. ``<key>.module``
+files beside them are ``backends.tvm.build``'s memos of fused modules (pickles whose large
+arrays are blobs too: a model's weights are on disk once, shared by its kernels and its memo).
 
 Every file is verified before it is used (:mod:`backends.tvm.kernel.entries`): the ``.json``
 carries the SHA-256 of its own contents and the size and SHA-256 of the library, checked before
@@ -55,7 +57,8 @@ from semantics.structural.hashing import structural_hash
 from semantics.types import TensorType, TupleType, Type
 from semantics.visitor import post_order
 
-__all__ = ["CACHE_VERSION", "KernelCache", "code_digest", "default_cache", "kernel_key"]
+__all__ = ["CACHE_VERSION", "KernelCache", "code_digest", "default_cache", "kernel_key",
+           "variant_key"]
 
 
 def _flat_types(func: Function, arg_types: Sequence[Type]) -> list[TensorType]:
@@ -108,6 +111,12 @@ def kernel_key(func: Function, arg_types: Sequence[Type], target: Target) -> str
     text = json.dumps([CACHE_VERSION, code_digest(), structural_hash(func),
                        _constants_digest(func), types, target_key(target)])
     return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+def variant_key(key: str, variant: str) -> str:
+    """The cache key of the kernel of ``key`` compiled with the schedule named ``variant`` (a
+    digest of a tuning record's workload and trace): 40 hex digits, as :func:`kernel_key`."""
+    return hashlib.sha256(json.dumps(["variant", key, variant]).encode()).hexdigest()[:40]
 
 
 def _discard(workdir: Path | None) -> None:

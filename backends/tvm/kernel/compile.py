@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from backends.tvm.kernel import entries
-from backends.tvm.kernel.cache import KernelCache, _discard, default_cache
+from backends.tvm.kernel.cache import KernelCache, _discard, default_cache, variant_key
 from backends.tvm.kernel.runtime import COMPILE_FAILED, Kernel, NoLowering
 from backends.tvm.sched import KernelInfo, Scheduler, ScheduleReport, pick_schedule
 from backends.tvm.sched.default import first_line
@@ -154,7 +154,8 @@ def _type_fields(cls: type) -> dict[str, Any]:
 
 def compile_function(func: Function, arg_types: Sequence[Type], *, target: TargetSpec = None,
                      cache: KernelCache | None = None,
-                     schedule: Callable[[Any], Any] | None = None) -> Kernel:
+                     schedule: Callable[[Any], Any] | None = None,
+                     variant: str | None = None) -> Kernel:
     """Compile a ``Primitive=1`` function for concrete argument types.
 
     Args:
@@ -168,8 +169,12 @@ def compile_function(func: Function, arg_types: Sequence[Type], *, target: Targe
         cache: the kernel cache (None: :func:`default_cache`).
         schedule: the scheduling function ``PrimFunc -> IRModule`` (default
             :func:`backends.tvm.sched.pick_schedule`: the kernel's anchor operator's registered
-            recipe, else the default one); kernels built with a custom
-            schedule are not cached.
+            recipe, else the default one). A custom schedule's kernel is cached only
+            with a ``variant``; a schedule with a ``report`` (a
+            :class:`~backends.tvm.sched.ScheduleReport`) has it recorded with the kernel.
+        variant: with ``schedule``, a name for it that decides the code it makes (a digest
+            of a tuning record): the kernel is cached under
+            :func:`~backends.tvm.kernel.cache.variant_key` of the function's key and it.
     Returns:
         The compiled :class:`Kernel`.
     Raises:
@@ -183,32 +188,37 @@ def compile_function(func: Function, arg_types: Sequence[Type], *, target: Targe
         fast = store.by_identity(func, arg_types, spec)
         if fast.kernel is not None:
             return fast.kernel
+    cached = schedule is None or variant is not None
     try:
         key = store.key_of(func, arg_types, spec)
     except LoweringFailed as err:
         raise NoLowering(err.op, err.reason) from None
-    if fast is not None:
+    if schedule is not None and variant is not None:
+        key = variant_key(key, variant)
+    if cached:
         kernel = store.get(key)
         if kernel is not None:
-            fast.remember(kernel)
+            if fast is not None:
+                fast.remember(kernel)
             return kernel
         failed = store.failure(key)
         if failed is not None:
             raise NoLowering(*failed)
-    workdir = store.workdir() if fast is not None else None
+    workdir = store.workdir() if cached else None
     try:
         kernel, artifact, meta = _compile(func, arg_types, spec, key, schedule, workdir)
     except NoLowering as err:
-        if fast is not None:
+        if cached:
             store.remember_failure(key, err)
         _discard(workdir)
         raise
     except BaseException:
         _discard(workdir)
         raise
-    if fast is not None:
+    if cached:
         store.put(key, kernel, artifact, meta, workdir)
-        fast.remember(kernel)
+        if fast is not None:
+            fast.remember(kernel)
     else:
         _discard(workdir)
     return kernel
@@ -250,7 +260,7 @@ def _build_library(func: Function, arg_types: Sequence[Type], spec: Target, key:
         prim, needs_alignment = _relax_alignment(prim, notes)
         prim = prim.with_attr("global_symbol", name)
         mod = schedule(prim)
-        report = schedule.report.to_json() if isinstance(schedule, Scheduler) else None
+        report = _report_of(schedule)
         if report is not None:
             report["refused"] = [list(n) for n in notes] + report["refused"]
         if name not in [g.name_hint for g in mod.get_global_vars()]:
@@ -264,6 +274,14 @@ def _build_library(func: Function, arg_types: Sequence[Type], spec: Target, key:
         lib = _Timed(lib, times)
         _RECORD[-1].append(times)
     return lib, lowered, name, needs_alignment, report
+
+
+def _report_of(schedule: Any) -> dict[str, Any] | None:
+    """The :class:`ScheduleReport` of a scheduling function that ran, as JSON (None: it has
+    none)."""
+    report = schedule.report if isinstance(schedule, Scheduler) \
+        else getattr(schedule, "report", None)
+    return report.to_json() if isinstance(report, ScheduleReport) else None
 
 
 class _Timed:

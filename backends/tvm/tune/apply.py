@@ -3,13 +3,18 @@
 :func:`compile_tuned` finds the kernel's record by its Relay-level key; when the record's
 tuned kernel won, the kernel is compiled with :class:`TunedSchedule` — the record's trace
 replayed on the kernel's ``PrimFunc`` after checking that the ``PrimFunc`` is the record's
-workload — through the usual compiler (``compile_function(..., schedule=)``: such kernels
-are not put in the kernel cache, they compile at each build). Any failure (a stale record, a
-trace TVM refuses) gives None, and the caller compiles our own kernel.
+workload — through the usual compiler (``compile_function(..., schedule=, variant=)``). The
+kernel goes into the kernel cache under a key made of our kernel's key and
+:func:`record_variant` (a digest of the record's workload and trace: what decides the
+code), so a warm build with the same database compiles nothing, a build without it never
+meets the tuned kernel, and ``exe.save`` copies it like any other. Any failure (a stale
+record, a trace TVM refuses) gives None, and the caller compiles our own kernel.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +22,8 @@ from backends.tvm.target import Target
 from backends.tvm.tune.database import TuningDatabase, TuningRecord, relay_key
 from backends.tvm.tune.search import apply_trace, workload_of
 
-__all__ = ["StaleRecord", "TunedSchedule", "compile_tuned", "kernel_prim", "workload_hash"]
+__all__ = ["StaleRecord", "TunedSchedule", "compile_tuned", "compile_with", "kernel_prim",
+           "record_variant", "tuned_key", "workload_hash"]
 
 
 class StaleRecord(Exception):
@@ -29,6 +35,26 @@ def workload_hash(prim: Any) -> str:
     import tvm_ffi
 
     return f"{tvm_ffi.structural_hash(workload_of(prim)) & (2 ** 64 - 1):016x}"
+
+
+def record_variant(record: TuningRecord) -> str:
+    """The name of a record's schedule in kernel cache keys: a digest of its workload and
+    trace (its measured times and verdict are left out: they do not change the code)."""
+    text = json.dumps([record.workload_hash, record.workload, record.trace], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def tuned_key(record: TuningRecord, func: Any, arg_types: Sequence[Any], target: Target,
+              cache: Any = None) -> str:
+    """The kernel cache key of ``func`` compiled with ``record``'s schedule.
+
+    Raises:
+        LoweringFailed: ``func`` has no key (a lowering that declines).
+    """
+    from backends.tvm.kernel.cache import default_cache, variant_key
+
+    store = default_cache() if cache is None else cache
+    return variant_key(store.key_of(func, list(arg_types), target), record_variant(record))
 
 
 def kernel_prim(func: Any, arg_types: Sequence[Any], target: Target) -> tuple[Any, Any]:
@@ -51,13 +77,16 @@ class TunedSchedule:
     Args:
         trace: the trace as plain JSON (:func:`~.search.plain_json`).
         workload: the ``IRModule`` the trace was tuned for (None: not checked).
+        report: the :class:`~backends.tvm.sched.ScheduleReport` the compiler records with
+            the kernel (None: none).
     Raises (when called):
         StaleRecord: the ``PrimFunc`` is not ``workload``.
     """
 
-    def __init__(self, trace: Any, workload: Any = None) -> None:
+    def __init__(self, trace: Any, workload: Any = None, report: Any = None) -> None:
         self.trace = trace
         self.workload = workload
+        self.report = report
 
     def __call__(self, prim: Any) -> Any:
         import tvm
@@ -74,31 +103,39 @@ class TunedSchedule:
 
 
 def compile_tuned(db: TuningDatabase, func: Any, arg_types: Sequence[Any], target: Target,
-                  cache: Any = None) -> Any:
-    """The kernel of ``func`` compiled from its winning tuning record, or None (no record, a
-    record that lost, or one that no longer applies)."""
+                  cache: Any = None) -> tuple[Any, TuningRecord] | None:
+    """``(kernel, record)``: the kernel of ``func`` compiled from its winning tuning record
+    (through the kernel cache), or None (no record, a record that lost, or one that no longer
+    applies)."""
     record = db.by_relay_key(relay_key(func, arg_types))
     if record is None or not record.won:
         return None
-    return compile_with(record, func, arg_types, target, cache)
+    kernel = compile_with(record, func, arg_types, target, cache)
+    return None if kernel is None else (kernel, record)
 
 
 def compile_with(record: TuningRecord, func: Any, arg_types: Sequence[Any], target: Target,
-                 cache: Any = None) -> Any:
-    """``func`` compiled with ``record``'s trace (None: the trace does not apply)."""
+                 cache: Any = None, keep: bool = True) -> Any:
+    """``func`` compiled with ``record``'s trace (None: the trace does not apply).
+
+    ``keep``: put the kernel in the kernel cache (under :func:`tuned_key`); False for a
+    candidate being judged (``relay tune``), which is not kept.
+    """
     from backends.tvm.kernel.compile import compile_function
     from backends.tvm.kernel.runtime import NoLowering
     from backends.tvm.sched import ScheduleReport
 
+    report = ScheduleReport(
+        chosen=f"tuned (MetaSchedule, {record.trials} trials: {record.speedup:.2f}x ours)")
     try:
         workload = record.module()
     except Exception:  # noqa: BLE001 - TVM cannot read the workload back: not this record
         return None
     try:
         kernel = compile_function(func, list(arg_types), target=target, cache=cache,
-                                  schedule=TunedSchedule(record.trace, workload))
+                                  schedule=TunedSchedule(record.trace, workload, report),
+                                  variant=record_variant(record) if keep else None)
     except (NoLowering, ValueError, RuntimeError):
         return None
-    kernel.schedule = ScheduleReport(
-        chosen=f"tuned (MetaSchedule, {record.trials} trials: {record.speedup:.2f}x ours)")
+    kernel.schedule = report         # this record's figures (a cached kernel has its own)
     return kernel

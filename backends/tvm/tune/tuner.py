@@ -7,7 +7,8 @@ The run (``relay tune`` calls :func:`tune`):
    kernels (the same Relay-level key) count once, with the number of places that call them.
 2. **Measure ours.** Each kernel runs on random inputs (:func:`measure`, blocks of calls);
    its FLOPs come from its convolutions and dense products (``kernel_flops``). The peak is
-   the best float32 matrix product of numpy's BLAS measured now (:func:`measured_peak`), or
+   the best float32 matrix product of numpy's BLAS measured now (:func:`measured_peak`, the
+   figure of ``bench/peak.py``: :mod:`backends.peak`), or
    the caller's figure.
 3. **Pick** the ``kernels`` kernels with the most time lost against the peak
    (:func:`~backends.tvm.tune.decide.rank`).
@@ -33,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from backends.tvm.target import Target, TargetSpec
+from backends.peak import sgemm_gflops
+from backends.tvm.target import Target, TargetError, TargetSpec
 from backends.tvm.tune.apply import compile_with, kernel_prim, workload_hash
 from backends.tvm.tune.database import (
     TuningDatabase,
@@ -95,18 +97,11 @@ class TuneReport:
 
 
 def measured_peak(n: int = 1024, repeat: int = 3) -> float:
-    """GFLOP/s of the best of ``repeat`` float32 ``n × n`` products by numpy's BLAS (the
-    attainable peak of this machine, as ``bench/peak.py`` measures it)."""
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((n, n), dtype=np.float32)
-    b = rng.standard_normal((n, n), dtype=np.float32)
-    a @ b
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
-    return 2 * n ** 3 / best / 1e9
+    """GFLOP/s of the best of ``repeat`` float32 ``n × n`` products by numpy's BLAS: the
+    attainable peak of this machine, measured as ``bench/peak.py`` does
+    (:func:`backends.peak.sgemm_gflops`; smaller and fewer products, a tuning run
+    measures it once)."""
+    return sgemm_gflops(n, repeat)
 
 
 def random_inputs(kernel: Any, seed: int = 0) -> list[np.ndarray]:
@@ -217,6 +212,8 @@ def tune(mod: Any, params: Mapping[str, Any] | None = None, *, target: TargetSpe
         The :class:`TuneReport`.
     Raises:
         ParseError, RelayTypeError: as ``build``; bad ``trials``/``kernels``.
+        TargetError: an unknown target, or one whose kernels cannot run on this machine
+            (they are timed here: an instruction set extension it lacks).
         TuningDatabaseError: the database cannot be read (damaged) or written.
     """
     from backends.tvm.build import KernelTable, prepare
@@ -224,7 +221,7 @@ def tune(mod: Any, params: Mapping[str, Any] | None = None, *, target: TargetSpe
     _check(trials, kernels)
     say = log or (lambda _line: None)
     started = time.perf_counter()
-    record = Target.of(target)
+    record = _runnable(Target.of(target))
     database = TuningDatabase(default_directory() if db is None else db, record)
     database.load()                          # a damaged database stops the run before tuning
     fused = prepare(mod, params, opt_level, record)
@@ -251,6 +248,20 @@ def tune(mod: Any, params: Mapping[str, Any] | None = None, *, target: TargetSpe
         database.update([])             # the target's database exists even with no record
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _runnable(target: Target) -> Target:
+    """``target``, when its kernels can run on this machine (where they are timed).
+
+    Raises:
+        TargetError: it uses an instruction set extension this machine lacks.
+    """
+    host = Target.host()
+    missing = target.lacks(host)
+    if missing:
+        raise TargetError(f"cannot tune for {target} on this machine ({host}): the kernels "
+                          f"are timed here, and it lacks {', '.join(missing)}")
+    return target
 
 
 def _kernels(requests: Sequence[tuple[Any, list[Any]]], target: Target,
@@ -298,7 +309,7 @@ def _tune_one(k: _Kernel, cost: KernelCost, database: TuningDatabase, target: Ta
     want = _flat(want)
     best: tuple[Decision, TuningRecord] | None = None
     for cand in candidates:
-        tuned = compile_with(cand, k.func, k.types, target, cache)
+        tuned = compile_with(cand, k.func, k.types, target, cache, keep=False)
         if tuned is None:
             continue
         same = same_results(want, tuned(*args))

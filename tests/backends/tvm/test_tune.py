@@ -14,12 +14,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tunekit import CONV, DENSE, kernel_of, oracle, params_of, record_of
 
 from backends.tvm import build
-from backends.tvm.build import KernelTable, prepare
 from backends.tvm.target import Target
 from backends.tvm.tune import database as dbmod
-from backends.tvm.tune.apply import kernel_prim, workload_hash
 from backends.tvm.tune.database import (
     TuningDatabase,
     TuningDatabaseError,
@@ -27,29 +26,9 @@ from backends.tvm.tune.database import (
     relay_key,
 )
 from backends.tvm.tune.decide import MARGIN, KernelCost, decide, rank
-from backends.tvm.tune.search import plain_json, workload_of
 from interpreter import evaluate
 from semantics import parse
 from semantics.errors import RelayArgumentTypeError
-
-DENSE = """
-def @main(%x: Tensor[(4, 64), float32], %w: Tensor[(48, 64), float32], %b: Tensor[(48), float32]) {
-  nn.relu(nn.bias_add(nn.dense(%x, %w), %b))
-}
-"""
-
-CONV = """
-def @main(%x: Tensor[(1, 8, 10, 10), float32], %w: Tensor[(8, 8, 3, 3), float32]) {
-  nn.relu(nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=8, kernel_size=[3, 3]))
-}
-"""
-
-
-def _params(seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return {"w": rng.standard_normal((48, 64)).astype("float32"),
-            "b": rng.standard_normal(48).astype("float32")}
-
 
 # -- the decision, with injected timings ------------------------------------------------------
 
@@ -104,49 +83,11 @@ def test_rank_picks_the_most_time_lost_against_peak() -> None:
 
 # -- the database -------------------------------------------------------------------------------
 
-def _kernel(src: str = DENSE, params: dict[str, np.ndarray] | None = None,
-            target: Target | None = None) -> tuple[Any, list[Any], Target]:
-    target = target or Target.host()
-    fused = prepare(src, params if params is not None else _params(), 3, target)
-    from backends.tvm.exec.graph import kernel_flops
-
-    func, types = max(KernelTable(target).requests(fused), key=lambda r: kernel_flops(r[0]))
-    return func, types, target
-
-
-def _manual_trace(prim: object) -> list[object]:
-    """A real schedule's trace (no search): the output block's outer loop parallel, its
-    inner loop split by 4."""
-    from tvm.s_tir import Schedule
-
-    sch = Schedule(workload_of(prim))
-    out = sch.get_output_blocks(sch.get_sblock("root"))[0]
-    loops = sch.get_loops(out)
-    sch.parallel(loops[0])
-    sch.split(loops[-1], factors=[None, 4])
-    return plain_json(sch.trace.as_json(remove_postproc=False))
-
-
-def _record(func: object, types: list[object], target: Target, *, won: bool,
-            trace: list[object] | None = None) -> TuningRecord:
-    import tvm
-
-    prim, _ = kernel_prim(func, types, target)
-    return TuningRecord(workload_hash(prim), tvm.ir.save_json(workload_of(prim)),
-                        relay_key(func, types), ["nn.dense"],
-                        trace if trace is not None else _manual_trace(prim),
-                        2e-5, 1e-5, 4, won, 1000, "2026-01-01T00:00:00+00:00")
-
-
-def _oracle(x: np.ndarray, params: dict[str, np.ndarray]) -> np.ndarray:
-    return np.asarray(evaluate(parse(DENSE), x, params["w"], params["b"]))
-
-
 def test_database_round_trip_build_uses_the_winning_record(tmp_path: Path) -> None:
-    params = _params()
-    func, types, target = _kernel(params=params)
+    params = params_of()
+    func, types, target = kernel_of(params=params)
     db = TuningDatabase(tmp_path, target)
-    db.update([_record(func, types, target, won=True)])
+    db.update([record_of(func, types, target, won=True)])
     again = TuningDatabase.open(tmp_path, target)
     assert list(again.records) == list(db.records)
     assert again.records[next(iter(db.records))].to_json() == \
@@ -155,19 +96,19 @@ def test_database_round_trip_build_uses_the_winning_record(tmp_path: Path) -> No
     (rec,) = exe.kernels.records
     assert rec.schedule is not None and rec.schedule.chosen.startswith("tuned (MetaSchedule")
     x = np.random.default_rng(3).standard_normal((4, 64)).astype("float32")
-    np.testing.assert_allclose(exe(x), _oracle(x, params), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(exe(x), oracle(x, params), rtol=1e-5, atol=1e-5)
 
 
 def test_a_losing_or_stale_record_leaves_our_kernel(tmp_path: Path) -> None:
-    params = _params()
-    func, types, target = _kernel(params=params)
-    TuningDatabase(tmp_path / "lost", target).update([_record(func, types, target, won=False)])
+    params = params_of()
+    func, types, target = kernel_of(params=params)
+    TuningDatabase(tmp_path / "lost", target).update([record_of(func, types, target, won=False)])
     exe = build(DENSE, params, tuning=tmp_path / "lost")
     (rec,) = exe.kernels.records
     assert rec.schedule is None or not rec.schedule.chosen.startswith("tuned")
     # a record whose workload is another kernel's (forged with this kernel's Relay key)
-    other, other_types, _ = _kernel(CONV, {"w": np.ones((8, 8, 3, 3), "float32")}, target)
-    stale = _record(other, other_types, target, won=True)
+    other, other_types, _ = kernel_of(CONV, {"w": np.ones((8, 8, 3, 3), "float32")}, target)
+    stale = record_of(other, other_types, target, won=True)
     stale.relay_key = relay_key(func, types)
     TuningDatabase(tmp_path / "stale", target).update([stale])
     exe = build(DENSE, params, tuning=tmp_path / "stale")
@@ -175,20 +116,20 @@ def test_a_losing_or_stale_record_leaves_our_kernel(tmp_path: Path) -> None:
     assert rec.fallback is None
     assert rec.schedule is None or not rec.schedule.chosen.startswith("tuned")
     x = np.ones((4, 64), "float32")
-    np.testing.assert_allclose(exe(x), _oracle(x, params), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(exe(x), oracle(x, params), rtol=1e-5, atol=1e-5)
 
 
 def test_missing_or_damaged_database_is_a_clear_error(tmp_path: Path) -> None:
-    func, types, target = _kernel()
+    func, types, target = kernel_of()
     with pytest.raises(TuningDatabaseError, match="does not exist"):
-        build(DENSE, _params(), tuning=tmp_path / "nowhere")
+        build(DENSE, params_of(), tuning=tmp_path / "nowhere")
     (tmp_path / "empty").mkdir()
     with pytest.raises(TuningDatabaseError, match="no records for target"):
-        build(DENSE, _params(), tuning=tmp_path / "empty")
+        build(DENSE, params_of(), tuning=tmp_path / "empty")
     with pytest.raises(RelayArgumentTypeError, match="tuning must be"):
-        build(DENSE, _params(), tuning=42)
+        build(DENSE, params_of(), tuning=42)
     db = TuningDatabase(tmp_path / "db", target)
-    db.update([_record(func, types, target, won=True)])
+    db.update([record_of(func, types, target, won=True)])
     good = db.path.read_text()
     damages = {
         "truncated": good[: len(good) // 2],
@@ -200,7 +141,7 @@ def test_missing_or_damaged_database_is_a_clear_error(tmp_path: Path) -> None:
     for name, text in damages.items():
         db.path.write_text(text)
         with pytest.raises(TuningDatabaseError, match=str(tmp_path / "db")):
-            build(DENSE, _params(), tuning=tmp_path / "db")
+            build(DENSE, params_of(), tuning=tmp_path / "db")
         with pytest.raises(TuningDatabaseError):      # and tuning refuses to overwrite it
             db.update([])
         assert db.path.read_text() == text, name
@@ -215,9 +156,9 @@ def _resealed(text: str, change: object) -> str:
 
 def test_an_interrupted_write_keeps_the_old_database(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    func, types, target = _kernel()
+    func, types, target = kernel_of()
     db = TuningDatabase(tmp_path, target)
-    db.update([_record(func, types, target, won=False)])
+    db.update([record_of(func, types, target, won=False)])
     before = db.path.read_text()
 
     def interrupted(*_args: object, **_kwargs: object) -> None:
@@ -225,7 +166,7 @@ def test_an_interrupted_write_keeps_the_old_database(tmp_path: Path,
 
     monkeypatch.setattr(dbmod.json, "dump", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        db.update([_record(func, types, target, won=True)])
+        db.update([record_of(func, types, target, won=True)])
     monkeypatch.undo()
     assert db.path.read_text() == before
     assert sorted(p.name for p in db.path.parent.iterdir()) == ["records.json",
@@ -260,8 +201,8 @@ def test_database_keeps_what_it_is_given(tmp_path_factory: pytest.TempPathFactor
 
 
 def test_records_are_per_target(tmp_path: Path) -> None:
-    func, types, target = _kernel()
-    TuningDatabase(tmp_path, target).update([_record(func, types, target, won=True)])
+    func, types, target = kernel_of()
+    TuningDatabase(tmp_path, target).update([record_of(func, types, target, won=True)])
     other = target.replace(lanes=16 if target.lanes != 16 else 8)
     with pytest.raises(TuningDatabaseError, match="no records for target"):
         TuningDatabase.open(tmp_path, other)
@@ -280,9 +221,9 @@ def test_cli_usage_and_user_errors(tmp_path: Path, capsys: pytest.CaptureFixture
         with pytest.raises(SystemExit) as exc:
             main(["tune", str(program), *bad])
         assert exc.value.code == 2
-    func, types, target = _kernel()
+    func, types, target = kernel_of()
     db = TuningDatabase(tmp_path / "db", target)
-    db.update([_record(func, types, target, won=False)])
+    db.update([record_of(func, types, target, won=False)])
     db.path.write_text("{")
     capsys.readouterr()
     assert main(["tune", str(program), "--db", str(tmp_path / "db")]) == 1
@@ -317,7 +258,7 @@ def _tune_and_check(src: str, params: dict[str, np.ndarray], tmp_path: Path,
 
 def test_tune_a_tiny_dense(tmp_path: Path) -> None:
     x = np.random.default_rng(1).standard_normal((4, 64)).astype("float32")
-    _tune_and_check(DENSE, _params(), tmp_path, [x])
+    _tune_and_check(DENSE, params_of(), tmp_path, [x])
 
 
 @pytest.mark.slow      # 10-26 s at a load of 11 on 2 cores (the dense: 6-16 s)
@@ -329,8 +270,8 @@ def test_tune_a_tiny_convolution(tmp_path: Path) -> None:
 
 
 def test_no_stray_files_in_the_database(tmp_path: Path) -> None:
-    func, types, target = _kernel()
-    TuningDatabase(tmp_path, target).update([_record(func, types, target, won=True)])
+    func, types, target = kernel_of()
+    TuningDatabase(tmp_path, target).update([record_of(func, types, target, won=True)])
     names = [p.name for p in tmp_path.rglob("*") if p.is_file()]
     assert sorted(names) == ["records.json", "records.json.lock"]
     assert all(not n.startswith(".records-") for n in os.listdir(tmp_path))
