@@ -182,7 +182,12 @@ class VMClosure(Closure):
     __slots__ = ("code", "captured")
 
     def __init__(self, code: Code, captured: tuple[Any, ...], name: str | None = None):
-        super().__init__(code.function, None, None, name)  # type: ignore[arg-type]
+        # Closure's four fields set here rather than through its __init__ (one call less:
+        # a TreeLSTM makes two closures a node).
+        self.function = code.function
+        self.env = None  # type: ignore[assignment]
+        self.self_var = None
+        self.name = name
         self.code = code
         self.captured = captured
 
@@ -432,7 +437,21 @@ class VM:
                     else:
                         regs[ins[1]] = ins[2](*[regs[a] for a in ins[3]])
                 elif op >= MATCH:
-                    pc = steps[op](ins, regs, pc)
+                    if op == MATCH:
+                        # Semantics-ADT-Match, the clause ``C(x, _, ...)`` decided inline
+                        # (the other shapes in _select).
+                        v = regs[ins[1]]
+                        first = ins[2][0] if ins[2] else (None,)
+                        if (first[0] is not None and type(v) is ConstructorValue
+                                and v.name == first[0] and len(v.fields) == len(first[1])):
+                            for r, x in zip(first[1], v.fields):
+                                if r >= 0:
+                                    regs[r] = x
+                            pc = first[3]
+                        else:
+                            pc = _select(ins, regs, pc)
+                    else:
+                        pc = steps[op](ins, regs, pc)
                 elif op <= CALL:
                     if op == RET:
                         v = regs[ins[1]]
@@ -460,7 +479,16 @@ class VM:
                             continue
                         if len(frames) >= max_depth - 1:
                             raise _exhausted(max_depth)
-                        new = self._enter(f, call_args, ins[4].span)
+                        fcode = f.code
+                        if len(call_args) != fcode.nparams:
+                            raise RelayRuntimeError(errors.wrong_arity(
+                                f.name or "the function", fcode.nparams, len(call_args)),
+                                ins[4].span)
+                        new = call_args + [None] * (fcode.nregs - fcode.nparams)
+                        if f.captured:
+                            new[fcode.nparams:fcode.nparams + len(f.captured)] = f.captured
+                        if fcode.self_reg >= 0:
+                            new[fcode.self_reg] = f
                         for r in ins[5]:
                             regs[r] = None
                         frames.append((code, regs, pc, ins[1]))
