@@ -450,6 +450,10 @@ class VM:
                             pc = first[3]
                         else:
                             pc = _select(ins, regs, pc)
+                    elif op == CONST:
+                        regs[ins[1]] = ins[2]
+                    elif op == PROJ:
+                        regs[ins[1]] = regs[ins[2]][ins[3]]
                     else:
                         pc = steps[op](ins, regs, pc)
                 elif op <= CALL:

@@ -500,6 +500,11 @@ class Compiler:
             captures.append(r)
         self._schedule(code, fn, free, self_var)
         name = "%" + self_var.name_hint if self_var is not None else None
+        if not captures:
+            # Nothing captured: the same closure serves every evaluation (closures are
+            # opaque values: no program can tell two of the same code apart).
+            st.emit((CONST, dst, VMClosure(code, (), name)), fn.span)
+            return
         st.emit((CLOSURE, dst, code, tuple(captures), name), fn.span)
 
     def _pattern(self, st: _FnState, p: Pattern) -> tuple[Any, ...]:
