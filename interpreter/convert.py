@@ -380,7 +380,7 @@ class _Converter:
         if ctor is None or td is None or ctor.belong_to.name != head.name \
                 or is_storage_type(t):
             return None
-        field_types = _layout(td, ctor, t, args)[1]   # type: ignore[arg-type]
+        field_types = _layout(td, ctor, t, args)[1]
         if not all(type(f) is TensorType or (type(f) in (TypeCall, GlobalTypeVar)
                                               and not is_storage_type(f))
                    for f in field_types):

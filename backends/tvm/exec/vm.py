@@ -37,8 +37,9 @@ constant space; deep non-tail recursion uses memory, not Python's stack, and bey
 ``max_depth`` nested calls is a ``RelayRuntimeError`` "stack exhausted" (the oracle's
 message). Runtime errors carry the span of the instruction's node. The calls, returns,
 kernels and branches are decided inline in :meth:`VM._run`; the instructions that only
-read and write registers (``PROJ`` and those after it) run through a table of small
-functions, :data:`_STEPS`, indexed by opcode.
+read and write registers (``PROJ`` and those after it, but ``CONST``) run through a table of
+small functions, :data:`_STEPS`, indexed by opcode. A closure that captures nothing is
+compiled to a ``CONST`` (one closure serves every evaluation: closures are opaque).
 
 Cost (``bench/backend.py``, a scalar loop of 100,000 iterations): about 2.5 µs per
 instruction including the kernel calls, of which the VM's own dispatch is about 0.3 µs;
@@ -417,12 +418,10 @@ class VM:
         return self._enter(entry, args, None)
 
     def _run(self, entry: VMClosure, args: list[Any]) -> Any:
-        code = entry.code
-        regs = self._start(entry, args)
+        code, regs = entry.code, self._start(entry, args)
         instrs = code.instrs
         frames: list[tuple[Code, list[Any], int, int]] = []
         max_depth = self.max_depth
-        steps = _STEPS
         pc = 0
         try:
             while True:
@@ -437,25 +436,10 @@ class VM:
                     else:
                         regs[ins[1]] = ins[2](*[regs[a] for a in ins[3]])
                 elif op >= MATCH:
-                    if op == MATCH:
-                        # Semantics-ADT-Match, the clause ``C(x, _, ...)`` decided inline
-                        # (the other shapes in _select).
-                        v = regs[ins[1]]
-                        first = ins[2][0] if ins[2] else (None,)
-                        if (first[0] is not None and type(v) is ConstructorValue
-                                and v.name == first[0] and len(v.fields) == len(first[1])):
-                            for r, x in zip(first[1], v.fields):
-                                if r >= 0:
-                                    regs[r] = x
-                            pc = first[3]
-                        else:
-                            pc = _select(ins, regs, pc)
-                    elif op == CONST:
+                    if op == CONST:
                         regs[ins[1]] = ins[2]
-                    elif op == PROJ:
-                        regs[ins[1]] = regs[ins[2]][ins[3]]
                     else:
-                        pc = steps[op](ins, regs, pc)
+                        pc = _STEPS[op](ins, regs, pc)
                 elif op <= CALL:
                     if op == RET:
                         v = regs[ins[1]]
@@ -483,16 +467,7 @@ class VM:
                             continue
                         if len(frames) >= max_depth - 1:
                             raise _exhausted(max_depth)
-                        fcode = f.code
-                        if len(call_args) != fcode.nparams:
-                            raise RelayRuntimeError(errors.wrong_arity(
-                                f.name or "the function", fcode.nparams, len(call_args)),
-                                ins[4].span)
-                        new = call_args + [None] * (fcode.nregs - fcode.nparams)
-                        if f.captured:
-                            new[fcode.nparams:fcode.nparams + len(f.captured)] = f.captured
-                        if fcode.self_reg >= 0:
-                            new[fcode.self_reg] = f
+                        new = self._enter(f, call_args, ins[4].span)
                         for r in ins[5]:
                             regs[r] = None
                         frames.append((code, regs, pc, ins[1]))
