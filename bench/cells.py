@@ -49,12 +49,12 @@ PEER = {"lstm": "onnxruntime", "gru": "onnxruntime", "char_rnn": "PyTorch",
 
 
 def _switch_modules() -> tuple[Any, Any, Any]:
-    """The modules holding the switches (``backends.tvm.build`` by its module object: the
-    package's ``build`` attribute is the function)."""
+    """The modules holding the switches (``host_movement`` is called from
+    ``backends.tvm.kernel_table``)."""
     import importlib
 
     return tuple(importlib.import_module(m) for m in (  # type: ignore[return-value]
-        "backends.tvm.build", "backends.tvm.sched.dense", "passes.fuse_cells"))
+        "backends.tvm.kernel_table", "backends.tvm.sched.dense", "passes.fuse_cells"))
 
 
 class _Before:
