@@ -393,7 +393,7 @@ class _Converter:
         and concrete shape, no node met twice. The same value :meth:`_adt` builds, else
         None (anything else — a dict, a Python scalar, a tuple field, a shared or cyclic
         node, a mismatch — is left to :meth:`_adt`, which also says what is wrong). A
-        TreeLSTM's 30-node tree: 11 → 2 µs a node (``bench/vm_overhead.py``)."""
+        TreeLSTM's 30-node tree: 11 → 5.5 µs a node (``bench/vm_overhead.py``)."""
         plans: dict[tuple[int, str], Any] = {}   # (id(type), name) -> (ctor, field types)
         # Field types by structure: substituting a type argument makes new type objects (a
         # Tree's List[Tree[...]]), so the ADT field types of a plan are replaced by the first
