@@ -34,10 +34,14 @@ chain. The merge is refused (the program is left as FuseOps made it) unless ever
 in that chain, the bindings between the anchor and the last cell are pure dataflow (kernel
 calls, tuples, projections, variables, constants: nothing that may fail, write a reference
 or diverge is moved across), every use of an output lies after the merged call, every
-argument of a member is a variable, a constant, another member or such a kernel call, and
-no cell reads a transcendental result twice (see :func:`_recomputed_transcendental`). The
+argument of a member is a variable, a constant, another member or such a kernel call. The
 pass is pure rewriting of pure kernel calls: evaluating the anchor later, at the merged
 call, is not observable.
+
+A GRU step (a ``tanh`` of a sum holding a ``sigmoid``, read twice by the state update) merges
+too: the dense schedule keeps the lowering's ``keep_tanh_arg`` stage, the cut of nested
+``Let`` s without which LLVM took 195 s to compile the merged step
+(:func:`backends.tvm.sched.dense.inline_into_consumers`); with it, about 5 s.
 """
 
 from __future__ import annotations
@@ -285,27 +289,10 @@ def _plan(chain: _Chain, anchor: Expr) -> _Plan | None:
         if any(chain.where[id(u)] <= last for u in outside):
             return None                  # read before the merged call would run
         outputs.append(c)  # type: ignore[arg-type]
-    if not outputs or any(_recomputed_transcendental(c.op) for c in cells):  # type: ignore[attr-defined]
+    if not outputs:
         return None
     members = [anchor] + sorted(cells, key=lambda c: chain.value_at[id(c)])
     return _Plan(members, outputs, last)  # type: ignore[arg-type]
-
-
-_TRANSCENDENTAL = frozenset({"tanh", "sigmoid", "exp", "log", "erf"})
-
-
-def _recomputed_transcendental(fn: Function) -> bool:
-    """A transcendental result that two operators of the cell read (the GRU's candidate
-    ``tanh``, read by ``n + z * (h - n)`` twice). The lowering inlines it into both readers,
-    and under the packed GEMV's schedule LLVM then took 195 s to compile the merged GRU step
-    (1.5 s for the separate cell): such a cell stays a kernel of its own."""
-    parents: dict[int, int] = {}
-    for node in post_order(fn.body):
-        if type(node) is Call:
-            for a in node.args:
-                parents[id(a)] = parents.get(id(a), 0) + 1
-    return any(type(n) is Call and type(n.op) is Op and n.op.name in _TRANSCENDENTAL
-               and parents.get(id(n), 0) > 1 for n in post_order(fn.body))
 
 
 def _apply(chain: _Chain, plan: _Plan) -> _Chain | None:

@@ -54,13 +54,25 @@ def _static_tensors(t: Any) -> bool:
 class FlatArgs:
     """A kernel of a function with tuple parameters, called with the tuple values: each
     call flattens its arguments (tuples, depth first, left to right — the order of
-    ``te_build.flatten_types``) into the kernel's tensor arguments."""
+    ``te_build.flatten_types``) into the kernel's tensor arguments.
 
-    __slots__ = ("kernel", "name")
+    ``flat_call`` is the same call without the generic walk, for the executors' kernel
+    instructions: when every parameter is a tensor or a tuple of tensors (``types``), a
+    function made for those parameters (``lambda a0, a1: kernel(*a0, a1)``); else
+    :meth:`__call__` itself. The flattening cost about 2 µs a call, a TreeLSTM node
+    making three such calls (``bench/vm_overhead.py``)."""
 
-    def __init__(self, kernel: Any):
+    __slots__ = ("kernel", "name", "flat_call")
+
+    def __init__(self, kernel: Any, types: Sequence[Any] | None = None):
         self.kernel = kernel
         self.name = kernel.name
+        self.flat_call: Callable[..., Any] = self.__call__
+        if types is not None and all(
+                isinstance(t, TensorType) or (isinstance(t, TupleType) and all(
+                    isinstance(f, TensorType) for f in t.fields)) for t in types):
+            self.flat_call = _flat_caller(
+                kernel, tuple(isinstance(t, TupleType) for t in types))
 
     def __call__(self, *args: Any, out: list[np.ndarray] | None = None) -> Any:
         flat: list[Any] = []
@@ -75,6 +87,23 @@ class FlatArgs:
 
     def __repr__(self) -> str:
         return f"<FlatArgs {self.kernel!r}>"
+
+
+_FLAT_CALLERS: dict[tuple[bool, ...], Callable[[Any], Callable[..., Any]]] = {}
+
+
+def _flat_caller(kernel: Any, tuples: tuple[bool, ...]) -> Callable[..., Any]:
+    """``lambda a0, a1, ...: kernel(*a0, a1, ...)``, a parameter unpacked where ``tuples``
+    says it is a tuple of tensors (the source is made from the pattern alone, once per
+    pattern)."""
+    make = _FLAT_CALLERS.get(tuples)
+    if make is None:
+        params = ", ".join(f"a{i}" for i in range(len(tuples)))
+        passed = ", ".join(("*" if t else "") + f"a{i}" for i, t in enumerate(tuples))
+        space: dict[str, Any] = {}
+        exec(f"def make(kernel):\n    return lambda {params}: kernel({passed})\n", space)
+        make = _FLAT_CALLERS[tuples] = space["make"]
+    return make(kernel)
 
 
 def _tensor_result(t: Any) -> bool:
@@ -198,7 +227,7 @@ class KernelTable:
             # them); the adapter flattens the tuple values of each call.
             kernel = self.resolve(func, types)  # type: ignore[arg-type]
             if not isinstance(kernel, FallbackKernel):
-                kernel = FlatArgs(kernel)
+                kernel = FlatArgs(kernel, types)
         elif all(isinstance(t, TensorType) for t in types):
             kernel = host_movement(func) or _dynamic(func, self)
         else:

@@ -37,8 +37,9 @@ constant space; deep non-tail recursion uses memory, not Python's stack, and bey
 ``max_depth`` nested calls is a ``RelayRuntimeError`` "stack exhausted" (the oracle's
 message). Runtime errors carry the span of the instruction's node. The calls, returns,
 kernels and branches are decided inline in :meth:`VM._run`; the instructions that only
-read and write registers (``PROJ`` and those after it) run through a table of small
-functions, :data:`_STEPS`, indexed by opcode.
+read and write registers (``PROJ`` and those after it, but ``CONST``) run through a table of
+small functions, :data:`_STEPS`, indexed by opcode. A closure that captures nothing is
+compiled to a ``CONST`` (one closure serves every evaluation: closures are opaque).
 
 Cost (``bench/backend.py``, a scalar loop of 100,000 iterations): about 2.5 µs per
 instruction including the kernel calls, of which the VM's own dispatch is about 0.3 µs;
@@ -182,7 +183,12 @@ class VMClosure(Closure):
     __slots__ = ("code", "captured")
 
     def __init__(self, code: Code, captured: tuple[Any, ...], name: str | None = None):
-        super().__init__(code.function, None, None, name)  # type: ignore[arg-type]
+        # Closure's four fields set here rather than through its __init__ (one call less:
+        # a TreeLSTM makes two closures a node).
+        self.function = code.function
+        self.env = None  # type: ignore[assignment]
+        self.self_var = None
+        self.name = name
         self.code = code
         self.captured = captured
 
@@ -412,12 +418,10 @@ class VM:
         return self._enter(entry, args, None)
 
     def _run(self, entry: VMClosure, args: list[Any]) -> Any:
-        code = entry.code
-        regs = self._start(entry, args)
+        code, regs = entry.code, self._start(entry, args)
         instrs = code.instrs
         frames: list[tuple[Code, list[Any], int, int]] = []
         max_depth = self.max_depth
-        steps = _STEPS
         pc = 0
         try:
             while True:
@@ -432,7 +436,10 @@ class VM:
                     else:
                         regs[ins[1]] = ins[2](*[regs[a] for a in ins[3]])
                 elif op >= MATCH:
-                    pc = steps[op](ins, regs, pc)
+                    if op == CONST:
+                        regs[ins[1]] = ins[2]
+                    else:
+                        pc = _STEPS[op](ins, regs, pc)
                 elif op <= CALL:
                     if op == RET:
                         v = regs[ins[1]]

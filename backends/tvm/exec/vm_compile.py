@@ -71,6 +71,7 @@ from backends.tvm.exec.vm import (
     pattern_plan,
 )
 from backends.tvm.fallback import FallbackKernel, OpKernel
+from backends.tvm.kernel_table import FlatArgs
 from backends.tvm.lower.scalar import scalar_program
 from interpreter.values import ConstructorFunction, ConstructorValue, OpValue
 from semantics.analysis import free_vars
@@ -477,6 +478,8 @@ class Compiler:
     def _emit_kernel(self, st: _FnState, k: Callable[..., Any], args: list[int],
                      e: Call) -> int:
         r = st.reg()
+        if type(k) is FlatArgs:
+            k = k.flat_call
         if len(args) == 1:
             st.emit((KERNEL1, r, k, args[0]), e.span)
         elif len(args) == 2:
@@ -497,6 +500,11 @@ class Compiler:
             captures.append(r)
         self._schedule(code, fn, free, self_var)
         name = "%" + self_var.name_hint if self_var is not None else None
+        if not captures:
+            # Nothing captured: the same closure serves every evaluation (closures are
+            # opaque values: no program can tell two of the same code apart).
+            st.emit((CONST, dst, VMClosure(code, (), name)), fn.span)
+            return
         st.emit((CLOSURE, dst, code, tuple(captures), name), fn.span)
 
     def _pattern(self, st: _FnState, p: Pattern) -> tuple[Any, ...]:

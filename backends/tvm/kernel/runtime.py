@@ -148,7 +148,7 @@ class Kernel:
 
     __slots__ = ("name", "input_types", "output_types", "layout", "_fn", "_module",
                  "_constants", "_needs_alignment", "_in_sig", "_out_sig", "_fast_consts",
-                 "_single", "_out_shape", "_out_dtype", "careful_calls", "_pools",
+                 "_single", "_flat", "_out_shape", "_out_dtype", "careful_calls", "_pools",
                  "_pool_base", "_pool_ids", "_bare", "ops", "schedule", "__weakref__")
 
     def __init__(self, name: str, fn: Any, module: Any, input_types: list[TensorType],
@@ -171,6 +171,7 @@ class Kernel:
                 int(np.prod(s, dtype=np.int64)) for _, s in self._out_sig):
             self._fast_consts = tuple(_tvm_tensor(c) for c in self._constants)
         self._single = isinstance(layout, int) and len(self._out_sig) == 1
+        self._flat = layout == tuple(range(len(self._out_sig)))
         self._out_dtype: np.dtype[Any] | None = self._out_sig[0][0] if self._out_sig else None
         self._out_shape: tuple[int, ...] = self._out_sig[0][1] if self._out_sig else ()
         self.careful_calls = 0   # calls that took the careful lane (tests, benchmarks)
@@ -225,7 +226,11 @@ class Kernel:
                 else:
                     consts = self._fast_consts
                     assert consts is not None      # (a pool implies the fast lane)
-                    self._fn(*map(_twin_or_self, args), *consts, twin)
+                    if len(args) == 1:
+                        a = args[0]
+                        self._fn(get(id(a), a), *consts, twin)
+                    else:
+                        self._fn(*map(_twin_or_self, args), *consts, twin)
                 return o
             except Exception:  # noqa: BLE001 - the general path below says what is wrong
                 pass
@@ -288,7 +293,10 @@ class Kernel:
                 self._fn(*map(_twin_or_self, args), *consts, *[p[1] for p in pairs])
                 outs = [p[0] for p in pairs]
                 del pairs
-                return outs[0] if self._single else _assemble(self.layout, outs)
+                if self._single:
+                    return outs[0]
+                # (a flat tuple of results, e.g. a split: no walk of the layout)
+                return tuple(outs) if self._flat else _assemble(self.layout, outs)
             if self._single:
                 o = np.empty(self._out_shape, self._out_dtype)
                 self._fn(*args, *consts, o)

@@ -112,7 +112,13 @@ def _block_names(sch: Any) -> list[str]:
 
 def inline_into_consumers(sch: Any, keep: set[str]) -> None:
     """Inline every block not in ``keep`` that is not an output and can be inlined (the
-    elementwise chain between a reduction and the kernel's output)."""
+    elementwise chain between a reduction and the kernel's output).
+
+    A ``keep_<op>_arg`` block stays too: the lowering's cut of a ``Let`` nested in another's
+    value (``backends.tvm.lower.tensor._cut_let_nesting``; LLVM's code generation time
+    doubles with each level). Inlined, it undid the cut: a GRU step merged with its hidden
+    projection (``tanh`` of a sum holding a ``sigmoid``, the ``tanh`` read twice) took 195 s
+    to compile."""
     changed = True
     while changed:
         changed = False
@@ -120,7 +126,8 @@ def inline_into_consumers(sch: Any, keep: set[str]) -> None:
         outputs = {sch.get(b).name_hint for b in sch.get_output_blocks(root)}
         for block in sch.get_child_blocks(root):
             name = sch.get(block).name_hint
-            if name in keep or name in outputs:
+            if name in keep or name in outputs or (
+                    name.startswith(KEEP) and name.endswith("_arg")):
                 continue
             try:
                 sch.compute_inline(block)
