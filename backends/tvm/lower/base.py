@@ -181,6 +181,20 @@ def const(value: Any, dtype: str) -> Any:
     return tirx.const(int(value), dtype)
 
 
+def padding_zero(call: OpCall, dtype: str) -> Any:
+    """The zero a lowering pads with before a multiplication: a load of a hidden constant 0
+    for floats, a literal otherwise.
+
+    TVM's simplifier folds ``0.0 * w`` to ``0.0`` (it treats floats as reals), so a tap it
+    proves to lie in the padding would contribute 0 where IEEE arithmetic (the oracle's)
+    gives NaN for ``w`` = ±inf or NaN. A value loaded from a buffer is not a constant to the
+    simplifier, and LLVM keeps the IEEE product (it folds ``0 * w`` only under fast-math).
+    Without a kernel to hold the constant (a lowering outside a build), the literal."""
+    if not is_float(dtype) or call.hide is None:
+        return const(0, dtype)
+    return call.add_constant(np.zeros(1, dtype), "padding_zero")[0]
+
+
 def nan_max(a: Any, b: Any, dtype: str) -> Any:
     """``max(a, b)``, NaN if either is NaN (for floats); plain ``max`` otherwise."""
     from tvm import tirx

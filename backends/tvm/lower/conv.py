@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from backends.tvm.lower.base import OpCall, const, lowering
+from backends.tvm.lower.base import OpCall, const, lowering, padding_zero
 from backends.tvm.lower.conv_plan import (
     CONV,
     CONV_PAD,
@@ -63,7 +63,9 @@ def _conv2d(call: OpCall) -> Any:
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     blocked = bool(dmap.factor) or bool(omap.factor)
-    staged = _staged_input(data, dmap, dshape, N.pad4(attrs["padding"]), odt) if blocked else None
+    zero = padding_zero(call, odt) if any(N.pad4(attrs["padding"])) else const(0, odt)
+    staged = _staged_input(data, dmap, dshape, N.pad4(attrs["padding"]), odt, zero) \
+        if blocked else None
 
     def body(*idx: Any) -> Any:
         o = omap.coords(idx)
@@ -78,7 +80,7 @@ def _conv2d(call: OpCall) -> Any:
             h, w = h - pt, w - pl
             inside = tirx.all(h >= 0, h < height, w >= 0, w < width)
             x = _at(data, dmap.index({"N": o["N"], "C": c, "H": h, "W": w}))
-            x = tirx.if_then_else(inside, tirx.Cast(odt, x), const(0, odt))
+            x = tirx.if_then_else(inside, tirx.Cast(odt, x), zero)
         k = _at(weight, kmap.index({"O": oc, "I": rc, "H": ry, "W": rx}))
         return te.sum(x * tirx.Cast(odt, k), axis=[rc, ry, rx])
 
@@ -145,7 +147,7 @@ def _conv2d_nchw(call: OpCall, shape: ConvShape, tile: Tile) -> Any:
 
 
 def _staged_input(data: Any, dmap: LayoutMap, dshape: Sequence[int], pads: Sequence[int],
-                  odt: str) -> Any:
+                  odt: str, zero: Any) -> Any:
     """The convolution's input as its own stage (:data:`CONV_PAD`): zero-padded, cast to
     ``odt`` and **channels last**, ``[N, H + pads, W + pads, C]`` whatever the data's layout;
     None when ``H`` or ``W`` is blocked (the convolution then reads the data itself, testing
@@ -172,7 +174,7 @@ def _staged_input(data: Any, dmap: LayoutMap, dshape: Sequence[int], pads: Seque
         if not any(pads):
             return x
         inside = tirx.all(h >= 0, h < height, w >= 0, w < width)
-        return tirx.if_then_else(inside, x, const(0, odt))
+        return tirx.if_then_else(inside, x, zero)
 
     shape = (n, height + pt + pb, width + pl + pr, channels)
     return te.compute(shape, body, name=CONV_PAD)

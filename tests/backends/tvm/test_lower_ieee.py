@@ -17,6 +17,10 @@
   contracts it into an FMA that rounds differently again: ``floor_mod`` of floats is the
   exact remainder (``fmod`` corrected by the sign of ``b``) in the reference and the kernel.
 * TVM legalizes float64 ``tanh`` as a ratio of exponentials that is 0 for tiny ``x``.
+* ``0.0 * w`` is rewritten to ``0.0``: a convolution tap the simplifier proves to be in the
+  padding contributed 0 where IEEE gives NaN for an infinite or NaN weight (found by a
+  HypoFuzz campaign on the TVM backend, issue 31). The padding zero is a load of a hidden
+  constant (``lower/base.padding_zero``).
 """
 
 from __future__ import annotations
@@ -226,3 +230,29 @@ def test_float16_log_softmax_rounds_its_sum_as_the_reference() -> None:
     np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32),
                                rtol=1e-3, atol=1e-3)
     assert (np.asarray(want)[:3].max(axis=1) == 0).all()
+
+
+@pytest.mark.parametrize("layouts", [
+    'kernel_layout="HWOI", out_layout="NHWC"',     # the default path: bounds test per load
+    'kernel_layout="OIHW"',                         # the NCHW plan: a padded stage
+    'data_layout="NHWC", kernel_layout="HWIO"',
+])
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_padded_taps_times_non_finite_weights_are_nan(layouts: str, opt_level: int) -> None:
+    """The HypoFuzz counterexample: strides 2, 3 and padding 1 put every tap of the first
+    output column in the padding; ``0 * -inf`` is NaN in the oracle."""
+    nhwc = "NHWC" in layouts.split(",")[0]
+    dshape = (2, 4, 1, 2) if nhwc else (2, 2, 4, 1)
+    wshape = {"HWOI": (1, 1, 4, 1), "OIHW": (4, 1, 1, 1), "HWIO": (1, 1, 1, 4)}[
+        layouts.split('kernel_layout="')[1][:4]]
+    text = (f"def @main(%x: Tensor[{dshape}, float32], %w: Tensor[{wshape}, float32]) {{"
+            f" nn.conv2d(%x, %w, strides=[2, 3], padding=[1], groups=2, kernel_size=[1, 1],"
+            f" {layouts}) }}")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(dshape).astype("float32")
+    w = np.array([-np.inf, 4.5, np.nan, np.inf], "float32").reshape(wshape)
+    want = evaluate(text, x, w)
+    for executor in ("vm", "graph"):
+        got = build(text, opt_level=opt_level, executor=executor)(x, w)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_array_equal(got, want)
