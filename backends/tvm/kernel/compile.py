@@ -269,11 +269,12 @@ def _build_library(func: Function, arg_types: Sequence[Type], spec: Target, key:
 
 IDLE_TIR_PASSES = ("tirx.RemoveNoOp", "s_tir.HoistIfThenElse", "tirx.NarrowDataType")
 """TVM TIR passes ``tvm.compile`` skips for our kernels: on every kernel of ResNet-18,
-MobileNet, DQN, VGG-16, LSTM, GRU and CharRNN and of the schedule and lowering tests the
-assembly is the same text with or without them (what they would remove or hoist, LLVM
-removes and hoists the same), and they took ~20 % of ``tvm.compile``'s TIR passes.
-(``s_tir.StmtSimplify`` and ``s_tir.RenormalizeSplitPattern`` looked idle on ResNet-18 too
-but change the code of a few kernels elsewhere; docs/tvm.md, "Build time".)"""
+MobileNet, DQN, VGG-16, LSTM, GRU and CharRNN and of the schedule, kernel and lowering tests
+(1,150 kernels) the assembly is the same text with or without them — what they remove or
+hoist, LLVM removes and hoists the same — but for one zero-size test kernel whose empty loop
+stays; they took ~20 % of ``tvm.compile`` (5.9 -> 4.7 s for ResNet-18's 24 kernels).
+(``s_tir.StmtSimplify`` and ``s_tir.RenormalizeSplitPattern`` were idle on ResNet-18 too but
+change 14 other kernels' code; docs/tvm.md, "Build time".)"""
 
 
 def _skip_idle_passes() -> Any:
