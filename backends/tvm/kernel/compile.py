@@ -278,14 +278,19 @@ change 14 other kernels' code; docs/tvm.md, "Build time".)"""
 
 
 def _skip_idle_passes() -> Any:
-    """A ``PassContext`` like the current one that also disables :data:`IDLE_TIR_PASSES`."""
+    """A ``PassContext`` like the current one that also disables :data:`IDLE_TIR_PASSES`;
+    none when the current one has instruments (a caller's ``PassTimingInstrument`` would be
+    reset by a nested context: the kernel then compiles with every pass, to the same code)."""
+    import contextlib
+
     import tvm
 
     cur = tvm.transform.PassContext.current()
+    if list(cur.instruments):
+        return contextlib.nullcontext()
     return tvm.transform.PassContext(
         opt_level=cur.opt_level, required_pass=list(cur.required_pass),
-        disabled_pass=[*cur.disabled_pass, *IDLE_TIR_PASSES],
-        instruments=list(cur.instruments), config=dict(cur.config))
+        disabled_pass=[*cur.disabled_pass, *IDLE_TIR_PASSES], config=dict(cur.config))
 
 
 class _Timed:
