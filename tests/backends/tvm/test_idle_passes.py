@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import tempfile
+from typing import Any
 
 import tvm
 from hypothesis import given, settings
@@ -22,14 +23,21 @@ from backends.tvm.kernel.compile import IDLE_TIR_PASSES, _skip_idle_passes, comp
 from backends.tvm.target import Target
 from passes import fuse_ops
 from semantics.expr import Function
+from semantics.module import IRModule
 from semantics.parser import parse
+from semantics.types import Type
 from semantics.visitor import post_order
 
 
-def _kernel(text: str) -> Function:
+def _kernel(text: str) -> tuple[Function, list[Type]]:
+    """The one primitive function of ``text``'s ``main`` after fusion, and its parameter types."""
     mod = typechecker.infer(fuse_ops(typechecker.infer(parse(text)), fuse_opt_level=2))
-    return next(n for n in post_order(mod.functions["main"])
-                if isinstance(n, Function) and n.attrs and n.attrs.get("Primitive"))
+    assert isinstance(mod, IRModule)
+    fn = next(n for n in post_order(mod.functions["main"])
+              if isinstance(n, Function) and n.attrs and n.attrs.get("Primitive"))
+    types = [p.checked_type for p in fn.params]
+    assert all(t is not None for t in types)
+    return fn, [t for t in types if t is not None]
 
 
 def test_the_idle_passes_are_disabled_and_the_callers_settings_kept() -> None:
@@ -42,18 +50,17 @@ def test_the_idle_passes_are_disabled_and_the_callers_settings_kept() -> None:
 
 
 def _asm_both_ways(text: str) -> tuple[str, str]:
-    fn = _kernel(text)
-    captured: list[object] = []
+    fn, types = _kernel(text)
+    captured: list[tuple[Any, Any]] = []
     orig = tvm.compile
 
-    def capture(mod: object, target: object = None, **kw: object) -> object:
+    def capture(mod: Any, target: Any = None, **kw: Any) -> Any:
         captured.append((mod, target))
         return orig(mod, target=target, **kw)
 
     tvm.compile = capture
     try:
-        compile_function(fn, [p.checked_type for p in fn.params],
-                         cache=KernelCache(tempfile.mkdtemp()))
+        compile_function(fn, types, cache=KernelCache(tempfile.mkdtemp()))
     finally:
         tvm.compile = orig
     (mod, target), = captured
@@ -84,11 +91,10 @@ def test_the_machine_code_is_the_same_without_them(n: int, k: int, kind: str) ->
 
 
 def test_a_callers_pass_instrument_sees_the_kernels_passes() -> None:
-    fn = _kernel("def @main(%x: Tensor[(4, 9), float32]) { nn.relu(add(%x, %x)) }")
+    fn, types = _kernel("def @main(%x: Tensor[(4, 9), float32]) { nn.relu(add(%x, %x)) }")
     timing = PassTimingInstrument()
     with tvm.transform.PassContext(instruments=[timing]):
-        compile_function(fn, [p.checked_type for p in fn.params],
-                         cache=KernelCache(tempfile.mkdtemp()))
+        compile_function(fn, types, cache=KernelCache(tempfile.mkdtemp()))
         profile = timing.render()
     assert "tirx.FlattenBuffer" in profile
 
