@@ -95,7 +95,7 @@ from passes.common import typed_or_same
 from passes.manager import Pass, register_pass
 from semantics import ops
 from semantics.errors import RelayError
-from semantics.expr import Attrs, Call, Constant, Expr, Function, Op
+from semantics.expr import Attrs, Call, Constant, Expr, Function, Op, frozen_array
 from semantics.module import IRModule
 from semantics.ops.layouts import parse_layout
 from semantics.types import TensorType
@@ -246,7 +246,7 @@ def _transform(e: Expr, src: str, dst: str, span: object) -> Expr:
         return e.args[0]
     if isinstance(e, Constant):
         data = ops.get("layout_transform").reference(e.data, src_layout=src, dst_layout=dst)
-        return Constant(np.asarray(data), span=e.span)
+        return Constant(frozen_array(np.asarray(data)), span=e.span)
     return Call(Op("layout_transform"), (e,), Attrs({"src_layout": src, "dst_layout": dst}),
                 span=span)  # type: ignore[arg-type]
 
@@ -474,7 +474,7 @@ def _alter_binary(node: Call, new: Expr, target: str, in_target: dict[int, tuple
             data = _constant_to_target(new_arg.data, layout, target)
             if data is None:
                 return new
-            moved.append(Constant(data, span=new_arg.span))
+            moved.append(Constant(frozen_array(data), span=new_arg.span))
         elif isinstance(arg_t, TensorType) and arg_t.shape == out_t.shape:
             moved.append(_shared_transform(new_arg, layout, target, new.span, shared))
         else:

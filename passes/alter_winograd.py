@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from passes.canonicalize_ops import normalized_attrs
-from semantics.expr import Attrs, Call, Constant, Expr, Function, Op, Var
+from semantics.expr import Attrs, Call, Constant, Expr, Function, Op, Var, frozen_array
 from semantics.ops.nn_relations import pad4, pair
 from semantics.types import TensorType
 from semantics.visitor import post_order
@@ -172,5 +172,5 @@ def _transformed(weight: Expr, layout: str, m: int, elements: int) -> Expr:
     from interpreter import evaluate
 
     value: Any = evaluate(u, check=True)
-    return Constant(np.asarray(value), span=weight.span)
+    return Constant(frozen_array(np.asarray(value)), span=weight.span)
 

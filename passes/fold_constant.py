@@ -50,6 +50,7 @@ from semantics.expr import (
     Tuple,
     TupleGetItem,
     Var,
+    frozen_array,
 )
 from semantics.module import IRModule
 from semantics.ops.bound import BoundOp
@@ -196,7 +197,7 @@ def _as_constant(value: Any, call: Call, limit: int) -> Expr | None:
     if isinstance(value, np.ndarray):
         if value.size > limit:
             return None
-        return Constant(value, span=call.span)
+        return Constant(frozen_array(value), span=call.span)
     if isinstance(value, tuple):
         fields = [_as_constant(v, call, limit) for v in value]
         if any(f is None for f in fields):

@@ -61,7 +61,7 @@ from passes.common import typed_or_same
 from passes.manager import register_pass
 from semantics import ops
 from semantics.dtypes import is_float
-from semantics.expr import Call, Constant, Expr, Function, Op
+from semantics.expr import Call, Constant, Expr, Function, Op, frozen_array
 from semantics.module import IRModule
 from semantics.ops.layouts import is_blocked
 from semantics.shapes import as_int, is_concrete
@@ -173,7 +173,7 @@ def _mul(a: Expr, b: Expr | np.ndarray, span: Any) -> Expr:
     factor = b if isinstance(b, Expr) else Constant(b, span=span)
     if isinstance(a, Constant) and isinstance(factor, Constant):
         product = ops.get("multiply").reference(a.data, factor.data)
-        return Constant(np.asarray(product), span=span)
+        return Constant(frozen_array(np.asarray(product)), span=span)
     return Call(Op("multiply"), (a, factor), span=span)
 
 
