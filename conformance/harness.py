@@ -580,12 +580,9 @@ class _Search:
 
 
 def _program_size(d: Disagreement) -> int:
-    from semantics.visitor import pre_order
+    from conformance.reduce import program_size
 
-    nodes = sum(len(pre_order(fn)) for fn in d.module.functions.values())
-    elements = sum(int(np.asarray(v).size) for v in d.inputs
-                   if isinstance(v, np.ndarray | np.generic))
-    return nodes + 8 * len(d.module.types) + elements
+    return program_size(d.module, d.inputs)
 
 
 def reduce_disagreement(transform: Callable[[IRModule], Any], d: Disagreement, *,
