@@ -190,7 +190,8 @@ class _OpGen(_GenBase):
         itself (``(x + c) - c``) with ``c`` near the dtype's range or precision limit, where
         rounding after every step differs from rounding once and intermediate results
         overflow; and a broadcast ``op(%x, %r)`` of a square ``%x`` with a lower-rank
-        ``%r``, which tells a trailing-dimension alignment from a leading one. ``%x`` is
+        ``%r``, which tells a trailing-dimension alignment from a leading one; a *rounding*
+        chain ``(x + c) - c`` in the narrowest float dtype (float16) with ``c`` large. ``%x`` is
         preferably a recent float tensor, whose NaN, ±inf and -0.0 elements (from the
         inputs) reach the probe. The constants are pinned (never lifted to parameters):
         a rewrite that keys on a constant sees one.
@@ -199,8 +200,13 @@ class _OpGen(_GenBase):
             ``(call, result type)``, or None when no operator fits.
         """
         form = self.pick(("self", "unit", "chain", "broadcast", "self", "unit", "widen",
-                          "notcmp", "clip", "widen", "self"))
+                          "notcmp", "clip", "widen", "self", "round"))
         x, t = self._probe_operand(form, ctx)
+        if form == "round":
+            rounded = self._rounding_chain(x, t)
+            if rounded is not None:
+                return rounded, t
+            form = "chain"
         if form == "clip":
             if "clip" not in self.ops or t.dtype == "bool":
                 return None
@@ -258,7 +264,20 @@ class _OpGen(_GenBase):
         floats = [(v, t) for v, t in tensors if is_float(t.dtype)]
         x: Expr
         float_dtypes = [d for d in self.cfg.dtypes if is_float(d)]
-        if form == "self" and float_dtypes:
+        if form == "round" and float_dtypes:
+            # The narrowest float (float16): a recent one, else a new parameter of two or
+            # more elements (odd integers and the IEEE specials of the inputs reach it).
+            narrow = min(float_dtypes, key=lambda d: np.dtype(d).itemsize)
+            mine = [(v, t) for v, t in floats if t.dtype == narrow]
+            if mine and self.coin(3):
+                x, t = self.pick(mine[:4])
+            else:
+                t = self.tensor_type(narrow)
+                if int(np.prod(int_shape(t))) < 2:
+                    t = TensorType((2, *t.shape), t.dtype)
+                x = self.literal(t, ctx, 0)
+                self.s.always_lift(x)
+        elif form == "self" and float_dtypes:
             # ``x - x`` is only wrong at NaN and ±inf: a self probe takes a float, mostly a
             # new parameter of two or more elements (the edge cases of the inputs reach
             # it), else a float bound before (which may be computed from constants only).
@@ -343,6 +362,21 @@ class _OpGen(_GenBase):
         c = Constant(np.full(int_shape(t), self.pick(units), dtype=dt))
         self.s.pin(c)
         return c
+
+    def _rounding_chain(self, x: Expr, t: TensorType) -> Expr | None:
+        """``(x + c) - c``, ``(x - c) + c`` (either operand order of the inner call) with
+        ``c`` a large constant (:meth:`_large_constant`): rounded after each step, ``x``'s
+        low bits are lost (or the sum overflows to infinity); computed wider and rounded
+        once (a fused float16 chain in float32), ``x`` comes back. None for a non-float
+        ``%x`` or without ``add`` and ``subtract``."""
+        if not is_float(t.dtype) or not {"add", "subtract"} <= set(self.ops):
+            return None
+        c = self._large_constant(t)
+        if self.coin(2):
+            inner: Expr = Call(Op("add"), (c, x) if self.coin(2) else (x, c))
+            return Call(Op("subtract"), (inner, c))
+        inner = Call(Op("subtract"), (x, c))
+        return Call(Op("add"), (c, inner) if self.coin(2) else (inner, c))
 
     def _chain(self, arith: list[opcalls.OpCall], x: Expr, t: TensorType, ctx: _Ctx) -> Expr:
         """``op2(op1(%x, a), b)``: one time in two an operation undone by its inverse with
