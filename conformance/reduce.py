@@ -300,17 +300,24 @@ class _Reducer:
         changed = False
         name_index = 0
         node_index = 0
+        # The annotated program and its node list, recomputed only when a candidate was
+        # kept (type inference of the whole module is the walk's dearest step).
+        walked: tuple[IRModule, IRModule | None, int, list[Expr]] | None = None
         while not self.out_of_time():
             mod, args = self.best
-            ann = _annotate(mod)
-            if ann is None:
-                return changed
-            names = ["main"] + sorted(n for n in ann.functions if n != "main")
-            if name_index >= len(names):
-                return changed
-            fn = ann[names[name_index]]
-            nodes = [n for n in pre_order(fn.body) if not isinstance(n, _LEAVES)] \
-                + [n for n in pre_order(fn.body) if isinstance(n, Constant)]
+            if walked is None or walked[0] is not mod or walked[2] != name_index:
+                ann = walked[1] if walked is not None and walked[0] is mod else _annotate(mod)
+                if ann is None:
+                    return changed
+                names = ["main"] + sorted(n for n in ann.functions if n != "main")
+                if name_index >= len(names):
+                    return changed
+                fn = ann[names[name_index]]
+                walked = (mod, ann, name_index,
+                          [n for n in pre_order(fn.body) if not isinstance(n, _LEAVES)]
+                          + [n for n in pre_order(fn.body) if isinstance(n, Constant)])
+            ann, nodes = walked[1], walked[3]
+            assert ann is not None
             if node_index >= len(nodes):
                 name_index, node_index = name_index + 1, 0
                 continue
