@@ -33,6 +33,18 @@ _CLASSIC = {
 # The self probes' favourites: ``x - x -> 0``, ``x / x -> 1``, ``x == x -> True``.
 _SELF_FOLDS = ("subtract", "divide", "equal")
 
+# The operators of the paper's models (ResNet, MobileNet, DQN, the RNNs) and the layout,
+# reduction and elementwise operators rewriting passes most often touch: one operator
+# binding in four of ``main`` is drawn from these (those the configuration allows), the
+# rest uniformly from every operator. A pass written for models (a student's simplifier, a
+# fusion or layout pass) meets them first, and a slip in one of them (``max_pool2d``
+# lowered as ``avg_pool2d``) is found after a few programs instead of a hundred.
+_MODEL_OPS = ("nn.conv2d", "nn.dense", "nn.max_pool2d", "nn.avg_pool2d",
+              "nn.global_avg_pool2d", "nn.batch_norm", "nn.relu", "nn.softmax", "nn.bias_add",
+              "nn.batch_flatten", "add", "subtract", "multiply", "divide", "minimum",
+              "maximum", "clip", "concatenate", "reshape", "transpose", "strided_slice",
+              "sum", "mean", "max", "tanh", "sigmoid")
+
 # Operators with an identity element (the probes' ``x * 1``, ``x + 0``, ``x - 0``).
 _IDENTITY: dict[str, float] = {"multiply": 1, "divide": 1, "add": 0, "subtract": 0}
 
@@ -86,8 +98,9 @@ class _OpGen(_GenBase):
     def random_op_call(self, ctx: _Ctx, d: int, name: str | None = None
                        ) -> tuple[Expr, Type] | None:
         """A valid call of ``name`` (or a random operator) with generated arguments."""
+        model = [o for o in _MODEL_OPS if o in self.ops]
         op = name or (self.pick(self.focus_ops) if self.focus_ops and self.coin(2)
-                      else self.pick(self.ops))
+                      else self.pick(model) if model and self.coin(4) else self.pick(self.ops))
         call = self.valid_call(op)
         if call is None:
             return None
