@@ -204,7 +204,8 @@ class _OpGen(_GenBase):
         rounding after every step differs from rounding once and intermediate results
         overflow; and a broadcast ``op(%x, %r)`` of a square ``%x`` with a lower-rank
         ``%r``, which tells a trailing-dimension alignment from a leading one; a *rounding*
-        chain ``(x + c) - c`` in the narrowest float dtype (float16) with ``c`` large. ``%x`` is
+        chain ``(x + c) - c`` in the narrowest float dtype (float16) with ``c`` large; a
+        *window* ``strided_slice`` and a *layout* ``transpose`` (:meth:`_layout_probe`). ``%x`` is
         preferably a recent float tensor, whose NaN, ±inf and -0.0 elements (from the
         inputs) reach the probe. The constants are pinned (never lifted to parameters):
         a rewrite that keys on a constant sees one.
@@ -213,8 +214,10 @@ class _OpGen(_GenBase):
             ``(call, result type)``, or None when no operator fits.
         """
         form = self.pick(("self", "unit", "chain", "broadcast", "self", "unit", "widen",
-                          "notcmp", "clip", "widen", "self", "round"))
+                          "notcmp", "clip", "widen", "self", "round", "window", "layout"))
         x, t = self._probe_operand(form, ctx)
+        if form in ("window", "layout"):
+            return self._layout_probe(form, x, t)
         if form == "round":
             rounded = self._rounding_chain(x, t)
             if rounded is not None:
@@ -274,6 +277,9 @@ class _OpGen(_GenBase):
         if form == "broadcast":
             tensors = [(v, t) for v, t in tensors if len(t.shape) == 2 and
                        t.shape[0] == t.shape[1] and int_shape(t)[0] >= 2]
+        elif form in ("window", "layout"):
+            tensors = [(v, t) for v, t in tensors if len(t.shape) >= (form == "layout") + 1
+                       and max(int_shape(t)) >= 2]
         floats = [(v, t) for v, t in tensors if is_float(t.dtype)]
         x: Expr
         float_dtypes = [d for d in self.cfg.dtypes if is_float(d)]
@@ -311,6 +317,10 @@ class _OpGen(_GenBase):
             if form == "broadcast":
                 k = self.draw(_ints(2, max(2, self.cfg.max_dim)))
                 t = TensorType((k, k), t.dtype)
+            elif form in ("window", "layout"):
+                # Two or more elements along two axes (a window to shift, axes to swap).
+                dims = [self.draw(_ints(2, max(2, self.cfg.max_dim))) for _ in range(2)]
+                t = TensorType(tuple(dims), t.dtype)
             x = self.literal(t, ctx, 0)
         assert isinstance(t, TensorType)
         return x, t
@@ -375,6 +385,31 @@ class _OpGen(_GenBase):
         c = Constant(np.full(int_shape(t), self.pick(units), dtype=dt))
         self.s.pin(c)
         return c
+
+    def _layout_probe(self, form: str, x: Expr, t: TensorType) -> tuple[Expr, Type] | None:
+        """A *window*: ``strided_slice(%x, begin=[b], end=[e])`` on one axis with
+        ``0 <= b < e < dim`` (a window shifted by one still fits, and reads other elements);
+        a *layout*: ``transpose(%x, axes=perm)`` with an explicit permutation that is not
+        its own reverse. None when ``%x`` has no axis long enough (or rank < 2 for a
+        layout) or the operator is not allowed."""
+        shape = int_shape(t)
+        if form == "window":
+            axes = [i for i, n in enumerate(shape) if n >= 2]
+            if "strided_slice" not in self.ops or not axes:
+                return None
+            axis = self.pick(axes)
+            b = self.draw(_ints(0, shape[axis] - 2))
+            e = self.draw(_ints(b + 1, shape[axis] - 1))
+            attrs = {"begin": [b], "end": [e], "axes": [axis]}
+            out = tuple(e - b if i == axis else n for i, n in enumerate(shape))
+            return Call(Op("strided_slice"), (x,), Attrs(attrs)), TensorType(out, t.dtype)
+        if "transpose" not in self.ops or len(shape) < 2:
+            return None
+        perm = list(self.draw(st.permutations(range(len(shape)))))
+        if perm == sorted(perm):
+            perm = perm[1:] + perm[:1]          # not the identity (never its own reverse)
+        out = tuple(shape[i] for i in perm)
+        return Call(Op("transpose"), (x,), Attrs({"axes": perm})), TensorType(out, t.dtype)
 
     def _rounding_chain(self, x: Expr, t: TensorType) -> Expr | None:
         """``(x + c) - c``, ``(x - c) + c`` (either operand order of the inner call) with
