@@ -532,9 +532,10 @@ class _ShrinkBudgetSpent(BaseException):
 # reducer takes over (a fraction of the budget, at least STALL_MIN seconds). Hypothesis
 # re-generates a whole program for every attempt, while the reducer edits the program
 # itself: on generated programs the reducer removes far more per second, so Hypothesis
-# is stopped as soon as it stalls.
+# is stopped as soon as it stalls (2 s at the default budget: measured on the slips of
+# docs/assignments.md, the reducer then ends as small in a second or two).
 SHRINK_SHARE = 0.6
-STALL_SHARE = 0.2
+STALL_SHARE = 0.1
 STALL_MIN = 2.0
 
 
