@@ -205,7 +205,8 @@ class _OpGen(_GenBase):
         overflow; and a broadcast ``op(%x, %r)`` of a square ``%x`` with a lower-rank
         ``%r``, which tells a trailing-dimension alignment from a leading one; a *rounding*
         chain ``(x + c) - c`` in the narrowest float dtype (float16) with ``c`` large; a
-        *window* ``strided_slice`` and a *layout* ``transpose`` (:meth:`_layout_probe`). ``%x`` is
+        *window* ``strided_slice`` and a *layout* ``transpose`` (:meth:`_layout_probe`); a
+        NaN-first ``minimum``/``maximum`` (:meth:`_minmax_probe`). ``%x`` is
         preferably a recent float tensor, whose NaN, ±inf and -0.0 elements (from the
         inputs) reach the probe. The constants are pinned (never lifted to parameters):
         a rewrite that keys on a constant sees one.
@@ -214,15 +215,16 @@ class _OpGen(_GenBase):
             ``(call, result type)``, or None when no operator fits.
         """
         form = self.pick(("self", "unit", "chain", "broadcast", "self", "unit", "widen",
-                          "notcmp", "clip", "widen", "self", "round", "window", "layout"))
+                          "notcmp", "clip", "widen", "self", "round", "window", "layout",
+                          "minmax", "minmax"))
         x, t = self._probe_operand(form, ctx)
         if form in ("window", "layout"):
             return self._layout_probe(form, x, t)
-        if form == "round":
-            rounded = self._rounding_chain(x, t)
-            if rounded is not None:
-                return rounded, t
-            form = "chain"
+        made = self._minmax_probe(x, t, ctx) if form == "minmax" else \
+            self._rounding_chain(x, t) if form == "round" else None
+        if made is not None:
+            return made, t
+        form = {"minmax": "unit", "round": "chain"}.get(form, form)
         if form == "clip":
             if "clip" not in self.ops or t.dtype == "bool":
                 return None
@@ -283,10 +285,12 @@ class _OpGen(_GenBase):
         floats = [(v, t) for v, t in tensors if is_float(t.dtype)]
         x: Expr
         float_dtypes = [d for d in self.cfg.dtypes if is_float(d)]
-        if form == "round" and float_dtypes:
-            # The narrowest float (float16): a recent one, else a new parameter of two or
-            # more elements (odd integers and the IEEE specials of the inputs reach it).
-            narrow = min(float_dtypes, key=lambda d: np.dtype(d).itemsize)
+        if form in ("round", "minmax") and float_dtypes:
+            # The narrowest float (float16; for ``minmax`` any float): a recent one, else a
+            # new parameter of two or more elements (odd integers and the IEEE specials of
+            # the inputs reach it).
+            narrow = min(float_dtypes, key=lambda d: np.dtype(d).itemsize) \
+                if form == "round" else self.pick(float_dtypes)
             mine = [(v, t) for v, t in floats if t.dtype == narrow]
             if mine and self.coin(3):
                 x, t = self.pick(mine[:4])
@@ -410,6 +414,19 @@ class _OpGen(_GenBase):
             perm = perm[1:] + perm[:1]          # not the identity (never its own reverse)
         out = tuple(shape[i] for i in perm)
         return Call(Op("transpose"), (x,), Attrs({"axes": perm})), TensorType(out, t.dtype)
+
+    def _minmax_probe(self, x: Expr, t: TensorType, ctx: _Ctx) -> Expr | None:
+        """``minimum(%x, y)`` or ``maximum(%x, y)`` with ``%x`` a float (mostly a parameter,
+        whose IEEE-heavy alternate input puts NaN there) in the *first* position and ``y``
+        a unit constant or a recent variable: lowered as a select (``where(a < b, a, b)``)
+        it returns ``y`` where ``minimum`` propagates the NaN. None for a non-float ``%x``
+        or without either operator."""
+        names = [o for o in ("minimum", "maximum") if o in self.ops]
+        if not names or not is_float(t.dtype):
+            return None
+        recent = [v for v in ctx.by_key.get(type_key(t), [])[::-1][:3] if v is not x]
+        y: Expr = self.pick(recent) if recent and self.coin(3) else self._unit_constant(t)
+        return Call(Op(names[0] if self.coin(3) else self.pick(names)), (x, y))
 
     def _rounding_chain(self, x: Expr, t: TensorType) -> Expr | None:
         """``(x + c) - c``, ``(x - c) + c`` (either operand order of the inner call) with
