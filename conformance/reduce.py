@@ -7,7 +7,10 @@ on the program itself: it proposes a smaller candidate, asks ``still_fails(modul
 inputs)`` whether the disagreement survives (the candidate must type-check, the oracle
 must accept it and the transform must still disagree in the same way: the caller decides
 what "the same way" means), keeps it if so, and repeats until no candidate is kept or the
-time budget is spent. It never makes a program larger, so it terminates.
+time budget is spent. It never makes a program larger (:func:`program_size`: nodes,
+ADT definitions and input elements: a sub-expression replaced by a parameter must be larger
+than the input it adds), so it terminates and its result is never bigger than what it was
+given.
 
 Candidates, cheapest and most productive first:
 
@@ -53,7 +56,7 @@ from semantics.module import IRModule
 from semantics.types import TensorType
 from semantics.visitor import ExprMutator, pre_order
 
-__all__ = ["reduce_program", "StillFails"]
+__all__ = ["reduce_program", "program_size", "StillFails"]
 
 # ``still_fails(module, inputs)``: True when the disagreement survives on the candidate.
 StillFails = Callable[[IRModule, tuple[Any, ...]], bool]
@@ -165,15 +168,22 @@ def _speciality(v: Any) -> int:
     return 3
 
 
-def _size(mod: IRModule) -> int:
-    """Nodes, plus one per non-uniform constant, plus eight per ADT definition."""
-    total = 8 * len(mod.types)
-    for fn in mod.functions.values():
-        for node in pre_order(fn):
-            total += 1
-            if isinstance(node, Constant) and not _uniform(node.data):
-                total += 1
-    return total
+def program_size(mod: IRModule, inputs: Sequence[Any]) -> int:
+    """The size a report gives a counterexample: the nodes of every function, eight per
+    ADT definition, and the elements of the tensor inputs (an input is part of what a
+    reader has to look at)."""
+    nodes = sum(len(pre_order(fn)) for fn in mod.functions.values())
+    elements = sum(int(np.asarray(v).size) for v in inputs
+                   if isinstance(v, np.ndarray | np.generic))
+    return nodes + 8 * len(mod.types) + elements
+
+
+def _rank(mod: IRModule, inputs: Sequence[Any]) -> tuple[int, int, int]:
+    """The reducer's order: :func:`program_size` first (never larger than what it was
+    given), then fewer non-uniform constants, then fewer inputs."""
+    varied = sum(1 for fn in mod.functions.values() for node in pre_order(fn)
+                 if isinstance(node, Constant) and not _uniform(node.data))
+    return program_size(mod, inputs), varied, len(inputs)
 
 
 PROBE_FUEL = 2_000_000
@@ -224,7 +234,7 @@ class _Reducer:
     def __init__(self, module: IRModule, inputs: tuple[Any, ...], still_fails: StillFails,
                  deadline: float, focus: int | None) -> None:
         self.best = (module, inputs)
-        self.best_size = _size(module)
+        self.best_rank = _rank(module, inputs)
         self.still_fails = still_fails
         self.deadline = deadline
         self.focus = focus
@@ -233,14 +243,14 @@ class _Reducer:
         return time.monotonic() >= self.deadline
 
     def attempt(self, mod: IRModule, args: tuple[Any, ...]) -> bool:
-        """Keep ``(mod, args)`` if it is smaller and still fails."""
+        """Keep ``(mod, args)`` if it ranks lower (:func:`_rank`) and still fails."""
         if self.out_of_time():
             return False
-        size = _size(mod)
-        if size > self.best_size or (size == self.best_size and len(args) >= len(self.best[1])):
+        rank = _rank(mod, args)
+        if rank >= self.best_rank:
             return False
         if self.still_fails(mod, args):
-            self.best, self.best_size = (mod, args), size
+            self.best, self.best_rank = (mod, args), rank
             return True
         return False
 
@@ -290,17 +300,24 @@ class _Reducer:
         changed = False
         name_index = 0
         node_index = 0
+        # The annotated program and its node list, recomputed only when a candidate was
+        # kept (type inference of the whole module is the walk's dearest step).
+        walked: tuple[IRModule, IRModule | None, int, list[Expr]] | None = None
         while not self.out_of_time():
             mod, args = self.best
-            ann = _annotate(mod)
-            if ann is None:
-                return changed
-            names = ["main"] + sorted(n for n in ann.functions if n != "main")
-            if name_index >= len(names):
-                return changed
-            fn = ann[names[name_index]]
-            nodes = [n for n in pre_order(fn.body) if not isinstance(n, _LEAVES)] \
-                + [n for n in pre_order(fn.body) if isinstance(n, Constant)]
+            if walked is None or walked[0] is not mod or walked[2] != name_index:
+                ann = walked[1] if walked is not None and walked[0] is mod else _annotate(mod)
+                if ann is None:
+                    return changed
+                names = ["main"] + sorted(n for n in ann.functions if n != "main")
+                if name_index >= len(names):
+                    return changed
+                fn = ann[names[name_index]]
+                walked = (mod, ann, name_index,
+                          [n for n in pre_order(fn.body) if not isinstance(n, _LEAVES)]
+                          + [n for n in pre_order(fn.body) if isinstance(n, Constant)])
+            ann, nodes = walked[1], walked[3]
+            assert ann is not None
             if node_index >= len(nodes):
                 name_index, node_index = name_index + 1, 0
                 continue

@@ -150,9 +150,16 @@ def _slice_off_by_one(mod: IRModule) -> IRModule:
         begin, end = new.attrs.get("begin"), new.attrs.get("end")
         if not begin or end is None or len(begin) != len(end):
             return None
-        return Call(new.op, new.args, new.attrs.replace(
-            begin=tuple(b + 1 for b in begin),
-            end=tuple(e + 1 if e is not None and e >= 0 else e for e in end)))
+        strides = tuple(new.attrs.get("strides") or ())
+        strides += (1,) * (len(begin) - len(strides))
+        # A missing begin is the first element (stride > 0) or the last (stride < 0: one
+        # past it clamps back, so it stays).
+        shifted = tuple(b + 1 if b is not None else 1 if s > 0 else None
+                        for b, s in zip(begin, strides, strict=False))
+        ends = tuple(e + 1 if e is not None and e >= 0 else e for e in end)
+        if shifted == tuple(begin) and ends == tuple(end):
+            return None
+        return Call(new.op, new.args, new.attrs.replace(begin=shifted, end=ends))
 
     return rewrite_sites(mod, rewrite, every=True)
 

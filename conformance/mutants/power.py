@@ -5,8 +5,11 @@ phase only); :func:`hunt` runs one mutant over them in order and stops at the fi
 program on which its outcome differs from the oracle's (the oracle's outcomes are
 computed once and shared by every mutant); :func:`mutation_score` does it for a list
 of mutants (a mutated program that runs out of :data:`MUTANT_FUEL` counts as caught: its
-original terminates). A mutant's *time to catch* is the generation time of the programs it
-needed (the sample's average) plus the oracle and mutant runs on them.
+original terminates). A mutant pass that *raises* is not caught by a disagreement: the
+hunt counts the programs it crashed on (:attr:`Kill.crashes`, the first message kept) and
+goes on to the next program, so a broken mutant shows as such instead of as a catch. A
+mutant's *time to catch* is the generation time of the programs it needed (the sample's
+average) plus the oracle and mutant runs on them.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ MUTANT_FUEL = 200_000
 
 @dataclass
 class Kill:
-    """One mutant's result: caught or not, after how many programs and seconds."""
+    """One mutant's result: caught (by a disagreement) or not, after how many programs and
+    seconds; ``crashes``: programs on which the mutant pass itself raised."""
 
     name: str
     category: str
@@ -40,6 +44,9 @@ class Kill:
     seconds: float
     message: str = ""
     applied: int = 0              # programs the mutant changed (up to the catch)
+    crashes: int = 0              # programs on which the mutant pass raised
+    crash: str = ""               # the first such exception
+    catches: int = 0              # programs that tell it apart (all of them with ``every``)
 
 
 @dataclass
@@ -81,35 +88,50 @@ def sample_programs(n: int, *, seed: int = 0, config: Any = None) -> Sample:
     return Sample(programs, oracles, gen, costs, alternates)
 
 
-def hunt(mutant: Mutant, sample: Sample, *, limit: int | None = None) -> Kill:
-    """Run ``mutant`` over ``sample``'s programs until one tells it apart from the oracle."""
+def hunt(mutant: Mutant, sample: Sample, *, limit: int | None = None,
+         every: bool = False) -> Kill:
+    """Run ``mutant`` over ``sample``'s programs until one tells it apart from the oracle
+    (``every``: over all of them, counting the programs that catch it in :attr:`Kill.catches`:
+    how robust the catch is)."""
     per_program = sample.gen_seconds / max(1, len(sample.programs))
-    spent = 0.0
-    applied = 0
+    kill = Kill(mutant.name, mutant.category, False, None, 0.0)
+    crashes: list[str] = []
     programs = sample.programs[:limit] if limit else sample.programs
     for i, p in enumerate(programs):
         start = time.perf_counter()
-        spent += per_program + sample.oracle_seconds[i]
-        try:
-            out = mutant.fn(p.module)
-        except Exception as err:  # noqa: BLE001 - a crashing pass is caught
-            spent += time.perf_counter() - start
-            return Kill(mutant.name, mutant.category, True, i + 1, spent,
-                        f"crashed: {type(err).__name__}: {err}", applied + 1)
-        if out is p.module:           # no site in this program: the same outcome
-            spent += time.perf_counter() - start
-            continue
-        applied += 1
-        try:
-            check_program(_constant(out), p.module, p.inputs, name=mutant.name,
-                          oracle=sample.oracles[i], alternates=getattr(p, "alternates", ()),
-                          alternate_oracles=sample.alternate_oracles[i], fuel=MUTANT_FUEL)
-        except AssertionError as err:
-            spent += time.perf_counter() - start
-            return Kill(mutant.name, mutant.category, True, i + 1, spent,
-                        str(err).split("\n", 1)[0], applied)
-        spent += time.perf_counter() - start
-    return Kill(mutant.name, mutant.category, False, None, spent, "", applied)
+        if not kill.caught:
+            kill.seconds += per_program + sample.oracle_seconds[i]
+        message = _try(mutant, p, sample, i, crashes)
+        if message is not None:
+            kill.applied += not kill.caught
+        if message and not kill.caught:
+            kill.caught, kill.examples, kill.message = True, i + 1, message
+        kill.catches += bool(message)
+        if kill.examples is None or kill.examples == i + 1:
+            kill.seconds += time.perf_counter() - start
+        if kill.caught and not every:
+            break
+    kill.crashes, kill.crash = len(crashes), crashes[0] if crashes else ""
+    return kill
+
+
+def _try(mutant: Mutant, p: Any, sample: Sample, i: int, crashes: list[str]) -> str | None:
+    """``None``: no site in program ``i`` (or the mutant raised, noted in ``crashes``);
+    ``""``: a site, same outcome; else the disagreement's first line."""
+    try:
+        out = mutant.fn(p.module)
+    except Exception as err:  # noqa: BLE001 - a broken mutant: counted apart, not a catch
+        crashes.append(f"program {i + 1}: {type(err).__name__}: {err}")
+        return None
+    if out is p.module:           # no site in this program: the same outcome
+        return None
+    try:
+        check_program(_constant(out), p.module, p.inputs, name=mutant.name,
+                      oracle=sample.oracles[i], alternates=getattr(p, "alternates", ()),
+                      alternate_oracles=sample.alternate_oracles[i], fuel=MUTANT_FUEL)
+    except AssertionError as err:
+        return str(err).split("\n", 1)[0] or "disagreement"
+    return ""
 
 
 def _constant(out: IRModule) -> Callable[[IRModule], IRModule]:
@@ -121,9 +143,10 @@ def _constant(out: IRModule) -> Callable[[IRModule], IRModule]:
     return transform
 
 
-def mutation_score(mutants: Sequence[Mutant], sample: Sample, *, limit: int | None = None
-                   ) -> tuple[float, list[Kill]]:
-    """``(caught / total, per-mutant results)`` over ``sample``."""
-    kills = [hunt(m, sample, limit=limit) for m in mutants]
+def mutation_score(mutants: Sequence[Mutant], sample: Sample, *, limit: int | None = None,
+                   every: bool = False) -> tuple[float, list[Kill]]:
+    """``(caught / total, per-mutant results)`` over ``sample`` (caught: by a disagreement;
+    a mutant that only crashed is not caught)."""
+    kills = [hunt(m, sample, limit=limit, every=every) for m in mutants]
     caught = sum(k.caught for k in kills)
     return caught / max(1, len(kills)), kills

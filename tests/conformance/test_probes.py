@@ -41,6 +41,8 @@ def _probe_kinds(program: Program) -> set[str]:
     assert isinstance(mod, IRModule)
     for let in _main_lets(Program(mod, program.inputs)):
         v = let.value
+        if isinstance(v, Call) and isinstance(v.op, Op) and len(v.args) == 1:
+            kinds |= _shape_probe_kinds(v)
         if not (isinstance(v, Call) and isinstance(v.op, Op) and len(v.args) == 2):
             continue
         a, b = v.args
@@ -70,6 +72,24 @@ def _probe_kinds(program: Program) -> set[str]:
     return kinds
 
 
+def _shape_probe_kinds(v: Call) -> set[str]:
+    """``window``: a one-axis ``strided_slice`` whose window shifted by one still fits;
+    ``layout``: a ``transpose`` with explicit axes that are not the identity."""
+    assert isinstance(v.op, Op)
+    t = v.args[0].checked_type
+    if not isinstance(t, TensorType):
+        return set()
+    if v.op.name == "strided_slice" and v.attrs.get("axes") is not None and \
+            len(v.attrs["axes"]) == 1:
+        (b,), (e,), (axis,) = v.attrs["begin"], v.attrs["end"], v.attrs["axes"]
+        if b is not None and e is not None and 0 <= b < e < t.shape[axis]:
+            return {"window"}
+    axes = v.attrs.get("axes") if v.op.name == "transpose" else None
+    if axes and list(axes) != sorted(axes):
+        return {"layout"}
+    return set()
+
+
 def test_every_probe_form_is_generated() -> None:
     seen: set[str] = set()
 
@@ -82,7 +102,8 @@ def test_every_probe_form_is_generated() -> None:
         seen.update(_probe_kinds(program))
 
     collect()
-    assert seen >= {"self", "unit", "undo chain", "float16 chain", "square broadcast"}, seen
+    assert seen >= {"self", "unit", "undo chain", "float16 chain", "square broadcast",
+                    "window", "layout"}, seen
 
 
 def test_ieee_alternate_holds_only_ordinary_values_and_ieee_specials() -> None:

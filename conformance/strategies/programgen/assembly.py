@@ -177,7 +177,11 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
             if call is None:
                 return None
             value, vt = call
-            return self.var(vt), value, vt
+            # Half of the operator bindings leave their type to inference: a pass that
+            # changes a call's result type (``keepdims`` flipped, a slice window clamped at
+            # the end) still yields a well-typed program when the binding is only observed,
+            # and the changed result is seen instead of the program being rejected.
+            return self.var(vt, annotate=not self.coin(2)), value, vt
         if step == "flow":
             flow = self.flow_call(ctx, d - 1)
             if flow is None:
@@ -189,7 +193,7 @@ class _Gen(_ExprGen, _OpGen, _RefGen, _AdtGen, _RecGen):
             if probe is None:
                 return None
             value, vt = probe
-            return self.var(vt), value, vt
+            return self.var(vt, annotate=not self.coin(2)), value, vt
         if step == "global":
             value, vt = self._poly_call(arg, ctx, d - 1)
             return self.var(vt, prefix="o"), value, vt

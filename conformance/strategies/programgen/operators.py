@@ -33,6 +33,18 @@ _CLASSIC = {
 # The self probes' favourites: ``x - x -> 0``, ``x / x -> 1``, ``x == x -> True``.
 _SELF_FOLDS = ("subtract", "divide", "equal")
 
+# The operators of the paper's models (ResNet, MobileNet, DQN, the RNNs) and the layout,
+# reduction and elementwise operators rewriting passes most often touch: one operator
+# binding in four of ``main`` is drawn from these (those the configuration allows), the
+# rest uniformly from every operator. A pass written for models (a student's simplifier, a
+# fusion or layout pass) meets them first, and a slip in one of them (``max_pool2d``
+# lowered as ``avg_pool2d``) is found after a few programs instead of a hundred.
+_MODEL_OPS = ("nn.conv2d", "nn.dense", "nn.max_pool2d", "nn.avg_pool2d",
+              "nn.global_avg_pool2d", "nn.batch_norm", "nn.relu", "nn.softmax", "nn.bias_add",
+              "nn.batch_flatten", "add", "subtract", "multiply", "divide", "minimum",
+              "maximum", "clip", "concatenate", "reshape", "transpose", "strided_slice",
+              "sum", "mean", "max", "tanh", "sigmoid")
+
 # Operators with an identity element (the probes' ``x * 1``, ``x + 0``, ``x - 0``).
 _IDENTITY: dict[str, float] = {"multiply": 1, "divide": 1, "add": 0, "subtract": 0}
 
@@ -86,8 +98,9 @@ class _OpGen(_GenBase):
     def random_op_call(self, ctx: _Ctx, d: int, name: str | None = None
                        ) -> tuple[Expr, Type] | None:
         """A valid call of ``name`` (or a random operator) with generated arguments."""
+        model = [o for o in _MODEL_OPS if o in self.ops]
         op = name or (self.pick(self.focus_ops) if self.focus_ops and self.coin(2)
-                      else self.pick(self.ops))
+                      else self.pick(model) if model and self.coin(4) else self.pick(self.ops))
         call = self.valid_call(op)
         if call is None:
             return None
@@ -190,7 +203,10 @@ class _OpGen(_GenBase):
         itself (``(x + c) - c``) with ``c`` near the dtype's range or precision limit, where
         rounding after every step differs from rounding once and intermediate results
         overflow; and a broadcast ``op(%x, %r)`` of a square ``%x`` with a lower-rank
-        ``%r``, which tells a trailing-dimension alignment from a leading one. ``%x`` is
+        ``%r``, which tells a trailing-dimension alignment from a leading one; a *rounding*
+        chain ``(x + c) - c`` in the narrowest float dtype (float16) with ``c`` large; a
+        *window* ``strided_slice`` and a *layout* ``transpose`` (:meth:`_layout_probe`); a
+        NaN-first ``minimum``/``maximum`` (:meth:`_minmax_probe`). ``%x`` is
         preferably a recent float tensor, whose NaN, ±inf and -0.0 elements (from the
         inputs) reach the probe. The constants are pinned (never lifted to parameters):
         a rewrite that keys on a constant sees one.
@@ -199,8 +215,16 @@ class _OpGen(_GenBase):
             ``(call, result type)``, or None when no operator fits.
         """
         form = self.pick(("self", "unit", "chain", "broadcast", "self", "unit", "widen",
-                          "notcmp", "clip", "widen", "self"))
+                          "notcmp", "clip", "widen", "self", "round", "window", "layout",
+                          "minmax", "minmax"))
         x, t = self._probe_operand(form, ctx)
+        if form in ("window", "layout"):
+            return self._layout_probe(form, x, t)
+        made = self._minmax_probe(x, t, ctx) if form == "minmax" else \
+            self._rounding_chain(x, t) if form == "round" else None
+        if made is not None:
+            return made, t
+        form = {"minmax": "unit", "round": "chain"}.get(form, form)
         if form == "clip":
             if "clip" not in self.ops or t.dtype == "bool":
                 return None
@@ -255,10 +279,28 @@ class _OpGen(_GenBase):
         if form == "broadcast":
             tensors = [(v, t) for v, t in tensors if len(t.shape) == 2 and
                        t.shape[0] == t.shape[1] and int_shape(t)[0] >= 2]
+        elif form in ("window", "layout"):
+            tensors = [(v, t) for v, t in tensors if len(t.shape) >= (form == "layout") + 1
+                       and max(int_shape(t)) >= 2]
         floats = [(v, t) for v, t in tensors if is_float(t.dtype)]
         x: Expr
         float_dtypes = [d for d in self.cfg.dtypes if is_float(d)]
-        if form == "self" and float_dtypes:
+        if form in ("round", "minmax") and float_dtypes:
+            # The narrowest float (float16; for ``minmax`` any float): a recent one, else a
+            # new parameter of two or more elements (odd integers and the IEEE specials of
+            # the inputs reach it).
+            narrow = min(float_dtypes, key=lambda d: np.dtype(d).itemsize) \
+                if form == "round" else self.pick(float_dtypes)
+            mine = [(v, t) for v, t in floats if t.dtype == narrow]
+            if mine and self.coin(3):
+                x, t = self.pick(mine[:4])
+            else:
+                t = self.tensor_type(narrow)
+                if int(np.prod(int_shape(t))) < 2:
+                    t = TensorType((2, *t.shape), t.dtype)
+                x = self.literal(t, ctx, 0)
+                self.s.always_lift(x)
+        elif form == "self" and float_dtypes:
             # ``x - x`` is only wrong at NaN and ±inf: a self probe takes a float, mostly a
             # new parameter of two or more elements (the edge cases of the inputs reach
             # it), else a float bound before (which may be computed from constants only).
@@ -279,6 +321,10 @@ class _OpGen(_GenBase):
             if form == "broadcast":
                 k = self.draw(_ints(2, max(2, self.cfg.max_dim)))
                 t = TensorType((k, k), t.dtype)
+            elif form in ("window", "layout"):
+                # Two or more elements along two axes (a window to shift, axes to swap).
+                dims = [self.draw(_ints(2, max(2, self.cfg.max_dim))) for _ in range(2)]
+                t = TensorType(tuple(dims), t.dtype)
             x = self.literal(t, ctx, 0)
         assert isinstance(t, TensorType)
         return x, t
@@ -343,6 +389,59 @@ class _OpGen(_GenBase):
         c = Constant(np.full(int_shape(t), self.pick(units), dtype=dt))
         self.s.pin(c)
         return c
+
+    def _layout_probe(self, form: str, x: Expr, t: TensorType) -> tuple[Expr, Type] | None:
+        """A *window*: ``strided_slice(%x, begin=[b], end=[e])`` on one axis with
+        ``0 <= b < e < dim`` (a window shifted by one still fits, and reads other elements);
+        a *layout*: ``transpose(%x, axes=perm)`` with an explicit permutation that is not
+        its own reverse. None when ``%x`` has no axis long enough (or rank < 2 for a
+        layout) or the operator is not allowed."""
+        shape = int_shape(t)
+        if form == "window":
+            axes = [i for i, n in enumerate(shape) if n >= 2]
+            if "strided_slice" not in self.ops or not axes:
+                return None
+            axis = self.pick(axes)
+            b = self.draw(_ints(0, shape[axis] - 2))
+            e = self.draw(_ints(b + 1, shape[axis] - 1))
+            attrs = {"begin": [b], "end": [e], "axes": [axis]}
+            out = tuple(e - b if i == axis else n for i, n in enumerate(shape))
+            return Call(Op("strided_slice"), (x,), Attrs(attrs)), TensorType(out, t.dtype)
+        if "transpose" not in self.ops or len(shape) < 2:
+            return None
+        perm = list(self.draw(st.permutations(range(len(shape)))))
+        if perm == sorted(perm):
+            perm = perm[1:] + perm[:1]          # not the identity (never its own reverse)
+        out = tuple(shape[i] for i in perm)
+        return Call(Op("transpose"), (x,), Attrs({"axes": perm})), TensorType(out, t.dtype)
+
+    def _minmax_probe(self, x: Expr, t: TensorType, ctx: _Ctx) -> Expr | None:
+        """``minimum(%x, y)`` or ``maximum(%x, y)`` with ``%x`` a float (mostly a parameter,
+        whose IEEE-heavy alternate input puts NaN there) in the *first* position and ``y``
+        a unit constant or a recent variable: lowered as a select (``where(a < b, a, b)``)
+        it returns ``y`` where ``minimum`` propagates the NaN. None for a non-float ``%x``
+        or without either operator."""
+        names = [o for o in ("minimum", "maximum") if o in self.ops]
+        if not names or not is_float(t.dtype):
+            return None
+        recent = [v for v in ctx.by_key.get(type_key(t), [])[::-1][:3] if v is not x]
+        y: Expr = self.pick(recent) if recent and self.coin(3) else self._unit_constant(t)
+        return Call(Op(names[0] if self.coin(3) else self.pick(names)), (x, y))
+
+    def _rounding_chain(self, x: Expr, t: TensorType) -> Expr | None:
+        """``(x + c) - c``, ``(x - c) + c`` (either operand order of the inner call) with
+        ``c`` a large constant (:meth:`_large_constant`): rounded after each step, ``x``'s
+        low bits are lost (or the sum overflows to infinity); computed wider and rounded
+        once (a fused float16 chain in float32), ``x`` comes back. None for a non-float
+        ``%x`` or without ``add`` and ``subtract``."""
+        if not is_float(t.dtype) or not {"add", "subtract"} <= set(self.ops):
+            return None
+        c = self._large_constant(t)
+        if self.coin(2):
+            inner: Expr = Call(Op("add"), (c, x) if self.coin(2) else (x, c))
+            return Call(Op("subtract"), (inner, c))
+        inner = Call(Op("subtract"), (x, c))
+        return Call(Op("add"), (c, inner) if self.coin(2) else (inner, c))
 
     def _chain(self, arith: list[opcalls.OpCall], x: Expr, t: TensorType, ctx: _Ctx) -> Expr:
         """``op2(op1(%x, a), b)``: one time in two an operation undone by its inverse with
