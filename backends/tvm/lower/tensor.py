@@ -48,6 +48,7 @@ from backends.tvm.lower.base import (
     is_float,
     is_int,
     lowering,
+    let_shared,
     map_compute,
     nan_max,
     nan_min,
@@ -436,11 +437,14 @@ def _sqrt(call: OpCall) -> Any:
 def round_half_away(x: Any, dtype: str) -> Any:
     """Round half away from zero with ``trunc`` (exact: ``x - trunc(x)`` is exact)."""
     tirx = _tirx()
-    t = tirx.trunc(x)
-    frac = x - t
     half = tirx.const(0.5, dtype)
     one = tirx.const(1.0, dtype)
-    return tirx.Select(frac >= half, t + one, tirx.Select(frac <= -half, t - one, t))
+
+    def rounded(t: Any) -> Any:
+        return let_shared(x - t, lambda frac: tirx.Select(
+            frac >= half, t + one, tirx.Select(frac <= -half, t - one, t)))
+
+    return let_shared(tirx.trunc(x), rounded)
 
 
 def _rounding(op: str, fn_of: Any) -> None:
@@ -449,7 +453,7 @@ def _rounding(op: str, fn_of: Any) -> None:
         if is_int(call.in_dtype(0)):
             return map_compute(call.inputs[0], lambda a: a, op)
         dtype = call.in_dtype(0)
-        return map_compute(call.inputs[0], lambda a: fn_of()(a, dtype), op)
+        return map_compute(call.inputs[0], lambda a: fn_of()(a, dtype), op, shared=True)
 
 
 _rounding("floor", lambda: lambda a, d: _tirx().floor(a))
@@ -477,8 +481,8 @@ def _clip(call: OpCall) -> Any:
         lo, hi = const(bound(a_min), dtype), const(bound(a_max), dtype)
     else:
         lo, hi = const(a_min, dtype), const(a_max, dtype)
-    return map_compute(call.inputs[0],
-                       lambda x: nan_max(nan_min(x, hi, dtype), lo, dtype), "clip")
+    return map_compute(call.inputs[0], lambda x: let_shared(
+        nan_min(x, hi, dtype), lambda y: nan_max(y, lo, dtype)), "clip", shared=is_float(dtype))
 
 
 def cast_expr(x: Any, src: str, dst: str) -> Any:
@@ -500,15 +504,19 @@ def cast_expr(x: Any, src: str, dst: str) -> Any:
         return float_ne(x, const(0, src)) if is_float(src) else x != const(0, src)
     if is_int(dst) and is_float(src):
         width = bits(dst)
-        t = tirx.trunc(tirx.Cast("float64", x))
-        t = tirx.Select(tirx.isfinite(t), t, tirx.const(0.0, "float64"))
         modulus = tirx.const(float(2 ** width), "float64")
         if width < 64:
             # t mod 2**width in [0, 2**width), exact for every finite t (the division and the
             # product are by a power of two, floor is exact, and the difference is
             # representable) and vectorizable, unlike a call of libm's fmod per element
-            q = tirx.floor(t * tirx.const(2.0 ** -width, "float64")) * modulus
-            return tirx.Cast(dst, tirx.Cast("int64", t - q))
+            def wrapped(t: Any) -> Any:
+                q = tirx.floor(t * tirx.const(2.0 ** -width, "float64")) * modulus
+                return tirx.Cast(dst, tirx.Cast("int64", t - q))
+
+            return let_shared(tirx.trunc(tirx.Cast("float64", x)), lambda t: let_shared(
+                tirx.Select(tirx.isfinite(t), t, tirx.const(0.0, "float64")), wrapped))
+        t = tirx.trunc(tirx.Cast("float64", x))
+        t = tirx.Select(tirx.isfinite(t), t, tirx.const(0.0, "float64"))
         r = fmod(t, modulus, "float64")
         if width == 64:
             r = tirx.Select(r >= tirx.const(2.0 ** 63, "float64"), r - modulus, r)
@@ -522,7 +530,8 @@ def cast_expr(x: Any, src: str, dst: str) -> Any:
 @lowering("cast")
 def _cast(call: OpCall) -> Any:
     src, dst = call.in_dtype(0), call.out_dtype
-    return map_compute(call.inputs[0], lambda x: cast_expr(x, src, dst), "cast")
+    return map_compute(call.inputs[0], lambda x: cast_expr(x, src, dst), "cast",
+                       shared=is_float(src) and is_int(dst))
 
 
 @lowering("copy")
