@@ -253,29 +253,8 @@ def broadcast_compute(call: OpCall, fn: Callable[..., Any], name: str | None = N
     return te.compute(shape, body, name=name or call.op.replace(".", "_"))
 
 
-def map_compute(x: Any, fn: Callable[[Any], Any], name: str, shared: bool = False) -> Any:
-    """``te.compute`` of ``fn(x[i])`` over ``x``'s shape.
-
-    ``shared``: ``fn`` uses its argument several times (a NaN-propagating ``max``, a rounding,
-    a wrapping cast); the element is then bound once (:func:`let_shared`), so that inlining a
-    chain of such stages into one kernel (the fused epilogue of a convolution) substitutes
-    each stage's expression once instead of once per use, a blow-up that multiplies along
-    the chain (a float ``relu``, ``round``, ``clip``, ``cast`` to int8: 3 · 5 · 9 · 3 copies
-    of the accumulator's expression, about 150 000 characters of TensorIR)."""
+def map_compute(x: Any, fn: Callable[[Any], Any], name: str) -> Any:
+    """``te.compute`` of ``fn(x[i])`` over ``x``'s shape."""
     from tvm import te
 
-    if shared:
-        return te.compute(x.shape, lambda *i: let_shared(x[i], fn), name=name)
     return te.compute(x.shape, lambda *i: fn(x[i]), name=name)
-
-
-def let_shared(value: Any, fn: Callable[[Any], Any]) -> Any:
-    """``fn(value)`` with ``value`` bound to a variable (``tirx.Let``) computed once."""
-    from tvm import tirx
-
-    if hasattr(value, "asobject"):      # a te.Tensor element (TensorSlice)
-        value = value.asobject()
-    if isinstance(value, (tirx.Var, tirx.IntImm, tirx.FloatImm)):
-        return fn(value)
-    var = tirx.Var("v", value.ty.dtype)
-    return tirx.Let(var, value, fn(var))

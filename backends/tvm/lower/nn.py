@@ -120,7 +120,7 @@ def _relu(call: OpCall) -> Any:
         tirx = _tirx()
         zero = const(0, dtype)
         return map_compute(call.inputs[0], lambda x: tirx.Select(
-            tirx.isnan(x), x, tirx.Select(x > zero, x, zero)), "relu", shared=True)
+            tirx.isnan(x), x, tirx.Select(x > zero, x, zero)), "relu")
     return map_compute(call.inputs[0], lambda x: nan_max(x, const(0, dtype), dtype), "relu")
 
 

@@ -28,7 +28,9 @@ references of :mod:`semantics.ops.tensor` (§5):
   ``round`` is not relied on); rounding functions are the identity on integers;
 * ``cast`` follows :func:`semantics.ops.reference.cast_array`: float to integer truncates,
   reduces modulo ``2**bits`` in float64 (``fmod`` is exact) and goes through int64 — NaN and
-  ±inf give 0 — so no out-of-range ``fptosi`` (poison in LLVM) is ever executed; to ``bool``
+  ±inf give 0 — so no out-of-range ``fptosi`` (poison in LLVM) is ever executed (to at most
+  16 bits from float32/float64 the reduction runs in the source dtype and goes through int32:
+  vector instructions on AVX2, see ``_narrow_cast``); to ``bool``
   is ``x != 0`` with NaN true.
 """
 
@@ -48,7 +50,6 @@ from backends.tvm.lower.base import (
     is_float,
     is_int,
     lowering,
-    let_shared,
     map_compute,
     nan_max,
     nan_min,
@@ -439,12 +440,9 @@ def round_half_away(x: Any, dtype: str) -> Any:
     tirx = _tirx()
     half = tirx.const(0.5, dtype)
     one = tirx.const(1.0, dtype)
-
-    def rounded(t: Any) -> Any:
-        return let_shared(x - t, lambda frac: tirx.Select(
-            frac >= half, t + one, tirx.Select(frac <= -half, t - one, t)))
-
-    return let_shared(tirx.trunc(x), rounded)
+    t = tirx.trunc(x)
+    frac = x - t
+    return tirx.Select(frac >= half, t + one, tirx.Select(frac <= -half, t - one, t))
 
 
 def _rounding(op: str, fn_of: Any) -> None:
@@ -453,7 +451,7 @@ def _rounding(op: str, fn_of: Any) -> None:
         if is_int(call.in_dtype(0)):
             return map_compute(call.inputs[0], lambda a: a, op)
         dtype = call.in_dtype(0)
-        return map_compute(call.inputs[0], lambda a: fn_of()(a, dtype), op, shared=True)
+        return map_compute(call.inputs[0], lambda a: fn_of()(a, dtype), op)
 
 
 _rounding("floor", lambda: lambda a, d: _tirx().floor(a))
@@ -481,8 +479,8 @@ def _clip(call: OpCall) -> Any:
         lo, hi = const(bound(a_min), dtype), const(bound(a_max), dtype)
     else:
         lo, hi = const(a_min, dtype), const(a_max, dtype)
-    return map_compute(call.inputs[0], lambda x: let_shared(
-        nan_min(x, hi, dtype), lambda y: nan_max(y, lo, dtype)), "clip", shared=is_float(dtype))
+    return map_compute(call.inputs[0],
+                       lambda x: nan_max(nan_min(x, hi, dtype), lo, dtype), "clip")
 
 
 def cast_expr(x: Any, src: str, dst: str) -> Any:
@@ -504,19 +502,17 @@ def cast_expr(x: Any, src: str, dst: str) -> Any:
         return float_ne(x, const(0, src)) if is_float(src) else x != const(0, src)
     if is_int(dst) and is_float(src):
         width = bits(dst)
+        if width <= 16 and src in ("float32", "float64"):
+            return _narrow_cast(x, src, dst, width)
+        t = tirx.trunc(tirx.Cast("float64", x))
+        t = tirx.Select(tirx.isfinite(t), t, tirx.const(0.0, "float64"))
         modulus = tirx.const(float(2 ** width), "float64")
         if width < 64:
             # t mod 2**width in [0, 2**width), exact for every finite t (the division and the
             # product are by a power of two, floor is exact, and the difference is
             # representable) and vectorizable, unlike a call of libm's fmod per element
-            def wrapped(t: Any) -> Any:
-                q = tirx.floor(t * tirx.const(2.0 ** -width, "float64")) * modulus
-                return tirx.Cast(dst, tirx.Cast("int64", t - q))
-
-            return let_shared(tirx.trunc(tirx.Cast("float64", x)), lambda t: let_shared(
-                tirx.Select(tirx.isfinite(t), t, tirx.const(0.0, "float64")), wrapped))
-        t = tirx.trunc(tirx.Cast("float64", x))
-        t = tirx.Select(tirx.isfinite(t), t, tirx.const(0.0, "float64"))
+            q = tirx.floor(t * tirx.const(2.0 ** -width, "float64")) * modulus
+            return tirx.Cast(dst, tirx.Cast("int64", t - q))
         r = fmod(t, modulus, "float64")
         if width == 64:
             r = tirx.Select(r >= tirx.const(2.0 ** 63, "float64"), r - modulus, r)
@@ -527,11 +523,26 @@ def cast_expr(x: Any, src: str, dst: str) -> Any:
     return tirx.Cast(dst, x)
 
 
+def _narrow_cast(x: Any, src: str, dst: str, width: int) -> Any:
+    """A float32/float64 ``x`` cast to an integer of at most 16 bits, wrapping modulo
+    ``2**width`` (NaN and infinities to 0), computed in ``src`` itself and vectorizable on
+    AVX2 (no float64 or int64 lanes): ``t = trunc(x)``, ``r = t - floor(t / 2**width) *
+    2**width`` in ``[0, 2**width)``, then ``int32`` and ``dst``. Exact at every magnitude:
+    scaling by a power of two and ``floor`` are exact, so is ``q = floor(..) * 2**width``
+    (a float multiple of ``2**width`` at most ``2**width`` below ``t``), and ``t - q`` is an
+    integer below ``2**16``, representable in the significand, so IEEE subtraction returns
+    it exactly; the int32 → ``dst`` truncation is the two's complement wrap of ``r``."""
+    tirx = _tirx()
+    t = tirx.trunc(x)
+    t = tirx.Select(tirx.isfinite(t), t, tirx.const(0.0, src))
+    q = tirx.floor(t * tirx.const(2.0 ** -width, src)) * tirx.const(2.0 ** width, src)
+    return tirx.Cast(dst, tirx.Cast("int32", t - q))
+
+
 @lowering("cast")
 def _cast(call: OpCall) -> Any:
     src, dst = call.in_dtype(0), call.out_dtype
-    return map_compute(call.inputs[0], lambda x: cast_expr(x, src, dst), "cast",
-                       shared=is_float(src) and is_int(dst))
+    return map_compute(call.inputs[0], lambda x: cast_expr(x, src, dst), "cast")
 
 
 @lowering("copy")
