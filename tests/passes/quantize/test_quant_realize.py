@@ -142,7 +142,7 @@ def test_downsampling_shortcut_realizes_the_simulated_sum(calibrator, seed):
 
 def test_the_shift_of_a_relu_has_no_sign_term() -> None:
     """Half away from zero needs ``x >> 31`` only for negative values: the requantize of a
-    ``relu`` (never negative) is ``(x + 2^(k-1)) >> k`` alone, one chain that fuses into its
+    ``relu`` (never negative) is ``(x + 2^(k-1)) >> k`` alone, two operations fewer in its
     producer's epilogue (the values stay those of the simulation:
     ``test_power_of_two_scales_realize_exactly``)."""
     mod, params = qnets.conv_net()
