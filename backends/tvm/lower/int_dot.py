@@ -371,7 +371,14 @@ def conv2d_dot(call: Any, dmap: Any, kmap: Any, omap: Any, pad_name: str) -> Any
         k = packed[tirx.floordiv(o["C"], lanes), rp, ry, rx, tirx.floormod(o["C"], lanes)]
         return te.sum(dot_call(path, x, k), axis=[rp, ry, rx])
 
-    out = te.compute(call.out_shape, body, name="conv2d")
+    return _unshift(call, te.compute(call.out_shape, body, name="conv2d"), w, omap, path)
+
+
+def _unshift(call: Any, out: Any, w: np.ndarray, omap: Any, path: DotPath) -> Any:
+    """The convolution ``out`` of the words of ``path``, less the correction
+    ``128 · Σ w`` per output channel when the data was shifted by +128 (``vpdpbusd``)."""
+    from tvm import te
+
     if not path.shift:
         return out
     corr = call.add_constant(weight_correction(w), "conv2d_correction")
@@ -476,9 +483,4 @@ def depthwise_dot(call: Any, dmap: Any, kmap: Any, omap: Any, pad_name: str) -> 
         k = packed[tirx.floordiv(o["C"], lanes), ry, rq, tirx.floormod(o["C"], lanes)]
         return te.sum(dot_call(path, x, k), axis=[rc, ry, rq])
 
-    out = te.compute(call.out_shape, body, name="conv2d")
-    if not path.shift:
-        return out
-    corr = call.add_constant(weight_correction(w), "conv2d_correction")
-    return te.compute(call.out_shape, lambda *i: out[i] - corr[omap.coords(i)["C"]],
-                      name="conv2d_unshift")
+    return _unshift(call, te.compute(call.out_shape, body, name="conv2d"), w, omap, path)

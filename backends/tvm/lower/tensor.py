@@ -28,7 +28,9 @@ references of :mod:`semantics.ops.tensor` (§5):
   ``round`` is not relied on); rounding functions are the identity on integers;
 * ``cast`` follows :func:`semantics.ops.reference.cast_array`: float to integer truncates,
   reduces modulo ``2**bits`` in float64 (``fmod`` is exact) and goes through int64 — NaN and
-  ±inf give 0 — so no out-of-range ``fptosi`` (poison in LLVM) is ever executed; to ``bool``
+  ±inf give 0 — so no out-of-range ``fptosi`` (poison in LLVM) is ever executed (to at most
+  16 bits from float32/float64 the reduction runs in the source dtype and goes through int32:
+  vector instructions on AVX2, see ``_narrow_cast``); to ``bool``
   is ``x != 0`` with NaN true.
 """
 
@@ -436,10 +438,10 @@ def _sqrt(call: OpCall) -> Any:
 def round_half_away(x: Any, dtype: str) -> Any:
     """Round half away from zero with ``trunc`` (exact: ``x - trunc(x)`` is exact)."""
     tirx = _tirx()
-    t = tirx.trunc(x)
-    frac = x - t
     half = tirx.const(0.5, dtype)
     one = tirx.const(1.0, dtype)
+    t = tirx.trunc(x)
+    frac = x - t
     return tirx.Select(frac >= half, t + one, tirx.Select(frac <= -half, t - one, t))
 
 
@@ -500,6 +502,8 @@ def cast_expr(x: Any, src: str, dst: str) -> Any:
         return float_ne(x, const(0, src)) if is_float(src) else x != const(0, src)
     if is_int(dst) and is_float(src):
         width = bits(dst)
+        if width <= 16 and src in ("float32", "float64"):
+            return _narrow_cast(x, src, dst, width)
         t = tirx.trunc(tirx.Cast("float64", x))
         t = tirx.Select(tirx.isfinite(t), t, tirx.const(0.0, "float64"))
         modulus = tirx.const(float(2 ** width), "float64")
@@ -517,6 +521,22 @@ def cast_expr(x: Any, src: str, dst: str) -> Any:
     if src == "bool":
         return tirx.Select(x, const(1, dst), const(0, dst))
     return tirx.Cast(dst, x)
+
+
+def _narrow_cast(x: Any, src: str, dst: str, width: int) -> Any:
+    """A float32/float64 ``x`` cast to an integer of at most 16 bits, wrapping modulo
+    ``2**width`` (NaN and infinities to 0), computed in ``src`` itself and vectorizable on
+    AVX2 (no float64 or int64 lanes): ``t = trunc(x)``, ``r = t - floor(t / 2**width) *
+    2**width`` in ``[0, 2**width)``, then ``int32`` and ``dst``. Exact at every magnitude:
+    scaling by a power of two and ``floor`` are exact, so is ``q = floor(..) * 2**width``
+    (a float multiple of ``2**width`` at most ``2**width`` below ``t``), and ``t - q`` is an
+    integer below ``2**16``, representable in the significand, so IEEE subtraction returns
+    it exactly; the int32 → ``dst`` truncation is the two's complement wrap of ``r``."""
+    tirx = _tirx()
+    t = tirx.trunc(x)
+    t = tirx.Select(tirx.isfinite(t), t, tirx.const(0.0, src))
+    q = tirx.floor(t * tirx.const(2.0 ** -width, src)) * tirx.const(2.0 ** width, src)
+    return tirx.Cast(dst, tirx.Cast("int32", t - q))
 
 
 @lowering("cast")

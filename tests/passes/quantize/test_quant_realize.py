@@ -138,3 +138,19 @@ def test_downsampling_shortcut_realizes_the_simulated_sum(calibrator, seed):
     for x in qnets.inputs(3, seed=seed + 1):
         s, r = evaluate(simulated, x), evaluate(realized, x)
         assert np.abs(r - s).max() <= 2.0 ** -20 * max(1.0, float(np.abs(s).max()))
+
+
+def test_the_shift_of_a_relu_has_no_sign_term() -> None:
+    """Half away from zero needs ``x >> 31`` only for negative values: the requantize of a
+    ``relu`` (never negative) is ``(x + 2^(k-1)) >> k`` alone, two operations fewer in its
+    producer's epilogue (the values stay those of the simulation:
+    ``test_power_of_two_scales_realize_exactly``)."""
+    mod, params = qnets.conv_net()
+    realized = infer(quantize(mod, params, QConfig(skip_conv_layers=()), qnets.inputs(2)))
+    calls = [n for n in post_order(realized["main"]) if isinstance(n, Call)
+             and isinstance(n.op, Op)]
+    shifts = [c for c in calls if c.op.name == "right_shift"]
+    assert not [c for c in shifts if isinstance(c.args[0], Call)
+                and c.args[0].op.name == "nn.relu"]
+    assert [c for c in shifts if c.args[0].op.name == "add"
+            and isinstance(c.args[0].args[0], Call) and c.args[0].args[0].op.name == "nn.relu"]
