@@ -15,6 +15,7 @@ example database (``RELAY_FUZZ_DB``) is where workers and machines meet, exactly
     python tools/hypofuzz_workers.py -n 2 -- tests/fuzz [pytest args, e.g. -k tvm]
     python tools/hypofuzz_workers.py -n 1 --slice 170 -- tests/fuzz  # time-sliced
     python tools/hypofuzz_workers.py --summary -- tests/fuzz   # what the database holds
+    python tools/hypofuzz_workers.py --replay -- tests/fuzz    # run saved failures again
 
 ``--slice S`` time-slices the tests: each worker fuzzes one test for ``S`` seconds, then
 the next. A HypoFuzz worker runs 100 inputs of one test before it picks another; a TVM
@@ -172,6 +173,58 @@ def summary(pytest_args: Sequence[str]) -> None:
     print(f"total: {totals[0]} inputs, {totals[1]} failures saved")
 
 
+def replay(pytest_args: Sequence[str]) -> int:
+    """Run every failure saved in the database again, through HypoFuzz's own provider (a
+    choice sequence it saved is read differently by Hypothesis's default provider, so plain
+    ``pytest`` may draw another, passing program); print each one's traceback and program.
+    Returns 1 when one still fails, else 0."""
+    import math
+
+    import hypofuzz.entrypoint  # noqa: F401 - registers the "hypofuzz" provider
+    from hypofuzz import detection
+    from hypofuzz.collection import collect_tests
+    from hypofuzz.database import HypofuzzDatabase
+    from hypofuzz.database.models import FailureState
+    from hypothesis import settings
+    from hypothesis.internal.conjecture.data import Status
+
+    detection._in_hypofuzz_run = True  # noqa: SLF001 - what `hypothesis fuzz` sets
+    targets = sorted(collect_tests(list(pytest_args)).fuzz_targets, key=lambda t: t.nodeid)
+    database = settings().database       # after collection: conftest installs RELAY_FUZZ_DB
+    if database is None:
+        raise SystemExit("no example database (settings().database is None)")
+    db = HypofuzzDatabase(database)
+    still, seen = 0, 0
+    for t in targets:
+        saved = [(s, c) for s in (FailureState.SHRUNK, FailureState.UNSHRUNK)
+                 for c in db.failures(state=s).fetch(t.database_key)]
+        if not saved:
+            continue
+        t._enter_fixtures()  # noqa: SLF001 - HypoFuzz's worker does the same
+        try:
+            for state, choices in saved:
+                seen += 1
+                observations: list[object] = []
+                data = t.new_conjecture_data(choices=choices)
+                t.stop_shrinking_at = math.inf
+                t._execute_once(data, observability_callback=observations.append)  # noqa: SLF001
+                name = f"{t.nodeid} ({state.name.lower()}, {len(choices)} choices)"
+                if data.status is not Status.INTERESTING:
+                    print(f"{name}: passes now (fixed; or the generator changed since it was "
+                          "saved, so the same choices draw another program)")
+                    continue
+                still += 1
+                print(f"{name}: FAILS")
+                for o in observations:
+                    trace = getattr(getattr(o, "metadata", None), "traceback", None)
+                    if trace:
+                        print(trace)
+        finally:
+            t._exit_fixtures()  # noqa: SLF001
+    print(f"{seen} saved failures replayed, {still} still failing")
+    return 1 if still else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--numprocesses", type=int, default=1)
@@ -180,8 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "SECONDS, then the next (for tests whose inputs are slow)")
     parser.add_argument("--summary", action="store_true",
                         help="print what the example database holds, and exit")
+    parser.add_argument("--replay", action="store_true",
+                        help="run every saved failure again (exit 1 if one still fails)")
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
     args = parser.parse_args(argv)
+    if args.replay:
+        return replay(args.pytest_args)
     if args.summary:
         summary(args.pytest_args)
         return 0
