@@ -7,8 +7,10 @@ them), so the same functions run three ways, unchanged:
 * under HypoFuzz (``make fuzz`` on every core: ``tools/hypofuzz_workers.py``, which
   starts HypoFuzz's workers without the hub of ``hypothesis fuzz``), a coverage-guided
   fuzzer that runs them for hours, across processes;
-* again under ``pytest`` to replay what the fuzzer found: failing examples are saved in the
-  Hypothesis example database and replayed first.
+* to replay what the fuzzer found: HypoFuzz saves each failure in the example database as
+  a choice sequence; ``tools/hypofuzz_workers.py --replay`` runs them again through
+  HypoFuzz's provider (plain ``pytest`` replays the database first too, but its provider
+  drew another, passing program from the one failure of the first campaign).
 
 The properties (one test each): every registered pass of ``passes`` (the kit's generated
 programs, compared with the oracle by :func:`conformance.harness.check_program`),
