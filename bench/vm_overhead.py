@@ -80,6 +80,7 @@ def _compiled_alone(k: Any, args: tuple[Any, ...]) -> Callable[[], Any] | None:
     """The compiled function of kernel ``k`` called with TVM tensors (None: not a compiled
     kernel reachable through ``kernel``/closure cells)."""
     from backends.tvm.kernel.runtime import Kernel, _dlpack_twin
+    from backends.tvm.kernel_table import flatten_tuples
 
     kernel = k
     for _ in range(3):
@@ -92,15 +93,7 @@ def _compiled_alone(k: Any, args: tuple[Any, ...]) -> Callable[[], Any] | None:
         kernel = inner
     if not isinstance(kernel, Kernel) or kernel._fast_consts is None:
         return None
-    flat: list[Any] = []
-    stack = list(reversed(args))
-    while stack:
-        a = stack.pop()
-        if type(a) is tuple:
-            stack.extend(reversed(a))
-        else:
-            flat.append(a)
-    tensors = [_dlpack_twin(np.array(a, order="C")) for a in flat]
+    tensors = [_dlpack_twin(np.array(a, order="C")) for a in flatten_tuples(args)]
     outs = [_dlpack_twin(np.empty(s, d)) for d, s in kernel._out_sig]
     fn, consts = kernel._fn, kernel._fast_consts
     return lambda: fn(*tensors, *consts, *outs)

@@ -27,7 +27,7 @@ from semantics.types import TensorType, TupleType, Type
 from semantics.visitor import post_order
 
 __all__ = ["BuildReport", "FlatArgs", "KernelRecord", "KernelSlot", "KernelTable",
-           "is_static_tensor"]
+           "flatten_tuples", "is_static_tensor"]
 
 
 def _param_type(p: Any) -> Type | None:
@@ -75,18 +75,25 @@ class FlatArgs:
                 kernel, tuple(isinstance(t, TupleType) for t in types))
 
     def __call__(self, *args: Any, out: list[np.ndarray] | None = None) -> Any:
-        flat: list[Any] = []
-        stack = list(reversed(args))
-        while stack:
-            a = stack.pop()
-            if type(a) is tuple:
-                stack.extend(reversed(a))
-            else:
-                flat.append(a)
+        flat = flatten_tuples(args)
         return self.kernel(*flat, out=out) if out is not None else self.kernel(*flat)
 
     def __repr__(self) -> str:
         return f"<FlatArgs {self.kernel!r}>"
+
+
+def flatten_tuples(args: Sequence[Any]) -> list[Any]:
+    """The leaves of ``args`` in order, nested tuples flattened (a kernel's tensor arguments
+    for tuple-typed parameters)."""
+    flat: list[Any] = []
+    stack = list(reversed(args))
+    while stack:
+        a = stack.pop()
+        if type(a) is tuple:
+            stack.extend(reversed(a))
+        else:
+            flat.append(a)
+    return flat
 
 
 _FLAT_CALLERS: dict[tuple[bool, ...], Callable[[Any], Callable[..., Any]]] = {}
