@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from backends.tvm.exec.vm import is_primitive_function
-from backends.tvm.kernel_table import KernelTable, is_static_tensor
+from backends.tvm.kernel_table import KernelTable, flatten_tuples, is_static_tensor
 from semantics.errors import InternalError, RelayTypeError
 from semantics.expr import (
     Call,
@@ -133,15 +133,7 @@ def _shape_like(t: Type | None, ids: list[int]) -> Desc:
 
 
 def _flat(desc: Desc) -> list[int]:
-    out: list[int] = []
-    stack = [desc]
-    while stack:
-        d = stack.pop()
-        if type(d) is tuple:
-            stack.extend(reversed(d))
-        else:
-            out.append(d)
-    return out
+    return flatten_tuples((desc,))
 
 
 def plan_function(name: str, fn: Function, table: KernelTable) -> GraphPlan:
