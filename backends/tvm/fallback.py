@@ -39,7 +39,7 @@ from semantics.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Va
 from semantics.ops.bound import OP_FAILURES, BoundOp
 from semantics.visitor import post_order
 
-__all__ = ["FallbackKernel", "OpKernel", "write_out"]
+__all__ = ["FallbackKernel", "OpKernel", "call_op_value", "write_out"]
 
 _DATAFLOW = (Call, Constant, Tuple, TupleGetItem, Var, Op)
 
@@ -71,6 +71,20 @@ class OpKernel(BoundOp):
             raise
         except OP_FAILURES as exc:
             raise RelayRuntimeError(f"operator {self.name} failed: {exc}") from None
+
+
+def call_op_value(kernels: dict[str, OpKernel], name: str, args: Sequence[Any],
+                  span: Any) -> Any:
+    """Apply operator ``name`` called as a value (Semantics-Call-Op) by the executors: its
+    :class:`OpKernel` (made once per executor, in ``kernels``), an error carrying the call's
+    ``span``."""
+    k = kernels.get(name)
+    if k is None:
+        k = kernels[name] = OpKernel(name)
+    try:
+        return k(*args)
+    except RelayError as err:
+        raise err.with_span(span) from None
 
 
 def _tensors(name: str, result: Any) -> Any:

@@ -29,12 +29,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     for level in range(4):
         p.add_argument(f"-O{level}", dest="opt_level", action="store_const", const=level,
                        help=f"optimization level {level}" + (" (default)" if level == 3 else ""))
-    p.add_argument("--repeat", type=_positive, default=10, metavar="N",
+    p.add_argument("--repeat", type=positive_int, default=10, metavar="N",
                    help="timed calls per kernel (the median is reported; default 10)")
     p.set_defaults(func=profile_command, opt_level=3)
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: a positive integer (``relay profile --repeat``, ``relay tune``)."""
     try:
         value = int(text)
     except ValueError:

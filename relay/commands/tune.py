@@ -22,15 +22,7 @@ import argparse
 import sys
 from typing import Any
 
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+from relay.commands.profile import positive_int
 
 
 def _rpc(text: str) -> Any:
@@ -56,9 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="llvm: this machine (default); an LLVM CPU name (znver3, haswell, "
                         "...) or \"llvm -mcpu=CPU [-mattr=...]\": tune for that CPU (its "
                         "kernels must run here)")
-    p.add_argument("--trials", type=_positive, default=32, metavar="N",
+    p.add_argument("--trials", type=positive_int, default=32, metavar="N",
                    help="MetaSchedule candidates measured per tuned kernel (default 32)")
-    p.add_argument("--kernels", type=_positive, default=3, metavar="K",
+    p.add_argument("--kernels", type=positive_int, default=3, metavar="K",
                    help="how many kernels to tune: those furthest from peak (default 3)")
     p.add_argument("--db", metavar="DIR", default=None,
                    help="the tuning database (default $RELAY_TUNING_DIR, else "

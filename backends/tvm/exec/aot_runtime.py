@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from backends.tvm.fallback import OpKernel
+from backends.tvm.fallback import OpKernel, call_op_value
 from interpreter.values import (
     Closure,
     ConstructorFunction,
@@ -24,7 +24,7 @@ from interpreter.values import (
     value_str,
 )
 from semantics import errors
-from semantics.errors import RelayError, RelayRuntimeError, non_exhaustive_match
+from semantics.errors import RelayRuntimeError, non_exhaustive_match
 from semantics.expr import Constructor, Function
 from semantics.module import IRModule
 
@@ -99,13 +99,7 @@ class Runtime:
                 self.foreign = True
             return f.fn(*args)
         if t is OpValue:
-            k = self._ops.get(f.name)
-            if k is None:
-                k = self._ops[f.name] = OpKernel(f.name)
-            try:
-                return k(*args)
-            except RelayError as err:
-                raise err.with_span(span) from None
+            return call_op_value(self._ops, f.name, args, span)
         if t is ConstructorFunction or t is ConstructorValue:
             return construct(f, args, span)
         if isinstance(f, Closure):

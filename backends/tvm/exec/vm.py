@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from backends.tvm.fallback import OpKernel
+from backends.tvm.fallback import OpKernel, call_op_value
 from backends.tvm.kernel.runtime import register_constant
 from interpreter.values import (
     Closure,
@@ -392,13 +392,7 @@ class VM:
         span = getattr(node, "span", None)
         t = type(f)
         if t is OpValue:
-            k = self._ops.get(f.name)
-            if k is None:
-                k = self._ops[f.name] = OpKernel(f.name)
-            try:
-                return k(*args)
-            except RelayError as err:
-                raise err.with_span(span) from None
+            return call_op_value(self._ops, f.name, args, span)
         if t is ConstructorFunction or t is ConstructorValue:
             return construct(f, args, span)
         if isinstance(f, Closure) and t is not VMClosure:
