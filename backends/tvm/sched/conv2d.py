@@ -18,7 +18,12 @@ convolution whose output channels the block divides an ``NCHW{c}c`` output: ordi
    for it the copy would double the memory traffic.
 2. Every elementwise stage after the convolution is inlined: the epilogue chain collapses into
    the one output block ``E`` that reads the convolution (when the convolution itself is the
-   output, a ``cache_write`` creates ``E`` as a copy).
+   output, a ``cache_write`` creates ``E`` as a copy) — up to a budget of buffer reads
+   (:data:`~backends.tvm.sched.default.INLINE_READS`): a stage its consumer reads several
+   times is copied into each read, and a realized quantize (divide, round half away from zero,
+   NaN-propagating clip, cast) inlined whole was 350 KB of TIR that LLVM took two minutes
+   over (MobileNet's float first convolution, 117 s → 0.7 s). Over the budget the chain stays
+   a few blocks, every one computed in the tile like ``E`` (step 4).
 3. The convolution's loops are tiled into a **register tile** of ``tw`` output columns ×
    ``ocb`` output-channel blocks (:func:`register_tile`), the input channels split by the
    channel block, in the order ``(batch, channel-block group, row, column group) | rc_outer,
@@ -32,7 +37,8 @@ convolution whose output channels the block divides an ``NCHW{c}c`` output: ordi
    vectorized: each input value is broadcast once for ``ocb`` FMAs, each weight vector loaded
    once for ``tw`` FMAs, into ``tw × ocb`` accumulator registers.
 4. The accumulators are a ``local`` buffer initialized once per tile (``decompose_reduction``),
-   and ``E`` is moved into the tile (``reverse_compute_at``): bias, residual and activation
+   and ``E`` (with the chain's other blocks, in order) is moved into the tile
+   (``reverse_compute_at``): bias, residual and activation
    are applied in the tile's vectorized write-back loop, at no extra pass over memory.
 5. A large convolution with many input channels (:func:`k_blocked`) is reduced in passes of
    :func:`k_chunk` input-channel blocks instead (8; 2 on a 14×14 output): for each group of
@@ -59,7 +65,7 @@ from typing import Any
 
 from backends.tvm.lower.conv_plan import CONV_PAD
 from backends.tvm.sched import KernelInfo, register_schedule
-from backends.tvm.sched.default import inline_blocks, schedule_error
+from backends.tvm.sched.default import INLINE_READS, inline_blocks, schedule_error
 from backends.tvm.target import Target
 
 __all__ = ["ACC_TARGET", "K_CHUNK", "K_CHUNK_SMALL", "enable_isnan_vectorization",
@@ -232,24 +238,39 @@ def schedule_conv2d(prim: Any, info: KernelInfo) -> Any:
     materialize = (reduction[0] * reduction[1] * reduction[2] >= PAD_MIN_REDUCTION
                    or _staged_words(sch))
     keep = {"conv2d", PAD} if materialize else {"conv2d"}
-    inline_blocks(sch, keep.__contains__)   # the epilogue joins the output block
+    # the epilogue joins the output block, up to a budget of reads (a long quantize chain
+    # stays a few stages, each computed in the tile)
+    inline_blocks(sch, keep.__contains__, budget=INLINE_READS)
     conv = sch.get_sblock("conv2d")
-    consumers = sch.get_consumers(conv)
-    if not consumers:
-        epilogue = sch.cache_write(conv, 0, "global")
-        conv = sch.get_sblock("conv2d")
-    elif len(consumers) == 1:
-        epilogue = consumers[0]
-    else:
+    chain = _epilogue_chain(sch, conv)
+    if chain is None:
         return None
-    if len(sch.get_loops(epilogue)) != len(spatial):
+    if not chain:
+        chain = [sch.cache_write(conv, 0, "global")]
+        conv = sch.get_sblock("conv2d")
+    if any(len(sch.get_loops(b)) != len(spatial) for b in chain):
         return None
     strided = any(int(v) > 1 for v in (attrs.get("strides") or (1, 1)))
-    _tile_blocked(sch, conv, epilogue, spatial, reduction, _weight_block_bytes(info, spatial),
+    _tile_blocked(sch, conv, chain, spatial, reduction, _weight_block_bytes(info, spatial),
                   strided, info.target)
     if materialize:
         _materialize_pad(sch, spatial[-1])
     return sch.mod
+
+
+def _epilogue_chain(sch: Any, conv: Any) -> list[Any] | None:
+    """The elementwise blocks after the convolution, in order, each the one consumer of the
+    one before (empty: the convolution is the output), or None when the epilogue branches."""
+    chain: list[Any] = []
+    block = conv
+    while True:
+        consumers = sch.get_consumers(block)
+        if not consumers:
+            return chain
+        if len(consumers) != 1:
+            return None
+        block = consumers[0]
+        chain.append(block)
 
 
 def _staged_words(sch: Any) -> bool:
@@ -288,7 +309,7 @@ def _weight_block_bytes(info: KernelInfo, spatial: list[int]) -> int:
     return 4 * total // max(out_channels, 1) * spatial[-1]
 
 
-def _tile_blocked(sch: Any, conv: Any, epilogue: Any, spatial: list[int],
+def _tile_blocked(sch: Any, conv: Any, chain: list[Any], spatial: list[int],
                   reduction: list[int], weight_block_bytes: int, strided: bool,
                   target: Target) -> None:
     """``NCHW{c}c``: lanes over the channel block, a register tile of columns × channel
@@ -335,10 +356,12 @@ def _tile_blocked(sch: Any, conv: Any, epilogue: Any, spatial: list[int],
     sch.vectorize(lane)
     sch.unroll(cbi)
     sch.unroll(owi)
-    sch.reverse_compute_at(epilogue, tile)
+    for block in chain:
+        sch.reverse_compute_at(block, tile)
     init = sch.decompose_reduction(conv, first)
     sch.vectorize(sch.get_loops(init)[-1])
-    sch.vectorize(sch.get_loops(epilogue)[-1])
+    for block in chain:
+        sch.vectorize(sch.get_loops(block)[-1])
 
 
 def k_chunk(positions: int) -> int:

@@ -110,10 +110,18 @@ def _block_dtype_bits(sch: Any, block: Any) -> int:
         return 32
 
 
-def inline_blocks(sch: Any, skip: Callable[[str], bool]) -> None:
+def inline_blocks(sch: Any, skip: Callable[[str], bool], budget: int | None = None) -> None:
     """Inline every block that can be, except the outputs and the blocks whose name ``skip``
     accepts, repeated until nothing changes: an elementwise chain collapses into the block
-    that consumes it (the fused group's "master" stage, or its output's write-back)."""
+    that consumes it (the fused group's "master" stage, or its output's write-back).
+
+    ``budget`` (None: no limit) bounds the buffer reads of a consumer's value after an
+    inlining (:func:`inlined_reads`): a block whose value is read several times by its
+    consumer (``relu``'s NaN test and select, a rounding's sign and magnitude) is copied
+    into every read, so a chain of such blocks grows its consumer's expression
+    exponentially — a float convolution's quantize epilogue grew to 350 KB of TIR and took
+    two minutes in LLVM. A block over the budget stays, and its caller computes it as its
+    own stage (at the consumer's tile, for the convolution recipe)."""
     refusals = schedule_error()
     root = sch.get_sblock("root") if _has_root(sch) else None
     changed = True
@@ -124,11 +132,68 @@ def inline_blocks(sch: Any, skip: Callable[[str], bool]) -> None:
             name = sch.get(block).name_hint
             if name in outputs or skip(name):
                 continue
+            if budget is not None and inlined_reads(sch, block) > budget:
+                continue
             try:
                 sch.compute_inline(block)
                 changed = True
             except refusals:
                 continue  # a reduction, or a stage that cannot be inlined
+
+
+INLINE_READS = 24
+"""The buffer reads a fused epilogue's value may hold after inlining (the convolution
+recipe's ``budget`` of :func:`inline_blocks`): a conv + bias + relu epilogue reads 8
+(``relu`` reads its argument four times), a realized requantize of it about 20; a float
+convolution's quantize epilogue (divide, round half away from zero, NaN-propagating clip,
+cast) would read 700 if inlined whole."""
+
+
+def inlined_reads(sch: Any, block: Any) -> int:
+    """The most buffer reads a consumer of ``block`` holds once ``block`` is inlined into it:
+    its own reads, less its reads of ``block``'s buffer, plus that many copies of
+    ``block``'s reads."""
+    stmt = sch.get(block)
+    produced = stmt.writes[0].source.name if stmt.writes else None
+    own = _reads(stmt.body)
+    worst = 0
+    for consumer in sch.get_consumers(block):
+        counts = _read_counts(sch.get(consumer).body)
+        uses = counts.get(produced, 0) if produced is not None else 0
+        worst = max(worst, sum(counts.values()) - uses + uses * own)
+    return worst
+
+
+def _reads(body: Any) -> int:
+    return sum(_read_counts(body).values())
+
+
+_FIELDS = ("a", "b", "value", "condition", "true_value", "false_value", "args", "indices",
+           "then_case", "else_case", "body")
+"""The fields of TIR nodes that hold sub-expressions or statements (the wheel exposes no
+visitor to Python)."""
+
+
+def _read_counts(body: Any) -> dict[str, int]:
+    """Buffer reads (``TensorLoad`` nodes) under a block's body, by buffer name (a repeated
+    sub-expression counts once per occurrence)."""
+    from tvm.ir.expr import TensorLoad
+
+    counts: dict[str, int] = {}
+    nodes = [body]
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, TensorLoad):
+            counts[node.source.name] = counts.get(node.source.name, 0) + 1
+        for field in _FIELDS:
+            child = getattr(node, field, None)
+            if child is None or isinstance(child, (str, bytes, int, float)):
+                continue
+            if hasattr(child, "__iter__") and not hasattr(child, "dtype"):
+                nodes.extend(c for c in child if c is not None)
+            else:
+                nodes.append(child)
+    return counts
 
 
 def _has_root(sch: Any) -> bool:

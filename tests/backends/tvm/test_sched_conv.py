@@ -86,6 +86,10 @@ class Conv:
         elif self.epilogue == "scale_clip":
             params["m"] = rng.uniform(0.5, 2.0, (self.o, 1, 1)).astype("float32")
             body = f"clip(multiply({conv}, %m), a_min=0f, a_max=6f)"
+        elif self.epilogue == "quantize":
+            # the realized quantize of a float convolution (passes.quantize.realize)
+            body = (f"cast(clip(round(divide(nn.relu(nn.bias_add({conv}, %b)), 0.0625f)), "
+                    f"a_min=-127f, a_max=127f), dtype=\"int8\")")
         else:
             raise ValueError(self.epilogue)
         decls = "".join(f", %{k}: {_tensor_type(v.shape)}" for k, v in params.items())
@@ -281,6 +285,45 @@ def test_the_schedule_is_parallel_vectorized_and_register_tiled() -> None:
     assert script.count("T.parallel(") == 2
     rule_names = [r.name for r in candidates(["nn.conv2d", "add", "nn.relu"])]
     assert rule_names[0].endswith("conv2d._rule")
+
+
+def test_a_quantize_epilogue_is_staged_in_the_tile(kernel_cache: KernelCache,
+                                                   run_kernels: object) -> None:
+    """A float convolution's quantize epilogue (divide, round half away from zero,
+    NaN-propagating clip, cast) reads its argument several times at each step: inlined whole
+    it was 350 KB of TIR and two minutes of LLVM. Over the read budget the chain stays a few
+    stages, each computed in the register tile's write-back (no pass of its own), and the
+    kernel still equals the oracle, NaN and infinities included."""
+    case = Conv(3, 32, 12, 10, strides=(2, 2), epilogue="quantize")
+    x = case.inputs()[0]
+    x[0, 1, 2, 2] = np.nan
+    x[0, 2, 5, 4] = np.inf
+    assert check(case, kernel_cache, run_kernels, inputs=[x], expect_scheduled=True) == 1
+    text, params = case.program()
+    (prim,) = [p for p in primitives(prepare(text, params, 3, direct())) if conv_of(p) is not None]
+    script = scheduled_script(prim)
+    assert script is not None and len(script) < 30_000
+    assert script.count("T.parallel(") == 2      # the staged input and the tiles
+    tile = script[script.index('T.sblock("conv2d_update")'):]
+    stages = [n for n in ("divide", "round", "clip", "cast") if f'T.sblock("{n}")' in tile]
+    assert len(stages) >= 2 and stages[-1] == "cast"
+
+
+def test_the_read_budget_counts_copies() -> None:
+    import tvm
+    from tvm import s_tir, te
+
+    from backends.tvm.sched.default import inline_blocks, inlined_reads
+
+    a = te.placeholder((16,), name="A")
+    b = te.compute((16,), lambda i: a[i] + 1.0, name="B")
+    c = te.compute((16,), lambda i: tvm.tirx.Select(b[i] > 0, b[i] * b[i], b[i]), name="C")
+    d = te.compute((16,), lambda i: c[i] * 2.0 + c[i], name="D")
+    sch = s_tir.Schedule(tvm.IRModule({"main": te.create_prim_func([a, d])}))
+    assert [inlined_reads(sch, sch.get_sblock(n)) for n in "BCD"] == [4, 8, 0]
+    inline_blocks(sch, lambda name: False, budget=4)
+    names = {sch.get(blk).name_hint for blk in sch.get_child_blocks(sch.get_sblock("root"))}
+    assert names == {"C", "D"}            # B went into C (4 reads); C into D would be 8
 
 
 AVX2 = Target.host().replace(lanes=8, registers=16, l2_bytes=512 * 1024)
