@@ -287,6 +287,17 @@ def test_the_schedule_is_parallel_vectorized_and_register_tiled() -> None:
     assert rule_names[0].endswith("conv2d._rule")
 
 
+def test_a_convolution_that_does_not_pad_reads_its_data_in_place() -> None:
+    """A 1×1 layer's staged input would only re-index the data: no copy, one parallel loop."""
+    text, params = Conv(32, 64, 14, 14, 1, 1, padding=(0, 0, 0, 0)).program()
+    (prim,) = [p for p in primitives(prepare(text, params, 3, direct())) if conv_of(p) is not None]
+    script = scheduled_script(prim)
+    assert script is not None
+    assert "conv2d_pad = T.sblock_alloc_buffer" not in script
+    assert script.count("T.parallel(") == 1
+    assert 'scope="local"' in script
+
+
 def test_a_quantize_epilogue_is_staged_in_the_tile(kernel_cache: KernelCache,
                                                    run_kernels: object) -> None:
     """A float convolution's quantize epilogue (divide, round half away from zero,
