@@ -27,7 +27,8 @@ or mapped), then re-reads the program (no optimization runs again) and resolves 
 kernels through the saved cache directory, so nothing recompiles. A build loaded for its
 target runs its tuned kernels again (their records are read from ``tuned_records/``); loaded for
 another target (a build saved for the host and loaded on another machine) its records do
-not apply and every kernel is ours, compiled there.
+not apply and every kernel is ours, compiled there; ``load`` then warns
+(:class:`TunedKernelsNotApplied`, naming the targets the records were tuned for).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ import hashlib
 import json
 import os
 import shutil
+import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,7 +56,7 @@ from semantics.errors import (
 )
 from semantics.module import IRModule
 
-__all__ = ["Executable", "load", "FORMAT_VERSION"]
+__all__ = ["Executable", "FORMAT_VERSION", "TunedKernelsNotApplied", "load"]
 
 FORMAT_VERSION = 2
 """Version of the saved-build layout (2: ``build.json`` lists every file's size and SHA-256).
@@ -308,8 +311,20 @@ def _saved_tuning(directory: str, target: Any) -> Any:
 
     record = Target.of(target)
     if not (target_directory(directory, record) / RECORDS).is_file():
+        saved = sorted(d.name for d in Path(directory).iterdir() if (d / RECORDS).is_file())
+        if saved:
+            warnings.warn(
+                f"the saved build's tuned kernels were tuned for {', '.join(saved)}; this "
+                f"build is for {record.mcpu} ({record.lanes} lanes), so they do not apply "
+                f"and every kernel is the compiler's own (tune again here: relay tune)",
+                TunedKernelsNotApplied, stacklevel=3)
         return None
     return TuningDatabase.open(directory, record)
+
+
+class TunedKernelsNotApplied(RuntimeWarning):
+    """``load`` of a build whose tuned kernels were tuned for another target: they do not
+    apply there, and the build runs the compiler's own kernels (compiled for this target)."""
 
 
 def _saved_target(target: Any) -> Any:
