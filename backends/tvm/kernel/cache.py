@@ -76,6 +76,18 @@ _KERNEL_SOURCES = ("te_build.py", "target.py", "kernel/*.py", "lower/*.py", "sch
 """The sources of a kernel, relative to ``backends/tvm``."""
 
 
+STALE = "stale"
+"""The cache directory's sub-directory of tuned-kernel verdicts (:meth:`KernelCache.stale`)."""
+
+
+def _tvm_version() -> str:
+    try:
+        import tvm
+    except ImportError:
+        return ""
+    return str(getattr(tvm, "__version__", ""))
+
+
 @functools.cache
 def code_digest() -> str:
     """A digest of the sources that decide what a kernel is (:data:`_KERNEL_SOURCES`: lowering
@@ -147,6 +159,7 @@ class KernelCache:
         self._identity: dict[Any, tuple[Function, Kernel]] = {}
         self._keys: dict[Any, tuple[Function, str]] = {}
         self._failed: dict[str, tuple[str, str]] = {}
+        self._stale: dict[str, str] = {}
         self.hits_memory = 0
         self.hits_disk = 0
         self.misses = 0
@@ -237,6 +250,43 @@ class KernelCache:
         rule may compile it later)."""
         with self._lock:
             self._failed[key] = (err.op, err.reason)
+
+    def stale(self, key: str) -> str | None:
+        """Why the tuned kernel of ``key`` (a :func:`variant_key`) does not apply — its record
+        no longer matches the kernel, or TVM refuses its trace — when a build of this or an
+        earlier process found so with the same TVM (a verdict on disk under ``stale/``); else
+        None. The key holds our compiler's code digest: a changed lowering asks again."""
+        with self._lock:
+            reason = self._stale.get(key)
+        if reason is not None or not self.disk:
+            return reason
+        try:
+            saved = json.loads((self.directory / STALE / key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(saved, dict) or saved.get("tvm") != _tvm_version():
+            return None
+        reason = str(saved.get("reason", ""))
+        with self._lock:
+            self._stale[key] = reason
+        return reason
+
+    def remember_stale(self, key: str, reason: str) -> None:
+        """Record that the tuned kernel of ``key`` does not apply (:meth:`stale`), in memory
+        and, written atomically, on disk (an unwritable directory keeps it in memory)."""
+        with self._lock:
+            self._stale[key] = reason
+        if not self.disk:
+            return
+        folder = self.directory / STALE
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = folder / f".{key}.{os.getpid()}.tmp"
+            tmp.write_text(json.dumps({"tvm": _tvm_version(), "reason": reason}),
+                           encoding="utf-8")
+            os.replace(tmp, folder / key)
+        except OSError:
+            return
 
     def workdir(self) -> Path | None:
         """A fresh directory where a compilation may leave its library for :meth:`put`.

@@ -8,7 +8,9 @@ kernel goes into the kernel cache under a key made of our kernel's key and
 :func:`record_variant` (a digest of the record's workload and trace: what decides the
 code), so a warm build with the same database compiles nothing, a build without it never
 meets the tuned kernel, and ``exe.save`` copies it like any other. Any failure (a stale
-record, a trace TVM refuses) gives None, and the caller compiles our own kernel.
+record, a trace TVM refuses) gives None, and the caller compiles our own kernel; the verdict
+is kept in the kernel cache (``KernelCache.remember_stale``, on disk), so later builds, in
+this process or another, do not try the record again.
 """
 
 from __future__ import annotations
@@ -107,11 +109,25 @@ def compile_tuned(db: TuningDatabase, func: Any, arg_types: Sequence[Any], targe
     """``(kernel, record)``: the kernel of ``func`` compiled from its winning tuning record
     (through the kernel cache), or None (no record, a record that lost, or one that no longer
     applies)."""
+    from backends.tvm.kernel.cache import default_cache
+    from backends.tvm.te_build import LoweringFailed
+
     record = db.by_relay_key(relay_key(func, arg_types))
     if record is None or not record.won:
         return None
-    kernel = compile_with(record, func, arg_types, target, cache)
-    return None if kernel is None else (kernel, record)
+    store = default_cache() if cache is None else cache
+    try:
+        key = tuned_key(record, func, arg_types, target, store)
+    except LoweringFailed:
+        return None
+    if store.stale(key) is not None:     # found so before, by this or an earlier process
+        return None
+    kernel = compile_with(record, func, arg_types, target, store)
+    if kernel is None:
+        store.remember_stale(key, f"the record of {record.relay_key[:12]} does not apply: "
+                                  f"its workload differs, or TVM refuses its trace")
+        return None
+    return kernel, record
 
 
 def compile_with(record: TuningRecord, func: Any, arg_types: Sequence[Any], target: Target,

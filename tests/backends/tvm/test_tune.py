@@ -119,6 +119,43 @@ def test_a_losing_or_stale_record_leaves_our_kernel(tmp_path: Path) -> None:
     np.testing.assert_allclose(exe(x), oracle(x, params), rtol=1e-5, atol=1e-5)
 
 
+def test_a_stale_record_is_tried_once_across_processes(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verdict on a stale record is kept in the kernel cache's directory: a new cache on
+    it (another process) does not replay the record's trace again."""
+    from backends.tvm.kernel.cache import KernelCache
+    from backends.tvm.tune import apply
+
+    params = params_of()
+    func, types, target = kernel_of(params=params)
+    other, other_types, _ = kernel_of(CONV, {"w": np.ones((8, 8, 3, 3), "float32")}, target)
+    stale = record_of(other, other_types, target, won=True)
+    stale.relay_key = relay_key(func, types)
+    TuningDatabase(tmp_path / "db", target).update([stale])
+    tried: list[object] = []
+    real = apply.compile_with
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        tried.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(apply, "compile_with", counting)
+    first = KernelCache(tmp_path / "cache")
+    build(DENSE, params, tuning=tmp_path / "db", cache=first)
+    assert len(tried) == 1
+    first.flush()
+    later = KernelCache(tmp_path / "cache")       # a new process's cache on the same disk
+    exe = build(DENSE, params, tuning=tmp_path / "db", cache=later)
+    assert len(tried) == 1                          # not replayed again
+    assert later.stale(apply.tuned_key(stale, func, types, target, later)) is not None
+    x = np.ones((4, 64), "float32")
+    np.testing.assert_allclose(exe(x), oracle(x, params), rtol=1e-5, atol=1e-5)
+    # a verdict written by another TVM is not trusted
+    (verdict,) = (tmp_path / "cache" / "stale").iterdir()
+    verdict.write_text(json.dumps({"tvm": "0.0", "reason": "old"}), encoding="utf-8")
+    assert KernelCache(tmp_path / "cache").stale(verdict.name) is None
+
+
 def test_missing_or_damaged_database_is_a_clear_error(tmp_path: Path) -> None:
     func, types, target = kernel_of()
     with pytest.raises(TuningDatabaseError, match="does not exist"):
