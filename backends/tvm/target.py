@@ -172,6 +172,46 @@ def host_caches() -> tuple[int, int, int]:
             found.get(3, _DEFAULT_CACHES[2]))
 
 
+ISA_EXTENSIONS = frozenset({
+    "sse3", "ssse3", "sse41", "sse42", "avx", "avx2", "fma", "f16c", "bmi", "bmi2", "lzcnt",
+    "popcnt", "movbe", "adx", "aes", "pclmul", "sha", "gfni", "vaes", "vpclmulqdq", "avxvnni",
+    "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl", "avx512vnni", "avx512bf16",
+    "avx512fp16", "avx512ifma", "avx512vbmi", "avx512vbmi2", "avx512bitalg",
+    "avx512vpopcntdq", "amxtile", "amxint8", "amxbf16"})
+"""x86 instruction set extensions, in a spelling both LLVM's feature names and the kernel's
+``/proc/cpuinfo`` flags reduce to (:func:`_isa_name`: ``sse4.1``/``sse4_1`` → ``sse41``,
+``avx512_vnni`` → ``avx512vnni``, cpuinfo's ``pni``, ``bmi1``, ``sha_ni`` → ``sse3``, ``bmi``,
+``sha``); LLVM's tuning features
+(``prefer-256-bit``, ``slow-3ops-lea``, ...) are not among them."""
+
+
+def _isa_name(feature: str) -> str:
+    name = feature.lower().replace("_", "").replace(".", "").replace("-", "")
+    return {"pclmulqdq": "pclmul", "abm": "lzcnt", "bmi1": "bmi", "pni": "sse3",
+            "shani": "sha"}.get(name, name)
+
+
+@functools.cache
+def _llvm_isa(mcpu: str, mattr: tuple[str, ...], mtriple: str) -> frozenset[str] | None:
+    """The :data:`ISA_EXTENSIONS` LLVM enables for a CPU with extra attributes (None: TVM
+    is not installed or LLVM cannot answer)."""
+    try:
+        import tvm
+        from tvm.target import codegen
+    except ImportError:
+        return None
+    spec: dict[str, Any] = {"kind": "llvm", "mcpu": mcpu}
+    if mattr:
+        spec["mattr"] = list(mattr)
+    if mtriple:
+        spec["mtriple"] = mtriple
+    try:
+        features = codegen.llvm_get_cpu_features(tvm.target.Target(spec))
+    except Exception:  # noqa: BLE001 - TVM's errors have no common public base
+        return None
+    return frozenset(n for n in (_isa_name(str(f)) for f in features) if n in ISA_EXTENSIONS)
+
+
 @functools.cache
 def _features(mcpu: str, mattr: tuple[str, ...], mtriple: str) -> tuple[bool, ...]:
     """``(avx512f, avx, fma, vnni, avx2)`` of an LLVM CPU with extra attributes, asked of LLVM (a
@@ -404,6 +444,18 @@ class Target:
         names = {"avx512": "AVX-512", "avx2": "AVX2", "fma": "FMA", "vnni": "VNNI"}
         return [label for name, label in names.items()
                 if getattr(self, name) and not getattr(machine, name)]
+
+    def missing_here(self) -> list[str]:
+        """The instruction set extensions this target's kernels may use that this machine
+        lacks: every x86 extension of :data:`ISA_EXTENSIONS` LLVM enables for the target's
+        CPU and attributes, checked against ``/proc/cpuinfo``'s flags (a masked flag in a
+        virtual machine counts as missing); where either is unknown, :meth:`lacks` of the
+        host's record."""
+        flags = {_isa_name(f) for f in _cpuinfo_flags()}
+        wanted = _llvm_isa(self.mcpu, tuple(self.mattr), self.mtriple or "")
+        if not flags or wanted is None:
+            return self.lacks(Target.host())
+        return sorted(f for f in wanted if f not in flags)
 
     @property
     def vector_bytes(self) -> int:

@@ -257,7 +257,7 @@ def _runnable(target: Target) -> Target:
         TargetError: it uses an instruction set extension this machine lacks.
     """
     host = Target.host()
-    missing = target.lacks(host)
+    missing = target.missing_here()
     if missing:
         raise TargetError(f"cannot tune for {target} on this machine ({host}): the kernels "
                           f"are timed here, and it lacks {', '.join(missing)}")

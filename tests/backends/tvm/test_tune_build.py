@@ -157,7 +157,7 @@ def _other_cpu(runnable: bool | None) -> str:
                 target = Target.of({"kind": "llvm", "mcpu": name})
             except TargetError:
                 continue                              # not an x86 LLVM
-            if target.key() != host.key() and (not target.lacks(host)) == want:
+            if target.key() != host.key() and (not target.missing_here()) == want:
                 return name
     pytest.skip(f"no {'runnable' if runnable else 'unrunnable'} x86 CPU other than "
                 f"{host.mcpu} here")
@@ -193,6 +193,31 @@ def test_tuning_refuses_a_target_this_machine_cannot_run(tmp_path: Path,
     program.write_text(DENSE)
     assert main(["tune", str(program), "--db", str(tmp_path / "db"), "--target", cpu]) == 1
     assert "cannot tune for" in capsys.readouterr().err
+
+
+def test_the_host_check_reads_every_extension_of_the_target(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``missing_here`` compares every x86 extension LLVM enables for the target with the
+    machine's ``/proc/cpuinfo`` flags, not only the four the Target record holds."""
+    from backends.tvm import target as tmod
+
+    host = Target.host()
+    assert host.missing_here() == []
+    flags = tmod._cpuinfo_flags()
+    if not flags or tmod._llvm_isa(host.mcpu, tuple(host.mattr), host.mtriple or "") is None:
+        pytest.skip("no /proc/cpuinfo flags or no LLVM feature list here")
+    wanted = tmod._llvm_isa(host.mcpu, tuple(host.mattr), host.mtriple or "")
+    assert wanted
+    if host.avx2:
+        assert "avx2" in wanted
+    # a machine whose flags lack one extension the host CPU's LLVM model has (``adx``,
+    # ``bmi2``, ...: the four-field check never saw them)
+    dropped = sorted(wanted)[0]
+    monkeypatch.setattr(tmod, "_cpuinfo_flags",
+                        lambda: frozenset(f for f in flags if tmod._isa_name(f) != dropped))
+    assert host.missing_here() == [dropped]
+    assert tmod._isa_name("sse4_1") == tmod._isa_name("sse4.1") == "sse41"
+    assert tmod._isa_name("avx512_vnni") == "avx512vnni"
 
 
 def test_relay_build_compiles_for_the_named_cpu(tmp_path: Path) -> None:
