@@ -22,7 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from backends.tvm.kernel import entries
-from backends.tvm.kernel.cache import KernelCache, code_digest, default_cache
+from backends.tvm.kernel.cache import (
+    KernelCache,
+    _types_signature,
+    code_digest,
+    default_cache,
+)
 from backends.tvm.kernel.compile import (
     _build_library,
     _compile_failed,
@@ -37,8 +42,9 @@ from backends.tvm.target import (
     normalize_target,
 )
 from backends.tvm.te_build import LoweringFailed
-from semantics.expr import Attrs, Function
+from semantics.expr import Attrs, Call, Constant, Function
 from semantics.types import Type
+from semantics.visitor import post_order
 
 __all__ = ["compile_many", "prestart_workers", "shutdown_workers"]
 
@@ -91,8 +97,8 @@ def compile_many(requests: Sequence[tuple[Function, Sequence[Type]]], *,
         todo[key] = (func, types)
     if not todo:
         return 0
-    jobs = _default_jobs() if jobs is None else max(1, int(jobs))
-    work = list(todo.items())
+    jobs = _default_jobs(len(todo)) if jobs is None else max(1, int(jobs))
+    work = _twins_together(list(todo.items()))
     tick = _Progress(progress, len(work))
     if jobs <= 1 or len(work) < 2:
         compiled = 0
@@ -101,6 +107,36 @@ def compile_many(requests: Sequence[tuple[Function, Sequence[Type]]], *,
             tick()
         return compiled
     return _compile_parallel(work, spec, store, jobs, tick)
+
+
+def _twins_together(work: list[tuple[str, tuple[Function, Sequence[Type]]]]
+                    ) -> list[tuple[str, tuple[Function, Sequence[Type]]]]:
+    """``work`` with the requests that may be twins (the same operators, attributes,
+    argument types and constant shapes: the same layer with other weights) moved next to the
+    first of them, in their first one's place.
+
+    A twin compiles in a few milliseconds in the process that compiled its first one
+    (``backends.tvm.kernel.compile._Twins``); :func:`_compile_parallel` hands a worker the
+    front of the queue and this process the back, so neighbours mostly stay in one process.
+    """
+    groups: dict[Any, list[tuple[str, tuple[Function, Sequence[Type]]]]] = {}
+    for item in work:
+        groups.setdefault(_twin_signature(*item[1]), []).append(item)
+    return [item for group in groups.values() for item in group]
+
+
+def _twin_signature(func: Function, types: Sequence[Type]) -> Any:
+    """What two twins share (see :func:`_twins_together`): each node's kind, operator and
+    attributes, constants by dtype and shape only, in post-order; and the argument types."""
+    parts: list[Any] = []
+    for node in post_order(func.body, descend=lambda n: not isinstance(n, Function)):
+        if isinstance(node, Constant):
+            parts.append(("const", node.data.dtype.str, node.data.shape))
+        elif isinstance(node, Call):
+            parts.append(("call", getattr(node.op, "name", None), repr(node.attrs)))
+        else:
+            parts.append(type(node).__name__)
+    return (tuple(parts), _types_signature(types))
 
 
 class _Progress:
@@ -260,7 +296,7 @@ def _worker_compile(payload: bytes) -> tuple[Any, ...]:
     workdir = Path(tempfile.mkdtemp(dir=directory))
     try:
         lib, lowered, name, needs_alignment, report = _build_library(func, types, spec, key,
-                                                                     None)
+                                                                     None, reuse=True)
         so = workdir / "kernel.so"
         try:
             _link(lib, so)
@@ -278,6 +314,11 @@ def _worker_compile(payload: bytes) -> tuple[Any, ...]:
 _HEADER = 8
 
 
+_REFUSED_IMPORTS = ("torch", "ml_dtypes")
+"""Modules a compile worker refuses to import (:func:`_worker_main`): they cost 2.8 of its
+4 s of start-up, and compiling needs neither."""
+
+
 def _read_exactly(stream: Any, n: int) -> bytes | None:
     chunks = []
     while n:
@@ -290,19 +331,28 @@ def _read_exactly(stream: Any, n: int) -> bytes | None:
 
 
 def _worker_main() -> None:
-    """The loop of a compile worker process (see :class:`_Worker`).
+    """The loop of a compile worker process started as a new interpreter (see :class:`_Worker`).
 
     Reads length-prefixed pickled requests on stdin and answers each with a pickled
     outcome on the original stdout; anything else written to stdout (by TVM, say) goes to
-    stderr. ``tvm_ffi`` imports torch when it can (about 1.5 s); a worker never converts
-    torch tensors, so that import is refused here. Ends at the end of its input.
+    stderr. ``tvm_ffi`` imports torch when it can (about 1.5 s) and ``ml_dtypes`` for
+    numpy's bfloat16 and float8 dtypes (about 1.3 s); a worker converts neither torch
+    tensors nor arrays of those dtypes (no kernel of ours has them; a request that needed
+    them would fail to unpickle and be compiled by the requesting process), so both imports
+    are refused here. Ends at the end of its input.
     """
-    sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
+    for refused in _REFUSED_IMPORTS:
+        sys.modules.setdefault(refused, None)  # type: ignore[arg-type]
     inp = os.fdopen(os.dup(0), "rb")
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     import tvm  # noqa: F401 - imported before the first request arrives
 
+    _serve(inp, out)
+
+
+def _serve(inp: Any, out: Any) -> None:
+    """Answer the requests read from ``inp`` on ``out`` until ``inp`` ends."""
     while True:
         head = _read_exactly(inp, _HEADER)
         if head is None:
@@ -319,20 +369,102 @@ def _worker_main() -> None:
         out.flush()
 
 
-class _Worker:
-    """A compile worker: a ``python`` process running :func:`_worker_main`.
+FORK = sys.platform.startswith("linux") and hasattr(os, "fork")
+"""Whether compile workers are forked from this process (Linux) rather than started as new
+interpreters. A forked worker is ready at once and shares this process's imported modules
+(a new interpreter spends ~2.3 s of CPU importing TVM and ``semantics``, on the cores the
+build wants; issue 35). It only lowers, schedules and compiles (TVM and LLVM are
+initialised the same way in any process; it never runs a kernel, so TVM's thread pool is
+never needed), and it ends with ``os._exit``. ``$RELAY_TVM_FORK=0`` starts new
+interpreters instead."""
 
-    It is started with the same interpreter, ``sys.path`` (as ``PYTHONPATH``) and
-    environment as this process, plus ``TVM_NUM_THREADS=1`` (it runs no kernels), so it
-    imports the same lowering rules and schedules; the target comes with each request.
-    Unlike ``multiprocessing``'s ``spawn``, it never re-imports the user's main module.
+
+class _Forked:
+    """A forked worker process, with the part of ``subprocess.Popen``'s interface
+    :class:`_Worker` uses (``stdin``, ``stdout``, ``poll``, ``wait``, ``kill``)."""
+
+    def __init__(self, others: list[_Worker]) -> None:
+        req_r, req_w = os.pipe()
+        ans_r, ans_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:                                      # the worker
+            code = 0
+            try:
+                os.close(req_w)
+                os.close(ans_r)
+                for w in others:                          # the siblings' pipes are not ours
+                    for stream in (w.proc.stdin, w.proc.stdout):
+                        try:
+                            os.close(stream.fileno())  # type: ignore[union-attr]
+                        except (OSError, ValueError, AttributeError):
+                            pass
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                _serve(os.fdopen(req_r, "rb"), os.fdopen(ans_w, "wb"))
+            except BaseException:  # noqa: BLE001 - a worker never returns into the caller
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(req_r)
+        os.close(ans_w)
+        self.pid = pid
+        self.stdin: Any = os.fdopen(req_w, "wb")
+        self.stdout: Any = os.fdopen(ans_r, "rb")
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = -1
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"compile worker {self.pid}", timeout or 0.0)
+            time.sleep(0.01)
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, 9)
+        except ProcessLookupError:
+            pass
+        self.wait()
+
+
+class _Worker:
+    """A compile worker: a process running :func:`_serve`.
+
+    Forked from this process where :data:`FORK` allows (:class:`_Forked`), else a new
+    ``python`` process running :func:`_worker_main`, started with the same interpreter,
+    ``sys.path`` (as ``PYTHONPATH``) and environment as this process, plus
+    ``TVM_NUM_THREADS=1`` (it runs no kernels), so it imports the same lowering rules and
+    schedules; the target comes with each request. Unlike ``multiprocessing``'s ``spawn``,
+    neither ever re-imports the user's main module.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, others: list[_Worker] | None = None) -> None:
+        self.lock = threading.Lock()
+        self.proc: Any
+        if FORK and os.environ.get("RELAY_TVM_FORK", "1").strip() != "0":
+            self.proc = _Forked(list(others or ()))
+            return
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         env["TVM_NUM_THREADS"] = "1"
-        self.lock = threading.Lock()
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from backends.tvm.kernel.workers import _worker_main; "
                                    "_worker_main()"],
@@ -387,7 +519,7 @@ def _workers(n: int) -> list[_Worker]:
         _WORKERS[:] = [w for w in _WORKERS if w.alive()]
         while len(_WORKERS) < n:
             try:
-                _WORKERS.append(_Worker())
+                _WORKERS.append(_Worker(_WORKERS))
             except OSError:
                 break
         if _WORKERS and not _EXIT_HOOK:
