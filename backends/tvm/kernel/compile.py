@@ -272,8 +272,9 @@ def _build_library(func: Function, arg_types: Sequence[Type], spec: Target, key:
         start = _step(times, "schedule", start)
         probe = TWINS.probe(mod, spec, needs_alignment) if reuse else None
         twin = TWINS.find(probe)
+        lib: Any = twin
         if twin is not None:
-            name, lib = twin.name, twin
+            name = twin.name
         else:
             with _skip_idle_passes():
                 lib = tvm.compile(mod, target=as_target(spec))

@@ -60,8 +60,9 @@ def compile_many(requests: Sequence[tuple[Function, Sequence[Type]]], *,
     equal keys (the same kernel twice in a model) are compiled once; kernels already on
     disk are not loaded here (the executors load them when they ask for them).
 
-    Parallelism: ``jobs`` compilations at a time (default ``$RELAY_TVM_JOBS``, else 1, see
-    :func:`_default_jobs`): this process compiles, and
+    Parallelism: ``jobs`` compilations at a time (default: ``$RELAY_TVM_JOBS``, else by the
+    number of kernels, the CPUs and the load, see :func:`_default_jobs`): this process
+    compiles, and
     ``jobs - 1`` worker processes (:class:`_Worker`: started once, kept for later builds)
     compile the others, each writing its kernel's library into the cache directory (a
     temporary one for a memory-only cache) where this process loads it from. The workers
@@ -161,12 +162,17 @@ class _Progress:
 def prestart_workers(cache: KernelCache | None = None, jobs: int | None = None) -> int:
     """Start the compile workers now when a build is likely to compile (the number started).
 
-    A worker takes seconds to import TVM; ``build`` calls this before its pass pipeline
-    runs, so that the import overlaps the passes. It starts workers only when the cache's
-    directory holds no kernel at all (a first build: everything will compile); otherwise
+    A worker started as a new interpreter takes seconds to import TVM; ``build`` calls this
+    before its pass pipeline runs, so that the import overlaps the passes. It starts workers
+    only for an explicit ``jobs`` (or ``$RELAY_TVM_JOBS``) above 1, or by default where
+    workers are not forked (a forked worker is ready at once: :func:`compile_many` forks it
+    when it has enough kernels, :func:`_default_jobs`), and only when the cache's directory
+    holds no kernel at all (a first build: everything will compile); otherwise
     :func:`compile_many` starts them when it finds kernels to compile.
     """
     store = default_cache() if cache is None else cache
+    if jobs is None and _env_jobs() is None and _forking():
+        return 0
     jobs = _default_jobs() if jobs is None else max(1, int(jobs))
     if jobs <= 1 or not store.disk:
         return 0
@@ -179,18 +185,49 @@ def prestart_workers(cache: KernelCache | None = None, jobs: int | None = None) 
     return len(_workers(jobs - 1))
 
 
-def _default_jobs() -> int:
-    """``$RELAY_TVM_JOBS``, else 1 (every kernel compiled in this process).
+PARALLEL_FROM = 8
+"""The fewest kernels a build compiles in parallel by default (:func:`_default_jobs`)."""
 
-    Measured on a shared 2-CPU machine (load 1.5 to 6): a worker costs seconds of CPU to
-    start (it imports ``semantics`` and TVM) and gave no gain on models of 7 to 44
-    kernels, whose compilation in one process takes 1.5 to 20 s; on an idle machine with
-    more CPUs, or for larger models, set ``jobs`` (or the variable) to use workers.
-    """
+
+MAX_DEFAULT_JOBS = 4
+"""The most simultaneous compilations by default (this process and three workers)."""
+
+
+def _env_jobs() -> int | None:
     env = os.environ.get("RELAY_TVM_JOBS", "").strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    return 1
+    return int(env) if env.isdigit() and int(env) > 0 else None
+
+
+def _default_jobs(kernels: int | None = None) -> int:
+    """``$RELAY_TVM_JOBS``; else, for :data:`PARALLEL_FROM` kernels or more (or an unknown
+    number), one compilation per CPU this process may use that the load average leaves
+    free — ``1 + round(cpus - load)``, at least 1 and at most :data:`MAX_DEFAULT_JOBS` and
+    ``cpus`` —; else 1 (every kernel compiled in this process).
+
+    Measured on a shared 2-CPU machine (issue 35, ResNet-18's 24 kernels at -O3, new
+    processes): a forked worker halves the compile phase when the second CPU is free
+    (kernels 6-9 s -> 3.5 s); when another process keeps it busy (load 2 and more), a worker
+    only competes for the same CPU, so the load average decides. A model of a few kernels
+    compiles in this process: a worker would not pay for its start.
+    """
+    env = _env_jobs()
+    if env is not None:
+        return env
+    if kernels is not None and kernels < PARALLEL_FROM:
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return 1
+    return max(1, min(cpus, MAX_DEFAULT_JOBS, 1 + int(cpus - load + 0.5)))
+
+
+def _forking() -> bool:
+    return FORK and os.environ.get("RELAY_TVM_FORK", "1").strip() != "0"
 
 
 def _compile_here(func: Function, types: Sequence[Type], spec: Target,
@@ -397,7 +434,7 @@ class _Forked:
                 for w in others:                          # the siblings' pipes are not ours
                     for stream in (w.proc.stdin, w.proc.stdout):
                         try:
-                            os.close(stream.fileno())  # type: ignore[union-attr]
+                            os.close(stream.fileno())
                         except (OSError, ValueError, AttributeError):
                             pass
                 null = os.open(os.devnull, os.O_RDWR)
@@ -459,7 +496,7 @@ class _Worker:
     def __init__(self, others: list[_Worker] | None = None) -> None:
         self.lock = threading.Lock()
         self.proc: Any
-        if FORK and os.environ.get("RELAY_TVM_FORK", "1").strip() != "0":
+        if _forking():
             self.proc = _Forked(list(others or ()))
             return
         env = dict(os.environ)
