@@ -269,8 +269,9 @@ def _build_library(func: Function, arg_types: Sequence[Type], spec: Target, key:
             report["refused"] = [list(n) for n in notes] + report["refused"]
         if name not in [g.name_hint for g in mod.get_global_vars()]:
             mod = tvm.IRModule({name: mod[mod.get_global_vars()[0]]})
+        mod, name, probe = _named_by_code(mod, name, spec, needs_alignment)
         start = _step(times, "schedule", start)
-        probe = TWINS.probe(mod, spec, needs_alignment) if reuse else None
+        probe = probe if reuse else None
         twin = TWINS.find(probe)
         lib: Any = twin
         if twin is not None:
@@ -286,6 +287,32 @@ def _build_library(func: Function, arg_types: Sequence[Type], spec: Target, key:
         if times is not None:
             _RECORD[-1].append(times)
     return lib, lowered, name, needs_alignment, report
+
+
+def _named_by_code(mod: Any, name: str, spec: Target, needs_alignment: bool
+                   ) -> tuple[Any, str, tuple[Any, ...] | None]:
+    """The scheduled module with its function's symbol named after its code, that symbol,
+    and its :class:`_Twins` probe.
+
+    The symbol is ``relay_kernel_`` and 16 hex digits of TVM's structural hash of the
+    function with its symbol blanked (stable across processes): twins — the same code for
+    other constants — get the same symbol and library whichever compiles first, in this
+    process or a worker, so a cache's entries do not depend on the order of compilation.
+    A module of several functions, or with attributes, keeps ``name`` (and has no probe).
+    """
+    import tvm
+    import tvm_ffi
+
+    from backends.tvm.target import target_key
+
+    funcs = list(mod.functions.values())
+    if len(funcs) != 1 or (mod.attrs is not None and len(mod.attrs.keys())):
+        return mod, name, None
+    blank = funcs[0].with_attr("global_symbol", "relay_kernel")
+    code = tvm_ffi.structural_hash(blank) & (2 ** 64 - 1)
+    name = f"relay_kernel_{code:016x}"
+    mod = tvm.IRModule({name: blank.with_attr("global_symbol", name)})
+    return mod, name, ((code, target_key(spec), needs_alignment), blank)
 
 
 class _Twin:
@@ -305,11 +332,11 @@ class _Twins:
     blocks of a stage: the same layer with other weights) have different cache keys — a
     kernel holds its constants —, but the constants are arguments of the compiled code, so
     both schedule to the same TIR and compile to the same machine code (their assembly is
-    the same text but for the symbol, tested). The second one takes the first one's library
-    (a copy of its file, under the first one's symbol) instead of ``tvm.compile`` and LLVM.
+    the same text, tested). The second one takes the first one's library (a copy of its
+    file; the symbol is named after the code) instead of ``tvm.compile`` and LLVM.
 
-    A probe is the TIR function with its symbol blanked, looked up by TVM's structural hash
-    and confirmed with ``structural_equal`` (which sees buffer alignment, dtypes, shapes and
+    A probe (:func:`_named_by_code`) is the TIR function with its symbol blanked, looked up
+    by TVM's structural hash and confirmed with ``structural_equal`` (which sees buffer alignment, dtypes, shapes and
     every statement), with the target and the alignment flag. At most :attr:`LIMIT`
     libraries are kept (a model's distinct kernels; older ones are forgotten).
     """
@@ -322,18 +349,6 @@ class _Twins:
         self._by_hash: dict[tuple[int, str, bool], list[_Twin]] = {}
         self._count = 0
         self._lock = threading.Lock()
-
-    def probe(self, mod: Any, spec: Target, needs_alignment: bool) -> tuple[Any, ...] | None:
-        """``(hash key, blanked function)`` of a scheduled module (None: not one function)."""
-        import tvm_ffi
-
-        from backends.tvm.target import target_key
-
-        funcs = list(mod.functions.values())
-        if len(funcs) != 1 or len(mod.attrs.keys() if mod.attrs is not None else ()):
-            return None
-        blank = funcs[0].with_attr("global_symbol", "relay_kernel")
-        return ((tvm_ffi.structural_hash(blank), target_key(spec), needs_alignment), blank)
 
     def find(self, probe: tuple[Any, ...] | None) -> _Twin | None:
         """The remembered library of a function equal to ``probe``'s, if any."""
