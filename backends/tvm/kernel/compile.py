@@ -336,8 +336,8 @@ class _Twins:
     file; the symbol is named after the code) instead of ``tvm.compile`` and LLVM.
 
     A probe (:func:`_named_by_code`) is the TIR function with its symbol blanked, looked up
-    by TVM's structural hash and confirmed with ``structural_equal`` (which sees buffer alignment, dtypes, shapes and
-    every statement), with the target and the alignment flag. At most :attr:`LIMIT`
+    by TVM's structural hash and confirmed with ``structural_equal`` (which sees buffer
+    alignment, dtypes, shapes and every statement), with the target and the alignment flag. At most :attr:`LIMIT`
     libraries are kept (a model's distinct kernels; older ones are forgotten).
     """
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+import tvm
 
 import passes
-import tvm
 from backends.tvm.kernel import compile as KC
 from backends.tvm.kernel import workers as K
 from backends.tvm.kernel.assembly import kernel_assembly
