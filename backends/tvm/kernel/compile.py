@@ -337,8 +337,9 @@ class _Twins:
 
     A probe (:func:`_named_by_code`) is the TIR function with its symbol blanked, looked up
     by TVM's structural hash and confirmed with ``structural_equal`` (which sees buffer
-    alignment, dtypes, shapes and every statement), with the target and the alignment flag. At most :attr:`LIMIT`
-    libraries are kept (a model's distinct kernels; older ones are forgotten).
+    alignment, dtypes, shapes and every statement), with the target and the alignment flag.
+    At most :attr:`LIMIT` libraries are kept (a model's distinct kernels; older ones are
+    forgotten).
     """
 
     LIMIT = 256
