@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from backends.tvm.target import normalize_target
 from passes.fuse_ops import is_primitive
 from semantics import parse
 from semantics.expr import Constant, Function
+from semantics.module import IRModule
 from semantics.types import Type
 from semantics.visitor import post_order
 from typechecker import infer
@@ -58,7 +60,9 @@ def _weights(seed: int) -> dict[str, np.ndarray]:
 
 
 def _requests(seed: int = 0) -> list[tuple[Function, list[Type]]]:
-    mod = passes.bind_params(infer(parse(LAYERS)), _weights(seed))
+    typed = infer(parse(LAYERS))
+    assert isinstance(typed, IRModule)
+    mod = passes.bind_params(typed, _weights(seed))
     fused = passes.fuse_ops(infer(mod), fuse_opt_level=2)
     seen: dict[int, Function] = {}
     for fn in fused.functions.values():
@@ -118,7 +122,9 @@ def test_a_twin_takes_the_first_ones_library_and_computes_its_own_layer(
     x = np.random.default_rng(1).standard_normal((1, 4, 9, 9)).astype("float32")
     w = _weights(0)
     h1 = kernels[0](x)
+    assert isinstance(h1, np.ndarray)
     h2 = kernels[1](h1)
+    assert isinstance(h2, np.ndarray)
     np.testing.assert_allclose(h1, _reference(x, w["w1"]), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(h2, _reference(h1, w["w2"]), rtol=1e-4, atol=1e-4)
     # The twin's entry loads in a new cache (a new process) and computes the same.
@@ -175,7 +181,8 @@ def test_a_twin_is_found_only_for_an_equal_function() -> None:
 
 def test_candidate_twins_are_queued_together() -> None:
     (f1, t1), (f2, t2), (f3, t3) = _requests()
-    work = [("a", (f1, t1)), ("c", (f3, t3)), ("b", (f2, t2))]
+    work: list[tuple[str, tuple[Function, Sequence[Type]]]] = [
+        ("a", (f1, t1)), ("c", (f3, t3)), ("b", (f2, t2))]
     assert [k for k, _ in K._twins_together(work)] == ["a", "b", "c"]
     assert K._twin_signature(f1, t1) == K._twin_signature(f2, t2)
     assert K._twin_signature(f1, t1) != K._twin_signature(f3, t3)
