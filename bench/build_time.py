@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         r = measure(name, args.repeats, args.jobs)
         print(f"\n{name}: cold build {_spread(r['cold'])} s wall, {_spread(r['cold_cpu'])} s CPU"
               f" ({r['compiled']['cold']} kernels compiled)")
-        print(f"  in order (wall/CPU): "
+        print("  in order (wall/CPU): "
               + ", ".join(f"{w:.2f}/{c:.2f}" for w, c in zip(r["cold"], r["cold_cpu"])))
         print(f"  phases (median): {_phases(r['phases']['cold'])}")
         print(f"{name}: warm build {_spread(r['warm'])} s wall, {_spread(r['warm_cpu'])} s CPU"
