@@ -466,15 +466,15 @@ def _compile(func: Function, arg_types: Sequence[Type], spec: Target, key: str,
             artifact = so
         except Exception as err:  # noqa: BLE001 - no linker, a full disk: TVM's JIT instead
             module = None
+            if isinstance(getattr(lib, "lib", None), _Twin):
+                # a twin's library could not be written: compile this kernel, for the JIT
+                lib, lowered, name, needs_alignment, report = _build_library(
+                    func, arg_types, spec, key, schedule)
+                meta = _meta(lowered, name, needs_alignment, report)
+                artifact = lib
             if report is not None:      # recorded with the kernel (``--show-kernels``)
                 report["refused"].append(["link the kernel into a shared library (TVM's JIT "
                                           "runs it instead)", first_line(err)])
-    if module is None and isinstance(getattr(lib, "lib", None), _Twin):
-        # a twin's library could not be written: compile this kernel itself, for the JIT
-        lib, lowered, name, needs_alignment, report = _build_library(func, arg_types, spec,
-                                                                     key, schedule)
-        meta = _meta(lowered, name, needs_alignment, report)
-        artifact = lib
     try:
         if module is None:
             module = lib.jit()

@@ -253,3 +253,23 @@ def test_the_default_parallelism(monkeypatch: pytest.MonkeyPatch) -> None:
     assert K._default_jobs(24) == K.MAX_DEFAULT_JOBS
     monkeypatch.setenv("RELAY_TVM_JOBS", "3")
     assert K._default_jobs(2) == 3                        # the variable decides
+
+
+def test_a_twin_whose_library_cannot_be_written_compiles_for_the_jit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    TWINS.clear()
+    (f1, t1), (f2, t2), _ = _requests(seed=7)
+    first = compile_function(f1, t1, cache=KernelCache(tmp_path / "a"))
+
+    def full_disk(lib: Any, so: Path) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(KC, "_link", full_disk)
+    second = compile_function(f2, t2, cache=KernelCache(tmp_path / "b"))
+    assert second.schedule is not None
+    assert any(step.startswith("link the kernel") for step, _ in second.schedule.refused)
+    x = np.random.default_rng(2).standard_normal((1, 4, 9, 9)).astype("float32")
+    h = first(x)
+    assert isinstance(h, np.ndarray)
+    np.testing.assert_allclose(second(h), _reference(h, _weights(7)["w2"]), rtol=1e-4,
+                               atol=1e-4)
