@@ -99,31 +99,47 @@ def compile_many(requests: Sequence[tuple[Function, Sequence[Type]]], *,
     if not todo:
         return 0
     jobs = _default_jobs(len(todo)) if jobs is None else max(1, int(jobs))
-    work = _twins_together(list(todo.items()))
-    tick = _Progress(progress, len(work))
-    if jobs <= 1 or len(work) < 2:
+    groups = _twins_together(list(todo.items()))
+    tick = _Progress(progress, len(todo))
+    if jobs <= 1 or len(groups) < 2:
         compiled = 0
-        for _, (func, types) in work:
-            compiled += _compile_here(func, types, spec, store)
-            tick()
+        for group in groups:
+            for _, (func, types) in group:
+                compiled += _compile_here(func, types, spec, store)
+                tick()
         return compiled
-    return _compile_parallel(work, spec, store, jobs, tick)
+    return _compile_parallel(groups, spec, store, jobs, tick)
 
 
-def _twins_together(work: list[tuple[str, tuple[Function, Sequence[Type]]]]
-                    ) -> list[tuple[str, tuple[Function, Sequence[Type]]]]:
-    """``work`` with the requests that may be twins (the same operators, attributes,
-    argument types and constant shapes: the same layer with other weights) moved next to the
-    first of them, in their first one's place.
+Work = list[tuple[str, tuple[Function, Sequence[Type]]]]
+"""Requests by key: ``[(key, (function, argument types)), ...]``."""
+
+
+def _twins_together(work: Work) -> list[Work]:
+    """``work`` as groups of requests that may be twins (the same operators, attributes,
+    argument types and constant shapes: the same layer with other weights), the groups
+    costliest first (:func:`_cost`).
 
     A twin compiles in a few milliseconds in the process that compiled its first one
-    (``backends.tvm.kernel.compile._Twins``); :func:`_compile_parallel` hands a worker the
-    front of the queue and this process the back, so neighbours mostly stay in one process.
+    (``backends.tvm.kernel.compile._Twins``): :func:`_compile_parallel` gives a group to one
+    process. Costliest first: the processes finish together (the last groups are small).
     """
-    groups: dict[Any, list[tuple[str, tuple[Function, Sequence[Type]]]]] = {}
+    groups: dict[Any, Work] = {}
     for item in work:
         groups.setdefault(_twin_signature(*item[1]), []).append(item)
-    return [item for group in groups.values() for item in group]
+    return sorted(groups.values(), key=lambda g: -_cost(g[0][1][0]))
+
+
+def _cost(func: Function) -> int:
+    """A rough rank of a kernel's compile time: its operator calls, plus two for each
+    constant of 4 or more dimensions (a convolution's weight: its kernels are the largest)."""
+    cost = 0
+    for node in post_order(func.body, descend=lambda n: not isinstance(n, Function)):
+        if isinstance(node, Call):
+            cost += 1
+        elif isinstance(node, Constant) and node.data.ndim >= 4:
+            cost += 2
+    return cost
 
 
 def _twin_signature(func: Function, types: Sequence[Type]) -> Any:
@@ -239,15 +255,16 @@ def _compile_here(func: Function, types: Sequence[Type], spec: Target,
     return True
 
 
-def _compile_parallel(work: list[tuple[str, tuple[Function, Sequence[Type]]]],
-                      spec: Target, store: KernelCache, jobs: int,
+def _compile_parallel(groups: list[Work], spec: Target, store: KernelCache, jobs: int,
                       tick: Callable[[], None]) -> int:
-    """Share ``work`` between this process (from the back of the queue) and ``jobs - 1``
-    worker processes (from the front), each fed by a thread of this process."""
+    """Share ``groups`` (costliest first) between this process and ``jobs - 1`` worker
+    processes, each fed by a thread of this process: each takes the next group from the
+    front of the queue and compiles its requests in turn."""
     import collections
 
     directory, scratch = store.shared_directory()
-    queue = collections.deque(work)
+    queue = collections.deque(groups)
+    here: list[Work] = []                   # groups a worker cannot take (not picklable)
     lock = threading.Lock()
     results: dict[str, tuple[Any, ...]] = {}
 
@@ -256,17 +273,18 @@ def _compile_parallel(work: list[tuple[str, tuple[Function, Sequence[Type]]]],
             with lock:
                 if not queue:
                     return
-                key, item = queue.popleft()
-            payload = _payload(item[0], item[1], spec, key, directory)
-            outcome = worker.run(payload) if payload is not None else None
-            with lock:
-                if outcome is None:         # not picklable, or the worker died: do it here
-                    queue.append((key, item))
+                group = queue.popleft()
+            for i, (key, item) in enumerate(group):
+                payload = _payload(item[0], item[1], spec, key, directory)
+                outcome = worker.run(payload) if payload is not None else None
+                if outcome is None:     # not picklable, or the worker died: done here
+                    with lock:
+                        (queue if payload is not None else here).append(group[i:])
                     if payload is not None:
                         return
-                else:
+                    break
+                with lock:
                     results[key] = outcome
-            if outcome is not None:
                 tick()
 
     feeders = [threading.Thread(target=feed, args=(w,), daemon=True,
@@ -277,17 +295,19 @@ def _compile_parallel(work: list[tuple[str, tuple[Function, Sequence[Type]]]],
     try:
         while True:
             with lock:
-                item = queue.pop() if queue else None
-            if item is None:
+                group = queue.popleft() if queue else None
+            if group is None:
                 break
-            compiled += _compile_here(item[1][0], item[1][1], spec, store)
-            tick()
+            for _, (func, types) in group:
+                compiled += _compile_here(func, types, spec, store)
+                tick()
         for t in feeders:
             t.join()
-        while queue:                        # handed back by a worker that died at the end
-            key, (func, types) = queue.pop()
-            compiled += _compile_here(func, types, spec, store)
-            tick()
+        for group in [*queue, *here]:       # handed back: a worker died, or no pickle
+            for _, (func, types) in group:
+                compiled += _compile_here(func, types, spec, store)
+                tick()
+        queue.clear()
         for key, outcome in results.items():
             if outcome[0] == "ok":
                 compiled += store.adopt(key, directory) is not None

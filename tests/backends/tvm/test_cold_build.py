@@ -183,7 +183,10 @@ def test_candidate_twins_are_queued_together() -> None:
     (f1, t1), (f2, t2), (f3, t3) = _requests()
     work: list[tuple[str, tuple[Function, Sequence[Type]]]] = [
         ("a", (f1, t1)), ("c", (f3, t3)), ("b", (f2, t2))]
-    assert [k for k, _ in K._twins_together(work)] == ["a", "b", "c"]
+    groups = K._twins_together(work)
+    assert [[k for k, _ in g] for g in groups] == [["a", "b"], ["c"]]
+    costs = [K._cost(g[0][1][0]) for g in groups]
+    assert costs == sorted(costs, reverse=True)
     assert K._twin_signature(f1, t1) == K._twin_signature(f2, t2)
     assert K._twin_signature(f1, t1) != K._twin_signature(f3, t3)
 
@@ -273,3 +276,21 @@ def test_a_twin_whose_library_cannot_be_written_compiles_for_the_jit(
     assert isinstance(h, np.ndarray)
     np.testing.assert_allclose(second(h), _reference(h, _weights(7)["w2"]), rtol=1e-4,
                                atol=1e-4)
+
+
+def test_a_request_no_worker_can_take_is_compiled_here(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    TWINS.clear()
+    reqs = _requests(seed=9)
+    spec = normalize_target(None)
+    refused = kernel_key(*reqs[2], spec)
+    payload = K._payload
+
+    def unpicklable(func: Function, types: Sequence[Type], spec: Any, key: str,
+                    directory: Path) -> bytes | None:
+        return None if key == refused else payload(func, types, spec, key, directory)
+
+    monkeypatch.setattr(K, "_payload", unpicklable)
+    cache = KernelCache(tmp_path)
+    assert compile_many(reqs, cache=cache, jobs=2) == 3
+    assert all(cache.get(kernel_key(f, t, spec)) is not None for f, t in reqs)
