@@ -4,7 +4,8 @@ For each model (``models.get``; default ``resnet18`` and ``mobilenet``, ``--mode
 ``vgg16`` included) at ``-O3`` with the graph executor, ``--repeats`` times:
 
 * a **cold** build: a kernel cache in a fresh temporary directory (``KernelCache(dir)``),
-  so every kernel compiles and the pass pipeline runs;
+  so every kernel compiles and the pass pipeline runs (the libraries the process remembers by
+  code are forgotten and the compile workers stopped first, see :func:`_forget_compiled_code`);
 * a **warm** build: a new ``KernelCache`` on the same directory (nothing in memory, as in a
   new process; the disk holds the kernels and the memo of the fused module).
 
@@ -17,7 +18,10 @@ build, by step (:class:`backends.tvm.kernel.compile.CompileTimes`: lowering, sch
 average is printed before and after, with the CPU (``bench.protocol.machine_line``).
 
 ``--jobs N`` compiles with ``N - 1`` worker processes besides this one (their CPU time is
-not in the CPU column, and their kernels are not in the table).
+not in the CPU column, and their kernels are not in the table); without it, the build's
+default (``backends.tvm.kernel.workers._default_jobs``: workers when the load average
+leaves a CPU free; the number it picks at the start is printed). Repeat 0 is the first build
+of the process (lazy imports, fresh memory); the workers, once started, serve every repeat.
 
 Usage: ``python bench/build_time.py [--models NAME ...] [--repeats N] [--jobs N]``.
 """
@@ -49,7 +53,8 @@ def _spread(xs: list[float]) -> str:
     return f"{min(xs):6.2f} {statistics.median(xs):6.2f} {max(xs):6.2f}"
 
 
-def _one_build(mod: Any, params: Any, cache: Any, jobs: int) -> tuple[float, float, Any]:
+def _one_build(mod: Any, params: Any, cache: Any, jobs: int | None
+               ) -> tuple[float, float, Any]:
     from backends.tvm import build
 
     wall, cpu = time.perf_counter(), time.process_time()
@@ -59,7 +64,18 @@ def _one_build(mod: Any, params: Any, cache: Any, jobs: int) -> tuple[float, flo
     return wall, cpu, exe.report
 
 
-def measure(name: str, repeats: int, jobs: int) -> dict[str, Any]:
+def _forget_compiled_code() -> None:
+    """Make the next build cold in this process too: forget the libraries this process and
+    its workers remember by code (``backends.tvm.kernel.compile.TWINS``: a kernel compiled
+    by an earlier repeat would be a twin) and stop the workers (new ones start fresh)."""
+    from backends.tvm.kernel.compile import TWINS
+    from backends.tvm.kernel.workers import shutdown_workers
+
+    TWINS.clear()
+    shutdown_workers()
+
+
+def measure(name: str, repeats: int, jobs: int | None) -> dict[str, Any]:
     """Cold and warm builds of model ``name``: seconds, phases, kernels compiled, and the
     per-kernel compile times of the first cold build."""
     from backends.tvm.kernel import KernelCache
@@ -70,6 +86,7 @@ def measure(name: str, repeats: int, jobs: int) -> dict[str, Any]:
                            "phases": {"cold": [], "warm": []}, "compiled": {}, "kernels": []}
     for rep in range(repeats):
         directory = Path(tempfile.mkdtemp(prefix="relay-build-time-"))
+        _forget_compiled_code()
         try:
             with record_compile_times() as times:
                 wall, cpu, report = _one_build(mod, params, KernelCache(directory), jobs)
@@ -113,16 +130,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=["resnet18", "mobilenet"])
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=None)
     args = ap.parse_args(argv)
+    from backends.tvm.kernel.workers import _default_jobs
+
+    jobs = args.jobs if args.jobs is not None else f"default ({_default_jobs()} now)"
     print(f"# {machine_line()}")
     print(f"# load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"-O3, graph executor, {args.repeats} repeats, jobs={args.jobs}; "
+          f"-O3, graph executor, {args.repeats} repeats, jobs={jobs}; "
           f"seconds as min median max")
     for name in args.models:
         r = measure(name, args.repeats, args.jobs)
         print(f"\n{name}: cold build {_spread(r['cold'])} s wall, {_spread(r['cold_cpu'])} s CPU"
               f" ({r['compiled']['cold']} kernels compiled)")
+        print("  in order (wall/CPU): "
+              + ", ".join(f"{w:.2f}/{c:.2f}" for w, c in zip(r["cold"], r["cold_cpu"])))
         print(f"  phases (median): {_phases(r['phases']['cold'])}")
         print(f"{name}: warm build {_spread(r['warm'])} s wall, {_spread(r['warm_cpu'])} s CPU"
               f" ({r['compiled']['warm']} kernels compiled)")

@@ -736,6 +736,10 @@ def _group_call(g: _Graph, r: int, ms: list[int], done: Callable[[Expr], Expr]) 
     """``(fn (%p0, ...) Primitive=1 { group })(inputs...)`` for the group rooted at ``r``."""
     inside = set(ms)
     # Inputs: every argument that is not a member of the group and not a constant.
+    # In order of first use (members in topological order, each one's arguments in order),
+    # as TVM's FuseOps makes them: the order follows the group's own structure, so the same
+    # layer elsewhere in a model (a residual block's second instance) is the same function
+    # up to its constants — one kernel code (issue 35's cold build compiles it once).
     inputs: dict[int, Expr] = {}
     for m in ms:
         for arg in _dataflow_args(g.nodes[m]):
@@ -743,7 +747,7 @@ def _group_call(g: _Graph, r: int, ms: list[int], done: Callable[[Expr], Expr]) 
             if (p >= 0 and p in inside) or type(arg) is Constant:
                 continue
             inputs.setdefault(id(arg), arg)
-    ordered = sorted(inputs.values(), key=lambda a: g.done_at.get(id(a), -1))
+    ordered = list(inputs.values())
     params: dict[int, Var] = {}
     args: list[Expr] = []
     for k, arg in enumerate(ordered):

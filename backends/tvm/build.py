@@ -428,8 +428,8 @@ def build(mod: Any, params: Mapping[str, Any] | None = None, target: Any = "llvm
             compiler's own memory + disk cache).
         max_depth: the bound on nested non-tail calls at run time ("stack exhausted").
         compile_kernels: False runs every fused group with the numpy fallback (no TVM).
-        jobs: kernels compiled at a time: this process and ``jobs - 1`` worker processes
-            (default ``$RELAY_TVM_JOBS``, else 1: everything in this process).
+        jobs: kernels compiled at a time: this process and ``jobs - 1`` workers (default:
+            ``$RELAY_TVM_JOBS``, else by kernels, CPUs and load: ``kernel.workers``).
         progress: called as ``progress(done, total)`` as kernels compile (``relay build``'s
             progress bar); not called when every kernel is cached.
         tuning: a tuning database's directory (``relay tune``): kernels whose record won

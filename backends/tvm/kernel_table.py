@@ -141,7 +141,7 @@ class KernelRecord:
     """One kernel of a build, as ``relay build --show-kernels`` lists it.
 
     Attributes:
-        name: the kernel's symbol (``relay_kernel_<key>``) or the fallback's name.
+        name: the kernel's symbol (``relay_kernel_<digest of its code>``) or the fallback's name.
         ops: the fused operators, in post-order.
         schedule: how a compiled kernel was scheduled (a
             ``backends.tvm.sched.ScheduleReport``; None for a fallback, or a kernel whose

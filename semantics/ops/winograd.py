@@ -224,13 +224,20 @@ def _compute_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
-def _apply(matrix: np.ndarray, x: np.ndarray, axis: int) -> np.ndarray:
+def _apply(matrix: np.ndarray, x: np.ndarray, axis: int,
+           out: np.ndarray | None = None) -> np.ndarray:
     """``matrix`` applied along ``axis`` of ``x`` (that axis becomes ``matrix``'s rows), each
     output the sum of the non-zero terms only, in column order, starting from the first term
     (not from +0.0: a lone -0.0 term stays -0.0): a zero coefficient never multiplies an
-    infinity into a NaN. The compiled kernels sum exactly these terms in this order."""
+    infinity into a NaN. The compiled kernels sum exactly these terms in this order.
+
+    ``out``: where to write the result (of the result's shape and ``x``'s dtype, any strides;
+    returned), instead of a new array."""
     x = np.moveaxis(x, axis, 0)
-    out = np.empty((len(matrix), *x.shape[1:]), dtype=x.dtype)
+    if out is None:
+        out = np.empty((len(matrix), *x.shape[1:]), dtype=x.dtype)
+    else:
+        out = np.moveaxis(out, axis, 0)
     scratch: np.ndarray | None = None
     for acc, row in zip(out, matrix, strict=True):   # summed in place: no temporary arrays
         first = True
@@ -266,9 +273,13 @@ def _weight_transform(out: Type, weight: np.ndarray, tile_size: int) -> np.ndarr
     _, _, g = winograd_matrices(tile_size, r)
     # In (H, W, O, I) order every term of a sum is a contiguous (O, I) slab, and the result
     # comes out in its (a, a, O, I) order: the same terms and sums as on OIHW, 5-10x faster.
-    w = np.transpose(weight, (2, 3, 0, 1)).astype(_compute_dtype(weight.dtype), order="C")
-    u = _apply(g, _apply(g, w, 0), 1)            # G w G^T: the kernel's rows, then columns
-    return u.astype(weight.dtype, order="C")
+    cdt = _compute_dtype(weight.dtype)
+    w = np.transpose(weight, (2, 3, 0, 1)).astype(cdt, order="C")
+    rows = _apply(g, w, 0)                       # G w G^T: the kernel's rows, then columns
+    # (the columns written in place in the (a, a, O, I) result: no transposing copy of
+    # the largest array, 2-4x the weight)
+    u = _apply(g, rows, 1, out=np.empty((len(g), len(g), *w.shape[2:]), dtype=cdt))
+    return u if u.dtype == weight.dtype else u.astype(weight.dtype, order="C")
 
 
 def _without_weight_transform(out: Type, data: np.ndarray, weight: np.ndarray, *,

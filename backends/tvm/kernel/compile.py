@@ -225,9 +225,13 @@ def compile_function(func: Function, arg_types: Sequence[Type], *, target: Targe
 
 
 def _build_library(func: Function, arg_types: Sequence[Type], spec: Target, key: str,
-                   schedule: Callable[[Any], Any] | None
+                   schedule: Callable[[Any], Any] | None, *, reuse: bool = False
                    ) -> tuple[Any, Any, str, bool, dict[str, Any] | None]:
     """Lower, schedule and ``tvm.compile`` a function (no machine code yet: see :func:`_link`).
+
+    With ``reuse`` (the caller links the library: :func:`_link`), a kernel whose scheduled
+    TIR equals one this process has linked already (:class:`_Twins`: the same layer with
+    other weights) is not compiled again: the library is that kernel's, under its symbol.
 
     Returns:
         ``(library, lowered, name, needs_alignment, schedule)``: TVM's executable, the
@@ -265,16 +269,115 @@ def _build_library(func: Function, arg_types: Sequence[Type], spec: Target, key:
             report["refused"] = [list(n) for n in notes] + report["refused"]
         if name not in [g.name_hint for g in mod.get_global_vars()]:
             mod = tvm.IRModule({name: mod[mod.get_global_vars()[0]]})
+        mod, name, probe = _named_by_code(mod, name, spec, needs_alignment)
         start = _step(times, "schedule", start)
-        with _skip_idle_passes():
-            lib = tvm.compile(mod, target=as_target(spec))
+        probe = probe if reuse else None
+        twin = TWINS.find(probe)
+        lib: Any = twin
+        if twin is not None:
+            name = twin.name
+        else:
+            with _skip_idle_passes():
+                lib = tvm.compile(mod, target=as_target(spec))
         _step(times, "tvm.compile", start)
     except Exception as err:  # noqa: BLE001 - TVM's errors have no common public base
         raise _compile_failed(lowered.ops, err) from err
-    if times is not None:
-        lib = _Timed(lib, times)
-        _RECORD[-1].append(times)
+    if times is not None or probe is not None:
+        lib = _Timed(lib, times, probe if twin is None else None, name)
+        if times is not None:
+            _RECORD[-1].append(times)
     return lib, lowered, name, needs_alignment, report
+
+
+def _named_by_code(mod: Any, name: str, spec: Target, needs_alignment: bool
+                   ) -> tuple[Any, str, tuple[Any, ...] | None]:
+    """The scheduled module with its function's symbol named after its code, that symbol,
+    and its :class:`_Twins` probe.
+
+    The symbol is ``relay_kernel_`` and 16 hex digits of TVM's structural hash of the
+    function with its symbol blanked (stable across processes): twins — the same code for
+    other constants — get the same symbol and library whichever compiles first, in this
+    process or a worker, so a cache's entries do not depend on the order of compilation.
+    A module of several functions, or with attributes, keeps ``name`` (and has no probe).
+    """
+    import tvm
+    import tvm_ffi
+
+    from backends.tvm.target import target_key
+
+    funcs = list(mod.functions.values())
+    if len(funcs) != 1 or (mod.attrs is not None and len(mod.attrs.keys())):
+        return mod, name, None
+    blank = funcs[0].with_attr("global_symbol", "relay_kernel")
+    code = tvm_ffi.structural_hash(blank) & (2 ** 64 - 1)
+    name = f"relay_kernel_{code:016x}"
+    mod = tvm.IRModule({name: blank.with_attr("global_symbol", name)})
+    return mod, name, ((code, target_key(spec), needs_alignment), blank)
+
+
+class _Twin:
+    """A linked kernel library remembered by :class:`_Twins`: its scheduled function (symbol
+    blanked), its symbol, and the bytes of its shared library."""
+
+    __slots__ = ("func", "name", "library")
+
+    def __init__(self, func: Any, name: str, library: bytes) -> None:
+        self.func, self.name, self.library = func, name, library
+
+
+class _Twins:
+    """The kernels this process has linked, by their scheduled TIR (issue 35).
+
+    Two primitive functions that differ only in their constants' values (ResNet-18's two
+    blocks of a stage: the same layer with other weights) have different cache keys — a
+    kernel holds its constants —, but the constants are arguments of the compiled code, so
+    both schedule to the same TIR and compile to the same machine code (their assembly is
+    the same text, tested). The second one takes the first one's library (a copy of its
+    file; the symbol is named after the code) instead of ``tvm.compile`` and LLVM.
+
+    A probe (:func:`_named_by_code`) is the TIR function with its symbol blanked, looked up
+    by TVM's structural hash and confirmed with ``structural_equal`` (which sees buffer
+    alignment, dtypes, shapes and every statement), with the target and the alignment flag.
+    At most :attr:`LIMIT` libraries are kept (a model's distinct kernels; older ones are
+    forgotten).
+    """
+
+    LIMIT = 256
+
+    def __init__(self) -> None:
+        import threading
+
+        self._by_hash: dict[tuple[int, str, bool], list[_Twin]] = {}
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def find(self, probe: tuple[Any, ...] | None) -> _Twin | None:
+        """The remembered library of a function equal to ``probe``'s, if any."""
+        if probe is None:
+            return None
+        import tvm_ffi
+
+        with self._lock:
+            candidates = list(self._by_hash.get(probe[0], ()))
+        return next((t for t in candidates if tvm_ffi.structural_equal(t.func, probe[1])),
+                    None)
+
+    def remember(self, probe: tuple[Any, ...], name: str, library: bytes) -> None:
+        with self._lock:
+            if self._count >= self.LIMIT:
+                self._by_hash.clear()
+                self._count = 0
+            self._by_hash.setdefault(probe[0], []).append(_Twin(probe[1], name, library))
+            self._count += 1
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_hash.clear()
+            self._count = 0
+
+
+TWINS = _Twins()
+"""This process's :class:`_Twins`."""
 
 
 def _report_of(schedule: Any) -> dict[str, Any] | None:
@@ -312,10 +415,13 @@ def _skip_idle_passes() -> Any:
 
 
 class _Timed:
-    """TVM's executable with the :class:`CompileTimes` its machine code is added to."""
+    """TVM's executable (or a :class:`_Twin`) with the :class:`CompileTimes` its machine
+    code is added to, and the :class:`_Twins` probe its linked library is remembered under
+    (None: not to remember) with its symbol."""
 
-    def __init__(self, lib: Any, times: CompileTimes) -> None:
-        self.lib, self.times = lib, times
+    def __init__(self, lib: Any, times: CompileTimes | None, probe: tuple[Any, ...] | None,
+                 name: str) -> None:
+        self.lib, self.times, self.probe, self.name = lib, times, probe, name
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.lib, name)
@@ -345,8 +451,8 @@ def _compile(func: Function, arg_types: Sequence[Type], spec: Target, key: str,
     into place); without one, or should linking fail, TVM's JIT runs the kernel and the
     artifact is TVM's module (the cache exports it).
     """
-    lib, lowered, name, needs_alignment, report = _build_library(func, arg_types, spec, key,
-                                                                 schedule)
+    lib, lowered, name, needs_alignment, report = _build_library(
+        func, arg_types, spec, key, schedule, reuse=workdir is not None)
     meta = _meta(lowered, name, needs_alignment, report)
     artifact: Any = lib
     module: Any = None
@@ -360,6 +466,12 @@ def _compile(func: Function, arg_types: Sequence[Type], spec: Target, key: str,
             artifact = so
         except Exception as err:  # noqa: BLE001 - no linker, a full disk: TVM's JIT instead
             module = None
+            if isinstance(getattr(lib, "lib", None), _Twin):
+                # a twin's library could not be written: compile this kernel, for the JIT
+                lib, lowered, name, needs_alignment, report = _build_library(
+                    func, arg_types, spec, key, schedule)
+                meta = _meta(lowered, name, needs_alignment, report)
+                artifact = lib
             if report is not None:      # recorded with the kernel (``--show-kernels``)
                 report["refused"].append(["link the kernel into a shared library (TVM's JIT "
                                           "runs it instead)", first_line(err)])
@@ -388,13 +500,18 @@ def _link(lib: Any, so: Path) -> None:
     Raises:
         OSError, RuntimeError, subprocess.CalledProcessError: the library cannot be made.
     """
-    times = lib.times if isinstance(lib, _Timed) else None
-    lib = lib.lib if isinstance(lib, _Timed) else lib
+    timed = lib if isinstance(lib, _Timed) else None
+    lib = lib.lib if timed is not None else lib
     start = time.process_time()
     try:
-        _link_library(lib, so)
+        if isinstance(lib, _Twin):
+            so.write_bytes(lib.library)
+        else:
+            _link_library(lib, so)
+            if timed is not None and timed.probe is not None:
+                TWINS.remember(timed.probe, timed.name, so.read_bytes())
     finally:
-        _step(times, "codegen+link", start)
+        _step(timed.times if timed is not None else None, "codegen+link", start)
 
 
 def _link_library(lib: Any, so: Path) -> None:

@@ -22,7 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from backends.tvm.kernel import entries
-from backends.tvm.kernel.cache import KernelCache, code_digest, default_cache
+from backends.tvm.kernel.cache import (
+    KernelCache,
+    _types_signature,
+    code_digest,
+    default_cache,
+)
 from backends.tvm.kernel.compile import (
     _build_library,
     _compile_failed,
@@ -37,8 +42,9 @@ from backends.tvm.target import (
     normalize_target,
 )
 from backends.tvm.te_build import LoweringFailed
-from semantics.expr import Attrs, Function
+from semantics.expr import Attrs, Call, Constant, Function
 from semantics.types import Type
+from semantics.visitor import post_order
 
 __all__ = ["compile_many", "prestart_workers", "shutdown_workers"]
 
@@ -54,8 +60,9 @@ def compile_many(requests: Sequence[tuple[Function, Sequence[Type]]], *,
     equal keys (the same kernel twice in a model) are compiled once; kernels already on
     disk are not loaded here (the executors load them when they ask for them).
 
-    Parallelism: ``jobs`` compilations at a time (default ``$RELAY_TVM_JOBS``, else 1, see
-    :func:`_default_jobs`): this process compiles, and
+    Parallelism: ``jobs`` compilations at a time (default: ``$RELAY_TVM_JOBS``, else by the
+    number of kernels, the CPUs and the load, see :func:`_default_jobs`): this process
+    compiles, and
     ``jobs - 1`` worker processes (:class:`_Worker`: started once, kept for later builds)
     compile the others, each writing its kernel's library into the cache directory (a
     temporary one for a memory-only cache) where this process loads it from. The workers
@@ -91,16 +98,62 @@ def compile_many(requests: Sequence[tuple[Function, Sequence[Type]]], *,
         todo[key] = (func, types)
     if not todo:
         return 0
-    jobs = _default_jobs() if jobs is None else max(1, int(jobs))
-    work = list(todo.items())
-    tick = _Progress(progress, len(work))
-    if jobs <= 1 or len(work) < 2:
+    jobs = _default_jobs(len(todo)) if jobs is None else max(1, int(jobs))
+    groups = _twins_together(list(todo.items()))
+    tick = _Progress(progress, len(todo))
+    if jobs <= 1 or len(groups) < 2:
         compiled = 0
-        for _, (func, types) in work:
-            compiled += _compile_here(func, types, spec, store)
-            tick()
+        for group in groups:
+            for _, (func, types) in group:
+                compiled += _compile_here(func, types, spec, store)
+                tick()
         return compiled
-    return _compile_parallel(work, spec, store, jobs, tick)
+    return _compile_parallel(groups, spec, store, jobs, tick)
+
+
+Work = list[tuple[str, tuple[Function, Sequence[Type]]]]
+"""Requests by key: ``[(key, (function, argument types)), ...]``."""
+
+
+def _twins_together(work: Work) -> list[Work]:
+    """``work`` as groups of requests that may be twins (the same operators, attributes,
+    argument types and constant shapes: the same layer with other weights), the groups
+    costliest first (:func:`_cost`).
+
+    A twin compiles in a few milliseconds in the process that compiled its first one
+    (``backends.tvm.kernel.compile._Twins``): :func:`_compile_parallel` gives a group to one
+    process. Costliest first: the processes finish together (the last groups are small).
+    """
+    groups: dict[Any, Work] = {}
+    for item in work:
+        groups.setdefault(_twin_signature(*item[1]), []).append(item)
+    return sorted(groups.values(), key=lambda g: -_cost(g[0][1][0]))
+
+
+def _cost(func: Function) -> int:
+    """A rough rank of a kernel's compile time: its operator calls, plus two for each
+    constant of 4 or more dimensions (a convolution's weight: its kernels are the largest)."""
+    cost = 0
+    for node in post_order(func.body, descend=lambda n: not isinstance(n, Function)):
+        if isinstance(node, Call):
+            cost += 1
+        elif isinstance(node, Constant) and node.data.ndim >= 4:
+            cost += 2
+    return cost
+
+
+def _twin_signature(func: Function, types: Sequence[Type]) -> Any:
+    """What two twins share (see :func:`_twins_together`): each node's kind, operator and
+    attributes, constants by dtype and shape only, in post-order; and the argument types."""
+    parts: list[Any] = []
+    for node in post_order(func.body, descend=lambda n: not isinstance(n, Function)):
+        if isinstance(node, Constant):
+            parts.append(("const", node.data.dtype.str, node.data.shape))
+        elif isinstance(node, Call):
+            parts.append(("call", getattr(node.op, "name", None), repr(node.attrs)))
+        else:
+            parts.append(type(node).__name__)
+    return (tuple(parts), _types_signature(types))
 
 
 class _Progress:
@@ -125,12 +178,17 @@ class _Progress:
 def prestart_workers(cache: KernelCache | None = None, jobs: int | None = None) -> int:
     """Start the compile workers now when a build is likely to compile (the number started).
 
-    A worker takes seconds to import TVM; ``build`` calls this before its pass pipeline
-    runs, so that the import overlaps the passes. It starts workers only when the cache's
-    directory holds no kernel at all (a first build: everything will compile); otherwise
+    A worker started as a new interpreter takes seconds to import TVM; ``build`` calls this
+    before its pass pipeline runs, so that the import overlaps the passes. It starts workers
+    only for an explicit ``jobs`` (or ``$RELAY_TVM_JOBS``) above 1, or by default where
+    workers are not forked (a forked worker is ready at once: :func:`compile_many` forks it
+    when it has enough kernels, :func:`_default_jobs`), and only when the cache's directory
+    holds no kernel at all (a first build: everything will compile); otherwise
     :func:`compile_many` starts them when it finds kernels to compile.
     """
     store = default_cache() if cache is None else cache
+    if jobs is None and _env_jobs() is None and _forking():
+        return 0
     jobs = _default_jobs() if jobs is None else max(1, int(jobs))
     if jobs <= 1 or not store.disk:
         return 0
@@ -143,18 +201,49 @@ def prestart_workers(cache: KernelCache | None = None, jobs: int | None = None) 
     return len(_workers(jobs - 1))
 
 
-def _default_jobs() -> int:
-    """``$RELAY_TVM_JOBS``, else 1 (every kernel compiled in this process).
+PARALLEL_FROM = 8
+"""The fewest kernels a build compiles in parallel by default (:func:`_default_jobs`)."""
 
-    Measured on a shared 2-CPU machine (load 1.5 to 6): a worker costs seconds of CPU to
-    start (it imports ``semantics`` and TVM) and gave no gain on models of 7 to 44
-    kernels, whose compilation in one process takes 1.5 to 20 s; on an idle machine with
-    more CPUs, or for larger models, set ``jobs`` (or the variable) to use workers.
-    """
+
+MAX_DEFAULT_JOBS = 4
+"""The most simultaneous compilations by default (this process and three workers)."""
+
+
+def _env_jobs() -> int | None:
     env = os.environ.get("RELAY_TVM_JOBS", "").strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    return 1
+    return int(env) if env.isdigit() and int(env) > 0 else None
+
+
+def _default_jobs(kernels: int | None = None) -> int:
+    """``$RELAY_TVM_JOBS``; else, for :data:`PARALLEL_FROM` kernels or more (or an unknown
+    number), one compilation per CPU this process may use that the load average leaves
+    free — ``1 + round(cpus - load)``, at least 1 and at most :data:`MAX_DEFAULT_JOBS` and
+    ``cpus`` —; else 1 (every kernel compiled in this process).
+
+    Measured on a shared 2-CPU machine (issue 35, ResNet-18's 24 kernels at -O3, new
+    processes): a forked worker halves the compile phase when the second CPU is free
+    (kernels 6-9 s -> 3.5 s); when another process keeps it busy (load 2 and more), a worker
+    only competes for the same CPU, so the load average decides. A model of a few kernels
+    compiles in this process: a worker would not pay for its start.
+    """
+    env = _env_jobs()
+    if env is not None:
+        return env
+    if kernels is not None and kernels < PARALLEL_FROM:
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return 1
+    return max(1, min(cpus, MAX_DEFAULT_JOBS, 1 + int(cpus - load + 0.5)))
+
+
+def _forking() -> bool:
+    return FORK and os.environ.get("RELAY_TVM_FORK", "1").strip() != "0"
 
 
 def _compile_here(func: Function, types: Sequence[Type], spec: Target,
@@ -166,15 +255,16 @@ def _compile_here(func: Function, types: Sequence[Type], spec: Target,
     return True
 
 
-def _compile_parallel(work: list[tuple[str, tuple[Function, Sequence[Type]]]],
-                      spec: Target, store: KernelCache, jobs: int,
+def _compile_parallel(groups: list[Work], spec: Target, store: KernelCache, jobs: int,
                       tick: Callable[[], None]) -> int:
-    """Share ``work`` between this process (from the back of the queue) and ``jobs - 1``
-    worker processes (from the front), each fed by a thread of this process."""
+    """Share ``groups`` (costliest first) between this process and ``jobs - 1`` worker
+    processes, each fed by a thread of this process: each takes the next group from the
+    front of the queue and compiles its requests in turn."""
     import collections
 
     directory, scratch = store.shared_directory()
-    queue = collections.deque(work)
+    queue = collections.deque(groups)
+    here: list[Work] = []                   # groups a worker cannot take (not picklable)
     lock = threading.Lock()
     results: dict[str, tuple[Any, ...]] = {}
 
@@ -183,17 +273,18 @@ def _compile_parallel(work: list[tuple[str, tuple[Function, Sequence[Type]]]],
             with lock:
                 if not queue:
                     return
-                key, item = queue.popleft()
-            payload = _payload(item[0], item[1], spec, key, directory)
-            outcome = worker.run(payload) if payload is not None else None
-            with lock:
-                if outcome is None:         # not picklable, or the worker died: do it here
-                    queue.append((key, item))
+                group = queue.popleft()
+            for i, (key, item) in enumerate(group):
+                payload = _payload(item[0], item[1], spec, key, directory)
+                outcome = worker.run(payload) if payload is not None else None
+                if outcome is None:     # not picklable, or the worker died: done here
+                    with lock:
+                        (queue if payload is not None else here).append(group[i:])
                     if payload is not None:
                         return
-                else:
+                    break
+                with lock:
                     results[key] = outcome
-            if outcome is not None:
                 tick()
 
     feeders = [threading.Thread(target=feed, args=(w,), daemon=True,
@@ -204,17 +295,19 @@ def _compile_parallel(work: list[tuple[str, tuple[Function, Sequence[Type]]]],
     try:
         while True:
             with lock:
-                item = queue.pop() if queue else None
-            if item is None:
+                group = queue.popleft() if queue else None
+            if group is None:
                 break
-            compiled += _compile_here(item[1][0], item[1][1], spec, store)
-            tick()
+            for _, (func, types) in group:
+                compiled += _compile_here(func, types, spec, store)
+                tick()
         for t in feeders:
             t.join()
-        while queue:                        # handed back by a worker that died at the end
-            key, (func, types) = queue.pop()
-            compiled += _compile_here(func, types, spec, store)
-            tick()
+        for group in [*queue, *here]:       # handed back: a worker died, or no pickle
+            for _, (func, types) in group:
+                compiled += _compile_here(func, types, spec, store)
+                tick()
+        queue.clear()
         for key, outcome in results.items():
             if outcome[0] == "ok":
                 compiled += store.adopt(key, directory) is not None
@@ -260,7 +353,7 @@ def _worker_compile(payload: bytes) -> tuple[Any, ...]:
     workdir = Path(tempfile.mkdtemp(dir=directory))
     try:
         lib, lowered, name, needs_alignment, report = _build_library(func, types, spec, key,
-                                                                     None)
+                                                                     None, reuse=True)
         so = workdir / "kernel.so"
         try:
             _link(lib, so)
@@ -278,6 +371,11 @@ def _worker_compile(payload: bytes) -> tuple[Any, ...]:
 _HEADER = 8
 
 
+_REFUSED_IMPORTS = ("torch", "ml_dtypes")
+"""Modules a compile worker refuses to import (:func:`_worker_main`): they cost 2.8 of its
+4 s of start-up, and compiling needs neither."""
+
+
 def _read_exactly(stream: Any, n: int) -> bytes | None:
     chunks = []
     while n:
@@ -290,19 +388,28 @@ def _read_exactly(stream: Any, n: int) -> bytes | None:
 
 
 def _worker_main() -> None:
-    """The loop of a compile worker process (see :class:`_Worker`).
+    """The loop of a compile worker process started as a new interpreter (see :class:`_Worker`).
 
     Reads length-prefixed pickled requests on stdin and answers each with a pickled
     outcome on the original stdout; anything else written to stdout (by TVM, say) goes to
-    stderr. ``tvm_ffi`` imports torch when it can (about 1.5 s); a worker never converts
-    torch tensors, so that import is refused here. Ends at the end of its input.
+    stderr. ``tvm_ffi`` imports torch when it can (about 1.5 s) and ``ml_dtypes`` for
+    numpy's bfloat16 and float8 dtypes (about 1.3 s); a worker converts neither torch
+    tensors nor arrays of those dtypes (no kernel of ours has them; a request that needed
+    them would fail to unpickle and be compiled by the requesting process), so both imports
+    are refused here. Ends at the end of its input.
     """
-    sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
+    for refused in _REFUSED_IMPORTS:
+        sys.modules.setdefault(refused, None)  # type: ignore[arg-type]
     inp = os.fdopen(os.dup(0), "rb")
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     import tvm  # noqa: F401 - imported before the first request arrives
 
+    _serve(inp, out)
+
+
+def _serve(inp: Any, out: Any) -> None:
+    """Answer the requests read from ``inp`` on ``out`` until ``inp`` ends."""
     while True:
         head = _read_exactly(inp, _HEADER)
         if head is None:
@@ -319,20 +426,102 @@ def _worker_main() -> None:
         out.flush()
 
 
-class _Worker:
-    """A compile worker: a ``python`` process running :func:`_worker_main`.
+FORK = sys.platform.startswith("linux") and hasattr(os, "fork")
+"""Whether compile workers are forked from this process (Linux) rather than started as new
+interpreters. A forked worker is ready at once and shares this process's imported modules
+(a new interpreter spends ~2.3 s of CPU importing TVM and ``semantics``, on the cores the
+build wants; issue 35). It only lowers, schedules and compiles (TVM and LLVM are
+initialised the same way in any process; it never runs a kernel, so TVM's thread pool is
+never needed), and it ends with ``os._exit``. ``$RELAY_TVM_FORK=0`` starts new
+interpreters instead."""
 
-    It is started with the same interpreter, ``sys.path`` (as ``PYTHONPATH``) and
-    environment as this process, plus ``TVM_NUM_THREADS=1`` (it runs no kernels), so it
-    imports the same lowering rules and schedules; the target comes with each request.
-    Unlike ``multiprocessing``'s ``spawn``, it never re-imports the user's main module.
+
+class _Forked:
+    """A forked worker process, with the part of ``subprocess.Popen``'s interface
+    :class:`_Worker` uses (``stdin``, ``stdout``, ``poll``, ``wait``, ``kill``)."""
+
+    def __init__(self, others: list[_Worker]) -> None:
+        req_r, req_w = os.pipe()
+        ans_r, ans_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:                                      # the worker
+            code = 0
+            try:
+                os.close(req_w)
+                os.close(ans_r)
+                for w in others:                          # the siblings' pipes are not ours
+                    for stream in (w.proc.stdin, w.proc.stdout):
+                        try:
+                            os.close(stream.fileno())
+                        except (OSError, ValueError, AttributeError):
+                            pass
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                _serve(os.fdopen(req_r, "rb"), os.fdopen(ans_w, "wb"))
+            except BaseException:  # noqa: BLE001 - a worker never returns into the caller
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(req_r)
+        os.close(ans_w)
+        self.pid = pid
+        self.stdin: Any = os.fdopen(req_w, "wb")
+        self.stdout: Any = os.fdopen(ans_r, "rb")
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = -1
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"compile worker {self.pid}", timeout or 0.0)
+            time.sleep(0.01)
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, 9)
+        except ProcessLookupError:
+            pass
+        self.wait()
+
+
+class _Worker:
+    """A compile worker: a process running :func:`_serve`.
+
+    Forked from this process where :data:`FORK` allows (:class:`_Forked`), else a new
+    ``python`` process running :func:`_worker_main`, started with the same interpreter,
+    ``sys.path`` (as ``PYTHONPATH``) and environment as this process, plus
+    ``TVM_NUM_THREADS=1`` (it runs no kernels), so it imports the same lowering rules and
+    schedules; the target comes with each request. Unlike ``multiprocessing``'s ``spawn``,
+    neither ever re-imports the user's main module.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, others: list[_Worker] | None = None) -> None:
+        self.lock = threading.Lock()
+        self.proc: Any
+        if _forking():
+            self.proc = _Forked(list(others or ()))
+            return
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         env["TVM_NUM_THREADS"] = "1"
-        self.lock = threading.Lock()
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from backends.tvm.kernel.workers import _worker_main; "
                                    "_worker_main()"],
@@ -387,7 +576,7 @@ def _workers(n: int) -> list[_Worker]:
         _WORKERS[:] = [w for w in _WORKERS if w.alive()]
         while len(_WORKERS) < n:
             try:
-                _WORKERS.append(_Worker())
+                _WORKERS.append(_Worker(_WORKERS))
             except OSError:
                 break
         if _WORKERS and not _EXIT_HOOK:

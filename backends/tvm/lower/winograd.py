@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from backends.tvm.lower.base import OpCall, const, lowering
+from backends.tvm.lower.base import OpCall, aligned_empty, const, lowering
 from backends.tvm.lower.nn import LayoutMap, _at
 from backends.tvm.sched.default import KEEP
 from semantics.ops import nn_relations as N
@@ -127,8 +127,10 @@ def pack_weight(u: np.ndarray, lanes: int) -> np.ndarray:
     if o % lanes:       # (one copy fewer of a weight that is often 16 MB when none is needed)
         padded = np.zeros((alpha, alpha, blocks * lanes, i), dtype=u.dtype)
         padded[:, :, :o] = u
-    return np.ascontiguousarray(
-        padded.reshape(alpha, alpha, blocks, lanes, i).transpose(0, 1, 2, 4, 3))
+    # Written once, 64-byte aligned: the kernel keeps this very array (no further copy).
+    out = aligned_empty((alpha, alpha, blocks, i, lanes), u.dtype)
+    np.copyto(out, padded.reshape(alpha, alpha, blocks, lanes, i).transpose(0, 1, 2, 4, 3))
+    return out
 
 
 def _lanes(call: OpCall, out_channels: int) -> int:
