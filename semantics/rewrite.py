@@ -58,6 +58,9 @@ from semantics.expr import (
     PatternConstructor,
     PatternTuple,
     PatternVar,
+    RefCreate,
+    RefRead,
+    RefWrite,
     Tuple,
     Var,
     children,
@@ -390,6 +393,23 @@ class _Freshen(ScopedMutator):
         return var
 
 
+_EFFECT_KINDS = (Call, RefCreate, RefRead, RefWrite)
+"""Nodes that may do something when evaluated (allocate or touch a reference, or call a
+function that does): :func:`fresh_copy` never shares them with the original."""
+
+
+class _FreshCopy(_Freshen):
+    """:func:`fresh_copy`'s walk: every binder renamed, and every call or reference node a new
+    node even when nothing inside it changed. A node shared by two places of a program is
+    evaluated once (graph form), so a copy that reused ``ref(c)`` would make two inlined call
+    sites share one reference cell (found by the inliner's differential test)."""
+
+    def visit_default(self, new: Expr, old: Expr) -> Expr:
+        if new is old and type(old) in _EFFECT_KINDS:
+            return dataclasses.replace(old)
+        return new
+
+
 def substitute(expr: Expr, mapping: Mapping[Var, Expr]) -> Expr:
     """``expr`` with each free use of a variable ``v`` of ``mapping`` replaced by ``mapping[v]``.
 
@@ -430,14 +450,16 @@ def fresh_copy(expr: Expr) -> Expr:
     with the same name hint, annotation and span (type parameters are kept).
     Free variables are untouched, sharing is preserved (a shared node is copied
     once) and nodes that contain no binder and no use of one are reused as
-    they are. The result is alpha-equal to ``expr`` and shares no binder with it.
+    they are — except calls and reference nodes, which are always new: a node
+    shared between the original and the copy would be evaluated once for both.
+    The result is alpha-equal to ``expr`` and shares no binder with it.
 
     Args:
         expr: the expression to copy (not modified).
     Returns:
-        The copy (``expr`` itself if it binds nothing).
+        The copy (``expr`` itself if it binds nothing and calls nothing).
     """
-    return _Freshen().mutate(expr)
+    return _FreshCopy().mutate(expr)
 
 
 # --- copying a sub-DAG over new operands ------------------------------------------------------

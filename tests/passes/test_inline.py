@@ -21,6 +21,23 @@ def test_the_same_function_inlined_twice_gets_distinct_binders():
     assert evaluate(out, 3) == evaluate(mod, 3)
 
 
+def test_a_function_that_allocates_inlined_twice_allocates_twice():
+    """Each inlined call site evaluates the body afresh: a body of ``ref(c)`` (no binder in
+    it) must not become one node shared by both sites, which would be one reference cell
+    (the inliner's differential test found this)."""
+    mod = parse("""
+    def @g(%x: bool, Inline=1) { ref(True) }
+    def @main() { ref_write(@g(False), False); @g(False) }
+    """)
+    out = passes.inline(mod)
+    assert not global_vars(out["main"])
+    assert evaluate(out).value == evaluate(mod).value == True  # noqa: E712
+    from semantics.expr import RefCreate
+    from semantics.visitor import post_order
+
+    assert sum(type(n) is RefCreate for n in post_order(out["main"])) == 2
+
+
 def test_inlining_is_transitive_and_terminates_on_recursion():
     mod = parse("""
     def @even(%n: int32, Inline=1) -> bool { if (%n == 0) { True } else { @odd(%n - 1) } }

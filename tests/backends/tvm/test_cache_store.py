@@ -23,7 +23,8 @@ import passes
 from backends.tvm import build, load
 from backends.tvm.kernel import blobs
 from backends.tvm.kernel.cache import KernelCache
-from backends.tvm.kernel.runtime import Kernel
+from backends.tvm.kernel.runtime import ALIGNMENT, Kernel
+from backends.tvm.lower.base import aligned_empty
 from interpreter import evaluate
 from semantics import parse, types_equal
 from semantics.expr import Constant
@@ -122,15 +123,21 @@ def test_missing_damaged_or_malformed_constants_are_errors(tmp_path: Path) -> No
 
 
 def test_a_kernel_keeps_usable_constants_without_copying_them() -> None:
-    own = np.arange(12.0, dtype="float32").reshape(3, 4)
+    own = aligned_empty((3, 4), np.dtype("float32"))
+    own[...] = np.arange(12.0, dtype="float32").reshape(3, 4)
     frozen = own.copy()
     frozen.flags.writeable = False
     fortran = np.asfortranarray(own)
-    kernel = Kernel("k", None, None, [], [], 0, [own, frozen, fortran], False)
+    # the same values 4 bytes past a 64-byte boundary: usable by numpy, not by the fast lane
+    base = aligned_empty((13,), np.dtype("float32"))
+    shifted = base[1:].reshape(3, 4)
+    shifted[...] = own
+    kernel = Kernel("k", None, None, [], [], 0, [own, frozen, fortran, shifted], False)
     kept = kernel._constants
     assert kept[0] is own                              # usable as it is: taken over
-    for c in kept[1:]:                                 # read-only / Fortran: copied
+    for c in kept[1:]:                                 # read-only / Fortran / unaligned: copied
         assert c.flags.writeable and c.flags.c_contiguous and c.tobytes() == own.tobytes()
+        assert c.ctypes.data % ALIGNMENT == 0
 
 
 # --- weights on disk once, loaded without a copy ---------------------------------------------
