@@ -191,6 +191,16 @@ def _isa_name(feature: str) -> str:
             "shani": "sha"}.get(name, name)
 
 
+def _llvm_spec(mcpu: str, mattr: tuple[str, ...], mtriple: str) -> dict[str, Any]:
+    """The dict ``tvm.target.Target`` takes for an LLVM CPU with extra attributes."""
+    spec: dict[str, Any] = {"kind": "llvm", "mcpu": mcpu}
+    if mattr:
+        spec["mattr"] = list(mattr)
+    if mtriple:
+        spec["mtriple"] = mtriple
+    return spec
+
+
 @functools.cache
 def _llvm_isa(mcpu: str, mattr: tuple[str, ...], mtriple: str) -> frozenset[str] | None:
     """The :data:`ISA_EXTENSIONS` LLVM enables for a CPU with extra attributes (None: TVM
@@ -200,13 +210,9 @@ def _llvm_isa(mcpu: str, mattr: tuple[str, ...], mtriple: str) -> frozenset[str]
         from tvm.target import codegen
     except ImportError:
         return None
-    spec: dict[str, Any] = {"kind": "llvm", "mcpu": mcpu}
-    if mattr:
-        spec["mattr"] = list(mattr)
-    if mtriple:
-        spec["mtriple"] = mtriple
     try:
-        features = codegen.llvm_get_cpu_features(tvm.target.Target(spec))
+        features = codegen.llvm_get_cpu_features(tvm.target.Target(_llvm_spec(mcpu, mattr,
+                                                                               mtriple)))
     except Exception:  # noqa: BLE001 - TVM's errors have no common public base
         return None
     return frozenset(n for n in (_isa_name(str(f)) for f in features) if n in ISA_EXTENSIONS)
@@ -225,13 +231,8 @@ def _features(mcpu: str, mattr: tuple[str, ...], mtriple: str) -> tuple[bool, ..
         return ("avx512f" in flags, "avx" in flags, "fma" in flags,
                 "avx512_vnni" in flags or "avx_vnni" in flags, "avx2" in flags)
 
-    spec: dict[str, Any] = {"kind": "llvm", "mcpu": mcpu}
-    if mattr:
-        spec["mattr"] = list(mattr)
-    if mtriple:
-        spec["mtriple"] = mtriple
     try:
-        target = tvm.target.Target(spec)
+        target = tvm.target.Target(_llvm_spec(mcpu, mattr, mtriple))
 
         def has(feature: str) -> bool:
             return bool(codegen.llvm_cpu_has_features(feature, target))
