@@ -15,10 +15,13 @@ one process, batch 1, two threads: the realized int8 program
 images) built at -O3, our float32 build of the same model, and onnxruntime's int8 model of
 the same weights (the float program after ``passes.quantize.annotate.prepare`` exported to
 ONNX by :func:`to_onnx`, then ``quantize_static`` in QDQ format, QInt8 activations and
-weights, on the same calibration images). TVM's pool does not spin
+weights, on the same calibration images), and, as the baseline of the byte-pair path
+(``vpmaddubsw`` on data known to lie in [0, 127], ``passes.value_range``), the int8
+program built without it (``int8-wd``: every int8 convolution on ``vpmaddwd``). TVM's pool
+does not spin
 (``TVM_THREAD_POOL_SPIN_COUNT=0``) and neither does onnxruntime's
 (``session.intra_op.allow_spinning=0``): on a shared machine a spinning pool steals the
-core the other thread needs. The three run in interleaved blocks (``--blocks`` × ``--runs``
+core the other thread needs. The four run in interleaved blocks (``--blocks`` × ``--runs``
 calls each); min/median/max over all calls, and the load average before and after.
 """
 
@@ -301,11 +304,29 @@ def models_latency(names: list[str], blocks: int, runs: int, profile: bool = Fal
               f"onnxruntime int8 {int(np.argmax(ort8(x)))}")
         if profile:
             kernel_table(qmod, x)
+        words = _without_byte_pairs(qmod)
+        assert np.array_equal(words(x), exe8(x)), "the byte-pair path changed a value"
         times = _blocks({"int8": functools.partial(exe8, x),
                          "float32": functools.partial(exe32, x),
-                         "ort-int8": functools.partial(ort8, x)}, blocks, runs)
+                         "ort-int8": functools.partial(ort8, x),
+                         "int8-wd": functools.partial(words, x)}, blocks, runs)
         _report(name, times)
         print(f"load average: {os.getloadavg()}")
+
+
+def _without_byte_pairs(qmod: Any) -> Any:
+    """The int8 build as it was before the byte-pair path: ``clamp_known_ranges`` off, so
+    every int8 convolution runs ``vpmaddwd`` (the baseline of that change, same run)."""
+    import passes.value_range as vr
+    from backends.tvm.kernel.cache import KernelCache
+
+    saved = vr.clamp_known_ranges
+    vr.clamp_known_ranges = lambda mod: mod
+    try:
+        # an in-memory cache: a disk cache would return the memo of the build above
+        return build(qmod, opt_level=3, cache=KernelCache(disk=False))
+    finally:
+        vr.clamp_known_ranges = saved
 
 
 def main(argv: list[str] | None = None) -> None:

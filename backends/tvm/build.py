@@ -127,6 +127,19 @@ def prepare(mod: Any, params: Mapping[str, Any] | None = None, opt_level: int = 
             inferred = typechecker.infer(cells)
             if not isinstance(inferred, IRModule):
                 raise InternalError("typechecker.infer of a module returned no module")
+        from backends.tvm.target import Target
+
+        record = Target.of(target)
+        if record.avx2 and not record.vnni:
+            # int8 convolution data known to be in [0, 127] read through a clip: the
+            # kernels then run vpmaddubsw (passes/value_range.py)
+            from passes.value_range import clamp_known_ranges
+
+            clamped = clamp_known_ranges(inferred)
+            if clamped is not inferred:
+                inferred = typechecker.infer(clamped)
+                if not isinstance(inferred, IRModule):
+                    raise InternalError("typechecker.infer of a module returned no module")
     return inferred
 
 

@@ -278,7 +278,7 @@ def _call(node: Call, value_of: Any, result: TeFunction, data: dict[int, np.ndar
     call = OpCall(name, inputs, attrs, arg_types, out_type,
                   tuple(data.get(_handle(v)) if not isinstance(v, tuple) else None
                         for v in inputs),
-                  target, hide)
+                  target, hide, tuple(node.args))
     if _all_empty(out_type):
         # No element to compute (and rules may divide by the zero extents): zero fills.
         return _fill_empty(out_type), out_type

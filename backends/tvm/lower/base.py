@@ -77,10 +77,21 @@ class OpCall:
     """The build's target (``build_te`` always sets it; None: the host)."""
     hide: Callable[[Any, str], Any] | None = field(default=None, compare=False, repr=False)
     """Adds a hidden constant to the kernel being built (see :meth:`add_constant`)."""
+    arg_exprs: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    """The Relay argument expressions inside the kernel (for :meth:`range_of`)."""
 
     def constant(self, i: int) -> Any:
         """The array of argument ``i`` if it is a constant of the kernel, else None."""
         return self.constants[i] if i < len(self.constants) else None
+
+    def range_of(self, i: int) -> tuple[int, int] | None:
+        """The bounds every element of integer argument ``i`` is known to lie in inside the
+        kernel (:func:`passes.value_range.value_range`), or None."""
+        if i >= len(self.arg_exprs):
+            return None
+        from passes.value_range import value_range
+
+        return value_range(self.arg_exprs[i])
 
     def add_constant(self, array: Any, name: str) -> Any:
         """A placeholder for a new hidden constant of the kernel holding ``array``.

@@ -15,11 +15,16 @@ blocked ``NCHW{L}c`` output is lowered here when the target has one of these ins
   one int32 lane. int8 values are sign-extended to int16 (the data when it is staged, the
   weights at build time). The only sum that does not fit, ``(-32768)² · 2``, wraps to
   ``-2**31``, which is the int32 wrap of the exact value: the result is exact.
-  ``vpmaddubsw`` (u8 × s8 pairs into int16) is not used: it saturates
-  (``255 · -128 · 2 < -32768``), so it would not be exact for every int8 weight.
+  ``vpmaddubsw`` (u8 × s8 pairs into int16) saturates (``255 · -128 · 2 < -32768``), so it
+  is not exact on arbitrary int8 data;
+* **AVX2, data known to lie in [0, 127]** (``OpCall.range_of``: the kernel reads it through
+  ``clip(p, 0, 127)``, put there by ``passes.value_range.clamp_known_ranges``):
+  ``vpmaddubsw`` is then exact for every int8 weight (a pair is at most
+  ``127 · 128 · 2 = 32512``), and ``vpmaddwd`` against ones adds its int16 pairs into one
+  int32 lane: 32 products for two instructions, words of four bytes, no data shift.
 
 The lowering packs the input channels into 32-bit words, ``G`` channels a word (``G = 4``
-bytes for ``vpdpbusd``, ``G = 2`` int16 for ``vpmaddwd``):
+bytes for ``vpdpbusd`` and ``vpmaddubsw``, ``G = 2`` int16 for ``vpmaddwd``):
 
 * the staged input (``conv2d_pad``: padded, channels last) holds words
   ``[N, H + p, W + p, C / G]`` (``uint32``);
@@ -64,10 +69,13 @@ __all__ = ["DOT_OPS", "NARROW_OPS", "DotPath", "conv2d_dot", "depthwise_dot", "d
            "dot_call", "dot_path", "pack_data", "pack_depthwise", "pack_weight",
            "register_dot_ops", "to_oihw", "weight_correction"]
 
-DOT_OPS = {"vpmaddwd": "tirx.relay_dot_i16x2", "vpdpbusd": "tirx.relay_dot_u8s8x4"}
+DOT_OPS = {"vpmaddwd": "tirx.relay_dot_i16x2", "vpdpbusd": "tirx.relay_dot_u8s8x4",
+           "vpmaddubsw": "tirx.relay_dot_u7s8x4"}
 """The TIR ops of one 32-bit word's dot product, by instruction: ``relay_dot_i16x2(a, b)``
-is ``lo16(a)·lo16(b) + hi16(a)·hi16(b)`` (signed halves); ``relay_dot_u8s8x4(a, b)`` is
-``Σ_i u8_i(a) · s8_i(b)`` over the four bytes. Both take and return 32-bit words."""
+is ``lo16(a)·lo16(b) + hi16(a)·hi16(b)`` (signed halves); ``relay_dot_u8s8x4(a, b)`` and
+``relay_dot_u7s8x4(a, b)`` are ``Σ_i u8_i(a) · s8_i(b)`` over the four bytes (the second
+only ever sees data bytes in ``[0, 127]``: its instruction saturates past them). All take
+and return 32-bit words."""
 
 NARROW_OPS = {"vpdpbusd": "tirx.relay_dot_u8s8x4_ymm"}
 """The same ops for a target whose vectors hold 8 int32 lanes (AVX-VNNI without AVX-512):
@@ -77,6 +85,7 @@ _INTRINSICS = {
     ("vpmaddwd", 8): ("llvm.x86.avx2.pmadd.wd", "int16x16"),
     ("vpdpbusd", 8): ("llvm.x86.avx512.vpdpbusd.256", "int8x32"),
     ("vpdpbusd", 16): ("llvm.x86.avx512.vpdpbusd.512", "int8x64"),
+    ("vpmaddubsw", 8): ("llvm.x86.avx2.pmadd.ub.sw", "int8x32"),
 }
 """The LLVM intrinsic and operand type of each instruction at a width (int32 lanes)."""
 
@@ -86,7 +95,7 @@ class DotPath:
     """How an integer convolution uses a dot-product instruction.
 
     Attributes:
-        instruction: ``"vpmaddwd"`` or ``"vpdpbusd"``.
+        instruction: ``"vpmaddwd"``, ``"vpdpbusd"`` or ``"vpmaddubsw"``.
         lanes: int32 lanes of one vector (the output-channel block).
         group: input channels in one 32-bit word (2 int16 or 4 bytes).
         shift: the data is shifted by +128 into unsigned bytes (``vpdpbusd``).
@@ -104,8 +113,8 @@ class DotPath:
         return DOT_OPS[self.instruction]
 
 
-def dot_path(target: Target, in_dtype: str, out_dtype: str, block: int, in_channels: int
-             ) -> DotPath | None:
+def dot_path(target: Target, in_dtype: str, out_dtype: str, block: int, in_channels: int,
+             data_range: tuple[int, int] | None = None) -> DotPath | None:
     """The dot-product path of a convolution, or None (the plain lowering then runs).
 
     Args:
@@ -113,12 +122,16 @@ def dot_path(target: Target, in_dtype: str, out_dtype: str, block: int, in_chann
         in_dtype: the data's and weights' dtype; out_dtype: the accumulator's.
         block: the output layout's channel block (``NCHW{block}c``).
         in_channels: input channels of a group (convolutions with groups are not taken).
+        data_range: bounds every data value is known to lie in (``OpCall.ranges``), if any.
     """
     if out_dtype != "int32":
         return None
     if target.vnni and in_dtype == "int8" and in_channels % 4 == 0 and (
             block == 16 and target.avx512 or block == 8):
         return DotPath("vpdpbusd", block, 4, True)
+    if (target.avx2 and in_dtype == "int8" and in_channels % 4 == 0 and block == 8
+            and data_range is not None and 0 <= data_range[0] and data_range[1] <= 127):
+        return DotPath("vpmaddubsw", 8, 4, False)
     if target.avx2 and in_dtype in ("int8", "int16") and in_channels % 2 == 0 and block == 8:
         return DotPath("vpmaddwd", 8, 2, False)
     return None
@@ -149,7 +162,7 @@ def pack_weight(w: np.ndarray, path: DotPath) -> np.ndarray:
     (int16 for ``vpmaddwd``, bytes for ``vpdpbusd``)."""
     o, i, kh, kw = w.shape
     lanes, group = path.lanes, path.group
-    small = "int8" if path.instruction == "vpdpbusd" else "int16"
+    small = "int8" if group == 4 else "int16"
     blocks = w.reshape(o // lanes, lanes, i // group, group, kh, kw)
     words = np.ascontiguousarray(blocks.transpose(0, 2, 4, 5, 1, 3).astype(small))
     out = aligned_empty((o // lanes, i // group, kh, kw, lanes), np.dtype("uint32"))
@@ -171,6 +184,7 @@ def pack_data(inside: Any, path: DotPath, read: Any) -> Any:
     from tvm import tirx
 
     word = None
+    bits = 8 if path.group == 4 else 16
     for g in range(path.group):
         cond = inside(g) if callable(inside) else inside
         if path.shift:
@@ -178,13 +192,12 @@ def pack_data(inside: Any, path: DotPath, read: Any) -> Any:
             if cond is not None:
                 v = tirx.if_then_else(cond, v, tirx.IntImm("int32", 128))
             part = tirx.Cast("uint32", v) & tirx.IntImm("uint32", 255)
-            bits = 8
         else:
-            v = tirx.Cast("int16", read(g))
+            small = "int8" if bits == 8 else "int16"
+            v = tirx.Cast(small, read(g))
             if cond is not None:
-                v = tirx.if_then_else(cond, v, tirx.IntImm("int16", 0))
-            part = tirx.Cast("uint32", tirx.Cast("uint16", v))
-            bits = 16
+                v = tirx.if_then_else(cond, v, tirx.IntImm(small, 0))
+            part = tirx.Cast("uint32", tirx.Cast(f"uint{bits}", v))
         if g:
             part = part << tirx.IntImm("uint32", bits * g)
         word = part if word is None else word | part
@@ -274,6 +287,10 @@ def _instruction(instruction: str, a: Any, b: Any, lanes: int) -> Any:
     a, b = tirx.reinterpret(operand, a), tirx.reinterpret(operand, b)
     if instruction == "vpmaddwd":
         return tirx.call_llvm_pure_intrin(f"int32x{lanes}", name, a, b)
+    if instruction == "vpmaddubsw":     # byte pairs into int16, then int16 pairs into int32
+        pairs = tirx.call_llvm_pure_intrin(f"int16x{2 * lanes}", name, a, b)
+        return tirx.call_llvm_pure_intrin(f"int32x{lanes}", "llvm.x86.avx2.pmadd.wd", pairs,
+                                          _imm(1, "int16", 2 * lanes))
     return tirx.call_llvm_pure_intrin(f"int32x{lanes}", name, _imm(0, "int32", lanes), a, b)
 
 
@@ -338,7 +355,7 @@ def conv2d_dot(call: Any, dmap: Any, kmap: Any, omap: Any, pad_name: str) -> Any
             return depthwise_dot(call, dmap, kmap, omap, pad_name)
         return None
     path = dot_path(call.target or Target.host(), call.in_dtype(0), call.out_dtype,
-                    omap.factor["C"], primal[1])
+                    omap.factor["C"], primal[1], call.range_of(0))
     if path is None:
         return None
     data = call.inputs[0]
@@ -404,7 +421,7 @@ def pack_depthwise(w: np.ndarray, path: DotPath) -> np.ndarray:
     ``g < G`` (zero past ``KW``)."""
     c, _, kh, kw = w.shape
     lanes, group = path.lanes, path.group
-    small = np.dtype("int8" if path.instruction == "vpdpbusd" else "int16")
+    small = np.dtype("int8" if group == 4 else "int16")
     q = -(-kw // group)
     full = np.zeros((c, kh, q * group), small)
     full[:, :, :kw] = w[:, 0]

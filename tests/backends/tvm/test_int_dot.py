@@ -76,6 +76,15 @@ def test_the_path_follows_the_target_record():
     assert dot_path(vnni, "int16", "int32", 16, 16) is None
     avx_vnni = dot_path(Target.for_cpu("alderlake"), "int8", "int32", 8, 8)
     assert avx_vnni is not None and avx_vnni.instruction == "vpdpbusd"
+    # data known to be bytes in [0, 127]: byte pairs (vpmaddubsw) on AVX2, VNNI still first
+    byte = DotPath("vpmaddubsw", 8, 4, False)
+    assert dot_path(avx2, "int8", "int32", 8, 16, (0, 127)) == byte
+    assert dot_path(avx2, "int8", "int32", 8, 16, (3, 100)) == byte
+    assert dot_path(avx2, "int8", "int32", 8, 16, (-1, 127)).instruction == "vpmaddwd"
+    assert dot_path(avx2, "int8", "int32", 8, 16, (0, 128)).instruction == "vpmaddwd"
+    assert dot_path(avx2, "int8", "int32", 8, 6, (0, 127)).instruction == "vpmaddwd"
+    assert dot_path(avx2, "int16", "int32", 8, 16, (0, 127)).instruction == "vpmaddwd"
+    assert dot_path(vnni, "int8", "int32", 16, 16, (0, 127)).instruction == "vpdpbusd"
 
 
 def test_this_machine_compiles_int8_convolutions_to_vpmaddwd():
@@ -164,7 +173,7 @@ def test_the_ops_plain_arithmetic_lowering_matches_their_definition(instruction)
     lib = tvm.compile(sch.mod, target=Target.host().tvm())
     out = tvm.runtime.tensor(np.zeros(n, np.int32))
     lib(tvm.runtime.tensor(a), tvm.runtime.tensor(b), out)
-    if instruction == "vpdpbusd":
+    if instruction in ("vpdpbusd", "vpmaddubsw"):      # the same value (no saturation)
         want = _vpdpbusd(a, b)
     else:
         ha, hb = a.view(np.int16).reshape(n, 2), b.view(np.int16).reshape(n, 2)
@@ -180,3 +189,59 @@ def test_the_avx2_path_is_exact_at_the_int8_extremes(value):
     b = np.zeros((16, 1, 1), np.int32)
     got = build(CONV, params={"w": w, "b": b})(x)
     assert np.array_equal(got, evaluate(CONV, x, w, b))
+
+
+BYTES = """def @main(%x: Tensor[(1, 16, 6, 6), int8], %w: Tensor[(16, 16, 1, 1), int8],
+          %b: Tensor[(16, 1, 1), int32], %w2: Tensor[(16, 16, 3, 3), int8]) {
+  %0 = nn.relu(add(nn.conv2d(%x, %w, channels=16, kernel_size=[1, 1], out_dtype="int32"), %b));
+  %1 = cast(clip(right_shift(add(%0, 64), 7), a_min=-127f, a_max=127f), dtype="int8");
+  nn.conv2d(%1, %w2, padding=[1, 1], channels=16, kernel_size=[3, 3], out_dtype="int32")
+}"""
+"""A convolution fed by a requantized ``relu`` (data in [0, 127]: ``passes.value_range``)."""
+
+
+def _byte_params(seed: int, extreme: bool = False) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    p = {"w": rng.integers(-128, 128, (16, 16, 1, 1)).astype("int8"),
+         "b": rng.integers(-3000, 3000, (16, 1, 1)).astype("int32"),
+         "w2": rng.integers(-128, 128, (16, 16, 3, 3)).astype("int8")}
+    if extreme:      # every data byte 127 and every weight -128: 127 · -128 · 2 per int16
+        p["w"][...] = 0
+        p["b"][...] = 1 << 20
+        p["w2"][...] = -128
+    return p
+
+
+def _consumer_assembly(target: Target) -> str:
+    fused = prepare(BYTES, _byte_params(0), 3, target)
+    kernels = [n for n in post_order(fused["main"]) if isinstance(n, Function)
+               and is_primitive(n) and any(isinstance(c, Call) and isinstance(c.op, Op)
+                                           and c.op.name == "nn.conv2d"
+                                           and c.attrs.get("kernel_size") == (3, 3)
+                                           for c in post_order(n.body))]
+    (kernel,) = kernels
+    types = [p.type_annotation for p in kernel.params if p.type_annotation is not None]
+    return kernel_assembly(kernel, types, target=target)
+
+
+@pytest.mark.parametrize("mcpu", ["haswell", "znver3"])
+def test_byte_data_compiles_to_vpmaddubsw_on_avx2(mcpu):
+    asm = _consumer_assembly(Target.of({"kind": "llvm", "mcpu": mcpu}))
+    assert "vpmaddubsw" in asm and "vpdpbusd" not in asm
+
+
+def test_byte_data_keeps_vpdpbusd_with_vnni():
+    asm = _consumer_assembly(Target.of({"kind": "llvm", "mcpu": "cascadelake"}))
+    assert "vpdpbusd" in asm and "vpmaddubsw" not in asm
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2 ** 16), extreme=st.booleans())
+def test_the_byte_path_matches_the_oracle(seed, extreme):
+    """On this machine (AVX2 without VNNI the consumer runs vpmaddubsw), bit for bit,
+    including the largest pair magnitude the byte path allows."""
+    params = _byte_params(seed, extreme)
+    x = np.random.default_rng(seed + 1).integers(-128, 128, (1, 16, 6, 6)).astype("int8")
+    got = build(BYTES, params=params)(x)
+    want = evaluate(BYTES, x, params["w"], params["b"], params["w2"])
+    assert np.array_equal(got, want)

@@ -1,0 +1,342 @@
+"""Value ranges of integer tensors, and ClampKnownRanges (issue 29, item 6: ``vpmaddubsw``).
+
+**The analysis** (:func:`value_range`): the bounds ``(lo, hi)`` every element of an integer
+tensor expression is known to lie in, or None when nothing beyond its dtype is known. It
+is an interval evaluation over operator calls, one rule per operator in :data:`RULES`:
+
+* ``nn.relu``, ``clip``, ``cast``, ``maximum``, ``minimum`` and the shape-only operators
+  (``reshape``, ``layout_transform``, ...) map bounds to bounds;
+* ``add``, ``subtract``, ``multiply``, ``right_shift``, ``left_shift`` take the extremes of
+  the four corners (each is monotone in each argument where it is defined: a shift amount
+  is clamped into ``[0, bits - 1]``, as the operators define it);
+* ``nn.conv2d`` and ``nn.dense`` with a constant weight: per output channel, the positive
+  weights times the data's upper bound plus the negative ones times its lower bound (and
+  the reverse), the data's bounds widened to hold 0 (a padded tap reads 0);
+* a result that the dtype cannot hold (an int32 sum that may wrap) is unknown (None);
+* constants are their minimum and maximum; variables what the caller says (``env``).
+
+**The pass** (``clamp_known_ranges``, after FuseOps): a ``vpmaddubsw`` (u8 × s8 byte pairs
+into a *saturating* int16) is exact only when every data byte is in ``[0, 127]``. A
+quantized network's int8 activations after ``relu`` and the requantizing ``clip`` are, but
+the convolution that reads them is another kernel, which sees an ``int8`` parameter. For
+each call of a ``Primitive=1`` function, the pass computes the range of every argument (the
+range of the producing kernel's body, those ranges flowing from kernel to kernel); where an
+``int8`` parameter known to lie in ``[0, 127]`` is the data of an integer ``nn.conv2d``
+(``out_dtype`` int32, one group, a constant weight, input channels a multiple of 4), the
+kernel's body reads it through ``clip(p, a_min=0, a_max=127)``.
+
+The clip changes no value (that is what the range says), and it makes the kernel correct on
+its own, whatever calls it: the lowering sees the bound inside the kernel
+(``OpCall.range_of``) and ``backends.tvm.lower.int_dot.dot_path`` takes ``vpmaddubsw`` on
+an AVX2 target without VNNI. ``backends.tvm.build.prepare`` runs the pass for such targets
+only (elsewhere the clip would cost a little and buy nothing).
+
+Invariants: pure (a new module; the input untouched); one walk per function (explicit
+stacks, no Python recursion); values are preserved exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from passes.fuse_ops import is_primitive
+from semantics.expr import Attrs, Call, Constant, Expr, Function, Let, Op, Var
+from semantics.module import IRModule
+from semantics.rewrite import ScopedMutator, map_functions
+from semantics.types import TensorType
+from semantics.visitor import post_order
+
+__all__ = ["RULES", "Range", "clamp_known_ranges", "value_range"]
+
+Range = tuple[int, int]
+"""Inclusive bounds ``(lo, hi)`` of every element."""
+
+BYTE = (0, 127)
+"""The data range ``vpmaddubsw`` is exact on."""
+
+
+def _dtype(node: Expr) -> str | None:
+    t = getattr(node, "checked_type", None)
+    if t is None and type(node) is Var:
+        t = node.type_annotation
+    return t.dtype if isinstance(t, TensorType) else None
+
+
+def _limits(dtype: str | None) -> Range | None:
+    if dtype is None or not (dtype.startswith("int") or dtype.startswith("uint")):
+        return None
+    info = np.iinfo(np.dtype(dtype))
+    return int(info.min), int(info.max)
+
+
+def _fit(lo: int, hi: int, dtype: str | None) -> Range | None:
+    """``(lo, hi)`` if ``dtype`` holds every value between them, else None (it may wrap)."""
+    limits = _limits(dtype)
+    if limits is None or lo < limits[0] or hi > limits[1]:
+        return None
+    return lo, hi
+
+
+def _int_bound(value: float, dtype: str) -> int:
+    """A ``clip`` bound as the registry reads it for an integer dtype: saturated, truncated."""
+    lo, hi = _limits(dtype) or (0, 0)
+    if math.isnan(value):
+        return lo
+    if value <= lo:
+        return lo
+    if value >= hi:
+        return hi
+    return int(math.trunc(value))
+
+
+def _corners(f: Callable[[int, int], int], a: Range, b: Range) -> Range:
+    values = [f(x, y) for x in a for y in b]
+    return min(values), max(values)
+
+
+def _shift_amount(s: int, dtype: str) -> int:
+    return max(0, min(s, np.dtype(dtype).itemsize * 8 - 1))
+
+
+Rule = Callable[[Call, Sequence[Range], str], "Range | None"]
+"""``rule(call, bounds, dtype)``: the result's range from the arguments' (each known or the
+whole range of its dtype) and the result's dtype."""
+
+
+def _relu(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
+    return max(b[0][0], 0), max(b[0][1], 0)
+
+
+def _clip(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
+    lo = _int_bound(float(call.attrs["a_min"]), dtype)
+    hi = _int_bound(float(call.attrs["a_max"]), dtype)
+    def f(x: int) -> int:
+        return max(min(x, hi), lo)
+    return f(b[0][0]), f(b[0][1])
+
+
+def _same(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
+    return b[0]
+
+
+def _cast(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
+    return _fit(b[0][0], b[0][1], dtype)
+
+
+def _binary(f: Callable[[int, int], int]) -> Rule:
+    def rule(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
+        return _fit(*_corners(f, b[0], b[1]), dtype)
+    return rule
+
+
+def _right_shift(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
+    return _fit(*_corners(lambda x, s: x >> _shift_amount(s, dtype), b[0], b[1]), dtype)
+
+
+def _left_shift(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
+    return _fit(*_corners(lambda x, s: x << _shift_amount(s, dtype), b[0], b[1]), dtype)
+
+
+def _product_bound(data: Range, sums: tuple[np.ndarray, np.ndarray], dtype: str
+                   ) -> Range | None:
+    """Bounds of ``Σ w · x`` over each output channel (``sums``: its positive and negative
+    weights' sums), ``x`` in ``data`` widened to hold 0 (padding)."""
+    lo, hi = min(data[0], 0), max(data[1], 0)
+    pos, neg = sums
+    top = pos * hi + neg * lo
+    bottom = pos * lo + neg * hi
+    return _fit(int(bottom.min()), int(top.max()), dtype)
+
+
+def _channel_sums(w: np.ndarray, out_axes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    moved = np.moveaxis(w.astype(np.int64), list(out_axes), list(range(len(out_axes))))
+    rows = moved.reshape(int(np.prod(moved.shape[:len(out_axes)])), -1)
+    return np.clip(rows, 0, None).sum(axis=1), np.clip(rows, None, 0).sum(axis=1)
+
+
+def _conv2d(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
+    from semantics.ops.layouts import parse_layout
+
+    weight = call.args[1]
+    if type(weight) is not Constant or weight.data.size == 0:
+        return None
+    axes = parse_layout("nn.conv2d", str(call.attrs.get("kernel_layout") or "OIHW"))
+    out_axes = [i for i, (a, _) in enumerate(axes) if a in ("O", "o")]
+    return _product_bound(b[0], _channel_sums(np.asarray(weight.data), out_axes), dtype)
+
+
+def _dense(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
+    weight = call.args[1]
+    if type(weight) is not Constant or weight.data.ndim != 2 or weight.data.size == 0:
+        return None
+    return _product_bound(b[0], _channel_sums(np.asarray(weight.data), [0]), dtype)
+
+
+RULES: dict[str, Rule] = {
+    "nn.relu": _relu,
+    "clip": _clip,
+    "cast": _cast,
+    "add": _binary(lambda x, y: x + y),
+    "nn.bias_add": _binary(lambda x, y: x + y),
+    "subtract": _binary(lambda x, y: x - y),
+    "multiply": _binary(lambda x, y: x * y),
+    "maximum": _binary(max),
+    "minimum": _binary(min),
+    "right_shift": _right_shift,
+    "left_shift": _left_shift,
+    "nn.conv2d": _conv2d,
+    "nn.dense": _dense,
+    **{op: _same for op in ("reshape", "layout_transform", "transpose", "squeeze",
+                            "expand_dims", "nn.batch_flatten", "copy", "reverse")},
+}
+"""The interval rule of each operator the analysis knows (module docstring); any other
+operator's result is unknown."""
+
+
+def value_range(expr: Expr, env: Mapping[Var, Range | None] | None = None) -> Range | None:
+    """The bounds of every element of the integer tensor ``expr`` (typed: ``checked_type``),
+    or None when only its dtype bounds it.
+
+    Args:
+        expr: an expression of operator calls, constants, variables and ``let`` s (a kernel's
+            body); other nodes are unknown.
+        env: known ranges of free variables (None for unknown).
+    """
+    known: dict[int, Range | None] = {}
+    lets: dict[int, Expr] = {}
+    env = env or {}
+    order = post_order(expr, lambda n: type(n) is not Function)
+    for node in order:
+        if type(node) is Let:
+            lets[id(node.var)] = node.value
+    for node in order:
+        known[id(node)] = _node_range(node, known, lets, env)
+    return known.get(id(expr))
+
+
+def _node_range(node: Expr, known: dict[int, Range | None], lets: dict[int, Expr],
+                env: Mapping[Var, Range | None]) -> Range | None:
+    if isinstance(node, Var):
+        if id(node) in lets:
+            return known.get(id(lets[id(node)]))
+        return env.get(node)
+    if isinstance(node, Let):
+        return known.get(id(node.body))
+    if isinstance(node, Constant):
+        data = np.asarray(node.data)
+        if data.size == 0 or not np.issubdtype(data.dtype, np.integer):
+            return None
+        return int(data.min()), int(data.max())
+    if not isinstance(node, Call) or not isinstance(node.op, Op) or node.op.name not in RULES:
+        return None
+    dtype = _dtype(node)
+    if _limits(dtype) is None:
+        return None
+    bounds = []
+    for a in node.args:
+        got = known.get(id(a)) or _limits(_dtype(a))
+        if got is None:
+            return None
+        bounds.append(got)
+    assert dtype is not None
+    return RULES[node.op.name](node, bounds, dtype)
+
+
+# ---- the pass -----------------------------------------------------------------------------
+
+def clamp_known_ranges(mod: IRModule) -> IRModule:
+    """ClampKnownRanges (module docstring): kernels' int8 convolution data known to lie in
+    ``[0, 127]`` read through ``clip(p, 0, 127)``. Expects a typed module after FuseOps."""
+    return map_functions(mod, lambda name, fn: _Clamp(fn).mutate(fn))
+
+
+class _Clamp(ScopedMutator):
+    def __init__(self, root: Function) -> None:
+        super().__init__()
+        self.ranges = _kernel_ranges(root)
+
+    def descend(self, node: Expr) -> bool:
+        return not is_primitive(node)
+
+    def visit_call(self, new: Expr, old: Expr) -> Expr:
+        assert isinstance(new, Call) and isinstance(old, Call)
+        if not is_primitive(new.op):
+            return new
+        bounds = [self.ranges.get(id(a)) for a in old.args]
+        clamped = _clamp_kernel(new.op, bounds)  # type: ignore[arg-type]
+        if clamped is new.op:
+            return new
+        return Call(clamped, new.args, new.attrs, new.type_args, span=new.span)
+
+
+def _kernel_ranges(root: Function) -> dict[int, Range | None]:
+    """The range of every kernel call's result and let-bound variable in ``root``."""
+    ranges: dict[int, Range | None] = {}
+    lets: dict[int, Expr] = {}
+    order = post_order(root, lambda n: not is_primitive(n))
+    for node in order:
+        if type(node) is Let:
+            lets[id(node.var)] = node.value
+    for node in order:
+        if type(node) is Var and id(node) in lets:
+            ranges[id(node)] = ranges.get(id(lets[id(node)]))
+        elif isinstance(node, Call) and isinstance(node.op, Function) and is_primitive(node.op):
+            fn = node.op
+            env = {p: ranges.get(id(a)) for p, a in zip(fn.params, node.args)}
+            ranges[id(node)] = value_range(fn.body, env)
+    return ranges
+
+
+def _clamp_kernel(fn: Function, bounds: Sequence[Range | None]) -> Function:
+    """``fn`` with each qualifying parameter read through the clip (module docstring)."""
+    byte_params = {p for p, b in zip(fn.params, bounds)
+                   if b is not None and BYTE[0] <= b[0] and b[1] <= BYTE[1]
+                   and isinstance(p.type_annotation, TensorType)
+                   and p.type_annotation.dtype == "int8"}
+    if not byte_params:
+        return fn
+    convs = [n for n in post_order(fn.body) if type(n) is Call and _takes_bytes(n)
+             and n.args[0] in byte_params]
+    if not convs:
+        return fn
+    clipped = {p: Call(Op("clip"), (p,), Attrs({"a_min": float(BYTE[0]),
+                                                "a_max": float(BYTE[1])}))
+               for p in {c.args[0] for c in convs}}
+    done = {id(c): Call(c.op, (clipped[c.args[0]], *c.args[1:]), c.attrs, c.type_args,
+                        span=c.span) for c in convs}
+    body = _ReplaceCalls(done).mutate(fn.body)
+    return Function(fn.params, body, fn.ret_type, fn.type_params, fn.attrs, span=fn.span)
+
+
+def _takes_bytes(call: Call) -> bool:
+    """An integer convolution that the byte-pair path may run (module docstring)."""
+    if type(call.op) is not Op or call.op.name != "nn.conv2d" or len(call.args) != 2:
+        return False
+    attrs: Any = call.attrs
+    data = getattr(call.args[0], "type_annotation", None)
+    if type(call.args[1]) is not Constant or not isinstance(data, TensorType):
+        return False
+    if str(attrs.get("out_dtype") or "") != "int32" or int(attrs.get("groups", 1)) != 1:
+        return False
+    from semantics.ops.layouts import parse_layout
+
+    axes = parse_layout("nn.conv2d", str(attrs.get("kernel_layout") or "OIHW"))
+    shape = np.asarray(call.args[1].data).shape
+    channels = 1
+    for (a, _), n in zip(axes, shape):
+        if a in ("I", "i"):
+            channels *= int(n)
+    return channels % 4 == 0
+
+
+class _ReplaceCalls(ScopedMutator):
+    def __init__(self, done: dict[int, Call]) -> None:
+        super().__init__()
+        self.done = done
+
+    def pre(self, node: Expr) -> Expr:
+        return self.done.get(id(node), node)
