@@ -8,6 +8,8 @@ Specifications:
   reshapes, elementwise/broadcast operators with static operands that cannot span rows) and
   refuses the rest (reductions, transposes, positional operators, an unknown dimension off
   axis 0, a static operand with a row dimension);
+* the block sizes come from the Target (the GEMM register tile's rows, six of them), and the
+  plan covers every row once with at most one padded block;
 * differential against the oracle (``interpreter.evaluate``) for every row count from 0 past
   two large blocks, so full blocks, padded remainders and the small block all run;
 * once both block sizes are compiled, no length compiles anything, the LSTM's included;
@@ -26,11 +28,14 @@ import interpreter
 import models
 from backends.tvm import build
 from backends.tvm.kernel.cache import KernelCache
-from backends.tvm.row_blocks import BLOCKS, RowBlocks, row_plan
+from backends.tvm.row_blocks import RowBlocks, block_plan, block_rows, row_plan
+from backends.tvm.target import Target
 from passes.fuse_ops import is_primitive
 from semantics import RelayRuntimeError, parse
 from semantics.expr import Call, Function
 from semantics.visitor import post_order
+
+BLOCKS = block_rows(Target.host())
 
 MLP = """
 def @main(%x: Tensor[(?, 6), float32], %w: Tensor[(5, 6), float32], %b: Tensor[(5), float32],
@@ -145,3 +150,22 @@ def test_integer_rows_pad_with_real_rows_and_mismatched_lengths_fail_as_the_orac
     x, y = np.ones((3, 3), "int32"), np.ones((2, 3), "int32")
     with pytest.raises(RelayRuntimeError, match="broadcast"):
         exe(x, y)
+
+
+def test_the_blocks_follow_the_targets_register_tile() -> None:
+    avx2 = Target.for_cpu("haswell")
+    assert block_rows(avx2) == (36, 6)                   # 6 rows × 2 vectors: 12 accumulators
+    assert block_rows(avx2.with_lanes(16).replace(registers=32)) == (48, 8)
+
+
+@given(n=st.integers(0, 200), large_small=st.sampled_from([(36, 6), (48, 8), (32, 8)]))
+def test_the_block_plan_covers_every_row_once(n: int, large_small: tuple[int, int]) -> None:
+    large, small = large_small
+    plan = block_plan(n, large, small)
+    assert all(b in (large, small) for b in plan)
+    assert sum(plan) >= n and sum(plan) - plan[-1] < n if plan else n == 0
+    waste = sum(plan) - n
+    assert waste < large                                  # at most one padded block
+    # the remainder runs in small blocks only while they hold at most half a large block
+    tail = [b for b in plan if b == small]
+    assert sum(tail) <= large // 2
