@@ -1,7 +1,8 @@
 """Value ranges of integer tensors, and ClampKnownRanges (issue 29, item 6: ``vpmaddubsw``).
 
-**The analysis** (:func:`value_range`): the bounds ``(lo, hi)`` every element of an integer
-tensor expression is known to lie in, or None when nothing beyond its dtype is known. It
+**The analysis** (:func:`value_range`): the bounds ``(lo, hi)`` every element of a tensor
+expression is known to lie in (NaN aside, for floats), or None when nothing beyond its
+dtype is known. It
 is an interval evaluation over operator calls, one rule per operator in :data:`RULES`:
 
 * ``nn.relu``, ``clip``, ``cast``, ``maximum``, ``minimum`` and the shape-only operators
@@ -9,6 +10,11 @@ is an interval evaluation over operator calls, one rule per operator in :data:`R
 * ``add``, ``subtract``, ``multiply``, ``right_shift``, ``left_shift`` take the extremes of
   the four corners (each is monotone in each argument where it is defined: a shift amount
   is clamped into ``[0, bits - 1]``, as the operators define it);
+* floats too, as far as the realized first layer needs (``relu``, ``clip``, ``add``,
+  ``multiply``, ``divide`` by a constant of one sign, ``round``/``floor``/``ceil``, and the
+  ``cast`` to an integer, where NaN and ±inf become 0 and a finite bound must fit the
+  dtype); float bounds are widened by a relative ``2**-20``;
+* ``nn.max_pool2d`` keeps its data's range when every window holds a real element;
 * ``nn.conv2d`` and ``nn.dense`` with a constant weight: per output channel, the positive
   weights times the data's upper bound plus the negative ones times its lower bound (and
   the reverse), the data's bounds widened to hold 0 (a padded tap reads 0);
@@ -52,8 +58,8 @@ from semantics.visitor import post_order
 
 __all__ = ["RULES", "Range", "clamp_known_ranges", "value_range"]
 
-Range = tuple[int, int]
-"""Inclusive bounds ``(lo, hi)`` of every element."""
+Range = tuple[float, float]
+"""Inclusive bounds ``(lo, hi)`` of every element (Python ints for an integer tensor)."""
 
 BYTE = (0, 127)
 """The data range ``vpmaddubsw`` is exact on."""
@@ -66,19 +72,40 @@ def _dtype(node: Expr) -> str | None:
     return t.dtype if isinstance(t, TensorType) else None
 
 
-def _limits(dtype: str | None) -> Range | None:
+def _is_float(dtype: str | None) -> bool:
+    return dtype is not None and dtype.startswith("float")
+
+
+def _limits(dtype: str | None) -> Any:
+    """The whole range of ``dtype``: its integers, or ``(-inf, inf)`` for a float (None for
+    any other type)."""
+    if _is_float(dtype):
+        return -math.inf, math.inf
     if dtype is None or not (dtype.startswith("int") or dtype.startswith("uint")):
         return None
     info = np.iinfo(np.dtype(dtype))
     return int(info.min), int(info.max)
 
 
-def _fit(lo: int, hi: int, dtype: str | None) -> Range | None:
-    """``(lo, hi)`` if ``dtype`` holds every value between them, else None (it may wrap)."""
+def _fit(lo: Any, hi: Any, dtype: str | None) -> Any:
+    """``(lo, hi)`` if ``dtype`` holds every value between them, else None (an integer may
+    wrap). A float range is widened outward by a relative ``2**-20`` (the bounds are computed
+    in float64, the values in the dtype's rounding), and an incomputable one (a NaN bound: an
+    ``inf - inf``) is unknown."""
+    if _is_float(dtype):
+        if math.isnan(lo) or math.isnan(hi):
+            return None
+        return _outward(lo, -1), _outward(hi, 1)
     limits = _limits(dtype)
     if limits is None or lo < limits[0] or hi > limits[1]:
         return None
     return lo, hi
+
+
+def _outward(x: float, sign: int) -> float:
+    if math.isinf(x):
+        return x
+    return x + sign * (abs(x) * 2.0 ** -20 + 1e-30)
 
 
 def _int_bound(value: float, dtype: str) -> int:
@@ -93,7 +120,7 @@ def _int_bound(value: float, dtype: str) -> int:
     return int(math.trunc(value))
 
 
-def _corners(f: Callable[[int, int], int], a: Range, b: Range) -> Range:
+def _corners(f: Callable[[Any, Any], Any], a: Range, b: Range) -> Range:
     values = [f(x, y) for x in a for y in b]
     return min(values), max(values)
 
@@ -112,9 +139,17 @@ def _relu(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
 
 
 def _clip(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
-    lo = _int_bound(float(call.attrs["a_min"]), dtype)
-    hi = _int_bound(float(call.attrs["a_max"]), dtype)
-    def f(x: int) -> int:
+    lo: float
+    hi: float
+    if _is_float(dtype):
+        lo, hi = (float(np.float32(call.attrs[k])) for k in ("a_min", "a_max"))
+        if math.isnan(lo) or math.isnan(hi):
+            return None
+    else:
+        lo = _int_bound(float(call.attrs["a_min"]), dtype)
+        hi = _int_bound(float(call.attrs["a_max"]), dtype)
+
+    def f(x: float) -> float:
         return max(min(x, hi), lo)
     return f(b[0][0]), f(b[0][1])
 
@@ -124,20 +159,65 @@ def _same(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
 
 
 def _cast(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
+    source = _dtype(call.args[0])
+    if _is_float(source) and not _is_float(dtype):
+        # truncation toward zero; NaN and ±inf become 0; a finite value out of the dtype
+        # wraps (``semantics.ops.reference.cast_array``)
+        lo, hi = b[0]
+        if math.isinf(lo) or math.isinf(hi):
+            return None
+        return _fit(min(math.trunc(lo), 0), max(math.trunc(hi), 0), dtype)
+    if _is_float(dtype) != _is_float(source):
+        return None
     return _fit(b[0][0], b[0][1], dtype)
 
 
-def _binary(f: Callable[[int, int], int]) -> Rule:
+def _monotone(f: Callable[[float], float]) -> Rule:
     def rule(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
-        return _fit(*_corners(f, b[0], b[1]), dtype)
+        return _fit(f(b[0][0]), f(b[0][1]), dtype) if _is_float(dtype) else b[0]
+    return rule
+
+
+def _divide(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
+    """A float divided by a divisor of one sign (an integer division is unknown)."""
+    if not _is_float(dtype) or b[1][0] <= 0 <= b[1][1]:
+        return None
+    return _fit(*_corners(lambda x, y: x / y, b[0], b[1]), dtype)
+
+
+def _max_pool2d(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
+    """Every window holds at least one element of the data (floor mode, no dilation, each
+    padding narrower than the window): the maximum lies in the data's range."""
+    from semantics.ops import nn_relations as N
+
+    attrs: Any = call.attrs
+    kh, kw = N.pair(attrs.get("pool_size"))
+    pads = N.pad4(attrs.get("padding", (0, 0)))
+    if attrs.get("ceil_mode") or tuple(N.pair(attrs.get("dilation", (1, 1)))) != (1, 1):
+        return None
+    if max(pads[0], pads[2]) >= kh or max(pads[1], pads[3]) >= kw:
+        return None
+    return b[0]
+
+
+def _binary(f: Callable[[Any, Any], Any]) -> Rule:
+    def rule(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
+        try:
+            return _fit(*_corners(f, b[0], b[1]), dtype)
+        except (ValueError, OverflowError):      # inf arithmetic with no value
+            return None
     return rule
 
 
 def _right_shift(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
+    if _is_float(dtype):
+        return None
     return _fit(*_corners(lambda x, s: x >> _shift_amount(s, dtype), b[0], b[1]), dtype)
 
 
 def _left_shift(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
+    if _is_float(dtype):
+        return None
     return _fit(*_corners(lambda x, s: x << _shift_amount(s, dtype), b[0], b[1]), dtype)
 
 
@@ -162,7 +242,7 @@ def _conv2d(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
     from semantics.ops.layouts import parse_layout
 
     weight = call.args[1]
-    if type(weight) is not Constant or weight.data.size == 0:
+    if _is_float(dtype) or type(weight) is not Constant or weight.data.size == 0:
         return None
     axes = parse_layout("nn.conv2d", str(call.attrs.get("kernel_layout") or "OIHW"))
     out_axes = [i for i, (a, _) in enumerate(axes) if a in ("O", "o")]
@@ -171,7 +251,9 @@ def _conv2d(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
 
 def _dense(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
     weight = call.args[1]
-    if type(weight) is not Constant or weight.data.ndim != 2 or weight.data.size == 0:
+    if _is_float(dtype) or type(weight) is not Constant:
+        return None
+    if weight.data.ndim != 2 or weight.data.size == 0:
         return None
     return _product_bound(b[0], _channel_sums(np.asarray(weight.data), [0]), dtype)
 
@@ -190,6 +272,12 @@ RULES: dict[str, Rule] = {
     "left_shift": _left_shift,
     "nn.conv2d": _conv2d,
     "nn.dense": _dense,
+    "nn.max_pool2d": _max_pool2d,
+    "divide": _divide,
+    "round": _monotone(lambda x: math.copysign(math.floor(abs(x) + 0.5), x)
+                       if math.isfinite(x) else x),            # half away from zero
+    "floor": _monotone(lambda x: float(math.floor(x)) if math.isfinite(x) else x),
+    "ceil": _monotone(lambda x: float(math.ceil(x)) if math.isfinite(x) else x),
     **{op: _same for op in ("reshape", "layout_transform", "transpose", "squeeze",
                             "expand_dims", "nn.batch_flatten", "copy", "reverse")},
 }
@@ -228,7 +316,13 @@ def _node_range(node: Expr, known: dict[int, Range | None], lets: dict[int, Expr
         return known.get(id(node.body))
     if isinstance(node, Constant):
         data = np.asarray(node.data)
-        if data.size == 0 or not np.issubdtype(data.dtype, np.integer):
+        if data.size == 0:
+            return None
+        if np.issubdtype(data.dtype, np.floating):
+            if np.isnan(data).any():
+                return None
+            return float(data.min()), float(data.max())
+        if not np.issubdtype(data.dtype, np.integer):
             return None
         return int(data.min()), int(data.max())
     if not isinstance(node, Call) or not isinstance(node.op, Op) or node.op.name not in RULES:

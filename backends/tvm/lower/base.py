@@ -84,7 +84,7 @@ class OpCall:
         """The array of argument ``i`` if it is a constant of the kernel, else None."""
         return self.constants[i] if i < len(self.constants) else None
 
-    def range_of(self, i: int) -> tuple[int, int] | None:
+    def range_of(self, i: int) -> tuple[float, float] | None:
         """The bounds every element of integer argument ``i`` is known to lie in inside the
         kernel (:func:`passes.value_range.value_range`), or None."""
         if i >= len(self.arg_exprs):

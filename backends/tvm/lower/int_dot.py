@@ -114,7 +114,7 @@ class DotPath:
 
 
 def dot_path(target: Target, in_dtype: str, out_dtype: str, block: int, in_channels: int,
-             data_range: tuple[int, int] | None = None) -> DotPath | None:
+             data_range: tuple[float, float] | None = None) -> DotPath | None:
     """The dot-product path of a convolution, or None (the plain lowering then runs).
 
     Args:
