@@ -46,7 +46,8 @@ def _chain(draw: st.DrawFn) -> tuple[str, str, str]:
                 expr = f"nn.relu({expr})"
             elif op == "clip":
                 a = draw(st.sampled_from((-200.0, -127.0, 0.0, 1.5)))
-                expr = f"clip({expr}, a_min={a}f, a_max={a + draw(st.sampled_from((0.0, 3.0, 254.0)))}f)"
+                b = a + draw(st.sampled_from((0.0, 3.0, 254.0)))
+                expr = f"clip({expr}, a_min={a}f, a_max={b}f)"
             elif op == "cast":
                 dtype = draw(st.sampled_from(sorted(_LIMITS)))
                 expr = f'cast({expr}, dtype="{dtype}")'
