@@ -54,7 +54,6 @@ from semantics.visitor import post_order
 __all__ = ["POSITIONAL", "RowBlocks", "RowPlan", "block_plan", "block_rows", "row_plan"]
 
 
-
 def block_rows(target: Any) -> tuple[int, int]:
     """``(large, small)``: the row blocks a row-separable group is compiled for on
     ``target`` (a :class:`~backends.tvm.target.Target`; module docstring)."""
@@ -72,6 +71,7 @@ def block_plan(n: int, large: int, small: int) -> list[int]:
         count = -(-rest // small)
         plan += [small] * count if count * small <= large // 2 else [large]
     return plan
+
 
 POSITIONAL = frozenset({"broadcast_to", "expand_dims", "repeat", "tile", "full", "ones",
                         "zeros", "annotation.simulated_quantize"})

@@ -214,3 +214,21 @@ def test_the_clipped_program_has_the_same_values(seed, relu):
     fused = prepare(text, params, 3, AVX2)
     want = evaluate(text, x, params["w"], params["b"], params["w2"])
     assert np.array_equal(evaluate(fused, x), want)
+
+
+def test_edge_cases_of_the_rules():
+    """Cases a random chain rarely meets: a left shift past the bit width gives 0 (not
+    ``x << (bits - 1)``), a float product past float32's range rounds to inf."""
+    cases = [
+        ('def @main(%x: Tensor[(2), int8]) { left_shift(clip(%x, a_min=-1f, a_max=-1f), 8i8) }',
+         np.array([-1, 5], "int8")),
+        ('def @main(%x: Tensor[(2), float32]) { multiply(clip(%x, a_min=0f, a_max=3e38f), 2f) }',
+         np.array([3e38, 1.0], "float32")),
+        ('def @main(%x: Tensor[(2), int32]) { left_shift(%x, clip(%x, a_min=30f, a_max=40f)) }',
+         np.array([0, 1], "int32")),
+    ]
+    for text, x in cases:
+        bounds = value_range(typechecker.infer(parse(text))["main"].body)
+        out = np.asarray(evaluate(text, x))
+        if bounds is not None:
+            assert bounds[0] <= out.min() and out.max() <= bounds[1], (text, bounds, out)

@@ -122,7 +122,7 @@ def dot_path(target: Target, in_dtype: str, out_dtype: str, block: int, in_chann
         in_dtype: the data's and weights' dtype; out_dtype: the accumulator's.
         block: the output layout's channel block (``NCHW{block}c``).
         in_channels: input channels of a group (convolutions with groups are not taken).
-        data_range: bounds every data value is known to lie in (``OpCall.ranges``), if any.
+        data_range: bounds every data value is known to lie in (``OpCall.range_of``), if any.
     """
     if out_dtype != "int32":
         return None
