@@ -51,8 +51,10 @@ from typing import Any
 import numpy as np
 
 from passes.fuse_ops import is_primitive
+from semantics import dtypes
 from semantics.expr import Attrs, Call, Constant, Expr, Function, Let, Op, Var
 from semantics.module import IRModule
+from semantics.ops.tensor import int_clip_bound
 from semantics.rewrite import ScopedMutator, map_functions
 from semantics.types import TensorType
 from semantics.visitor import post_order
@@ -74,7 +76,7 @@ def _dtype(node: Expr) -> str | None:
 
 
 def _is_float(dtype: str | None) -> bool:
-    return dtype is not None and dtype.startswith("float")
+    return dtype is not None and dtypes.is_float(dtype)
 
 
 def _limits(dtype: str | None) -> Any:
@@ -82,7 +84,7 @@ def _limits(dtype: str | None) -> Any:
     any other type)."""
     if _is_float(dtype):
         return -math.inf, math.inf
-    if dtype is None or not (dtype.startswith("int") or dtype.startswith("uint")):
+    if dtype is None or not dtypes.is_int(dtype):
         return None
     info = np.iinfo(np.dtype(dtype))
     return int(info.min), int(info.max)
@@ -111,18 +113,6 @@ def _outward(x: float, sign: int) -> float:
     return x + sign * (abs(x) * 2.0 ** -20 + 1e-30)
 
 
-def _int_bound(value: float, dtype: str) -> int:
-    """A ``clip`` bound as the registry reads it for an integer dtype: saturated, truncated."""
-    lo, hi = _limits(dtype) or (0, 0)
-    if math.isnan(value):
-        return lo
-    if value <= lo:
-        return lo
-    if value >= hi:
-        return hi
-    return int(math.trunc(value))
-
-
 def _corners(f: Callable[[Any, Any], Any], a: Range, b: Range) -> Range:
     values = [f(x, y) for x in a for y in b]
     return min(values), max(values)
@@ -149,8 +139,10 @@ def _clip(call: Call, b: Sequence[Range], dtype: str) -> Range | None:
         if math.isnan(lo) or math.isnan(hi):
             return None
     else:
-        lo = _int_bound(float(call.attrs["a_min"]), dtype)
-        hi = _int_bound(float(call.attrs["a_max"]), dtype)
+        a_min, a_max = float(call.attrs["a_min"]), float(call.attrs["a_max"])
+        if math.isnan(a_min) or math.isnan(a_max):
+            return None
+        lo, hi = int_clip_bound(a_min, dtype), int_clip_bound(a_max, dtype)
 
     def f(x: float) -> float:
         return max(min(x, hi), lo)
@@ -305,15 +297,17 @@ def value_range(expr: Expr, env: Mapping[Var, Range | None] | None = None) -> Ra
         env: known ranges of free variables (None for unknown).
     """
     known: dict[int, Range | None] = {}
-    lets: dict[int, Expr] = {}
     env = env or {}
     order = post_order(expr, lambda n: type(n) is not Function)
-    for node in order:
-        if type(node) is Let:
-            lets[id(node.var)] = node.value
+    lets = _let_values(order)
     for node in order:
         known[id(node)] = _node_range(node, known, lets, env)
     return known.get(id(expr))
+
+
+def _let_values(order: Sequence[Expr]) -> dict[int, Expr]:
+    """The value bound to each ``let`` variable among ``order`` (by the variable's id)."""
+    return {id(n.var): n.value for n in order if isinstance(n, Let)}
 
 
 def _node_range(node: Expr, known: dict[int, Range | None], lets: dict[int, Expr],
@@ -380,11 +374,8 @@ class _Clamp(ScopedMutator):
 def _kernel_ranges(root: Function) -> dict[int, Range | None]:
     """The range of every kernel call's result and let-bound variable in ``root``."""
     ranges: dict[int, Range | None] = {}
-    lets: dict[int, Expr] = {}
     order = post_order(root, lambda n: not is_primitive(n))
-    for node in order:
-        if type(node) is Let:
-            lets[id(node.var)] = node.value
+    lets = _let_values(order)
     for node in order:
         if type(node) is Var and id(node) in lets:
             ranges[id(node)] = ranges.get(id(lets[id(node)]))

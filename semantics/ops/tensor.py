@@ -346,7 +346,9 @@ def _where(out: Type, c: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray
     return np.where(c != 0, x, y).astype(x.dtype, copy=False)
 
 
-def _int_bound(value: float, dtype: np.dtype) -> int:
+def int_clip_bound(value: float, dtype: np.dtype | str) -> int:
+    """A ``clip`` bound as ``clip`` reads it for an integer dtype: saturated to the dtype's
+    range, else truncated toward zero (also used by ``passes.value_range``)."""
     info = np.iinfo(dtype)
     if value <= info.min:
         return int(info.min)
@@ -357,8 +359,8 @@ def _int_bound(value: float, dtype: np.dtype) -> int:
 
 def _clip(out: Type, x: np.ndarray, a_min: float, a_max: float) -> np.ndarray:
     if _is_int(x):
-        lo = np.asarray(_int_bound(a_min, x.dtype), dtype=x.dtype)
-        hi = np.asarray(_int_bound(a_max, x.dtype), dtype=x.dtype)
+        lo = np.asarray(int_clip_bound(a_min, x.dtype), dtype=x.dtype)
+        hi = np.asarray(int_clip_bound(a_max, x.dtype), dtype=x.dtype)
     else:
         lo = np.asarray(a_min, dtype=np.float64).astype(x.dtype)
         hi = np.asarray(a_max, dtype=np.float64).astype(x.dtype)
