@@ -283,7 +283,7 @@ def _unknown_cpu(mcpu: str, mtriple: str) -> TargetError:
 
 _INT_FIELDS = ("lanes", "registers", "l1_bytes", "l2_bytes", "l3_bytes", "threads",
                "loads_per_cycle", "fma_per_cycle", "fma_latency")
-_BOOL_FIELDS = ("fma", "vnni", "avx512", "avx2", "winograd")
+_BOOL_FIELDS = ("fma", "vnni", "avx512", "avx2", "winograd", "claims")
 
 
 @dataclass(frozen=True)
@@ -311,6 +311,9 @@ class Target:
         winograd: AlterOpLayout may turn eligible 3×3 convolutions into Winograd ones
             (``passes/alter_winograd.py``; the choice also reads ``lanes`` and ``l2_bytes``);
             False keeps every convolution direct (``{"winograd": False}``: a baseline).
+        claims: a kernel's parallel loops hand out their work by atomic claims, so threads that
+            are awake never wait for one the pool wakes late (x86-64 only;
+            :mod:`backends.tvm.kernel.claims`); False keeps TVM's static split (a baseline).
         kind: ``"llvm"`` (the only lowering target).
 
     Immutable and hashable; :meth:`with_lanes` and :meth:`replace` give changed copies.
@@ -332,6 +335,7 @@ class Target:
     fma_per_cycle: int = 2
     fma_latency: int = 4
     winograd: bool = True
+    claims: bool = True
     mattr: tuple[str, ...] = ()
     mtriple: str = ""
     kind: str = "llvm"

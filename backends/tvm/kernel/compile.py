@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from backends.tvm.kernel import entries
+from backends.tvm.kernel import claims, entries
 from backends.tvm.kernel.cache import KernelCache, _discard, default_cache, variant_key
 from backends.tvm.kernel.runtime import COMPILE_FAILED, Kernel, NoLowering
 from backends.tvm.sched import KernelInfo, Scheduler, ScheduleReport, pick_schedule
@@ -278,7 +278,7 @@ def _build_library(func: Function, arg_types: Sequence[Type], spec: Target, key:
             name = twin.name
         else:
             with _skip_idle_passes():
-                lib = tvm.compile(mod, target=as_target(spec))
+                lib = tvm.compile(mod, target=as_target(spec), tir_pipeline=_pipeline(spec))
         _step(times, "tvm.compile", start)
     except Exception as err:  # noqa: BLE001 - TVM's errors have no common public base
         raise _compile_failed(lowered.ops, err) from err
@@ -396,6 +396,13 @@ hoist, LLVM removes and hoists the same — but for one zero-size test kernel wh
 stays; they took ~20 % of ``tvm.compile`` (5.9 -> 4.7 s for ResNet-18's 24 kernels).
 (``s_tir.StmtSimplify`` and ``s_tir.RenormalizeSplitPattern`` were idle on ResNet-18 too but
 change 14 other kernels' code; docs/tvm.md, "Build time".)"""
+
+
+def _pipeline(spec: Target) -> str:
+    """TVM's lowering pipeline for a kernel of ``spec``: the default one, followed on x86-64
+    by the claimed parallel loops (:mod:`backends.tvm.kernel.claims`) unless the target
+    says ``claims=False``."""
+    return claims.pipeline() if spec.claims and claims.applies(spec) else "default"
 
 
 def _skip_idle_passes() -> Any:
