@@ -9,6 +9,8 @@ For ``lstm`` and ``gru`` (35 steps, against onnxruntime), ``char_rnn`` and ``tre
   (``backends.tvm.sched.dense.GEMV_PARALLEL_MIN_BYTES``) — with its own empty in-memory
   kernel cache (a kernel's cache key does not see those switches);
 * **after**: the build as it is;
+* **static**: the build as it is but for the parallel loops, which keep TVM's static split
+  (the Target record's ``claims`` off: ``backends.tvm.kernel.claims``' before and after);
 * the peer on the same weights and inputs (``bench/paper.py``'s runners, outputs checked
   against ours before timing).
 
@@ -72,14 +74,16 @@ class _Before:
         f.fuse_cells, b.host_movement, d.GEMV_PARALLEL_MIN_BYTES = self.saved
 
 
-def _counted_build(name: str, before: bool) -> tuple[Any, list[int]]:
-    """A VM build of ``name`` whose compiled kernels count their calls (in ``calls[0]``)."""
+def _counted_build(name: str, before: bool, claims: bool = True) -> tuple[Any, list[int]]:
+    """A VM build of ``name`` whose compiled kernels count their calls (in ``calls[0]``);
+    ``claims`` False: the Target record's claimed parallel loops off."""
     import models
     from backends.tvm import build
     from backends.tvm.build import KernelTable
     from backends.tvm.fallback import FallbackKernel
     from backends.tvm.kernel.cache import KernelCache
     from backends.tvm.kernel_table import FlatArgs
+    from backends.tvm.target import Target
 
     calls = [0]
     original = KernelTable.kernel_for
@@ -99,13 +103,12 @@ def _counted_build(name: str, before: bool) -> tuple[Any, list[int]]:
         return run
 
     mod, params = models.get(name)
+    target = Target.host().replace(claims=claims)
     KernelTable.kernel_for = kernel_for  # type: ignore[method-assign]
     try:
-        if before:
-            with _Before():
-                exe = build(mod, params=params, executor="vm", cache=KernelCache(disk=False))
-        else:
-            exe = build(mod, params=params, executor="vm", cache=KernelCache(disk=False))
+        with _Before() if before else _Null():
+            exe = build(mod, params=params, executor="vm", cache=KernelCache(disk=False),
+                        target=target)
     finally:
         KernelTable.kernel_for = original  # type: ignore[method-assign]
     return exe, calls
@@ -129,8 +132,9 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
     systems: dict[str, Any] = {}
     counts: dict[str, Any] = {}
     want = None
-    for label, old in (("before", True), ("after", False)):
-        exe, calls = _counted_build(name, old)
+    for label, old, claims in (("before", True, True), ("static", False, False),
+                               ("after", False, True)):
+        exe, calls = _counted_build(name, old, claims)
         exe(*inputs)
         calls[0] = 0
         out = _as_array(exe(*inputs))
@@ -143,7 +147,8 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
         if want is None:
             want = out
         elif not np.allclose(out, want, rtol=1e-4, atol=1e-5):
-            notes.append(f"{name}: after differs from before ({np.abs(out - want).max():.3g})")
+            notes.append(f"{name}: {label} differs from before "
+                         f"({np.abs(out - want).max():.3g})")
         systems[label] = lambda exe=exe: exe(*inputs)
     assert want is not None
     peer = PEER[name]
@@ -160,7 +165,7 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
     measured = time_in_blocks(systems, blocks=args.blocks, runs=args.runs)
     notes.append(f"{name}: {measured.describe()}")
     t = measured.timings
-    before, after, p = t["before"], t["after"], t.get(peer)
+    before, after, static, p = t["before"], t["after"], t["static"], t.get(peer)
 
     def ratio(a: Any, b: Any) -> str:
         return "—" if a is None or b is None else f"{a.median / b.median:.2f}"
@@ -170,7 +175,8 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
     return [name, counts["before"], counts["after"], per_step(counts["before"]),
             per_step(counts["after"]), counts.get("before new", "—"),
             counts.get("after new", "—"), before.ms(), after.ms(), ratio(before, after),
-            peer, "—" if p is None else p.ms(), ratio(p, before), ratio(p, after)]
+            static.ms(), ratio(static, after), peer, "—" if p is None else p.ms(),
+            ratio(p, before), ratio(p, after)]
 
 
 class _Null:
@@ -183,7 +189,8 @@ class _Null:
 
 HEADER = ["model", "kernel calls before", "after", "per step before", "after",
           "new-length compiles before", "after", "before (ms)", "after (ms)",
-          "before / after", "peer", "peer (ms)", "peer / before", "peer / after"]
+          "before / after", "static split (ms)", "static / after", "peer", "peer (ms)",
+          "peer / before", "peer / after"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,9 +3,10 @@
 For each vision model (``models.get``: ``dqn``, ``mobilenet``, ``resnet18``, ``vgg16``) this
 measures, in one run:
 
-* our TVM backend (graph executor) built at ``-O0``, at ``-O3``, and at ``-O3`` with the Target
+* our TVM backend (graph executor) built at ``-O0``, at ``-O3``, at ``-O3`` with the Target
   record's ``winograd`` switch off (every convolution direct: the Winograd rule's before and
-  after in one run) (``backends.tvm.build`` with
+  after in one run), and at ``-O3`` with its ``claims`` switch off (TVM's static split of the
+  parallel loops: ``backends.tvm.kernel.claims``' before and after) (``backends.tvm.build`` with
   the model's weights bound as ``params``), and the build time of each (a fresh in-memory
   kernel cache with ``--cold``: every kernel compiled; else the default cache, whose disk
   copy makes a second run warm);
@@ -106,9 +107,11 @@ def model_flops(mod: IRModule) -> int:
     return total
 
 
-def _build(name: str, opt_level: int, cold: bool, winograd: bool = True) -> tuple[Any, float]:
+def _build(name: str, opt_level: int, cold: bool, winograd: bool = True,
+           claims: bool = True) -> tuple[Any, float]:
     """Our graph-executor build of ``name`` at ``opt_level`` (``winograd`` False: the Target
-    record's switch off, every convolution direct) and its build seconds."""
+    record's switch off, every convolution direct; ``claims`` False: TVM's static split of
+    parallel loops instead of claimed units) and its build seconds."""
     try:
         from backends.tvm import build
         from backends.tvm.kernel.cache import KernelCache, default_cache
@@ -117,7 +120,7 @@ def _build(name: str, opt_level: int, cold: bool, winograd: bool = True) -> tupl
         raise Missing(f"the TVM backend is not available ({e})") from e
     mod, params = models.get(name)
     cache = KernelCache(disk=False) if cold else None
-    target = Target.host().replace(winograd=winograd)
+    target = Target.host().replace(winograd=winograd, claims=claims)
     start = time.perf_counter()
     exe = build(mod, params=params, opt_level=opt_level, executor="graph", cache=cache,
                 target=target)
@@ -143,8 +146,9 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
     builds: dict[str, float] = {}
     want: np.ndarray | None = None
     systems: dict[str, Any] = {}
-    for key, level, winograd in (("O0", 0, True), ("O3 direct", 3, False), ("O3", 3, True)):
-        exe, seconds = _build(name, level, args.cold, winograd)
+    for key, level, winograd, claims in (("O0", 0, True, True), ("O3 direct", 3, False, True),
+                                         ("O3 static", 3, True, False), ("O3", 3, True, True)):
+        exe, seconds = _build(name, level, args.cold, winograd, claims)
         builds[key] = seconds
         out = np.asarray(exe(*inputs))
         if want is None:
@@ -174,6 +178,7 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
     notes.append(f"{name}: {measured.describe()}")
     times.update(measured.timings)
     o0, o3, direct = times.get("O0"), times["O3"], times.get("O3 direct")
+    static = times.get("O3 static")
     assert o3 is not None
     ort, pt = times.get("onnxruntime"), times.get("PyTorch")
     gflops = flops / o3.median / 1e9
@@ -185,13 +190,14 @@ def measure(name: str, args: argparse.Namespace, workdir: Path, notes: list[str]
         return "—" if t is None else Ratio.of(t, o3).cell()
 
     return [name, flops / 1e9, ms(o0), ms(direct), ms(o3), ratio(o0), ratio(direct),
-            ms(ort), ratio(ort),
+            ratio(static), ms(ort), ratio(ort),
             "—" if ort is None or direct is None else Ratio.of(ort, direct).cell(),
             ms(pt), ratio(pt), gflops, 100 * gflops / args.peak, builds["O0"], builds["O3"]]
 
 
 HEADER = ["model", "GFLOP", "-O0 (ms)", "-O3 direct (ms)", "-O3 (ms)", "-O3 speedup",
-          "Winograd speedup", "onnxruntime (ms)", "ort / ours", "ort / ours direct",
+          "Winograd speedup", "claims speedup", "onnxruntime (ms)", "ort / ours",
+          "ort / ours direct",
           "PyTorch (ms)", "PyTorch / ours", "GFLOP/s (-O3)", "% of peak", "build -O0 (s)",
           "build -O3 (s)"]
 
@@ -209,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--blocks", type=int, default=5, help="alternating blocks per system")
     ap.add_argument("--quick", action="store_true", help="2 blocks of 3 calls")
     ap.add_argument("--skip", nargs="*", default=[],
-                    choices=["O0", "O3 direct", "onnxruntime", "PyTorch"],
+                    choices=["O0", "O3 direct", "O3 static", "onnxruntime", "PyTorch"],
                     help="systems built and checked but not timed (their cells are —)")
     ap.add_argument("--cold", action="store_true",
                     help="build with an empty in-memory kernel cache (cold build times)")
