@@ -44,7 +44,8 @@ from typing import Any
 
 from backends.tvm.target import Target
 
-__all__ = ["MAX_UNITS", "MAX_WALKERS", "applies", "claim_parallel_loops", "pipeline"]
+__all__ = ["MAX_UNITS", "MAX_WALKERS", "applies", "claim_parallel_loops", "pipeline",
+           "pipeline_for"]
 
 MAX_UNITS = 64
 """The most claimable units of one parallel loop (its flags: 256 bytes on the stack)."""
@@ -59,8 +60,17 @@ PIPELINE = "relay_claims"
 def applies(target: Target) -> bool:
     """Whether kernels for ``target`` get claimed parallel loops: x86-64 (the host's triple
     when the target names none)."""
-    triple = target.mtriple or platform.machine()
-    return triple.split("-")[0] in ("x86_64", "amd64", "AMD64")
+    return _x86_64(target.mtriple)
+
+
+def pipeline_for(triple: str) -> str:
+    """The lowering pipeline of a kernel for the LLVM ``triple`` (empty: the host's): this
+    module's on x86-64, TVM's default elsewhere (for ``tvm.compile``'s ``tir_pipeline``)."""
+    return pipeline() if _x86_64(triple) else "default"
+
+
+def _x86_64(triple: str) -> bool:
+    return (triple or platform.machine()).split("-")[0] in ("x86_64", "amd64", "AMD64")
 
 
 def claim_parallel_loops() -> Any:

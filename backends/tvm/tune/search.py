@@ -171,8 +171,14 @@ def _make_builder_classes() -> tuple[type, type]:
         def _one(self, build_input: Any) -> Any:
             import tvm
 
+            from backends.tvm.kernel import claims
+
             try:
-                lib = tvm.compile(build_input.mod, target=build_input.target)
+                # candidates share their parallel loops as our kernels do, so a tuned
+                # kernel is measured as it will run
+                triple = str(build_input.target.attrs.get("mtriple", "") or "")
+                lib = tvm.compile(build_input.mod, target=build_input.target,
+                                  tir_pipeline=claims.pipeline_for(triple))
                 path = tempfile.mkdtemp(dir=self.directory)
                 if self.tar:
                     from tvm.support.tar import tar
