@@ -23,7 +23,8 @@ onnxruntime's, whose pool hands out work dynamically, scaled 1.6–1.8×.
   thief therefore meet in the middle of a run: a late thread finds its run partly or wholly
   done, and the threads that are awake never wait for one that is not;
 * a walker that finds the first unit of its own run already claimed returns at once: a thief
-  took the whole run (thieves take runs from the end), and is still stealing.
+  has taken the whole run (a thief's units are a tail of the run), and every run is visited
+  by the walkers that are working.
 
 TVM's pool gives the ``W`` walkers to its threads in contiguous groups, so with fewer threads
 than walkers a thread runs several walkers in turn; the first does the work and the others

@@ -147,6 +147,18 @@ def _cost_model() -> str:
     return "xgb" if importlib.util.find_spec("xgboost") is not None else "random"
 
 
+def _compile_candidate(build_input: Any) -> Any:
+    """``tvm.compile`` of a MetaSchedule candidate, its parallel loops claimed as our kernels'
+    are (``backends.tvm.kernel.claims``), so a tuned kernel is measured as it will run."""
+    import tvm
+
+    from backends.tvm.kernel import claims
+
+    triple = str(build_input.target.attrs.get("mtriple", "") or "")
+    return tvm.compile(build_input.mod, target=build_input.target,
+                       tir_pipeline=claims.pipeline_for(triple))
+
+
 def _make_builder_classes() -> tuple[type, type]:
     """The in-process builder and runner classes (made on first use: they derive from
     MetaSchedule's classes, which need TVM)."""
@@ -169,16 +181,8 @@ def _make_builder_classes() -> tuple[type, type]:
             return [self._one(b) for b in build_inputs]
 
         def _one(self, build_input: Any) -> Any:
-            import tvm
-
-            from backends.tvm.kernel import claims
-
             try:
-                # candidates share their parallel loops as our kernels do, so a tuned
-                # kernel is measured as it will run
-                triple = str(build_input.target.attrs.get("mtriple", "") or "")
-                lib = tvm.compile(build_input.mod, target=build_input.target,
-                                  tir_pipeline=claims.pipeline_for(triple))
+                lib = _compile_candidate(build_input)
                 path = tempfile.mkdtemp(dir=self.directory)
                 if self.tar:
                     from tvm.support.tar import tar
