@@ -10,30 +10,33 @@ the work: MobileNet's 1×1 convolutions scaled 1.2–1.3× from one thread to tw
 onnxruntime's, whose pool hands out work dynamically, scaled 1.6–1.8×.
 
 :func:`claim_parallel_loops` (a TIR pass, run last in the kernels' lowering pipeline,
-:func:`pipeline`) rewrites each ``parallel`` loop of extent ``E`` into ``W`` *walkers* over
-``U`` *units* (consecutive runs of the loop's iterations):
+:func:`pipeline`) rewrites each ``parallel`` loop of extent ``E`` into ``W`` *walkers* over a
+ring of ``U`` *units* (consecutive runs of the loop's iterations):
 
 * a flag per unit, cleared before the loop; a thread **claims** a unit by an atomic
   test-and-set of its flag (``lock bts``: LLVM's ``llvm.x86.atomic.bts`` — TIR's own
-  ``atomic_add`` has no CPU code generation), so every unit runs exactly once, whichever
-  thread runs it, and the kernel's results do not depend on the schedule of the threads;
-* walker ``w`` owns the ``w``-th of ``W`` equal runs of units and claims its units **forward**
-  from the first until it meets a claimed one; then it visits the other runs in turn and
-  claims each **backward from its last unit** until it meets a claimed one. An owner and a
-  thief therefore meet in the middle of a run: a late thread finds its run partly or wholly
-  done, and the threads that are awake never wait for one that is not;
-* a walker that finds the first unit of its own run already claimed returns at once: a thief
-  has taken the whole run (a thief's units are a tail of the run), and every run is visited
-  by the walkers that are working.
+  ``atomic_add`` has no CPU code generation), after a plain read that skips a unit already
+  taken; every unit runs exactly once, whichever thread runs it, and the kernel's results do
+  not depend on the schedule of the threads;
+* walker ``w`` starts at unit ``w·U/W`` and claims **forward** around the ring until it
+  meets a taken unit; then, if it claimed anything, **backward** from the unit before its
+  start until it meets a taken one. A walker whose first unit was taken returns at once.
 
-TVM's pool gives the ``W`` walkers to its threads in contiguous groups, so with fewer threads
-than walkers a thread runs several walkers in turn; the first does the work and the others
-return after one test. ``W`` is at most :data:`MAX_WALKERS` (and the number of units), so up to
-that many threads share a kernel; ``U`` is at most :data:`MAX_UNITS`.
+TVM's pool gives the ``W`` walkers to its threads in contiguous groups, so each thread's first
+walker starts at the first unit of the thread's share, sweeps it forward as a static split
+would (contiguous, in order), and goes on into the next share while that share's thread has
+not started; then it helps the previous share from its end, backward, until it meets that
+share's forward sweep in the middle. A thread that wakes late finds its share partly or
+wholly done, and the threads that are awake never wait for it; its other walkers, and the
+walkers of a thread whose share was taken, return after one read. ``W`` is at most
+:data:`MAX_WALKERS` (and ``U``), so up to that many threads share a kernel; ``U`` is at most
+:data:`MAX_UNITS`.
 
-Completeness does not depend on the stealing: a run's owner always runs, and claims its run
-from the start up to the first unit a thief took, while a thief's units are a contiguous tail
-of the run. So every unit is claimed by someone, once.
+Completeness: suppose a unit ``a`` were never claimed, and look at the unit ``a - 1`` before
+it (the ring has one; some unit is claimed, since the first walker to run finds all free).
+A forward sweep that claimed ``a - 1`` would have gone on to ``a``; so a backward sweep
+claimed it, which starts at the unit before its walker's start — so that walker starts at
+``a``, and, having swept backward, claimed its first unit ``a``. Either way ``a`` is claimed.
 
 Only x86-64 has the instruction; other targets keep TVM's static split (:func:`applies`).
 """
@@ -153,21 +156,15 @@ def _claimed(loop: Any) -> Any:
         return tirx.const(v, i32)
 
     flags = tirx.decl_buffer((units,), i32, name="claim_flags")
-    # a walker's state: [position in the current run, still claiming, own run not stolen]
+    # a walker's state: [the unit it tries next, still claiming, claimed its first unit]
     state = tirx.decl_buffer((3,), i32, name="claim_state", scope="local")
-    walker, visit = tirx.Var("claim_walker", i32), tirx.Var("claim_visit", i32)
-    run, unit = tirx.Var("claim_run", i32), tirx.Var("claim_unit", i32)
-    clear = tirx.Var("claim_clear", i32)
-    pos, going, active = (tirx.BufferLoad(state, [c(k)]) for k in range(3))
+    walker, phase = tirx.Var("claim_walker", i32), tirx.Var("claim_phase", i32)
+    unit, clear = tirx.Var("claim_unit", i32), tirx.Var("claim_clear", i32)
+    pos, going, started = (tirx.BufferLoad(state, [c(k)]) for k in range(3))
 
     def put(index: int, value: Any) -> Any:
         return tirx.BufferStore(state, value, [c(index)])
 
-    def run_start(r: Any) -> Any:
-        return tirx.floordiv(r * c(units), c(walkers))
-
-    forward = visit == c(0)
-    lo, hi = run_start(run), run_start(run + c(1))
     # the unit's iterations of the original loop: [u * E / U, (u + 1) * E / U)
     ext = extent if str(extent.ty) == dtype else tirx.Cast(dtype, extent)
 
@@ -179,28 +176,29 @@ def _claimed(loop: Any) -> Any:
     taken = tirx.call_llvm_intrin(i32, "llvm.x86.atomic.bts.i32",
                                   tirx.address_of(tirx.BufferLoad(flags, [pos])),
                                   tirx.const(0, "int8"))
+    forward = phase == c(0)
+    step = tirx.Select(forward, c(1), c(units - 1))        # +1 or -1, around the ring
     stop = put(1, c(0))
+    # a plain read first: a unit seen taken costs no locked instruction
     claim = tirx.IfThenElse(
-        tirx.all(tirx.Select(forward, pos < hi, pos >= lo),
-                 tirx.BufferLoad(flags, [pos]) == c(0)),
+        tirx.BufferLoad(flags, [pos]) == c(0),
         tirx.IfThenElse(taken == c(0), tirx.SeqStmt([
             tirx.LetStmt(unit, pos),
             work,
-            put(0, pos + tirx.Select(forward, c(1), c(-1))),
+            put(2, c(1)),
+            put(0, tirx.floormod(pos + step, c(units))),
         ]), stop),
         stop)
-    one_run = tirx.IfThenElse(active != c(0), tirx.SeqStmt([
-        tirx.LetStmt(run, tirx.floormod(walker + visit, c(walkers))),
-        put(0, tirx.Select(forward, lo, hi - c(1))),
+    first = tirx.floordiv(walker * c(units), c(walkers))
+    sweep = tirx.IfThenElse(tirx.any(forward, started != c(0)), tirx.SeqStmt([
+        put(0, tirx.Select(forward, first, tirx.floormod(first + c(units - 1), c(units)))),
         put(1, c(1)),
         tirx.While(going != c(0), claim),
-        # nothing claimed in its own run: a thief has it all, and is still stealing
-        tirx.IfThenElse(tirx.all(forward, pos == lo), put(2, c(0)), None),
     ]), None)
     walk = tirx.SeqStmt([
         tirx.AllocBuffer(state),
-        put(2, c(1)),
-        tirx.For(visit, c(0), c(walkers), tirx.ForKind.SERIAL, one_run),
+        put(2, c(0)),
+        tirx.For(phase, c(0), c(2), tirx.ForKind.SERIAL, sweep),
     ])
     return tirx.SeqStmt([
         tirx.AllocBuffer(flags),
