@@ -62,8 +62,8 @@ PIPELINE = "relay_claims"
 
 
 def applies(target: Target) -> bool:
-    """Whether kernels for ``target`` get claimed parallel loops: x86-64 (the host's triple
-    when the target names none)."""
+    """Whether kernels for ``target`` can get claimed parallel loops: x86-64 (the host's
+    triple when the target names none); ``target.claims`` says whether they do."""
     return _x86_64(target.mtriple)
 
 

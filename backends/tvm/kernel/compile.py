@@ -402,7 +402,7 @@ def _pipeline(spec: Target) -> str:
     """TVM's lowering pipeline for a kernel of ``spec``: the default one, followed on x86-64
     by the claimed parallel loops (:mod:`backends.tvm.kernel.claims`) unless the target
     says ``claims=False``."""
-    return claims.pipeline() if spec.claims and claims.applies(spec) else "default"
+    return claims.pipeline_for(spec.mtriple) if spec.claims else "default"
 
 
 def _skip_idle_passes() -> Any:
